@@ -1,0 +1,104 @@
+/**
+ * Composition root: builds the parts from a validated configuration, starts them in order and
+ * stops them in reverse. Nothing else wires parts together.
+ *
+ * Start order: PDU clients and store → poller (polling starts at once, so the first snapshots
+ * arrive while MQTT connects) → MQTT (embedded broker first when configured) → HTTP listeners.
+ * Stop order: HTTP listeners → poller → MQTT (`offline` published) → broker → clients.
+ */
+import type { Config } from "./config/schema.js";
+import { createLogger, type Logger } from "./log.js";
+import { GeistClient } from "./pdu/client.js";
+import { Poller } from "./poller/scheduler.js";
+import { SnapshotStore } from "./poller/store.js";
+
+export interface AppOptions {
+  /** Logger to use (tests pass one that captures lines); default: pino on stdout at Logging.Level. */
+  logger?: Logger;
+}
+
+/** A part of the running service with a lifecycle. */
+export interface Part {
+  readonly name: string;
+  stop(): Promise<void>;
+}
+
+export class App {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly store: SnapshotStore;
+  readonly poller: Poller;
+  readonly clients: ReadonlyMap<string, GeistClient>;
+  readonly startedAt = Date.now();
+  /** Parts started after the poller, stopped in reverse order. */
+  readonly #parts: Part[] = [];
+  #stopping: Promise<void> | null = null;
+
+  private constructor(config: Config, logger: Logger) {
+    this.config = config;
+    this.logger = logger;
+    this.clients = new Map(
+      config.instances.map((instance) => [instance.id, new GeistClient(instance, { logger })]),
+    );
+    this.store = new SnapshotStore(config.instances.map((i) => i.id));
+    this.poller = new Poller(
+      config.instances.map((instance) => {
+        const client = this.clients.get(instance.id)!;
+        return {
+          id: instance.id,
+          intervalMs: instance.PollInterval * 1000,
+          poll: (signal: AbortSignal) => client.poll(signal),
+        };
+      }),
+      this.store,
+      { logger },
+    );
+  }
+
+  static async start(config: Config, options: AppOptions = {}): Promise<App> {
+    const logger = options.logger ?? createLogger({ level: config.Logging.Level });
+    const app = new App(config, logger);
+    try {
+      await app.#start();
+    } catch (error) {
+      await app.stop();
+      throw error;
+    }
+    return app;
+  }
+
+  async #start(): Promise<void> {
+    this.store.subscribe((event) => {
+      if (event.kind === "snapshot" && event.fromPoll) {
+        const devices = event.snapshot.devices;
+        const outlets = devices.reduce((n, d) => n + d.outlets.length, 0);
+        this.logger.debug({ instance: event.instanceId, devices: devices.length, outlets }, "snapshot");
+      }
+    });
+    this.poller.start();
+    this.logger.info(
+      { instances: this.config.instances.map((i) => i.id), origin: this.config.origin },
+      "pdu-bridge started",
+    );
+  }
+
+  /** Stops every part; safe to call more than once (later calls wait for the first). */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
+    for (const part of [...this.#parts].reverse()) {
+      try {
+        await part.stop();
+      } catch (error) {
+        this.logger.warn({ part: part.name, err: error }, "error while stopping");
+      }
+    }
+    await this.poller.stop();
+    this.store.close();
+    await Promise.allSettled([...this.clients.values()].map((c) => c.close()));
+    this.logger.info("pdu-bridge stopped");
+  }
+}

@@ -1,0 +1,223 @@
+/**
+ * The configuration file's schema: one typebox schema that gives the loader its validation and
+ * defaults, gives the code its types, and is emitted as `config.schema.json` for editors.
+ *
+ * Keys are PascalCase exactly as in the service contract (§2). Values that depend on other values
+ * (ports inferred from schemes and back) are optional here and filled in by the loader, which
+ * returns the resolved {@link Config} below.
+ */
+import Type, { type Static } from "typebox";
+
+const nullableString = (description: string) =>
+  Type.Union([Type.String(), Type.Null()], { default: null, description });
+
+const port = (description: string, defaultPort?: number) =>
+  Type.Integer({
+    minimum: 0,
+    maximum: 65535,
+    description: `${description} (0 picks a free port, for tests)`,
+    ...(defaultPort === undefined ? {} : { default: defaultPort }),
+  });
+
+const credentials = (what: string) =>
+  Type.Object(
+    {
+      Username: nullableString(`User name for ${what}`),
+      Password: nullableString(`Password for ${what} (secret: prefer the SERVICE_* variables)`),
+    },
+    { additionalProperties: false, default: {}, description: `Credentials for ${what}` },
+  );
+
+export const MqttSchemes = ["mqtt", "mqtts", "ws", "wss"] as const;
+export type MqttScheme = (typeof MqttSchemes)[number];
+export const PduSchemes = ["http", "https"] as const;
+export type PduScheme = (typeof PduSchemes)[number];
+export const LogLevels = ["trace", "debug", "info", "warn", "error"] as const;
+
+export const MqttConnectionSchema = Type.Object(
+  {
+    Host: Type.Optional(
+      Type.Union([Type.String({ minLength: 1 }), Type.Null()], {
+        description: "Broker host name or address; omitted: the service starts its embedded broker and uses it",
+      }),
+    ),
+    Port: Type.Optional(
+      port("Broker port; default from Scheme: mqtt 1883, mqtts 8883, ws 8000, wss 8884"),
+    ),
+    Scheme: Type.Optional(
+      Type.Union(
+        MqttSchemes.map((s) => Type.Literal(s)),
+        { description: "mqtt | mqtts | ws | wss; default inferred from Port (8883 mqtts, 8000 ws, 8884 wss, else mqtt)" },
+      ),
+    ),
+    ValidateCertificate: Type.Boolean({
+      default: true,
+      description: "Check the broker's TLS certificate (mqtts/wss)",
+    }),
+    CaFile: nullableString("PEM file of a private CA for the broker's certificate (mqtts/wss)"),
+    ProtocolVersion: Type.Union([Type.Literal(4), Type.Literal(5)], {
+      default: 4,
+      description: "MQTT protocol version: 4 (3.1.1) or 5",
+    }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+export const MqttSchema = Type.Object(
+  {
+    Connection: MqttConnectionSchema,
+    Credentials: credentials("the MQTT broker"),
+    ClientId: Type.String({ minLength: 1, maxLength: 128, default: "pdu-bridge", description: "MQTT client id" }),
+    ParentTopic: Type.String({
+      minLength: 1,
+      maxLength: 200,
+      pattern: "^[^#+]+$",
+      default: "pdu-bridge",
+      description: "Root of every topic the bridge publishes (no wildcards)",
+    }),
+    KeepAlive: Type.Integer({ minimum: 1, maximum: 65535, default: 60, description: "MQTT keep-alive in seconds" }),
+    Embedded: Type.Object(
+      {
+        Bind: Type.String({ minLength: 1, default: "127.0.0.1", description: "Address the embedded broker listens on" }),
+        Port: port("Port of the embedded broker", 1883),
+      },
+      {
+        additionalProperties: false,
+        default: {},
+        description: "Embedded MQTT 3.1.1 broker, used only when Connection.Host is omitted",
+      },
+    ),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+export const PduConnectionSchema = Type.Object(
+  {
+    Host: Type.String({ minLength: 1, description: "PDU host name or address (the master's, for a OneView cluster)" }),
+    Port: Type.Optional(port("PDU HTTP(S) port; default 443 for https, else 80")),
+    Scheme: Type.Optional(
+      Type.Union(
+        PduSchemes.map((s) => Type.Literal(s)),
+        { description: "http | https; default https when Port is 443, else http" },
+      ),
+    ),
+    Timeout: Type.Number({
+      exclusiveMinimum: 0,
+      maximum: 600,
+      default: 15,
+      description: "Seconds allowed for each request to the PDU",
+    }),
+    ValidateCertificate: Type.Boolean({
+      default: true,
+      description: "Check the PDU's TLS certificate; false accepts self-signed units (CaFile is safer)",
+    }),
+    CaFile: nullableString("PEM file of the CA (or the unit's self-signed certificate) to trust"),
+  },
+  { additionalProperties: false },
+);
+
+export const PduSchema = Type.Object(
+  {
+    Connection: PduConnectionSchema,
+    Credentials: credentials("the PDU (needed for control)"),
+    PollInterval: Type.Number({ minimum: 1, maximum: 86400, default: 5, description: "Seconds between polls" }),
+    ActionsEnabled: Type.Boolean({
+      default: false,
+      description: "Allow control of this PDU (REST and MQTT); refused unless true",
+    }),
+  },
+  { additionalProperties: false },
+);
+
+/** Instance ids: 1–64 characters of A-Za-z0-9_- (they appear in topics, URLs and variable names). */
+export const InstanceIdPattern = "^[A-Za-z0-9_-]{1,64}$";
+
+export const ConfigSchema = Type.Object(
+  {
+    Mqtt: MqttSchema,
+    Pdus: Type.Record(Type.String({ pattern: InstanceIdPattern }), PduSchema, {
+      minProperties: 1,
+      description: "Map of instance id to PDU; at least one. The primary instance is `default`, else the first.",
+    }),
+    HomeAssistant: Type.Object(
+      {
+        DiscoveryEnabled: Type.Boolean({ default: true, description: "Publish Home Assistant MQTT discovery" }),
+        DiscoveryTopic: Type.String({
+          minLength: 1,
+          pattern: "^[^#+]+$",
+          default: "homeassistant",
+          description: "Home Assistant discovery prefix",
+        }),
+        SensorExpireAfterSeconds: Type.Integer({
+          minimum: 0,
+          maximum: 86400,
+          default: 300,
+          description:
+            "expire_after of every sensor; values are republished at least every half of it (0: never expire)",
+        }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    Api: Type.Object(
+      {
+        Enabled: Type.Boolean({ default: false, description: "Turn the REST API listener on" }),
+        Port: port("REST API port", 8082),
+        Bind: Type.String({ minLength: 1, default: "0.0.0.0", description: "Address the REST API listens on" }),
+        ApiKey: Type.String({
+          default: "",
+          description: "Non-empty enables the control endpoints (secret: prefer SERVICE_API_KEY or SERVICE_API_KEY_FILE)",
+        }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    Health: Type.Object(
+      {
+        Enabled: Type.Boolean({ default: true, description: "Turn the health listener on" }),
+        Port: port("Health listener port", 8081),
+        Bind: Type.String({ minLength: 1, default: "0.0.0.0", description: "Address the health listener listens on" }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    Logging: Type.Object(
+      {
+        Level: Type.Union(
+          LogLevels.map((l) => Type.Literal(l)),
+          { default: "info", description: "trace | debug | info | warn | error" },
+        ),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+  },
+  { additionalProperties: false, title: "pdu-bridge configuration" },
+);
+
+/** The file as validated, with schema defaults applied (inferred values may still be missing). */
+export type FileConfig = Static<typeof ConfigSchema>;
+export type PduFileConfig = Static<typeof PduSchema>;
+
+/** One configured PDU instance, fully resolved (ports and schemes inferred, secrets merged). */
+export interface InstanceConfig extends Omit<PduFileConfig, "Connection"> {
+  /** The instance id (the key under `Pdus`). */
+  readonly id: string;
+  /** True for the instance named `default`, else the first in the file. */
+  readonly primary: boolean;
+  readonly Connection: Static<typeof PduConnectionSchema> & { Port: number; Scheme: PduScheme };
+}
+
+export type MqttConfig = Omit<Static<typeof MqttSchema>, "Connection"> & {
+  Connection: Static<typeof MqttConnectionSchema> & {
+    /** null: use the embedded broker. */
+    Host: string | null;
+    Port: number;
+    Scheme: MqttScheme;
+  };
+};
+
+/** The effective configuration the service runs with. */
+export interface Config extends Omit<FileConfig, "Pdus" | "Mqtt"> {
+  readonly Mqtt: MqttConfig;
+  /** Instances in file order (a map would reorder integer-like ids). */
+  readonly instances: readonly InstanceConfig[];
+  /** Where the configuration came from, for messages (`/config/config.yaml`, `configmap ns/name`). */
+  readonly origin: string;
+}

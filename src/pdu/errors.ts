@@ -1,0 +1,59 @@
+/**
+ * Typed failures of talking to a PDU. Every error the client raises is a PduError with a `kind`,
+ * so callers map them without string matching: the REST control endpoints turn `timeout` into
+ * 504 and everything else into 502; the poller records `message` as the instance's `lastError`.
+ */
+
+export type PduErrorKind =
+  /** Connection refused, reset, DNS failure, TLS failure: no HTTP answer at all. */
+  | "unreachable"
+  /** No complete answer within the configured Timeout. */
+  | "timeout"
+  /** HTTP status outside 2xx. */
+  | "http-status"
+  /** The envelope's retCode was not 0. */
+  | "ret-code"
+  /** The body was not JSON, not an envelope, too large, or of the wrong shape. */
+  | "malformed";
+
+export class PduError extends Error {
+  override readonly name = "PduError";
+  readonly kind: PduErrorKind;
+  /** HTTP status, when one was received. */
+  readonly status: number | undefined;
+  /** The PDU's retCode, for `ret-code` errors. */
+  readonly retCode: number | undefined;
+  /** The PDU's retMsg, for `ret-code` errors. */
+  readonly retMsg: string | undefined;
+
+  constructor(
+    kind: PduErrorKind,
+    message: string,
+    details: { status?: number; retCode?: number; retMsg?: string; cause?: unknown } = {},
+  ) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.kind = kind;
+    this.status = details.status;
+    this.retCode = details.retCode;
+    this.retMsg = details.retMsg;
+  }
+}
+
+/** A wire tree that cannot be turned into a snapshot. `path` is a JSON path such as `$.dev.X.outlet.3.state`. */
+export class ParseError extends PduError {
+  readonly path: string;
+  constructor(path: string, problem: string) {
+    super("malformed", `${path}: ${problem}`);
+    this.path = path;
+  }
+}
+
+export function isPduError(e: unknown): e is PduError {
+  return e instanceof PduError;
+}
+
+/** A readable one-line message for any error (for lastError and logs); never a stack trace. */
+export function describeError(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  return String(e);
+}

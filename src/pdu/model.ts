@@ -1,0 +1,194 @@
+/**
+ * The normalised snapshot model: the one description of a PDU's state that every surface
+ * (MQTT topics, Home Assistant discovery, REST readings, control validation) derives from.
+ *
+ *   Snapshot (one per configured instance, one poll)
+ *     ├─ system            identity of the polled unit (the master in OneView mode)
+ *     ├─ devices[]         every device of every host, sorted by id
+ *     │    ├─ outlets[]    sorted numerically by index
+ *     │    │    └─ measurements[]
+ *     │    └─ entities[]   sorted by key (phase0, breaker0, total0 ...)
+ *     │         └─ measurements[]
+ *     └─ groups[]          OneView groups with resolved member outlets and rollups
+ *
+ * Everything here is plain data (no classes, no Dates) so that snapshots can be frozen, compared
+ * and serialised cheaply. Times are epoch milliseconds.
+ */
+
+/** `alarm.state` / `alarm.severity` as the PDU reports them, plus the derived flag. */
+export interface Alarm {
+  /** Raw `alarm.state` ("none", "", "alarm", "active", ...). Blank becomes "none". */
+  readonly state: string;
+  /** Raw `alarm.severity` ("alarm", "warning" or ""). */
+  readonly severity: string;
+  /** True when the state is `alarm` or `active` (case-insensitive). */
+  readonly raised: boolean;
+}
+
+export interface Measurement {
+  /** The PDU's measurement type, camelCase as reported (`realPower`, `energy`, ...). Unique within its parent. */
+  readonly type: string;
+  /** Parsed number, or null when the PDU's string is not a finite number (`"n/a"`, `""`). */
+  readonly value: number | null;
+  /** The string the PDU sent, unmodified. */
+  readonly raw: string;
+  /** Units exactly as the PDU reports them (`W`, `kWh`, `A`, ...). May be empty. */
+  readonly units: string;
+  /** Present only where the PDU has a threshold configured. */
+  readonly alarm: Alarm | null;
+}
+
+export type OutletState = "on" | "off" | "unknown";
+
+export interface Outlet {
+  /** 0-based index: the PDU's own map key as a number. Key "0" is what the PDU's UI calls "Outlet 1". */
+  readonly index: number;
+  readonly name: string;
+  readonly label: string;
+  /** label, else name, else `Outlet <index+1>`. */
+  readonly displayName: string;
+  readonly state: OutletState;
+  readonly alarm: Alarm;
+  readonly onDelay: number | null;
+  readonly offDelay: number | null;
+  readonly rebootDelay: number | null;
+  readonly poaAction: string | null;
+  /** Sorted by type (case-insensitive). */
+  readonly measurements: readonly Measurement[];
+}
+
+export interface Entity {
+  /** Map key in the device's `entity` object (`phase0`, `breaker1`, `total0`, ...). */
+  readonly key: string;
+  readonly name: string;
+  readonly label: string;
+  /** label, else name, else key. */
+  readonly displayName: string;
+  readonly alarm: Alarm;
+  /** Sorted by type (case-insensitive). May be empty. */
+  readonly measurements: readonly Measurement[];
+}
+
+/**
+ * Where writes for a device must be sent. `null` means the polled unit itself; otherwise the device
+ * belongs to a OneView member and is reached through that member's proxy ports on the master's host.
+ */
+export interface ProxyRoute {
+  /** Member key in the master's `host` map (MAC-like). */
+  readonly hostKey: string;
+  /** Port on the master's hostname proxying this member over http (0 or less: the master itself). */
+  readonly webPort: number;
+  /** Port on the master's hostname proxying this member over https (0 or less: the master itself). */
+  readonly httpsPort: number;
+}
+
+export interface Device {
+  /** The PDU's device id (serial-like, e.g. `A0AE260C851900C3`); the `{deviceId}` of every write path. */
+  readonly id: string;
+  readonly name: string;
+  readonly label: string;
+  /** label, else name, else id. */
+  readonly displayName: string;
+  readonly type: string;
+  /** Device state as reported (`normal` when healthy). */
+  readonly state: string;
+  readonly alarm: Alarm;
+  readonly order: number | null;
+  readonly outletControlEnabled: boolean;
+  /** `lifetimeEnergy` parsed from its string, or null when absent or not an integer. */
+  readonly lifetimeEnergy: number | null;
+  /** Identity of the unit this device lives in (the member in OneView mode). */
+  readonly system: PduSystem;
+  /** null: reached directly on the configured host/port. */
+  readonly route: ProxyRoute | null;
+  readonly outlets: readonly Outlet[];
+  readonly entities: readonly Entity[];
+}
+
+export interface PduSystem {
+  /** `sys.label`, else `sys.name`. */
+  readonly label: string;
+  readonly oem: string;
+  readonly model: string;
+  readonly modelNumber: string;
+  readonly serialNumber: string;
+  /** Hardware version (`sys.version`). */
+  readonly hardwareVersion: string;
+  /** Firmware version (`sys.appVersion`). */
+  readonly firmwareVersion: string;
+  readonly apiVersion: string;
+  readonly macAddress: string;
+  readonly ipAddress: string;
+}
+
+export interface OutletRef {
+  readonly deviceId: string;
+  readonly index: number;
+}
+
+/** One rollup measurement of a OneView group (all four statistics optional, numeric or null). */
+export interface GroupMeasurement {
+  /**
+   * Key unique within the group, used in topics and discovery ids: the measurement type for the
+   * group's `entity.outlet` rollups (`realPower`), and `pduTotal` + Type for the `entity.pduTotal`
+   * rollups of the built-in `total` group (`pduTotalRealPower`).
+   */
+  readonly key: string;
+  readonly type: string;
+  readonly units: string;
+  readonly sum: number | null;
+  readonly avg: number | null;
+  readonly min: number | null;
+  readonly max: number | null;
+}
+
+export interface Group {
+  /** Group key (`total`, `unassigned`, `"2"`, ...). */
+  readonly key: string;
+  readonly name: string;
+  readonly label: string;
+  /** label, else name, else key. */
+  readonly displayName: string;
+  readonly state: string;
+  readonly order: number | null;
+  /** Member outlets found by scanning every host's groupMap (case-insensitive key match), sorted. */
+  readonly members: readonly OutletRef[];
+  readonly measurements: readonly GroupMeasurement[];
+}
+
+export interface Snapshot {
+  readonly instanceId: string;
+  /** When the poll that produced this snapshot completed (epoch ms). */
+  readonly timestamp: number;
+  readonly mode: "single" | "oneview";
+  /** Identity of the polled unit (the master in OneView mode). */
+  readonly system: PduSystem;
+  /** Every device of every host, sorted by id. */
+  readonly devices: readonly Device[];
+  /** OneView groups sorted by order then key; empty in single mode. */
+  readonly groups: readonly Group[];
+}
+
+/** Numeric-aware comparison of outlet indexes and other integer-like keys ("9" < "10"). */
+export function compareKeys(a: string, b: string): number {
+  const na = Number(a);
+  const nb = Number(b);
+  const aNum = a !== "" && Number.isInteger(na);
+  const bNum = b !== "" && Number.isInteger(nb);
+  if (aNum && bNum) return na - nb;
+  if (aNum !== bNum) return aNum ? -1 : 1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+export function findDevice(snapshot: Snapshot, deviceId: string): Device | undefined {
+  return snapshot.devices.find((d) => d.id === deviceId);
+}
+
+export function findOutlet(snapshot: Snapshot, deviceId: string, index: number): Outlet | undefined {
+  return findDevice(snapshot, deviceId)?.outlets.find((o) => o.index === index);
+}
+
+export function findGroup(snapshot: Snapshot, groupKey: string): Group | undefined {
+  const lower = groupKey.toLowerCase();
+  return snapshot.groups.find((g) => g.key.toLowerCase() === lower);
+}

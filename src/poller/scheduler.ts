@@ -1,0 +1,236 @@
+/**
+ * One scheduler for every instance: a single timer armed for the earliest due poll, a min-heap of
+ * due times, each instance at its own interval, never two polls of one instance at once.
+ *
+ * Cadence is fixed-rate: the next poll is due one interval after the previous was *due*, not after
+ * it finished, so a slow PDU does not drift and a healthy one keeps its rhythm. A poll still running
+ * when its next turn comes makes that turn be skipped (counted), not queued. First polls are spread
+ * over each instance's interval so 500 instances do not fire together.
+ */
+import type { Logger } from "../log.js";
+import { describeError } from "../pdu/errors.js";
+import type { Snapshot } from "../pdu/model.js";
+import type { SnapshotStore } from "./store.js";
+
+export interface PollTarget {
+  readonly id: string;
+  readonly intervalMs: number;
+  poll(signal: AbortSignal): Promise<Snapshot>;
+}
+
+export interface PollerOptions {
+  logger: Logger;
+  now?: () => number;
+}
+
+interface Slot {
+  target: PollTarget;
+  intervalMs: number;
+  due: number;
+  inFlight: Promise<void> | null;
+  /** Set by pollSoon: poll as soon as the current poll (if any) is done. */
+  soon: boolean;
+  skipped: number;
+  /** Position in the heap, -1 when not queued. */
+  heapIndex: number;
+}
+
+export class Poller {
+  readonly #slots = new Map<string, Slot>();
+  readonly #heap: Slot[] = [];
+  readonly #store: SnapshotStore;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+  readonly #abort = new AbortController();
+  #timer: NodeJS.Timeout | null = null;
+  #timerAt = Infinity;
+  #running = false;
+
+  constructor(targets: readonly PollTarget[], store: SnapshotStore, options: PollerOptions) {
+    this.#store = store;
+    this.#logger = options.logger;
+    this.#now = options.now ?? Date.now;
+    for (const target of targets) {
+      this.#slots.set(target.id, {
+        target,
+        intervalMs: target.intervalMs,
+        due: 0,
+        inFlight: null,
+        soon: false,
+        skipped: 0,
+        heapIndex: -1,
+      });
+    }
+  }
+
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    const start = this.#now();
+    const slots = [...this.#slots.values()];
+    slots.forEach((slot, i) => {
+      slot.due = start + Math.floor((slot.intervalMs * i) / slots.length);
+      this.#push(slot);
+    });
+    this.#arm();
+  }
+
+  /** Abort in-flight polls and wait for them to settle. */
+  async stop(): Promise<void> {
+    this.#running = false;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#abort.abort();
+    await Promise.allSettled([...this.#slots.values()].map((s) => s.inFlight));
+  }
+
+  /** Poll this instance as soon as possible (e.g. after a command), without breaking its cadence. */
+  pollSoon(id: string, delayMs = 0): void {
+    const slot = this.#slots.get(id);
+    if (!slot || !this.#running) return;
+    if (slot.inFlight) {
+      slot.soon = true;
+      return;
+    }
+    const at = this.#now() + delayMs;
+    if (at < slot.due) this.#reschedule(slot, at);
+  }
+
+  /** Change an instance's interval (configuration reload); takes effect from its next poll. */
+  setInterval(id: string, intervalMs: number): void {
+    const slot = this.#slots.get(id);
+    if (!slot) return;
+    slot.intervalMs = intervalMs;
+    if (!slot.inFlight && this.#running) this.#reschedule(slot, Math.min(slot.due, this.#now() + intervalMs));
+  }
+
+  /** Polls skipped because the previous one was still running, per instance. */
+  skippedPolls(id: string): number {
+    return this.#slots.get(id)?.skipped ?? 0;
+  }
+
+  #tick(): void {
+    this.#timer = null;
+    this.#timerAt = Infinity;
+    const now = this.#now();
+    while (this.#heap.length > 0 && this.#heap[0]!.due <= now) {
+      const slot = this.#pop();
+      this.#run(slot, now);
+    }
+    this.#arm();
+  }
+
+  #run(slot: Slot, now: number): void {
+    const scheduledFor = slot.due;
+    // Next turn one interval after this one was due; skip turns that are already past.
+    const behind = Math.max(0, now - scheduledFor);
+    slot.due = scheduledFor + slot.intervalMs * (Math.floor(behind / slot.intervalMs) + 1);
+    if (slot.inFlight) {
+      slot.skipped++;
+      this.#push(slot);
+      return;
+    }
+    slot.inFlight = this.#pollOnce(slot).finally(() => {
+      slot.inFlight = null;
+      if (!this.#running) return;
+      if (slot.soon) {
+        slot.soon = false;
+        this.#reschedule(slot, this.#now());
+      }
+    });
+    this.#push(slot);
+  }
+
+  async #pollOnce(slot: Slot): Promise<void> {
+    const id = slot.target.id;
+    const started = this.#now();
+    try {
+      const snapshot = await slot.target.poll(this.#abort.signal);
+      if (!this.#running && this.#abort.signal.aborted) return;
+      this.#store.recordSuccess(id, snapshot);
+      this.#logger.debug({ instance: id, ms: this.#now() - started }, "poll ok");
+    } catch (error) {
+      if (this.#abort.signal.aborted) return;
+      const before = this.#store.get(id)?.consecutiveFailures ?? 0;
+      this.#store.recordFailure(id, error);
+      // Log the first failure of a run at warn, the rest at debug, so a dead PDU does not flood the log.
+      const level = before === 0 ? "warn" : "debug";
+      this.#logger[level]({ instance: id, error: describeError(error), failures: before + 1 }, "poll failed");
+    }
+  }
+
+  #arm(): void {
+    if (!this.#running || this.#heap.length === 0) return;
+    const next = this.#heap[0]!.due;
+    if (this.#timer && next >= this.#timerAt) return;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timerAt = next;
+    this.#timer = setTimeout(() => this.#tick(), Math.max(0, next - this.#now()));
+  }
+
+  #reschedule(slot: Slot, due: number): void {
+    if (slot.heapIndex >= 0) this.#remove(slot);
+    slot.due = due;
+    this.#push(slot);
+    this.#arm();
+  }
+
+  // --- binary min-heap on `due` -------------------------------------------------------------
+
+  #push(slot: Slot): void {
+    slot.heapIndex = this.#heap.length;
+    this.#heap.push(slot);
+    this.#up(slot.heapIndex);
+  }
+
+  #pop(): Slot {
+    const top = this.#heap[0]!;
+    this.#remove(top);
+    return top;
+  }
+
+  #remove(slot: Slot): void {
+    const i = slot.heapIndex;
+    const last = this.#heap.pop()!;
+    slot.heapIndex = -1;
+    if (last === slot) return;
+    this.#heap[i] = last;
+    last.heapIndex = i;
+    this.#down(i);
+    this.#up(i);
+  }
+
+  #up(i: number): void {
+    const heap = this.#heap;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (heap[parent]!.due <= heap[i]!.due) break;
+      this.#swap(i, parent);
+      i = parent;
+    }
+  }
+
+  #down(i: number): void {
+    const heap = this.#heap;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let min = i;
+      if (l < heap.length && heap[l]!.due < heap[min]!.due) min = l;
+      if (r < heap.length && heap[r]!.due < heap[min]!.due) min = r;
+      if (min === i) return;
+      this.#swap(i, min);
+      i = min;
+    }
+  }
+
+  #swap(a: number, b: number): void {
+    const heap = this.#heap;
+    const sa = heap[a]!;
+    const sb = heap[b]!;
+    heap[a] = sb;
+    heap[b] = sa;
+    sa.heapIndex = b;
+    sb.heapIndex = a;
+  }
+}

@@ -1,0 +1,218 @@
+/**
+ * The latest snapshot and poll status of every configured instance, and the one place that
+ * decides what the "current" state of an outlet is.
+ *
+ * A failed poll never replaces a snapshot: it only records the error, so downstream keeps the
+ * last good values (aging) instead of seeing every outlet drop to 0 W.
+ *
+ * Latches: a real PDU keeps reporting the old outlet state for up to a minute after a switch, so
+ * after an on/off command the commanded state is what the store reports until a poll agrees or the
+ * latch expires. Every consumer (MQTT, REST readings, control checks) reads the latched view.
+ */
+import { describeError } from "../pdu/errors.js";
+import type { Outlet, OutletState, Snapshot } from "../pdu/model.js";
+
+/** How long a commanded state overrides what the PDU reports (pdu-protocol.md §3). */
+export const LATCH_MS = 120_000;
+
+export interface InstanceStatus {
+  readonly id: string;
+  /** Latest good snapshot with latches applied, or null before the first successful poll. */
+  readonly snapshot: Snapshot | null;
+  /** When the last poll attempt finished (success or failure), epoch ms. */
+  readonly lastPollUtc: number | null;
+  /** When the last successful poll finished, epoch ms. */
+  readonly lastSuccessUtc: number | null;
+  /** Readable message of the last failure, cleared by the next success. */
+  readonly lastError: string | null;
+  readonly consecutiveFailures: number;
+}
+
+export type StoreEvent =
+  | {
+      readonly kind: "snapshot";
+      readonly instanceId: string;
+      readonly snapshot: Snapshot;
+      /** True when a poll produced it; false when only a latch changed. */
+      readonly fromPoll: boolean;
+    }
+  | { readonly kind: "failure"; readonly instanceId: string; readonly error: string; readonly wasOnline: boolean };
+
+export type StoreListener = (event: StoreEvent) => void;
+
+interface Latch {
+  readonly state: "on" | "off";
+  readonly until: number;
+}
+
+interface Entry {
+  status: InstanceStatus;
+  /** The snapshot exactly as polled, before latches. */
+  polled: Snapshot | null;
+  /** deviceId + "\u0000" + index -> latch */
+  latches: Map<string, Latch>;
+  latchTimer: NodeJS.Timeout | null;
+}
+
+const latchKey = (deviceId: string, index: number) => `${deviceId}\u0000${index}`;
+
+export class SnapshotStore {
+  readonly #entries = new Map<string, Entry>();
+  readonly #listeners = new Set<StoreListener>();
+  readonly #now: () => number;
+
+  constructor(instanceIds: readonly string[], now: () => number = Date.now) {
+    this.#now = now;
+    for (const id of instanceIds) {
+      this.#entries.set(id, {
+        status: {
+          id,
+          snapshot: null,
+          lastPollUtc: null,
+          lastSuccessUtc: null,
+          lastError: null,
+          consecutiveFailures: 0,
+        },
+        polled: null,
+        latches: new Map(),
+        latchTimer: null,
+      });
+    }
+  }
+
+  /** Status of one instance (exact id), or undefined when it is not configured. */
+  get(id: string): InstanceStatus | undefined {
+    return this.#entries.get(id)?.status;
+  }
+
+  /** All instances in configuration order. */
+  list(): InstanceStatus[] {
+    return [...this.#entries.values()].map((e) => e.status);
+  }
+
+  ids(): string[] {
+    return [...this.#entries.keys()];
+  }
+
+  subscribe(listener: StoreListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  recordSuccess(id: string, snapshot: Snapshot): void {
+    const entry = this.#require(id);
+    entry.polled = snapshot;
+    this.#dropSettledLatches(entry, snapshot);
+    const effective = this.#applyLatches(entry);
+    entry.status = {
+      ...entry.status,
+      snapshot: effective,
+      lastPollUtc: snapshot.timestamp,
+      lastSuccessUtc: snapshot.timestamp,
+      lastError: null,
+      consecutiveFailures: 0,
+    };
+    this.#emit({ kind: "snapshot", instanceId: id, snapshot: effective, fromPoll: true });
+  }
+
+  recordFailure(id: string, error: unknown): void {
+    const entry = this.#require(id);
+    const wasOnline = entry.status.consecutiveFailures === 0 && entry.status.lastSuccessUtc !== null;
+    const message = describeError(error);
+    entry.status = {
+      ...entry.status,
+      lastPollUtc: this.#now(),
+      lastError: message,
+      consecutiveFailures: entry.status.consecutiveFailures + 1,
+    };
+    this.#emit({ kind: "failure", instanceId: id, error: message, wasOnline });
+  }
+
+  /**
+   * Report `state` for this outlet until a poll agrees or LATCH_MS pass. No-op before the first
+   * snapshot (a command cannot have been validated then).
+   */
+  latch(id: string, deviceId: string, index: number, state: "on" | "off"): void {
+    const entry = this.#require(id);
+    entry.latches.set(latchKey(deviceId, index), { state, until: this.#now() + LATCH_MS });
+    this.#refresh(entry);
+  }
+
+  /** Drop latches (all of the instance, or one outlet's), e.g. when a command failed. */
+  unlatch(id: string, deviceId?: string, index?: number): void {
+    const entry = this.#require(id);
+    if (deviceId === undefined || index === undefined) entry.latches.clear();
+    else entry.latches.delete(latchKey(deviceId, index));
+    this.#refresh(entry);
+  }
+
+  /** Stop latch timers (on shutdown). */
+  close(): void {
+    for (const entry of this.#entries.values()) {
+      if (entry.latchTimer) clearTimeout(entry.latchTimer);
+      entry.latchTimer = null;
+    }
+    this.#listeners.clear();
+  }
+
+  #require(id: string): Entry {
+    const entry = this.#entries.get(id);
+    if (!entry) throw new Error(`unknown instance ${id}`);
+    return entry;
+  }
+
+  #emit(event: StoreEvent): void {
+    for (const listener of this.#listeners) listener(event);
+  }
+
+  /** Re-derive the latched view after a latch change and tell listeners. */
+  #refresh(entry: Entry): void {
+    if (!entry.polled) return;
+    const effective = this.#applyLatches(entry);
+    entry.status = { ...entry.status, snapshot: effective };
+    this.#emit({ kind: "snapshot", instanceId: entry.status.id, snapshot: effective, fromPoll: false });
+  }
+
+  #dropSettledLatches(entry: Entry, polled: Snapshot): void {
+    if (entry.latches.size === 0) return;
+    const now = this.#now();
+    for (const device of polled.devices) {
+      for (const outlet of device.outlets) {
+        const key = latchKey(device.id, outlet.index);
+        const latch = entry.latches.get(key);
+        if (latch && (latch.state === outlet.state || latch.until <= now)) entry.latches.delete(key);
+      }
+    }
+    for (const [key, latch] of entry.latches) if (latch.until <= now) entry.latches.delete(key);
+  }
+
+  #applyLatches(entry: Entry): Snapshot {
+    const polled = entry.polled;
+    if (!polled) throw new Error("no snapshot to latch");
+    const now = this.#now();
+    for (const [key, latch] of entry.latches) if (latch.until <= now) entry.latches.delete(key);
+    this.#scheduleExpiry(entry);
+    if (entry.latches.size === 0) return polled;
+    const devices = polled.devices.map((device) => {
+      let changed = false;
+      const outlets = device.outlets.map((outlet): Outlet => {
+        const latch = entry.latches.get(latchKey(device.id, outlet.index));
+        if (!latch || latch.state === outlet.state) return outlet;
+        changed = true;
+        return { ...outlet, state: latch.state satisfies OutletState };
+      });
+      return changed ? { ...device, outlets: Object.freeze(outlets) } : device;
+    });
+    return Object.freeze({ ...polled, devices: Object.freeze(devices) });
+  }
+
+  /** One timer per instance, for the earliest latch: when it fires the PDU's state shows again. */
+  #scheduleExpiry(entry: Entry): void {
+    if (entry.latchTimer) clearTimeout(entry.latchTimer);
+    entry.latchTimer = null;
+    if (entry.latches.size === 0) return;
+    const earliest = Math.min(...[...entry.latches.values()].map((l) => l.until));
+    entry.latchTimer = setTimeout(() => this.#refresh(entry), Math.max(0, earliest - this.#now()) + 1);
+    entry.latchTimer.unref();
+  }
+}
