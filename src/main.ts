@@ -51,9 +51,13 @@ export function waitForSignal(stop: () => Promise<void>): Promise<number> {
   });
 }
 
+function isArgsError(error: unknown): error is Error {
+  return error instanceof TypeError && String((error as { code?: unknown }).code).startsWith("ERR_PARSE_ARGS");
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [first, ...rest] = argv;
-  const command = first === undefined || first.startsWith("-") ? "run" : first;
+  const command = first === "--help" || first === "-h" ? "help" : first === undefined || first.startsWith("-") ? "run" : first;
   const args = command === first ? rest : argv;
   try {
     switch (command) {
@@ -64,7 +68,6 @@ export async function main(argv: string[]): Promise<number> {
       case "simulate":
         return await runSimulateCommand(args);
       case "help":
-      case "--help":
         process.stdout.write(`${USAGE}\n`);
         return 0;
       default:
@@ -76,7 +79,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`${error.message}\n`);
       return 2;
     }
-    if (error instanceof TypeError && "code" in error && String(error.code).startsWith("ERR_PARSE_ARGS")) {
+    if (isArgsError(error)) {
       process.stderr.write(`pdu-bridge: ${error.message}\n${USAGE}\n`);
       return 2;
     }

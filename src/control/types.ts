@@ -1,0 +1,63 @@
+/**
+ * The control core's contract, shared by its two surfaces (REST and MQTT) so that the rules are
+ * written once in src/control/ and each surface only translates requests and outcomes.
+ */
+
+export const OUTLET_ACTIONS = ["on", "off", "reboot", "resetStats"] as const;
+export const GROUP_ACTIONS = ["on", "off", "reboot"] as const;
+export type OutletControlAction = (typeof OUTLET_ACTIONS)[number];
+export type GroupControlAction = (typeof GROUP_ACTIONS)[number];
+
+export type ControlTarget =
+  | { readonly kind: "outlet"; readonly deviceId: string; readonly index: number }
+  | { readonly kind: "group"; readonly groupKey: string };
+
+/** Who asked: for the audit log. */
+export type ControlSource = { readonly surface: "rest"; readonly client: string } | { readonly surface: "mqtt"; readonly topic: string };
+
+export interface ControlRequest {
+  readonly instanceId: string;
+  readonly target: ControlTarget;
+  /** Validated against the target kind by the core (resetStats is outlet-only). */
+  readonly action: string;
+  readonly source: ControlSource;
+}
+
+export interface OutletResult {
+  readonly deviceId: string;
+  readonly index: number;
+  readonly ok: boolean;
+  /** Readable failure, when !ok. */
+  readonly error?: string;
+}
+
+/**
+ * Outcome of a control request. `status` is the HTTP status the REST surface answers with
+ * (contract §4 "Control endpoints"); the MQTT surface logs the same outcome.
+ */
+export type ControlOutcome =
+  | {
+      readonly ok: true;
+      readonly status: 200;
+      readonly instanceId: string;
+      readonly target: ControlTarget;
+      readonly action: string;
+      /** Every outlet acted on (one for an outlet target). */
+      readonly outlets: readonly OutletResult[];
+    }
+  | {
+      readonly ok: false;
+      /** 400 bad action, 404 unknown instance/device/outlet/group, 409 actions disabled, 503 not polled yet, 502 PDU refused/failed, 504 PDU time-out. */
+      readonly status: 400 | 404 | 409 | 502 | 503 | 504;
+      readonly title: string;
+      /** What went wrong and what to do, safe to show to the caller. */
+      readonly detail: string;
+      /** Seconds, for 503. */
+      readonly retryAfter?: number;
+      /** Per-outlet results of a partially failed group action. */
+      readonly outlets?: readonly OutletResult[];
+    };
+
+export interface ControlService {
+  execute(request: ControlRequest): Promise<ControlOutcome>;
+}

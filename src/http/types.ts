@@ -1,0 +1,20 @@
+/** What the HTTP listeners read from the running service. */
+import type { Config } from "../config/schema.js";
+import type { ControlService } from "../control/types.js";
+import type { Logger } from "../log.js";
+import type { HomeAssistantStatus, MqttStatus } from "../mqtt/types.js";
+import type { SnapshotStore } from "../poller/store.js";
+
+export interface HttpDeps {
+  readonly config: Config;
+  readonly store: SnapshotStore;
+  readonly logger: Logger;
+  /** Process start (epoch ms). */
+  readonly startedAt: number;
+  mqttStatus(): MqttStatus;
+  homeAssistantStatus(): HomeAssistantStatus;
+  /** Present when control is wired (the control endpoints answer 403 while Api.ApiKey is empty). */
+  readonly control?: ControlService;
+  /** Clock, for tests of ages and readiness limits. */
+  readonly now?: () => number;
+}

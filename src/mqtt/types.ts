@@ -1,0 +1,26 @@
+/** What the rest of the service may know about the MQTT side (src/mqtt knows nothing about HTTP). */
+
+export interface MqttStatus {
+  readonly connected: boolean;
+  /** Broker URL without credentials, e.g. `mqtt://127.0.0.1:1883`. */
+  readonly broker: string;
+  /** True when the service runs its own embedded broker. */
+  readonly embedded: boolean;
+  /** Last connection error, readable, or null. */
+  readonly lastError: string | null;
+  /** When the current connection state began (epoch ms), or null before the first attempt ended. */
+  readonly since: number | null;
+}
+
+export interface HomeAssistantStatus {
+  readonly enabled: boolean;
+  readonly discoveryTopic: string;
+  /** When discovery was last published (epoch ms), or null. */
+  readonly lastDiscoveryUtc: number | null;
+}
+
+export interface MqttBridgeHandle {
+  status(): MqttStatus;
+  homeAssistant(): HomeAssistantStatus;
+  stop(): Promise<void>;
+}
