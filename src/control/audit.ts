@@ -1,0 +1,38 @@
+/**
+ * The audit line: every control attempt, from either surface, is logged exactly once with where it
+ * came from, what it targeted, the action and the outcome. Surfaces call this with the final
+ * outcome (also for requests refused before reaching the core); the key is never passed in.
+ */
+import type { Logger } from "../log.js";
+import type { ControlSource, ControlTarget } from "./types.js";
+
+export interface AuditEntry {
+  readonly source: ControlSource;
+  readonly instanceId: string | null;
+  readonly target: ControlTarget | null;
+  readonly action: string | null;
+  /** HTTP-style status of the outcome (200 done; 4xx refused; 5xx failed). */
+  readonly status: number;
+  readonly detail?: string;
+}
+
+export function auditControl(logger: Logger, entry: AuditEntry): void {
+  const line = {
+    audit: "control",
+    source: entry.source.surface,
+    client: entry.source.surface === "rest" ? entry.source.client : undefined,
+    topic: entry.source.surface === "mqtt" ? entry.source.topic : undefined,
+    instance: entry.instanceId,
+    target: entry.target === null ? null : describeTarget(entry.target),
+    action: entry.action,
+    status: entry.status,
+    outcome: entry.status === 200 ? "done" : entry.status >= 500 ? "failed" : "refused",
+    detail: entry.detail,
+  };
+  if (entry.status === 200) logger.info(line, "control");
+  else logger.warn(line, "control");
+}
+
+export function describeTarget(target: ControlTarget): string {
+  return target.kind === "outlet" ? `outlet ${target.deviceId}/${target.index}` : `group ${target.groupKey}`;
+}
