@@ -20,7 +20,11 @@ const USAGE = `usage:
 const STOP_DEADLINE_MS = 4500;
 
 export async function runBridge(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { config: { type: "string", short: "c" } }, strict: true });
+  const { values } = parseArgs({
+    args: argv,
+    options: { config: { type: "string", short: "c" } },
+    strict: true,
+  });
   const config = await loadConfigFile(resolveConfigPath(values.config, process.env), process.env);
   const app = await App.start(config);
   return waitForSignal(() => app.stop());
@@ -52,19 +56,31 @@ export function waitForSignal(stop: () => Promise<void>): Promise<number> {
 }
 
 function isArgsError(error: unknown): error is Error {
-  return error instanceof TypeError && String((error as { code?: unknown }).code).startsWith("ERR_PARSE_ARGS");
+  return (
+    error instanceof TypeError && String((error as { code?: unknown }).code).startsWith("ERR_PARSE_ARGS")
+  );
 }
 
 export async function main(argv: string[]): Promise<number> {
   const [first, ...rest] = argv;
-  const command = first === "--help" || first === "-h" ? "help" : first === undefined || first.startsWith("-") ? "run" : first;
+  const command =
+    first === "--help" || first === "-h"
+      ? "help"
+      : first === undefined || first.startsWith("-")
+        ? "run"
+        : first;
   const args = command === first ? rest : argv;
   try {
     switch (command) {
       case "run":
         return await runBridge(args);
       case "check-config":
-        return await runCheckConfig(args, process.env, (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+        return await runCheckConfig(
+          args,
+          process.env,
+          (s) => process.stdout.write(s),
+          (s) => process.stderr.write(s),
+        );
       case "simulate":
         return await runSimulateCommand(args);
       case "help":

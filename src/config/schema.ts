@@ -19,6 +19,9 @@ const port = (description: string, defaultPort?: number) =>
     ...(defaultPort === undefined ? {} : { default: defaultPort }),
   });
 
+/** A port the service connects to (0 is not a port one can connect to). */
+const remotePort = (description: string) => Type.Integer({ minimum: 1, maximum: 65535, description });
+
 const credentials = (what: string) =>
   Type.Object(
     {
@@ -38,16 +41,20 @@ export const MqttConnectionSchema = Type.Object(
   {
     Host: Type.Optional(
       Type.Union([Type.String({ minLength: 1 }), Type.Null()], {
-        description: "Broker host name or address; omitted: the service starts its embedded broker and uses it",
+        description:
+          "Broker host name or address; omitted: the service starts its embedded broker and uses it",
       }),
     ),
     Port: Type.Optional(
-      port("Broker port; default from Scheme: mqtt 1883, mqtts 8883, ws 8000, wss 8884"),
+      remotePort("Broker port; default from Scheme: mqtt 1883, mqtts 8883, ws 8000, wss 8884"),
     ),
     Scheme: Type.Optional(
       Type.Union(
         MqttSchemes.map((s) => Type.Literal(s)),
-        { description: "mqtt | mqtts | ws | wss; default inferred from Port (8883 mqtts, 8000 ws, 8884 wss, else mqtt)" },
+        {
+          description:
+            "mqtt | mqtts | ws | wss; default inferred from Port (8883 mqtts, 8000 ws, 8884 wss, else mqtt)",
+        },
       ),
     ),
     ValidateCertificate: Type.Boolean({
@@ -67,7 +74,12 @@ export const MqttSchema = Type.Object(
   {
     Connection: MqttConnectionSchema,
     Credentials: credentials("the MQTT broker"),
-    ClientId: Type.String({ minLength: 1, maxLength: 128, default: "pdu-bridge", description: "MQTT client id" }),
+    ClientId: Type.String({
+      minLength: 1,
+      maxLength: 128,
+      default: "pdu-bridge",
+      description: "MQTT client id",
+    }),
     ParentTopic: Type.String({
       minLength: 1,
       maxLength: 200,
@@ -75,10 +87,19 @@ export const MqttSchema = Type.Object(
       default: "pdu-bridge",
       description: "Root of every topic the bridge publishes (no wildcards)",
     }),
-    KeepAlive: Type.Integer({ minimum: 1, maximum: 65535, default: 60, description: "MQTT keep-alive in seconds" }),
+    KeepAlive: Type.Integer({
+      minimum: 1,
+      maximum: 65535,
+      default: 60,
+      description: "MQTT keep-alive in seconds",
+    }),
     Embedded: Type.Object(
       {
-        Bind: Type.String({ minLength: 1, default: "127.0.0.1", description: "Address the embedded broker listens on" }),
+        Bind: Type.String({
+          minLength: 1,
+          default: "127.0.0.1",
+          description: "Address the embedded broker listens on",
+        }),
         Port: port("Port of the embedded broker", 1883),
       },
       {
@@ -93,8 +114,11 @@ export const MqttSchema = Type.Object(
 
 export const PduConnectionSchema = Type.Object(
   {
-    Host: Type.String({ minLength: 1, description: "PDU host name or address (the master's, for a OneView cluster)" }),
-    Port: Type.Optional(port("PDU HTTP(S) port; default 443 for https, else 80")),
+    Host: Type.String({
+      minLength: 1,
+      description: "PDU host name or address (the master's, for a OneView cluster)",
+    }),
+    Port: Type.Optional(remotePort("PDU HTTP(S) port; default 443 for https, else 80")),
     Scheme: Type.Optional(
       Type.Union(
         PduSchemes.map((s) => Type.Literal(s)),
@@ -120,7 +144,12 @@ export const PduSchema = Type.Object(
   {
     Connection: PduConnectionSchema,
     Credentials: credentials("the PDU (needed for control)"),
-    PollInterval: Type.Number({ minimum: 1, maximum: 86400, default: 5, description: "Seconds between polls" }),
+    PollInterval: Type.Number({
+      minimum: 1,
+      maximum: 86400,
+      default: 5,
+      description: "Seconds between polls",
+    }),
     ActionsEnabled: Type.Boolean({
       default: false,
       description: "Allow control of this PDU (REST and MQTT); refused unless true",
@@ -137,11 +166,15 @@ export const ConfigSchema = Type.Object(
     Mqtt: MqttSchema,
     Pdus: Type.Record(Type.String({ pattern: InstanceIdPattern }), PduSchema, {
       minProperties: 1,
-      description: "Map of instance id to PDU; at least one. The primary instance is `default`, else the first.",
+      description:
+        "Map of instance id to PDU; at least one. The primary instance is `default`, else the first.",
     }),
     HomeAssistant: Type.Object(
       {
-        DiscoveryEnabled: Type.Boolean({ default: true, description: "Publish Home Assistant MQTT discovery" }),
+        DiscoveryEnabled: Type.Boolean({
+          default: true,
+          description: "Publish Home Assistant MQTT discovery",
+        }),
         DiscoveryTopic: Type.String({
           minLength: 1,
           pattern: "^[^#+]+$",
@@ -162,10 +195,15 @@ export const ConfigSchema = Type.Object(
       {
         Enabled: Type.Boolean({ default: false, description: "Turn the REST API listener on" }),
         Port: port("REST API port", 8082),
-        Bind: Type.String({ minLength: 1, default: "0.0.0.0", description: "Address the REST API listens on" }),
+        Bind: Type.String({
+          minLength: 1,
+          default: "0.0.0.0",
+          description: "Address the REST API listens on",
+        }),
         ApiKey: Type.String({
           default: "",
-          description: "Non-empty enables the control endpoints (secret: prefer SERVICE_API_KEY or SERVICE_API_KEY_FILE)",
+          description:
+            "Non-empty enables the control endpoints (secret: prefer SERVICE_API_KEY or SERVICE_API_KEY_FILE)",
         }),
       },
       { additionalProperties: false, default: {} },
@@ -174,7 +212,11 @@ export const ConfigSchema = Type.Object(
       {
         Enabled: Type.Boolean({ default: true, description: "Turn the health listener on" }),
         Port: port("Health listener port", 8081),
-        Bind: Type.String({ minLength: 1, default: "0.0.0.0", description: "Address the health listener listens on" }),
+        Bind: Type.String({
+          minLength: 1,
+          default: "0.0.0.0",
+          description: "Address the health listener listens on",
+        }),
       },
       { additionalProperties: false, default: {} },
     ),

@@ -13,7 +13,9 @@ export type ControlTarget =
   | { readonly kind: "group"; readonly groupKey: string };
 
 /** Who asked: for the audit log. */
-export type ControlSource = { readonly surface: "rest"; readonly client: string } | { readonly surface: "mqtt"; readonly topic: string };
+export type ControlSource =
+  | { readonly surface: "rest"; readonly client: string }
+  | { readonly surface: "mqtt"; readonly topic: string };
 
 export interface ControlRequest {
   readonly instanceId: string;

@@ -81,7 +81,7 @@ export class Poller {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     this.#abort.abort();
-    await Promise.allSettled([...this.#slots.values()].map((s) => s.inFlight));
+    await Promise.allSettled([...this.#slots.values()].flatMap((s) => (s.inFlight ? [s.inFlight] : [])));
   }
 
   /** Poll this instance as soon as possible (e.g. after a command), without breaking its cadence. */

@@ -36,7 +36,12 @@ export type StoreEvent =
       /** True when a poll produced it; false when only a latch changed. */
       readonly fromPoll: boolean;
     }
-  | { readonly kind: "failure"; readonly instanceId: string; readonly error: string; readonly wasOnline: boolean };
+  | {
+      readonly kind: "failure";
+      readonly instanceId: string;
+      readonly error: string;
+      readonly wasOnline: boolean;
+    };
 
 export type StoreListener = (event: StoreEvent) => void;
 

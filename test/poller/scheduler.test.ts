@@ -1,0 +1,114 @@
+import assert from "node:assert/strict";
+import { setTimeout as sleep } from "node:timers/promises";
+import { describe, it } from "node:test";
+import { silentLogger } from "../../src/log.js";
+import { Poller, type PollTarget } from "../../src/poller/scheduler.js";
+import { SnapshotStore } from "../../src/poller/store.js";
+import { snapshotWith } from "../../testkit/snapshots.js";
+
+interface Probe extends PollTarget {
+  starts: number[];
+  maxConcurrent: number;
+}
+
+function probe(id: string, intervalMs: number, workMs: number | (() => Promise<void>)): Probe {
+  let running = 0;
+  const p: Probe = {
+    id,
+    intervalMs,
+    starts: [],
+    maxConcurrent: 0,
+    async poll(signal) {
+      p.starts.push(Date.now());
+      running++;
+      p.maxConcurrent = Math.max(p.maxConcurrent, running);
+      try {
+        if (typeof workMs === "number") await sleep(workMs, undefined, { signal });
+        else await workMs();
+        return snapshotWith(id, Date.now(), ["on"]);
+      } finally {
+        running--;
+      }
+    },
+  };
+  return p;
+}
+
+describe("Poller", () => {
+  it("never runs two polls of one instance at once and skips turns instead", async () => {
+    const slow = probe("slow", 50, 180);
+    const store = new SnapshotStore(["slow"]);
+    const poller = new Poller([slow], store, { logger: silentLogger() });
+    poller.start();
+    await sleep(600);
+    await poller.stop();
+    assert.equal(slow.maxConcurrent, 1);
+    assert.ok(poller.skippedPolls("slow") > 0, "turns that came while polling were skipped");
+    assert.ok(slow.starts.length >= 2 && slow.starts.length <= 4, `polled ${slow.starts.length} times`);
+  });
+
+  it("spreads first polls over the interval", async () => {
+    const targets = ["a", "b", "c", "d"].map((id) => probe(id, 400, 0));
+    const store = new SnapshotStore(targets.map((t) => t.id));
+    const poller = new Poller(targets, store, { logger: silentLogger() });
+    const t0 = Date.now();
+    poller.start();
+    await sleep(380);
+    await poller.stop();
+    const firsts = targets.map((t) => t.starts[0]! - t0);
+    assert.ok(firsts[0]! < 50, "first instance at once");
+    assert.ok(firsts[3]! >= 250, `last instance later in the interval (${firsts[3]} ms)`);
+    assert.deepEqual(
+      [...firsts].sort((x, y) => x - y),
+      firsts,
+      "in order",
+    );
+  });
+
+  it("a failing instance does not delay a healthy one; failures are recorded", async () => {
+    const healthy = probe("ok", 100, 0);
+    const broken: PollTarget = {
+      id: "bad",
+      intervalMs: 100,
+      poll: () => Promise.reject(new Error("connection refused")),
+    };
+    const store = new SnapshotStore(["ok", "bad"]);
+    const poller = new Poller([healthy, broken], store, { logger: silentLogger() });
+    poller.start();
+    await sleep(1050);
+    await poller.stop();
+    assert.ok(healthy.starts.length >= 8, `healthy polled ${healthy.starts.length} times`);
+    const bad = store.get("bad")!;
+    assert.ok(bad.consecutiveFailures >= 8);
+    assert.equal(bad.lastError, "connection refused");
+    assert.equal(bad.snapshot, null);
+    assert.ok(store.get("ok")!.snapshot);
+  });
+
+  it("pollSoon brings the next poll forward; setInterval changes the cadence", async () => {
+    const p = probe("x", 10_000, 0);
+    const store = new SnapshotStore(["x"]);
+    const poller = new Poller([p], store, { logger: silentLogger() });
+    poller.start();
+    await sleep(50);
+    assert.equal(p.starts.length, 1);
+    poller.pollSoon("x");
+    await sleep(50);
+    assert.equal(p.starts.length, 2, "polled again at once");
+    poller.setInterval("x", 100);
+    await sleep(450);
+    await poller.stop();
+    assert.ok(p.starts.length >= 5, `new cadence applied (${String(p.starts.length)} polls)`);
+  });
+
+  it("stop aborts an in-flight poll without recording a failure", async () => {
+    const hanging = probe("h", 1000, 60_000);
+    const store = new SnapshotStore(["h"]);
+    const poller = new Poller([hanging], store, { logger: silentLogger() });
+    poller.start();
+    await sleep(30);
+    await poller.stop();
+    assert.equal(store.get("h")!.consecutiveFailures, 0);
+    assert.equal(store.get("h")!.lastPollUtc, null);
+  });
+});

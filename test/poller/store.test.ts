@@ -1,0 +1,98 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Snapshot } from "../../src/pdu/model.js";
+import { LATCH_MS, SnapshotStore, type StoreEvent } from "../../src/poller/store.js";
+import { snapshotWith } from "../../testkit/snapshots.js";
+
+function clock(start = 1_700_000_000_000) {
+  let t = start;
+  return { now: () => t, advance: (ms: number) => (t += ms) };
+}
+
+const outletState = (s: Snapshot | null, index: number) => s?.devices[0]?.outlets[index]?.state;
+
+describe("SnapshotStore", () => {
+  it("keeps the last snapshot on failure and counts failures", () => {
+    const c = clock();
+    const store = new SnapshotStore(["a", "b"], c.now);
+    const events: StoreEvent[] = [];
+    store.subscribe((e) => events.push(e));
+    const first = snapshotWith("a", c.now(), ["on", "off"]);
+    store.recordSuccess("a", first);
+    c.advance(5000);
+    store.recordFailure("a", new Error("connection refused"));
+    store.recordFailure("a", new Error("connection refused"));
+    const status = store.get("a")!;
+    assert.equal(status.snapshot, first, "the good snapshot stays");
+    assert.equal(status.lastError, "connection refused");
+    assert.equal(status.consecutiveFailures, 2);
+    assert.equal(status.lastSuccessUtc, first.timestamp);
+    assert.equal(status.lastPollUtc, c.now());
+    assert.deepEqual(
+      events.map((e) => (e.kind === "failure" ? `failure:${e.wasOnline}` : "snapshot")),
+      ["snapshot", "failure:true", "failure:false"],
+    );
+    assert.equal(store.get("b")!.snapshot, null, "other instances untouched");
+    store.recordSuccess("a", snapshotWith("a", c.now(), ["on", "off"]));
+    assert.equal(store.get("a")!.consecutiveFailures, 0);
+    assert.equal(store.get("a")!.lastError, null);
+    store.close();
+  });
+
+  it("lists instances in configuration order", () => {
+    const store = new SnapshotStore(["z", "1", "a"]);
+    assert.deepEqual(
+      store.list().map((s) => s.id),
+      ["z", "1", "a"],
+    );
+  });
+
+  it("reports a latched state until a poll agrees", () => {
+    const c = clock();
+    const store = new SnapshotStore(["a"], c.now);
+    store.recordSuccess("a", snapshotWith("a", c.now(), ["on", "off"]));
+    store.latch("a", "DEV0", 1, "on");
+    assert.equal(outletState(store.get("a")!.snapshot, 1), "on", "commanded state shows at once");
+    // The PDU still reports the old state: the latch holds.
+    c.advance(5000);
+    store.recordSuccess("a", snapshotWith("a", c.now(), ["on", "off"]));
+    assert.equal(outletState(store.get("a")!.snapshot, 1), "on");
+    // The PDU agrees: the latch is dropped, so a later real "off" shows again.
+    c.advance(5000);
+    store.recordSuccess("a", snapshotWith("a", c.now(), ["on", "on"]));
+    c.advance(5000);
+    store.recordSuccess("a", snapshotWith("a", c.now(), ["on", "off"]));
+    assert.equal(outletState(store.get("a")!.snapshot, 1), "off");
+    store.close();
+  });
+
+  it("drops a latch after LATCH_MS even if the PDU never agrees", () => {
+    const c = clock();
+    const store = new SnapshotStore(["a"], c.now);
+    store.recordSuccess("a", snapshotWith("a", c.now(), ["on"]));
+    store.latch("a", "DEV0", 0, "off");
+    c.advance(LATCH_MS - 1);
+    store.recordSuccess("a", snapshotWith("a", c.now(), ["on"]));
+    assert.equal(outletState(store.get("a")!.snapshot, 0), "off");
+    c.advance(2);
+    store.recordSuccess("a", snapshotWith("a", c.now(), ["on"]));
+    assert.equal(outletState(store.get("a")!.snapshot, 0), "on");
+    store.close();
+  });
+
+  it("emits a non-poll snapshot event when a latch changes the view", () => {
+    const store = new SnapshotStore(["a"]);
+    store.recordSuccess("a", snapshotWith("a", Date.now(), ["off"]));
+    const events: StoreEvent[] = [];
+    store.subscribe((e) => events.push(e));
+    store.latch("a", "DEV0", 0, "on");
+    assert.equal(events.length, 1);
+    const event = events[0]!;
+    assert.equal(event.kind, "snapshot");
+    assert.equal(event.kind === "snapshot" && event.fromPoll, false);
+    assert.equal(event.kind === "snapshot" && outletState(event.snapshot, 0), "on");
+    store.unlatch("a", "DEV0", 0);
+    assert.equal(outletState(store.get("a")!.snapshot, 0), "off");
+    store.close();
+  });
+});
