@@ -60,7 +60,11 @@ export function loginBody(password: string): Buffer {
 export type WriteCommand = "control" | "set" | "reset";
 
 /** Body of a write: `{"cmd","token","data"}`. */
-export function commandBody(cmd: WriteCommand, token: string, data: Readonly<Record<string, unknown>>): Buffer {
+export function commandBody(
+  cmd: WriteCommand,
+  token: string,
+  data: Readonly<Record<string, unknown>>,
+): Buffer {
   return Buffer.from(JSON.stringify({ cmd, token, data }), "utf8");
 }
 

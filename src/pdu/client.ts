@@ -1,0 +1,456 @@
+/**
+ * The Geist HTTP client for one configured PDU instance (pdu-protocol.md §2, §3, §5, §6): polls the
+ * unit (or a OneView master) into a {@link Snapshot}, and performs outlet writes with lazy login.
+ *
+ * - One undici Agent per client: keep-alive, TLS options (ValidateCertificate, CaFile read once) and
+ *   connect/header/body timeouts from `Connection.Timeout`, plus an overall deadline per request.
+ * - Every failure is a {@link PduError}: `unreachable`, `timeout`, `http-status`, `ret-code`,
+ *   `malformed` (a {@link ParseError} from the parser passes through). When the caller's signal
+ *   aborts, its reason is thrown as is.
+ * - A request that fails with a reset or a closed keep-alive connection before any answer is retried
+ *   once on a fresh connection (units drop idle keep-alive connections).
+ * - Tokens are cached per target port; a write answered with retCode 1001 drops the token, logs in
+ *   again and is retried once. Concurrent writes to one port share one login.
+ * - Secrets (password, tokens) are never logged nor put in error messages.
+ */
+import { readFileSync } from "node:fs";
+import { performance } from "node:perf_hooks";
+import { Agent, Client, request, type Dispatcher } from "undici";
+import type { InstanceConfig, PduScheme } from "../config/schema.js";
+import { silentLogger, type Logger } from "../log.js";
+import { describeError, PduError } from "./errors.js";
+import type { ProxyRoute, Snapshot } from "./model.js";
+import { parseApiTree, parseOneView } from "./parse.js";
+import {
+  commandBody,
+  decodeEnvelope,
+  describeRetCode,
+  hostPort,
+  loginBody,
+  RetCode,
+  type Envelope,
+  type WriteCommand,
+} from "./wire.js";
+
+export type OutletAction = "on" | "off" | "reboot";
+
+/** An outlet to write to: its device's `route` (from the snapshot) decides the port. */
+export interface OutletTarget {
+  readonly deviceId: string;
+  readonly index: number;
+  readonly route: ProxyRoute | null;
+}
+
+/**
+ * What the client reads of an {@link InstanceConfig}; every InstanceConfig fits. Spelled out so the
+ * client (and its tests) depend only on these fields.
+ */
+export interface ClientInstance {
+  readonly id: string;
+  readonly Connection: {
+    readonly Host: string;
+    readonly Port: number;
+    readonly Scheme: PduScheme;
+    /** Seconds per request. */
+    readonly Timeout: number;
+    readonly ValidateCertificate: boolean;
+    readonly CaFile: string | null;
+  };
+  readonly Credentials: { readonly Username: string | null; readonly Password: string | null };
+}
+
+export interface GeistClientOptions {
+  logger?: Logger;
+  /** Largest response body read; bigger answers fail as `malformed` without being read. Default 16 MiB. */
+  maxBodyBytes?: number;
+}
+
+export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+const OUTLET_ACTIONS: ReadonlySet<string> = new Set<OutletAction>(["on", "off", "reboot"]);
+
+/** TLS verification failures (Node's OpenSSL codes). */
+const CERTIFICATE_CODES: ReadonlySet<string> = new Set([
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "CERT_UNTRUSTED",
+  "CERT_REJECTED",
+  "CERT_SIGNATURE_FAILURE",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+
+const TIMEOUT_CODES: ReadonlySet<string> = new Set([
+  "ETIMEDOUT",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_HEADERS_TIMEOUT",
+  "UND_ERR_BODY_TIMEOUT",
+]);
+
+/** Transport failures after which the request is retried once on a fresh connection. */
+const RETRYABLE_CODES: ReadonlySet<string> = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET"]);
+
+const REASONS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: "connection refused",
+  ECONNRESET: "connection reset",
+  EPIPE: "connection reset",
+  UND_ERR_SOCKET: "connection closed by the PDU",
+  ENOTFOUND: "host name not found",
+  EAI_AGAIN: "host name lookup failed",
+  EAI_NONAME: "host name not found",
+  EHOSTUNREACH: "host unreachable",
+  ENETUNREACH: "network unreachable",
+  UND_ERR_DESTROYED: "client closed",
+  UND_ERR_CLOSED: "client closed",
+};
+
+/** The code and message of the error that explains a transport failure (looks through causes). */
+function innermost(e: unknown): { code: string; message: string } {
+  let cur: unknown = e;
+  for (let depth = 0; depth < 4 && cur instanceof Error; depth++) {
+    const code: unknown = (cur as NodeJS.ErrnoException).code;
+    if (typeof code === "string" && code !== "UND_ERR_SOCKET") return { code, message: cur.message };
+    const next: unknown = cur instanceof AggregateError && cur.errors.length > 0 ? cur.errors[0] : cur.cause;
+    if (next === undefined) return { code: typeof code === "string" ? code : "", message: cur.message };
+    cur = next;
+  }
+  return { code: "", message: describeError(e) };
+}
+
+/** Stops reading a response body and closes its connection. */
+function discard(body: Dispatcher.ResponseData["body"]): void {
+  // Destroying an undici body emits an abort error that nobody else listens for.
+  body.on("error", () => undefined);
+  body.destroy();
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+interface Credentials {
+  readonly username: string;
+  readonly password: string;
+}
+
+export class GeistClient {
+  readonly instanceId: string;
+  private readonly host: string;
+  private readonly port: number;
+  private readonly scheme: PduScheme;
+  private readonly timeoutMs: number;
+  private readonly timeoutText: string;
+  private readonly maxBodyBytes: number;
+  private readonly logger: Logger;
+  private readonly clientOptions: Agent.Options;
+  private readonly agent: Agent;
+  readonly #credentials: Credentials | null;
+  /** Login token per target port. */
+  readonly #tokens = new Map<number, string>();
+  /** Logins in flight per target port, shared by concurrent writes. */
+  readonly #logins = new Map<number, Promise<string>>();
+  /** Answer of /api/conf/oneview/enabled once it succeeded. */
+  private oneview: boolean | undefined;
+
+  constructor(instance: ClientInstance | InstanceConfig, options: GeistClientOptions = {}) {
+    const c = instance.Connection;
+    this.instanceId = instance.id;
+    this.host = c.Host;
+    this.port = c.Port;
+    this.scheme = c.Scheme;
+    this.timeoutMs = Math.max(1, Math.round(c.Timeout * 1000));
+    this.timeoutText = `${c.Timeout}s`;
+    this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.logger = (options.logger ?? silentLogger()).child({ instance: instance.id });
+    const user = instance.Credentials.Username;
+    const password = instance.Credentials.Password;
+    this.#credentials =
+      user !== null && user !== "" && password !== null ? { username: user, password } : null;
+    let ca: string | undefined;
+    if (c.CaFile !== null && c.CaFile !== "") {
+      try {
+        ca = readFileSync(c.CaFile, "utf8");
+      } catch (e) {
+        throw new Error(`cannot read CaFile ${c.CaFile} of PDU ${instance.id}: ${describeError(e)}`, {
+          cause: e,
+        });
+      }
+    }
+    this.clientOptions = {
+      connect: { rejectUnauthorized: c.ValidateCertificate, ...(ca === undefined ? {} : { ca }) },
+      connectTimeout: this.timeoutMs,
+      headersTimeout: this.timeoutMs,
+      bodyTimeout: this.timeoutMs,
+    };
+    this.agent = new Agent(this.clientOptions);
+  }
+
+  /** One poll: probe OneView once (until that succeeds), then GET /oneview or /api and parse. */
+  async poll(signal?: AbortSignal): Promise<Snapshot> {
+    this.oneview ??= await this.probeOneView(signal);
+    const path = this.oneview ? "/oneview" : "/api";
+    const envelope = this.expectOk(
+      await this.exchange("GET", this.port, path, undefined, signal),
+      "GET",
+      path,
+      this.port,
+    );
+    const timestamp = Date.now();
+    return this.oneview
+      ? parseOneView(envelope.data, this.instanceId, timestamp)
+      : parseApiTree(envelope.data, this.instanceId, timestamp);
+  }
+
+  /** Switches or power-cycles one outlet now (`delay:false`). */
+  async controlOutlet(target: OutletTarget, action: OutletAction, signal?: AbortSignal): Promise<void> {
+    if (!OUTLET_ACTIONS.has(action)) throw new RangeError(`unknown outlet action ${JSON.stringify(action)}`);
+    await this.write(target, "control", { action, delay: false }, signal);
+  }
+
+  /** Resets the outlet's accumulated energy. */
+  async resetOutletEnergy(target: OutletTarget, signal?: AbortSignal): Promise<void> {
+    await this.write(target, "reset", { target: "energy" }, signal);
+  }
+
+  /** Changes outlet settings: `label`, `onDelay`/`offDelay`/`rebootDelay`, `poaAction`. */
+  async setOutlet(target: OutletTarget, data: Record<string, unknown>, signal?: AbortSignal): Promise<void> {
+    await this.write(target, "set", data, signal);
+  }
+
+  /** Closes every connection; requests still in flight fail. */
+  async close(): Promise<void> {
+    await this.agent.destroy();
+  }
+
+  // ---- reads ----
+
+  private async probeOneView(signal: AbortSignal | undefined): Promise<boolean> {
+    const path = "/api/conf/oneview/enabled";
+    const envelope = await this.exchange("GET", this.port, path, undefined, signal);
+    // A unit without OneView support may not know the path at all: then it is not a master.
+    if (envelope.retCode === RetCode.pathNotFound) return false;
+    const data = this.expectOk(envelope, "GET", path, this.port).data;
+    if (data === true || data === "true") return true;
+    if (data === false || data === "false") return false;
+    throw new PduError("malformed", `GET ${path} on ${this.where(this.port)} did not answer a boolean`);
+  }
+
+  // ---- writes ----
+
+  /** The port that reaches a device: the member's proxy port on the master's host, else the configured one. */
+  private portFor(route: ProxyRoute | null): number {
+    if (route === null) return this.port;
+    const p = this.scheme === "https" ? route.httpsPort : route.webPort;
+    return p > 0 ? p : this.port;
+  }
+
+  private async write(
+    target: OutletTarget,
+    cmd: WriteCommand,
+    data: Readonly<Record<string, unknown>>,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    if (!Number.isSafeInteger(target.index) || target.index < 0) {
+      throw new RangeError(`outlet index must be a non-negative integer, got ${target.index}`);
+    }
+    const credentials = this.#credentials;
+    if (credentials === null) {
+      throw new PduError(
+        "ret-code",
+        `PDU ${this.instanceId} has no credentials: set Credentials.Username and Credentials.Password to control it`,
+      );
+    }
+    const port = this.portFor(target.route);
+    const path = `/api/dev/${encodeURIComponent(target.deviceId)}/outlet/${target.index}`;
+    let token = await this.token(port, credentials, signal);
+    let envelope = await this.exchange("POST", port, path, commandBody(cmd, token, data), signal);
+    if (envelope.retCode === RetCode.notAuthorised) {
+      // The token expired (or the unit restarted): log in again and retry once.
+      if (this.#tokens.get(port) === token) this.#tokens.delete(port);
+      this.logger.debug({ port }, "PDU token rejected, logging in again");
+      token = await this.token(port, credentials, signal);
+      envelope = await this.exchange("POST", port, path, commandBody(cmd, token, data), signal);
+    }
+    this.expectOk(envelope, "POST", path, port);
+  }
+
+  private async token(
+    port: number,
+    credentials: Credentials,
+    signal: AbortSignal | undefined,
+  ): Promise<string> {
+    const cached = this.#tokens.get(port);
+    if (cached !== undefined) return cached;
+    let pending = this.#logins.get(port);
+    if (pending === undefined) {
+      pending = this.login(port, credentials, signal).finally(() => this.#logins.delete(port));
+      this.#logins.set(port, pending);
+    }
+    return pending;
+  }
+
+  private async login(
+    port: number,
+    credentials: Credentials,
+    signal: AbortSignal | undefined,
+  ): Promise<string> {
+    const { username } = credentials;
+    const path = `/api/auth/${encodeURIComponent(username)}`;
+    const envelope = await this.exchange("POST", port, path, loginBody(credentials.password), signal);
+    const { retCode, retMsg } = envelope;
+    if (retCode !== RetCode.ok) {
+      const why =
+        retCode === RetCode.wrongPassword
+          ? "wrong password"
+          : retCode === RetCode.notAuthorised
+            ? "user unknown, disabled or without permission"
+            : describeRetCode(retCode, retMsg);
+      throw new PduError(
+        "ret-code",
+        `login to PDU ${this.where(port)} as "${username}" failed: ${why} (retCode ${retCode})`,
+        { retCode, retMsg },
+      );
+    }
+    const data = envelope.data;
+    const token = isObject(data) ? data.token : undefined;
+    if (typeof token !== "string" || token === "") {
+      throw new PduError("malformed", `login answer from ${this.where(port)} has no token`);
+    }
+    this.#tokens.set(port, token);
+    this.logger.debug({ port, username }, "logged in to PDU");
+    return token;
+  }
+
+  // ---- transport ----
+
+  private where(port: number): string {
+    return hostPort(this.host, port);
+  }
+
+  private expectOk(envelope: Envelope, method: string, path: string, port: number): Envelope {
+    const { retCode, retMsg } = envelope;
+    if (retCode === RetCode.ok) return envelope;
+    throw new PduError(
+      "ret-code",
+      `PDU refused: ${describeRetCode(retCode, retMsg)} (retCode ${retCode}) for ${method} ${path} on ${this.where(port)}`,
+      { retCode, retMsg },
+    );
+  }
+
+  /**
+   * One request and its envelope (any retCode). Retries once on a fresh connection when the
+   * connection was reset or closed before an answer arrived.
+   */
+  private async exchange(
+    method: "GET" | "POST",
+    port: number,
+    path: string,
+    body: Buffer | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Envelope> {
+    try {
+      return await this.attempt(this.agent, method, port, path, body, signal);
+    } catch (e) {
+      if (!(e instanceof RetryableError)) throw e;
+      this.logger.debug(
+        { method, path, port, error: e.message },
+        "PDU connection dropped, retrying on a new one",
+      );
+    }
+    const fresh = new Client(`${this.scheme}://${this.where(port)}`, this.clientOptions);
+    try {
+      return await this.attempt(fresh, method, port, path, body, signal);
+    } catch (e) {
+      throw e instanceof RetryableError ? e.error : e;
+    } finally {
+      await fresh.destroy();
+    }
+  }
+
+  private async attempt(
+    dispatcher: Dispatcher,
+    method: "GET" | "POST",
+    port: number,
+    path: string,
+    body: Buffer | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Envelope> {
+    const where = this.where(port);
+    const url = `${this.scheme}://${where}${path}`;
+    const deadline = AbortSignal.timeout(this.timeoutMs);
+    const combined = signal === undefined ? deadline : AbortSignal.any([signal, deadline]);
+    const started = performance.now();
+    let status: number | undefined;
+    try {
+      const headers: Record<string, string> = { accept: "application/json" };
+      if (body !== undefined) {
+        headers["content-type"] = "application/json";
+        headers["content-length"] = String(body.length);
+      }
+      const response = await request(url, { dispatcher, method, headers, body, signal: combined });
+      status = response.statusCode;
+      if (status < 200 || status > 299) {
+        discard(response.body);
+        throw new PduError("http-status", `HTTP ${status} from ${where} (${method} ${path})`, { status });
+      }
+      const text = await this.readBody(response, where);
+      this.logger.debug({ method, url, status, ms: Math.round(performance.now() - started) }, "PDU request");
+      return decodeEnvelope(text, `${where} (${method} ${path})`);
+    } catch (e) {
+      const ms = Math.round(performance.now() - started);
+      this.logger.debug({ method, url, status, ms, error: describeError(e) }, "PDU request failed");
+      if (signal?.aborted === true) throw signal.reason;
+      if (e instanceof PduError) throw e;
+      throw this.transportError(e, where, deadline.aborted, status === undefined);
+    }
+  }
+
+  private transportError(e: unknown, where: string, deadlineHit: boolean, beforeAnswer: boolean): Error {
+    const { code, message } = innermost(e);
+    if (deadlineHit || TIMEOUT_CODES.has(code)) {
+      return new PduError("timeout", `no answer from ${where} within ${this.timeoutText}`, { cause: e });
+    }
+    let reason = REASONS[code];
+    if (CERTIFICATE_CODES.has(code)) reason = `certificate verification failed: ${message}`;
+    else if (code.startsWith("ERR_SSL_") || code.startsWith("ERR_TLS_")) reason = `TLS failure: ${message}`;
+    else if (code.startsWith("HPE_")) {
+      return new PduError("malformed", `invalid HTTP answer from ${where}: ${message}`, { cause: e });
+    }
+    const error = new PduError("unreachable", `cannot reach ${where}: ${reason ?? message}`, { cause: e });
+    return beforeAnswer && RETRYABLE_CODES.has(code) ? new RetryableError(error) : error;
+  }
+
+  /** Reads the body up to maxBodyBytes; a bigger one is destroyed unread (declared) or mid-way. */
+  private async readBody(response: Dispatcher.ResponseData, where: string): Promise<Buffer> {
+    const limit = this.maxBodyBytes;
+    const tooLarge = () =>
+      new PduError("malformed", `answer from ${where} is larger than the limit of ${limit} bytes`);
+    const declared = Number(response.headers["content-length"]);
+    if (declared > limit) {
+      discard(response.body);
+      throw tooLarge();
+    }
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for await (const chunk of response.body as AsyncIterable<Buffer>) {
+      total += chunk.length;
+      if (total > limit) {
+        discard(response.body);
+        throw tooLarge();
+      }
+      chunks.push(chunk);
+    }
+    return chunks.length === 1 && chunks[0] !== undefined ? chunks[0] : Buffer.concat(chunks, total);
+  }
+}
+
+/** Internal: a transport failure worth one retry on a fresh connection; carries the final error. */
+class RetryableError extends Error {
+  constructor(readonly error: PduError) {
+    super(error.message);
+  }
+}
