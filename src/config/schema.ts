@@ -22,11 +22,16 @@ const port = (description: string, defaultPort?: number) =>
 /** A port the service connects to (0 is not a port one can connect to). */
 const remotePort = (description: string) => Type.Integer({ minimum: 1, maximum: 65535, description });
 
-const credentials = (what: string) =>
+/** `prefixes`: the SERVICE_* variables (without `_USERNAME`/`_PASSWORD`) that can set them instead. */
+const credentials = (what: string, prefixes: readonly string[]) =>
   Type.Object(
     {
-      Username: nullableString(`User name for ${what}`),
-      Password: nullableString(`Password for ${what} (secret: prefer the SERVICE_* variables)`),
+      Username: nullableString(
+        `User name for ${what}; or set ${prefixes.map((p) => `${p}_USERNAME`).join(" or ")}`,
+      ),
+      Password: nullableString(
+        `Password for ${what}; a secret: set ${prefixes.map((p) => `${p}_PASSWORD`).join(" or ")} instead`,
+      ),
     },
     { additionalProperties: false, default: {}, description: `Credentials for ${what}` },
   );
@@ -49,13 +54,9 @@ export const MqttConnectionSchema = Type.Object(
       remotePort("Broker port; default from Scheme: mqtt 1883, mqtts 8883, ws 8000, wss 8884"),
     ),
     Scheme: Type.Optional(
-      Type.Union(
-        MqttSchemes.map((s) => Type.Literal(s)),
-        {
-          description:
-            "mqtt | mqtts | ws | wss; default inferred from Port (8883 mqtts, 8000 ws, 8884 wss, else mqtt)",
-        },
-      ),
+      Type.Enum(MqttSchemes, {
+        description: "Transport; default from Port: 8883 mqtts, 8000 ws, 8884 wss, else mqtt",
+      }),
     ),
     ValidateCertificate: Type.Boolean({
       default: true,
@@ -67,13 +68,13 @@ export const MqttConnectionSchema = Type.Object(
       description: "MQTT protocol version: 4 (3.1.1) or 5",
     }),
   },
-  { additionalProperties: false, default: {} },
+  { additionalProperties: false, default: {}, description: "The broker the bridge connects to" },
 );
 
 export const MqttSchema = Type.Object(
   {
     Connection: MqttConnectionSchema,
-    Credentials: credentials("the MQTT broker"),
+    Credentials: credentials("the MQTT broker", ["SERVICE_MQTT"]),
     ClientId: Type.String({
       minLength: 1,
       maxLength: 128,
@@ -109,7 +110,7 @@ export const MqttSchema = Type.Object(
       },
     ),
   },
-  { additionalProperties: false, default: {} },
+  { additionalProperties: false, default: {}, description: "MQTT: the broker and the topics" },
 );
 
 export const PduConnectionSchema = Type.Object(
@@ -120,10 +121,7 @@ export const PduConnectionSchema = Type.Object(
     }),
     Port: Type.Optional(remotePort("PDU HTTP(S) port; default 443 for https, else 80")),
     Scheme: Type.Optional(
-      Type.Union(
-        PduSchemes.map((s) => Type.Literal(s)),
-        { description: "http | https; default https when Port is 443, else http" },
-      ),
+      Type.Enum(PduSchemes, { description: "Protocol; default https when Port is 443, else http" }),
     ),
     Timeout: Type.Number({
       exclusiveMinimum: 0,
@@ -137,13 +135,13 @@ export const PduConnectionSchema = Type.Object(
     }),
     CaFile: nullableString("PEM file of the CA (or the unit's self-signed certificate) to trust"),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: "How to reach the PDU" },
 );
 
 export const PduSchema = Type.Object(
   {
     Connection: PduConnectionSchema,
-    Credentials: credentials("the PDU (needed for control)"),
+    Credentials: credentials("the PDU (needed for control)", ["SERVICE_PDU_<ID>", "SERVICE_PDU"]),
     PollInterval: Type.Number({
       minimum: 1,
       maximum: 86400,
@@ -155,7 +153,7 @@ export const PduSchema = Type.Object(
       description: "Allow control of this PDU (REST and MQTT); refused unless true",
     }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: "One PDU (a single unit, or the master of a OneView cluster)" },
 );
 
 /** Instance ids: 1–64 characters of A-Za-z0-9_- (they appear in topics, URLs and variable names). */
@@ -189,7 +187,7 @@ export const ConfigSchema = Type.Object(
             "expire_after of every sensor; values are republished at least every half of it (0: never expire)",
         }),
       },
-      { additionalProperties: false, default: {} },
+      { additionalProperties: false, default: {}, description: "Home Assistant MQTT discovery" },
     ),
     Api: Type.Object(
       {
@@ -203,10 +201,10 @@ export const ConfigSchema = Type.Object(
         ApiKey: Type.String({
           default: "",
           description:
-            "Non-empty enables the control endpoints (secret: prefer SERVICE_API_KEY or SERVICE_API_KEY_FILE)",
+            "Non-empty enables the control endpoints; a secret: set SERVICE_API_KEY or SERVICE_API_KEY_FILE instead",
         }),
       },
-      { additionalProperties: false, default: {} },
+      { additionalProperties: false, default: {}, description: "The REST API listener" },
     ),
     Health: Type.Object(
       {
@@ -218,16 +216,17 @@ export const ConfigSchema = Type.Object(
           description: "Address the health listener listens on",
         }),
       },
-      { additionalProperties: false, default: {} },
+      {
+        additionalProperties: false,
+        default: {},
+        description: "The health listener (/healthz, /readyz, /health/integrations)",
+      },
     ),
     Logging: Type.Object(
       {
-        Level: Type.Union(
-          LogLevels.map((l) => Type.Literal(l)),
-          { default: "info", description: "trace | debug | info | warn | error" },
-        ),
+        Level: Type.Enum(LogLevels, { default: "info", description: "Least severe level logged" }),
       },
-      { additionalProperties: false, default: {} },
+      { additionalProperties: false, default: {}, description: "Logging to stdout (JSON lines)" },
     ),
   },
   { additionalProperties: false, title: "pdu-bridge configuration" },

@@ -1,0 +1,52 @@
+/**
+ * `pdu-bridge check-config [--config FILE]`: validates the file and the environment and prints the
+ * effective configuration with secrets masked. Exit codes: 0 valid, 2 configuration error (the one
+ * message on stderr), 1 anything else.
+ */
+import { parseArgs } from "node:util";
+import { ConfigError } from "./errors.js";
+import { loadConfigFile, resolveConfigPath, type Env } from "./load.js";
+import { effectiveConfigYaml } from "./mask.js";
+
+export const CHECK_CONFIG_USAGE = "usage: pdu-bridge check-config [--config FILE]";
+
+/** `argv` is what follows `check-config`; `out` and `err` receive whole lines, newline included. */
+export async function runCheckConfig(
+  argv: string[],
+  env: Env,
+  out: (s: string) => void,
+  err: (s: string) => void,
+): Promise<number> {
+  let configArg: string | undefined;
+  try {
+    const { values } = parseArgs({
+      args: argv,
+      options: { config: { type: "string", short: "c" }, help: { type: "boolean", short: "h" } },
+      strict: true,
+      allowPositionals: false,
+    });
+    if (values.help === true) {
+      out(`${CHECK_CONFIG_USAGE}\n`);
+      return 0;
+    }
+    configArg = values.config;
+  } catch (error) {
+    err(
+      `pdu-bridge check-config: ${error instanceof Error ? error.message : String(error)}\n${CHECK_CONFIG_USAGE}\n`,
+    );
+    return 2;
+  }
+
+  try {
+    const config = await loadConfigFile(resolveConfigPath(configArg, env), env);
+    out(effectiveConfigYaml(config));
+    return 0;
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      err(`${error.message}\n`);
+      return 2;
+    }
+    err(`pdu-bridge check-config: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * YAML text → plain data, plus what plain data loses: the line of every key and the order of the
+ * keys of every mapping (a JS object puts integer-like keys such as "1" and "2" first).
+ */
+import { isMap, isScalar, LineCounter, parseDocument, type YAMLMap } from "yaml";
+import { ConfigError } from "./errors.js";
+
+export type KeyPath = readonly string[];
+
+export interface ParsedYaml {
+  /** The document as plain data (mappings are plain objects with string keys). */
+  readonly value: unknown;
+  /** The 1-based line of the key at `path`, else of its nearest ancestor that is in the file. */
+  lineOf(path: KeyPath): number | undefined;
+  /** Whether the key at `path` is written in the file (not only inherited through a merge key). */
+  has(path: KeyPath): boolean;
+  /** The keys of the mapping at `path` in file order (empty when it is not a mapping). */
+  keysOf(path: KeyPath): string[];
+}
+
+const pathKey = (path: KeyPath) => JSON.stringify(path);
+
+/** Parses one YAML document; syntax errors and an empty document are {@link ConfigError}s. */
+export function parseYaml(text: string, origin: string): ParsedYaml {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, stringKeys: true, merge: true, prettyErrors: true });
+  const [error] = doc.errors;
+  if (error !== undefined) {
+    const firstLine = error.message.split("\n")[0] ?? error.message;
+    const problem = firstLine.replace(/ at line \d+, column \d+:?$/, "");
+    throw new ConfigError("", `invalid YAML: ${problem}`, { file: origin, line: error.linePos?.[0].line });
+  }
+  if (doc.contents === null) throw new ConfigError("", "the file is empty", { file: origin });
+
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: 1000 });
+  } catch (cause) {
+    // An unresolved or runaway alias is only found when the data is built.
+    const message = cause instanceof Error ? cause.message : String(cause);
+    throw new ConfigError("", `invalid YAML: ${message}`, { file: origin });
+  }
+
+  const lines = new Map<string, number>();
+  const maps = new Map<string, YAMLMap>();
+  const visit = (node: YAMLMap, path: string[]) => {
+    maps.set(pathKey(path), node);
+    for (const pair of node.items) {
+      if (!isScalar(pair.key)) continue;
+      const key = String(pair.key.value);
+      const keyPath = [...path, key];
+      const offset = pair.key.range?.[0];
+      if (offset !== undefined) lines.set(pathKey(keyPath), lineCounter.linePos(offset).line);
+      if (isMap(pair.value)) visit(pair.value, keyPath);
+    }
+  };
+  if (isMap(doc.contents)) visit(doc.contents, []);
+
+  return {
+    value,
+    lineOf(path) {
+      for (let n = path.length; n > 0; n--) {
+        const line = lines.get(pathKey(path.slice(0, n)));
+        if (line !== undefined) return line;
+      }
+      return undefined;
+    },
+    has: (path) => lines.has(pathKey(path)),
+    keysOf(path) {
+      const map = maps.get(pathKey(path));
+      if (map === undefined) return [];
+      return map.items.flatMap((pair) => (isScalar(pair.key) ? [String(pair.key.value)] : []));
+    },
+  };
+}

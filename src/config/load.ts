@@ -1,0 +1,287 @@
+/**
+ * Loading the configuration: find the file, parse the YAML, reject unknown keys, apply defaults,
+ * validate with the schema, merge secrets from the environment, infer ports and schemes, and check
+ * the rules that span keys. Every problem is a {@link ConfigError} naming the key, file and line.
+ */
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import { Value } from "typebox/value";
+import { parseYaml, type KeyPath, type ParsedYaml } from "./document.js";
+import { ConfigError } from "./errors.js";
+import {
+  ConfigSchema,
+  InstanceIdPattern,
+  PduSchema,
+  type Config,
+  type InstanceConfig,
+  type MqttConfig,
+  type MqttScheme,
+  type PduScheme,
+} from "./schema.js";
+import {
+  instanceVariableId,
+  instanceVariablePrefix,
+  ioReason,
+  mergeSecrets,
+  PDU_VARIABLE_PREFIX,
+  secretInConfigMap,
+  type Env,
+} from "./secrets.js";
+import {
+  asSchemaNode,
+  describeFirstError,
+  findUnknownKey,
+  isPlainObject,
+  orderedKeys,
+  showValue,
+  type SchemaNode,
+} from "./validate.js";
+
+export type { Env } from "./secrets.js";
+
+export interface ParseOptions {
+  /** "kubernetes": the text is a ConfigMap's, so secrets written in it are refused. Default "file". */
+  readonly source?: "file" | "kubernetes";
+  /** Directory relative `CaFile` paths are resolved against (default: the working directory). */
+  readonly baseDir?: string;
+}
+
+/** Where the configuration is looked for when neither `--config` nor `SERVICE_CONFIG` is given. */
+export const DEFAULT_CONFIG_PATHS = ["./config.yaml", "/config/config.yaml"] as const;
+
+/** `--config`, else `SERVICE_CONFIG`, else the first existing of {@link DEFAULT_CONFIG_PATHS}. */
+export function resolveConfigPath(
+  argvPath: string | undefined,
+  env: Env = process.env,
+  cwd: string = process.cwd(),
+): string {
+  if (argvPath !== undefined && argvPath !== "") return argvPath;
+  const fromEnv = env.SERVICE_CONFIG;
+  if (fromEnv !== undefined && fromEnv !== "") return fromEnv;
+  const candidates = DEFAULT_CONFIG_PATHS.map((p) => resolve(cwd, p));
+  const found = candidates.find((p) => existsSync(p));
+  if (found === undefined) {
+    throw new ConfigError(
+      "",
+      `no configuration file: tried ${candidates.join(" and ")} (use --config FILE or SERVICE_CONFIG)`,
+    );
+  }
+  return found;
+}
+
+export async function loadConfigFile(path: string, env: Env = process.env): Promise<Config> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (cause) {
+    throw new ConfigError("", `cannot read the configuration file (${ioReason(cause)})`, { file: path });
+  }
+  return parseConfigText(text, path, env, { source: "file", baseDir: dirname(resolve(path)) });
+}
+
+const MQTT_DEFAULT_PORTS: Readonly<Record<MqttScheme, number>> = {
+  mqtt: 1883,
+  mqtts: 8883,
+  ws: 8000,
+  wss: 8884,
+};
+
+/** Parses and validates configuration text; `origin` names it in messages (a path, `configmap ns/name`). */
+export async function parseConfigText(
+  text: string,
+  origin: string,
+  env: Env = process.env,
+  options: ParseOptions = {},
+): Promise<Config> {
+  const yaml = parseYaml(text, origin);
+  const fail = (path: KeyPath, problem: string, linePath: KeyPath = path): ConfigError =>
+    new ConfigError(path.join("."), problem, { file: origin, line: yaml.lineOf(linePath) });
+
+  // toJS built this data for us alone, so it is filled in place.
+  const data = yaml.value;
+  if (!isPlainObject(data)) {
+    throw new ConfigError("", `the top level must be a mapping of sections (got ${showValue(data)})`, {
+      file: origin,
+      line: 1,
+    });
+  }
+  const schema = asSchemaNode(ConfigSchema);
+  nullSectionsToEmpty(schema, data);
+
+  const unknown = findUnknownKey(schema, data, (path) => yaml.keysOf(path));
+  if (unknown !== undefined) throw fail(unknown.path, unknown.problem);
+
+  const ids = checkInstanceIds(data, yaml, fail);
+
+  Value.Default(ConfigSchema, data);
+  // typebox leaves the values of a record alone, so each instance gets its defaults here.
+  for (const id of ids) Value.Default(PduSchema, (data.Pdus as Record<string, unknown>)[id]);
+
+  const problem = describeFirstError(schema, data, Value.Errors(ConfigSchema, data));
+  if (problem !== undefined) throw fail(problem.path, problem.problem);
+  if (!Value.Check(ConfigSchema, data)) throw new ConfigError("", "invalid configuration", { file: origin });
+
+  if (options.source === "kubernetes") {
+    const secret = secretInConfigMap(data, ids);
+    if (secret !== undefined) throw fail(secret.path, secret.problem);
+  }
+  const secrets = await mergeSecrets(data, ids, env);
+  const baseDir = options.baseDir ?? process.cwd();
+  const caFile = (file: string | null) => (file === null ? null : resolve(baseDir, file));
+
+  const primaryId = ids.includes("default") ? "default" : ids[0];
+  const instances = ids.map((id): InstanceConfig => {
+    const pdu = data.Pdus[id]!;
+    const scheme: PduScheme = pdu.Connection.Scheme ?? (pdu.Connection.Port === 443 ? "https" : "http");
+    return {
+      id,
+      primary: id === primaryId,
+      ...pdu,
+      Connection: {
+        ...pdu.Connection,
+        Port: pdu.Connection.Port ?? (scheme === "https" ? 443 : 80),
+        Scheme: scheme,
+        CaFile: caFile(pdu.Connection.CaFile),
+      },
+      Credentials: secrets.pdus.get(id) ?? { Username: null, Password: null },
+    };
+  });
+
+  const connection = data.Mqtt.Connection;
+  const mqttScheme: MqttScheme = connection.Scheme ?? mqttSchemeForPort(connection.Port);
+  const mqtt: MqttConfig = {
+    ...data.Mqtt,
+    Connection: {
+      ...connection,
+      Host: connection.Host ?? null,
+      Port: connection.Port ?? MQTT_DEFAULT_PORTS[mqttScheme],
+      Scheme: mqttScheme,
+      CaFile: caFile(connection.CaFile),
+    },
+    Credentials: secrets.mqtt,
+  };
+
+  const { Pdus: _pdus, Mqtt: _mqtt, ...sections } = data;
+  const config: Config = {
+    ...sections,
+    Mqtt: mqtt,
+    Api: { ...data.Api, ApiKey: secrets.apiKey },
+    instances,
+    origin,
+  };
+  checkCrossFieldRules(config, yaml, fail);
+  await checkCaFiles(config, fail);
+  return config;
+}
+
+function mqttSchemeForPort(port: number | undefined): MqttScheme {
+  const schemes = Object.entries(MQTT_DEFAULT_PORTS) as [MqttScheme, number][];
+  return schemes.find(([scheme, p]) => p === port && scheme !== "mqtt")?.[0] ?? "mqtt";
+}
+
+/** `Api:` with everything commented out is YAML null: treat every null section as an empty one. */
+function nullSectionsToEmpty(schema: SchemaNode, value: Record<string, unknown>): void {
+  const visit = (child: SchemaNode | undefined, key: string) => {
+    if (child?.type !== "object") return;
+    if (value[key] === null) value[key] = {};
+    const next = value[key];
+    if (isPlainObject(next)) nullSectionsToEmpty(child, next);
+  };
+  for (const [key, child] of Object.entries(schema.properties ?? {})) visit(child, key);
+  const item = Object.values(schema.patternProperties ?? {})[0];
+  if (item !== undefined) for (const key of Object.keys(value)) visit(item, key);
+}
+
+type Fail = (path: KeyPath, problem: string, linePath?: KeyPath) => ConfigError;
+
+/** The instance ids in file order, after checking there is one and that they are valid and distinct. */
+function checkInstanceIds(data: Record<string, unknown>, yaml: ParsedYaml, fail: Fail): string[] {
+  const pdus = data.Pdus;
+  if (pdus === undefined || (isPlainObject(pdus) && Object.keys(pdus).length === 0)) {
+    throw fail(["Pdus"], "at least one PDU instance is required");
+  }
+  if (!isPlainObject(pdus)) return []; // the schema reports the wrong type
+  const ids = orderedKeys(pdus, yaml.keysOf(["Pdus"]));
+  const pattern = new RegExp(InstanceIdPattern);
+  const seen = new Map<string, string>();
+  for (const id of ids) {
+    if (!pattern.test(id)) {
+      throw fail(["Pdus", id], `instance ids are 1-64 characters of A-Za-z0-9_- (got ${JSON.stringify(id)})`);
+    }
+    const variableId = instanceVariableId(id);
+    const other = seen.get(variableId);
+    if (other !== undefined) {
+      throw fail(
+        ["Pdus", id],
+        `instance id collides with \`${other}\`: ids must differ in more than case and - versus _ ` +
+          `(both would read ${PDU_VARIABLE_PREFIX}_${variableId}_* and ?instance= ignores case)`,
+      );
+    }
+    seen.set(variableId, id);
+  }
+  return ids;
+}
+
+function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail): void {
+  const embedded = config.Mqtt.Connection.Host === null;
+
+  const listeners = [
+    { path: ["Api", "Port"], port: config.Api.Port, on: config.Api.Enabled },
+    { path: ["Health", "Port"], port: config.Health.Port, on: config.Health.Enabled },
+    { path: ["Mqtt", "Embedded", "Port"], port: config.Mqtt.Embedded.Port, on: embedded },
+  ].filter((l) => l.on && l.port !== 0);
+  for (const [i, a] of listeners.entries()) {
+    for (const b of listeners.slice(i + 1)) {
+      if (a.port !== b.port) continue;
+      // Name the key the file sets (the later one when it sets both): that is the one to change.
+      const lineA = yaml.has(a.path) ? (yaml.lineOf(a.path) ?? 0) : -1;
+      const lineB = yaml.has(b.path) ? (yaml.lineOf(b.path) ?? 0) : -1;
+      const [named, other] = lineB > lineA ? [b, a] : [a, b];
+      throw fail(
+        named.path,
+        `port ${named.port} is also used by ${other.path.join(".")}; each listener needs its own port`,
+      );
+    }
+  }
+
+  if (embedded && config.Mqtt.Connection.ProtocolVersion === 5) {
+    throw fail(
+      ["Mqtt", "Connection", "ProtocolVersion"],
+      "5 needs an external broker: the embedded broker (used because Mqtt.Connection.Host is not set) " +
+        "speaks MQTT 3.1.1 only; use 4 or set Mqtt.Connection.Host",
+    );
+  }
+
+  for (const instance of config.instances) {
+    const { Username, Password } = instance.Credentials;
+    if (!instance.ActionsEnabled || (nonEmpty(Username) && nonEmpty(Password))) continue;
+    const path = ["Pdus", instance.id, "Credentials"];
+    const variables = `${instanceVariablePrefix(instance.id)}_USERNAME/_PASSWORD or ${PDU_VARIABLE_PREFIX}_USERNAME/_PASSWORD`;
+    throw fail(
+      path,
+      `ActionsEnabled is true but Username and Password are not both set (set them here or with ${variables})`,
+      yaml.has(path) ? path : ["Pdus", instance.id, "ActionsEnabled"],
+    );
+  }
+}
+
+const nonEmpty = (value: string | null): boolean => value !== null && value !== "";
+
+async function checkCaFiles(config: Config, fail: Fail): Promise<void> {
+  const files: [KeyPath, string | null][] = [
+    [["Mqtt", "Connection", "CaFile"], config.Mqtt.Connection.CaFile],
+    ...config.instances.map((i): [KeyPath, string | null] => [
+      ["Pdus", i.id, "Connection", "CaFile"],
+      i.Connection.CaFile,
+    ]),
+  ];
+  for (const [path, file] of files) {
+    if (file === null) continue;
+    try {
+      await readFile(file);
+    } catch (cause) {
+      throw fail(path, `cannot read ${file} (${ioReason(cause)})`);
+    }
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * The effective configuration as YAML in the file's own shape, for `check-config`: every default
+ * filled in, ports and schemes inferred, secrets merged and then masked.
+ */
+import { Document, isScalar, YAMLMap } from "yaml";
+import { ConfigSchema, PduSchema, type Config } from "./schema.js";
+import { asSchemaNode, isPlainObject, SECRET_KEYS, type SchemaNode } from "./validate.js";
+
+/** What a secret that is set shows as. Unset ones stay `null` / `""` so the operator sees which are set. */
+export const MASK = "***";
+
+/** A deep copy with every non-empty secret (passwords, the API key) replaced by {@link MASK}. */
+export function maskSecrets(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(maskSecrets);
+  if (!isPlainObject(value)) return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, v]) => [
+      key,
+      SECRET_KEYS.has(key) && typeof v === "string" && v !== "" ? MASK : maskSecrets(v),
+    ]),
+  );
+}
+
+/** A copy of `value` with the keys of every mapping in the order the schema lists them. */
+function inSchemaOrder(schema: SchemaNode | undefined, value: unknown): unknown {
+  if (!isPlainObject(value) || schema?.properties === undefined) return value;
+  const ordered: Record<string, unknown> = {};
+  for (const [key, child] of Object.entries(schema.properties)) {
+    if (value[key] !== undefined) ordered[key] = inSchemaOrder(child, value[key]);
+  }
+  return ordered;
+}
+
+export function effectiveConfigYaml(config: Config): string {
+  const { instances, origin: _origin, ...sections } = config;
+  const doc = new Document(maskSecrets(inSchemaOrder(asSchemaNode(ConfigSchema), { ...sections, Pdus: {} })));
+
+  // A map built pair by pair keeps the file's order even for ids like "1" and "2".
+  const pdus = new YAMLMap();
+  const pduSchema = asSchemaNode(PduSchema);
+  for (const { id, primary: _primary, ...instance } of instances) {
+    pdus.items.push(doc.createPair(id, maskSecrets(inSchemaOrder(pduSchema, instance))));
+  }
+  doc.set("Pdus", pdus);
+
+  const host = doc.getIn(["Mqtt", "Connection", "Host"], true);
+  if (config.Mqtt.Connection.Host === null && isScalar(host)) host.comment = " the embedded broker";
+
+  const primary = instances.find((i) => i.primary)?.id ?? "(none)";
+  doc.commentBefore = [
+    ` pdu-bridge effective configuration from ${config.origin}`,
+    ` secrets are masked: "${MASK}" means set, null or "" means not set`,
+    ` primary instance: ${primary}`,
+  ].join("\n");
+  return doc.toString({ lineWidth: 0 });
+}

@@ -1,0 +1,125 @@
+/**
+ * Secrets from the environment (contract §2): each variable has a `<NAME>_FILE` form naming a file
+ * that holds the value. Precedence: `<NAME>_FILE`, then `<NAME>`, then the configuration file.
+ * An empty variable counts as unset; a `_FILE` that cannot be read is an error, never ignored.
+ */
+import { readFile } from "node:fs/promises";
+import { ConfigError } from "./errors.js";
+import type { FileConfig } from "./schema.js";
+import type { Problem } from "./validate.js";
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export interface Credentials {
+  Username: string | null;
+  Password: string | null;
+}
+
+export const API_KEY_VARIABLE = "SERVICE_API_KEY";
+export const MQTT_VARIABLE_PREFIX = "SERVICE_MQTT";
+export const PDU_VARIABLE_PREFIX = "SERVICE_PDU";
+
+/** An instance id as it appears in variable names: upper-cased, `-` as `_` (`rack-a` → `RACK_A`). */
+export const instanceVariableId = (id: string): string => id.toUpperCase().replaceAll("-", "_");
+
+/** `SERVICE_PDU_RACK_A` for instance `rack-a`; append `_USERNAME` or `_PASSWORD`. */
+export const instanceVariablePrefix = (id: string): string =>
+  `${PDU_VARIABLE_PREFIX}_${instanceVariableId(id)}`;
+
+/** The value of secret `name`: from the file `<name>_FILE` names, else `<name>`; undefined when neither is set. */
+export async function readSecret(env: Env, name: string): Promise<string | undefined> {
+  const fileVariable = `${name}_FILE`;
+  const path = env[fileVariable];
+  if (path !== undefined && path !== "") {
+    try {
+      return (await readFile(path, "utf8")).replace(/[\r\n]+$/, "");
+    } catch (cause) {
+      throw new ConfigError(fileVariable, `cannot read ${path} (${ioReason(cause)})`);
+    }
+  }
+  const plain = env[name];
+  return plain === undefined || plain === "" ? undefined : plain;
+}
+
+export function ioReason(cause: unknown): string {
+  const code = (cause as { code?: unknown } | null)?.code;
+  const reasons: Record<string, string> = {
+    ENOENT: "no such file",
+    EACCES: "permission denied",
+    EISDIR: "it is a directory",
+    ENOTDIR: "a parent is not a directory",
+  };
+  if (typeof code === "string") return reasons[code] ?? code;
+  return cause instanceof Error ? cause.message : String(cause);
+}
+
+const nonEmpty = (value: string | null | undefined): string | undefined =>
+  value === null || value === undefined || value === "" ? undefined : value;
+
+export interface MergedSecrets {
+  readonly apiKey: string;
+  readonly mqtt: Credentials;
+  /** By instance id. */
+  readonly pdus: ReadonlyMap<string, Credentials>;
+}
+
+/**
+ * The secrets the service runs with. A PDU field comes from `SERVICE_PDU_<ID>_*`, else the file,
+ * else `SERVICE_PDU_*` (the global pair fills whatever an instance leaves unset).
+ */
+export async function mergeSecrets(
+  file: FileConfig,
+  ids: readonly string[],
+  env: Env,
+): Promise<MergedSecrets> {
+  // Read every variable up front so a broken _FILE is reported even where another value wins.
+  const apiKey = await readSecret(env, API_KEY_VARIABLE);
+  const mqttUsername = await readSecret(env, `${MQTT_VARIABLE_PREFIX}_USERNAME`);
+  const mqttPassword = await readSecret(env, `${MQTT_VARIABLE_PREFIX}_PASSWORD`);
+  const pduUsername = await readSecret(env, `${PDU_VARIABLE_PREFIX}_USERNAME`);
+  const pduPassword = await readSecret(env, `${PDU_VARIABLE_PREFIX}_PASSWORD`);
+
+  const pdus = new Map<string, Credentials>();
+  for (const id of ids) {
+    const own = instanceVariablePrefix(id);
+    const fromFile = file.Pdus[id]?.Credentials;
+    const username =
+      (await readSecret(env, `${own}_USERNAME`)) ?? nonEmpty(fromFile?.Username) ?? pduUsername;
+    const password =
+      (await readSecret(env, `${own}_PASSWORD`)) ?? nonEmpty(fromFile?.Password) ?? pduPassword;
+    pdus.set(id, { Username: username ?? null, Password: password ?? null });
+  }
+  return {
+    apiKey: apiKey ?? file.Api.ApiKey,
+    mqtt: {
+      Username: mqttUsername ?? nonEmpty(file.Mqtt.Credentials.Username) ?? null,
+      Password: mqttPassword ?? nonEmpty(file.Mqtt.Credentials.Password) ?? null,
+    },
+    pdus,
+  };
+}
+
+/** For a ConfigMap: the first secret written in the text itself (they belong in a Kubernetes Secret). */
+export function secretInConfigMap(file: FileConfig, ids: readonly string[]): Problem | undefined {
+  const refuse = (path: string[], variables: string) => ({
+    path,
+    problem: `secrets do not belong in ConfigMaps; set ${variables}`,
+  });
+  if (file.Api.ApiKey !== "") {
+    return refuse(["Api", "ApiKey"], `${API_KEY_VARIABLE} or ${API_KEY_VARIABLE}_FILE`);
+  }
+  if (nonEmpty(file.Mqtt.Credentials.Password) !== undefined) {
+    const name = `${MQTT_VARIABLE_PREFIX}_PASSWORD`;
+    return refuse(["Mqtt", "Credentials", "Password"], `${name} or ${name}_FILE`);
+  }
+  for (const id of ids) {
+    if (nonEmpty(file.Pdus[id]?.Credentials.Password) !== undefined) {
+      const name = `${instanceVariablePrefix(id)}_PASSWORD`;
+      return refuse(
+        ["Pdus", id, "Credentials", "Password"],
+        `${name} or ${name}_FILE (or ${PDU_VARIABLE_PREFIX}_PASSWORD for every instance)`,
+      );
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,252 @@
+/**
+ * Turning schema problems into one plain sentence: unknown keys (with a spelling suggestion) and
+ * the first typebox error, each naming the key in dotted form.
+ */
+import type { TLocalizedValidationError } from "typebox/error";
+
+/** The parts of a JSON schema node the messages look at (typebox schemas are plain JSON schema). */
+export interface SchemaNode {
+  readonly type?: string;
+  readonly const?: unknown;
+  readonly enum?: readonly unknown[];
+  readonly anyOf?: readonly SchemaNode[];
+  readonly properties?: Readonly<Record<string, SchemaNode>>;
+  readonly patternProperties?: Readonly<Record<string, SchemaNode>>;
+  readonly required?: readonly string[];
+  readonly default?: unknown;
+  readonly description?: string;
+  readonly minimum?: number;
+  readonly maximum?: number;
+  readonly exclusiveMinimum?: number;
+  readonly minLength?: number;
+  readonly maxLength?: number;
+  readonly pattern?: string;
+}
+
+export const asSchemaNode = (schema: object): SchemaNode => schema;
+
+/** A problem at a key path, before it gets a file and line. */
+export interface Problem {
+  readonly path: readonly string[];
+  readonly problem: string;
+}
+
+export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value) && !Buffer.isBuffer(value);
+
+/** Keys whose values are never repeated in messages. */
+export const SECRET_KEYS: ReadonlySet<string> = new Set(["Password", "ApiKey"]);
+
+/**
+ * The first key not in the schema, walking mappings in `keysOf` order. Under a map with free keys
+ * (`patternProperties`, i.e. `Pdus`) the keys are not checked here; their values are.
+ */
+export function findUnknownKey(
+  schema: SchemaNode,
+  value: unknown,
+  keysOf: (path: readonly string[]) => string[],
+  path: readonly string[] = [],
+): Problem | undefined {
+  if (!isPlainObject(value)) return undefined;
+  const ordered = orderedKeys(value, keysOf(path));
+  if (schema.properties !== undefined) {
+    const known = Object.keys(schema.properties);
+    for (const key of ordered) {
+      const child = schema.properties[key];
+      if (child === undefined) return { path: [...path, key], problem: unknownKeyProblem(key, known) };
+      const found = findUnknownKey(child, value[key], keysOf, [...path, key]);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  const itemSchema = Object.values(schema.patternProperties ?? {})[0];
+  if (itemSchema === undefined) return undefined;
+  for (const key of ordered) {
+    const found = findUnknownKey(itemSchema, value[key], keysOf, [...path, key]);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/** `keysOf` order first (file order), then any key only the data has (e.g. from a merge key). */
+export function orderedKeys(value: Record<string, unknown>, fileOrder: readonly string[]): string[] {
+  const keys = fileOrder.filter((key) => Object.hasOwn(value, key));
+  for (const key of Object.keys(value)) if (!keys.includes(key)) keys.push(key);
+  return keys;
+}
+
+function unknownKeyProblem(key: string, known: readonly string[]): string {
+  const suggestion = suggest(key, known);
+  return suggestion === undefined
+    ? `unknown key (expected one of ${known.join(", ")})`
+    : `unknown key, did you mean \`${suggestion}\`?`;
+}
+
+/** The known key closest to `key`: same letters ignoring case, `_` and `-`, else within a small edit distance. */
+export function suggest(key: string, known: readonly string[]): string | undefined {
+  const fold = (s: string) => s.toLowerCase().replace(/[-_ ]/g, "");
+  const exact = known.find((k) => fold(k) === fold(key));
+  if (exact !== undefined) return exact;
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const candidate of known) {
+    const distance = editDistance(fold(key), fold(candidate));
+    const allowed = Math.min(2, Math.floor(candidate.length / 3));
+    if (distance <= allowed && distance < bestDistance) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/** Optimal string alignment distance: insertions, deletions, substitutions and adjacent swaps. */
+export function editDistance(a: string, b: string): number {
+  const rows = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  const at = (i: number, j: number) => rows[i]?.[j] ?? Infinity;
+  for (let i = 1; i <= a.length; i++) {
+    const row = rows[i]!;
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d = Math.min(d, at(i - 2, j - 2) + 1);
+      row[j] = d;
+    }
+  }
+  return at(a.length, b.length);
+}
+
+/**
+ * The first error worth showing. Errors of single `anyOf` branches are skipped (the `anyOf` error
+ * itself says it better), as are additional-property errors (unknown keys are reported before).
+ */
+export function describeFirstError(
+  schema: SchemaNode,
+  value: unknown,
+  errors: readonly TLocalizedValidationError[],
+): Problem | undefined {
+  const error = errors.find(
+    (e) =>
+      !/\/anyOf\/\d+/.test(e.schemaPath) && e.keyword !== "additionalProperties" && e.keyword !== "boolean",
+  );
+  if (error === undefined) return undefined;
+  const path = error.instancePath
+    .split("/")
+    .slice(1)
+    .map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
+  const got = valueAt(value, path);
+  const shown = SECRET_KEYS.has(path.at(-1) ?? "") ? "" : ` (got ${showValue(got)})`;
+  switch (error.keyword) {
+    case "required": {
+      const missing = error.params.requiredProperties.find((k) => !isPlainObject(got) || !(k in got));
+      return { path: [...path, missing ?? error.params.requiredProperties[0] ?? ""], problem: "is required" };
+    }
+    case "type":
+      return { path, problem: `must be ${typeName(error.params.type)}${shown}` };
+    case "anyOf":
+      return { path, problem: `must be ${describeAnyOf(schemaAt(schema, error.schemaPath))}${shown}` };
+    case "enum":
+      return {
+        path,
+        problem: `must be one of ${error.params.allowedValues.map(scalarText).join(", ")}${shown}`,
+      };
+    case "const":
+      return { path, problem: `must be ${JSON.stringify(error.params.allowedValue)}${shown}` };
+    case "minimum":
+    case "maximum":
+    case "exclusiveMinimum":
+    case "exclusiveMaximum":
+      return { path, problem: `must be ${error.params.comparison} ${String(error.params.limit)}${shown}` };
+    case "minLength":
+      return {
+        path,
+        problem:
+          error.params.limit === 1
+            ? "must not be empty"
+            : `must be at least ${error.params.limit} characters`,
+      };
+    case "maxLength":
+      return { path, problem: `must be at most ${error.params.limit} characters` };
+    case "pattern": {
+      const pattern = String(error.params.pattern);
+      return { path, problem: `${PATTERN_WORDS[pattern] ?? `must match the pattern ${pattern}`}${shown}` };
+    }
+    case "minProperties":
+      return {
+        path,
+        problem: `must have at least ${error.params.limit} ${error.params.limit === 1 ? "entry" : "entries"}`,
+      };
+    default:
+      return { path, problem: `${error.message}${shown}` };
+  }
+}
+
+/** Patterns of the schema in plain words. */
+const PATTERN_WORDS: Readonly<Record<string, string>> = {
+  "^[^#+]+$": "must not contain the MQTT wildcards # or +",
+};
+
+function typeName(type: string | readonly string[]): string {
+  const names: Record<string, string> = {
+    integer: "an integer",
+    number: "a number",
+    string: "a string",
+    boolean: "true or false",
+    object: "a mapping",
+    array: "a list",
+    null: "null",
+  };
+  const types = typeof type === "string" ? [type] : type;
+  return types.map((t) => names[t] ?? t).join(" or ");
+}
+
+function describeAnyOf(node: SchemaNode | undefined): string {
+  const branches = node?.anyOf ?? [];
+  if (branches.length > 0 && branches.every((b) => b.const !== undefined)) {
+    return `one of ${branches.map((b) => scalarText(b.const)).join(", ")}`;
+  }
+  return branches
+    .map((b) => (b.const !== undefined ? JSON.stringify(b.const) : typeName(b.type ?? "?")))
+    .join(" or ");
+}
+
+/** The schema node at a JSON pointer such as `#/properties/Mqtt/properties/Connection`. */
+function schemaAt(schema: SchemaNode, pointer: string): SchemaNode | undefined {
+  let node: unknown = schema;
+  for (const raw of pointer.replace(/^#\/?/, "").split("/")) {
+    if (raw === "") continue;
+    const segment = raw.replaceAll("~1", "/").replaceAll("~0", "~");
+    node =
+      isPlainObject(node) || Array.isArray(node) ? (node as Record<string, unknown>)[segment] : undefined;
+  }
+  return isPlainObject(node) ? asSchemaNode(node) : undefined;
+}
+
+export function valueAt(value: unknown, path: readonly string[]): unknown {
+  let node = value;
+  for (const key of path) node = isPlainObject(node) ? node[key] : undefined;
+  return node;
+}
+
+/** A value as it appears in a message: short, and never more than one line. */
+export function showValue(value: unknown): string {
+  if (value === undefined) return "nothing";
+  if (Array.isArray(value)) return "a list";
+  if (Buffer.isBuffer(value)) return "binary data";
+  if (isPlainObject(value)) return "a mapping";
+  if (typeof value !== "string") return scalarText(value);
+  const text = JSON.stringify(value);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/** A scalar from a schema or a file as text (`4`, `mqtt`, `null`). */
+export function scalarText(value: unknown): string {
+  if (value === null) return "null";
+  if (typeof value === "string") return value;
+  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint")
+    return String(value);
+  return "a value of another type";
+}
