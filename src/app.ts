@@ -33,6 +33,7 @@ export class App {
   /** Parts started after the poller, stopped in reverse order. */
   readonly #parts: Part[] = [];
   #stopping: Promise<void> | null = null;
+  readonly #online = new Set<string>();
 
   private constructor(config: Config, logger: Logger) {
     this.config = config;
@@ -68,12 +69,22 @@ export class App {
   }
 
   async #start(): Promise<void> {
+    // One line per instance when it comes online (first poll, or first after failures); the poller
+    // logs the failures themselves.
     this.store.subscribe((event) => {
-      if (event.kind === "snapshot" && event.fromPoll) {
-        const devices = event.snapshot.devices;
-        const outlets = devices.reduce((n, d) => n + d.outlets.length, 0);
-        this.logger.debug({ instance: event.instanceId, devices: devices.length, outlets }, "snapshot");
-      }
+      if (event.kind !== "snapshot" || !event.fromPoll) return;
+      if (this.store.get(event.instanceId)?.lastSuccessUtc !== event.snapshot.timestamp) return;
+      if (this.#online.has(event.instanceId)) return;
+      this.#online.add(event.instanceId);
+      const devices = event.snapshot.devices;
+      const outlets = devices.reduce((n, d) => n + d.outlets.length, 0);
+      this.logger.info(
+        { instance: event.instanceId, mode: event.snapshot.mode, devices: devices.length, outlets },
+        "instance online",
+      );
+    });
+    this.store.subscribe((event) => {
+      if (event.kind === "failure") this.#online.delete(event.instanceId);
     });
     this.poller.start();
     this.logger.info(
