@@ -1,0 +1,44 @@
+# syntax=docker/dockerfile:1
+# pdu-bridge container image (docs/deployment.md).
+#
+#   docker build -t pdu-bridge .
+#   docker run --read-only -v "$PWD/config.yaml:/config/config.yaml:ro" -e SERVICE_API_KEY=... \
+#     -p 8081:8081 -p 8082:8082 pdu-bridge
+#
+# Debian slim rather than Alpine: Node's official builds target glibc (the musl ones are
+# "experimental" tier), and slim is only some tens of MB larger. Stages:
+#   build   every dependency, compile TypeScript to dist/
+#   deps    production dependencies only
+#   runtime the two above plus package.json and config.schema.json, run as uid 10001
+# scripts/ci-prod-install.sh repeats the deps + runtime steps without a container engine.
+
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src ./src
+RUN npm run build
+
+FROM node:20-bookworm-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+FROM node:20-bookworm-slim AS runtime
+ENV NODE_ENV=production \
+    SERVICE_CONFIG=/config/config.yaml
+WORKDIR /app
+# Owned by root and read-only to the service: it writes nothing (works with a read-only root
+# filesystem; /tmp is the only place it may write, and it does not need to).
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /app/dist/src ./dist/src
+COPY package.json config.schema.json ./
+USER 10001:10001
+# 8081 health listener (/healthz, /readyz), 8082 REST API (when Api.Enabled).
+EXPOSE 8081 8082
+# No curl in slim images: node itself asks the health listener. Change or disable it
+# (--health-cmd / --no-healthcheck) when Health.Port is not 8081 or Health.Enabled is false.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:8081/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+ENTRYPOINT ["node", "dist/src/main.js"]

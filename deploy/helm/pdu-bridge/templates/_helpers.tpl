@@ -1,0 +1,110 @@
+{{/* Chart name, possibly overridden. */}}
+{{- define "pdu-bridge.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Full name: the release name, plus the chart name unless the release name already contains it. */}}
+{{- define "pdu-bridge.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "pdu-bridge.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "pdu-bridge.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "pdu-bridge.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "pdu-bridge.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "pdu-bridge.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "pdu-bridge.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "pdu-bridge.configMapName" -}}
+{{- printf "%s-config" (include "pdu-bridge.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The Secret the pod takes SERVICE_* variables from; empty when there is none. */}}
+{{- define "pdu-bridge.secretName" -}}
+{{- if .Values.existingSecret }}
+{{- .Values.existingSecret }}
+{{- else if .Values.secrets }}
+{{- include "pdu-bridge.fullname" . }}
+{{- end }}
+{{- end }}
+
+{{- define "pdu-bridge.apiServiceName" -}}
+{{- default "api" .Values.service.api.nameOverride }}
+{{- end }}
+
+{{- define "pdu-bridge.apiEnabled" -}}
+{{- if dig "Api" "Enabled" false .Values.config }}true{{ end }}
+{{- end }}
+
+{{- define "pdu-bridge.healthEnabled" -}}
+{{- if dig "Health" "Enabled" true .Values.config }}true{{ end }}
+{{- end }}
+
+{{- define "pdu-bridge.apiPort" -}}
+{{- dig "Api" "Port" 8082 .Values.config }}
+{{- end }}
+
+{{- define "pdu-bridge.healthPort" -}}
+{{- dig "Health" "Port" 8081 .Values.config }}
+{{- end }}
+
+{{/*
+Refuses values that would deploy something broken or leak a secret. Included by every template that
+depends on them, so `helm template` and `helm install` stop with one clear message.
+*/}}
+{{- define "pdu-bridge.validate" -}}
+{{- $config := .Values.config | default dict }}
+{{- $hint := "secrets do not belong in the ConfigMap: put it in `secrets` (or `existingSecret`) as" }}
+{{- if dig "Api" "ApiKey" "" $config }}
+{{- fail (printf "config.Api.ApiKey is set: %s SERVICE_API_KEY" $hint) }}
+{{- end }}
+{{- if dig "Mqtt" "Credentials" "Password" "" $config }}
+{{- fail (printf "config.Mqtt.Credentials.Password is set: %s SERVICE_MQTT_PASSWORD" $hint) }}
+{{- end }}
+{{- range $id, $pdu := (dig "Pdus" dict $config) }}
+{{- if dig "Credentials" "Password" "" ($pdu | default dict) }}
+{{- fail (printf "config.Pdus.%s.Credentials.Password is set: %s SERVICE_PDU_%s_PASSWORD" $id $hint (upper $id | replace "-" "_")) }}
+{{- end }}
+{{- end }}
+{{- if not (has .Values.configSource (list "file" "kubernetes")) }}
+{{- fail (printf "configSource must be file or kubernetes (got %v)" .Values.configSource) }}
+{{- end }}
+{{- range $key, $_ := .Values.secrets }}
+{{- if not (hasPrefix "SERVICE_" $key) }}
+{{- fail (printf "secrets.%s: keys are SERVICE_* environment variables (e.g. SERVICE_API_KEY)" $key) }}
+{{- end }}
+{{- end }}
+{{- if .Values.healthProbes.enabled }}
+{{- if not (include "pdu-bridge.healthEnabled" .) }}
+{{- fail "healthProbes.enabled needs config.Health.Enabled: the probes use the health listener (or set healthProbes.enabled=false)" }}
+{{- end }}
+{{- if hasPrefix "127." (dig "Health" "Bind" "0.0.0.0" $config | toString) }}
+{{- fail "config.Health.Bind is a loopback address: the kubelet's probes could not reach it (use 0.0.0.0)" }}
+{{- end }}
+{{- end }}
+{{- if and .Values.ingress.enabled (not (include "pdu-bridge.apiEnabled" .)) }}
+{{- fail "ingress.enabled needs config.Api.Enabled: the Ingress routes to the api Service" }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The Dockerfile's runtime steps without a container engine: the compiled service plus production
+# dependencies only (npm ci --omit=dev), in a clean directory outside the repository, must run
+# `check-config` on the example configuration. Catches a runtime import of a devDependency and a
+# dist/src that does not stand on its own. Needs `npm run build` first.
+#
+#   bash scripts/ci-prod-install.sh [config.yaml]     (default: config.example.yaml)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+config=$(realpath "${1:-config.example.yaml}")
+
+[ -f dist/src/main.js ] || { echo "ci-prod-install: dist/src/main.js missing; run npm run build first" >&2; exit 1; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/pdu-bridge-prod.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# What the runtime image gets (Dockerfile, stages deps and runtime).
+cp package.json package-lock.json config.schema.json "$work/"
+mkdir -p "$work/dist"
+cp -R dist/src "$work/dist/src"
+(cd "$work" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --prefer-offline --loglevel=error)
+
+if [ -e "$work/node_modules/typescript" ]; then
+  echo "ci-prod-install: a devDependency (typescript) was installed despite --omit=dev" >&2
+  exit 1
+fi
+
+# A bare environment, as in the container: nothing from the developer's shell or the repository.
+cd "$work"
+env -i PATH="$PATH" HOME="$work" NODE_ENV=production \
+  node dist/src/main.js check-config --config "$config" >"$work/effective.yaml"
+echo "ci-prod-install: production install runs check-config on ${config#"$root"/} ($(du -sh node_modules | cut -f1) of node_modules)"
