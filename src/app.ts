@@ -6,6 +6,7 @@
  * arrive while MQTT connects) → MQTT (embedded broker first when configured) → HTTP listeners.
  * Stop order: HTTP listeners → poller → MQTT (`offline` published) → broker → clients.
  */
+import type { LiveChanges } from "./config/kubernetes.js";
 import type { Config } from "./config/schema.js";
 import { createLogger, type Logger } from "./log.js";
 import { GeistClient } from "./pdu/client.js";
@@ -24,7 +25,7 @@ export interface Part {
 }
 
 export class App {
-  readonly config: Config;
+  #config: Config;
   readonly logger: Logger;
   readonly store: SnapshotStore;
   readonly poller: Poller;
@@ -36,7 +37,7 @@ export class App {
   readonly #online = new Set<string>();
 
   private constructor(config: Config, logger: Logger) {
-    this.config = config;
+    this.#config = config;
     this.logger = logger;
     this.clients = new Map(
       config.instances.map((instance) => [instance.id, new GeistClient(instance, { logger })]),
@@ -90,6 +91,22 @@ export class App {
     this.logger.info(
       { instances: this.config.instances.map((i) => i.id), origin: this.config.origin },
       "pdu-bridge started",
+    );
+  }
+
+  /** The configuration in force (replaced by live changes from the Kubernetes source). */
+  get config(): Config {
+    return this.#config;
+  }
+
+  /** Applies the changes that need no restart: poll intervals and the log level. */
+  applyLive(next: Config, live: LiveChanges): void {
+    this.#config = next;
+    for (const [id, seconds] of live.pollIntervals) this.poller.setInterval(id, seconds * 1000);
+    if (live.logLevel !== undefined) this.logger.level = live.logLevel;
+    this.logger.info(
+      { pollIntervals: Object.fromEntries(live.pollIntervals), logLevel: live.logLevel },
+      "configuration change applied",
     );
   }
 

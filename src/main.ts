@@ -8,6 +8,8 @@ import { App } from "./app.js";
 import { runCheckConfig } from "./config/cli.js";
 import { ConfigError } from "./config/errors.js";
 import { loadConfigFile, resolveConfigPath } from "./config/load.js";
+import { configSource, loadKubernetesConfig } from "./config/kubernetes.js";
+import { describeError } from "./pdu/errors.js";
 import { runSimulateCommand } from "./simulator/cli.js";
 
 const USAGE = `usage:
@@ -25,18 +27,46 @@ export async function runBridge(argv: string[]): Promise<number> {
     options: { config: { type: "string", short: "c" } },
     strict: true,
   });
+  if (configSource(process.env) === "kubernetes") return runFromKubernetes();
   const config = await loadConfigFile(resolveConfigPath(values.config, process.env), process.env);
   const app = await App.start(config);
   return waitForSignal(() => app.stop());
 }
 
-/** Resolves 0 after SIGTERM/SIGINT once `stop` finished, or when the deadline passes. */
-export function waitForSignal(stop: () => Promise<void>): Promise<number> {
+/**
+ * ConfigMap mode: changes that can apply live (poll intervals, log level) are applied; any other
+ * change stops the service cleanly with exit 0 so the orchestrator starts it again on the new one.
+ */
+async function runFromKubernetes(): Promise<number> {
+  const source = await loadKubernetesConfig(process.env);
+  const app = await App.start(source.config);
+  let restartRequired!: () => void;
+  const restart = new Promise<void>((resolve) => (restartRequired = resolve));
+  const watch = source.watch(
+    {
+      onChange: (next, live) => app.applyLive(next, live),
+      onRestartRequired: () => restartRequired(),
+      onError: (error) =>
+        app.logger.warn({ error: describeError(error) }, "configuration change not applied"),
+    },
+    app.logger,
+  );
+  return waitForSignal(async () => {
+    await watch.stop();
+    await app.stop();
+  }, restart);
+}
+
+/** Resolves 0 after SIGTERM/SIGINT (or `also`) once `stop` finished, or when the deadline passes. */
+export function waitForSignal(stop: () => Promise<void>, also?: Promise<void>): Promise<number> {
   return new Promise((resolve) => {
-    const onSignal = (signal: NodeJS.Signals) => {
+    let stopping = false;
+    const begin = (why: string) => {
+      if (stopping) return;
+      stopping = true;
       process.off("SIGTERM", onSignal);
       process.off("SIGINT", onSignal);
-      process.stderr.write(`pdu-bridge: ${signal}, stopping\n`);
+      process.stderr.write(`pdu-bridge: ${why}, stopping\n`);
       const deadline = setTimeout(() => resolve(0), STOP_DEADLINE_MS);
       stop().then(
         () => {
@@ -45,13 +75,15 @@ export function waitForSignal(stop: () => Promise<void>): Promise<number> {
         },
         (error: unknown) => {
           clearTimeout(deadline);
-          process.stderr.write(`pdu-bridge: error while stopping: ${String(error)}\n`);
+          process.stderr.write(`pdu-bridge: error while stopping: ${describeError(error)}\n`);
           resolve(1);
         },
       );
     };
+    const onSignal = (signal: NodeJS.Signals) => begin(signal);
     process.on("SIGTERM", onSignal);
     process.on("SIGINT", onSignal);
+    void also?.then(() => begin("configuration changed"));
   });
 }
 
