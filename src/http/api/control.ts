@@ -1,0 +1,276 @@
+/**
+ * The control endpoints (contract §4 "Control endpoints"). Checks run in the contract's order:
+ *
+ *   403 no API key configured → 401 key missing/wrong (429 once an address is locked out)
+ *   → 415 not application/json → 400 bad JSON / bad action / extra property → the control core.
+ *
+ * The key checks and the media type run in an `onRequest` hook, before the body is read, so a
+ * request with a wrong key is refused with 401 whatever its body. Everything else (instance,
+ * ActionsEnabled, snapshot, target, the PDU's answer) is decided by the control core; this file
+ * only translates its outcome. Every request is audited exactly once, never with the key.
+ */
+import type { FastifyReply, FastifyRequest } from "fastify";
+import Type from "typebox";
+import { auditControl } from "../../control/audit.js";
+import {
+  GROUP_ACTIONS,
+  OUTLET_ACTIONS,
+  type ControlOutcome,
+  type ControlTarget,
+  type OutletResult,
+} from "../../control/types.js";
+import type { HttpApp } from "../common.js";
+import { problem, problemSentWith, sendProblem } from "../problem.js";
+import type { HttpDeps } from "../types.js";
+import { FailedKeyLimiter, keyMatcher } from "./key-guard.js";
+import { INTERNAL_ERROR, json, problemResponse, RetryAfterHeader } from "./schemas.js";
+
+/** Retry-After of a 503 when the core gives none (seconds). */
+const DEFAULT_RETRY_AFTER = 5;
+
+const InstanceIdParam = Type.String({ minLength: 1, description: "Instance id" });
+
+const OutletParams = Type.Object({
+  id: InstanceIdParam,
+  deviceId: Type.String({ minLength: 1, description: "The PDU's device id (e.g. A0AE260C851900C3)" }),
+  index: Type.Integer({ minimum: 0, description: "0-based outlet index (0 is the PDU's `Outlet 1`)" }),
+});
+
+const GroupParams = Type.Object({
+  id: InstanceIdParam,
+  groupKey: Type.String({
+    minLength: 1,
+    description: "OneView group key (`total`, `2`, ...), case-insensitive",
+  }),
+});
+
+const OutletBody = Type.Object(
+  { action: Type.Enum([...OUTLET_ACTIONS], { description: "What to do with the outlet" }) },
+  { additionalProperties: false, description: "The action" },
+);
+
+const GroupBody = Type.Object(
+  { action: Type.Enum([...GROUP_ACTIONS], { description: "What to do with every outlet of the group" }) },
+  { additionalProperties: false, description: "The action (resetStats is outlet-only)" },
+);
+
+const controlResponses = (success: ReturnType<typeof json>, failureSchema: string) => ({
+  200: success,
+  400: problemResponse(
+    "Body not valid JSON, action missing or not allowed, an extra property, or a bad path parameter",
+  ),
+  401: problemResponse("X-Api-Key missing or wrong"),
+  403: problemResponse("Control is disabled: no API key is configured"),
+  404: problemResponse("Unknown instance, device, outlet or group, or a group without outlets"),
+  409: problemResponse("The instance has ActionsEnabled: false"),
+  413: problemResponse("Body larger than 64 KiB"),
+  415: problemResponse("Body not application/json"),
+  429: problemResponse("Too many wrong keys from this address", { "Retry-After": RetryAfterHeader }),
+  500: INTERNAL_ERROR,
+  502: problemResponse("The PDU refused the command or failed", undefined, failureSchema),
+  503: problemResponse(
+    "The instance has not been polled yet, or the service is stopping (or control is not available)",
+    { "Retry-After": RetryAfterHeader },
+    failureSchema,
+  ),
+  504: problemResponse("The PDU did not answer in time", undefined, failureSchema),
+});
+
+type Params = Readonly<Record<string, string | undefined>>;
+
+function targetOf(params: Params): ControlTarget | null {
+  if (params.groupKey !== undefined) return { kind: "group", groupKey: params.groupKey };
+  const index = Number(params.index);
+  if (params.deviceId === undefined || !Number.isInteger(index) || index < 0) return null;
+  return { kind: "outlet", deviceId: params.deviceId, index };
+}
+
+/** The action named in a parsed body, if it is one this API knows (unknown strings are not logged). */
+function actionOf(body: unknown): string | null {
+  if (typeof body !== "object" || body === null || !("action" in body)) return null;
+  const action = body.action;
+  return typeof action === "string" && (OUTLET_ACTIONS as readonly string[]).includes(action) ? action : null;
+}
+
+const isJson = (contentType: string | undefined): boolean =>
+  (contentType ?? "").split(";", 1)[0]?.trim().toLowerCase() === "application/json";
+
+function outletResults(outlets: readonly OutletResult[]) {
+  return outlets.map((o) => ({
+    deviceId: o.deviceId,
+    index: o.index,
+    ok: o.ok,
+    ...(o.error === undefined ? {} : { error: o.error }),
+  }));
+}
+
+export function registerControlRoutes(app: HttpApp, deps: HttpDeps): void {
+  const configuredKey = deps.config.Api.ApiKey;
+  const matches = keyMatcher(configuredKey);
+  const limiter = new FailedKeyLimiter(deps.now);
+  const audited = new WeakSet<FastifyRequest>();
+
+  const audit = (request: FastifyRequest, status: number, action: string | null, detail?: string): void => {
+    if (audited.has(request)) return;
+    audited.add(request);
+    const params = request.params as Params;
+    auditControl(deps.logger, {
+      source: { surface: "rest", client: request.ip },
+      instanceId: params.id ?? null,
+      target: targetOf(params),
+      action,
+      status,
+      ...(detail === undefined ? {} : { detail }),
+    });
+  };
+
+  /** Runs before the body is read: 403, 429, 401, 415 in the contract's order. */
+  const guard = (request: FastifyRequest, reply: FastifyReply, done: () => void): void => {
+    if (configuredKey === "") {
+      const detail =
+        "control is disabled because no API key is configured; set Api.ApiKey (or SERVICE_API_KEY / " +
+        "SERVICE_API_KEY_FILE) to enable the control endpoints";
+      sendProblem(reply, problem(403, detail));
+      return;
+    }
+    const client = request.ip;
+    const lockedFor = limiter.retryAfter(client);
+    if (lockedFor > 0) {
+      const detail = `too many wrong API keys from ${client}; try again in ${lockedFor} s with the right X-Api-Key`;
+      sendProblem(reply, problem(429, detail), { "retry-after": String(lockedFor) });
+      return;
+    }
+    const presented = request.headers["x-api-key"];
+    if (typeof presented !== "string" || presented === "" || !matches(presented)) {
+      limiter.recordFailure(client);
+      const retry = limiter.retryAfter(client);
+      if (retry > 0) {
+        const detail = `too many wrong API keys from ${client}; try again in ${retry} s with the right X-Api-Key`;
+        sendProblem(reply, problem(429, detail), { "retry-after": String(retry) });
+        return;
+      }
+      const detail =
+        presented === undefined || presented === ""
+          ? "the X-Api-Key header is missing; send the configured API key in X-Api-Key"
+          : "the X-Api-Key header does not match the configured API key";
+      sendProblem(reply, problem(401, detail), { "www-authenticate": 'ApiKey header="X-Api-Key"' });
+      return;
+    }
+    if (!isJson(request.headers["content-type"])) {
+      sendProblem(reply, problem(415, 'send the body as JSON with "Content-Type: application/json"'));
+      return;
+    }
+    done();
+  };
+
+  /** Refused or failed before the handler (4xx from checks, parsing, validation, limits): audit here. */
+  const auditOnResponse = (request: FastifyRequest, reply: FastifyReply, done: () => void): void => {
+    audit(request, reply.statusCode, actionOf(request.body), problemSentWith(reply)?.detail);
+    done();
+  };
+
+  const execute = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    instanceId: string,
+    target: ControlTarget,
+    action: string,
+  ): Promise<FastifyReply | object> => {
+    if (!deps.control) {
+      const detail = "control is not available in this process; try again later or check the service's log";
+      audit(request, 503, action, detail);
+      return sendProblem(reply, problem(503, detail), { "retry-after": String(DEFAULT_RETRY_AFTER) });
+    }
+    const outcome: ControlOutcome = await deps.control.execute({
+      instanceId,
+      target,
+      action,
+      source: { surface: "rest", client: request.ip },
+    });
+    audit(request, outcome.status, action, outcome.ok ? undefined : outcome.detail);
+    if (!outcome.ok) {
+      const headers: Record<string, string> =
+        outcome.status === 503
+          ? { "retry-after": String(Math.max(1, Math.ceil(outcome.retryAfter ?? DEFAULT_RETRY_AFTER))) }
+          : {};
+      const extensions = outcome.outlets ? { outlets: outletResults(outcome.outlets) } : {};
+      return sendProblem(reply, problem(outcome.status, outcome.detail, outcome.title, extensions), headers);
+    }
+    const done = outcome.target;
+    if (done.kind === "outlet") {
+      return {
+        ok: true,
+        instanceId: outcome.instanceId,
+        deviceId: done.deviceId,
+        index: done.index,
+        action: outcome.action,
+      };
+    }
+    return {
+      ok: true,
+      instanceId: outcome.instanceId,
+      groupKey: done.groupKey,
+      action: outcome.action,
+      outlets: outcome.outlets.map((o) => ({ deviceId: o.deviceId, index: o.index })),
+    };
+  };
+
+  app.post(
+    "/api/v1/instances/:id/outlets/:deviceId/:index/control",
+    {
+      onRequest: guard,
+      onResponse: auditOnResponse,
+      schema: {
+        summary: "Switch, reboot or reset the statistics of one outlet",
+        description:
+          "Needs `X-Api-Key` and an instance with `ActionsEnabled: true`. `on`/`off` are reported as the " +
+          "outlet's state at once (latched until a poll agrees); `reboot` power-cycles; `resetStats` resets energy.",
+        operationId: "controlOutlet",
+        tags: ["Control"],
+        security: [{ ApiKey: [] }],
+        params: OutletParams,
+        body: OutletBody,
+        response: controlResponses(json("OutletControlResult", "Done"), "Problem"),
+      },
+    },
+    (request, reply) =>
+      execute(
+        request,
+        reply,
+        request.params.id,
+        { kind: "outlet", deviceId: request.params.deviceId, index: request.params.index },
+        request.body.action,
+      ),
+  );
+
+  app.post(
+    "/api/v1/instances/:id/groups/:groupKey/control",
+    {
+      onRequest: guard,
+      onResponse: auditOnResponse,
+      schema: {
+        summary: "Switch or reboot every outlet of a OneView group",
+        description:
+          "Needs `X-Api-Key` and an instance with `ActionsEnabled: true`. A partial failure answers 502 with " +
+          "the result of every outlet in `outlets`.",
+        operationId: "controlGroup",
+        tags: ["Control"],
+        security: [{ ApiKey: [] }],
+        params: GroupParams,
+        body: GroupBody,
+        response: controlResponses(
+          json("GroupControlResult", "Done on every member outlet"),
+          "ControlProblem",
+        ),
+      },
+    },
+    (request, reply) =>
+      execute(
+        request,
+        reply,
+        request.params.id,
+        { kind: "group", groupKey: request.params.groupKey },
+        request.body.action,
+      ),
+  );
+}

@@ -1,0 +1,180 @@
+/**
+ * The REST API's schemas (typebox): they validate requests, serialise responses (fast-json-stringify)
+ * and are the OpenAPI document. Shared ones carry an `$id` and appear under `#/components/schemas`.
+ */
+import Type, { type TSchema } from "typebox";
+import { GROUP_ACTIONS, OUTLET_ACTIONS } from "../../control/types.js";
+import { ProblemSchema } from "../problem.js";
+
+const time = (description: string) => Type.String({ format: "date-time", description });
+const nullable = <T extends TSchema>(schema: T, description: string) =>
+  Type.Union([schema, Type.Null()], { description });
+
+export const InstanceSchema = Type.Object(
+  {
+    id: Type.String({ description: "Instance id (the key under `Pdus`)" }),
+    primary: Type.Boolean({ description: "True for `default`, else the first instance in the file" }),
+    host: Type.String({ description: "PDU host name or address" }),
+    port: Type.Integer({ description: "PDU port" }),
+    scheme: Type.Enum(["http", "https"], { description: "How the PDU is reached" }),
+    pollInterval: Type.Number({ description: "Seconds between polls" }),
+    actionsEnabled: Type.Boolean({ description: "Whether control of this PDU is allowed" }),
+  },
+  { $id: "Instance", description: "A configured PDU instance" },
+);
+
+export const InstanceHealthSchema = Type.Object(
+  {
+    id: Type.String({ description: "Instance id" }),
+    lastPollUtc: nullable(
+      time("When the last poll finished"),
+      "When the last poll (success or failure) finished",
+    ),
+    lastError: nullable(Type.String(), "Message of the last failed poll; null after a success"),
+    consecutiveFailures: Type.Integer({ minimum: 0, description: "Failed polls since the last success" }),
+  },
+  { $id: "InstanceHealth", description: "Poll status of one instance" },
+);
+
+export const ApiHealthSchema = Type.Object(
+  {
+    startedUtc: time("When the service started"),
+    uptimeSeconds: Type.Integer({ minimum: 0, description: "Whole seconds since the start" }),
+    mqttConnected: Type.Boolean({ description: "Whether the MQTT connection is up" }),
+    lastPollUtc: nullable(time("Latest poll"), "The latest `lastPollUtc` of the instances"),
+    instances: Type.Array(Type.Ref("InstanceHealth"), { description: "In configuration order" }),
+  },
+  { $id: "Health", description: "Service health" },
+);
+
+export const SnapshotInfoSchema = Type.Object(
+  {
+    instanceId: Type.String({ description: "Instance id" }),
+    timestampUtc: nullable(
+      time("Snapshot time"),
+      "When the latest snapshot was polled; null before the first poll",
+    ),
+    ageSeconds: nullable(
+      Type.Number({ minimum: 0 }),
+      "Age of the latest snapshot in seconds; null before the first poll",
+    ),
+  },
+  { $id: "SnapshotInfo", description: "The latest snapshot of one instance" },
+);
+
+export const ReadingSchema = Type.Object(
+  {
+    instanceId: Type.String(),
+    deviceId: Type.String({ description: "The PDU's device id" }),
+    device: Type.String({ description: "Display name of the device" }),
+    source: Type.String({ description: "Display name of the outlet or entity" }),
+    sourceType: Type.Enum(["outlet", "entity"]),
+    outletIndex: nullable(Type.Integer({ minimum: 0 }), "0-based outlet index; null for entities"),
+    entityKey: nullable(Type.String(), "Entity key (phase0, total0, ...); null for outlets"),
+    type: Type.String({ description: "Measurement type as the PDU reports it (realPower, energy, ...)" }),
+    value: Type.Number(),
+    units: Type.String({ description: "Units as the PDU reports them; may be empty" }),
+    state: nullable(
+      Type.Enum(["on", "off", "unknown"]),
+      "The outlet's state (the commanded state while a switch is latched); null for entities",
+    ),
+    timestampUtc: time("When the snapshot was polled"),
+  },
+  { $id: "Reading", description: "One numeric measurement of an outlet or entity" },
+);
+
+export const OutletRefSchema = Type.Object(
+  { deviceId: Type.String(), index: Type.Integer({ minimum: 0 }) },
+  { $id: "OutletRef", description: "One outlet" },
+);
+
+export const OutletControlResultSchema = Type.Object(
+  {
+    ok: Type.Literal(true),
+    instanceId: Type.String(),
+    deviceId: Type.String(),
+    index: Type.Integer({ minimum: 0 }),
+    action: Type.Enum([...OUTLET_ACTIONS]),
+  },
+  { $id: "OutletControlResult", description: "The outlet action was done" },
+);
+
+export const GroupControlResultSchema = Type.Object(
+  {
+    ok: Type.Literal(true),
+    instanceId: Type.String(),
+    groupKey: Type.String(),
+    action: Type.Enum([...GROUP_ACTIONS]),
+    outlets: Type.Array(Type.Ref("OutletRef"), { description: "Every member outlet acted on" }),
+  },
+  { $id: "GroupControlResult", description: "The group action was done on every member outlet" },
+);
+
+export const OutletResultSchema = Type.Object(
+  {
+    deviceId: Type.String(),
+    index: Type.Integer({ minimum: 0 }),
+    ok: Type.Boolean(),
+    error: Type.Optional(Type.String({ description: "Why this outlet failed" })),
+  },
+  { $id: "OutletResult", description: "Result of a group action on one outlet" },
+);
+
+export const ControlProblemSchema = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    outlets: Type.Optional(
+      Type.Array(Type.Ref("OutletResult"), {
+        description: "Per-outlet results of a partially failed group action",
+      }),
+    ),
+  },
+  { $id: "ControlProblem", description: "RFC 9457 problem details of a failed control request" },
+);
+
+/** Every shared schema, in dependency order (for `addSchema`). */
+export const SHARED_SCHEMAS = [
+  ProblemSchema,
+  InstanceSchema,
+  InstanceHealthSchema,
+  ApiHealthSchema,
+  SnapshotInfoSchema,
+  ReadingSchema,
+  OutletRefSchema,
+  OutletControlResultSchema,
+  GroupControlResultSchema,
+  OutletResultSchema,
+  ControlProblemSchema,
+] as const;
+
+/** A response of one status: JSON described by a shared schema (by `$id`). */
+export const json = (id: string, description: string) => ({
+  description,
+  content: { "application/json": { schema: Type.Ref(id) } },
+});
+
+export const jsonArray = (id: string, description: string) => ({
+  description,
+  content: { "application/json": { schema: Type.Array(Type.Ref(id)) } },
+});
+
+/** A problem response, optionally with headers (Retry-After, ...). */
+export const problemResponse = (
+  description: string,
+  headers?: Record<string, TSchema>,
+  schemaId = "Problem",
+) => ({
+  description,
+  ...(headers ? { headers } : {}),
+  content: { "application/problem+json": { schema: Type.Ref(schemaId) } },
+});
+
+export const RetryAfterHeader = Type.Integer({
+  minimum: 1,
+  description: "Seconds to wait before trying again",
+});
+
+export const INTERNAL_ERROR = problemResponse("The service failed; the error is logged");

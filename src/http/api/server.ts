@@ -1,0 +1,225 @@
+/**
+ * The REST API listener (contract §4): read endpoints, control endpoints, the OpenAPI 3.1 document
+ * generated from the route schemas, and the docs UI, all served from this process.
+ */
+import swagger from "@fastify/swagger";
+import swaggerUi from "@fastify/swagger-ui";
+import Type from "typebox";
+import { compareReadings, readingsOf } from "../../pdu/readings.js";
+import { createHttpApp, DOCS_PREFIX, listen, type HttpApp, type RunningListener } from "../common.js";
+import { problem, sendProblem } from "../problem.js";
+import type { HttpDeps } from "../types.js";
+import { registerControlRoutes } from "./control.js";
+import { INTERNAL_ERROR, json, jsonArray, problemResponse, SHARED_SCHEMAS } from "./schemas.js";
+
+export const OPENAPI_PATH = "/openapi/v1.json";
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms));
+
+async function registerDocs(app: HttpApp): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "pdu-bridge REST API",
+        version: "1.0.0",
+        description:
+          "Configured PDU instances, service health, snapshots and readings of Vertiv/Geist rack PDUs, " +
+          "and outlet and group control (enabled by an API key).",
+      },
+      tags: [
+        { name: "Status", description: "Instances, health and snapshot ages" },
+        { name: "Readings", description: "Measurements of the latest snapshots" },
+        { name: "Control", description: "Switch, reboot or reset outlets and groups (needs X-Api-Key)" },
+        { name: "Documentation", description: "This document" },
+      ],
+      components: { securitySchemes: { ApiKey: { type: "apiKey", in: "header", name: "X-Api-Key" } } },
+    },
+    // Keep the `$id` names of shared schemas (`#/components/schemas/Problem`, not `def-0`).
+    refResolver: {
+      buildLocalReference: (schema, _baseUri, _fragment, i) =>
+        typeof schema.$id === "string" ? schema.$id : `schema-${i}`,
+    },
+  });
+  await app.register(swaggerUi, {
+    routePrefix: DOCS_PREFIX,
+    // No badge asking validator.swagger.io: the page makes no request outside the service.
+    validatorUrl: false, // rendered as `validatorUrl: null` in the page
+    // BaseLayout: no top bar, so no "explore any URL" box and no logo SVG with an inline <style>;
+    // the page then runs under a CSP of 'self' only (plus data: images from swagger-ui's CSS).
+    uiConfig: {
+      layout: "BaseLayout",
+      deepLinking: true,
+      displayOperationId: true,
+      defaultModelsExpandDepth: 1,
+    },
+    theme: { title: "pdu-bridge API" },
+  });
+}
+
+function registerReadRoutes(app: HttpApp, deps: HttpDeps): void {
+  const now = deps.now ?? Date.now;
+
+  app.get(
+    "/api/v1/instances",
+    {
+      schema: {
+        summary: "List the configured PDU instances",
+        description: "In the order of the configuration file.",
+        operationId: "listInstances",
+        tags: ["Status"],
+        response: { 200: jsonArray("Instance", "The configured instances"), 500: INTERNAL_ERROR },
+      },
+    },
+    () =>
+      deps.config.instances.map((i) => ({
+        id: i.id,
+        primary: i.primary,
+        host: i.Connection.Host,
+        port: i.Connection.Port,
+        scheme: i.Connection.Scheme,
+        pollInterval: i.PollInterval,
+        actionsEnabled: i.ActionsEnabled,
+      })),
+  );
+
+  app.get(
+    "/api/v1/health",
+    {
+      schema: {
+        summary: "Service health: uptime, MQTT connection and polls",
+        operationId: "getHealth",
+        tags: ["Status"],
+        response: { 200: json("Health", "Service health"), 500: INTERNAL_ERROR },
+      },
+    },
+    () => {
+      const statuses = deps.store.list();
+      const polls = statuses.map((s) => s.lastPollUtc).filter((t) => t !== null);
+      return {
+        startedUtc: iso(deps.startedAt),
+        uptimeSeconds: Math.max(0, Math.floor((now() - deps.startedAt) / 1000)),
+        mqttConnected: deps.mqttStatus().connected,
+        lastPollUtc: polls.length === 0 ? null : iso(Math.max(...polls)),
+        instances: statuses.map((s) => ({
+          id: s.id,
+          lastPollUtc: isoOrNull(s.lastPollUtc),
+          lastError: s.lastError,
+          consecutiveFailures: s.consecutiveFailures,
+        })),
+      };
+    },
+  );
+
+  app.get(
+    "/api/v1/snapshots",
+    {
+      schema: {
+        summary: "Time and age of the latest snapshot of every instance",
+        description:
+          "One entry per configured instance, in configuration order; both null before its first poll.",
+        operationId: "listSnapshots",
+        tags: ["Status"],
+        response: {
+          200: jsonArray("SnapshotInfo", "One entry per configured instance"),
+          500: INTERNAL_ERROR,
+        },
+      },
+    },
+    () => {
+      const at = now();
+      return deps.store.list().map((s) => ({
+        instanceId: s.id,
+        timestampUtc: s.snapshot ? iso(s.snapshot.timestamp) : null,
+        ageSeconds: s.snapshot ? Math.max(0, at - s.snapshot.timestamp) / 1000 : null,
+      }));
+    },
+  );
+
+  app.get(
+    "/api/v1/readings",
+    {
+      schema: {
+        summary: "Numeric measurements of every outlet and entity",
+        description:
+          "One reading per numeric measurement in the latest snapshot of each instance (group rollups are not " +
+          "readings). Sorted by instance, device id, outlets before entities, outlet index, entity key, type.",
+        operationId: "listReadings",
+        tags: ["Readings"],
+        querystring: Type.Object(
+          {
+            instance: Type.Optional(
+              Type.String({ minLength: 1, description: "Only this instance (matched case-insensitively)" }),
+            ),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: jsonArray("Reading", "The readings; [] for an instance not polled yet"),
+          400: problemResponse("Unknown query parameter or empty instance"),
+          404: problemResponse("No such instance"),
+          500: INTERNAL_ERROR,
+        },
+      },
+    },
+    (request, reply) => {
+      let statuses = deps.store.list();
+      const wanted = request.query.instance;
+      if (wanted !== undefined) {
+        const exact = statuses.filter((s) => s.id === wanted);
+        const lower = wanted.toLowerCase();
+        const known = statuses.map((s) => s.id);
+        statuses = exact.length > 0 ? exact : statuses.filter((s) => s.id.toLowerCase() === lower);
+        if (statuses.length === 0) {
+          const detail = `unknown instance ${JSON.stringify(wanted.slice(0, 64))}; configured instances: ${known.join(", ")}`;
+          return sendProblem(reply, problem(404, detail));
+        }
+      }
+      return statuses.flatMap((s) => (s.snapshot ? readingsOf(s.snapshot) : [])).sort(compareReadings);
+    },
+  );
+}
+
+function registerDocumentRoutes(app: HttpApp): void {
+  app.get(
+    OPENAPI_PATH,
+    {
+      schema: {
+        summary: "This OpenAPI 3.1 document",
+        operationId: "getOpenApiDocument",
+        tags: ["Documentation"],
+        response: {
+          200: {
+            description: "The OpenAPI document",
+            content: { "application/json": { schema: Type.Object({}, { additionalProperties: true }) } },
+          },
+        },
+      },
+    },
+    () => app.swagger(),
+  );
+  app.get("/", { schema: { hide: true } }, (_request, reply) => reply.redirect(DOCS_PREFIX, 302));
+}
+
+/** The REST API, ready to listen (or to `inject`). */
+export async function buildApiServer(deps: HttpDeps): Promise<HttpApp> {
+  const app = createHttpApp(
+    deps.logger,
+    "api",
+    `the endpoints are listed in ${OPENAPI_PATH} and at ${DOCS_PREFIX}`,
+  );
+  for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
+  await registerDocs(app);
+  registerReadRoutes(app, deps);
+  registerControlRoutes(app, deps);
+  registerDocumentRoutes(app);
+  await app.ready();
+  return app;
+}
+
+/** Builds the REST API and listens on `Api.Bind:Api.Port`; a taken port is a ConfigError (`Api.Port`). */
+export async function startApiServer(deps: HttpDeps): Promise<RunningListener> {
+  const app = await buildApiServer(deps);
+  return listen(app, "Api", deps.config.Api.Bind, deps.config.Api.Port);
+}

@@ -1,0 +1,156 @@
+/**
+ * What both listeners share: the fastify instance with its limits and error model, the security
+ * headers on every response, and listening with a clear configuration error when a port is taken.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type RawServerDefault,
+} from "fastify";
+import { ConfigError } from "../config/errors.js";
+import type { Logger } from "../log.js";
+import {
+  BODY_LIMIT,
+  INTERNAL_ERROR_DETAIL,
+  installProblemHandling,
+  PROBLEM_CONTENT_TYPE,
+  problem,
+  problemForError,
+  sendProblem,
+} from "./problem.js";
+
+export type HttpApp = FastifyInstance<
+  RawServerDefault,
+  IncomingMessage,
+  ServerResponse,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+/** Paths of the docs UI: the only HTML the service serves, with its own CSP. */
+export const DOCS_PREFIX = "/docs/v1";
+
+/** For JSON and text: nothing may be loaded or framed. */
+export const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+/**
+ * For the docs UI: everything from the service itself. `img-src data:` is for the SVG icons that
+ * swagger-ui's stylesheet inlines as data: URLs; no inline script or style, no other origin (the
+ * browser test in test/http/docs-ui.test.ts fails on any violation of this policy).
+ */
+export const DOCS_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; " +
+  "connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'";
+
+const SECURITY_HEADERS = {
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+} as const;
+
+export function isDocsPath(url: string): boolean {
+  return url === DOCS_PREFIX || url.startsWith(`${DOCS_PREFIX}/`) || url.startsWith(`${DOCS_PREFIX}?`);
+}
+
+/** The headers every response carries; static docs assets keep their own Cache-Control. */
+function applySecurityHeaders(reply: FastifyReply, url: string): void {
+  reply.headers(SECURITY_HEADERS);
+  reply.header("content-security-policy", isDocsPath(url) ? DOCS_CSP : API_CSP);
+  if (!reply.hasHeader("cache-control")) reply.header("cache-control", "no-store");
+}
+
+/** Answers malformed HTTP (before fastify sees a request) in the same problem format. */
+function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === "ECONNRESET" || socket.destroyed) return;
+  const tooLarge = error.code === "HPE_HEADER_OVERFLOW";
+  const status = tooLarge ? 431 : 400;
+  const body = JSON.stringify(
+    problem(
+      status,
+      tooLarge
+        ? "the request headers are too large; send fewer or shorter headers"
+        : "the request is not valid HTTP",
+    ),
+  );
+  if (socket.writable) {
+    const headers = Object.entries(SECURITY_HEADERS)
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join("");
+    socket.write(
+      `HTTP/1.1 ${status} ${tooLarge ? "Request Header Fields Too Large" : "Bad Request"}\r\n` +
+        `content-type: ${PROBLEM_CONTENT_TYPE}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+        `cache-control: no-store\r\n${headers}connection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
+}
+
+/**
+ * A fastify instance with the shared limits, error model and headers. `hint` ends the detail of a
+ * 404 (where to find the listener's paths).
+ */
+export function createHttpApp(logger: Logger, listener: "api" | "health", hint: string): HttpApp {
+  const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
+    loggerInstance: logger.child({ listener }),
+    // Per-request lines would be noise (probes every few seconds); errors and control are logged.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: BODY_LIMIT,
+    // Requests that arrive while closing are answered normally (the close takes milliseconds).
+    return503OnClosing: false,
+    clientErrorHandler,
+    frameworkErrors: (error, request, reply) => {
+      request.log.debug({ code: error.code, url: request.url }, "request refused by the router");
+      applySecurityHeaders(reply, request.url);
+      void sendProblem(reply, problemForError(error) ?? problem(500, INTERNAL_ERROR_DETAIL));
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+
+  app.addHook("onSend", (request, reply, payload, done) => {
+    applySecurityHeaders(reply, request.url);
+    done(null, payload);
+  });
+  installProblemHandling(app, hint);
+  return app;
+}
+
+export interface RunningListener {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Listens on `host:port`. A port in use (or not permitted) or an address that cannot be bound is a
+ * configuration error naming the key (`Api.Port`, `Health.Bind`, ...); the app exits 2 on it.
+ */
+export async function listen(
+  app: HttpApp,
+  section: "Api" | "Health",
+  host: string,
+  port: number,
+): Promise<RunningListener> {
+  try {
+    await app.listen({ host, port });
+  } catch (error) {
+    await app.close();
+    const code = (error as { code?: unknown }).code;
+    if (code === "EADDRINUSE")
+      throw new ConfigError(`${section}.Port`, `port ${port} on ${host} is already in use`);
+    if (code === "EACCES")
+      throw new ConfigError(`${section}.Port`, `port ${port} on ${host} may not be used by this user`);
+    if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND" || code === "EAI_AGAIN") {
+      throw new ConfigError(`${section}.Bind`, `cannot listen on ${host}: no such local address`);
+    }
+    throw error;
+  }
+  const address = app.server.address();
+  return {
+    port: typeof address === "object" && address !== null ? address.port : port,
+    close: () => app.close(),
+  };
+}

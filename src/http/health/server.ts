@@ -1,0 +1,58 @@
+/**
+ * The health listener (contract §5): liveness, readiness and the integrations report. It reads
+ * state only, so it keeps answering when the API is off and when MQTT or every PDU is down.
+ */
+import Type from "typebox";
+import { createHttpApp, listen, type HttpApp, type RunningListener } from "../common.js";
+import type { HttpDeps } from "../types.js";
+import { integrations, readiness } from "./status.js";
+
+const TEXT = "text/plain; charset=utf-8";
+
+const IntegrationSchema = Type.Object({
+  status: Type.Enum(["healthy", "degraded", "unhealthy"]),
+  detail: Type.String(),
+});
+
+const IntegrationsSchema = Type.Object({
+  status: Type.Enum(["healthy", "degraded", "unhealthy"]),
+  integrations: Type.Record(Type.String(), IntegrationSchema),
+});
+
+/** The health listener, ready to listen (or to `inject`). */
+export async function buildHealthServer(deps: HttpDeps): Promise<HttpApp> {
+  const now = deps.now ?? Date.now;
+  const app = createHttpApp(
+    deps.logger,
+    "health",
+    "the health listener serves GET /healthz, /readyz and /health/integrations",
+  );
+
+  app.get("/healthz", (_request, reply) => reply.type(TEXT).send("OK"));
+
+  app.get("/readyz", (_request, reply) => {
+    const state = readiness(deps, now());
+    return state.ready
+      ? reply.type(TEXT).send("READY")
+      : reply.code(503).type(TEXT).send(`NOT READY: ${state.reason}`);
+  });
+
+  app.get(
+    "/health/integrations",
+    { schema: { response: { 200: IntegrationsSchema, 503: IntegrationsSchema } } },
+    (_request, reply) => {
+      const report = integrations(deps, now());
+      reply.code(report.status === "unhealthy" ? 503 : 200);
+      return report;
+    },
+  );
+
+  await app.ready();
+  return app;
+}
+
+/** Builds the health listener and listens on `Health.Bind:Health.Port`; a taken port is a ConfigError. */
+export async function startHealthServer(deps: HttpDeps): Promise<RunningListener> {
+  const app = await buildHealthServer(deps);
+  return listen(app, "Health", deps.config.Health.Bind, deps.config.Health.Port);
+}

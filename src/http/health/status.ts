@@ -1,0 +1,126 @@
+/**
+ * Readiness and the integrations report (contract §5), as pure functions of the service's state so
+ * that the rules can be read (and tested) in one place. See docs/http.md "Health rules".
+ */
+import type { InstanceStatus } from "../../poller/store.js";
+import type { HttpDeps } from "../types.js";
+
+/** How long a successful poll keeps an instance fresh: max(30 s, 3 × its PollInterval). */
+export function freshnessLimitMs(pollIntervalSeconds: number): number {
+  return Math.max(30_000, 3 * pollIntervalSeconds * 1000);
+}
+
+const seconds = (ms: number): string => `${Math.floor(ms / 1000)}s`;
+
+function limitOf(deps: HttpDeps, id: string): number {
+  const instance = deps.config.instances.find((i) => i.id === id);
+  return freshnessLimitMs(instance?.PollInterval ?? 0);
+}
+
+export type Readiness = { readonly ready: true } | { readonly ready: false; readonly reason: string };
+
+/** READY when MQTT is connected and at least one instance had a successful poll within its limit. */
+export function readiness(deps: HttpDeps, now: number): Readiness {
+  if (!deps.mqttStatus().connected) return { ready: false, reason: "MQTT not connected" };
+  const polled = deps.store.list().filter((s) => s.lastSuccessUtc !== null);
+  if (polled.length === 0) return { ready: false, reason: "no successful PDU poll yet" };
+  if (polled.some((s) => now - (s.lastSuccessUtc ?? 0) <= limitOf(deps, s.id))) return { ready: true };
+  const latest = polled.reduce((a, b) => ((b.lastSuccessUtc ?? 0) > (a.lastSuccessUtc ?? 0) ? b : a));
+  const age = now - (latest.lastSuccessUtc ?? 0);
+  return {
+    ready: false,
+    reason: `last PDU poll ${seconds(age)} ago (limit ${seconds(limitOf(deps, latest.id))})`,
+  };
+}
+
+export type IntegrationState = "healthy" | "degraded" | "unhealthy";
+
+export interface Integration {
+  readonly status: IntegrationState;
+  readonly detail: string;
+}
+
+export interface IntegrationsReport {
+  readonly status: IntegrationState;
+  readonly integrations: Readonly<Record<string, Integration>>;
+}
+
+function pduIntegration(status: InstanceStatus, limitMs: number, now: number): Integration {
+  const failures = status.consecutiveFailures;
+  const error = status.lastError ?? "unknown error";
+  if (status.lastSuccessUtc === null) {
+    return failures === 0
+      ? { status: "degraded", detail: "waiting for the first poll" }
+      : { status: "unhealthy", detail: `no successful poll yet; ${failures} failed, last: ${error}` };
+  }
+  const age = now - status.lastSuccessUtc;
+  if (age > limitMs) {
+    const last = failures > 0 ? `; ${failures} failed since, last: ${error}` : "";
+    return {
+      status: "unhealthy",
+      detail: `last successful poll ${seconds(age)} ago (limit ${seconds(limitMs)})${last}`,
+    };
+  }
+  if (failures > 0) {
+    return {
+      status: "degraded",
+      detail: `${failures} failed poll(s) since the last success ${seconds(age)} ago, last: ${error}`,
+    };
+  }
+  return { status: "healthy", detail: `last successful poll ${seconds(age)} ago` };
+}
+
+/**
+ * The status of every integration and the overall status: unhealthy when MQTT is down or every PDU
+ * is unhealthy; degraded when anything else is not healthy; else healthy.
+ */
+export function integrations(deps: HttpDeps, now: number): IntegrationsReport {
+  const mqtt = deps.mqttStatus();
+  const where = `${mqtt.broker}${mqtt.embedded ? " (embedded broker)" : ""}`;
+  const mqttIntegration: Integration = mqtt.connected
+    ? { status: "healthy", detail: `connected to ${where}` }
+    : {
+        status: "unhealthy",
+        detail: `not connected to ${where}${mqtt.lastError ? `: ${mqtt.lastError}` : ""}`,
+      };
+  const report: Record<string, Integration> = { mqtt: mqttIntegration };
+
+  const pdus: Integration[] = [];
+  for (const status of deps.store.list()) {
+    const pdu = pduIntegration(status, limitOf(deps, status.id), now);
+    pdus.push(pdu);
+    report[`pdu:${status.id}`] = pdu;
+  }
+
+  const api = deps.config.Api;
+  report.api = api.Enabled
+    ? {
+        status: "healthy",
+        detail: `enabled on ${api.Bind}:${api.Port}; control ${api.ApiKey === "" ? "disabled (no API key)" : "enabled"}`,
+      }
+    : { status: "healthy", detail: "disabled" };
+
+  const ha = deps.homeAssistantStatus();
+  if (!ha.enabled) report.homeassistant = { status: "healthy", detail: "disabled" };
+  else if (ha.lastDiscoveryUtc === null) {
+    report.homeassistant = {
+      status: "degraded",
+      detail: mqtt.connected ? "discovery not published yet" : "discovery waits for the MQTT connection",
+    };
+  } else {
+    const at = new Date(ha.lastDiscoveryUtc).toISOString();
+    report.homeassistant = {
+      status: "healthy",
+      detail: `discovery published under ${ha.discoveryTopic} at ${at}`,
+    };
+  }
+
+  const all = Object.values(report);
+  const status: IntegrationState =
+    mqttIntegration.status === "unhealthy" || (pdus.length > 0 && pdus.every((p) => p.status === "unhealthy"))
+      ? "unhealthy"
+      : all.every((i) => i.status === "healthy")
+        ? "healthy"
+        : "degraded";
+  return { status, integrations: report };
+}

@@ -1,0 +1,99 @@
+/**
+ * Readings: the flat view of a snapshot that the REST API serves (contract §4). One reading per
+ * numeric measurement of every outlet and entity; non-numeric values are skipped and OneView group
+ * rollups are not readings (they are aggregates of outlet readings, published on MQTT only).
+ */
+import type { OutletState, Snapshot } from "./model.js";
+
+export interface Reading {
+  readonly instanceId: string;
+  readonly deviceId: string;
+  /** Display name of the device (label, else name). */
+  readonly device: string;
+  /** Display name of the outlet or entity. */
+  readonly source: string;
+  readonly sourceType: "outlet" | "entity";
+  /** 0-based outlet index; null for entities. */
+  readonly outletIndex: number | null;
+  /** Entity key (`phase0`, `total0`, ...); null for outlets. */
+  readonly entityKey: string | null;
+  readonly type: string;
+  readonly value: number;
+  readonly units: string;
+  /** The outlet's state (the commanded state while a switch is latched); null for entities. */
+  readonly state: OutletState | null;
+  /** ISO-8601 UTC time of the poll that produced the snapshot. */
+  readonly timestampUtc: string;
+}
+
+/** Ordinal comparison (locale-independent, so the order never depends on the host). */
+export function compareOrdinal(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Measurement types compare case-insensitively (pdu-protocol.md §2), ties broken ordinally. */
+function compareTypes(a: string, b: string): number {
+  return compareOrdinal(a.toLowerCase(), b.toLowerCase()) || compareOrdinal(a, b);
+}
+
+/**
+ * Order of readings: instance, device id, outlets before entities, outlet index numerically,
+ * entity key, then type.
+ */
+export function compareReadings(a: Reading, b: Reading): number {
+  return (
+    compareOrdinal(a.instanceId, b.instanceId) ||
+    compareOrdinal(a.deviceId, b.deviceId) ||
+    (a.sourceType === b.sourceType ? 0 : a.sourceType === "outlet" ? -1 : 1) ||
+    (a.outletIndex ?? 0) - (b.outletIndex ?? 0) ||
+    compareOrdinal(a.entityKey ?? "", b.entityKey ?? "") ||
+    compareTypes(a.type, b.type)
+  );
+}
+
+/** Every numeric reading of one snapshot, sorted (see {@link compareReadings}). */
+export function readingsOf(snapshot: Snapshot): Reading[] {
+  const timestampUtc = new Date(snapshot.timestamp).toISOString();
+  const readings: Reading[] = [];
+  for (const device of snapshot.devices) {
+    const base = {
+      instanceId: snapshot.instanceId,
+      deviceId: device.id,
+      device: device.displayName,
+      timestampUtc,
+    };
+    for (const outlet of device.outlets) {
+      for (const m of outlet.measurements) {
+        if (m.value === null) continue;
+        readings.push({
+          ...base,
+          source: outlet.displayName,
+          sourceType: "outlet",
+          outletIndex: outlet.index,
+          entityKey: null,
+          type: m.type,
+          value: m.value,
+          units: m.units,
+          state: outlet.state,
+        });
+      }
+    }
+    for (const entity of device.entities) {
+      for (const m of entity.measurements) {
+        if (m.value === null) continue;
+        readings.push({
+          ...base,
+          source: entity.displayName,
+          sourceType: "entity",
+          outletIndex: null,
+          entityKey: entity.key,
+          type: m.type,
+          value: m.value,
+          units: m.units,
+          state: null,
+        });
+      }
+    }
+  }
+  return readings.sort(compareReadings);
+}
