@@ -4,11 +4,19 @@
  *
  * Start order: PDU clients and store → poller (polling starts at once, so the first snapshots
  * arrive while MQTT connects) → MQTT (embedded broker first when configured) → HTTP listeners.
- * Stop order: HTTP listeners → poller → MQTT (`offline` published) → broker → clients.
+ * Stop order: in-flight control writes aborted → poller → HTTP listeners → MQTT (`offline`
+ * published, embedded broker closed) → PDU clients.
  */
 import type { LiveChanges } from "./config/kubernetes.js";
 import type { Config } from "./config/schema.js";
 import { createLogger, type Logger } from "./log.js";
+import { createControlService } from "./control/service.js";
+import type { ControlService } from "./control/types.js";
+import { startApiServer } from "./http/api/server.js";
+import type { RunningListener } from "./http/common.js";
+import { startHealthServer } from "./http/health/server.js";
+import type { HttpDeps } from "./http/types.js";
+import { startMqttBridge, type MqttBridge } from "./mqtt/bridge.js";
 import { GeistClient } from "./pdu/client.js";
 import { Poller } from "./poller/scheduler.js";
 import { SnapshotStore } from "./poller/store.js";
@@ -31,6 +39,12 @@ export class App {
   readonly poller: Poller;
   readonly clients: ReadonlyMap<string, GeistClient>;
   readonly startedAt = Date.now();
+  readonly control: ControlService;
+  /** Aborted first on shutdown, so in-flight control writes end as failed, never as done. */
+  readonly #shutdown = new AbortController();
+  #mqtt: MqttBridge | null = null;
+  #api: RunningListener | null = null;
+  #health: RunningListener | null = null;
   /** Parts started after the poller, stopped in reverse order. */
   readonly #parts: Part[] = [];
   #stopping: Promise<void> | null = null;
@@ -55,6 +69,14 @@ export class App {
       this.store,
       { logger },
     );
+    this.control = createControlService({
+      config,
+      store: this.store,
+      clients: this.clients,
+      pollSoon: (id, delayMs) => this.poller.pollSoon(id, delayMs),
+      logger,
+      signal: this.#shutdown.signal,
+    });
   }
 
   static async start(config: Config, options: AppOptions = {}): Promise<App> {
@@ -88,10 +110,62 @@ export class App {
       if (event.kind === "failure") this.#online.delete(event.instanceId);
     });
     this.poller.start();
+
+    const mqtt = await startMqttBridge({ config: this.config, store: this.store, logger: this.logger });
+    this.#mqtt = mqtt;
+    this.#parts.push({ name: "mqtt", stop: () => mqtt.stop() });
+    mqtt.attachControl(this.control);
+
+    const currentConfig = () => this.config;
+    const deps: HttpDeps = {
+      // A getter, so live configuration changes (poll intervals) show in the listeners.
+      get config() {
+        return currentConfig();
+      },
+      store: this.store,
+      logger: this.logger,
+      startedAt: this.startedAt,
+      mqttStatus: () => mqtt.status(),
+      homeAssistantStatus: () => mqtt.homeAssistant(),
+      control: this.control,
+    };
+    if (this.config.Health.Enabled) {
+      const health = await startHealthServer(deps);
+      this.#health = health;
+      this.#parts.push({ name: "health", stop: () => health.close() });
+    }
+    if (this.config.Api.Enabled) {
+      const api = await startApiServer(deps);
+      this.#api = api;
+      this.#parts.push({ name: "api", stop: () => api.close() });
+    }
     this.logger.info(
-      { instances: this.config.instances.map((i) => i.id), origin: this.config.origin },
+      {
+        instances: this.config.instances.map((i) => i.id),
+        origin: this.config.origin,
+        mqtt: mqtt.status().broker,
+        apiPort: this.#api?.port ?? null,
+        healthPort: this.#health?.port ?? null,
+      },
       "pdu-bridge started",
     );
+  }
+
+  /** Where the listeners and the embedded broker actually listen (ports resolved when 0 was configured). */
+  get endpoints(): {
+    apiPort: number | null;
+    healthPort: number | null;
+    embeddedBroker: { host: string; port: number } | null;
+  } {
+    return {
+      apiPort: this.#api?.port ?? null,
+      healthPort: this.#health?.port ?? null,
+      embeddedBroker: this.#mqtt?.embeddedBroker ?? null,
+    };
+  }
+
+  get mqtt(): MqttBridge | null {
+    return this.#mqtt;
   }
 
   /** The configuration in force (replaced by live changes from the Kubernetes source). */
@@ -117,6 +191,9 @@ export class App {
   }
 
   async #stop(): Promise<void> {
+    this.#shutdown.abort();
+    this.#mqtt?.attachControl(null);
+    await this.poller.stop();
     for (const part of [...this.#parts].reverse()) {
       try {
         await part.stop();
@@ -124,7 +201,6 @@ export class App {
         this.logger.warn({ part: part.name, err: error }, "error while stopping");
       }
     }
-    await this.poller.stop();
     this.store.close();
     await Promise.allSettled([...this.clients.values()].map((c) => c.close()));
     this.logger.info("pdu-bridge stopped");
