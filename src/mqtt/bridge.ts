@@ -1,0 +1,156 @@
+/**
+ * The MQTT side of the service: embedded broker (when `Mqtt.Connection.Host` is omitted), the
+ * connection, the publisher fed by the snapshot store, Home Assistant discovery and commands.
+ */
+import type { Config } from "../config/schema.js";
+import type { ControlService } from "../control/types.js";
+import { describeError } from "../pdu/errors.js";
+import type { Logger } from "../log.js";
+import type { SnapshotStore } from "../poller/store.js";
+import { startEmbeddedBroker, type EmbeddedBroker } from "./broker.js";
+import { CommandHandler } from "./commands.js";
+import { MqttConnection } from "./connection.js";
+import { Publisher } from "./publisher.js";
+import { TopicIdGuard, Topics } from "./topics.js";
+import type { HomeAssistantStatus, MqttBridgeHandle, MqttStatus } from "./types.js";
+
+/** Value refresh period when `SensorExpireAfterSeconds` is 0 (sensors never expire). */
+export const DEFAULT_REFRESH_MS = 300_000;
+
+export interface MqttBridgeDeps {
+  readonly config: Config;
+  readonly store: SnapshotStore;
+  readonly logger: Logger;
+}
+
+export interface MqttBridge extends MqttBridgeHandle {
+  /** Commands are executed only while a control service is attached (null detaches). */
+  attachControl(control: ControlService | null): void;
+  /** Where the embedded broker listens, or null when an external broker is used. */
+  readonly embeddedBroker: { readonly host: string; readonly port: number } | null;
+}
+
+/** How often values are republished at least: half of `expire_after`, or 5 minutes when it is 0. */
+export function refreshPeriodMs(sensorExpireAfterSeconds: number): number {
+  return sensorExpireAfterSeconds > 0 ? (sensorExpireAfterSeconds * 1000) / 2 : DEFAULT_REFRESH_MS;
+}
+
+/**
+ * Starts the embedded broker if configured, then connects. Throws when the embedded broker cannot
+ * listen (ConfigError naming `Mqtt.Embedded.Port`) or the broker refuses the credentials; a broker
+ * that is down is not an error (the bridge keeps reconnecting).
+ */
+export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge> {
+  const { config, store } = deps;
+  const logger = deps.logger.child({ part: "mqtt" });
+  const mqtt = config.Mqtt;
+  const ha = config.HomeAssistant;
+  const topics = new Topics(mqtt.ParentTopic);
+  const guard = new TopicIdGuard(logger);
+  const haStatusTopic = `${ha.DiscoveryTopic}/status`;
+
+  const refreshMs = refreshPeriodMs(ha.SensorExpireAfterSeconds);
+  for (const instance of config.instances) {
+    if (ha.SensorExpireAfterSeconds > 0 && instance.PollInterval >= ha.SensorExpireAfterSeconds) {
+      logger.warn(
+        {
+          instance: instance.id,
+          pollInterval: instance.PollInterval,
+          expireAfter: ha.SensorExpireAfterSeconds,
+        },
+        "PollInterval is not below HomeAssistant.SensorExpireAfterSeconds: sensors will expire between polls",
+      );
+    }
+  }
+
+  const commands = new CommandHandler({ topics, instances: config.instances, logger });
+  let embedded: EmbeddedBroker | null = null;
+  if (mqtt.Connection.Host === null) {
+    embedded = await startEmbeddedBroker({
+      bind: mqtt.Embedded.Bind,
+      port: mqtt.Embedded.Port,
+      username: mqtt.Credentials.Username,
+      password: mqtt.Credentials.Password,
+      logger,
+    });
+  }
+
+  // The publisher needs the connection and the connection's hooks need the publisher.
+  let publisher: Publisher | null = null;
+  let connection: MqttConnection;
+  try {
+    connection = await MqttConnection.open({
+      config: mqtt,
+      ...(embedded === null
+        ? {}
+        : {
+            // aedes speaks MQTT 3.1.1 only (the loader refuses ProtocolVersion 5 without a Host).
+            target: {
+              scheme: "mqtt",
+              host: embedded.host,
+              port: embedded.port,
+              protocolVersion: 4,
+              embedded: true,
+            },
+          }),
+      subscriptions: [...commands.subscriptions(), ...(ha.DiscoveryEnabled ? [haStatusTopic] : [])],
+      logger,
+      hooks: {
+        onConnect: () => publisher?.resync(),
+        onMessage: (topic, payload, retained) => {
+          if (topic === haStatusTopic) {
+            // A retained `online` arrives on every subscribe; the connect itself already republished.
+            if (!retained && payload.toString("utf8").trim().toLowerCase() === "online") {
+              logger.info("Home Assistant is online: republishing discovery and states");
+              publisher?.resync();
+            }
+            return;
+          }
+          void commands.handle(topic, payload, retained).catch((error: unknown) => {
+            logger.error({ topic, err: describeError(error) }, "MQTT command handling failed");
+          });
+        },
+      },
+    });
+  } catch (error) {
+    await embedded?.close();
+    throw error;
+  }
+
+  const active = new Publisher({
+    sink: connection,
+    store,
+    instances: config.instances,
+    topics,
+    guard,
+    discovery: ha.DiscoveryEnabled
+      ? { topics, prefix: ha.DiscoveryTopic, expireAfter: ha.SensorExpireAfterSeconds }
+      : null,
+    refreshMs,
+  });
+  publisher = active;
+  const unsubscribe = store.subscribe((event) => active.handle(event));
+  // Connected before the publisher existed: publish what the store already holds.
+  if (connection.connected) active.resync();
+
+  let stopping: Promise<void> | null = null;
+  return {
+    embeddedBroker: embedded === null ? null : { host: embedded.host, port: embedded.port },
+    attachControl: (control) => commands.attach(control),
+    status: (): MqttStatus => connection.status(),
+    homeAssistant: (): HomeAssistantStatus => ({
+      enabled: ha.DiscoveryEnabled,
+      discoveryTopic: ha.DiscoveryTopic,
+      lastDiscoveryUtc: active.lastDiscoveryUtc,
+    }),
+    stop() {
+      stopping ??= (async () => {
+        unsubscribe();
+        commands.attach(null);
+        await connection.close();
+        await embedded?.close();
+      })();
+      return stopping;
+    },
+  };
+}

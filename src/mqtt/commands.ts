@@ -1,0 +1,111 @@
+/**
+ * MQTT commands (contract §3): received topic + payload → a control request, or a refusal.
+ *
+ * Every received command is audited exactly once (`auditControl`): refusals with the reason, the
+ * rest with the control core's outcome. Refused commands never reach the control service:
+ * too large (> 1 KiB), retained (a retained command would replay on every reconnect), not a command
+ * topic, unknown instance, instance without `ActionsEnabled`, bad payload, no control attached.
+ */
+import type { InstanceConfig } from "../config/schema.js";
+import { auditControl } from "../control/audit.js";
+import type { ControlService, ControlTarget } from "../control/types.js";
+import { describeError } from "../pdu/errors.js";
+import type { Logger } from "../log.js";
+import type { Topics } from "./topics.js";
+
+export const MAX_COMMAND_PAYLOAD = 1024;
+
+export interface CommandHandlerOptions {
+  readonly topics: Topics;
+  readonly instances: readonly InstanceConfig[];
+  readonly logger: Logger;
+}
+
+export class CommandHandler {
+  readonly #topics: Topics;
+  readonly #logger: Logger;
+  readonly #instances: ReadonlyMap<string, InstanceConfig>;
+  #control: ControlService | null = null;
+
+  constructor(options: CommandHandlerOptions) {
+    this.#topics = options.topics;
+    this.#logger = options.logger;
+    this.#instances = new Map(options.instances.map((i) => [i.id, i]));
+  }
+
+  /**
+   * Command topics of every instance. Instances without `ActionsEnabled` are subscribed as well,
+   * so that a command sent to one is refused in the audit log instead of vanishing unseen.
+   */
+  subscriptions(): string[] {
+    return [...this.#instances.keys()].flatMap((id) => this.#topics.commandSubscriptions(id));
+  }
+
+  attach(control: ControlService | null): void {
+    this.#control = control;
+  }
+
+  /** Handles one received message. Never throws; the returned promise settles after the audit line. */
+  async handle(topic: string, payload: Buffer, retained: boolean): Promise<void> {
+    const source = { surface: "mqtt", topic } as const;
+    const refuse = (
+      status: number,
+      detail: string,
+      instanceId: string | null = null,
+      target: ControlTarget | null = null,
+      action: string | null = null,
+    ) => auditControl(this.#logger, { source, instanceId, target, action, status, detail });
+
+    if (payload.length > MAX_COMMAND_PAYLOAD) {
+      refuse(413, `payload of ${payload.length} bytes is over the ${MAX_COMMAND_PAYLOAD}-byte limit`);
+      return;
+    }
+    const parsed = this.#topics.parseCommand(topic);
+    if (!parsed.ok) {
+      refuse(400, `not a command topic: ${parsed.reason}`, parsed.instanceId);
+      return;
+    }
+    const { instanceId, target, command } = parsed;
+    const text = payload.toString("utf8").trim();
+    if (retained) {
+      refuse(400, "retained command ignored (it would repeat on every reconnect)", instanceId, target);
+      return;
+    }
+    const instance = this.#instances.get(instanceId);
+    if (instance === undefined) {
+      refuse(404, `unknown instance ${JSON.stringify(instanceId)}`, instanceId, target);
+      return;
+    }
+    if (!instance.ActionsEnabled) {
+      refuse(409, `instance ${instanceId} has ActionsEnabled: false`, instanceId, target);
+      return;
+    }
+    const action = actionOf(target, command, text);
+    if (action === null) {
+      const allowed = command !== "set" ? "" : target.kind === "group" ? "on, off or reboot" : "on or off";
+      refuse(400, `payload ${JSON.stringify(text.slice(0, 40))} is not ${allowed}`, instanceId, target);
+      return;
+    }
+    const control = this.#control;
+    if (control === null) {
+      refuse(503, "control is not available yet", instanceId, target, action);
+      return;
+    }
+    try {
+      const outcome = await control.execute({ instanceId, target, action, source });
+      const detail = outcome.ok ? undefined : outcome.detail;
+      auditControl(this.#logger, { source, instanceId, target, action, status: outcome.status, detail });
+    } catch (error) {
+      refuse(500, `control failed: ${describeError(error)}`, instanceId, target, action);
+    }
+  }
+}
+
+/** The control action a command asks for, or null when its payload is not acceptable. */
+function actionOf(target: ControlTarget, command: string, payload: string): string | null {
+  if (command === "reboot" || command === "resetStats") return command;
+  const value = payload.toLowerCase();
+  if (value === "on" || value === "off") return value;
+  if (target.kind === "group" && value === "reboot") return value;
+  return null;
+}

@@ -1,0 +1,287 @@
+/**
+ * The bridge's one MQTT client: connects from `Config.Mqtt`, keeps `P/status` right (last will
+ * `offline`, `online` on every connect, `offline` on a clean stop) and reconnects forever.
+ *
+ * Reconnects are ours, not mqtt.js's (its period is fixed): 1 s doubling to a 4 s cap, reset by a
+ * successful connect, so the bridge is back within about 4 s of a broker's return however long it
+ * was gone. After every connect the subscriptions are made again (clean sessions) and `onConnect`
+ * runs, which republishes availability, discovery and retained states.
+ *
+ * Start-up: a broker that refuses the connection for good (bad credentials, not authorised,
+ * unsupported protocol, rejected client id) makes {@link MqttConnection.open} throw; a broker that
+ * is down or unreachable does not: `open` returns and the client keeps trying.
+ */
+import { readFile } from "node:fs/promises";
+import { connect, type IClientOptions, type MqttClient } from "mqtt";
+import { ConfigError } from "../config/errors.js";
+import type { MqttConfig, MqttScheme } from "../config/schema.js";
+import { describeError } from "../pdu/errors.js";
+import type { Logger } from "../log.js";
+import type { MqttStatus } from "./types.js";
+
+export const RECONNECT_BASE_MS = 1000;
+export const RECONNECT_CAP_MS = 4000;
+const CONNECT_TIMEOUT_MS = 10_000;
+/** How long a clean stop waits for `offline` to be acknowledged and for the disconnect. */
+const STOP_WAIT_MS = 2000;
+
+/** CONNACK codes that will not get better by retrying (3.1.1 and 5). */
+const FATAL_CONNACK = new Set([1, 2, 4, 5, 132, 133, 134, 135, 138, 140]);
+
+/** Where to connect when it is not `Config.Mqtt.Connection` (the embedded broker). */
+export interface BrokerTarget {
+  readonly scheme: MqttScheme;
+  readonly host: string;
+  readonly port: number;
+  readonly protocolVersion: 4 | 5;
+  readonly embedded: boolean;
+}
+
+export interface ConnectionHooks {
+  /** After each (re)connect, once `online` is published and the subscriptions are sent. */
+  onConnect(): void;
+  onMessage(topic: string, payload: Buffer, retained: boolean): void;
+}
+
+export interface OpenOptions {
+  readonly config: MqttConfig;
+  /** Default: `config.Connection`. */
+  readonly target?: BrokerTarget;
+  /** Topic filters subscribed (QoS 1) after every connect. */
+  readonly subscriptions: readonly string[];
+  readonly hooks: ConnectionHooks;
+  readonly logger: Logger;
+}
+
+export class MqttConnection {
+  readonly #client: MqttClient;
+  readonly #logger: Logger;
+  readonly #statusTopic: string;
+  readonly #subscriptions: readonly string[];
+  readonly #hooks: ConnectionHooks;
+  readonly #broker: string;
+  readonly #embedded: boolean;
+  #connected = false;
+  #since: number | null = null;
+  #lastError: string | null = null;
+  #attempt = 0;
+  #timer: NodeJS.Timeout | null = null;
+  #stopping = false;
+  /** Settles the first attempt while `open` waits for it. */
+  #startup: { resolve: () => void; reject: (error: Error) => void } | null = null;
+
+  private constructor(client: MqttClient, options: OpenOptions, broker: string, embedded: boolean) {
+    this.#client = client;
+    this.#logger = options.logger;
+    this.#statusTopic = `${options.config.ParentTopic}/status`;
+    this.#subscriptions = options.subscriptions;
+    this.#hooks = options.hooks;
+    this.#broker = broker;
+    this.#embedded = embedded;
+    client.on("connect", () => this.#onConnect());
+    client.on("close", () => this.#onClose());
+    client.on("error", (error) => this.#onError(error));
+    client.on("message", (topic, payload, packet) => this.#onMessage(topic, payload, packet.retain));
+  }
+
+  /** Connects; resolves once the first attempt ended (connected or not), rejects on a fatal refusal. */
+  static async open(options: OpenOptions): Promise<MqttConnection> {
+    const { config } = options;
+    const target: BrokerTarget = options.target ?? {
+      scheme: config.Connection.Scheme,
+      host: config.Connection.Host ?? "127.0.0.1",
+      port: config.Connection.Port,
+      protocolVersion: config.Connection.ProtocolVersion,
+      embedded: false,
+    };
+    const secure = target.scheme === "mqtts" || target.scheme === "wss";
+    let ca: Buffer | undefined;
+    if (secure && config.Connection.CaFile !== null && !target.embedded) {
+      try {
+        ca = await readFile(config.Connection.CaFile);
+      } catch (error) {
+        throw new ConfigError(
+          "Mqtt.Connection.CaFile",
+          `cannot read ${config.Connection.CaFile} (${describeError(error)})`,
+        );
+      }
+    }
+    const path = target.scheme === "ws" || target.scheme === "wss" ? "/mqtt" : "";
+    const host = target.host.includes(":") ? `[${target.host}]` : target.host;
+    const broker = `${target.scheme}://${host}:${target.port}${path}`;
+    const clientOptions: IClientOptions = {
+      protocol: target.scheme,
+      host: target.host,
+      port: target.port,
+      ...(path === "" ? {} : { path }),
+      clientId: config.ClientId,
+      keepalive: config.KeepAlive,
+      protocolVersion: target.protocolVersion,
+      clean: true,
+      reconnectPeriod: 0,
+      connectTimeout: CONNECT_TIMEOUT_MS,
+      resubscribe: false,
+      queueQoSZero: false,
+      manualConnect: true,
+      will: { topic: `${config.ParentTopic}/status`, payload: Buffer.from("offline"), qos: 1, retain: true },
+      ...(config.Credentials.Username === null ? {} : { username: config.Credentials.Username }),
+      ...(config.Credentials.Password === null ? {} : { password: config.Credentials.Password }),
+      ...(secure ? { rejectUnauthorized: config.Connection.ValidateCertificate } : {}),
+      ...(ca === undefined ? {} : { ca }),
+    };
+    const connection = new MqttConnection(connect(clientOptions), options, broker, target.embedded);
+    await connection.#firstAttempt();
+    return connection;
+  }
+
+  get connected(): boolean {
+    return this.#connected;
+  }
+
+  status(): MqttStatus {
+    return {
+      connected: this.#connected,
+      broker: this.#broker,
+      embedded: this.#embedded,
+      lastError: this.#lastError,
+      since: this.#since,
+    };
+  }
+
+  /**
+   * Queues one message; false (and nothing queued) while disconnected: the caller republishes what
+   * matters on the next connect. Errors are logged, never thrown.
+   */
+  publish(topic: string, payload: string, qos: 0 | 1, retain: boolean): boolean {
+    if (!this.#connected) return false;
+    this.#client.publish(topic, payload, { qos, retain }, (error) => {
+      if (error) this.#logger.debug({ topic, err: describeError(error) }, "MQTT publish failed");
+    });
+    return true;
+  }
+
+  /** Publishes `offline`, disconnects cleanly and stops reconnecting. Never throws. */
+  async close(): Promise<void> {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    if (this.#connected) {
+      try {
+        await withTimeout(
+          this.#client.publishAsync(this.#statusTopic, "offline", { qos: 1, retain: true }),
+          STOP_WAIT_MS,
+        );
+      } catch (error) {
+        this.#logger.warn({ err: describeError(error) }, "could not publish MQTT offline status");
+      }
+    }
+    try {
+      await withTimeout(this.#client.endAsync(false), STOP_WAIT_MS);
+    } catch {
+      await this.#client.endAsync(true).catch(() => undefined);
+    }
+    this.#connected = false;
+    this.#since = Date.now();
+  }
+
+  #firstAttempt(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.#startup = { resolve, reject };
+      this.#client.connect();
+    });
+  }
+
+  #onConnect(): void {
+    this.#connected = true;
+    this.#since = Date.now();
+    this.#lastError = null;
+    this.#attempt = 0;
+    this.#logger.info({ broker: this.#broker }, "connected to MQTT broker");
+    this.#client.publish(this.#statusTopic, "online", { qos: 1, retain: true }, (error) => {
+      if (error) this.#logger.debug({ err: describeError(error) }, "MQTT online status not delivered");
+    });
+    if (this.#subscriptions.length > 0) {
+      this.#client.subscribe([...this.#subscriptions], { qos: 1 }, (error, granted) => {
+        if (error) {
+          this.#logger.warn({ err: describeError(error) }, "MQTT subscribe failed");
+          return;
+        }
+        const refused = (granted ?? []).filter((g) => g.qos === 128).map((g) => g.topic);
+        if (refused.length > 0) this.#logger.warn({ topics: refused }, "MQTT broker refused subscriptions");
+      });
+    }
+    this.#settleStartup();
+    try {
+      this.#hooks.onConnect();
+    } catch (error) {
+      this.#logger.error({ err: describeError(error) }, "MQTT republish after connect failed");
+    }
+  }
+
+  #onError(error: Error & { code?: unknown }): void {
+    const code = typeof error.code === "number" ? error.code : null;
+    const message =
+      code !== null
+        ? `${this.#broker} refused the connection: ${error.message.replace(/^Connection refused: /, "")} (code ${code})`
+        : `${this.#broker}: ${error.message}`;
+    if (code !== null && FATAL_CONNACK.has(code) && this.#startup) {
+      const startup = this.#startup;
+      this.#startup = null;
+      this.#stopping = true;
+      this.#lastError = message;
+      this.#client.end(true);
+      startup.reject(new Error(`MQTT broker ${message}: check Mqtt.Credentials and Mqtt.ClientId`));
+      return;
+    }
+    if (message !== this.#lastError) this.#logger.warn({ broker: this.#broker, err: message }, "MQTT error");
+    this.#lastError = message;
+  }
+
+  #onClose(): void {
+    const wasConnected = this.#connected;
+    this.#connected = false;
+    if (wasConnected || this.#since === null) this.#since = Date.now();
+    if (this.#stopping) return;
+    if (wasConnected) this.#logger.warn({ broker: this.#broker }, "MQTT connection lost, reconnecting");
+    this.#lastError ??= "connection closed";
+    this.#settleStartup();
+    this.#scheduleReconnect();
+  }
+
+  #scheduleReconnect(): void {
+    if (this.#timer) return;
+    const delay = Math.min(RECONNECT_CAP_MS, RECONNECT_BASE_MS * 2 ** this.#attempt);
+    this.#attempt = Math.min(this.#attempt + 1, 10);
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      if (!this.#stopping) this.#client.reconnect();
+    }, delay);
+  }
+
+  #onMessage(topic: string, payload: Buffer, retained: boolean): void {
+    try {
+      this.#hooks.onMessage(topic, payload, retained);
+    } catch (error) {
+      this.#logger.error({ topic, err: describeError(error) }, "MQTT message handler failed");
+    }
+  }
+
+  #settleStartup(): void {
+    const startup = this.#startup;
+    this.#startup = null;
+    startup?.resolve();
+  }
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

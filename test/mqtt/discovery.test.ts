@@ -1,0 +1,252 @@
+/**
+ * Home Assistant discovery over the embedded broker: two instances (a switchable single unit and a
+ * read-only OneView cluster, with the same device id in both) whose topics and ids never collide,
+ * payload fields, renames without new ids, and the republish when Home Assistant comes online.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { silentLogger } from "../../src/log.js";
+import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
+import { buildDiscovery, discoveryShape } from "../../src/mqtt/discovery.js";
+import { TopicIdGuard, Topics } from "../../src/mqtt/topics.js";
+import { SnapshotStore } from "../../src/poller/store.js";
+import { mqttTestConfig } from "../../testkit/mqtt-config.js";
+import { Recorder, sleep, waitFor } from "../../testkit/mqtt-client.js";
+import { cluster, device, outlet, singleUnit, snapshot } from "../../testkit/mqtt-snapshots.js";
+
+type Config = Record<string, unknown> & {
+  unique_id: string;
+  default_entity_id: string;
+  object_id: string;
+  device: Record<string, unknown> & { identifiers: string[]; name: string; via_device?: string };
+  availability: { topic: string }[];
+  availability_mode: string;
+  state_topic?: string;
+  command_topic?: string;
+};
+
+/** Discovery config topic → parsed payload, from retained messages. */
+function configs(recorder: Recorder): Map<string, Config> {
+  const out = new Map<string, Config>();
+  for (const [topic, m] of recorder.latest("homeassistant/")) {
+    if (topic.endsWith("/config") && m.payload !== "") out.set(topic, JSON.parse(m.payload) as Config);
+  }
+  return out;
+}
+
+describe("Home Assistant discovery (embedded broker, two instances)", () => {
+  let store: SnapshotStore;
+  let bridge: MqttBridge;
+  let states: Recorder;
+  let all: Map<string, Config>;
+  const recorders: Recorder[] = [];
+  const connect = async (topics: string[]) => {
+    const r = await Recorder.connect(bridge.embeddedBroker!, topics);
+    recorders.push(r);
+    return r;
+  };
+
+  before(async () => {
+    const config = await mqttTestConfig({ instances: { "rack-a": true, cluster: false }, expireAfter: 120 });
+    store = new SnapshotStore(["rack-a", "cluster"]);
+    bridge = await startMqttBridge({ config, store, logger: silentLogger() });
+    states = await connect(["pdu-bridge/#"]);
+    // The same device id in both instances: only the instance keeps them apart.
+    store.recordSuccess("rack-a", singleUnit("rack-a", "DEV1", 2));
+    store.recordSuccess("cluster", cluster("cluster", "DEV1", "DEV2"));
+    const late = await connect(["homeassistant/#"]);
+    // rack-a: 6 for the PDU device + 6 per outlet × 2; cluster: 6 × 2 devices + 4 per outlet × 4 + 4 group sensors.
+    await waitFor(() => configs(late).size >= 50, "discovery configs");
+    await sleep(200);
+    all = configs(late);
+    assert.equal(all.size, 50);
+  });
+
+  after(async () => {
+    for (const r of recorders) await r.close();
+    await bridge.stop();
+    store.close();
+  });
+
+  it("never reuses a config topic, unique id, entity id or device identifier across instances", () => {
+    const uniqueIds = [...all.values()].map((c) => `${c.default_entity_id.split(".")[0]}:${c.unique_id}`);
+    assert.equal(new Set(uniqueIds).size, all.size);
+    const entityIds = [...all.values()].map((c) => c.default_entity_id);
+    assert.equal(new Set(entityIds).size, all.size);
+    const rackIds = new Set(
+      [...all.values()].filter((c) => c.unique_id.includes("_rack-a_")).map((c) => c.unique_id),
+    );
+    const clusterIds = [...all.values()]
+      .filter((c) => c.unique_id.includes("_cluster_"))
+      .map((c) => c.unique_id);
+    assert.ok(rackIds.size > 0 && clusterIds.length > 0);
+    for (const id of clusterIds) assert.equal(rackIds.has(id), false, id);
+    // Device identifiers: one name per identifier (the PDU device DEV1 of each instance is distinct).
+    const devices = new Map<string, string>();
+    for (const c of all.values()) {
+      const id = c.device.identifiers[0]!;
+      assert.equal(devices.get(id) ?? c.device.name, c.device.name, id);
+      devices.set(id, c.device.name);
+    }
+    assert.ok(devices.has("pdu-bridge_rack-a_device_DEV1") && devices.has("pdu-bridge_cluster_device_DEV1"));
+  });
+
+  it("gives every state topic in a config a message the bridge published, under the config's instance", async () => {
+    await states.waitFor("pdu-bridge/cluster/groups/2/measurements/voltage");
+    const published = new Set(states.latest().keys());
+    for (const [topic, c] of all) {
+      const instance = topic.split("/")[2]!.replace(/^pdu-bridge_/, "");
+      for (const t of [c.state_topic, c.command_topic]) {
+        if (t !== undefined) assert.ok(t.startsWith(`pdu-bridge/${instance}/`), `${topic}: ${t}`);
+      }
+      if (c.state_topic !== undefined)
+        assert.ok(published.has(c.state_topic), `${topic}: ${c.state_topic} never published`);
+      assert.deepEqual(c.availability, [
+        { topic: "pdu-bridge/status" },
+        { topic: `pdu-bridge/${instance}/status` },
+      ]);
+      assert.equal(c.availability_mode, "all");
+    }
+  });
+
+  it("gives a switchable instance switches and buttons on the command topics", () => {
+    const base = "homeassistant/switch/pdu-bridge_rack-a/outlet_DEV1_0_power/config";
+    const sw = all.get(base);
+    assert.ok(sw, base);
+    assert.equal(sw.command_topic, "pdu-bridge/rack-a/DEV1/outlets/0/set");
+    assert.equal(sw.state_topic, "pdu-bridge/rack-a/DEV1/outlets/0/state");
+    assert.equal(sw.payload_on, "on");
+    assert.equal(sw.payload_off, "off");
+    assert.equal(sw.unique_id, "pdu-bridge_rack-a_outlet_DEV1_0_power");
+    assert.equal(sw.default_entity_id, "switch.pdu_bridge_rack_a_outlet_dev1_0_power");
+    assert.equal(sw.device.via_device, "pdu-bridge_rack-a_device_DEV1");
+    const reboot = all.get("homeassistant/button/pdu-bridge_rack-a/outlet_DEV1_0_reboot/config");
+    assert.equal(reboot?.command_topic, "pdu-bridge/rack-a/DEV1/outlets/0/reboot");
+    const reset = all.get("homeassistant/button/pdu-bridge_rack-a/outlet_DEV1_1_reset-stats/config");
+    assert.equal(reset?.command_topic, "pdu-bridge/rack-a/DEV1/outlets/1/resetStats");
+  });
+
+  it("gives a read-only instance no switch or button, and a power binary sensor per outlet", () => {
+    const clusterTopics = [...all.keys()].filter((t) => t.includes("/pdu-bridge_cluster/"));
+    assert.deepEqual(
+      clusterTopics.filter(
+        (t) => t.startsWith("homeassistant/switch/") || t.startsWith("homeassistant/button/"),
+      ),
+      [],
+    );
+    const power = all.get("homeassistant/binary_sensor/pdu-bridge_cluster/outlet_DEV2_1_power/config");
+    assert.equal(power?.state_topic, "pdu-bridge/cluster/DEV2/outlets/1/state");
+    assert.equal(power?.device_class, "power");
+    assert.equal(power?.command_topic, undefined);
+  });
+
+  it("classifies sensors and sets expire_after", () => {
+    const sensor = (t: string) => all.get(`homeassistant/sensor/${t}/config`);
+    const expect = [
+      ["pdu-bridge_rack-a/outlet_DEV1_0_realPower", "power", "measurement", "W"],
+      ["pdu-bridge_rack-a/outlet_DEV1_0_energy", "energy", "total_increasing", "kWh"],
+      ["pdu-bridge_rack-a/outlet_DEV1_0_current", "current", "measurement", "A"],
+      ["pdu-bridge_cluster/entity_DEV2_phase0_voltage", "voltage", "measurement", "V"],
+    ] as const;
+    for (const [topic, deviceClass, stateClass, unit] of expect) {
+      const c = sensor(topic);
+      assert.ok(c, topic);
+      assert.equal(c.device_class, deviceClass, topic);
+      assert.equal(c.state_class, stateClass, topic);
+      assert.equal(c.unit_of_measurement, unit, topic);
+      assert.equal(c.expire_after, 120, topic);
+    }
+    const alarm = all.get("homeassistant/binary_sensor/pdu-bridge_cluster/device_DEV1_alarm/config");
+    assert.equal(alarm?.device_class, "problem");
+    assert.equal(alarm?.state_topic, "pdu-bridge/cluster/DEV1/alarm");
+    assert.equal(alarm?.expire_after, 120);
+  });
+
+  it("makes OneView groups devices under the master, with rollup sensors", async () => {
+    const total = all.get("homeassistant/sensor/pdu-bridge_cluster/group_total_pduTotalRealPower/config");
+    assert.ok(total);
+    assert.equal(total.state_topic, "pdu-bridge/cluster/groups/total/measurements/pduTotalRealPower");
+    assert.equal(total.value_template, "{{ value_json.sum }}");
+    assert.equal(total.device_class, "power");
+    assert.equal(total.device.via_device, "pdu-bridge_cluster_device_DEV1");
+    const voltage = all.get("homeassistant/sensor/pdu-bridge_cluster/group_2_voltage/config");
+    assert.equal(voltage?.value_template, "{{ value_json.avg }}");
+    assert.equal(voltage?.device.name, "Web servers");
+    const m = await states.waitFor("pdu-bridge/cluster/groups/total/measurements/pduTotalRealPower");
+    assert.deepEqual(JSON.parse(m.payload), { sum: 218, avg: 109, min: 109, max: 109 });
+    assert.equal(m.retain, false);
+  });
+
+  it("keeps every id when an outlet is renamed: same config topic, new device name", async () => {
+    const live = await connect(["homeassistant/switch/pdu-bridge_rack-a/#"]);
+    const topic = "homeassistant/switch/pdu-bridge_rack-a/outlet_DEV1_0_power/config";
+    await live.waitFor(topic);
+    const renamed = snapshot("rack-a", [
+      device({ id: "DEV1", outlets: [outlet(0, { label: "web-07" }), outlet(1)] }),
+    ]);
+    store.recordSuccess("rack-a", renamed);
+    const m = await live.waitFor(topic, (x) => x.payload.includes("web-07"));
+    const c = JSON.parse(m.payload) as Config;
+    assert.equal(c.unique_id, all.get(topic)?.unique_id);
+    assert.equal(c.default_entity_id, all.get(topic)?.default_entity_id);
+    assert.equal(c.device.name, "web-07");
+    assert.ok(!JSON.stringify([c.unique_id, c.object_id, c.device.identifiers]).includes("web-07"));
+    assert.deepEqual(
+      live.messages.map((x) => x.topic).filter((t) => t !== topic && !t.includes("outlet_DEV1_1_")),
+      [],
+      "no other switch config appeared",
+    );
+  });
+
+  it("republishes every config when Home Assistant sends online on its status topic", async () => {
+    const live = await connect(["homeassistant/+/+/+/config"]);
+    await sleep(200);
+    live.clear();
+    const before = bridge.homeAssistant().lastDiscoveryUtc ?? 0;
+    await live.publish("homeassistant/status", "online");
+    await waitFor(() => configs(live).size === all.size, "every config again");
+    assert.equal(
+      live.messages.every((m) => !m.retain),
+      true,
+      "live republish, not retained replay",
+    );
+    assert.ok((bridge.homeAssistant().lastDiscoveryUtc ?? 0) > before || before === 0);
+    assert.equal(bridge.homeAssistant().enabled, true);
+    assert.equal(bridge.homeAssistant().discoveryTopic, "homeassistant");
+  });
+});
+
+describe("discovery payloads (pure)", () => {
+  const topics = new Topics("pdu-bridge");
+  const guard = new TopicIdGuard(silentLogger());
+
+  it("omits expire_after when SensorExpireAfterSeconds is 0", () => {
+    const snap = singleUnit("default", "DEV1", 1);
+    const built = buildDiscovery(
+      { topics, prefix: "homeassistant", expireAfter: 0 },
+      "default",
+      true,
+      discoveryShape("default", snap, guard),
+    );
+    for (const payload of built.values())
+      assert.equal("expire_after" in (JSON.parse(payload) as object), false);
+  });
+
+  it("skips devices whose id cannot be a topic level, and builds valid object ids for odd ones", () => {
+    const snap = snapshot("default", [
+      device({ id: "BAD/ID", outlets: [outlet(0)] }),
+      device({ id: "odd.id", outlets: [outlet(0)] }),
+    ]);
+    const built = buildDiscovery(
+      { topics, prefix: "homeassistant", expireAfter: 60 },
+      "default",
+      false,
+      discoveryShape("default", snap, guard),
+    );
+    const topicsBuilt = [...built.keys()];
+    assert.ok(topicsBuilt.length > 0);
+    assert.equal(topicsBuilt.filter((t) => t.includes("BAD")).length, 0);
+    for (const t of topicsBuilt)
+      assert.match(t, /^homeassistant\/[a-z_]+\/[A-Za-z0-9_-]+\/[A-Za-z0-9_-]+\/config$/);
+  });
+});

@@ -1,0 +1,149 @@
+/** Test helpers around a real mqtt.js client: a recording subscriber, a recording control service, log capture. */
+import { connectAsync, type MqttClient } from "mqtt";
+import type { ControlOutcome, ControlRequest, ControlService } from "../src/control/types.js";
+import { createLogger, type Logger } from "../src/log.js";
+
+export interface Received {
+  readonly topic: string;
+  readonly payload: string;
+  /** True for a retained message delivered because of the subscription. */
+  readonly retain: boolean;
+  readonly qos: number;
+  readonly at: number;
+}
+
+/** Polls `check` until it returns something other than undefined/false, or fails after `timeoutMs`. */
+export async function waitFor<T>(
+  check: () => T | undefined | false | null,
+  what: string,
+  timeoutMs = 8000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = check();
+    if (value !== undefined && value !== false && value !== null) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export class Recorder {
+  readonly client: MqttClient;
+  readonly messages: Received[] = [];
+
+  private constructor(client: MqttClient) {
+    this.client = client;
+    client.on("message", (topic, payload, packet) => {
+      this.messages.push({
+        topic,
+        payload: payload.toString("utf8"),
+        retain: packet.retain,
+        qos: packet.qos,
+        at: Date.now(),
+      });
+    });
+  }
+
+  /** Connects to the broker and subscribes (QoS 1) before returning. */
+  static async connect(
+    broker: { readonly host: string; readonly port: number },
+    topics: readonly string[],
+    options: { protocolVersion?: 4 | 5; username?: string; password?: string } = {},
+  ): Promise<Recorder> {
+    const client = await connectAsync({
+      host: broker.host,
+      port: broker.port,
+      protocol: "mqtt",
+      protocolVersion: options.protocolVersion ?? 4,
+      clientId: `recorder-${Math.random().toString(36).slice(2, 10)}`,
+      reconnectPeriod: 0,
+      ...(options.username === undefined ? {} : { username: options.username }),
+      ...(options.password === undefined ? {} : { password: options.password }),
+    });
+    const recorder = new Recorder(client);
+    if (topics.length > 0) await client.subscribeAsync([...topics], { qos: 1 });
+    return recorder;
+  }
+
+  /** Messages on exactly this topic, oldest first. */
+  on(topic: string): Received[] {
+    return this.messages.filter((m) => m.topic === topic);
+  }
+
+  last(topic: string): Received | undefined {
+    return this.on(topic).at(-1);
+  }
+
+  /** Latest payload per topic, for topics starting with `prefix`. */
+  latest(prefix = ""): Map<string, Received> {
+    const map = new Map<string, Received>();
+    for (const m of this.messages) if (m.topic.startsWith(prefix)) map.set(m.topic, m);
+    return map;
+  }
+
+  waitFor(
+    topic: string,
+    predicate: (m: Received) => boolean = () => true,
+    timeoutMs?: number,
+  ): Promise<Received> {
+    return waitFor(
+      () => this.messages.find((m) => m.topic === topic && predicate(m)),
+      `a message on ${topic}`,
+      timeoutMs,
+    );
+  }
+
+  clear(): void {
+    this.messages.length = 0;
+  }
+
+  publish(topic: string, payload: string | Buffer, retain = false): Promise<unknown> {
+    return this.client.publishAsync(topic, payload, { qos: 1, retain });
+  }
+
+  async close(): Promise<void> {
+    await this.client.endAsync(true);
+  }
+}
+
+/** A ControlService that records every request and answers done (our own interface, not MQTT). */
+export class RecordingControl implements ControlService {
+  readonly calls: ControlRequest[] = [];
+
+  execute(request: ControlRequest): Promise<ControlOutcome> {
+    this.calls.push(request);
+    return Promise.resolve({
+      ok: true,
+      status: 200,
+      instanceId: request.instanceId,
+      target: request.target,
+      action: request.action,
+      outlets:
+        request.target.kind === "outlet"
+          ? [{ deviceId: request.target.deviceId, index: request.target.index, ok: true }]
+          : [],
+    });
+  }
+}
+
+/** A logger whose JSON lines are kept (and whose text can be searched for secrets). */
+export function captureLogger(): { logger: Logger; lines: Record<string, unknown>[]; text: () => string } {
+  const raw: string[] = [];
+  const logger = createLogger({
+    level: "debug",
+    destination: {
+      write(line: string) {
+        raw.push(line);
+      },
+    },
+  });
+  return {
+    logger,
+    get lines() {
+      return raw.map((l) => JSON.parse(l) as Record<string, unknown>);
+    },
+    text: () => raw.join(""),
+  };
+}
