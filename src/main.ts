@@ -5,6 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import { App } from "./app.js";
+import { runDemo } from "./demo.js";
 import { runCheckConfig } from "./config/cli.js";
 import { ConfigError } from "./config/errors.js";
 import { loadConfigFile, resolveConfigPath } from "./config/load.js";
@@ -115,6 +116,11 @@ export async function main(argv: string[]): Promise<number> {
         );
       case "simulate":
         return await runSimulateCommand(args);
+      case "demo":
+        return await runDemo(args, {
+          out: (s) => process.stdout.write(s),
+          until: (stop) => waitForSignal(stop),
+        });
       case "help":
         process.stdout.write(`${USAGE}\n`);
         return 0;

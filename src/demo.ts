@@ -1,0 +1,134 @@
+/**
+ * `pdu-bridge demo`: a first look in one command. Starts a simulated OneView cluster (a master and
+ * two members), the embedded MQTT broker and the bridge with the REST API on and a freshly
+ * generated API key, then prints where to look and a ready-to-paste control command.
+ *
+ * The configuration goes through the same loader as a real file (the key through
+ * SERVICE_API_KEY), so the demo exercises the real paths, not a shortcut.
+ */
+import { randomBytes } from "node:crypto";
+import { createServer } from "node:net";
+import { parseArgs } from "node:util";
+import { App } from "./app.js";
+import { parseConfigText } from "./config/load.js";
+import { startSimulator } from "./simulator/index.js";
+
+export const DEMO_USAGE = `usage: pdu-bridge demo [--api-port N] [--health-port N] [--mqtt-port N] [--pdu-port N]
+  defaults 8082, 8081, 1883 and a free port; a default port that is taken is replaced by a free one`;
+
+const DEFAULT_PORTS = { "api-port": 8082, "health-port": 8081, "mqtt-port": 1883, "pdu-port": 0 } as const;
+type PortFlag = keyof typeof DEFAULT_PORTS;
+const HOST = "127.0.0.1";
+
+/** True when nothing listens on host:port (checked by listening briefly). */
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen({ host: HOST, port, exclusive: true }, () => server.close(() => resolve(true)));
+  });
+}
+
+async function choosePorts(values: Partial<Record<PortFlag, string>>): Promise<Record<PortFlag, number>> {
+  const chosen = { ...DEFAULT_PORTS } as Record<PortFlag, number>;
+  for (const flag of Object.keys(DEFAULT_PORTS) as PortFlag[]) {
+    const given = values[flag];
+    if (given !== undefined) {
+      const port = Number(given);
+      if (!Number.isInteger(port) || port < 0 || port > 65535)
+        throw new RangeError(`--${flag}: not a port: ${given}`);
+      chosen[flag] = port;
+    } else if (chosen[flag] !== 0 && !(await portIsFree(chosen[flag]))) {
+      chosen[flag] = 0;
+    }
+  }
+  return chosen;
+}
+
+export function demoConfigYaml(ports: Record<PortFlag, number>, pduPort: number): string {
+  return `# The demo's configuration (see config.example.yaml for a real one)
+Mqtt:
+  Embedded: { Bind: ${HOST}, Port: ${ports["mqtt-port"]} }
+Pdus:
+  default:
+    Connection: { Host: ${HOST}, Port: ${pduPort}, Timeout: 5 }
+    Credentials: { Username: admin, Password: admin }
+    PollInterval: 2
+    ActionsEnabled: true
+Api: { Enabled: true, Bind: ${HOST}, Port: ${ports["api-port"]} }
+Health: { Enabled: true, Bind: ${HOST}, Port: ${ports["health-port"]} }
+Logging: { Level: warn }
+`;
+}
+
+export interface DemoIo {
+  out: (text: string) => void;
+  /** Resolves when the demo should stop (default: SIGINT/SIGTERM). */
+  until: (stop: () => Promise<void>) => Promise<number>;
+}
+
+export async function runDemo(argv: string[], io: DemoIo): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      "api-port": { type: "string" },
+      "health-port": { type: "string" },
+      "mqtt-port": { type: "string" },
+      "pdu-port": { type: "string" },
+    },
+    strict: true,
+  });
+  const ports = await choosePorts(values);
+  const simulator = await startSimulator({
+    host: HOST,
+    port: ports["pdu-port"],
+    oneview: { members: 2 },
+    outlets: 8,
+  });
+  let app: App;
+  try {
+    const apiKey = randomBytes(18).toString("base64url");
+    const config = await parseConfigText(demoConfigYaml(ports, simulator.port), "demo (built in)", {
+      SERVICE_API_KEY: apiKey,
+    });
+    app = await App.start(config);
+    io.out(
+      instructions(app, simulator.url, simulator.deviceIds()[0] ?? "DEVICE", apiKey, config.Mqtt.ParentTopic),
+    );
+  } catch (error) {
+    await simulator.close();
+    throw error;
+  }
+  return io.until(async () => {
+    await app.stop();
+    await simulator.close();
+  });
+}
+
+function instructions(
+  app: App,
+  pduUrl: string,
+  deviceId: string,
+  apiKey: string,
+  parentTopic: string,
+): string {
+  const { apiPort, healthPort, embeddedBroker } = app.endpoints;
+  const api = `http://${HOST}:${apiPort ?? "?"}`;
+  const broker = embeddedBroker ?? { host: HOST, port: 1883 };
+  return `
+pdu-bridge demo is running. Ctrl-C stops everything.
+
+  Simulated OneView cluster  ${pduUrl}  (a master and 2 members; login admin/admin)
+  Embedded MQTT broker       mqtt://${broker.host}:${broker.port}
+  REST API docs              ${api}/docs/v1
+  Readings                   ${api}/api/v1/readings
+  Readiness                  http://${HOST}:${healthPort ?? "?"}/readyz
+  API key (generated)        ${apiKey}
+
+Switch the first outlet off:
+  curl -sS -X POST -H 'Content-Type: application/json' -H 'X-Api-Key: ${apiKey}' -d '{"action":"off"}' ${api}/api/v1/instances/default/outlets/${deviceId}/0/control
+
+Watch the MQTT topics (Debian: apt-get install mosquitto-clients):
+  mosquitto_sub -h ${broker.host} -p ${broker.port} -t '${parentTopic}/#' -v
+`;
+}

@@ -1,0 +1,92 @@
+/**
+ * The newcomer's path: run the demo command, follow what it prints. It must reach READY, and the
+ * printed curl command must switch an outlet.
+ */
+import assert from "node:assert/strict";
+import { execFile, spawn } from "node:child_process";
+import { once } from "node:events";
+import { setTimeout as sleep } from "node:timers/promises";
+import { promisify } from "node:util";
+import { after, describe, it } from "node:test";
+import { REPO_ROOT } from "../../testkit/repo.js";
+
+const run = promisify(execFile);
+
+describe("pdu-bridge demo", () => {
+  const child = spawn(
+    process.execPath,
+    ["dist/src/main.js", "demo", "--api-port", "0", "--health-port", "0", "--mqtt-port", "0"],
+    { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  after(() => {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  });
+
+  async function printed(pattern: RegExp): Promise<RegExpMatchArray> {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const match = stdout.match(pattern);
+      if (match) return match;
+      assert.ok(
+        Date.now() < deadline,
+        `demo never printed ${String(pattern)}; stdout:\n${stdout}\nstderr:\n${stderr}`,
+      );
+      await sleep(50);
+    }
+  }
+
+  it("reaches READY, and the printed curl command switches an outlet; Ctrl-C stops it", async () => {
+    const readyz = (await printed(/Readiness\s+(http:\S+)/))[1]!;
+    const readings = (await printed(/Readings\s+(http:\S+)/))[1]!;
+    const curl = (await printed(/^\s+(curl -sS .+)$/m))[1]!;
+    assert.match(curl, /X-Api-Key: [A-Za-z0-9_-]{20,}/, "the command carries the generated key");
+
+    let ready = "";
+    const deadline = Date.now() + 20_000;
+    while (ready !== "READY" && Date.now() < deadline) {
+      ready = await fetch(readyz).then(
+        (r) => r.text(),
+        () => "",
+      );
+      if (ready !== "READY") await sleep(200);
+    }
+    assert.equal(ready, "READY");
+
+    const target = curl.match(/outlets\/([^/]+)\/(\d+)\/control/)!;
+    const { stdout: answer } = await run("sh", ["-c", curl]);
+    assert.deepEqual(JSON.parse(answer), {
+      ok: true,
+      instanceId: "default",
+      deviceId: target[1],
+      index: Number(target[2]),
+      action: "off",
+    });
+
+    // The simulator switched: the PDU itself reports the outlet off and drawing nothing once re-polled.
+    const stateDeadline = Date.now() + 10_000;
+    let outlet: { state: string; type: string; value: number }[] = [];
+    for (;;) {
+      const all = (await fetch(readings).then((r) => r.json())) as {
+        deviceId: string;
+        outletIndex: number | null;
+        state: string;
+        type: string;
+        value: number;
+      }[];
+      outlet = all.filter((r) => r.deviceId === target[1] && r.outletIndex === Number(target[2]));
+      if (outlet.some((r) => r.type === "realPower" && r.value === 0) || Date.now() > stateDeadline) break;
+      await sleep(250);
+    }
+    assert.ok(outlet.length > 0);
+    assert.ok(outlet.every((r) => r.state === "off"));
+    assert.equal(outlet.find((r) => r.type === "realPower")?.value, 0);
+
+    child.kill("SIGINT");
+    const [code] = (await once(child, "exit")) as [number | null];
+    assert.equal(code, 0, stderr);
+  });
+});
