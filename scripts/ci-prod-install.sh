@@ -31,3 +31,27 @@ cd "$work"
 env -i PATH="$PATH" HOME="$work" NODE_ENV=production \
   node dist/src/main.js check-config --config "$config" >"$work/effective.yaml"
 echo "ci-prod-install: production install runs check-config on ${config#"$root"/} ($(du -sh node_modules | cut -f1) of node_modules)"
+
+# And the production install runs the service for real: the demo (simulator, embedded broker, bridge,
+# both listeners) must reach READY and stop cleanly on SIGINT.
+env -i PATH="$PATH" HOME="$work" NODE_ENV=production \
+  node dist/src/main.js demo --api-port 0 --health-port 0 --mqtt-port 0 >"$work/demo.out" 2>&1 &
+demo=$!
+readyz=""
+state=""
+for _ in $(seq 1 150); do
+  readyz=${readyz:-$(sed -n 's/^ *Readiness *\(http:[^ ]*\).*/\1/p' "$work/demo.out")}
+  if [ -n "$readyz" ]; then
+    state=$(node -e "fetch(process.argv[1]).then(r=>r.text()).then(t=>console.log(t),()=>console.log(''))" "$readyz")
+    [ "$state" = "READY" ] && break
+  fi
+  sleep 0.2
+done
+kill -INT "$demo"
+wait "$demo" && demo_exit=0 || demo_exit=$?
+if [ "$state" != "READY" ] || [ "$demo_exit" -ne 0 ]; then
+  echo "ci-prod-install: the production install did not reach READY (readyz: '$state', exit $demo_exit):" >&2
+  cat "$work/demo.out" >&2
+  exit 1
+fi
+echo "ci-prod-install: production install reached READY against the simulator and the embedded broker"
