@@ -20,7 +20,7 @@ import type { Logger } from "../log.js";
 import type { MqttStatus } from "./types.js";
 
 export const RECONNECT_BASE_MS = 1000;
-export const RECONNECT_CAP_MS = 4000;
+export const RECONNECT_CAP_MS = 2000;
 const CONNECT_TIMEOUT_MS = 10_000;
 /** How long a clean stop waits for `offline` to be acknowledged and for the disconnect. */
 const STOP_WAIT_MS = 2000;
@@ -166,21 +166,27 @@ export class MqttConnection {
     this.#stopping = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
+    // A broker that stops acknowledging must not eat the whole shutdown budget: when `offline`
+    // was not acknowledged in time, a graceful end would wait on that same message, so force it.
+    let acknowledged = false;
     if (this.#connected) {
       try {
         await withTimeout(
           this.#client.publishAsync(this.#statusTopic, "offline", { qos: 1, retain: true }),
           STOP_WAIT_MS,
         );
+        acknowledged = true;
       } catch (error) {
         this.#logger.warn({ err: describeError(error) }, "could not publish MQTT offline status");
       }
     }
-    try {
-      await withTimeout(this.#client.endAsync(false), STOP_WAIT_MS);
-    } catch {
-      await this.#client.endAsync(true).catch(() => undefined);
-    }
+    const ended =
+      acknowledged &&
+      (await withTimeout(this.#client.endAsync(false), STOP_WAIT_MS).then(
+        () => true,
+        () => false,
+      ));
+    if (!ended) await this.#client.endAsync(true).catch(() => undefined);
     this.#connected = false;
     this.#since = Date.now();
   }
