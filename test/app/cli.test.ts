@@ -1,0 +1,165 @@
+/**
+ * The real CLI process from start to stop (contract §1): it becomes READY, SIGTERM publishes a
+ * retained `offline` on `P/status` (seen on an external mosquitto, since an embedded broker dies
+ * with the process) and exits 0 within 5 s; a taken port or a bad configuration exits 2 with one
+ * message naming the key, and no stack trace.
+ */
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { after, before, describe, it } from "node:test";
+import { startSimulator, type Simulator } from "../../src/simulator/index.js";
+import { appYaml, pduYaml } from "../../testkit/app-harness.js";
+import { childEnv, CliProcess, hasStackTrace, tempDir } from "../../testkit/cli-process.js";
+import { Client } from "../../testkit/http-harness.js";
+import { Mosquitto, MOSQUITTO } from "../../testkit/mosquitto.js";
+import { Recorder, waitFor } from "../../testkit/mqtt-client.js";
+
+/** Listens on a free 127.0.0.1 port and keeps it, so the service finds it taken. */
+async function occupyPort(): Promise<{ server: Server; port: number }> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  const address = server.address();
+  assert.ok(typeof address === "object" && address !== null);
+  return { server, port: address.port };
+}
+
+describe("the CLI process", () => {
+  let sim: Simulator;
+  let dir: Awaited<ReturnType<typeof tempDir>>;
+  const processes: CliProcess[] = [];
+  const cleanups: (() => Promise<void>)[] = [];
+
+  before(async () => {
+    sim = await startSimulator({ outlets: 2 });
+    dir = await tempDir();
+  });
+
+  after(async () => {
+    await Promise.all(processes.map((p) => p.kill()));
+    for (const cleanup of cleanups.reverse()) await cleanup();
+    await sim?.close();
+    await dir?.remove();
+  });
+
+  const run = (args: string[], env: Record<string, string> = {}): CliProcess => {
+    const cli = CliProcess.spawn(args, childEnv(env));
+    processes.push(cli);
+    return cli;
+  };
+
+  it(
+    "reaches READY, and on SIGTERM publishes a retained offline and exits 0 within 5 s",
+    { skip: existsSync(MOSQUITTO) ? false : `mosquitto not installed at ${MOSQUITTO}` },
+    async () => {
+      const broker = await Mosquitto.start();
+      cleanups.push(() => broker.close());
+      const parent = "cli-e2e";
+      const config = await dir.write(
+        "lifecycle.yaml",
+        appYaml({
+          broker,
+          parentTopic: parent,
+          pdus: [pduYaml("lab", sim, { pollInterval: 1 })],
+        }),
+      );
+      const watcher = await Recorder.connect(broker, [`${parent}/status`]);
+      cleanups.push(() => watcher.close());
+
+      const cli = run(["--config", config]);
+      const { healthPort } = await cli.started();
+      assert.ok(healthPort !== null);
+      const health = new Client(healthPort);
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const r = await health.get("/readyz");
+        if (r.status === 200) {
+          assert.equal(r.text, "READY");
+          break;
+        }
+        assert.equal(r.status, 503);
+        assert.match(r.text, /^NOT READY: /);
+        assert.ok(Date.now() < deadline, `READY in time (last: ${r.text})`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await watcher.waitFor(`${parent}/status`, (m) => m.payload === "online");
+
+      const signalled = Date.now();
+      cli.signal("SIGTERM");
+      const exit = await cli.waitForExit(5000);
+      assert.deepEqual(exit, { code: 0, signal: null }, cli.output);
+      assert.match(cli.stderr, /SIGTERM, stopping/);
+      assert.ok(!hasStackTrace(cli.output), cli.output);
+
+      const offline = await watcher.waitFor(
+        `${parent}/status`,
+        (m) => m.payload === "offline" && m.at >= signalled,
+      );
+      assert.equal(offline.topic, `${parent}/status`);
+      // Retained: a subscriber arriving after the process is gone still reads offline.
+      const late = await Recorder.connect(broker, [`${parent}/status`]);
+      cleanups.push(() => late.close());
+      const retained = await late.waitFor(`${parent}/status`);
+      assert.equal(retained.payload, "offline");
+      assert.equal(retained.retain, true);
+    },
+  );
+
+  for (const section of ["Api", "Health"] as const) {
+    it(`a taken ${section}.Port exits 2 naming the key and the port, without a stack trace`, async () => {
+      const taken = await occupyPort();
+      cleanups.push(() => new Promise<void>((resolve) => taken.server.close(() => resolve())));
+      const config = await dir.write(
+        `taken-${section}.yaml`,
+        appYaml({
+          pdus: [pduYaml("lab", sim)],
+          api: { key: "", ...(section === "Api" ? { port: taken.port } : {}) },
+          health: section === "Health" ? { port: taken.port } : true,
+        }),
+      );
+      const cli = run(["--config", config]);
+      const exit = await cli.waitForExit();
+      assert.deepEqual(exit, { code: 2, signal: null }, cli.output);
+      assert.match(cli.stderr, new RegExp(`${section}\\.Port`), cli.output);
+      assert.ok(cli.stderr.includes(String(taken.port)), cli.output);
+      assert.match(cli.stderr, /in use/);
+      assert.ok(!hasStackTrace(cli.output), cli.output);
+    });
+  }
+
+  it("a bad configuration exits 2 with one message naming the key, file and line", async () => {
+    const text = appYaml({ pdus: [pduYaml("lab", sim)] }).replace("PollInterval:", "PollIntervall:");
+    const config = await dir.write("bad.yaml", text);
+    const line = text.split("\n").findIndex((l) => l.includes("PollIntervall")) + 1;
+    const cli = run(["--config", config]);
+    assert.deepEqual(await cli.waitForExit(), { code: 2, signal: null }, cli.output);
+    assert.match(cli.stderr, /Pdus\.lab\.PollIntervall/);
+    assert.match(cli.stderr, /PollInterval\b/, "suggests the right spelling");
+    assert.ok(cli.stderr.includes(`${config} line ${line}`), cli.output);
+    assert.equal(cli.stderr.trim().split("\n").length, 1, "one message");
+    assert.equal(cli.stdout, "", "nothing started");
+    assert.ok(!hasStackTrace(cli.output), cli.output);
+  });
+
+  it("a missing configuration file exits 2", async () => {
+    const cli = run(["--config", `${dir.path}/no-such.yaml`]);
+    assert.deepEqual(await cli.waitForExit(), { code: 2, signal: null }, cli.output);
+    assert.match(cli.stderr, /config error: .*no-such\.yaml/);
+    assert.ok(!hasStackTrace(cli.output), cli.output);
+  });
+
+  it("SERVICE_CONFIG names the file when --config is absent", async () => {
+    const config = await dir.write("from-env.yaml", appYaml({ pdus: [pduYaml("envpdu", sim)] }));
+    const cli = run([], { SERVICE_CONFIG: config });
+    await cli.started();
+    const started = cli.logs().find((l) => l.msg === "pdu-bridge started");
+    assert.deepEqual(started?.instances, ["envpdu"]);
+    assert.equal(started?.origin, config);
+    cli.signal("SIGINT");
+    assert.deepEqual(await cli.waitForExit(5000), { code: 0, signal: null }, cli.output);
+    await waitFor(() => cli.logs().some((l) => l.msg === "pdu-bridge stopped"), "the stopped line");
+  });
+});

@@ -1,0 +1,201 @@
+/**
+ * The whole service in process, for end-to-end tests: real simulators, the real configuration
+ * loader (from a YAML string), the real composed {@link App} (poller, MQTT bridge with its embedded
+ * broker or an external one, control core, REST API and health listeners on port 0), a real mqtt.js
+ * subscriber, every log line captured, and one `close()` that stops everything in reverse order.
+ */
+import { App } from "../src/app.js";
+import { parseConfigText, type Env } from "../src/config/load.js";
+import type { Config } from "../src/config/schema.js";
+import { startSimulator, type Simulator, type SimulatorOptions } from "../src/simulator/index.js";
+import { Client } from "./http-harness.js";
+import { captureLogger, Recorder, waitFor } from "./mqtt-client.js";
+
+/** How one instance of the configuration talks to its simulator. */
+export interface PduOptions {
+  readonly actionsEnabled?: boolean;
+  /** Seconds per PDU request, default 5. */
+  readonly timeout?: number;
+  /** Seconds, default 5. */
+  readonly pollInterval?: number;
+  /** Default admin / admin (the simulator's default user); null: no Credentials at all. */
+  readonly credentials?: { readonly username: string; readonly password: string } | null;
+}
+
+const q = (s: string): string => JSON.stringify(s);
+
+/** The YAML lines of one `Pdus` entry pointing at `sim` (indented for the `Pdus:` map). */
+export function pduYaml(id: string, sim: Simulator, o: PduOptions = {}): string {
+  const credentials = o.credentials === undefined ? { username: "admin", password: "admin" } : o.credentials;
+  return [
+    `  ${id}:`,
+    `    Connection: { Host: ${q(sim.host)}, Port: ${sim.port}, Scheme: ${sim.scheme}, Timeout: ${o.timeout ?? 5} }`,
+    ...(credentials === null
+      ? []
+      : [`    Credentials: { Username: ${q(credentials.username)}, Password: ${q(credentials.password)} }`]),
+    `    PollInterval: ${o.pollInterval ?? 5}`,
+    `    ActionsEnabled: ${o.actionsEnabled ?? false}`,
+  ].join("\n");
+}
+
+export interface AppYamlOptions {
+  /** `Pdus` entries from {@link pduYaml}. */
+  readonly pdus: readonly string[];
+  /** The REST API: off when undefined; `key` "" leaves control disabled. Port default 0. */
+  readonly api?: { readonly key: string; readonly bind?: string; readonly port?: number };
+  /** The health listener, default on, port default 0. */
+  readonly health?: boolean | { readonly port: number };
+  readonly parentTopic?: string;
+  /** An external broker; default: the embedded broker on 127.0.0.1, port 0. */
+  readonly broker?: { readonly host: string; readonly port: number };
+  /** Appended as is (more top-level sections). */
+  readonly extra?: string;
+}
+
+/** A complete configuration file for the service, every listener on port 0 unless given. */
+export function appYaml(o: AppYamlOptions): string {
+  const lines = ["Mqtt:"];
+  if (o.broker === undefined) lines.push("  Embedded: { Bind: 127.0.0.1, Port: 0 }");
+  else lines.push(`  Connection: { Host: ${q(o.broker.host)}, Port: ${o.broker.port}, Scheme: mqtt }`);
+  lines.push(`  ParentTopic: ${q(o.parentTopic ?? "pdu-bridge")}`, "Pdus:", ...o.pdus);
+  if (o.api !== undefined) {
+    lines.push(
+      `Api: { Enabled: true, Bind: ${q(o.api.bind ?? "127.0.0.1")}, Port: ${o.api.port ?? 0}, ApiKey: ${q(o.api.key)} }`,
+    );
+  }
+  const health =
+    typeof o.health === "object"
+      ? { enabled: true, port: o.health.port }
+      : { enabled: o.health ?? true, port: 0 };
+  lines.push(`Health: { Enabled: ${health.enabled}, Bind: 127.0.0.1, Port: ${health.port} }`);
+  if (o.extra !== undefined) lines.push(o.extra);
+  return `${lines.join("\n")}\n`;
+}
+
+export type LogLine = Record<string, unknown>;
+
+export interface AppHarness<S extends string> {
+  readonly sims: Readonly<Record<S, Simulator>>;
+  readonly app: App;
+  readonly config: Config;
+  /** A recording HTTP client of the REST API (throws when the API is off). */
+  readonly api: Client;
+  /** A recording HTTP client of the health listener (throws when it is off). */
+  readonly health: Client;
+  /** Where MQTT clients connect (the embedded broker, or the configured one). */
+  readonly broker: { readonly host: string; readonly port: number };
+  /** `Mqtt.ParentTopic`. */
+  readonly parent: string;
+  /** A subscriber to `<parent>/#`, connected before the harness was returned. */
+  readonly mqtt: Recorder;
+  /** Every log line so far, parsed. */
+  logs(): LogLine[];
+  /** Every log line so far, as written (to search for secrets). */
+  logText(): string;
+  /** The control audit lines (`audit: "control"`) so far. */
+  audits(): LogLine[];
+  /** Another subscriber (closed by `close()`). */
+  subscribe(topics: readonly string[]): Promise<Recorder>;
+  /** Waits until the instance has a snapshot polled at or after `since` (epoch ms, default: any). */
+  waitForPoll(instanceId: string, since?: number, timeoutMs?: number): Promise<void>;
+  /**
+   * Waits until the bridge receives commands of `instanceId` (its subscriptions are made after the
+   * connect, possibly after `App.start` returned): publishes a refused probe command (device
+   * `probe`) until its audit line appears. Probe audit lines have `topic` {@link probeTopic}.
+   */
+  commandsReady(instanceId: string): Promise<void>;
+  probeTopic(instanceId: string): string;
+  close(): Promise<void>;
+}
+
+export interface AppHarnessOptions<S extends string> {
+  /** Simulators to start first, by name. */
+  readonly sims?: Readonly<Record<S, SimulatorOptions>>;
+  /** Runs after the simulators started, before the App starts (e.g. inject a fault). */
+  readonly beforeStart?: (sims: Readonly<Record<S, Simulator>>) => Promise<void> | void;
+  /** The configuration file, given the running simulators. */
+  readonly yaml: (sims: Readonly<Record<S, Simulator>>) => string;
+  /** The environment the loader sees (secrets); default none. */
+  readonly env?: Env;
+}
+
+export async function startAppHarness<S extends string = never>(
+  options: AppHarnessOptions<S>,
+): Promise<AppHarness<S>> {
+  const sims = {} as Record<S, Simulator>;
+  const recorders: Recorder[] = [];
+  const capture = captureLogger();
+  let app: App | null = null;
+  const close = async (): Promise<void> => {
+    await Promise.allSettled(recorders.map((r) => r.close()));
+    await app?.stop();
+    await Promise.allSettled(Object.values<Simulator>(sims).map((s) => s.close()));
+  };
+  try {
+    for (const [name, simOptions] of Object.entries<SimulatorOptions>(options.sims ?? {})) {
+      sims[name as S] = await startSimulator(simOptions);
+    }
+    await options.beforeStart?.(sims);
+    const config = await parseConfigText(options.yaml(sims), "app-test.yaml", options.env ?? {});
+    const started = await App.start(config, { logger: capture.logger });
+    app = started;
+    const { apiPort, healthPort, embeddedBroker } = started.endpoints;
+    const broker = embeddedBroker ?? {
+      host: config.Mqtt.Connection.Host ?? "127.0.0.1",
+      port: config.Mqtt.Connection.Port,
+    };
+    const parent = config.Mqtt.ParentTopic;
+    const subscribe = async (topics: readonly string[]): Promise<Recorder> => {
+      const recorder = await Recorder.connect(broker, topics);
+      recorders.push(recorder);
+      return recorder;
+    };
+    const mqtt = await subscribe([`${parent}/#`]);
+    const api = apiPort === null ? null : new Client(apiPort);
+    const health = healthPort === null ? null : new Client(healthPort);
+    const audits = () => capture.lines.filter((l) => l.audit === "control");
+    const probeTopic = (id: string) => `${parent}/${id}/probe/outlets/0/set`;
+    return {
+      sims,
+      app: started,
+      config,
+      get api() {
+        if (api === null) throw new Error("the REST API is not enabled in this configuration");
+        return api;
+      },
+      get health() {
+        if (health === null) throw new Error("the health listener is not enabled in this configuration");
+        return health;
+      },
+      broker,
+      parent,
+      mqtt,
+      logs: () => capture.lines,
+      logText: () => capture.text(),
+      audits,
+      subscribe,
+      async waitForPoll(instanceId, since = 0, timeoutMs = 15_000) {
+        await waitFor(
+          () => (started.store.get(instanceId)?.lastSuccessUtc ?? -1) >= since,
+          `a successful poll of ${instanceId}`,
+          timeoutMs,
+        );
+      },
+      async commandsReady(instanceId) {
+        const topic = probeTopic(instanceId);
+        const seen = () => audits().some((l) => l.topic === topic);
+        const deadline = Date.now() + 15_000;
+        while (!seen()) {
+          if (Date.now() > deadline) throw new Error(`the bridge never received commands of ${instanceId}`);
+          await mqtt.publish(topic, "probe");
+          await waitFor(seen, "the probe's audit line", 300).catch(() => undefined);
+        }
+      },
+      probeTopic,
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
