@@ -207,8 +207,11 @@ export class MqttConnection {
     this.#client.publish(this.#statusTopic, "online", { qos: 1, retain: true }, (error) => {
       if (error) this.#logger.debug({ err: describeError(error) }, "MQTT online status not delivered");
     });
+    // Start-up completes once the broker has the subscriptions, so a command published as soon as
+    // the service is up is not lost.
     if (this.#subscriptions.length > 0) {
       this.#client.subscribe([...this.#subscriptions], { qos: 1 }, (error, granted) => {
+        this.#settleStartup();
         if (error) {
           this.#logger.warn({ err: describeError(error) }, "MQTT subscribe failed");
           return;
@@ -216,8 +219,9 @@ export class MqttConnection {
         const refused = (granted ?? []).filter((g) => g.qos === 128).map((g) => g.topic);
         if (refused.length > 0) this.#logger.warn({ topics: refused }, "MQTT broker refused subscriptions");
       });
+    } else {
+      this.#settleStartup();
     }
-    this.#settleStartup();
     try {
       this.#hooks.onConnect();
     } catch (error) {

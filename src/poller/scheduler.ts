@@ -5,12 +5,16 @@
  * Cadence is fixed-rate: the next poll is due one interval after the previous was *due*, not after
  * it finished, so a slow PDU does not drift and a healthy one keeps its rhythm. A poll still running
  * when its next turn comes makes that turn be skipped (counted), not queued. First polls are spread
- * over each instance's interval so 500 instances do not fire together.
+ * over each instance's interval, at most FIRST_POLL_SPREAD_MS, so 500 instances do not fire together
+ * and none waits long for its first snapshot (control answers 503 until then).
  */
 import type { Logger } from "../log.js";
 import { describeError } from "../pdu/errors.js";
 import type { Snapshot } from "../pdu/model.js";
 import type { SnapshotStore } from "./store.js";
+
+/** First polls are spread over the interval, but over no more than this. */
+export const FIRST_POLL_SPREAD_MS = 10_000;
 
 export interface PollTarget {
   readonly id: string;
@@ -69,7 +73,7 @@ export class Poller {
     const start = this.#now();
     const slots = [...this.#slots.values()];
     slots.forEach((slot, i) => {
-      slot.due = start + Math.floor((slot.intervalMs * i) / slots.length);
+      slot.due = start + Math.floor((Math.min(slot.intervalMs, FIRST_POLL_SPREAD_MS) * i) / slots.length);
       this.#push(slot);
     });
     this.#arm();

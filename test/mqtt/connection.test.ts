@@ -64,6 +64,9 @@ for (const version of [4, 5] as const) {
       assert.equal(status.embedded, false);
       assert.equal(status.lastError, null);
       assert.equal(bridge.embeddedBroker, null);
+      // Start-up returns once the broker has the bridge's subscriptions; the republish follows. Once a
+      // first subscriber has seen it arrive, a second one must get everything as retained.
+      await (await subscribe(["pdu-bridge/#"])).waitFor("pdu-bridge/default/DEV1/outlets/1/state");
       const r = await subscribe(["pdu-bridge/#", "homeassistant/#"]);
       for (const [topic, payload] of [
         ["pdu-bridge/status", "online"],
