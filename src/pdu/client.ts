@@ -18,7 +18,7 @@ import { performance } from "node:perf_hooks";
 import { Agent, Client, request, type Dispatcher } from "undici";
 import type { InstanceConfig, PduScheme } from "../config/schema.js";
 import { silentLogger, type Logger } from "../log.js";
-import { describeError, PduError } from "./errors.js";
+import { describeError, ParseError, PduError } from "./errors.js";
 import type { ProxyRoute, Snapshot } from "./model.js";
 import { parseApiTree, parseOneView } from "./parse.js";
 import {
@@ -200,9 +200,16 @@ export class GeistClient {
       this.port,
     );
     const timestamp = Date.now();
-    return this.oneview
-      ? parseOneView(envelope.data, this.instanceId, timestamp)
-      : parseApiTree(envelope.data, this.instanceId, timestamp);
+    try {
+      return this.oneview
+        ? parseOneView(envelope.data, this.instanceId, timestamp)
+        : parseApiTree(envelope.data, this.instanceId, timestamp);
+    } catch (e) {
+      // Name the PDU and the request, like every other error: the JSON path alone does not say which.
+      if (e instanceof ParseError)
+        throw new ParseError(e.path, e.problem, `GET ${path} from ${this.where(this.port)}`);
+      throw e;
+    }
   }
 
   /** Switches or power-cycles one outlet now (`delay:false`). */
@@ -397,7 +404,7 @@ export class GeistClient {
         discard(response.body);
         throw new PduError("http-status", `HTTP ${status} from ${where} (${method} ${path})`, { status });
       }
-      const text = await this.readBody(response, where);
+      const text = await this.readBody(response, `${where} (${method} ${path})`);
       this.logger.debug({ method, url, status, ms: Math.round(performance.now() - started) }, "PDU request");
       return decodeEnvelope(text, `${where} (${method} ${path})`);
     } catch (e) {

@@ -42,9 +42,12 @@ export class PduError extends Error {
 /** A wire tree that cannot be turned into a snapshot. `path` is a JSON path such as `$.dev.X.outlet.3.state`. */
 export class ParseError extends PduError {
   readonly path: string;
-  constructor(path: string, problem: string) {
-    super("malformed", `${path}: ${problem}`);
+  readonly problem: string;
+  /** `context` names the request (`GET /api from 10.0.0.5:80`) when known. */
+  constructor(path: string, problem: string, context?: string) {
+    super("malformed", `${context === undefined ? "" : `${context}: `}${path}: ${problem}`);
     this.path = path;
+    this.problem = problem;
   }
 }
 

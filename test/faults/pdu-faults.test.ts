@@ -44,7 +44,7 @@ const CASES: readonly FaultCase[] = [
   },
   { id: "http500", fault: "http500", error: /HTTP 500 from .*\(GET \/api\)/ },
   { id: "truncated", fault: "truncated", error: /\(GET \/api\) is not JSON/ },
-  { id: "wrongshape", fault: "wrong-shape", error: /^\$\.dev\b.*/ },
+  { id: "wrongshape", fault: "wrong-shape", error: /^GET \/api from 127\.0\.0\.1:\d+: \$\.dev\b/ },
   { id: "huge", fault: "huge", error: /larger than the limit of \d+ bytes/ },
 ];
 
