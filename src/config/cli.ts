@@ -1,10 +1,12 @@
 /**
  * `pdu-bridge check-config [--config FILE]`: validates the file and the environment and prints the
- * effective configuration with secrets masked. Exit codes: 0 valid, 2 configuration error (the one
+ * effective configuration with secrets masked (read from the ConfigMap when
+ * SERVICE_CONFIG_SOURCE=kubernetes and no --config is given). Exit codes: 0 valid, 2 configuration error (the one
  * message on stderr), 1 anything else.
  */
 import { parseArgs } from "node:util";
 import { ConfigError } from "./errors.js";
+import { configSource, loadKubernetesConfig } from "./kubernetes.js";
 import { loadConfigFile, resolveConfigPath, type Env } from "./load.js";
 import { effectiveConfigYaml } from "./mask.js";
 
@@ -38,7 +40,11 @@ export async function runCheckConfig(
   }
 
   try {
-    const config = await loadConfigFile(resolveConfigPath(configArg, env), env);
+    // Without --config, check what the service itself would run with: in ConfigMap mode, the ConfigMap.
+    const config =
+      configArg === undefined && configSource(env) === "kubernetes"
+        ? (await loadKubernetesConfig(env)).config
+        : await loadConfigFile(resolveConfigPath(configArg, env), env);
     out(effectiveConfigYaml(config));
     return 0;
   } catch (error) {

@@ -112,6 +112,21 @@ describe("configuration from a Kubernetes ConfigMap, through the real CLI", () =
     assert.ok(!hasStackTrace(cli.output), cli.output);
   });
 
+  it("check-config reads the ConfigMap in Kubernetes mode", async () => {
+    kube.setConfigMap(NS, "checked", { "config.yaml": configYaml({ pollInterval: 7 }) });
+    const good = CliProcess.spawn(["check-config"], podEnv("checked"));
+    processes.push(good);
+    assert.deepEqual(await good.waitForExit(), { code: 0, signal: null }, good.output);
+    assert.match(good.stdout, /PollInterval: 7/);
+
+    kube.setConfigMap(NS, "checked-key", { "config.yaml": configYaml({ pollInterval: 7, apiKey: CM_KEY }) });
+    const bad = CliProcess.spawn(["check-config"], podEnv("checked-key"));
+    processes.push(bad);
+    assert.deepEqual(await bad.waitForExit(), { code: 2, signal: null }, bad.output);
+    assert.match(bad.stderr, /Api\.ApiKey/);
+    assert.ok(!bad.output.includes(CM_KEY), "the key is not printed");
+  });
+
   it("an Api.ApiKey in the ConfigMap at start exits 2 naming the key", async () => {
     kube.setConfigMap(NS, "with-key", { "config.yaml": configYaml({ pollInterval: 5, apiKey: CM_KEY }) });
     const cli = CliProcess.spawn([], podEnv("with-key"));
