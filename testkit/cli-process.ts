@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "./repo.js";
 import { waitFor } from "./mqtt-client.js";
+import { CRASH_PATTERNS } from "./no-unhandled.js";
 
 export const MAIN_JS = join(REPO_ROOT, "dist", "src", "main.js");
 
@@ -130,7 +131,11 @@ export class CliProcess {
       );
     });
     try {
-      return await Promise.race([this.exited, deadline]);
+      const exit = await Promise.race([this.exited, deadline]);
+      // Whatever exit code a test expects, a crash (unhandled rejection, uncaught exception) is a failure.
+      const crash = CRASH_PATTERNS.find((pattern) => pattern.test(this.#stderr));
+      if (crash !== undefined) throw new Error(`the process crashed (${String(crash)})\n${this.output}`);
+      return exit;
     } finally {
       clearTimeout(timer);
     }
