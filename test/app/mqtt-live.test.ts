@@ -44,7 +44,7 @@ describe("MQTT from live PDUs", () => {
       [...discovery.latest("homeassistant/")].filter(([, m]) => m.payload.length > 0).map(([t, m]) => [t, m]),
     );
 
-  it("gives a single unit and a cluster distinct topics and unique ids", async () => {
+  it("gives a single unit and a cluster distinct topics and unique ids", () => {
     const all = [...configs().values()].map((m) => JSON.parse(m.payload) as Record<string, unknown>);
     const uniqueIds = all.map((c) => String(c.unique_id));
     assert.equal(new Set(uniqueIds).size, uniqueIds.length, "no unique_id is used twice");
