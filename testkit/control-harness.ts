@@ -118,11 +118,4 @@ export async function startControlHarness(options: ControlHarnessOptions): Promi
   }
 }
 
-/** Polls `check` every 10 ms until it is true; fails after `ms` (a deadline, not a speed check). */
-export async function waitFor(check: () => boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+export { waitFor } from "./wait.js";

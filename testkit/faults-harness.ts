@@ -13,6 +13,7 @@ import { connect, createServer, type AddressInfo, type Server, type Socket } fro
 import type { Simulator } from "../src/simulator/index.js";
 import { childEnv, CliProcess, tempDir, type LogLine } from "./cli-process.js";
 import { watchChild, type ChildExit, type WatchedChild } from "./no-unhandled.js";
+import { waitFor as until } from "./wait.js";
 
 export const API_KEY = "faults-suite-api-key-0123456789";
 
@@ -109,28 +110,7 @@ export function httpRequest(url: string, options: HttpOptions = {}): Promise<Htt
   });
 }
 
-/** Polls `check` (sync or async) every 50 ms until it returns a value that is not false/null/undefined. */
-export async function until<T>(
-  check: () => T | false | null | undefined | Promise<T | false | null | undefined>,
-  what: string,
-  timeoutMs = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown = null;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false && value !== null) return value;
-    } catch (error) {
-      lastError = error;
-    }
-    if (Date.now() > deadline) {
-      const why = lastError instanceof Error ? ` (last error: ${lastError.message})` : "";
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+export { waitFor as until } from "./wait.js";
 
 export interface HealthInstance {
   readonly id: string;

@@ -2,6 +2,7 @@
 import { connectAsync, type MqttClient } from "mqtt";
 import type { ControlOutcome, ControlRequest, ControlService } from "../src/control/types.js";
 import { createLogger, type Logger } from "../src/log.js";
+import { waitFor } from "./wait.js";
 
 export interface Received {
   readonly topic: string;
@@ -12,22 +13,7 @@ export interface Received {
   readonly at: number;
 }
 
-/** Polls `check` until it returns something other than undefined/false, or fails after `timeoutMs`. */
-export async function waitFor<T>(
-  check: () => T | undefined | false | null,
-  what: string,
-  timeoutMs = 8000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = check();
-    if (value !== undefined && value !== false && value !== null) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+export { sleep, waitFor } from "./wait.js";
 
 export class Recorder {
   readonly client: MqttClient;

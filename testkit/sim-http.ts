@@ -110,11 +110,4 @@ export async function login(
   return data.token;
 }
 
-/** Waits until `check` returns true, polling every 10 ms; fails after `deadlineMs`. */
-export async function waitFor(check: () => boolean, deadlineMs = 5000, what = "condition"): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+export { waitFor } from "./wait.js";

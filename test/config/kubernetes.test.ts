@@ -17,6 +17,7 @@ import { parseConfigText } from "../../src/config/load.js";
 import type { Config } from "../../src/config/schema.js";
 import { createLogger, type Logger } from "../../src/log.js";
 import { KubeApiStandIn } from "../../testkit/kube-api.js";
+import { waitFor } from "../../testkit/wait.js";
 
 const NS = "pdu";
 const NAME = "pdu-bridge";
@@ -62,14 +63,6 @@ function recorder() {
     onError: (error) => errors.push(error),
   };
   return { changes, restarts, errors, handlers };
-}
-
-async function waitFor(what: string, condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 describe("diffConfig", () => {
@@ -186,14 +179,14 @@ describe("loadKubernetesConfig against a stand-in API server", () => {
     assert.equal(watchRequest?.authorization, `Bearer ${api.token}`);
 
     api.setConfigMap(NS, NAME, { "config.yaml": configYaml({ rackA: 2 }) });
-    await waitFor("onChange", () => changes.length === 1);
+    await waitFor(() => changes.length === 1, "onChange");
     const [change] = changes;
     assert.deepEqual([...change!.live.pollIntervals], [["rack-a", 2]]);
     assert.equal(change!.next.instances[0]?.PollInterval, 2);
     assert.equal(source.config.instances[0]?.PollInterval, 5, "the start configuration is not mutated");
 
     api.setConfigMap(NS, NAME, { "config.yaml": configYaml({ rackA: 2, level: "warn" }) });
-    await waitFor("second onChange", () => changes.length === 2);
+    await waitFor(() => changes.length === 2, "second onChange");
     assert.equal(changes[1]!.live.logLevel, "warn");
     assert.equal(
       changes[1]!.live.pollIntervals.size,
@@ -209,7 +202,7 @@ describe("loadKubernetesConfig against a stand-in API server", () => {
     const logger = createLogger({ destination: { write: (line: string) => void lines.push(line) } });
     const { changes, restarts } = await loadAndWatch(t, logger);
     api.setConfigMap(NS, NAME, { "config.yaml": configYaml({ parentTopic: "moved" }) });
-    await waitFor("onRestartRequired", () => restarts.length === 1);
+    await waitFor(() => restarts.length === 1, "onRestartRequired");
     assert.match(restarts[0]!, /Mqtt\.ParentTopic/);
     const logged = lines.map((l) => JSON.parse(l) as { msg: string });
     assert.ok(
@@ -235,12 +228,12 @@ describe("loadKubernetesConfig against a stand-in API server", () => {
   it("reports an Api.ApiKey arriving through the watch and keeps the old configuration", async (t) => {
     const { changes, restarts, errors } = await loadAndWatch(t);
     api.setConfigMap(NS, NAME, { "config.yaml": configYaml({ apiKey: "hunter2", parentTopic: "moved" }) });
-    await waitFor("onError", () => errors.length === 1);
+    await waitFor(() => errors.length === 1, "onError");
     assert.ok(errors[0] instanceof ConfigError);
     assert.match(errors[0].message, /Api\.ApiKey: secrets do not belong in ConfigMaps/);
     // Still on the old configuration: a later valid change is compared with it, and still watched.
     api.setConfigMap(NS, NAME, { "config.yaml": configYaml({ rackA: 3 }) });
-    await waitFor("onChange", () => changes.length === 1);
+    await waitFor(() => changes.length === 1, "onChange");
     assert.deepEqual([...changes[0]!.live.pollIntervals], [["rack-a", 3]]);
     assert.deepEqual(restarts, []);
   });
@@ -248,10 +241,10 @@ describe("loadKubernetesConfig against a stand-in API server", () => {
   it("reports an invalid configuration or a missing config.yaml key through the watch", async (t) => {
     const { changes, errors } = await loadAndWatch(t);
     api.setConfigMap(NS, NAME, { "config.yaml": configYaml({ rackA: 0 }) });
-    await waitFor("onError", () => errors.length === 1);
+    await waitFor(() => errors.length === 1, "onError");
     assert.match(errors[0]!.message, /Pdus\.rack-a\.PollInterval/);
     api.setConfigMap(NS, NAME, { "other.yaml": "x" });
-    await waitFor("second onError", () => errors.length === 2);
+    await waitFor(() => errors.length === 2, "second onError");
     assert.match(errors[1]!.message, /has no key config\.yaml/);
     assert.deepEqual(changes, []);
   });
@@ -264,7 +257,7 @@ describe("loadKubernetesConfig against a stand-in API server", () => {
     await api.waitForWatches(1);
     assert.equal(api.requests.at(-1)?.authorization, "Bearer token-2");
     api.setConfigMap(NS, NAME, { "config.yaml": configYaml({ rackA: 4 }) });
-    await waitFor("onChange after reconnect", () => changes.length === 1);
+    await waitFor(() => changes.length === 1, "onChange after reconnect");
     assert.equal(changes[0]!.live.pollIntervals.get("rack-a"), 4);
   });
 
@@ -277,7 +270,7 @@ describe("loadKubernetesConfig against a stand-in API server", () => {
     assert.equal(after[0]?.path, `/api/v1/namespaces/${NS}/configmaps/${NAME}`, "a GET comes first");
     assert.equal(after[1]?.query.get("watch"), "true");
     api.setConfigMap(NS, NAME, { "config.yaml": configYaml({ rackA: 6 }) });
-    await waitFor("onChange", () => changes.length === 1);
+    await waitFor(() => changes.length === 1, "onChange");
     assert.deepEqual(errors, [], "410 is part of watching, not an error");
   });
 
@@ -285,12 +278,12 @@ describe("loadKubernetesConfig against a stand-in API server", () => {
     const { changes, errors } = await loadAndWatch(t);
     api.answerAll({ code: 500, message: "etcd is having a day" });
     api.endWatches();
-    await waitFor("onError", () => errors.length >= 2);
+    await waitFor(() => errors.length >= 2, "onError");
     assert.match(errors[0]!.message, /HTTP 500.*etcd is having a day/);
     api.answerAll(null);
     await api.waitForWatches(1);
     api.setConfigMap(NS, NAME, { "config.yaml": configYaml({ rackA: 8 }) });
-    await waitFor("onChange", () => changes.length === 1);
+    await waitFor(() => changes.length === 1, "onChange");
   });
 
   it("names SERVICE_CONFIG_CONFIGMAP when the ConfigMap does not exist (404)", async () => {

@@ -70,7 +70,7 @@ describe("pdu-bridge simulate", () => {
       ...io,
       signal: controller.signal,
     });
-    await waitFor(() => io.lines.some((l) => l.includes("Ctrl+C")), 5000, "the simulator to start");
+    await waitFor(() => io.lines.some((l) => l.includes("Ctrl+C")), "the simulator to start", 5000);
     const urls = io.lines.flatMap((l) => /(http:\/\/127\.0\.0\.1:\d+) /.exec(l)?.[1] ?? []);
     assert.equal(urls.length, 2, io.lines.join("\n"));
     assert.ok(io.lines.includes("Login: admin / admin"));
@@ -89,7 +89,7 @@ describe("pdu-bridge simulate", () => {
     const controller = new AbortController();
     const done = runSimulateCommand(["--port", "0"], { ...first, signal: controller.signal });
     try {
-      await waitFor(() => first.lines.some((l) => l.includes("Ctrl+C")), 5000, "the simulator to start");
+      await waitFor(() => first.lines.some((l) => l.includes("Ctrl+C")), "the simulator to start", 5000);
       const port = /127\.0\.0\.1:(\d+)/.exec(first.lines.join("\n"))?.[1] ?? "";
       const second = capture();
       assert.equal(await runSimulateCommand(["--port", port], second), 1);

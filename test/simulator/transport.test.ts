@@ -166,7 +166,7 @@ describe("simulator faults", () => {
     try {
       sim.clearRequests();
       const pending = transportError(request(`${sim.url}/api`, { timeoutMs: 300 }));
-      await waitFor(() => sim.requests.length === 1, 5000, "the request to arrive");
+      await waitFor(() => sim.requests.length === 1, "the request to arrive", 5000);
       assert.equal(await pending, "timeout");
     } finally {
       await sim.setFault(null);
@@ -297,7 +297,7 @@ describe("simulator close", () => {
     const sim = await startSimulator({});
     await sim.setFault("hang");
     const pending = transportError(request(`${sim.url}/api`));
-    await waitFor(() => sim.requests.length === 1, 5000, "the request to arrive");
+    await waitFor(() => sim.requests.length === 1, "the request to arrive", 5000);
     await sim.close();
     assert.match(await pending, /^(ECONNRESET|socket hang up)$/);
   });

@@ -1,0 +1,30 @@
+/** Waiting for a condition in tests: a deadline for correctness, never a speed assertion. */
+
+/**
+ * Polls `check` (sync or async) until it returns something other than undefined, null or false and
+ * returns that; a throw counts as "not yet" and is reported if the deadline passes.
+ */
+export async function waitFor<T>(
+  check: () => T | false | null | undefined | Promise<T | false | null | undefined>,
+  what: string,
+  timeoutMs = 8000,
+  intervalMs = 20,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown = null;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false && value !== null) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    if (Date.now() > deadline) {
+      const why = lastError instanceof Error ? ` (last error: ${lastError.message})` : "";
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
