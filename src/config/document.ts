@@ -2,7 +2,7 @@
  * YAML text → plain data, plus what plain data loses: the line of every key and the order of the
  * keys of every mapping (a JS object puts integer-like keys such as "1" and "2" first).
  */
-import { isMap, isScalar, LineCounter, parseDocument, type YAMLMap } from "yaml";
+import { CST, isMap, isScalar, Lexer, LineCounter, parseDocument, type YAMLMap } from "yaml";
 import { ConfigError } from "./errors.js";
 
 export type KeyPath = readonly string[];
@@ -20,8 +20,39 @@ export interface ParsedYaml {
 
 const pathKey = (path: KeyPath) => JSON.stringify(path);
 
+/**
+ * Deepest nesting of flow collections (`[`, `{`) accepted. A configuration needs about 4; yaml's
+ * composer recurses per level and overflows the stack at about 800, and after one such overflow the
+ * next deep document parsed in the same process aborts Node (a fatal V8 "RegExpCompiler allocation
+ * failed"): the Kubernetes source re-parses every ConfigMap change in the running service.
+ */
+export const MAX_FLOW_DEPTH = 64;
+
+/** The 1-based line where flow collections first nest deeper than {@link MAX_FLOW_DEPTH}, or null. */
+export function tooDeepAt(text: string): number | null {
+  // yaml's lexer is iterative and knows quoted scalars, so brackets inside strings do not count.
+  let depth = 0;
+  let offset = 0;
+  for (const token of new Lexer().lex(text)) {
+    const type = CST.tokenType(token);
+    if (type === "flow-map-start" || type === "flow-seq-start") {
+      if (++depth > MAX_FLOW_DEPTH) return text.slice(0, offset).split("\n").length;
+    } else if (type === "flow-map-end" || type === "flow-seq-end") depth = Math.max(0, depth - 1);
+    // Control tokens (document, scalar and flow-error markers) are not source text.
+    if (type !== "doc-mode" && type !== "scalar" && type !== "flow-error-end") offset += token.length;
+  }
+  return null;
+}
+
 /** Parses one YAML document; syntax errors and an empty document are {@link ConfigError}s. */
 export function parseYaml(text: string, origin: string): ParsedYaml {
+  const deep = tooDeepAt(text);
+  if (deep !== null) {
+    throw new ConfigError("", `invalid YAML: collections nested more than ${MAX_FLOW_DEPTH} levels deep`, {
+      file: origin,
+      line: deep,
+    });
+  }
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, stringKeys: true, merge: true, prettyErrors: true });
   const [error] = doc.errors;

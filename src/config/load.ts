@@ -95,8 +95,12 @@ export async function parseConfigText(
   options: ParseOptions = {},
 ): Promise<Config> {
   const yaml = parseYaml(text, origin);
+  // An empty key is written `""`, so that it is named (a bare "" would read as the whole file).
   const fail = (path: KeyPath, problem: string, linePath: KeyPath = path): ConfigError =>
-    new ConfigError(path.join("."), problem, { file: origin, line: yaml.lineOf(linePath) });
+    new ConfigError(path.map((k) => (k === "" ? '""' : k)).join("."), problem, {
+      file: origin,
+      line: yaml.lineOf(linePath),
+    });
 
   // toJS built this data for us alone, so it is filled in place.
   const data = yaml.value;

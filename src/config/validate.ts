@@ -52,7 +52,8 @@ export function findUnknownKey(
   if (schema.properties !== undefined) {
     const known = Object.keys(schema.properties);
     for (const key of ordered) {
-      const child = schema.properties[key];
+      // Own properties only: `constructor`, `toString`, `__proto__` are unknown keys, not Object's.
+      const child = Object.hasOwn(schema.properties, key) ? schema.properties[key] : undefined;
       if (child === undefined) return { path: [...path, key], problem: unknownKeyProblem(key, known) };
       const found = findUnknownKey(child, value[key], keysOf, [...path, key]);
       if (found !== undefined) return found;

@@ -14,6 +14,7 @@ import Fastify, {
 } from "fastify";
 import { ConfigError } from "../config/errors.js";
 import type { Logger } from "../log.js";
+import { installJsonBodyParser } from "./json-body.js";
 import {
   BODY_LIMIT,
   INTERNAL_ERROR_DETAIL,
@@ -100,6 +101,9 @@ export function createHttpApp(logger: Logger, listener: "api" | "health", hint: 
     // Per-request lines would be noise (probes every few seconds); errors and control are logged.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
+    // Node answers an HTTP/1.1 request without Host with a bare 400 of its own (no body, no
+    // headers); the onRequest hook of installProblemHandling answers it as a problem instead.
+    http: { requireHostHeader: false },
     // Requests that arrive while closing are answered normally (the close takes milliseconds).
     return503OnClosing: false,
     clientErrorHandler,
@@ -110,6 +114,7 @@ export function createHttpApp(logger: Logger, listener: "api" | "health", hint: 
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  installJsonBodyParser(app);
 
   app.addHook("onSend", (request, reply, payload, done) => {
     applySecurityHeaders(reply, request.url);

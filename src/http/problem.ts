@@ -7,6 +7,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import Type from "typebox";
 import type { HttpApp } from "./common.js";
+import { DUPLICATE_KEY_CODE } from "./json-body.js";
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
@@ -145,6 +146,12 @@ export function problemForError(error: FastifyError): Problem | null {
       return problem(400, "the body is empty; send a JSON object");
     case "FST_ERR_CTP_INVALID_JSON_BODY":
       return problem(400, "the body is not valid JSON; send a JSON object");
+    case DUPLICATE_KEY_CODE: {
+      const key = (error as FastifyError & { key?: unknown }).key;
+      const name =
+        typeof key === "string" ? JSON.stringify(key.length > 40 ? `${key.slice(0, 40)}…` : key) : "a key";
+      return problem(400, `the body has ${name} more than once; send each key once`);
+    }
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
       return problem(400, "Content-Length does not match the length of the body");
     case "FST_ERR_BAD_URL":
@@ -187,7 +194,8 @@ export function replyNotFound(
 
 /**
  * Installs the error model on a listener: the not-found handler (404/405), the error handler, and an
- * `onRequest` hook that refuses a declared oversize body and unknown paths before any body is read.
+ * `onRequest` hook that refuses an HTTP/1.1 request without Host, a declared oversize body and
+ * unknown paths before any body is read.
  */
 export function installProblemHandling(app: HttpApp, hint: string): void {
   app.setNotFoundHandler((request, reply) => replyNotFound(app, request, reply, hint));
@@ -200,6 +208,10 @@ export function installProblemHandling(app: HttpApp, hint: string): void {
   });
 
   app.addHook("onRequest", (request, reply, done) => {
+    if (request.headers.host === undefined && request.raw.httpVersion === "1.1") {
+      sendProblem(reply, problem(400, "the Host header is missing; HTTP/1.1 requests must send one"));
+      return;
+    }
     const length = Number(request.headers["content-length"] ?? 0);
     if (length > BODY_LIMIT) {
       sendProblem(reply, tooLarge());

@@ -55,6 +55,17 @@ async function registerDocs(app: HttpApp): Promise<void> {
       defaultModelsExpandDepth: 1,
     },
     theme: { title: "pdu-bridge API" },
+    uiHooks: {
+      // swagger-ui redirects static/index.html to the page by rewriting the URL with a pattern
+      // anchored at its end, so with a query string (or a fragment) it redirected to itself, forever.
+      onRequest: (request, reply, done) => {
+        if (request.url.split(/[?#]/, 1)[0] === `${DOCS_PREFIX}/static/index.html`) {
+          void reply.redirect(`${DOCS_PREFIX}/`, 302);
+          return;
+        }
+        done();
+      },
+    },
   });
 }
 
