@@ -4,14 +4,14 @@
  * Exit codes: 0 clean stop, 2 configuration error (one message, no stack), 1 anything else fatal.
  */
 import { parseArgs } from "node:util";
-import { App } from "./app.js";
-import { runDemo } from "./demo.js";
-import { runCheckConfig } from "./config/cli.js";
 import { ConfigError } from "./config/errors.js";
-import { loadConfigFile, resolveConfigPath } from "./config/load.js";
 import { configSource, loadKubernetesConfig } from "./config/kubernetes.js";
+import { loadConfigFile, resolveConfigPath } from "./config/load.js";
 import { describeError } from "./pdu/errors.js";
-import { runSimulateCommand } from "./simulator/cli.js";
+
+// The service itself (fastify, MQTT, the simulator) is imported by the commands that run it, so that
+// `check-config` starts in a fraction of the time.
+const loadApp = async () => (await import("./app.js")).App;
 
 const USAGE = `usage:
   pdu-bridge [run] [--config FILE]         run the bridge
@@ -30,6 +30,7 @@ export async function runBridge(argv: string[]): Promise<number> {
   });
   if (configSource(process.env) === "kubernetes") return runFromKubernetes();
   const config = await loadConfigFile(resolveConfigPath(values.config, process.env), process.env);
+  const App = await loadApp();
   const app = await App.start(config);
   return waitForSignal(() => app.stop());
 }
@@ -40,6 +41,7 @@ export async function runBridge(argv: string[]): Promise<number> {
  */
 async function runFromKubernetes(): Promise<number> {
   const source = await loadKubernetesConfig(process.env);
+  const App = await loadApp();
   const app = await App.start(source.config);
   let restartRequired!: () => void;
   const restart = new Promise<void>((resolve) => (restartRequired = resolve));
@@ -107,20 +109,22 @@ export async function main(argv: string[]): Promise<number> {
     switch (command) {
       case "run":
         return await runBridge(args);
-      case "check-config":
-        return await runCheckConfig(
-          args,
-          process.env,
-          (s) => process.stdout.write(s),
-          (s) => process.stderr.write(s),
-        );
-      case "simulate":
+      case "check-config": {
+        const { runCheckConfig } = await import("./config/cli.js");
+        const write = (stream: NodeJS.WriteStream) => (text: string) => void stream.write(text);
+        return await runCheckConfig(args, process.env, write(process.stdout), write(process.stderr));
+      }
+      case "simulate": {
+        const { runSimulateCommand } = await import("./simulator/cli.js");
         return await runSimulateCommand(args);
-      case "demo":
+      }
+      case "demo": {
+        const { runDemo } = await import("./demo.js");
         return await runDemo(args, {
           out: (s) => process.stdout.write(s),
           until: (stop) => waitForSignal(stop),
         });
+      }
       case "help":
         process.stdout.write(`${USAGE}\n`);
         return 0;
