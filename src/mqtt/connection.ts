@@ -154,6 +154,14 @@ export class MqttConnection {
    */
   publish(topic: string, payload: string, qos: 0 | 1, retain: boolean): boolean {
     if (!this.#connected) return false;
+    if (qos === 0) {
+      // No callback: mqtt.js waits for `drain` once per publish that has one while the socket is
+      // backed up, and removing each of those listeners is O(n). Under the discovery burst of a large
+      // fleet that made every publish quadratic and stopped polling altogether (npm run bench). A
+      // QoS 0 message is never acknowledged, so the callback could only report local write errors.
+      this.#client.publish(topic, payload, { qos, retain });
+      return true;
+    }
     this.#client.publish(topic, payload, { qos, retain }, (error) => {
       if (error) this.#logger.debug({ topic, err: describeError(error) }, "MQTT publish failed");
     });
