@@ -5,7 +5,7 @@
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import Type from "typebox";
-import { compareReadings, readingsOf } from "../../pdu/readings.js";
+import { compareOrdinal, readingsOf } from "../../pdu/readings.js";
 import { createHttpApp, DOCS_PREFIX, listen, type HttpApp, type RunningListener } from "../common.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
@@ -187,7 +187,10 @@ function registerReadRoutes(app: HttpApp, deps: HttpDeps): void {
           return sendProblem(reply, problem(404, detail));
         }
       }
-      return statuses.flatMap((s) => (s.snapshot ? readingsOf(s.snapshot) : [])).sort(compareReadings);
+      // Each instance's readings are already in order: ordering the instances orders them all.
+      return [...statuses]
+        .sort((a, b) => compareOrdinal(a.id, b.id))
+        .flatMap((s) => (s.snapshot ? readingsOf(s.snapshot) : []));
     },
   );
 }
