@@ -1,0 +1,84 @@
+/**
+ * The real bridge as a child process: `node dist/src/main.js --config <generated yaml>`, so its CPU
+ * time and RSS are its own. The YAML is what an operator would write for the fleet.
+ */
+import { writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { DIST, spawnNode, type LoggedChild } from "./child.js";
+import { pduId } from "./sim-fleet.js";
+
+export interface BridgeConfigOptions {
+  readonly dir: string;
+  readonly name: string;
+  /** Ports of the PDUs to poll (instance i is `pdu-NNNN` on ports[i]). */
+  readonly ports: readonly number[];
+  readonly broker: { readonly host: string; readonly port: number };
+  readonly pollIntervalS: number;
+  /** REST API on this port (with this key, when given); omitted: API off. */
+  readonly api?: { readonly port: number; readonly apiKey?: string };
+  /** ActionsEnabled (with the simulator's admin/admin credentials). */
+  readonly actions?: boolean;
+  readonly logLevel?: string;
+}
+
+/** Writes the configuration file and returns its path. */
+export function writeBridgeConfig(o: BridgeConfigOptions): string {
+  const lines = [
+    "Mqtt:",
+    "  Connection:",
+    `    Host: ${o.broker.host}`,
+    `    Port: ${o.broker.port}`,
+    "    Scheme: mqtt",
+    `  ClientId: bench-${o.name}-${process.pid}`,
+    "  ParentTopic: pdu-bridge",
+    "Pdus:",
+  ];
+  o.ports.forEach((port, i) => {
+    lines.push(
+      `  ${pduId(i)}:`,
+      `    Connection: { Host: 127.0.0.1, Port: ${port}, Scheme: http, Timeout: 15 }`,
+      `    PollInterval: ${o.pollIntervalS}`,
+      `    ActionsEnabled: ${o.actions === true}`,
+    );
+    if (o.actions === true) lines.push("    Credentials: { Username: admin, Password: admin }");
+  });
+  lines.push(
+    "HomeAssistant:",
+    "  DiscoveryEnabled: true",
+    "  DiscoveryTopic: homeassistant",
+    "  SensorExpireAfterSeconds: 300",
+  );
+  if (o.api) {
+    lines.push(
+      "Api:",
+      "  Enabled: true",
+      `  Port: ${o.api.port}`,
+      "  Bind: 127.0.0.1",
+      `  ApiKey: ${JSON.stringify(o.api.apiKey ?? "")}`,
+    );
+  } else {
+    lines.push("Api: { Enabled: false }");
+  }
+  lines.push("Health: { Enabled: false }", "Logging:", `  Level: ${o.logLevel ?? "info"}`);
+  const file = join(o.dir, `${o.name}.yaml`);
+  writeFileSync(file, `${lines.join("\n")}\n`);
+  return file;
+}
+
+/** Starts the bridge on `configFile` and waits for "pdu-bridge started". */
+export async function startBridge(options: {
+  configFile: string;
+  logFile: string;
+  /** More node options (the runner's `--bridge-import`). */
+  nodeArgs?: readonly string[];
+}): Promise<LoggedChild> {
+  const nodeArgs = options.nodeArgs ?? [];
+  const bridge = spawnNode(resolve(DIST, "src/main.js"), ["--config", options.configFile], {
+    logFile: options.logFile,
+    nodeArgs,
+    // The API key and PDU credentials are in the file; keep SERVICE_* from the caller's shell out.
+    env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_"))),
+  });
+  await bridge.waitForLog("pdu-bridge started", 30_000);
+  return bridge;
+}

@@ -1,0 +1,72 @@
+/**
+ * A mosquitto for one scenario, on a free loopback port, with its pid exposed so its CPU can be
+ * sampled. Unlike testkit/mosquitto.ts it lifts the per-client queue limits: a benchmark subscriber
+ * on `#` must count every message, not see QoS 0 messages dropped under bursts.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort } from "../../testkit/mosquitto.js";
+import { sleep, stopChild } from "./child.js";
+
+export interface Broker {
+  readonly host: string;
+  readonly port: number;
+  readonly pid: number;
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+export async function startBroker(binary: string): Promise<Broker> {
+  const dir = await mkdtemp(join(tmpdir(), "pdu-bridge-bench-mosquitto-"));
+  // mosquitto started as root drops to its own user: let it read its files.
+  await chmod(dir, 0o755);
+  const port = await freePort();
+  const conf = join(dir, "mosquitto.conf");
+  const lines = [
+    `listener ${port} 127.0.0.1`,
+    "allow_anonymous true",
+    "persistence false",
+    "log_dest stderr",
+    "log_type error",
+    "log_type warning",
+    "max_queued_messages 0",
+    "max_inflight_messages 0",
+  ];
+  await writeFile(conf, `${lines.join("\n")}\n`, { mode: 0o644 });
+  const child: ChildProcess = spawn(binary, ["-c", conf], { stdio: ["ignore", "ignore", "pipe"] });
+  let output = "";
+  child.stderr?.setEncoding("utf8");
+  child.stderr?.on("data", (chunk: string) => {
+    output = (output + chunk).slice(-4000);
+  });
+  const deadline = Date.now() + 10_000;
+  while (!(await canConnect(port))) {
+    if (child.exitCode !== null) throw new Error(`mosquitto exited with ${child.exitCode}: ${output}`);
+    if (Date.now() > deadline) throw new Error(`mosquitto did not listen on ${port}: ${output}`);
+    await sleep(50);
+  }
+  return {
+    host: "127.0.0.1",
+    port,
+    pid: child.pid!,
+    url: `mqtt://127.0.0.1:${port}`,
+    async close() {
+      await stopChild(child, 3000);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: "127.0.0.1", port });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}

@@ -1,0 +1,72 @@
+/** Small statistics helpers for the benchmarks. */
+
+/** Percentile `p` (0..100) of `values` by linear interpolation between closest ranks; null when empty. */
+export function percentile(values: readonly number[], p: number): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = (p / 100) * (sorted.length - 1);
+  const lo = Math.floor(rank);
+  const hi = Math.ceil(rank);
+  const a = sorted[lo]!;
+  const b = sorted[hi]!;
+  return a + (b - a) * (rank - lo);
+}
+
+export function median(values: readonly number[]): number | null {
+  return percentile(values, 50);
+}
+
+export function mean(values: readonly number[]): number | null {
+  if (values.length === 0) return null;
+  let sum = 0;
+  for (const v of values) sum += v;
+  return sum / values.length;
+}
+
+/** `a / b`, or null when either is missing or b is 0. */
+export function ratio(a: number | null, b: number | null): number | null {
+  if (a === null || b === null || b === 0) return null;
+  return a / b;
+}
+
+export function round(v: number | null, digits = 2): number | null {
+  if (v === null || !Number.isFinite(v)) return null;
+  const f = 10 ** digits;
+  return Math.round(v * f) / f;
+}
+
+/**
+ * Lateness of periodic requests seen by a server, per client, from their arrival times alone.
+ *
+ * Each poll k of one PDU is expected at `phase + k·interval`. The phase is unknown from the
+ * outside, so it is taken from the *earliest* poll of the window (the one with the smallest
+ * deviation from the interval grid): lateness is how much later than that best poll each poll came,
+ * which is exactly the scheduler jitter the target is about (a constant network delay, the same for
+ * every poll, is not lateness). Also returns the spacing deviation |Δt − interval| of consecutive
+ * polls and how many intervals passed without a poll (skipped turns).
+ */
+export function pollLateness(
+  timesPerClient: readonly (readonly number[])[],
+  intervalMs: number,
+): { lateness: number[]; spacing: number[]; polls: number; skipped: number } {
+  const lateness: number[] = [];
+  const spacing: number[] = [];
+  let polls = 0;
+  let skipped = 0;
+  for (const times of timesPerClient) {
+    if (times.length === 0) continue;
+    const sorted = [...times].sort((a, b) => a - b);
+    polls += sorted.length;
+    const t0 = sorted[0]!;
+    const deviations = sorted.map((t) => t - t0 - Math.round((t - t0) / intervalMs) * intervalMs);
+    const best = Math.min(...deviations);
+    for (const d of deviations) lateness.push(d - best);
+    for (let i = 1; i < sorted.length; i++) {
+      const gap = sorted[i]! - sorted[i - 1]!;
+      const turns = Math.round(gap / intervalMs);
+      if (turns > 1) skipped += turns - 1;
+      spacing.push(Math.abs(gap - Math.max(1, turns) * intervalMs));
+    }
+  }
+  return { lateness, spacing, polls, skipped };
+}
