@@ -57,6 +57,24 @@ export function compareReadings(a: Reading, b: Reading): number {
  */
 const cache = new WeakMap<Snapshot, readonly Reading[]>();
 
+const jsonCache = new WeakMap<Snapshot, string>();
+
+/**
+ * The readings of one snapshot as the members of a JSON array (no brackets; "" when there are none),
+ * serialised once per snapshot, so that a busy REST API does not serialise the same values again on
+ * every request (npm run bench, API scenario).
+ */
+export function readingsJson(snapshot: Snapshot): string {
+  let json = jsonCache.get(snapshot);
+  if (json === undefined) {
+    json = readingsOf(snapshot)
+      .map((r) => JSON.stringify(r))
+      .join(",");
+    jsonCache.set(snapshot, json);
+  }
+  return json;
+}
+
 /** Every numeric reading of one snapshot, sorted (see {@link compareReadings}). */
 export function readingsOf(snapshot: Snapshot): readonly Reading[] {
   let readings = cache.get(snapshot);
