@@ -2,13 +2,23 @@
  * The REST API's schemas (typebox): they validate requests, serialise responses (fast-json-stringify)
  * and are the OpenAPI document. Shared ones carry an `$id` and appear under `#/components/schemas`.
  */
-import Type, { type TSchema } from "typebox";
+import Type, { type Static, type TSchema } from "typebox";
 import { GROUP_ACTIONS, OUTLET_ACTIONS } from "../../control/types.js";
 import { ProblemSchema } from "../problem.js";
 
 const time = (description: string) => Type.String({ format: "date-time", description });
-const nullable = <T extends TSchema>(schema: T, description: string) =>
-  Type.Union([schema, Type.Null()], { description });
+/**
+ * `T | null`. A schema with one primitive `type` becomes `type: [T, "null"]` (OpenAPI 3.1 allows it)
+ * rather than `anyOf`: fast-json-stringify serialises a type list with `typeof` checks, but an
+ * `anyOf` by validating every value against each branch, which the API benchmark measured as a tenth
+ * of /api/v1/health's time.
+ */
+const nullable = <T extends TSchema>(schema: T, description: string): TSchema => {
+  const { type, ...rest } = schema as TSchema & { type?: unknown };
+  return typeof type === "string"
+    ? Type.Unsafe<Static<T> | null>({ ...rest, type: [type, "null"], description })
+    : Type.Union([schema, Type.Null()], { description });
+};
 
 export const InstanceSchema = Type.Object(
   {
