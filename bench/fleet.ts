@@ -7,7 +7,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { startBridge, writeBridgeConfig } from "./lib/bridge.js";
+import { bridgeProcess, startBridge, writeBridgeConfig } from "./lib/bridge.js";
 import { startBroker } from "./lib/broker.js";
 import { DIST, IpcChild, spawnNode, stopChild } from "./lib/child.js";
 import { measurePoller, type BenchContext, type PollerRun, type ScenarioResult } from "./lib/measure.js";
@@ -67,14 +67,7 @@ export async function runFleet(ctx: BenchContext): Promise<ScenarioResult> {
       windowSeconds,
       prefixes: ["pdu-bridge", "homeassistant"],
       settlePrefix: "homeassistant",
-      start: async () => {
-        const child = await startBridge({
-          configFile,
-          logFile: join(ctx.workDir, "fleet-bridge.log"),
-          nodeArgs: ctx.bridgeNodeArgs,
-        });
-        return { pid: child.pid, stop: () => stopChild(child.child) };
-      },
+      start: () => bridgeProcess(configFile, join(ctx.workDir, "fleet-bridge.log"), ctx.bridgeNodeArgs),
     });
 
     let profile: { file: string; summary: ProfileSummary; run: PollerRun } | null = null;

@@ -12,7 +12,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { freePort } from "../testkit/mosquitto.js";
-import { startBridge, writeBridgeConfig } from "./lib/bridge.js";
+import { bridgeProcess, writeBridgeConfig } from "./lib/bridge.js";
 import { startBroker, type Broker } from "./lib/broker.js";
 import { DIST, IpcChild, ROOT, spawnNode, stopChild } from "./lib/child.js";
 import { measurePoller, type BenchContext, type PollerRun, type ScenarioResult } from "./lib/measure.js";
@@ -203,14 +203,7 @@ export async function runPeer(ctx: BenchContext): Promise<ScenarioResult> {
       name: "pdu-bridge",
       prefixes: ["pdu-bridge", "homeassistant"],
       settlePrefix: "homeassistant",
-      start: async () => {
-        const child = await startBridge({
-          configFile,
-          logFile: join(ctx.workDir, "peer-bridge.log"),
-          nodeArgs: ctx.bridgeNodeArgs,
-        });
-        return { pid: child.pid, stop: () => stopChild(child.child) };
-      },
+      start: () => bridgeProcess(configFile, join(ctx.workDir, "peer-bridge.log"), ctx.bridgeNodeArgs),
     });
 
     const label = "Node-RED";

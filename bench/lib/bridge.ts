@@ -4,7 +4,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { DIST, spawnNode, type LoggedChild } from "./child.js";
+import { DIST, spawnNode, stopChild, type LoggedChild } from "./child.js";
 import { pduId } from "./sim-fleet.js";
 
 export interface BridgeConfigOptions {
@@ -81,4 +81,14 @@ export async function startBridge(options: {
   });
   await bridge.waitForLog("pdu-bridge started", 30_000);
   return bridge;
+}
+
+/** {@link startBridge} as a measured process: its pid, and how to stop it. */
+export async function bridgeProcess(
+  configFile: string,
+  logFile: string,
+  nodeArgs: readonly string[],
+): Promise<{ pid: number; stop: () => Promise<void> }> {
+  const child = await startBridge({ configFile, logFile, nodeArgs });
+  return { pid: child.pid, stop: () => stopChild(child.child) };
 }
