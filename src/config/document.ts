@@ -2,7 +2,7 @@
  * YAML text → plain data, plus what plain data loses: the line of every key and the order of the
  * keys of every mapping (a JS object puts integer-like keys such as "1" and "2" first).
  */
-import { CST, isMap, isScalar, Lexer, LineCounter, parseDocument, type YAMLMap } from "yaml";
+import { isMap, isScalar, LineCounter, parseDocument, Parser, type YAMLMap } from "yaml";
 import { ConfigError } from "./errors.js";
 
 export type KeyPath = readonly string[];
@@ -21,25 +21,40 @@ export interface ParsedYaml {
 const pathKey = (path: KeyPath) => JSON.stringify(path);
 
 /**
- * Deepest nesting of flow collections (`[`, `{`) accepted. A configuration needs about 4; yaml's
- * composer recurses per level and overflows the stack at about 800, and after one such overflow the
- * next deep document parsed in the same process aborts Node (a fatal V8 "RegExpCompiler allocation
- * failed"): the Kubernetes source re-parses every ConfigMap change in the running service.
+ * Deepest nesting of collections (block or flow) accepted. A configuration needs about 4; yaml's
+ * composer recurses per level and overflows the stack somewhere near 800 (where exactly depends on
+ * how deep the caller's stack already is, so the message would not even be stable), and after one
+ * such overflow the next deep document parsed in the same process can abort Node (a fatal V8
+ * "RegExpCompiler allocation failed"): the Kubernetes source re-parses every ConfigMap change in the
+ * running service.
  */
-export const MAX_FLOW_DEPTH = 64;
+export const MAX_DEPTH = 64;
 
-/** The 1-based line where flow collections first nest deeper than {@link MAX_FLOW_DEPTH}, or null. */
+const COLLECTIONS = new Set(["block-map", "block-seq", "flow-collection"]);
+
+/**
+ * The 1-based line where collections first nest deeper than {@link MAX_DEPTH}, or null. Walks yaml's
+ * concrete syntax tree, which its parser builds without recursion, with an explicit stack.
+ */
 export function tooDeepAt(text: string): number | null {
-  // yaml's lexer is iterative and knows quoted scalars, so brackets inside strings do not count.
-  let depth = 0;
-  let offset = 0;
-  for (const token of new Lexer().lex(text)) {
-    const type = CST.tokenType(token);
-    if (type === "flow-map-start" || type === "flow-seq-start") {
-      if (++depth > MAX_FLOW_DEPTH) return text.slice(0, offset).split("\n").length;
-    } else if (type === "flow-map-end" || type === "flow-seq-end") depth = Math.max(0, depth - 1);
-    // Control tokens (document, scalar and flow-error markers) are not source text.
-    if (type !== "doc-mode" && type !== "scalar" && type !== "flow-error-end") offset += token.length;
+  type Node = { type?: unknown; offset?: unknown; items?: unknown; value?: unknown; key?: unknown };
+  const stack: { node: Node; depth: number }[] = [];
+  for (const token of new Parser().parse(text)) stack.push({ node: token, depth: 0 });
+  while (stack.length > 0) {
+    const { node, depth: outer } = stack.pop()!;
+    const depth = typeof node.type === "string" && COLLECTIONS.has(node.type) ? outer + 1 : outer;
+    if (depth > MAX_DEPTH) {
+      const offset = typeof node.offset === "number" ? node.offset : 0;
+      return text.slice(0, offset).split("\n").length;
+    }
+    const children: unknown[] = [node.value, node.key];
+    if (Array.isArray(node.items)) {
+      for (const item of node.items as { key?: unknown; value?: unknown }[])
+        children.push(item.key, item.value);
+    }
+    for (const child of children) {
+      if (typeof child === "object" && child !== null) stack.push({ node: child, depth });
+    }
   }
   return null;
 }
@@ -48,7 +63,7 @@ export function tooDeepAt(text: string): number | null {
 export function parseYaml(text: string, origin: string): ParsedYaml {
   const deep = tooDeepAt(text);
   if (deep !== null) {
-    throw new ConfigError("", `invalid YAML: collections nested more than ${MAX_FLOW_DEPTH} levels deep`, {
+    throw new ConfigError("", `invalid YAML: collections nested more than ${MAX_DEPTH} levels deep`, {
       file: origin,
       line: deep,
     });
