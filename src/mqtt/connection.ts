@@ -24,6 +24,13 @@ export const RECONNECT_CAP_MS = 2000;
 const CONNECT_TIMEOUT_MS = 10_000;
 /** How long a clean stop waits for `offline` to be acknowledged and for the disconnect. */
 const STOP_WAIT_MS = 2000;
+/**
+ * Flow control of bulk publishing (see Publisher): congested from this many unacknowledged QoS 1
+ * messages, until they are down to {@link INFLIGHT_LOW}. About 0.5 MB of discovery configs; the
+ * broker acknowledges a loopback batch within milliseconds, so the pipe stays full.
+ */
+export const INFLIGHT_HIGH = 512;
+export const INFLIGHT_LOW = 128;
 
 /** CONNACK codes that will not get better by retrying (3.1.1 and 5). */
 const FATAL_CONNACK = new Set([1, 2, 4, 5, 132, 133, 134, 135, 138, 140]);
@@ -67,6 +74,11 @@ export class MqttConnection {
   #attempt = 0;
   #timer: NodeJS.Timeout | null = null;
   #stopping = false;
+  /** QoS 1 messages of the current connection not acknowledged yet. */
+  #inflight = 0;
+  /** Bumped on every connect and close: acknowledgements of an older connection are not counted. */
+  #generation = 0;
+  #uncongested: (() => void)[] = [];
   /** Settles the first attempt while `open` waits for it. */
   #startup: { resolve: () => void; reject: (error: Error) => void } | null = null;
 
@@ -162,10 +174,40 @@ export class MqttConnection {
       this.#client.publish(topic, payload, { qos, retain });
       return true;
     }
+    const generation = this.#generation;
+    this.#inflight++;
     this.#client.publish(topic, payload, { qos, retain }, (error) => {
       if (error) this.#logger.debug({ topic, err: describeError(error) }, "MQTT publish failed");
+      if (generation !== this.#generation) return;
+      this.#inflight--;
+      if (this.#inflight <= INFLIGHT_LOW) this.#notifyUncongested();
     });
     return true;
+  }
+
+  get congested(): boolean {
+    return this.#connected && this.#inflight >= INFLIGHT_HIGH;
+  }
+
+  onceUncongested(callback: () => void): void {
+    if (!this.congested) {
+      queueMicrotask(callback);
+      return;
+    }
+    this.#uncongested.push(callback);
+  }
+
+  #notifyUncongested(): void {
+    if (this.#uncongested.length === 0) return;
+    const waiting = this.#uncongested;
+    this.#uncongested = [];
+    for (const callback of waiting) callback();
+  }
+
+  /** A new connection (or none): nothing of it is in flight. */
+  #resetFlow(): void {
+    this.#generation++;
+    this.#inflight = 0;
   }
 
   /** Publishes `offline`, disconnects cleanly and stops reconnecting. Never throws. */
@@ -207,6 +249,7 @@ export class MqttConnection {
   }
 
   #onConnect(): void {
+    this.#resetFlow();
     this.#connected = true;
     this.#since = Date.now();
     this.#lastError = null;
@@ -259,6 +302,8 @@ export class MqttConnection {
   #onClose(): void {
     const wasConnected = this.#connected;
     this.#connected = false;
+    this.#resetFlow();
+    this.#notifyUncongested();
     if (wasConnected || this.#since === null) this.#since = Date.now();
     if (this.#stopping) return;
     if (wasConnected) this.#logger.warn({ broker: this.#broker }, "MQTT connection lost, reconnecting");

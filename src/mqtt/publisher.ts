@@ -14,6 +14,12 @@
  *
  * Per instance there is one flat Map of topic → last payload and send time; publishes are not
  * awaited (QoS 0 for values, QoS 1 for retained topics).
+ *
+ * Bulk work is flow-controlled: Home Assistant discovery (177 configs for a 24-outlet PDU) and
+ * resyncs after a connect are queued per instance and sent only while the connection is not
+ * congested (not too many QoS 1 messages waiting for the broker's acknowledgement). Without it, the
+ * start of a 1000-PDU fleet pushed 177,000 configs into the client at once, faster than the broker
+ * took them, and the process grew by hundreds of megabytes (npm run bench, scenario fleet).
  */
 import type { InstanceConfig } from "../config/schema.js";
 import type { Alarm, Snapshot } from "../pdu/model.js";
@@ -25,6 +31,10 @@ import type { TopicIdGuard, Topics } from "./topics.js";
 export interface Sink {
   readonly connected: boolean;
   publish(topic: string, payload: string, qos: 0 | 1, retain: boolean): boolean;
+  /** True while so many QoS 1 messages wait for acknowledgement that bulk publishing should pause. */
+  readonly congested: boolean;
+  /** Runs `callback` once, when the connection is no longer congested or was lost. */
+  onceUncongested(callback: () => void): void;
 }
 
 export interface PublisherOptions {
@@ -55,6 +65,8 @@ interface InstanceState {
   /** Publish every value on the next poll (after a reconnect, an outage, a Home Assistant restart). */
   valuesStale: boolean;
   walks: number;
+  /** Queued for a resync (status, discovery and retained topics), not only for discovery. */
+  resyncDue: boolean;
   /** Discovery config topics published (and not cleared since). */
   discovery: Set<string>;
   signature: string | null;
@@ -62,8 +74,8 @@ interface InstanceState {
 
 type WalkMode = "poll" | "latch" | "resync";
 
-/** Instances resynced per event loop turn. */
-const RESYNC_BATCH = 10;
+/** Queued instances handled per event loop turn at most. */
+const QUEUE_BATCH = 10;
 
 export class Publisher {
   readonly #o: PublisherOptions;
@@ -71,9 +83,10 @@ export class Publisher {
   readonly #states = new Map<string, InstanceState>();
   readonly #actions: ReadonlyMap<string, boolean>;
   #lastDiscoveryUtc: number | null = null;
-  /** Instances waiting for {@link resync}. */
-  readonly #pending = new Set<string>();
-  #draining = false;
+  /** Instances waiting for discovery or a resync, in arrival order. */
+  readonly #queue = new Set<string>();
+  /** A turn of {@link #pump} is scheduled or waits for the connection to uncongest. */
+  #pumping = false;
 
   constructor(options: PublisherOptions) {
     this.#o = options;
@@ -100,45 +113,67 @@ export class Publisher {
     }
     this.#setStatus(event.instanceId, state, "online", false);
     this.#walk(event.instanceId, state, event.snapshot, "poll");
-    // New or changed entities subscribe only after receiving their config: give them every value
-    // with the next poll rather than after a whole refresh period.
-    if (this.#discover(event.instanceId, state, event.snapshot, false)) state.valuesStale = true;
+    if (this.#discoveryChanged(event.instanceId, state, event.snapshot)) this.#enqueue(event.instanceId);
   }
 
   /**
    * After a (re)connect, or when Home Assistant comes online: every instance's status, discovery
-   * and retained states again, and every value with its next poll. Done a few instances per event
-   * loop turn, so that 1000 PDUs do not block the process for seconds.
+   * and retained states again, and every value with its next poll. Queued like discovery: a few
+   * instances per event loop turn, while the connection keeps up.
    */
   resync(): void {
-    for (const id of this.#o.store.ids()) this.#pending.add(id);
-    if (this.#draining) return;
-    this.#draining = true;
-    this.#drain();
+    for (const id of this.#o.store.ids()) {
+      this.#state(id).resyncDue = true;
+      this.#enqueue(id);
+    }
   }
 
-  readonly #drain = (): void => {
-    if (!this.#o.sink.connected) this.#pending.clear();
+  #enqueue(id: string): void {
+    this.#queue.add(id);
+    if (this.#pumping) return;
+    this.#pumping = true;
+    setImmediate(this.#pump);
+  }
+
+  readonly #pump = (): void => {
+    const sink = this.#o.sink;
     let done = 0;
-    for (const id of this.#pending) {
-      this.#pending.delete(id);
-      this.#resyncOne(id);
-      if (++done === RESYNC_BATCH) break;
+    for (const id of this.#queue) {
+      if (!sink.connected) break;
+      if (sink.congested) {
+        sink.onceUncongested(this.#pump);
+        return;
+      }
+      if (done++ === QUEUE_BATCH) {
+        setImmediate(this.#pump);
+        return;
+      }
+      this.#queue.delete(id);
+      this.#runQueued(id);
     }
-    if (this.#pending.size > 0) setImmediate(this.#drain);
-    else this.#draining = false;
+    // Disconnected: the next connect resyncs every instance anyway.
+    this.#queue.clear();
+    this.#pumping = false;
   };
 
-  #resyncOne(id: string): void {
+  #runQueued(id: string): void {
     const status = this.#o.store.get(id);
     if (status === undefined) return;
     const state = this.#state(id);
-    const online = status.snapshot !== null && status.consecutiveFailures === 0;
-    this.#setStatus(id, state, online ? "online" : "offline", true);
-    state.valuesStale = true;
-    if (status.snapshot === null) return;
-    this.#discover(id, state, status.snapshot, true);
-    this.#walk(id, state, status.snapshot, "resync");
+    const snapshot = status.snapshot;
+    if (state.resyncDue) {
+      state.resyncDue = false;
+      const online = snapshot !== null && status.consecutiveFailures === 0;
+      this.#setStatus(id, state, online ? "online" : "offline", true);
+      state.valuesStale = true;
+      if (snapshot === null) return;
+      this.#discover(id, state, snapshot, true);
+      this.#walk(id, state, snapshot, "resync");
+      return;
+    }
+    // New or changed entities subscribe only after receiving their config: give them every value
+    // with the next poll rather than after a whole refresh period.
+    if (snapshot !== null && this.#discover(id, state, snapshot, false)) state.valuesStale = true;
   }
 
   #state(id: string): InstanceState {
@@ -150,6 +185,7 @@ export class Publisher {
         status: null,
         valuesStale: true,
         walks: 0,
+        resyncDue: false,
         discovery: new Set(),
         signature: null,
       };
@@ -163,6 +199,12 @@ export class Publisher {
     if (status === "online" && state.status !== "online") state.valuesStale = true;
     state.status = status;
     this.#o.sink.publish(this.#o.topics.instanceStatus(id), status, 1, true);
+  }
+
+  /** Whether the instance's discovery differs from what was published last (false: discovery off). */
+  #discoveryChanged(id: string, state: InstanceState, snapshot: Snapshot): boolean {
+    if (this.#o.discovery === null) return false;
+    return discoverySignature(discoveryShape(id, snapshot, this.#o.guard)) !== state.signature;
   }
 
   /**
