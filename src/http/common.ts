@@ -2,7 +2,7 @@
  * What both listeners share: the fastify instance with its limits and error model, the security
  * headers on every response, and listening with a clear configuration error when a port is taken.
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, {
@@ -54,6 +54,21 @@ const SECURITY_HEADERS = {
   "x-frame-options": "DENY",
 } as const;
 
+/** Every header of a JSON answer outside the docs UI, but its length. */
+export const API_JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  "content-type": "application/json; charset=utf-8",
+  ...SECURITY_HEADERS,
+  "content-security-policy": API_CSP,
+  "cache-control": "no-store",
+});
+
+/**
+ * Answers a request without fastify, or returns false to leave it to fastify's routing. For the
+ * few GETs that monitoring polls hardest; answers must be byte for byte what the routes answer. It
+ * must write nothing before it is sure to answer: when it throws, fastify's route answers instead.
+ */
+export type FastPath = (request: IncomingMessage, response: ServerResponse) => boolean;
+
 export function isDocsPath(url: string): boolean {
   return url === DOCS_PREFIX || url.startsWith(`${DOCS_PREFIX}/`) || url.startsWith(`${DOCS_PREFIX}?`);
 }
@@ -63,6 +78,35 @@ function applySecurityHeaders(reply: FastifyReply, url: string): void {
   reply.headers(SECURITY_HEADERS);
   reply.header("content-security-policy", isDocsPath(url) ? DOCS_CSP : API_CSP);
   if (!reply.hasHeader("cache-control")) reply.header("cache-control", "no-store");
+}
+
+/** The node:http server fastify would create (same options and timeouts), with `fastPath` in front. */
+function withFastPath(fastPath: FastPath) {
+  return (
+    handler: (request: IncomingMessage, response: ServerResponse) => void,
+    options: {
+      http?: object;
+      keepAliveTimeout?: number;
+      requestTimeout?: number;
+      connectionTimeout?: number;
+      maxRequestsPerSocket?: number;
+    },
+  ) => {
+    const server = createServer(options.http ?? {}, (request, response) => {
+      let answered = false;
+      try {
+        answered = fastPath(request, response);
+      } catch {
+        // The route fails the same way and answers (and logs) it as a problem.
+      }
+      if (!answered) handler(request, response);
+    });
+    if (options.keepAliveTimeout !== undefined) server.keepAliveTimeout = options.keepAliveTimeout;
+    if (options.requestTimeout !== undefined) server.requestTimeout = options.requestTimeout;
+    server.setTimeout(options.connectionTimeout ?? 0);
+    if ((options.maxRequestsPerSocket ?? 0) > 0) server.maxRequestsPerSocket = options.maxRequestsPerSocket!;
+    return server;
+  };
 }
 
 /** Answers malformed HTTP (before fastify sees a request) in the same problem format. */
@@ -93,13 +137,22 @@ function clientErrorHandler(error: Error & { code?: string }, socket: Socket): v
 
 /**
  * A fastify instance with the shared limits, error model and headers. `hint` ends the detail of a
- * 404 (where to find the listener's paths).
+ * 404 (where to find the listener's paths); `fastPath` sees every request first.
  */
-export function createHttpApp(logger: Logger, listener: "api" | "health", hint: string): HttpApp {
+export function createHttpApp(
+  logger: Logger,
+  listener: "api" | "health",
+  hint: string,
+  fastPath?: FastPath,
+): HttpApp {
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: logger.child({ listener }),
-    // Per-request lines would be noise (probes every few seconds); errors and control are logged.
+    // Per-request lines would be noise (probes every few seconds); errors and control are logged
+    // with the method and URL they concern. No child logger per request: with the redaction
+    // configured, creating one cost more than routing the request (npm run bench, scenario api).
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: (parent) => parent,
+    ...(fastPath === undefined ? {} : { serverFactory: withFastPath(fastPath) }),
     bodyLimit: BODY_LIMIT,
     // Node answers an HTTP/1.1 request without Host with a bare 400 of its own (no body, no
     // headers); the onRequest hook of installProblemHandling answers it as a problem instead.

@@ -65,6 +65,8 @@ export class SnapshotStore {
   readonly #entries = new Map<string, Entry>();
   readonly #listeners = new Set<StoreListener>();
   readonly #now: () => number;
+  /** What {@link list} returns until a status changes (the HTTP bodies are cached against it). */
+  #list: readonly InstanceStatus[] | null = null;
 
   constructor(instanceIds: readonly string[], now: () => number = Date.now) {
     this.#now = now;
@@ -90,9 +92,13 @@ export class SnapshotStore {
     return this.#entries.get(id)?.status;
   }
 
-  /** All instances in configuration order. */
-  list(): InstanceStatus[] {
-    return [...this.#entries.values()].map((e) => e.status);
+  /**
+   * All instances in configuration order. The same array is returned until any status changes, so
+   * callers may cache what they derive from it by its identity.
+   */
+  list(): readonly InstanceStatus[] {
+    this.#list ??= Object.freeze([...this.#entries.values()].map((e) => e.status));
+    return this.#list;
   }
 
   ids(): string[] {
@@ -109,6 +115,7 @@ export class SnapshotStore {
     entry.polled = snapshot;
     this.#dropSettledLatches(entry, snapshot);
     const effective = this.#applyLatches(entry);
+    this.#list = null;
     entry.status = {
       ...entry.status,
       snapshot: effective,
@@ -124,6 +131,7 @@ export class SnapshotStore {
     const entry = this.#require(id);
     const wasOnline = entry.status.consecutiveFailures === 0 && entry.status.lastSuccessUtc !== null;
     const message = describeError(error);
+    this.#list = null;
     entry.status = {
       ...entry.status,
       lastPollUtc: this.#now(),
@@ -174,6 +182,7 @@ export class SnapshotStore {
   #refresh(entry: Entry): void {
     if (!entry.polled) return;
     const effective = this.#applyLatches(entry);
+    this.#list = null;
     entry.status = { ...entry.status, snapshot: effective };
     this.#emit({ kind: "snapshot", instanceId: entry.status.id, snapshot: effective, fromPoll: false });
   }

@@ -5,18 +5,21 @@
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import Type from "typebox";
-import { compareOrdinal, readingsJson } from "../../pdu/readings.js";
-import { createHttpApp, DOCS_PREFIX, listen, type HttpApp, type RunningListener } from "../common.js";
-import type { InstanceStatus } from "../../poller/store.js";
+import {
+  API_JSON_HEADERS,
+  createHttpApp,
+  DOCS_PREFIX,
+  listen,
+  type HttpApp,
+  type RunningListener,
+} from "../common.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
+import { createFastReads, createReadBodies, iso, type ReadBodies } from "./bodies.js";
 import { registerControlRoutes } from "./control.js";
 import { INTERNAL_ERROR, json, jsonArray, problemResponse, SHARED_SCHEMAS } from "./schemas.js";
 
 export const OPENAPI_PATH = "/openapi/v1.json";
-
-const iso = (ms: number): string => new Date(ms).toISOString();
-const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms));
 
 async function registerDocs(app: HttpApp): Promise<void> {
   await app.register(swagger, {
@@ -70,7 +73,7 @@ async function registerDocs(app: HttpApp): Promise<void> {
   });
 }
 
-function registerReadRoutes(app: HttpApp, deps: HttpDeps): void {
+function registerReadRoutes(app: HttpApp, deps: HttpDeps, bodies: ReadBodies): void {
   const now = deps.now ?? Date.now;
 
   app.get(
@@ -106,22 +109,7 @@ function registerReadRoutes(app: HttpApp, deps: HttpDeps): void {
         response: { 200: json("Health", "Service health"), 500: INTERNAL_ERROR },
       },
     },
-    (_request, reply) => {
-      const statuses = deps.store.list();
-      let lastPoll: number | null = null;
-      for (const s of statuses)
-        if (s.lastPollUtc !== null && (lastPoll ?? -1) < s.lastPollUtc) lastPoll = s.lastPollUtc;
-      const head = JSON.stringify({
-        startedUtc: iso(deps.startedAt),
-        uptimeSeconds: Math.max(0, Math.floor((now() - deps.startedAt) / 1000)),
-        mqttConnected: deps.mqttStatus().connected,
-        lastPollUtc: isoOrNull(lastPoll),
-      });
-      const instances = statuses.map(instanceHealthJson).join(",");
-      return reply
-        .type("application/json; charset=utf-8")
-        .send(`${head.slice(0, -1)},"instances":[${instances}]}`);
-    },
+    (_request, reply) => reply.headers(API_JSON_HEADERS).send(bodies.health()),
   );
 
   app.get(
@@ -176,49 +164,20 @@ function registerReadRoutes(app: HttpApp, deps: HttpDeps): void {
       },
     },
     (request, reply) => {
-      let statuses = deps.store.list();
       const wanted = request.query.instance;
-      if (wanted !== undefined) {
-        const exact = statuses.filter((s) => s.id === wanted);
-        const lower = wanted.toLowerCase();
-        const known = statuses.map((s) => s.id);
-        statuses = exact.length > 0 ? exact : statuses.filter((s) => s.id.toLowerCase() === lower);
-        if (statuses.length === 0) {
-          const detail = `unknown instance ${JSON.stringify(wanted.slice(0, 64))}; configured instances: ${known.join(", ")}`;
-          return sendProblem(reply, problem(404, detail));
-        }
+      if (wanted === undefined) return reply.headers(API_JSON_HEADERS).send(bodies.allReadings());
+      const exact = deps.store.get(wanted);
+      const lower = wanted.toLowerCase();
+      const all = deps.store.list();
+      const matches = exact ? [exact] : all.filter((s) => s.id.toLowerCase() === lower);
+      if (matches.length === 0) {
+        const known = all.map((s) => s.id).join(", ");
+        const detail = `unknown instance ${JSON.stringify(wanted.slice(0, 64))}; configured instances: ${known}`;
+        return sendProblem(reply, problem(404, detail));
       }
-      // Each instance's readings are already in order: ordering the instances orders them all. They
-      // are serialised once per snapshot (the schema above still documents them, and the contract
-      // tests check every answer against it).
-      const parts = [...statuses]
-        .sort((a, b) => compareOrdinal(a.id, b.id))
-        .flatMap((s) => (s.snapshot ? [readingsJson(s.snapshot)] : []))
-        .filter((json) => json !== "");
-      return reply.type("application/json; charset=utf-8").send(`[${parts.join(",")}]`);
+      return reply.headers(API_JSON_HEADERS).send(bodies.readingsOf(matches));
     },
   );
-}
-
-/**
- * One instance's entry of /api/v1/health, serialised once per status: the store replaces an
- * instance's status object on every change, so an unchanged instance costs a lookup (with hundreds
- * of instances, building and serialising every entry on every request dominated the endpoint in
- * npm run bench).
- */
-const healthJson = new WeakMap<InstanceStatus, string>();
-function instanceHealthJson(status: InstanceStatus): string {
-  let json = healthJson.get(status);
-  if (json === undefined) {
-    json = JSON.stringify({
-      id: status.id,
-      lastPollUtc: isoOrNull(status.lastPollUtc),
-      lastError: status.lastError,
-      consecutiveFailures: status.consecutiveFailures,
-    });
-    healthJson.set(status, json);
-  }
-  return json;
 }
 
 function registerDocumentRoutes(app: HttpApp): void {
@@ -244,14 +203,16 @@ function registerDocumentRoutes(app: HttpApp): void {
 
 /** The REST API, ready to listen (or to `inject`). */
 export async function buildApiServer(deps: HttpDeps): Promise<HttpApp> {
+  const bodies = createReadBodies(deps);
   const app = createHttpApp(
     deps.logger,
     "api",
     `the endpoints are listed in ${OPENAPI_PATH} and at ${DOCS_PREFIX}`,
+    createFastReads(deps, bodies),
   );
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   await registerDocs(app);
-  registerReadRoutes(app, deps);
+  registerReadRoutes(app, deps, bodies);
   registerControlRoutes(app, deps);
   registerDocumentRoutes(app);
   await app.ready();

@@ -1,0 +1,157 @@
+/**
+ * The bodies of the read endpoints that monitoring polls hardest (`GET /api/v1/health` and
+ * `GET /api/v1/readings`), kept as bytes until what they show changes, and the fast path that
+ * serves the plainest of those requests without fastify.
+ *
+ * Why (docs/performance.md, scenario api): with 200 PDUs polled, building and serialising these
+ * answers per request, then fastify's per-request work, held the REST API to a third of what a bare
+ * node:http server does on the same machine. Cached, an answer is a lookup and one socket write.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Snapshot } from "../../pdu/model.js";
+import { compareOrdinal, readingsJson } from "../../pdu/readings.js";
+import type { InstanceStatus } from "../../poller/store.js";
+import { API_JSON_HEADERS, type FastPath } from "../common.js";
+import type { HttpDeps } from "../types.js";
+
+export const HEALTH_PATH = "/api/v1/health";
+export const READINGS_PATH = "/api/v1/readings";
+const INSTANCE_QUERY = `${READINGS_PATH}?instance=`;
+
+/** Instance ids the fast path serves: only characters a query string carries as they are. */
+const PLAIN_ID = /^[A-Za-z0-9._~-]+$/;
+
+const EMPTY_ARRAY = Buffer.from("[]");
+
+/** API_JSON_HEADERS as a flat name, value list (writeHead takes it as it is; no object per answer). */
+const HEADER_LIST: readonly string[] = Object.entries(API_JSON_HEADERS).flat();
+
+export const iso = (ms: number): string => new Date(ms).toISOString();
+const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms));
+
+export interface ReadBodies {
+  /** The body of `GET /api/v1/health`. */
+  health(): Buffer;
+  /** The body of `GET /api/v1/readings` (every instance). */
+  allReadings(): Buffer;
+  /** The readings of these instances (one: cached with its snapshot). */
+  readingsOf(statuses: readonly InstanceStatus[]): Buffer;
+}
+
+export function createReadBodies(deps: HttpDeps): ReadBodies {
+  const now = deps.now ?? Date.now;
+  // Keyed by the store's list (replaced on every status change), the second of uptime and the
+  // MQTT state: everything the body shows.
+  let health:
+    | { statuses: readonly InstanceStatus[]; uptimeSeconds: number; mqttConnected: boolean; body: Buffer }
+    | undefined;
+  let all: { statuses: readonly InstanceStatus[]; body: Buffer } | undefined;
+  return {
+    health() {
+      const statuses = deps.store.list();
+      const uptimeSeconds = Math.max(0, Math.floor((now() - deps.startedAt) / 1000));
+      const mqttConnected = deps.mqttStatus().connected;
+      if (
+        health?.statuses !== statuses ||
+        health.uptimeSeconds !== uptimeSeconds ||
+        health.mqttConnected !== mqttConnected
+      ) {
+        const head = { startedUtc: iso(deps.startedAt), uptimeSeconds, mqttConnected };
+        health = { statuses, uptimeSeconds, mqttConnected, body: healthBody(head, statuses) };
+      }
+      return health.body;
+    },
+    allReadings() {
+      const statuses = deps.store.list();
+      if (all?.statuses !== statuses) all = { statuses, body: joinReadings(statuses) };
+      return all.body;
+    },
+    readingsOf(statuses) {
+      if (statuses.length !== 1) return joinReadings(statuses);
+      const snapshot = statuses[0]!.snapshot;
+      return snapshot === null ? EMPTY_ARRAY : instanceReadings(snapshot);
+    },
+  };
+}
+
+/**
+ * Answers `GET /api/v1/health` and `GET /api/v1/readings[?instance=<exact id>]` when the request
+ * is as plain as a monitoring probe's (Host present, no body, no other query); anything else goes
+ * to fastify's routes, which answer the same bytes (test/http/fast-path.test.ts compares them).
+ */
+export function createFastReads(deps: HttpDeps, bodies: ReadBodies): FastPath {
+  return (request: IncomingMessage, response: ServerResponse): boolean => {
+    if (request.method !== "GET") return false;
+    const { headers } = request;
+    if (headers.host === undefined || headers["content-length"] !== undefined) return false;
+    if (headers["transfer-encoding"] !== undefined) return false;
+    const url = request.url ?? "";
+    let body: Buffer;
+    if (url === HEALTH_PATH) body = bodies.health();
+    else if (url === READINGS_PATH) body = bodies.allReadings();
+    else if (url.startsWith(INSTANCE_QUERY)) {
+      const id = url.slice(INSTANCE_QUERY.length);
+      const status = PLAIN_ID.test(id) ? deps.store.get(id) : undefined;
+      if (status === undefined) return false;
+      body = bodies.readingsOf([status]);
+    } else return false;
+    response.writeHead(200, [...HEADER_LIST, "content-length", String(body.length)]);
+    response.end(body);
+    return true;
+  };
+}
+
+/**
+ * The readings of these instances as one JSON array. Each instance's readings are already in order,
+ * so ordering the instances orders them all; they are serialised once per snapshot (the schema of
+ * the route still documents them, and the contract tests check every answer against it).
+ */
+function joinReadings(statuses: readonly InstanceStatus[]): Buffer {
+  const parts = [...statuses]
+    .sort((a, b) => compareOrdinal(a.id, b.id))
+    .flatMap((s) => (s.snapshot ? [readingsJson(s.snapshot)] : []))
+    .filter((json) => json !== "");
+  return Buffer.from(`[${parts.join(",")}]`);
+}
+
+/** One instance's readings, as bytes, once per snapshot. */
+const readingsBodies = new WeakMap<Snapshot, Buffer>();
+function instanceReadings(snapshot: Snapshot): Buffer {
+  let body = readingsBodies.get(snapshot);
+  if (body === undefined) {
+    body = Buffer.from(`[${readingsJson(snapshot)}]`);
+    readingsBodies.set(snapshot, body);
+  }
+  return body;
+}
+
+function healthBody(
+  head: { startedUtc: string; uptimeSeconds: number; mqttConnected: boolean },
+  statuses: readonly InstanceStatus[],
+): Buffer {
+  let lastPoll: number | null = null;
+  for (const s of statuses)
+    if (s.lastPollUtc !== null && (lastPoll ?? -1) < s.lastPollUtc) lastPoll = s.lastPollUtc;
+  const start = JSON.stringify({ ...head, lastPollUtc: isoOrNull(lastPoll) });
+  const instances = statuses.map(instanceHealthJson).join(",");
+  return Buffer.from(`${start.slice(0, -1)},"instances":[${instances}]}`);
+}
+
+/**
+ * One instance's entry of /api/v1/health, serialised once per status: the store replaces an
+ * instance's status object on every change, so an unchanged instance costs a lookup.
+ */
+const healthEntries = new WeakMap<InstanceStatus, string>();
+function instanceHealthJson(status: InstanceStatus): string {
+  let json = healthEntries.get(status);
+  if (json === undefined) {
+    json = JSON.stringify({
+      id: status.id,
+      lastPollUtc: isoOrNull(status.lastPollUtc),
+      lastError: status.lastError,
+      consecutiveFailures: status.consecutiveFailures,
+    });
+    healthEntries.set(status, json);
+  }
+  return json;
+}
