@@ -67,8 +67,12 @@ interface InstanceState {
   walks: number;
   /** Queued for a resync (status, discovery and retained topics), not only for discovery. */
   resyncDue: boolean;
-  /** Discovery config topics published (and not cleared since). */
-  discovery: Set<string>;
+  /**
+   * Discovery config topics published (and not cleared since), NUL-separated (NUL cannot be in a
+   * topic): one string rather than a Set of 177 strings per 24-outlet PDU, since it is only read
+   * when discovery changes.
+   */
+  discovery: string;
   signature: string | null;
 }
 
@@ -186,7 +190,7 @@ export class Publisher {
         valuesStale: true,
         walks: 0,
         resyncDue: false,
-        discovery: new Set(),
+        discovery: "",
         signature: null,
       };
       this.#states.set(id, state);
@@ -221,8 +225,12 @@ export class Publisher {
     const configs = buildDiscovery(options, id, this.#actions.get(id) ?? false, shape);
     const sink = this.#o.sink;
     for (const [topic, payload] of configs) sink.publish(topic, payload, 1, true);
-    for (const topic of state.discovery) if (!configs.has(topic)) sink.publish(topic, "", 1, true);
-    state.discovery = new Set(configs.keys());
+    if (state.discovery !== "") {
+      for (const topic of state.discovery.split("\u0000")) {
+        if (!configs.has(topic)) sink.publish(topic, "", 1, true);
+      }
+    }
+    state.discovery = [...configs.keys()].join("\u0000");
     state.signature = signature;
     this.#lastDiscoveryUtc = this.#now();
     return true;
