@@ -20,6 +20,7 @@ import { startMqttBridge, type MqttBridge } from "./mqtt/bridge.js";
 import { GeistClient } from "./pdu/client.js";
 import { Poller } from "./poller/scheduler.js";
 import { SnapshotStore } from "./poller/store.js";
+import { heapLimitMb, heapNeededMb } from "./runtime.js";
 
 export interface AppOptions {
   /** Logger to use (tests pass one that captures lines); default: pino on stdout at Logging.Level. */
@@ -149,6 +150,15 @@ export class App {
       },
       "pdu-bridge started",
     );
+    const limitMb = heapLimitMb();
+    const neededMb = heapNeededMb(this.config.instances.length);
+    if (limitMb < neededMb) {
+      this.logger.warn(
+        { heapLimitMb: limitMb, neededMb, instances: this.config.instances.length },
+        "the heap limit looks too small for this many PDUs: raise --max-old-space-size in NODE_OPTIONS " +
+          "(and the memory limit with it; see docs/deployment.md, Memory)",
+      );
+    }
   }
 
   /** Where the listeners and the embedded broker actually listen (ports resolved when 0 was configured). */

@@ -1,9 +1,11 @@
 /**
  * The real bridge as a child process: `node dist/src/main.js --config <generated yaml>`, so its CPU
- * time and RSS are its own. The YAML is what an operator would write for the fleet.
+ * time and RSS are its own, run as the container image runs it (its NODE_OPTIONS). The YAML is what
+ * an operator would write for the fleet.
  */
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { DEFAULT_NODE_OPTIONS } from "../../src/runtime.js";
 import { DIST, spawnNode, stopChild, type LoggedChild } from "./child.js";
 import { pduId } from "./sim-fleet.js";
 
@@ -77,7 +79,12 @@ export async function startBridge(options: {
     logFile: options.logFile,
     nodeArgs,
     // The API key and PDU credentials are in the file; keep SERVICE_* from the caller's shell out.
-    env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_"))),
+    // NODE_OPTIONS as the container image and the Helm chart set it (`--bridge-node-option` flags
+    // come later on the command line and win).
+    env: {
+      ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_"))),
+      NODE_OPTIONS: DEFAULT_NODE_OPTIONS,
+    },
   });
   await bridge.waitForLog("pdu-bridge started", 30_000);
   return bridge;

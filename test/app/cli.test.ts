@@ -157,9 +157,26 @@ describe("the CLI process", () => {
     await cli.started();
     const started = cli.logs().find((l) => l.msg === "pdu-bridge started");
     assert.deepEqual(started?.instances, ["envpdu"]);
+    assert.ok(!cli.logs().some((l) => /heap limit/.test(String(l.msg))), "no heap warning for one PDU");
     assert.equal(started?.origin, config);
     cli.signal("SIGINT");
     assert.deepEqual(await cli.waitForExit(5000), { code: 0, signal: null }, cli.output);
     await waitFor(() => cli.logs().some((l) => l.msg === "pdu-bridge stopped"), "the stopped line");
+  });
+
+  it("warns at start when the heap limit looks too small for the fleet", async () => {
+    // 240 instances need about (40 + 0.15 × 240) × 1.5 = 114 MB; a 64 MB old space gives 112.
+    const pdus = Array.from({ length: 240 }, (_, i) => pduYaml(`p${i}`, sim, { pollInterval: 60 }));
+    const config = await dir.write("big-fleet.yaml", appYaml({ pdus, health: false }));
+    const cli = run(["--config", config], { NODE_OPTIONS: "--max-old-space-size=64" });
+    await cli.started();
+    const warning = cli.logs().find((l) => /heap limit looks too small/.test(String(l.msg)));
+    assert.ok(warning, cli.output);
+    assert.equal(warning.level, "warn");
+    assert.equal(warning.instances, 240);
+    assert.equal(warning.neededMb, 114);
+    assert.ok(Number(warning.heapLimitMb) < 114, String(warning.heapLimitMb));
+    cli.signal("SIGTERM");
+    assert.deepEqual(await cli.waitForExit(10_000), { code: 0, signal: null }, cli.output);
   });
 });

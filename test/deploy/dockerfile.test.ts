@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
+import { DEFAULT_NODE_OPTIONS } from "../../src/runtime.js";
 import { envPairs, execForm, parseDockerfile, splitFlags, type Stage } from "../../testkit/dockerfile.js";
 import { REPO_ROOT } from "../../testkit/repo.js";
 
@@ -106,6 +107,11 @@ describe("Dockerfile", () => {
     const entrypoint = execForm(last(runtime, "ENTRYPOINT")!.args);
     assert.deepEqual(entrypoint, ["node", "dist/src/main.js"]);
     assert.ok(existsSync(`${REPO_ROOT}dist/src/main.js`), "the entry point is what the build produces");
+  });
+
+  it("caps the heap as src/runtime.ts documents (the bench measures the service with the same cap)", () => {
+    const env = new Map(all(runtime, "ENV").flatMap((i) => [...envPairs(i.args)]));
+    assert.equal(env.get("NODE_OPTIONS"), DEFAULT_NODE_OPTIONS);
   });
 
   it("health-checks /healthz on 127.0.0.1:8081 with node itself", () => {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { readdir } from "node:fs/promises";
 import { before, describe, it } from "node:test";
 import { parseConfigText } from "../../src/config/load.js";
+import { DEFAULT_MAX_OLD_SPACE_MB, DEFAULT_NODE_OPTIONS } from "../../src/runtime.js";
 import { CHART_DIR, helmUnavailable, renderChart, runHelm, type K8sObject } from "../../testkit/helm.js";
 
 const skip = await helmUnavailable();
@@ -141,6 +142,19 @@ describe("Helm chart deploy/helm/pdu-bridge", { skip }, () => {
     const moved = container(await renderChart(["--set", "config.Health.Port=9100"]));
     assert.ok(moved.ports?.some((p) => p.name === "health" && p.containerPort === 9100));
     assert.equal(moved.livenessProbe?.httpGet.port, "health");
+  });
+
+  it("runs with the image's heap cap by default, and the memory limit leaves room above it", async () => {
+    const c = container(defaults);
+    assert.equal(envValue(c, "NODE_OPTIONS")?.value, DEFAULT_NODE_OPTIONS);
+    const limits = (c as unknown as { resources: { limits: { memory: string } } }).resources.limits;
+    const limitMi = Number(/^(\d+)Mi$/.exec(limits.memory)?.[1]);
+    assert.ok(limitMi >= DEFAULT_MAX_OLD_SPACE_MB + 128, `limit ${limits.memory}`);
+
+    const raised = container(await renderChart(["--set", "nodeOptions=--max-old-space-size=1024"]));
+    assert.equal(envValue(raised, "NODE_OPTIONS")?.value, "--max-old-space-size=1024");
+    const none = container(await renderChart(["--set", "nodeOptions="]));
+    assert.equal(envValue(none, "NODE_OPTIONS"), undefined);
   });
 
   it("leaves the probes out when healthProbes.enabled=false", async () => {

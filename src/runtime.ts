@@ -1,0 +1,33 @@
+/**
+ * Memory sizing of the Node.js process (docs/deployment.md, "Memory").
+ *
+ * V8 sizes its heap from the machine's memory. On a host with plenty of it the limit is about 4 GB,
+ * and V8 then lets garbage grow to up to four times the live heap before a full collection: a
+ * 1000-PDU bridge with about 130 MB live peaked above 530 MB. Under a limit below 512 MB V8 grows the
+ * heap by at most about twice the live size instead. The image and the Helm chart therefore run the
+ * service with `--max-old-space-size=384` (enough for about 1500 24-outlet PDUs), and the service
+ * warns at start when the limit it runs with looks too small for the configured fleet.
+ */
+import { getHeapStatistics } from "node:v8";
+
+/** The heap cap the container image, the Helm chart and `npm run bench` run the service with. */
+export const DEFAULT_MAX_OLD_SPACE_MB = 384;
+
+/** `NODE_OPTIONS` of the image and the chart. */
+export const DEFAULT_NODE_OPTIONS = `--max-old-space-size=${DEFAULT_MAX_OLD_SPACE_MB}`;
+
+/** Live heap measured with 24-outlet PDUs (npm run bench): a base plus a share per instance. */
+const BASE_HEAP_MB = 40;
+const HEAP_PER_INSTANCE_MB = 0.15;
+/** Room for garbage between full collections. */
+const HEADROOM = 1.5;
+
+/** About how much heap (MB) a fleet of `instances` needs, headroom included. */
+export function heapNeededMb(instances: number): number {
+  return Math.ceil((BASE_HEAP_MB + HEAP_PER_INSTANCE_MB * instances) * HEADROOM);
+}
+
+/** The V8 heap limit of this process, in MB. */
+export function heapLimitMb(): number {
+  return Math.floor(getHeapStatistics().heap_size_limit / 1024 / 1024);
+}
