@@ -5,7 +5,7 @@
  * and V8 then lets garbage grow to up to four times the live heap before a full collection: a
  * 1000-PDU bridge with about 130 MB live peaked above 530 MB. Under a limit below 512 MB V8 grows the
  * heap by at most about twice the live size instead. The image and the Helm chart therefore run the
- * service with `--max-old-space-size=384` (enough for about 1500 24-outlet PDUs), and the service
+ * service with `--max-old-space-size=384` (enough for about 1400 24-outlet PDUs), and the service
  * warns at start when the limit it runs with looks too small for the configured fleet.
  */
 import { getHeapStatistics } from "node:v8";
