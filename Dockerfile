@@ -27,10 +27,10 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
 FROM node:20-bookworm-slim AS runtime
 # A heap cap below 512 MB makes V8 collect at about twice the live heap instead of four times
-# (src/runtime.ts; docs/deployment.md, Memory): enough for about 1400 24-outlet PDUs. Raise it, and
+# (src/runtime.ts; docs/deployment.md, Memory): enough for about 1800 24-outlet PDUs. Raise it, and
 # the container's memory limit with it, for larger fleets; the service warns at start when it is low.
 ENV NODE_ENV=production \
-    NODE_OPTIONS=--max-old-space-size=384 \
+    NODE_OPTIONS=--max-old-space-size=480 \
     SERVICE_CONFIG=/config/config.yaml
 WORKDIR /app
 # Owned by root and read-only to the service: it writes nothing (works with a read-only root

@@ -5,13 +5,13 @@
  * and V8 then lets garbage grow to up to four times the live heap before a full collection: a
  * 1000-PDU bridge with about 130 MB live peaked above 530 MB. Under a limit below 512 MB V8 grows the
  * heap by at most about twice the live size instead. The image and the Helm chart therefore run the
- * service with `--max-old-space-size=384` (enough for about 1400 24-outlet PDUs), and the service
+ * service with `--max-old-space-size=480` (enough for about 1800 24-outlet PDUs), and the service
  * warns at start when the limit it runs with looks too small for the configured fleet.
  */
 import { getHeapStatistics } from "node:v8";
 
 /** The heap cap the container image, the Helm chart and `npm run bench` run the service with. */
-export const DEFAULT_MAX_OLD_SPACE_MB = 384;
+export const DEFAULT_MAX_OLD_SPACE_MB = 480;
 
 /** `NODE_OPTIONS` of the image and the chart. */
 export const DEFAULT_NODE_OPTIONS = `--max-old-space-size=${DEFAULT_MAX_OLD_SPACE_MB}`;
