@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { connect, type AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { createFastReads, createReadBodies } from "../../src/http/api/bodies.js";
 import { buildApiServer } from "../../src/http/api/server.js";
@@ -127,6 +127,18 @@ describe("fast path of the hot read endpoints", () => {
       for (const [path, options] of declined) {
         assert.equal((await raw.send(path, options)).status, 299, `${options?.method ?? "GET"} ${path}`);
       }
+    });
+
+    it("declines a request without Host (HTTP/1.0 may omit it)", async () => {
+      const socket = connect((server.address() as AddressInfo).port, "127.0.0.1");
+      const answer = await new Promise<string>((resolve, reject) => {
+        let text = "";
+        socket.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
+        socket.on("end", () => resolve(text));
+        socket.on("error", reject);
+        socket.write("GET /api/v1/health HTTP/1.0\r\n\r\n");
+      });
+      assert.match(answer, /^HTTP\/1\.1 299 /);
     });
   });
 });
