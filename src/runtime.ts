@@ -5,7 +5,8 @@
  * and V8 then lets garbage grow to up to four times the live heap before a full collection: a
  * 1000-PDU bridge with about 130 MB live peaked above 530 MB. Under a limit below 512 MB V8 grows the
  * heap by at most about twice the live size instead. The image and the Helm chart therefore run the
- * service with `--max-old-space-size=480` (enough for about 1800 24-outlet PDUs), and the service
+ * service with `--max-old-space-size=480` (enough for about 1800 24-outlet PDUs) and a 32 MB young
+ * generation, and the service
  * warns at start when the limit it runs with looks too small for the configured fleet.
  */
 import { getHeapStatistics } from "node:v8";
@@ -13,8 +14,17 @@ import { getHeapStatistics } from "node:v8";
 /** The heap cap the container image, the Helm chart and `npm run bench` run the service with. */
 export const DEFAULT_MAX_OLD_SPACE_MB = 480;
 
+/**
+ * Young generation (each semi-space, MB). Node's default is 16. Every request and poll allocates
+ * short-lived objects; with a small young generation the ones still in flight at each scavenge are
+ * promoted, and under the heap cap that means more full collections: with 32 the REST API's rate
+ * went from 0.56-0.68 to 0.85-0.92 of a bare node:http server (npm run bench, api), for about 30 MB
+ * more RSS at 1000 PDUs.
+ */
+export const DEFAULT_MAX_SEMI_SPACE_MB = 32;
+
 /** `NODE_OPTIONS` of the image and the chart. */
-export const DEFAULT_NODE_OPTIONS = `--max-old-space-size=${DEFAULT_MAX_OLD_SPACE_MB}`;
+export const DEFAULT_NODE_OPTIONS = `--max-old-space-size=${DEFAULT_MAX_OLD_SPACE_MB} --max-semi-space-size=${DEFAULT_MAX_SEMI_SPACE_MB}`;
 
 /** Live heap measured with 24-outlet PDUs (npm run bench): a base plus a share per instance. */
 const BASE_HEAP_MB = 40;

@@ -149,7 +149,7 @@ describe("Helm chart deploy/helm/pdu-bridge", { skip }, () => {
     assert.equal(envValue(c, "NODE_OPTIONS")?.value, DEFAULT_NODE_OPTIONS);
     const limits = (c as unknown as { resources: { limits: { memory: string } } }).resources.limits;
     const limitMi = Number(/^(\d+)Mi$/.exec(limits.memory)?.[1]);
-    assert.ok(limitMi >= DEFAULT_MAX_OLD_SPACE_MB + 128, `limit ${limits.memory}`);
+    assert.ok(limitMi >= DEFAULT_MAX_OLD_SPACE_MB + 160, `limit ${limits.memory}`);
 
     const raised = container(await renderChart(["--set", "nodeOptions=--max-old-space-size=1024"]));
     assert.equal(envValue(raised, "NODE_OPTIONS")?.value, "--max-old-space-size=1024");
