@@ -67,6 +67,8 @@ interface InstanceState {
   walks: number;
   /** Queued for a resync (status, discovery and retained topics), not only for discovery. */
   resyncDue: boolean;
+  /** Polls since the discovery shape was last compared. */
+  quietPolls: number;
   /**
    * Discovery config topics published (and not cleared since), NUL-separated (NUL cannot be in a
    * topic): one string rather than a Set of 177 strings per 24-outlet PDU, since it is only read
@@ -77,6 +79,9 @@ interface InstanceState {
 }
 
 type WalkMode = "poll" | "latch" | "resync";
+
+/** Polls without any change of topics between two checks of an instance's discovery shape. */
+export const DISCOVERY_RECHECK_POLLS = 6;
 
 /** Queued instances handled per event loop turn at most. */
 const QUEUE_BATCH = 10;
@@ -116,8 +121,14 @@ export class Publisher {
       return;
     }
     this.#setStatus(event.instanceId, state, "online", false);
-    this.#walk(event.instanceId, state, event.snapshot, "poll");
-    if (this.#discoveryChanged(event.instanceId, state, event.snapshot)) this.#enqueue(event.instanceId);
+    const reshaped = this.#walk(event.instanceId, state, event.snapshot, "poll");
+    // Comparing the discovery shape costs about as much as the rest of the walk, and it almost never
+    // changes: check it when topics came or went or a retained payload (label, state) changed, and
+    // otherwise every few polls, which is how soon a changed name, unit or firmware version shows.
+    if (reshaped || ++state.quietPolls >= DISCOVERY_RECHECK_POLLS) {
+      state.quietPolls = 0;
+      if (this.#discoveryChanged(event.instanceId, state, event.snapshot)) this.#enqueue(event.instanceId);
+    }
   }
 
   /**
@@ -190,6 +201,7 @@ export class Publisher {
         valuesStale: true,
         walks: 0,
         resyncDue: false,
+        quietPolls: 0,
         discovery: "",
         signature: null,
       };
@@ -238,9 +250,10 @@ export class Publisher {
 
   /**
    * Publishes what is due for one snapshot. `poll`: retained and value topics; `latch` (only an
-   * outlet state changed after a command): retained topics; `resync`: every retained topic.
+   * outlet state changed after a command): retained topics; `resync`: every retained topic. True
+   * when a topic appeared or went away or a retained payload changed.
    */
-  #walk(id: string, state: InstanceState, snapshot: Snapshot, mode: WalkMode): void {
+  #walk(id: string, state: InstanceState, snapshot: Snapshot, mode: WalkMode): boolean {
     const { sink, topics, guard, refreshMs } = this.#o;
     const now = this.#now();
     const seen = ++state.walks;
@@ -248,13 +261,16 @@ export class Publisher {
     const values = mode === "poll";
     const refreshAll = state.valuesStale;
 
+    let reshaped = false;
     const retained = (topic: string, payload: string) => {
       const prev = state.retained.get(topic);
       if (prev === undefined) {
         state.retained.set(topic, { payload, at: now, seen });
+        reshaped = true;
       } else {
         prev.seen = seen;
         if (!force && prev.payload === payload) return;
+        if (prev.payload !== payload) reshaped = true;
         prev.payload = payload;
         prev.at = now;
       }
@@ -264,6 +280,7 @@ export class Publisher {
       const prev = state.values.get(topic);
       if (prev === undefined) {
         state.values.set(topic, { payload, at: now, seen });
+        reshaped = true;
       } else {
         prev.seen = seen;
         if (!refreshAll && prev.payload === payload && now - prev.at < refreshMs) return;
@@ -316,11 +333,17 @@ export class Publisher {
       if (sent.seen === seen) continue;
       state.retained.delete(topic);
       sink.publish(topic, "", 1, true);
+      reshaped = true;
     }
     if (values) {
-      for (const [topic, sent] of state.values) if (sent.seen !== seen) state.values.delete(topic);
+      for (const [topic, sent] of state.values) {
+        if (sent.seen === seen) continue;
+        state.values.delete(topic);
+        reshaped = true;
+      }
       state.valuesStale = false;
     }
+    return reshaped;
   }
 }
 

@@ -8,6 +8,7 @@ import { after, before, describe, it } from "node:test";
 import type { Config } from "../../src/config/schema.js";
 import { silentLogger } from "../../src/log.js";
 import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
+import { DISCOVERY_RECHECK_POLLS } from "../../src/mqtt/publisher.js";
 import { SnapshotStore } from "../../src/poller/store.js";
 import { mqttTestConfig } from "../../testkit/mqtt-config.js";
 import { Recorder, sleep, waitFor } from "../../testkit/mqtt-client.js";
@@ -188,5 +189,20 @@ describe("publisher (embedded broker)", () => {
       [],
       "nothing of outlet 2 is retained any more",
     );
+  });
+
+  it("shows a renamed device in discovery within a few polls, though no topic changed", async () => {
+    const outlets = () => [outlet(0, {}), outlet(1, { state: "off" })];
+    const config = "homeassistant/switch/pdu-bridge_default/outlet_DEV1_0_power/config";
+    store.recordSuccess("default", snapshot("default", [device({ id: "DEV1", outlets: outlets() })]));
+    await live.waitFor(config, (m) => m.payload.includes("Rack PDU"));
+
+    const renamed = () =>
+      snapshot("default", [device({ id: "DEV1", label: "Row 4 PDU", outlets: outlets() })]);
+    for (let poll = 0; poll < DISCOVERY_RECHECK_POLLS; poll++) {
+      store.recordSuccess("default", renamed());
+      await sleep(20);
+    }
+    await live.waitFor(config, (m) => m.payload.includes("Row 4 PDU"));
   });
 });
