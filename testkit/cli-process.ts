@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "./repo.js";
 import { waitFor } from "./mqtt-client.js";
-import { CRASH_PATTERNS } from "./no-unhandled.js";
+import { CRASH_PATTERNS, WatchedChild } from "./no-unhandled.js";
 
 export const MAIN_JS = join(REPO_ROOT, "dist", "src", "main.js");
 
@@ -32,56 +32,48 @@ export function childEnv(extra: Readonly<Record<string, string>> = {}): NodeJS.P
 
 export class CliProcess {
   readonly child: ChildProcess;
+  /** Output capture and crash checks (the fault tests register it with `watch`). */
+  readonly watched: WatchedChild;
   /** Resolves when the process exited. */
   readonly exited: Promise<Exit>;
-  #stdout = "";
-  #stderr = "";
-  #exit: Exit | null = null;
 
-  private constructor(child: ChildProcess) {
+  private constructor(child: ChildProcess, name: string) {
     this.child = child;
-    child.stdout?.setEncoding("utf8");
-    child.stderr?.setEncoding("utf8");
-    child.stdout?.on("data", (chunk: string) => (this.#stdout += chunk));
-    child.stderr?.on("data", (chunk: string) => (this.#stderr += chunk));
-    this.exited = new Promise<Exit>((resolve) => {
-      child.once("close", (code, signal) => {
-        this.#exit = { code, signal };
-        resolve(this.#exit);
-      });
-    });
+    this.watched = new WatchedChild(child, name);
+    this.exited = this.watched.exited.then(({ code, signal }) => ({ code, signal }));
   }
 
   /** Runs `node dist/src/main.js ...args` with exactly `env` (see {@link childEnv}). */
-  static spawn(args: readonly string[], env: NodeJS.ProcessEnv): CliProcess {
+  static spawn(args: readonly string[], env: NodeJS.ProcessEnv, name = "pdu-bridge"): CliProcess {
     const child = spawn(process.execPath, [MAIN_JS, ...args], {
       env,
       stdio: ["ignore", "pipe", "pipe"],
     });
-    return new CliProcess(child);
+    return new CliProcess(child, name);
   }
 
   get stdout(): string {
-    return this.#stdout;
+    return this.watched.stdout;
   }
 
   get stderr(): string {
-    return this.#stderr;
+    return this.watched.stderr;
   }
 
   /** Both streams, for searching and for assertion messages. */
   get output(): string {
-    return `--- stdout\n${this.#stdout}\n--- stderr\n${this.#stderr}`;
+    return this.watched.output;
   }
 
   get exit(): Exit | null {
-    return this.#exit;
+    const exit = this.watched.exit;
+    return exit === null ? null : { code: exit.code, signal: exit.signal };
   }
 
   /** The JSON log lines written to stdout so far (other lines are skipped). */
   logs(): LogLine[] {
     const lines: LogLine[] = [];
-    for (const line of this.#stdout.split("\n")) {
+    for (const line of this.stdout.split("\n")) {
       if (!line.startsWith("{")) continue;
       try {
         lines.push(JSON.parse(line) as LogLine);
@@ -98,14 +90,14 @@ export class CliProcess {
       () => {
         const found = this.logs().find(predicate);
         if (found) return found;
-        if (this.#exit !== null)
-          throw new Error(`exited (${JSON.stringify(this.#exit)}) before ${what}\n${this.output}`);
+        if (this.exit !== null)
+          throw new Error(`exited (${JSON.stringify(this.exit)}) before ${what}\n${this.output}`);
         return undefined;
       },
       what,
       timeoutMs,
     ).catch((error: unknown) => {
-      if (this.#exit !== null) throw error;
+      if (this.exit !== null) throw error;
       throw new Error(`${error instanceof Error ? error.message : String(error)}\n${this.output}`);
     });
   }
@@ -133,7 +125,7 @@ export class CliProcess {
     try {
       const exit = await Promise.race([this.exited, deadline]);
       // Whatever exit code a test expects, a crash (unhandled rejection, uncaught exception) is a failure.
-      const crash = CRASH_PATTERNS.find((pattern) => pattern.test(this.#stderr));
+      const crash = CRASH_PATTERNS.find((pattern) => pattern.test(this.stderr));
       if (crash !== undefined) throw new Error(`the process crashed (${String(crash)})\n${this.output}`);
       return exit;
     } finally {
@@ -142,13 +134,13 @@ export class CliProcess {
   }
 
   signal(signal: NodeJS.Signals): void {
-    if (this.#exit === null) this.child.kill(signal);
+    this.watched.kill(signal);
   }
 
   /** SIGKILL if still running, and wait (for after hooks). */
   async kill(): Promise<void> {
-    if (this.#exit !== null) return;
-    this.child.kill("SIGKILL");
+    if (this.exit !== null) return;
+    this.watched.kill("SIGKILL");
     await this.exited;
   }
 }

@@ -12,7 +12,7 @@ import http from "node:http";
 import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import type { Simulator } from "../src/simulator/index.js";
 import { childEnv, CliProcess, tempDir, type LogLine } from "./cli-process.js";
-import { watchChild, type ChildExit, type WatchedChild } from "./no-unhandled.js";
+import { watch, type ChildExit, type WatchedChild } from "./no-unhandled.js";
 import { waitFor as until } from "./wait.js";
 
 export const API_KEY = "faults-suite-api-key-0123456789";
@@ -172,8 +172,8 @@ export class BridgeProcess {
     const dir = await tempDir();
     const config = await dir.write("config.yaml", bridgeYaml(spec));
     // Nothing from the test runner's environment may change the bridge's configuration.
-    const cli = CliProcess.spawn(["--config", config], childEnv());
-    const child = watchChild(cli.child, name);
+    const cli = CliProcess.spawn(["--config", config], childEnv(), name);
+    const child = watch(cli.watched);
     try {
       const { apiPort, healthPort } = await cli.started(15_000);
       if (apiPort === null || healthPort === null) {

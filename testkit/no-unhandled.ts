@@ -7,10 +7,10 @@
  * `afterEach` that fails the test during (or right after) which something was recorded, and an
  * `after` that fails the file for anything recorded outside a test (in hooks, or late async
  * activity that node:test only reports as a diagnostic). It also checks every child registered
- * with {@link watchChild}.
+ * with {@link watch}.
  *
- * For a child process, wrap it with {@link watchChild} right after `spawn` (stdout and stderr must
- * be pipes). Its output is kept and, once it exited, {@link WatchedChild.problems} lists: any line
+ * For a child process, wrap it in a {@link WatchedChild} right after `spawn` (stdout and stderr must
+ * be pipes; a CliProcess does this) and register it with {@link watch}. Its output is kept and, once it exited, {@link WatchedChild.problems} lists: any line
  * that looks like a crash (`unhandled`, `uncaught`, Node's fatal-error footer `Node.js v20.x`,
  * V8's `FATAL ERROR`), an exit code other than 0, and an exit by a signal the test did not send
  * with {@link WatchedChild.kill}. Children still running when the file ends are stopped (SIGTERM,
@@ -200,9 +200,8 @@ export class WatchedChild {
   }
 }
 
-/** Watches a child process (spawned with piped stdout/stderr) until the test file ends. */
-export function watchChild(child: ChildProcess, name: string): WatchedChild {
-  const watched = new WatchedChild(child, name);
+/** Checks a child process (its output captured by a WatchedChild) until the test file ends. */
+export function watch(watched: WatchedChild): WatchedChild {
   children.add(watched);
   return watched;
 }
