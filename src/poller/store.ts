@@ -115,7 +115,6 @@ export class SnapshotStore {
     entry.polled = snapshot;
     this.#dropSettledLatches(entry, snapshot);
     const effective = this.#applyLatches(entry);
-    this.#list = null;
     entry.status = {
       ...entry.status,
       snapshot: effective,
@@ -131,7 +130,6 @@ export class SnapshotStore {
     const entry = this.#require(id);
     const wasOnline = entry.status.consecutiveFailures === 0 && entry.status.lastSuccessUtc !== null;
     const message = describeError(error);
-    this.#list = null;
     entry.status = {
       ...entry.status,
       lastPollUtc: this.#now(),
@@ -175,6 +173,7 @@ export class SnapshotStore {
   }
 
   #emit(event: StoreEvent): void {
+    this.#list = null; // every event follows a status change
     for (const listener of this.#listeners) listener(event);
   }
 
@@ -182,7 +181,6 @@ export class SnapshotStore {
   #refresh(entry: Entry): void {
     if (!entry.polled) return;
     const effective = this.#applyLatches(entry);
-    this.#list = null;
     entry.status = { ...entry.status, snapshot: effective };
     this.#emit({ kind: "snapshot", instanceId: entry.status.id, snapshot: effective, fromPoll: false });
   }

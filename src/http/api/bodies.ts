@@ -35,7 +35,7 @@ export interface ReadBodies {
   /** The body of `GET /api/v1/readings` (every instance). */
   allReadings(): Buffer;
   /** The readings of these instances (one: cached with its snapshot). */
-  readingsOf(statuses: readonly InstanceStatus[]): Buffer;
+  readingsFor(statuses: readonly InstanceStatus[]): Buffer;
 }
 
 export function createReadBodies(deps: HttpDeps): ReadBodies {
@@ -66,7 +66,7 @@ export function createReadBodies(deps: HttpDeps): ReadBodies {
       if (all?.statuses !== statuses) all = { statuses, body: joinReadings(statuses) };
       return all.body;
     },
-    readingsOf(statuses) {
+    readingsFor(statuses) {
       if (statuses.length !== 1) return joinReadings(statuses);
       const snapshot = statuses[0]!.snapshot;
       return snapshot === null ? EMPTY_ARRAY : instanceReadings(snapshot);
@@ -90,7 +90,7 @@ export function createFastReads(deps: HttpDeps, bodies: ReadBodies): FastPath {
       const id = url.slice(INSTANCE_QUERY.length);
       const status = PLAIN_ID.test(id) ? deps.store.get(id) : undefined;
       if (status === undefined) return false;
-      body = bodies.readingsOf([status]);
+      body = bodies.readingsFor([status]);
     } else return false;
     response.writeHead(200, [...HEADER_LIST, "content-length", String(body.length)]);
     response.end(body);

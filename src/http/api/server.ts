@@ -175,7 +175,7 @@ function registerReadRoutes(app: HttpApp, deps: HttpDeps, bodies: ReadBodies): v
         const detail = `unknown instance ${JSON.stringify(wanted.slice(0, 64))}; configured instances: ${known}`;
         return sendProblem(reply, problem(404, detail));
       }
-      return reply.headers(API_JSON_HEADERS).send(bodies.readingsOf(matches));
+      return reply.headers(API_JSON_HEADERS).send(bodies.readingsFor(matches));
     },
   );
 }
