@@ -12,8 +12,9 @@
  * - Nothing is queued while disconnected; the next connect republishes retained topics and the next
  *   poll of each instance republishes all its values.
  *
- * Per instance there is one flat Map of topic → last payload and send time; publishes are not
- * awaited (QoS 0 for values, QoS 1 for retained topics).
+ * Per instance, two {@link Track}s (retained and value topics) remember each topic's last payload
+ * and send time in walk order, so a poll of an unchanged shape builds no topic names; publishes are
+ * not awaited (QoS 0 for values, QoS 1 for retained topics).
  *
  * Bulk work is flow-controlled: Home Assistant discovery (177 configs for a 24-outlet PDU) and
  * resyncs after a connect are queued per instance and sent only while the connection is not
@@ -26,6 +27,7 @@ import type { Alarm, Snapshot } from "../pdu/model.js";
 import type { SnapshotStore, StoreEvent } from "../poller/store.js";
 import { buildDiscovery, discoveryShape, discoverySignature, type DiscoveryOptions } from "./discovery.js";
 import type { TopicIdGuard, Topics } from "./topics.js";
+import { Track, type Slot, type TopicOf } from "./track.js";
 
 /** What the publisher needs of the connection. */
 export interface Sink {
@@ -50,21 +52,51 @@ export interface PublisherOptions {
   readonly now?: () => number;
 }
 
-interface Sent {
-  payload: string;
-  at: number;
-  /** Number of the last walk that produced this topic (older: it disappeared). */
-  seen: number;
+/** What a topic is for (the `kind` of its {@link Slot}); {@link topicOf} names each. */
+const DEVICE_STATE = 0;
+const DEVICE_ALARM = 1;
+const OUTLET_STATE = 2;
+const OUTLET_LABEL = 3;
+const OUTLET_MEASUREMENT = 4;
+const ENTITY_MEASUREMENT = 5;
+const GROUP_MEASUREMENT = 6;
+
+/**
+ * The topic of one thing of instance `id`, or null when a measurement type or group measurement key
+ * cannot be a topic level (device ids, entity and group keys are checked by the walk itself).
+ */
+function topicOf(topics: Topics, guard: TopicIdGuard, id: string): TopicOf {
+  return (kind, a, b, c) => {
+    switch (kind) {
+      case DEVICE_STATE:
+        return topics.deviceState(id, a);
+      case DEVICE_ALARM:
+        return topics.deviceAlarm(id, a);
+      case OUTLET_STATE:
+        return topics.outletState(id, a, Number(b));
+      case OUTLET_LABEL:
+        return topics.outletLabel(id, a, Number(b));
+      case OUTLET_MEASUREMENT:
+        return guard.ok(id, "measurement type", c) ? topics.outletMeasurement(id, a, Number(b), c) : null;
+      case ENTITY_MEASUREMENT:
+        return guard.ok(id, "measurement type", c) ? topics.entityMeasurement(id, a, String(b), c) : null;
+      case GROUP_MEASUREMENT:
+        return guard.ok(id, "group measurement key", c) ? topics.groupMeasurement(id, a, c) : null;
+      default:
+        throw new RangeError(`unknown topic kind ${kind}`);
+    }
+  };
 }
 
 interface InstanceState {
-  readonly retained: Map<string, Sent>;
-  readonly values: Map<string, Sent>;
+  /** Retained topics (outlet state and label); cleared with an empty payload when they disappear. */
+  readonly retained: Track;
+  /** Value topics (measurements, device state and alarm); forgotten when they disappear. */
+  readonly values: Track;
   /** Last `P/<instance>/status` payload published. */
   status: "online" | "offline" | null;
   /** Publish every value on the next poll (after a reconnect, an outage, a Home Assistant restart). */
   valuesStale: boolean;
-  walks: number;
   /** Queued for a resync (status, discovery and retained topics), not only for discovery. */
   resyncDue: boolean;
   /** Polls since the discovery shape was last compared. */
@@ -194,12 +226,12 @@ export class Publisher {
   #state(id: string): InstanceState {
     let state = this.#states.get(id);
     if (state === undefined) {
+      const topics = topicOf(this.#o.topics, this.#o.guard, id);
       state = {
-        retained: new Map(),
-        values: new Map(),
+        retained: new Track(topics),
+        values: new Track(topics),
         status: null,
         valuesStale: true,
-        walks: 0,
         resyncDue: false,
         quietPolls: 0,
         discovery: "",
@@ -254,66 +286,60 @@ export class Publisher {
    * when a topic appeared or went away or a retained payload changed.
    */
   #walk(id: string, state: InstanceState, snapshot: Snapshot, mode: WalkMode): boolean {
-    const { sink, topics, guard, refreshMs } = this.#o;
+    const { sink, guard, refreshMs } = this.#o;
     const now = this.#now();
-    const seen = ++state.walks;
     const force = mode === "resync";
     const values = mode === "poll";
     const refreshAll = state.valuesStale;
+    const r = state.retained;
+    const v = state.values;
 
     let reshaped = false;
-    const retained = (topic: string, payload: string) => {
-      const prev = state.retained.get(topic);
-      if (prev === undefined) {
-        state.retained.set(topic, { payload, at: now, seen });
+    const retained = (slot: Slot | null, payload: string) => {
+      if (slot === null) return;
+      if (slot.payload !== payload) {
         reshaped = true;
-      } else {
-        prev.seen = seen;
-        if (!force && prev.payload === payload) return;
-        if (prev.payload !== payload) reshaped = true;
-        prev.payload = payload;
-        prev.at = now;
-      }
-      sink.publish(topic, payload, 1, true);
+        slot.payload = payload;
+      } else if (!force) return;
+      slot.at = now;
+      sink.publish(slot.topic, payload, 1, true);
     };
-    const value = (topic: string, payload: string) => {
-      const prev = state.values.get(topic);
-      if (prev === undefined) {
-        state.values.set(topic, { payload, at: now, seen });
-        reshaped = true;
-      } else {
-        prev.seen = seen;
-        if (!refreshAll && prev.payload === payload && now - prev.at < refreshMs) return;
-        prev.payload = payload;
-        prev.at = now;
-      }
-      sink.publish(topic, payload, 0, false);
+    /** `num` (a measurement's number) or NaN; `payload` is then String(num), made only when sent. */
+    const value = (slot: Slot | null, payload: string | null, num: number) => {
+      if (slot === null) return;
+      if (slot.payload === null) reshaped = true;
+      else if (!refreshAll && now - slot.at < refreshMs && (slot.num === num || slot.payload === payload))
+        return;
+      const text = payload ?? (slot.num === num && slot.payload !== null ? slot.payload : String(num));
+      slot.payload = text;
+      slot.num = num;
+      slot.at = now;
+      sink.publish(slot.topic, text, 0, false);
     };
 
+    r.begin();
+    if (values) v.begin();
     for (const device of snapshot.devices) {
-      if (!guard.ok(id, "device id", device.id)) continue;
+      const d = device.id;
+      if (!guard.ok(id, "device id", d)) continue;
       if (values) {
-        if (device.state !== "") value(topics.deviceState(id, device.id), device.state);
-        value(topics.deviceAlarm(id, device.id), alarmPayload(device.alarm));
+        if (device.state !== "") value(v.visit(DEVICE_STATE, d, 0, ""), device.state, NaN);
+        value(v.visit(DEVICE_ALARM, d, 0, ""), alarmPayload(device.alarm), NaN);
       }
       for (const outlet of device.outlets) {
-        if (outlet.state !== "unknown")
-          retained(topics.outletState(id, device.id, outlet.index), outlet.state);
-        retained(topics.outletLabel(id, device.id, outlet.index), outlet.displayName);
+        const i = outlet.index;
+        if (outlet.state !== "unknown") retained(r.visit(OUTLET_STATE, d, i, ""), outlet.state);
+        retained(r.visit(OUTLET_LABEL, d, i, ""), outlet.displayName);
         if (!values) continue;
         for (const m of outlet.measurements) {
-          if (m.value !== null && guard.ok(id, "measurement type", m.type)) {
-            value(topics.outletMeasurement(id, device.id, outlet.index, m.type), String(m.value));
-          }
+          if (m.value !== null) value(v.visit(OUTLET_MEASUREMENT, d, i, m.type), null, m.value);
         }
       }
       if (!values) continue;
       for (const entity of device.entities) {
         if (!guard.ok(id, "entity key", entity.key)) continue;
         for (const m of entity.measurements) {
-          if (m.value !== null && guard.ok(id, "measurement type", m.type)) {
-            value(topics.entityMeasurement(id, device.id, entity.key, m.type), String(m.value));
-          }
+          if (m.value !== null) value(v.visit(ENTITY_MEASUREMENT, d, entity.key, m.type), null, m.value);
         }
       }
     }
@@ -322,25 +348,18 @@ export class Publisher {
         if (!guard.ok(id, "group key", group.key)) continue;
         for (const m of group.measurements) {
           if (m.sum === null && m.avg === null && m.min === null && m.max === null) continue;
-          if (!guard.ok(id, "group measurement key", m.key)) continue;
           const payload = JSON.stringify({ sum: m.sum, avg: m.avg, min: m.min, max: m.max });
-          value(topics.groupMeasurement(id, group.key, m.key), payload);
+          value(v.visit(GROUP_MEASUREMENT, group.key, 0, m.key), payload, NaN);
         }
       }
     }
 
-    for (const [topic, sent] of state.retained) {
-      if (sent.seen === seen) continue;
-      state.retained.delete(topic);
-      sink.publish(topic, "", 1, true);
+    for (const slot of r.end()) {
+      sink.publish(slot.topic, "", 1, true);
       reshaped = true;
     }
     if (values) {
-      for (const [topic, sent] of state.values) {
-        if (sent.seen === seen) continue;
-        state.values.delete(topic);
-        reshaped = true;
-      }
+      if (v.end().length > 0) reshaped = true;
       state.valuesStale = false;
     }
     return reshaped;

@@ -1,0 +1,101 @@
+/**
+ * The topics one instance publishes, remembered in the order the publisher's walk visits them, so
+ * that a poll of an unchanged shape reaches each topic's state without building its name.
+ *
+ * Building the topic string of every measurement (about 200 per 24-outlet PDU, each poll) and
+ * hashing it into a Map was the biggest cost of the publisher at 1000 PDUs (npm run bench, fleet).
+ * A PDU reports the same devices, outlets and measurement types in the same order poll after poll,
+ * so the walk asks for "the slot of (kind, a, b, c)" and the track answers with the slot at the same
+ * position as last time when it is for the same thing: four comparisons, no string built. When the
+ * shape changed (something appeared, went away or moved), it falls back to the topic name, and
+ * {@link Track.end} reports what was not visited.
+ *
+ * The topic name itself comes from the caller's {@link TopicOf}, which builds it with
+ * src/mqtt/topics.ts: this file knows nothing of topic names.
+ */
+
+/** One topic and what was last sent on it. */
+export interface Slot {
+  readonly topic: string;
+  /** What the topic is for, compared instead of the topic name. */
+  readonly kind: number;
+  readonly a: string;
+  readonly b: string | number;
+  readonly c: string;
+  /** Last payload published; null until the first publish. */
+  payload: string | null;
+  /** The number `payload` was made of (measurements), so an unchanged number is not formatted again. */
+  num: number;
+  /** When `payload` was last published (epoch ms). */
+  at: number;
+  /** Number of the last walk that visited this slot. */
+  seen: number;
+}
+
+/** The topic of (kind, a, b, c), or null when it cannot be one (an id that is no topic level). */
+export type TopicOf = (kind: number, a: string, b: string | number, c: string) => string | null;
+
+const NONE: readonly Slot[] = Object.freeze([]);
+
+export class Track {
+  readonly #topicOf: TopicOf;
+  /** The slots visited by the last walk, in its order: the same slots as {@link #byTopic} holds. */
+  readonly #order: Slot[] = [];
+  readonly #byTopic = new Map<string, Slot>();
+  #pos = 0;
+  #walk = 0;
+  /** This walk left the order of the previous one. */
+  #moved = false;
+
+  constructor(topicOf: TopicOf) {
+    this.#topicOf = topicOf;
+  }
+
+  /** Topics remembered. */
+  get size(): number {
+    return this.#byTopic.size;
+  }
+
+  /** Starts a walk. */
+  begin(): void {
+    this.#pos = 0;
+    this.#walk++;
+    this.#moved = false;
+  }
+
+  /**
+   * The slot of (kind, a, b, c), created (with a null payload) when it is new. Null when the thing
+   * cannot have a topic: it then takes no position in the walk.
+   */
+  visit(kind: number, a: string, b: string | number, c: string): Slot | null {
+    const pos = this.#pos;
+    let slot = this.#order[pos];
+    if (slot === undefined || slot.kind !== kind || slot.a !== a || slot.b !== b || slot.c !== c) {
+      const topic = this.#topicOf(kind, a, b, c);
+      if (topic === null) return null;
+      this.#moved = true;
+      slot = this.#byTopic.get(topic);
+      if (slot === undefined) {
+        slot = { topic, kind, a, b, c, payload: null, num: NaN, at: 0, seen: 0 };
+        this.#byTopic.set(topic, slot);
+      }
+      this.#order[pos] = slot;
+    }
+    slot.seen = this.#walk;
+    this.#pos = pos + 1;
+    return slot;
+  }
+
+  /** Ends a walk: forgets the slots it did not visit and returns them. */
+  end(): readonly Slot[] {
+    const order = this.#order;
+    if (!this.#moved && this.#pos === order.length) return NONE;
+    // Every position before #pos holds a slot this walk visited; the rest were not visited.
+    order.length = this.#pos;
+    const walk = this.#walk;
+    const gone: Slot[] = [];
+    for (const slot of this.#byTopic.values()) if (slot.seen !== walk) gone.push(slot);
+    for (const slot of gone) this.#byTopic.delete(slot.topic);
+    return gone;
+  }
+}

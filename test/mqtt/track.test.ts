@@ -1,0 +1,122 @@
+/**
+ * The publisher's per-instance topic track: a walk of an unchanged shape reuses its slots without
+ * naming a topic; any change of shape (appeared, gone, moved, an id that cannot be a topic) gives
+ * the same slots a lookup by topic name would, and `end` reports exactly what was not visited.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import fc from "fast-check";
+import { Track, type Slot } from "../../src/mqtt/track.js";
+
+type Key = readonly [kind: number, a: string, b: string | number, c: string];
+
+/** A track whose topic names are counted; ids containing "#" cannot be topics. */
+function counted() {
+  let named = 0;
+  const track = new Track((kind, a, b, c) => {
+    named++;
+    return a.includes("#") ? null : `${kind}/${a}/${String(b)}/${c}`;
+  });
+  return { track, named: () => named };
+}
+
+function walk(track: Track, keys: readonly Key[]): { slots: (Slot | null)[]; gone: string[] } {
+  track.begin();
+  const slots = keys.map(([kind, a, b, c]) => track.visit(kind, a, b, c));
+  return { slots, gone: track.end().map((s) => s.topic) };
+}
+
+const topic = ([kind, a, b, c]: Key) => `${kind}/${a}/${String(b)}/${c}`;
+
+describe("topic track", () => {
+  const pdu: Key[] = [
+    [0, "DEV1", 0, ""],
+    [2, "DEV1", 0, ""],
+    [4, "DEV1", 0, "current"],
+    [4, "DEV1", 0, "realPower"],
+    [2, "DEV1", 1, ""],
+    [4, "DEV1", 1, "current"],
+    [5, "DEV1", "phase0", "voltage"],
+  ];
+
+  it("names no topic when a walk has the shape of the one before, and keeps each slot's state", () => {
+    const { track, named } = counted();
+    const first = walk(track, pdu);
+    assert.equal(named(), pdu.length);
+    assert.deepEqual(
+      first.slots.map((s) => s?.topic),
+      pdu.map(topic),
+    );
+    first.slots[3]!.payload = "58";
+
+    // Fresh strings, as the next poll's JSON.parse makes them.
+    const second = walk(track, JSON.parse(JSON.stringify(pdu)) as Key[]);
+    assert.equal(named(), pdu.length, "no topic named again");
+    assert.deepEqual(second.gone, []);
+    assert.equal(second.slots[3], first.slots[3], "the same slot, with what was sent on it");
+    assert.equal(second.slots[3]!.payload, "58");
+  });
+
+  it("reports what disappeared, and finds what moved by its topic", () => {
+    const { track } = counted();
+    const first = walk(track, pdu);
+    const reordered = [pdu[4]!, pdu[5]!, pdu[0]!, pdu[1]!, pdu[2]!, pdu[6]!];
+    const second = walk(track, reordered);
+    assert.deepEqual(second.gone, [topic(pdu[3]!)]);
+    assert.equal(second.slots[0], first.slots[4]);
+    assert.equal(second.slots[5], first.slots[6]);
+    assert.equal(track.size, reordered.length);
+    // The next walk of the new shape is positional again.
+    const third = walk(track, reordered);
+    assert.deepEqual(third.gone, []);
+    assert.deepEqual(third.slots, second.slots);
+  });
+
+  it("gives a thing that cannot be a topic no slot and no position", () => {
+    const { track } = counted();
+    const bad: Key = [4, "DEV#", 0, "current"];
+    const keys = [pdu[0]!, bad, pdu[1]!];
+    const first = walk(track, keys);
+    assert.equal(first.slots[1], null);
+    assert.equal(track.size, 2);
+    const second = walk(track, keys);
+    assert.deepEqual(second.slots, first.slots);
+    assert.deepEqual(second.gone, []);
+  });
+
+  it("agrees with a map by topic over any sequence of walks", () => {
+    const key = fc.tuple(
+      fc.integer({ min: 0, max: 6 }),
+      fc.constantFrom("DEV1", "DEV2", "D#V"),
+      fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constantFrom("phase0", "total0")),
+      fc.constantFrom("", "current", "realPower"),
+    );
+    // Each walk visits distinct things, as a snapshot does.
+    const walkKeys = fc.uniqueArray(key, { maxLength: 12, selector: (k) => topic(k) });
+    fc.assert(
+      fc.property(fc.array(walkKeys, { minLength: 1, maxLength: 8 }), (walks) => {
+        const { track } = counted();
+        const model = new Map<string, Slot>();
+        for (const keys of walks) {
+          const { slots, gone } = walk(track, keys);
+          const visited = new Set<string>();
+          keys.forEach((k, i) => {
+            const slot = slots[i];
+            if (k[1].includes("#")) return assert.equal(slot, null);
+            assert.ok(slot);
+            assert.equal(slot.topic, topic(k));
+            const known = model.get(slot.topic);
+            if (known !== undefined) assert.equal(slot, known, "the slot remembered for that topic");
+            model.set(slot.topic, slot);
+            visited.add(slot.topic);
+          });
+          const expectGone = [...model.keys()].filter((t) => !visited.has(t));
+          assert.deepEqual([...gone].sort(), expectGone.sort());
+          for (const t of expectGone) model.delete(t);
+          assert.equal(track.size, model.size);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
