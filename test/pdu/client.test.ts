@@ -122,6 +122,24 @@ describe("GeistClient reads a single unit", () => {
     }
   });
 
+  it("after close, fails as unreachable on every port without sending anything", async () => {
+    const { sim } = h;
+    const client = new GeistClient(instanceFor(sim));
+    await client.poll();
+    await client.close();
+    sim.clearRequests();
+    await rejectsWith(client.poll(), (e) => {
+      assert.equal(e.kind, "unreachable");
+      assert.match(e.message, /client closed/);
+    });
+    const route = { hostKey: "member", webPort: sim.port + 1, httpsPort: sim.port + 1 };
+    await rejectsWith(client.controlOutlet({ deviceId: "D", index: 0, route }, "on"), (e) => {
+      assert.equal(e.kind, "unreachable");
+      assert.match(e.message, new RegExp(`:${sim.port + 1}: client closed`));
+    });
+    assert.deepEqual(sim.requests, []);
+  });
+
   it("maps a truncated body to malformed and a wrong shape to a ParseError", async () => {
     const { sim, client } = h;
     try {
