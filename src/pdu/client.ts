@@ -2,13 +2,16 @@
  * The Geist HTTP client for one configured PDU instance (pdu-protocol.md §2, §3, §5, §6): polls the
  * unit (or a OneView master) into a {@link Snapshot}, and performs outlet writes with lazy login.
  *
- * - One undici Pool per port the client talks to (the unit's own, and OneView members' proxy ports),
- *   kept for the client's life: keep-alive, TLS options (ValidateCertificate, CaFile read once) and
- *   connect/header/body timeouts from `Connection.Timeout`, plus an overall deadline per request.
- *   Not an undici Agent: an Agent discards an origin's pool whenever its last connection closes,
- *   which with a poll interval longer than the keep-alive is every poll, so each poll built a new
- *   pool (an 8 KiB queue among other things) that lived through the keep-alive and was then
- *   collected from the old generation (npm run bench, fleet: ~30% of the bytes promoted).
+ * - Reads (the OneView probe and polls, which never overlap) go over one undici Client; writes over
+ *   an undici Pool per target port (the unit's own, OneView members' proxy ports), created on the
+ *   first write, so a group's writes run side by side and a slow poll never holds a command up.
+ *   Both are kept for the client's life, with keep-alive, TLS options (ValidateCertificate, CaFile
+ *   read once) and connect/header/body timeouts from `Connection.Timeout`, plus an overall deadline
+ *   per request. Not an undici Agent: an Agent discards an origin's pool whenever its last
+ *   connection closes, which with a poll interval longer than the keep-alive is every poll, so each
+ *   poll built a new pool that lived through the keep-alive and was then collected from the old
+ *   generation (npm run bench, fleet: the largest share of the bytes promoted). Not a Pool for
+ *   reads: its 2048-slot queue is 16 KiB per PDU that 1000 PDUs would keep for nothing.
  * - Every failure is a {@link PduError}: `unreachable`, `timeout`, `http-status`, `ret-code`,
  *   `malformed` (a {@link ParseError} from the parser passes through). When the caller's signal
  *   aborts, its reason is thrown as is.
@@ -184,8 +187,10 @@ export class GeistClient {
   private readonly maxBodyBytes: number;
   private readonly logger: Logger;
   private readonly clientOptions: Pool.Options;
-  /** Connection pool per target port; none after {@link close}. */
-  readonly #pools = new Map<number, Pool>();
+  /** The connection of reads (to the configured port); null until the first and after {@link close}. */
+  #reader: Client | null = null;
+  /** Connection pools of writes, per target port; none after {@link close}. */
+  readonly #writers = new Map<number, Pool>();
   #closed = false;
   readonly #credentials: Credentials | null;
   /** Login token per target port. */
@@ -269,9 +274,11 @@ export class GeistClient {
   /** Closes every connection; requests still in flight fail. */
   async close(): Promise<void> {
     this.#closed = true;
-    const pools = [...this.#pools.values()];
-    this.#pools.clear();
-    await Promise.all(pools.map((pool) => pool.destroy()));
+    const dispatchers: Dispatcher[] = [...this.#writers.values()];
+    if (this.#reader !== null) dispatchers.push(this.#reader);
+    this.#reader = null;
+    this.#writers.clear();
+    await Promise.all(dispatchers.map((d) => d.destroy()));
   }
 
   // ---- reads ----
@@ -375,12 +382,16 @@ export class GeistClient {
 
   // ---- transport ----
 
-  #pool(port: number): Pool {
-    let pool = this.#pools.get(port);
+  /** The dispatcher of a request: the reader for GETs to the configured port, else the port's writer pool. */
+  #dispatcher(method: "GET" | "POST", port: number): Dispatcher {
+    if (this.#closed) throw new PduError("unreachable", `cannot reach ${this.where(port)}: client closed`);
+    if (method === "GET" && port === this.port) {
+      return (this.#reader ??= new Client(`${this.scheme}://${this.where(port)}`, this.clientOptions));
+    }
+    let pool = this.#writers.get(port);
     if (pool === undefined) {
-      if (this.#closed) throw new PduError("unreachable", `cannot reach ${this.where(port)}: client closed`);
       pool = new Pool(`${this.scheme}://${this.where(port)}`, this.clientOptions);
-      this.#pools.set(port, pool);
+      this.#writers.set(port, pool);
     }
     return pool;
   }
@@ -411,7 +422,7 @@ export class GeistClient {
     signal: AbortSignal | undefined,
   ): Promise<Envelope> {
     try {
-      return await this.attempt(this.#pool(port), method, port, path, body, signal);
+      return await this.attempt(this.#dispatcher(method, port), method, port, path, body, signal);
     } catch (e) {
       if (!(e instanceof RetryableError)) throw e;
       this.logger.debug(

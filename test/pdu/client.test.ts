@@ -591,3 +591,62 @@ describe("GeistClient on a dropped connection", () => {
     }
   });
 });
+
+describe("GeistClient while a poll is stuck", () => {
+  let sim: Simulator;
+  let relay: net.Server;
+  const open = new Set<Socket>();
+  const held: (() => void)[] = [];
+  let dropped = 0;
+  before(async () => {
+    sim = await startSimulator({ devices: 1, outlets: 2 });
+    // A TCP relay that holds back every `GET /api` until released: a poll the unit is slow to answer.
+    relay = net.createServer((downstream) => {
+      const upstream = net.connect(sim.port, sim.host);
+      for (const s of [downstream, upstream]) {
+        open.add(s);
+        s.on("close", () => open.delete(s));
+        s.on("error", () => undefined);
+      }
+      downstream.on("close", () => upstream.destroy());
+      upstream.on("close", () => {
+        dropped++;
+        downstream.destroy();
+      });
+      upstream.pipe(downstream);
+      downstream.on("data", (chunk: Buffer) => {
+        if (chunk.toString("latin1").startsWith("GET /api ")) held.push(() => upstream.write(chunk));
+        else upstream.write(chunk);
+      });
+    });
+    await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
+  });
+  after(async () => {
+    for (const s of open) s.destroy();
+    await new Promise((resolve) => relay.close(resolve));
+    await sim.close();
+  });
+
+  it("still writes: commands do not queue behind a poll", async () => {
+    const port = (relay.address() as AddressInfo).port;
+    const client = new GeistClient(instanceFor(sim, { Port: port }));
+    try {
+      const deviceId = sim.deviceIds()[0] ?? "";
+      sim.setOutletState(deviceId, 0, "on");
+      const poll = client.poll();
+      for (let waited = 0; held.length === 0; waited += 5) {
+        assert.ok(waited < 5000, "the poll reached the relay");
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      await client.controlOutlet({ deviceId, index: 0, route: null }, "off");
+      assert.equal(sim.outlet(deviceId, 0).state, "off");
+      // Behind the poll, the write would only go out once the unit dropped the stalled connection.
+      assert.equal(dropped, 0, "written while the poll waits, no connection dropped");
+      for (const release of held.splice(0)) release();
+      const snapshot = await poll;
+      assert.equal(findDevice(snapshot, deviceId)?.outlets[0]?.state, "off");
+    } finally {
+      await client.close();
+    }
+  });
+});
