@@ -540,41 +540,61 @@ describe("GeistClient transport failures", () => {
   });
 });
 
+/**
+ * A TCP relay on a free loopback port in front of the simulator, for what a unit's network does to
+ * connections. `wire` sets up each accepted connection; `track` registers a socket to destroy at
+ * close.
+ */
+async function startRelay(
+  wire: (downstream: Socket, track: (socket: Socket) => void) => void,
+): Promise<{ port: number; close(): Promise<void> }> {
+  const open = new Set<Socket>();
+  const track = (socket: Socket) => {
+    open.add(socket);
+    socket.on("close", () => open.delete(socket));
+    socket.on("error", () => undefined);
+  };
+  const server = net.createServer((downstream) => {
+    track(downstream);
+    wire(downstream, track);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    async close() {
+      for (const s of open) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
 describe("GeistClient on a dropped connection", () => {
   let sim: Simulator;
-  let proxy: net.Server;
+  let relay: Awaited<ReturnType<typeof startRelay>>;
   let connections = 0;
-  const open = new Set<Socket>();
   before(async () => {
     sim = await startSimulator({ devices: 1, outlets: 2 });
-    // A TCP relay in front of the simulator that resets its first connection as soon as a request
-    // arrives, like a unit dropping a keep-alive connection the client is about to reuse.
-    proxy = net.createServer((downstream) => {
-      open.add(downstream);
-      downstream.on("close", () => open.delete(downstream));
-      downstream.on("error", () => undefined);
+    // Resets its first connection as soon as a request arrives, like a unit dropping a keep-alive
+    // connection the client is about to reuse.
+    relay = await startRelay((downstream, track) => {
       if (++connections === 1) {
         downstream.once("data", () => downstream.resetAndDestroy());
         return;
       }
       const upstream = net.connect(sim.port, sim.host);
-      open.add(upstream);
-      upstream.on("close", () => open.delete(upstream));
+      track(upstream);
       upstream.on("error", () => downstream.destroy());
       downstream.on("close", () => upstream.destroy());
       downstream.pipe(upstream).pipe(downstream);
     });
-    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
   });
   after(async () => {
-    for (const s of open) s.destroy();
-    await new Promise((resolve) => proxy.close(resolve));
+    await relay.close();
     await sim.close();
   });
 
   it("retries a POST once on a fresh connection", async () => {
-    const port = (proxy.address() as AddressInfo).port;
-    const client = new GeistClient(instanceFor(sim, { Port: port }));
+    const client = new GeistClient(instanceFor(sim, { Port: relay.port }));
     try {
       const deviceId = sim.deviceIds()[0] ?? "";
       sim.setOutletState(deviceId, 1, "on");
@@ -594,20 +614,15 @@ describe("GeistClient on a dropped connection", () => {
 
 describe("GeistClient while a poll is stuck", () => {
   let sim: Simulator;
-  let relay: net.Server;
-  const open = new Set<Socket>();
+  let relay: Awaited<ReturnType<typeof startRelay>>;
   const held: (() => void)[] = [];
   let dropped = 0;
   before(async () => {
     sim = await startSimulator({ devices: 1, outlets: 2 });
-    // A TCP relay that holds back every `GET /api` until released: a poll the unit is slow to answer.
-    relay = net.createServer((downstream) => {
+    // Holds back every `GET /api` until released: a poll the unit is slow to answer.
+    relay = await startRelay((downstream, track) => {
       const upstream = net.connect(sim.port, sim.host);
-      for (const s of [downstream, upstream]) {
-        open.add(s);
-        s.on("close", () => open.delete(s));
-        s.on("error", () => undefined);
-      }
+      track(upstream);
       downstream.on("close", () => upstream.destroy());
       upstream.on("close", () => {
         dropped++;
@@ -619,17 +634,14 @@ describe("GeistClient while a poll is stuck", () => {
         else upstream.write(chunk);
       });
     });
-    await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
   });
   after(async () => {
-    for (const s of open) s.destroy();
-    await new Promise((resolve) => relay.close(resolve));
+    await relay.close();
     await sim.close();
   });
 
   it("still writes: commands do not queue behind a poll", async () => {
-    const port = (relay.address() as AddressInfo).port;
-    const client = new GeistClient(instanceFor(sim, { Port: port }));
+    const client = new GeistClient(instanceFor(sim, { Port: relay.port }));
     try {
       const deviceId = sim.deviceIds()[0] ?? "";
       sim.setOutletState(deviceId, 0, "on");
