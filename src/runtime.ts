@@ -6,8 +6,8 @@
  * 1000-PDU bridge with about 130 MB live peaked above 530 MB. Under a limit below 512 MB V8 grows the
  * heap by at most about twice the live size instead. The image and the Helm chart therefore run the
  * service with `--max-old-space-size=480` (enough for about 1800 24-outlet PDUs) and a 32 MB young
- * generation, and the service
- * warns at start when the limit it runs with looks too small for the configured fleet.
+ * generation, and the service warns at start when the limit it runs with looks too small for the
+ * configured fleet.
  */
 import { getHeapStatistics } from "node:v8";
 

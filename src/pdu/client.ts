@@ -386,11 +386,11 @@ export class GeistClient {
   #dispatcher(method: "GET" | "POST", port: number): Dispatcher {
     if (this.#closed) throw new PduError("unreachable", `cannot reach ${this.where(port)}: client closed`);
     if (method === "GET" && port === this.port) {
-      return (this.#reader ??= new Client(`${this.scheme}://${this.where(port)}`, this.clientOptions));
+      return (this.#reader ??= new Client(this.#origin(port), this.clientOptions));
     }
     let pool = this.#writers.get(port);
     if (pool === undefined) {
-      pool = new Pool(`${this.scheme}://${this.where(port)}`, this.clientOptions);
+      pool = new Pool(this.#origin(port), this.clientOptions);
       this.#writers.set(port, pool);
     }
     return pool;
@@ -398,6 +398,11 @@ export class GeistClient {
 
   private where(port: number): string {
     return hostPort(this.host, port);
+  }
+
+  /** `scheme://host:port` of a target port. */
+  #origin(port: number): string {
+    return `${this.scheme}://${this.where(port)}`;
   }
 
   private expectOk(envelope: Envelope, method: string, path: string, port: number): Envelope {
@@ -430,7 +435,7 @@ export class GeistClient {
         "PDU connection dropped, retrying on a new one",
       );
     }
-    const fresh = new Client(`${this.scheme}://${this.where(port)}`, this.clientOptions);
+    const fresh = new Client(this.#origin(port), this.clientOptions);
     try {
       return await this.attempt(fresh, method, port, path, body, signal);
     } catch (e) {
@@ -449,7 +454,7 @@ export class GeistClient {
     signal: AbortSignal | undefined,
   ): Promise<Envelope> {
     const where = this.where(port);
-    const url = `${this.scheme}://${where}${path}`;
+    const url = `${this.#origin(port)}${path}`;
     // A timer cleared with the answer rather than AbortSignal.timeout: that one stays armed for the
     // whole timeout after every answered request and then builds a DOMException, so at 100 polls a
     // second thousands of them outlive the request and the garbage collector moves them to the old
