@@ -15,13 +15,25 @@
  * and serialised cheaply. Times are epoch milliseconds.
  */
 
+/**
+ * The one definition of "alarm raised" (pdu-protocol.md §4): `alarm.state` equal to one of these,
+ * ignoring case and surrounding blanks. `none`, blank and anything else is clear. The parser's
+ * {@link Alarm.raised} and the Home Assistant alarm template both derive from this list.
+ */
+export const RAISED_ALARM_STATES: readonly string[] = Object.freeze(["alarm", "active"]);
+
+/** True when an `alarm.state` means raised (see {@link RAISED_ALARM_STATES}). */
+export function isAlarmRaised(state: string): boolean {
+  return RAISED_ALARM_STATES.includes(state.trim().toLowerCase());
+}
+
 /** `alarm.state` / `alarm.severity` as the PDU reports them, plus the derived flag. */
 export interface Alarm {
   /** Raw `alarm.state` ("none", "", "alarm", "active", ...). Blank becomes "none". */
   readonly state: string;
   /** Raw `alarm.severity` ("alarm", "warning" or ""). */
   readonly severity: string;
-  /** True when the state is `alarm` or `active` (case-insensitive). */
+  /** {@link isAlarmRaised} of the state. */
   readonly raised: boolean;
 }
 
@@ -94,6 +106,10 @@ export interface Device {
   readonly state: string;
   readonly alarm: Alarm;
   readonly order: number | null;
+  /**
+   * False only when the device reports `conf.outletControlEnabled: false`: the PDU itself refuses
+   * switching, so control requests are refused before any write. Missing counts as enabled.
+   */
   readonly outletControlEnabled: boolean;
   /** `lifetimeEnergy` parsed from its string, or null when absent or not an integer. */
   readonly lifetimeEnergy: number | null;
@@ -156,6 +172,17 @@ export interface Group {
   readonly measurements: readonly GroupMeasurement[];
 }
 
+/**
+ * An optional part of the PDU's answer that was malformed and therefore left out of the snapshot
+ * (see docs/reliability.md "Essential and optional parts"). Everything else was kept.
+ */
+export interface ParseWarning {
+  /** JSON path of the dropped part, e.g. `$.group.2.entity.outlet.0.measurement`. */
+  readonly path: string;
+  /** What was wrong and what was dropped. */
+  readonly problem: string;
+}
+
 export interface Snapshot {
   readonly instanceId: string;
   /** When the poll that produced this snapshot completed (epoch ms). */
@@ -167,6 +194,11 @@ export interface Snapshot {
   readonly devices: readonly Device[];
   /** OneView groups sorted by order then key; empty in single mode. */
   readonly groups: readonly Group[];
+  /**
+   * Optional parts of the answer that were malformed and dropped, in the order met, at most
+   * MAX_PARSE_WARNINGS (the last one then says how many more there were). Absent or empty: none.
+   */
+  readonly warnings?: readonly ParseWarning[];
 }
 
 /** Numeric-aware comparison of outlet indexes and other integer-like keys ("9" < "10"). */

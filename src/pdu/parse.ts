@@ -9,17 +9,23 @@
  * - Numbers may arrive as JSON numbers or as decimal strings; anything else ("n/a", "") is null.
  *   Measurement `raw` keeps the PDU's string.
  *
- * What is required (anything else throws a {@link ParseError} naming the JSON path, so a poll fails
+ * Essential parts (a malformed one throws a {@link ParseError} naming the JSON path, so the poll fails
  * cleanly and the previous snapshot is kept instead of being replaced by a half-empty one):
  * - the tree itself is an object; `dev` (single) / `host` (OneView) is an object;
  * - a single-unit tree has at least one device; a OneView tree has at least one host and at least
  *   one device over all hosts;
- * - every device, host, outlet, entity, measurement and group is an object, and every map that holds
- *   them (`outlet`, `entity`, `measurement`, `cache`, `groupMap...`, `group`), when present, is an
+ * - every device, host, outlet, outlet measurement and group is an object, and every map that holds
+ *   them (`outlet`, an outlet's `measurement`, `cache`, `groupMap...`, `group`), when present, is an
  *   object (absent or null means empty);
  * - outlet keys (in `outlet` and in `groupMap`) are canonical non-negative integer strings ("0", "11");
- * - every measurement (and group rollup) has a non-empty string `type`;
+ * - every outlet measurement has a non-empty string `type`;
  * - a device id appears in only one OneView host.
+ *
+ * Optional parts (a malformed one is dropped, and recorded as a {@link ParseWarning} on the snapshot
+ * with its JSON path; everything else is kept): entities and their measurements, group rollups
+ * (`group.<key>.entity.outlet|pduTotal.<n>` nodes and their measurements), alarms, and the `sys` /
+ * `conf.network` identity fields. Parts that are never read (`layout`, `point`, `auth`, top-level
+ * `alarm`, `info`, `cli`, unknown fields) may hold anything. docs/reliability.md lists the same.
  *
  * OneView group membership: an outlet belongs to the group whose key equals its groupMap `group`
  * case-insensitively. `null`, a missing `group` and "" all mean the built-in `unassigned` group
@@ -33,6 +39,7 @@
 import { ParseError } from "./errors.js";
 import {
   compareKeys,
+  isAlarmRaised,
   type Alarm,
   type Device,
   type Entity,
@@ -42,6 +49,7 @@ import {
   type Outlet,
   type OutletRef,
   type OutletState,
+  type ParseWarning,
   type PduSystem,
   type ProxyRoute,
   type Snapshot,
@@ -72,6 +80,51 @@ function formatPath(path: Path, extra: readonly string[]): string {
 
 function fail(path: Path, problem: string, ...extra: string[]): never {
   throw new ParseError(formatPath(path, extra), problem);
+}
+
+/** Warnings kept per snapshot; further ones are only counted. */
+export const MAX_PARSE_WARNINGS = 20;
+/** A warning's path is cut to this many characters (PDU-supplied keys can be long). */
+const MAX_WARNING_PATH = 300;
+
+/** Collects the optional parts dropped during one parse (bounded). */
+class Warnings {
+  readonly list: ParseWarning[] = [];
+  more = 0;
+
+  add(path: Path, problem: string, ...extra: string[]): void {
+    if (this.list.length >= MAX_PARSE_WARNINGS) {
+      this.more++;
+      return;
+    }
+    let where = formatPath(path, extra);
+    if (where.length > MAX_WARNING_PATH) where = `${where.slice(0, MAX_WARNING_PATH)}…`;
+    this.list.push(Object.freeze({ path: where, problem }));
+  }
+
+  result(): readonly ParseWarning[] {
+    if (this.list.length === 0) return EMPTY;
+    if (this.more > 0) {
+      const last = this.list[this.list.length - 1];
+      if (last !== undefined)
+        this.list[this.list.length - 1] = Object.freeze({
+          path: last.path,
+          problem: `${last.problem} (and ${this.more} more malformed optional parts)`,
+        });
+    }
+    return Object.freeze(this.list);
+  }
+}
+
+/** An optional map child: absent/null → undefined; an object → it; anything else → a warning and undefined. */
+function softMap(parent: Obj, key: string, path: Path, w: Warnings, dropped: string): Obj | undefined {
+  const v = parent[key];
+  if (v === undefined || v === null) return undefined;
+  if (!isObj(v)) {
+    w.add(path, `expected an object; ${dropped} dropped`, key);
+    return undefined;
+  }
+  return v;
 }
 
 /** A map child: absent/null → undefined; an object → it; anything else → ParseError at `path.key`. */
@@ -132,13 +185,21 @@ const NO_ALARM: Alarm = Object.freeze({ state: "none", severity: "", raised: fal
 const alarmCache = new Map<string, Map<string, Alarm>>();
 const ALARM_CACHE_LIMIT = 32;
 
-function isRaised(state: string): boolean {
-  const s = state.trim().toLowerCase();
-  return s === "alarm" || s === "active";
-}
-
-function alarmOf(v: unknown): Alarm {
-  if (!isObj(v)) return NO_ALARM;
+/**
+ * `parent.alarm`: absent/null is clear; a non-object, or a non-string state/severity, is an optional
+ * part gone wrong: a warning, and the alarm reads clear (the part that is a string is kept).
+ */
+function alarmOf(parent: Obj, path: Path, w: Warnings): Alarm {
+  const v = parent.alarm;
+  if (v === undefined || v === null) return NO_ALARM;
+  if (!isObj(v)) {
+    w.add(path, "alarm is not an object; read as clear", "alarm");
+    return NO_ALARM;
+  }
+  if (v.state !== undefined && v.state !== null && typeof v.state !== "string")
+    w.add(path, "alarm state is not a string; read as clear", "alarm", "state");
+  if (v.severity !== undefined && v.severity !== null && typeof v.severity !== "string")
+    w.add(path, "alarm severity is not a string; read as blank", "alarm", "severity");
   const rawState = str(v.state);
   const state = isBlank(rawState) ? "none" : rawState;
   const severity = str(v.severity);
@@ -149,7 +210,7 @@ function alarmOf(v: unknown): Alarm {
   }
   let alarm = bySeverity?.get(severity);
   if (alarm === undefined) {
-    alarm = Object.freeze({ state, severity, raised: isRaised(state) });
+    alarm = Object.freeze({ state, severity, raised: isAlarmRaised(state) });
     if (bySeverity !== undefined && bySeverity.size < ALARM_CACHE_LIMIT) bySeverity.set(severity, alarm);
   }
   return alarm;
@@ -161,24 +222,44 @@ function byType(a: Measurement, b: Measurement): number {
   return compareCaseInsensitive(a.type, b.type);
 }
 
-/** `parent.measurement`, sorted by type. */
-function measurementsOf(parent: Obj, path: Path): readonly Measurement[] {
-  const map = optionalMap(parent, "measurement", path);
+/**
+ * `parent.measurement`, sorted by type. `essential` (an outlet's): a malformed map or measurement
+ * fails the parse. Otherwise (an entity's) it is dropped with a warning and the rest is kept.
+ */
+function measurementsOf(parent: Obj, path: Path, w: Warnings, essential: boolean): readonly Measurement[] {
+  const map = essential
+    ? optionalMap(parent, "measurement", path)
+    : softMap(parent, "measurement", path, w, "the measurements");
   if (map === undefined) return EMPTY;
   const out: Measurement[] = [];
   path.push("measurement");
   for (const key of Object.keys(map)) {
     const m = map[key];
-    if (!isObj(m)) fail(path, "measurement is not an object", key);
+    if (!isObj(m)) {
+      if (essential) fail(path, "measurement is not an object", key);
+      w.add(path, "measurement is not an object; dropped", key);
+      continue;
+    }
     const type = m.type;
-    if (typeof type !== "string" || type === "") fail(path, "measurement has no string type", key, "type");
+    if (typeof type !== "string" || type === "") {
+      if (essential) fail(path, "measurement has no string type", key, "type");
+      w.add(path, "measurement has no string type; dropped", key, "type");
+      continue;
+    }
     const value = m.value;
+    let alarm: Alarm | null = null;
+    if (m.alarm !== undefined && m.alarm !== null) {
+      path.push(key);
+      const read = alarmOf(m, path, w);
+      alarm = isObj(m.alarm) ? read : null;
+      path.pop();
+    }
     out.push({
       type,
       value: toNumber(value),
       raw: typeof value === "string" ? value : typeof value === "number" ? String(value) : "",
       units: str(m.units),
-      alarm: m.alarm === undefined || m.alarm === null ? null : alarmOf(m.alarm),
+      alarm,
     });
   }
   path.pop();
@@ -193,7 +274,7 @@ function outletState(v: unknown): OutletState {
   return s === "on" || s === "off" ? s : "unknown";
 }
 
-function outletsOf(device: Obj, path: Path): readonly Outlet[] {
+function outletsOf(device: Obj, path: Path, w: Warnings): readonly Outlet[] {
   const map = optionalMap(device, "outlet", path);
   if (map === undefined) return EMPTY;
   const out: Outlet[] = [];
@@ -212,12 +293,12 @@ function outletsOf(device: Obj, path: Path): readonly Outlet[] {
       label,
       displayName: displayName(label, name, "") || `Outlet ${index + 1}`,
       state: outletState(o.state),
-      alarm: alarmOf(o.alarm),
+      alarm: alarmOf(o, path, w),
       onDelay: toNumber(o.onDelay),
       offDelay: toNumber(o.offDelay),
       rebootDelay: toNumber(o.rebootDelay),
       poaAction: typeof o.poaAction === "string" ? o.poaAction : null,
-      measurements: measurementsOf(o, path),
+      measurements: measurementsOf(o, path, w, true),
     });
     path.pop();
   }
@@ -227,15 +308,18 @@ function outletsOf(device: Obj, path: Path): readonly Outlet[] {
   return Object.freeze(out);
 }
 
-function entitiesOf(device: Obj, path: Path): readonly Entity[] {
-  const map = optionalMap(device, "entity", path);
+function entitiesOf(device: Obj, path: Path, w: Warnings): readonly Entity[] {
+  const map = softMap(device, "entity", path, w, "the entities");
   if (map === undefined) return EMPTY;
   const keys = Object.keys(map).sort(compareKeys);
   const out: Entity[] = [];
   path.push("entity");
   for (const key of keys) {
     const e = map[key];
-    if (!isObj(e)) fail(path, "entity is not an object", key);
+    if (!isObj(e)) {
+      w.add(path, "entity is not an object; dropped", key);
+      continue;
+    }
     path.push(key);
     const name = str(e.name);
     const label = str(e.label);
@@ -244,8 +328,8 @@ function entitiesOf(device: Obj, path: Path): readonly Entity[] {
       name,
       label,
       displayName: displayName(label, name, key),
-      alarm: alarmOf(e.alarm),
-      measurements: measurementsOf(e, path),
+      alarm: alarmOf(e, path, w),
+      measurements: measurementsOf(e, path, w, false),
     });
     path.pop();
   }
@@ -253,7 +337,14 @@ function entitiesOf(device: Obj, path: Path): readonly Entity[] {
   return Object.freeze(out);
 }
 
-function deviceOf(id: string, d: unknown, path: Path, system: PduSystem, route: ProxyRoute | null): Device {
+function deviceOf(
+  id: string,
+  d: unknown,
+  path: Path,
+  w: Warnings,
+  system: PduSystem,
+  route: ProxyRoute | null,
+): Device {
   if (!isObj(d)) fail(path, "device is not an object");
   const name = str(d.name);
   const label = str(d.label);
@@ -265,39 +356,81 @@ function deviceOf(id: string, d: unknown, path: Path, system: PduSystem, route: 
     displayName: displayName(label, name, id),
     type: str(d.type),
     state: str(d.state),
-    alarm: alarmOf(d.alarm),
+    alarm: alarmOf(d, path, w),
     order: toNumber(d.order),
-    outletControlEnabled: conf.outletControlEnabled === true,
+    outletControlEnabled: conf.outletControlEnabled !== false,
     lifetimeEnergy: toCounter(d.lifetimeEnergy),
     system,
     route,
-    outlets: outletsOf(d, path),
-    entities: entitiesOf(d, path),
+    outlets: outletsOf(d, path, w),
+    entities: entitiesOf(d, path, w),
   };
 }
 
 /** Appends the devices of `tree.dev` (path = location of `tree`); returns the raw `dev` map. */
-function addDevices(tree: Obj, path: Path, system: PduSystem, route: ProxyRoute | null, out: Device[]): Obj {
+function addDevices(
+  tree: Obj,
+  path: Path,
+  w: Warnings,
+  system: PduSystem,
+  route: ProxyRoute | null,
+  out: Device[],
+): Obj {
   const dev = tree.dev;
   if (!isObj(dev))
     fail(path, dev === undefined ? "missing (map of device id to device)" : "expected an object", "dev");
   path.push("dev");
   for (const id of Object.keys(dev)) {
     path.push(id);
-    out.push(deviceOf(id, dev[id], path, system, route));
+    out.push(deviceOf(id, dev[id], path, w, system, route));
     path.pop();
   }
   path.pop();
   return dev;
 }
 
-function systemOf(tree: Obj): PduSystem {
-  const sys = isObj(tree.sys) ? tree.sys : EMPTY_OBJ;
-  const conf = isObj(tree.conf) ? tree.conf : EMPTY_OBJ;
-  const network = isObj(conf.network) ? conf.network : EMPTY_OBJ;
-  const ethernet = isObj(network.ethernet) ? network.ethernet : EMPTY_OBJ;
-  const addresses = isObj(ethernet.address) ? ethernet.address : EMPTY_OBJ;
-  const first = isObj(addresses["1"]) ? addresses["1"] : EMPTY_OBJ;
+const SYS_FIELDS = [
+  "label",
+  "name",
+  "oem",
+  "model",
+  "modelNumber",
+  "serialNumber",
+  "version",
+  "appVersion",
+  "apiVersion",
+] as const;
+
+/** Identity of a unit from `sys` and `conf.network` (path = location of `tree`); all optional. */
+function systemOf(tree: Obj, path: Path, w: Warnings): PduSystem {
+  const sys = softMap(tree, "sys", path, w, "the unit's identity") ?? EMPTY_OBJ;
+  for (const field of SYS_FIELDS) {
+    const v = sys[field];
+    if (v !== undefined && v !== null && typeof v !== "string")
+      w.add(path, "not a string; read as blank", "sys", field);
+  }
+  // conf.network.ethernet.address["1"].address: each level optional.
+  let at: Obj = tree;
+  let depth = 0;
+  const levels = ["conf", "network", "ethernet"] as const;
+  for (const level of levels) {
+    const next = softMap(at, level, path, w, "the network identity");
+    if (next === undefined) break;
+    path.push(level);
+    depth++;
+    at = next;
+  }
+  const ethernet = depth === levels.length ? at : EMPTY_OBJ;
+  let first: Obj = EMPTY_OBJ;
+  if (depth === levels.length) {
+    const addresses = softMap(ethernet, "address", path, w, "the IP address");
+    if (addresses !== undefined) {
+      path.push("address");
+      first = softMap(addresses, "1", path, w, "the IP address") ?? EMPTY_OBJ;
+      path.pop();
+    }
+  }
+  path.length -= depth;
   return Object.freeze({
     label: displayName(str(sys.label), str(sys.name), ""),
     oem: str(sys.oem),
@@ -312,7 +445,7 @@ function systemOf(tree: Obj): PduSystem {
   });
 }
 
-const NO_SYSTEM: PduSystem = systemOf(EMPTY_OBJ);
+const NO_SYSTEM: PduSystem = systemOf(EMPTY_OBJ, [], new Warnings());
 
 function sortDevices(devices: Device[]): void {
   devices.sort((a, b) => compareOrdinal(a.id, b.id));
@@ -322,9 +455,10 @@ function sortDevices(devices: Device[]): void {
 export function parseApiTree(data: unknown, instanceId: string, timestamp: number): Snapshot {
   const path: Path = [];
   if (!isObj(data)) fail(path, "expected an object (the data of GET /api)");
-  const system = systemOf(data);
+  const w = new Warnings();
+  const system = systemOf(data, path, w);
   const devices: Device[] = [];
-  addDevices(data, path, system, null, devices);
+  addDevices(data, path, w, system, null, devices);
   if (devices.length === 0) fail(path, "no devices", "dev");
   sortDevices(devices);
   return Object.freeze({
@@ -334,6 +468,7 @@ export function parseApiTree(data: unknown, instanceId: string, timestamp: numbe
     system,
     devices: Object.freeze(devices),
     groups: EMPTY,
+    warnings: w.result(),
   });
 }
 
@@ -415,36 +550,84 @@ function compareRefs(a: OutletRef, b: OutletRef): number {
   return compareOrdinal(a.deviceId, b.deviceId) || a.index - b.index;
 }
 
-/** Appends the rollups of `entity.<segment>` (path = location of `entity`). */
-function addRollups(entity: Obj, segment: "outlet" | "pduTotal", path: Path, out: GroupMeasurement[]): void {
-  const map = optionalMap(entity, segment, path);
-  if (map === undefined) return;
+const ROLLUP_STATS = ["sumValue", "avgValue", "minValue", "maxValue"] as const;
+
+/**
+ * Appends the rollups of `entity.<segment>.<n>.measurement.<m>` (path = location of `entity`). Each
+ * `<n>` is a rollup node `{name, alarm, measurement}` (pdu-protocol.md §5). Rollups are optional: a
+ * malformed node or measurement is dropped with a warning, as is a second measurement of a type the
+ * group already has. `seen` holds the lower-cased keys taken so far.
+ */
+function addRollups(
+  entity: Obj,
+  segment: "outlet" | "pduTotal",
+  path: Path,
+  w: Warnings,
+  seen: Set<string>,
+  out: GroupMeasurement[],
+): void {
+  const nodes = softMap(entity, segment, path, w, "the rollups");
+  if (nodes === undefined) return;
   path.push(segment);
-  for (const key of Object.keys(map)) {
-    const m = map[key];
-    if (!isObj(m)) fail(path, "rollup is not an object", key);
-    const type = m.type;
-    if (typeof type !== "string" || type === "") fail(path, "rollup has no string type", key, "type");
-    out.push({
-      key: segment === "pduTotal" ? `pduTotal${type.charAt(0).toUpperCase()}${type.slice(1)}` : type,
-      type,
-      units: str(m.units),
-      sum: toNumber(m.sumValue),
-      avg: toNumber(m.avgValue),
-      min: toNumber(m.minValue),
-      max: toNumber(m.maxValue),
-    });
+  for (const n of Object.keys(nodes)) {
+    const node = nodes[n];
+    if (!isObj(node)) {
+      w.add(path, "rollup node is not an object; dropped", n);
+      continue;
+    }
+    path.push(n);
+    const map = softMap(node, "measurement", path, w, "the rollups of this node");
+    if (map !== undefined) {
+      path.push("measurement");
+      for (const key of Object.keys(map)) {
+        const m = map[key];
+        if (!isObj(m)) {
+          w.add(path, "rollup measurement is not an object; dropped", key);
+          continue;
+        }
+        const type = m.type;
+        if (typeof type !== "string" || type === "") {
+          w.add(path, "rollup measurement has no string type; dropped", key, "type");
+          continue;
+        }
+        const rollupKey =
+          segment === "pduTotal" ? `pduTotal${type.charAt(0).toUpperCase()}${type.slice(1)}` : type;
+        const lower = rollupKey.toLowerCase();
+        if (seen.has(lower)) {
+          w.add(path, `a second ${type} rollup in this group; dropped`, key);
+          continue;
+        }
+        for (const stat of ROLLUP_STATS) {
+          const v = m[stat];
+          if (v !== undefined && v !== null && typeof v !== "string" && typeof v !== "number")
+            w.add(path, "not a string; read as no value", key, stat);
+        }
+        seen.add(lower);
+        out.push({
+          key: rollupKey,
+          type,
+          units: str(m.units),
+          sum: toNumber(m.sumValue),
+          avg: toNumber(m.avgValue),
+          min: toNumber(m.minValue),
+          max: toNumber(m.maxValue),
+        });
+      }
+      path.pop();
+    }
+    path.pop();
   }
   path.pop();
 }
 
-function rollupsOf(group: Obj, path: Path): readonly GroupMeasurement[] {
-  const entity = optionalMap(group, "entity", path);
+function rollupsOf(group: Obj, path: Path, w: Warnings): readonly GroupMeasurement[] {
+  const entity = softMap(group, "entity", path, w, "the group's rollups");
   if (entity === undefined) return EMPTY;
   const out: GroupMeasurement[] = [];
+  const seen = new Set<string>();
   path.push("entity");
-  addRollups(entity, "outlet", path, out);
-  addRollups(entity, "pduTotal", path, out);
+  addRollups(entity, "outlet", path, w, seen, out);
+  addRollups(entity, "pduTotal", path, w, seen, out);
   path.pop();
   out.sort((a, b) => compareCaseInsensitive(a.key, b.key));
   return Object.freeze(out);
@@ -459,7 +642,12 @@ function compareGroups(a: Group, b: Group): number {
   return compareKeys(a.key, b.key);
 }
 
-function groupsOf(data: Obj, path: Path, members: Map<string, readonly OutletRef[]>): readonly Group[] {
+function groupsOf(
+  data: Obj,
+  path: Path,
+  w: Warnings,
+  members: Map<string, readonly OutletRef[]>,
+): readonly Group[] {
   const map = optionalMap(data, "group", path);
   if (map === undefined) return EMPTY;
   const out: Group[] = [];
@@ -478,7 +666,7 @@ function groupsOf(data: Obj, path: Path, members: Map<string, readonly OutletRef
       state: str(g.state),
       order: toNumber(g.order),
       members: members.get(key.toLowerCase()) ?? EMPTY,
-      measurements: rollupsOf(g, path),
+      measurements: rollupsOf(g, path, w),
     });
     path.pop();
   }
@@ -499,6 +687,7 @@ export function parseOneView(data: unknown, instanceId: string, timestamp: numbe
   const hosts = data.host;
   if (!isObj(hosts))
     fail(path, hosts === undefined ? "missing (map of member hosts)" : "expected an object", "host");
+  const w = new Warnings();
   const devices: Device[] = [];
   const members = new Map<string, OutletRef[]>();
   let masterSystem: PduSystem | undefined;
@@ -516,10 +705,10 @@ export function parseOneView(data: unknown, instanceId: string, timestamp: numbe
     let system = NO_SYSTEM;
     let devMap: Obj | undefined;
     if (cache !== undefined) {
-      system = systemOf(cache);
       path.push("cache");
+      system = systemOf(cache, path, w);
       if (cache.dev !== undefined && cache.dev !== null)
-        devMap = addDevices(cache, path, system, route, devices);
+        devMap = addDevices(cache, path, w, system, route, devices);
       path.pop();
     }
     scanGroupMap(host, devMap, path, members);
@@ -543,6 +732,7 @@ export function parseOneView(data: unknown, instanceId: string, timestamp: numbe
     mode: "oneview",
     system: masterSystem ?? firstSystem,
     devices: Object.freeze(devices),
-    groups: groupsOf(data, path, members),
+    groups: groupsOf(data, path, w, members),
+    warnings: w.result(),
   });
 }

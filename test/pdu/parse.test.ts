@@ -119,7 +119,7 @@ describe("parseApiTree: tolerance", () => {
     assert.equal(a0.displayName, "A0");
     assert.equal(a0.lifetimeEnergy, 77);
     assert.equal(a0.order, null);
-    assert.equal(a0.outletControlEnabled, false);
+    assert.equal(a0.outletControlEnabled, true, "only an explicit false disables control");
     assert.deepEqual(a0.alarm, { state: "none", severity: "", raised: false });
     assert.deepEqual(a0.outlets, []);
     assert.deepEqual(a0.entities, []);
@@ -344,20 +344,20 @@ describe("malformed trees throw ParseError with the JSON path", () => {
       },
     },
     {
-      name: "entity not an object",
-      path: "$.dev.D1.entity.phase0",
+      name: "outlet measurement map not an object",
+      path: "$.dev.D1.outlet.4.measurement",
       make: () => {
         const t = singleUnitTree();
-        at(t, "dev", "D1", "entity").phase0 = 3;
+        at(t, "dev", "D1", "outlet", "4").measurement = "n/a";
         return t;
       },
     },
     {
-      name: "entity measurement not an object",
-      path: "$.dev.D1.entity.total0.measurement.0",
+      name: "outlet measurement not an object",
+      path: "$.dev.D1.outlet.0.measurement.2",
       make: () => {
         const t = singleUnitTree();
-        at(t, "dev", "D1", "entity", "total0", "measurement")["0"] = "109";
+        at(t, "dev", "D1", "outlet", "0", "measurement")["2"] = 7;
         return t;
       },
     },
@@ -425,12 +425,12 @@ describe("malformed trees throw ParseError with the JSON path", () => {
       },
     },
     {
-      name: "rollup without a type",
+      name: "groupMap not an object",
       oneview: true,
-      path: "$.group.total.entity.pduTotal.1.type",
+      path: '$.host["02:00:00:00:00:0b"].groupMap',
       make: () => {
         const t = oneViewTree();
-        at(t, "group", "total", "entity", "pduTotal")["1"] = { sumValue: "1" };
+        at(t, "host", "02:00:00:00:00:0b").groupMap = "all";
         return t;
       },
     },
