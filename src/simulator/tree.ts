@@ -1,6 +1,10 @@
 /**
  * Builds the JSON trees the simulator serves: a unit's `/api` tree and the master's `/oneview` tree,
  * computed from the state at the moment of the request (values as strings, integer-string keys).
+ *
+ * The trees have exactly the structure of the wire fixtures in testkit/fixtures/wire/ (answers in
+ * the shape real units send): the same key paths and JSON types at every level, checked by
+ * test/simulator/wire-shape.test.ts. Add a field here only when real units send it.
  */
 
 import type { SimDevice, SimOutlet, SimState, SimUnit } from "./state.js";
@@ -159,7 +163,6 @@ function deviceJson(state: SimState, device: SimDevice, now: number): WireDevice
     label: device.entityLabels.get(key) ?? "",
     alarm: device.entityAlarms.get(key) ?? noAlarm(),
     measurement: measurements(list, device.entityRaw.get(key)),
-    conf: {},
     ...extra,
   });
   const breaker = (key: string, name: string): WireEntity =>
@@ -193,6 +196,7 @@ function deviceJson(state: SimState, device: SimDevice, now: number): WireDevice
     snmpInstance: device.order,
     lifetimeEnergy: String(Math.floor(energyWh)),
     conf: { outletControlEnabled: device.outletControlEnabled },
+    point: { pseCompliant: { value: false } },
     alarm: device.alarm ?? noAlarm(),
     layout: {
       "0": ["entity/phase0"],
@@ -222,9 +226,6 @@ export function apiTree(state: SimState, unit: SimUnit): WireApi {
   const now = state.now();
   const dev: Record<string, WireDevice> = {};
   for (const device of unit.devices.values()) dev[device.id] = deviceJson(state, device, now);
-  const auth: Record<string, unknown> = {};
-  for (const user of state.users.keys())
-    auth[user] = { enabled: true, control: true, admin: user === "admin" };
   return {
     sys: {
       label: unit.label,
@@ -236,15 +237,19 @@ export function apiTree(state: SimState, unit: SimUnit): WireApi {
       version: "1.0",
       appVersion: "5.10.4",
       apiVersion: "1.0.1",
+      partNumber: "SIM-RPDU-PN",
+      build: "sim",
+      platform: "sim",
     },
     conf: {
       network: {
-        ethernet: { macAddr: unit.macAddress, address: { "1": { address: unit.ipAddress, prefix: 24 } } },
+        ethernet: { macAddr: unit.macAddress, address: { "1": { address: unit.ipAddress } } },
       },
       oneview: { enabled: unit.role === "master" },
     },
     dev,
-    auth,
+    // Real units answer these two empty on a read without credentials.
+    auth: {},
     alarm: {},
   };
 }
@@ -258,17 +263,41 @@ const numeric = (raw: string | undefined): number | null => {
 const valueOf = (map: Record<string, WireMeasurement> | undefined, type: string): number | null =>
   numeric(Object.values(map ?? {}).find((m) => m.type === type)?.value);
 
-function rollup(type: string, values: readonly (number | null)[]): Record<string, string> {
+const clearRollupAlarm = (): AlarmValue => ({ state: "none", severity: "" });
+
+/**
+ * One rollup measurement: string statistics over the members' values. Energy and the `total`
+ * group's rollups carry `sumValue` only, as on real units; no numeric values: no statistics at all.
+ */
+function rollup(type: string, values: readonly (number | null)[], sumOnly = false): Record<string, unknown> {
   const nums = values.filter((v): v is number => v !== null);
-  const out: Record<string, string> = { type, units: UNITS[type] ?? "" };
+  const out: Record<string, unknown> = {
+    type,
+    units: UNITS[type] ?? "",
+    state: "normal",
+    displayEnabled: true,
+    datalogEnabled: true,
+    alarm: clearRollupAlarm(),
+  };
   if (nums.length === 0) return out;
   const total = nums.reduce((a, b) => a + b, 0);
   out.sumValue = format(type, total);
+  if (sumOnly || type === "energy") return out;
   out.avgValue = format(type, total / nums.length);
   out.minValue = format(type, Math.min(...nums));
   out.maxValue = format(type, Math.max(...nums));
   return out;
 }
+
+/**
+ * A rollup node (`entity.outlet.0` of a user group, `entity.pduTotal.0` of `total`): the rollup
+ * measurements sit one level down, under `measurement`, like an outlet's (pdu-protocol.md §5).
+ */
+const rollupNode = (name: string, list: readonly Record<string, unknown>[]): Record<string, unknown> => ({
+  name,
+  alarm: clearRollupAlarm(),
+  measurement: keyedList(list),
+});
 
 const keyedList = <T>(list: readonly T[]): Record<string, T> =>
   Object.fromEntries(list.map((v, k) => [String(k), v]));
@@ -290,38 +319,53 @@ export function oneviewTree(state: SimState, proxyPort: (unit: SimUnit) => numbe
     }
     const master = unit.role === "master";
     host[unit.hostKey] = {
-      label: unit.label,
-      address: unit.ipAddress,
-      cache: trees[u],
+      type: "rpdu",
+      state: "normal",
       webPort: master ? 0 : proxyPort(unit),
       httpsPort: master ? -1 : proxyPort(unit),
+      snmpPort: 161,
+      order: u + 1,
+      snmpInstance: u + 1,
+      group: null,
+      cache: trees[u],
       groupMap: { dev },
     };
   });
 
   const group: Record<string, unknown> = {};
   for (const info of [...state.groups.values()].sort((a, b) => a.order - b.order)) {
-    const members = state.groupMembers(info.key).map((m) => devices.get(m.deviceId)?.outlet[String(m.index)]);
-    const entity: Record<string, unknown> = {
-      outlet: keyedList(
-        ["realPower", "apparentPower", "current", "energy"].map((type) =>
-          rollup(
-            type,
-            members.map((o) => valueOf(o?.measurement, type)),
-          ),
-        ),
-      ),
-    };
+    // As on real units: the built-in `total` group rolls up every device's total (`pduTotal`),
+    // `unassigned` has no rollups, a user group rolls up its member outlets (`outlet`).
+    const entity: Record<string, unknown> = {};
     if (info.key === "total") {
       const totals = [...devices.values()].map((d) => d.entity.total0?.measurement);
-      entity.pduTotal = keyedList(
-        ["realPower", "energy"].map((type) =>
-          rollup(
-            type,
-            totals.map((m) => valueOf(m, type)),
+      entity.pduTotal = keyedList([
+        rollupNode(
+          "pduTotal",
+          ["realPower", "apparentPower", "energy"].map((type) =>
+            rollup(
+              type,
+              totals.map((m) => valueOf(m, type)),
+              true,
+            ),
           ),
         ),
-      );
+      ]);
+    } else if (info.key !== "unassigned") {
+      const members = state
+        .groupMembers(info.key)
+        .map((m) => devices.get(m.deviceId)?.outlet[String(m.index)]);
+      entity.outlet = keyedList([
+        rollupNode(
+          "outlet",
+          ["realPower", "apparentPower", "current", "energy"].map((type) =>
+            rollup(
+              type,
+              members.map((o) => valueOf(o?.measurement, type)),
+            ),
+          ),
+        ),
+      ]);
     }
     group[info.key] = {
       name: info.name,
@@ -333,12 +377,11 @@ export function oneviewTree(state: SimState, proxyPort: (unit: SimUnit) => numbe
     };
   }
 
-  const masterUnit = state.units[0];
   return {
+    info: { apiVersion: "1.0.1", dirtyCount: 0, state: "normal" },
+    conf: {},
+    cli: { state: "idle", code: 0 },
     host,
     group,
-    info: { version: "1.0", master: masterUnit?.hostKey ?? "", hostCount: state.units.length },
-    conf: { enabled: true, label: "OneView" },
-    cli: {},
   };
 }

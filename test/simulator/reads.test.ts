@@ -250,14 +250,22 @@ describe("simulator reads: OneView cluster", () => {
     minValue?: string;
     maxValue?: string;
   }
+  /** A rollup node: its rollup measurements sit under `measurement`, like an outlet's. */
+  interface RollupNode {
+    name: string;
+    measurement: Record<string, Rollup>;
+  }
   interface Group {
     name: string;
     label: string;
     state: string;
     order: number;
     snmpInstance: number;
-    entity: { outlet: Record<string, Rollup>; pduTotal?: Record<string, Rollup> };
+    entity: { outlet?: Record<string, RollupNode>; pduTotal?: Record<string, RollupNode> };
   }
+  /** Every rollup measurement under `entity.<kind>.<n>.measurement`. */
+  const rollups = (nodes: Record<string, RollupNode> | undefined): Rollup[] =>
+    Object.values(nodes ?? {}).flatMap((n) => Object.values(n.measurement));
   interface OneView {
     host: Record<string, Host>;
     group: Record<string, Group>;
@@ -314,9 +322,14 @@ describe("simulator reads: OneView cluster", () => {
       assert.equal(typeof group.label, "string");
       assert.equal(typeof group.state, "string");
       assert.ok(Number.isInteger(group.order) && Number.isInteger(group.snmpInstance));
-      assert.ok(Object.keys(group.entity.outlet).every((k) => INT_KEY.test(k)));
+      for (const nodes of [group.entity.outlet, group.entity.pduTotal]) {
+        assert.ok(Object.keys(nodes ?? {}).every((k) => INT_KEY.test(k)));
+        for (const node of Object.values(nodes ?? {})) assert.equal(typeof node.measurement, "object");
+      }
     }
-    assert.ok(ov.group.total?.entity.pduTotal);
+    assert.ok(ov.group.total?.entity.pduTotal, "total rolls up the devices' totals");
+    assert.equal(ov.group.total?.entity.outlet, undefined, "as on real units: no outlet rollup on total");
+    assert.deepEqual(ov.group.unassigned?.entity, {}, "as on real units: no rollups on unassigned");
     for (const key of ["2", "3"]) {
       const units = new Set(
         sim.groupMembers(key).map((m) => sim.units.find((u) => u.deviceIds.includes(m.deviceId))),
@@ -333,8 +346,8 @@ describe("simulator reads: OneView cluster", () => {
         const cache = caches.find((c) => c.dev[m.deviceId]);
         return Number(cache ? outletValue(cache, m.deviceId, m.index, type) : NaN);
       });
-    for (const key of ["total", "2", "3"]) {
-      const rollup = Object.values(ov.group[key]?.entity.outlet ?? {}).find((r) => r.type === "realPower");
+    for (const key of ["2", "3"]) {
+      const rollup = rollups(ov.group[key]?.entity.outlet).find((r) => r.type === "realPower");
       const values = memberValues(key, "realPower");
       assert.ok(values.length > 0);
       assert.equal(rollup?.units, "W");
@@ -343,7 +356,10 @@ describe("simulator reads: OneView cluster", () => {
       assert.equal(rollup?.maxValue, String(Math.max(...values)));
       assert.equal(typeof rollup?.avgValue, "string");
     }
-    const total = Object.values(ov.group.total?.entity.pduTotal ?? {}).find((r) => r.type === "realPower");
+    const energy = rollups(ov.group["2"]?.entity.outlet).find((r) => r.type === "energy");
+    assert.equal(typeof energy?.sumValue, "string");
+    assert.equal(energy?.avgValue, undefined, "energy rolls up as a sum only");
+    const total = rollups(ov.group.total?.entity.pduTotal).find((r) => r.type === "realPower");
     const deviceSum = caches
       .flatMap((c) => Object.values(c.dev))
       .reduce((n, d) => n + Number(valueOf(d.entity.total0?.measurement, "realPower")), 0);
@@ -365,7 +381,7 @@ describe("simulator reads: OneView cluster", () => {
       "9",
     );
     assert.ok(ov.group["9"]);
-    const empty = Object.values(ov.group["3"]?.entity.outlet ?? {});
+    const empty = rollups(ov.group["3"]?.entity.outlet);
     assert.ok(empty.length > 0 && empty.every((r) => r.sumValue === undefined));
     assert.deepEqual(sim.groupMembers("3"), []);
   });
