@@ -11,8 +11,14 @@
  * device but creates no new entities.
  */
 import { createHash } from "node:crypto";
-import type { Snapshot } from "../pdu/model.js";
+import { RAISED_ALARM_STATES, type Snapshot } from "../pdu/model.js";
 import type { TopicIdGuard, Topics } from "./topics.js";
+
+/**
+ * The device alarm's Home Assistant template: ON exactly when the parser's `Alarm.raised` is true
+ * (the published payload is the PDU's `alarm.state`), from the one list in the model.
+ */
+export const ALARM_TEMPLATE = `{{ 'ON' if (value | trim | lower) in [${RAISED_ALARM_STATES.map((s) => `'${s}'`).join(", ")}] else 'OFF' }}`;
 
 export interface DiscoveryOptions {
   readonly topics: Topics;
@@ -212,7 +218,7 @@ export function buildDiscovery(
       name: "Alarm",
       state_topic: topics.deviceAlarm(instanceId, d.id),
       device_class: "problem",
-      value_template: "{{ 'OFF' if value | lower in ['none', ''] else 'ON' }}",
+      value_template: ALARM_TEMPLATE,
       ...expire,
     });
     add("sensor", ["device", d.id, "state"], pdu, {
