@@ -8,6 +8,7 @@
  *   409 the instance has ActionsEnabled: false
  *   503 the instance has no snapshot yet (retryAfter = its PollInterval)
  *   404 device, outlet or group not in the latest snapshot; group without member outlets
+ *   409 the device (or a group member's device) reports conf.outletControlEnabled: false
  * then writes to the PDU (each outlet under its own lock, a group's members at most
  * GROUP_CONCURRENCY at a time, each through its own device's route) and reports:
  *   200 every outlet done; 502 the PDU refused or failed (a group lists which outlets succeeded and
@@ -293,6 +294,7 @@ function plan(snapshot: Snapshot, target: ControlTarget, id: string): Plan | Ref
         `device ${device.id} of instance ${id} has no outlet ${target.index} (indexes are 0-based; its outlets: ${range})`,
       );
     }
+    if (!device.outletControlEnabled) return controlDisabledOnPdu([device.id], id);
     return { resolved: target, targets: [{ deviceId: device.id, index: target.index, route: device.route }] };
   }
   const group = findGroup(snapshot, target.groupKey);
@@ -327,7 +329,26 @@ function plan(snapshot: Snapshot, target: ControlTarget, id: string): Plan | Ref
     }
     targets.push({ deviceId: device.id, index: member.index, route: device.route });
   }
+  const disabled = [
+    ...new Set(
+      targets.flatMap((t) =>
+        findDevice(snapshot, t.deviceId)?.outletControlEnabled === false ? [t.deviceId] : [],
+      ),
+    ),
+  ];
+  if (disabled.length > 0) return controlDisabledOnPdu(disabled, id, group.key);
   return { resolved: { kind: "group", groupKey: group.key }, targets };
+}
+
+/** 409: the PDU itself reports `conf.outletControlEnabled: false` for these devices; nothing is sent. */
+function controlDisabledOnPdu(deviceIds: readonly string[], id: string, groupKey?: string): Refusal {
+  const which = deviceIds.length === 1 ? `device ${deviceIds[0]}` : `devices ${listSome([...deviceIds])}`;
+  const scope = groupKey === undefined ? "" : `group ${groupKey} includes outlets of ${which}, and `;
+  return refuse(
+    409,
+    "Control disabled on the PDU",
+    `${scope}outlet control is disabled on the PDU itself: ${which} of instance ${id} reports conf.outletControlEnabled: false; enable outlet control in the PDU's own settings; nothing was sent`,
+  );
 }
 
 function conclude(

@@ -206,6 +206,25 @@ describe("control core on a single PDU", () => {
     }
   });
 
+  it("409 before any write when the polled device reports outletControlEnabled: false", async () => {
+    h.sim.setOutletControlEnabled(dev, false);
+    try {
+      await h.poll("pdu1");
+      h.sim.clearRequests();
+      for (const action of ["on", "off", "reboot", "resetStats"]) {
+        const outcome = refused(await h.run("pdu1", outlet(dev, 1), action), 409);
+        assert.ok(outcome.detail.includes("disabled on the PDU itself"), outcome.detail);
+        assert.ok(outcome.detail.includes("conf.outletControlEnabled: false"), outcome.detail);
+      }
+      assert.deepEqual(h.sim.requests, [], "nothing sent, not even a login");
+      assert.deepEqual(h.pollSoonCalls, []);
+    } finally {
+      h.sim.setOutletControlEnabled(dev, true);
+      await h.poll("pdu1");
+    }
+    done(await h.run("pdu1", outlet(dev, 1), "on"));
+  });
+
   it("a PDU that does not answer a write in time is a 504", async () => {
     done(await h.run("quick", outlet(dev, 4), "on")); // logs in while the PDU still answers
     h.sim.clearRequests();
@@ -454,5 +473,26 @@ describe("control core on a OneView cluster (master + 2 members)", () => {
     assert.ok(total.detail.includes("group total of instance cluster has no member outlets"), total.detail);
     assert.deepEqual(h.sim.writes(), []);
     assert.deepEqual(realStates(h, OUTLETS), before);
+  });
+
+  it("409 for a group whose members include a device with outletControlEnabled: false", async () => {
+    const members = h.sim.groupMembers("2");
+    const memberDevice = members.find((m) => portOf.get(m.deviceId) !== h.sim.port)?.deviceId;
+    assert.ok(memberDevice, "group 2 has outlets on a member unit");
+    h.sim.setOutletControlEnabled(memberDevice, false);
+    try {
+      await h.poll("cluster");
+      h.sim.clearRequests();
+      const outcome = refused(await h.run("cluster", group("2"), "off"), 409);
+      assert.ok(
+        outcome.detail.includes(`group 2 includes outlets of device ${memberDevice}`),
+        outcome.detail,
+      );
+      assert.ok(outcome.detail.includes("disabled on the PDU itself"), outcome.detail);
+      assert.deepEqual(h.sim.requests, [], "no outlet of the group was written");
+    } finally {
+      h.sim.setOutletControlEnabled(memberDevice, true);
+      await h.poll("cluster");
+    }
   });
 });
