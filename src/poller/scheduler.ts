@@ -12,6 +12,7 @@ import type { Logger } from "../log.js";
 import { describeError } from "../pdu/errors.js";
 import type { Snapshot } from "../pdu/model.js";
 import type { SnapshotStore } from "./store.js";
+import { ParseWarningLog } from "./warnings.js";
 
 /** First polls are spread over the interval, but over no more than this. */
 export const FIRST_POLL_SPREAD_MS = 10_000;
@@ -44,6 +45,7 @@ export class Poller {
   readonly #heap: Slot[] = [];
   readonly #store: SnapshotStore;
   readonly #logger: Logger;
+  readonly #warnings: ParseWarningLog;
   readonly #now: () => number;
   readonly #abort = new AbortController();
   #timer: NodeJS.Timeout | null = null;
@@ -53,6 +55,7 @@ export class Poller {
   constructor(targets: readonly PollTarget[], store: SnapshotStore, options: PollerOptions) {
     this.#store = store;
     this.#logger = options.logger;
+    this.#warnings = new ParseWarningLog(options.logger);
     this.#now = options.now ?? Date.now;
     for (const target of targets) {
       this.#slots.set(target.id, {
@@ -152,6 +155,7 @@ export class Poller {
       const snapshot = await slot.target.poll(this.#abort.signal);
       if (!this.#running && this.#abort.signal.aborted) return;
       this.#store.recordSuccess(id, snapshot);
+      this.#warnings.note(id, snapshot);
       this.#logger.debug({ instance: id, ms: this.#now() - started }, "poll ok");
     } catch (error) {
       if (this.#abort.signal.aborted) return;

@@ -12,6 +12,8 @@ const TEXT = "text/plain; charset=utf-8";
 const IntegrationSchema = Type.Object({
   status: Type.Enum(["healthy", "degraded", "unhealthy"]),
   detail: Type.String(),
+  /** A PDU's malformed optional parts dropped from its latest snapshot (absent when none). */
+  warnings: Type.Optional(Type.Array(Type.Object({ path: Type.String(), problem: Type.String() }))),
 });
 
 const IntegrationsSchema = Type.Object({

@@ -2,6 +2,7 @@
  * Readiness and the integrations report (contract §5), as pure functions of the service's state so
  * that the rules can be read (and tested) in one place. See docs/http.md "Health rules".
  */
+import type { ParseWarning } from "../../pdu/model.js";
 import type { InstanceStatus } from "../../poller/store.js";
 import type { HttpDeps } from "../types.js";
 
@@ -38,6 +39,11 @@ export type IntegrationState = "healthy" | "degraded" | "unhealthy";
 export interface Integration {
   readonly status: IntegrationState;
   readonly detail: string;
+  /**
+   * A PDU's malformed optional parts that its latest snapshot dropped (JSON path and problem);
+   * present only when there are some. See docs/reliability.md "Essential and optional parts".
+   */
+  readonly warnings?: ParseWarning[];
 }
 
 export interface IntegrationsReport {
@@ -45,7 +51,23 @@ export interface IntegrationsReport {
   readonly integrations: Readonly<Record<string, Integration>>;
 }
 
+/** The poll rules below, plus the latest snapshot's parse warnings (which make a healthy PDU degraded). */
 function pduIntegration(status: InstanceStatus, limitMs: number, now: number): Integration {
+  const polled = pollIntegration(status, limitMs, now);
+  const warnings = status.snapshot?.warnings;
+  if (warnings === undefined || warnings.length === 0) return polled;
+  const first = warnings[0];
+  const note =
+    `; ${warnings.length} malformed optional part(s) of its answer dropped` +
+    (first === undefined ? "" : `, first: ${first.path}: ${first.problem}`);
+  return {
+    status: polled.status === "healthy" ? "degraded" : polled.status,
+    detail: `${polled.detail}${note}`,
+    warnings: [...warnings],
+  };
+}
+
+function pollIntegration(status: InstanceStatus, limitMs: number, now: number): Integration {
   const failures = status.consecutiveFailures;
   const error = status.lastError ?? "unknown error";
   if (status.lastSuccessUtc === null) {
