@@ -11,6 +11,7 @@ import { createServer } from "node:net";
 import { parseArgs } from "node:util";
 import { App } from "./app.js";
 import { parseConfigText } from "./config/load.js";
+import type { Snapshot } from "./pdu/model.js";
 import { startSimulator } from "./simulator/index.js";
 
 export const DEMO_USAGE = `usage: pdu-bridge demo [--api-port N] [--health-port N] [--mqtt-port N] [--pdu-port N]
@@ -95,6 +96,7 @@ export async function runDemo(argv: string[], io: DemoIo): Promise<number> {
     io.out(
       instructions(app, simulator.url, simulator.deviceIds()[0] ?? "DEVICE", apiKey, config.Mqtt.ParentTopic),
     );
+    printGroupsOnce(app, io, config.Mqtt.ParentTopic);
   } catch (error) {
     await simulator.close();
     throw error;
@@ -103,6 +105,33 @@ export async function runDemo(argv: string[], io: DemoIo): Promise<number> {
     await app.stop();
     await simulator.close();
   });
+}
+
+/** Once the first snapshot is in, prints the cluster's OneView groups with their rollups. */
+function printGroupsOnce(app: App, io: DemoIo, parentTopic: string): void {
+  const unsubscribe = app.store.subscribe((event) => {
+    if (event.kind !== "snapshot" || !event.fromPoll) return;
+    unsubscribe();
+    io.out(groupSummary(event.snapshot, parentTopic));
+  });
+}
+
+const stat = (v: number | null): string => (v === null ? "-" : String(Math.round(v * 1000) / 1000));
+
+/** The OneView groups of a snapshot: members and rollups (sum, and avg/min/max where reported). */
+export function groupSummary(snapshot: Snapshot, parentTopic: string): string {
+  const lines = [
+    `\nOneView groups (rollups as the PDU reports them; MQTT: ${parentTopic}/default/groups/#):`,
+  ];
+  for (const g of snapshot.groups) {
+    const members = g.key === "total" ? "the whole cluster" : `${g.members.length} member outlet(s)`;
+    lines.push(`  group ${g.key} "${g.displayName}": ${members}`);
+    for (const m of g.measurements) {
+      const spread = m.avg === null ? "" : ` avg ${stat(m.avg)} min ${stat(m.min)} max ${stat(m.max)}`;
+      lines.push(`    ${m.key}: sum ${stat(m.sum)} ${m.units}${spread}`);
+    }
+  }
+  return `${lines.join("\n")}\n`;
 }
 
 function instructions(

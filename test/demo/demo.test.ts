@@ -44,6 +44,9 @@ describe("pdu-bridge demo", () => {
     const readings = (await printed(/Readings\s+(http:\S+)/))[1]!;
     const curl = (await printed(/^\s+(curl -sS .+)$/m))[1]!;
     assert.match(curl, /X-Api-Key: [A-Za-z0-9_-]{20,}/, "the command carries the generated key");
+    // Once polled, the cluster's OneView groups with the rollups the PDU reports.
+    await printed(/^ {2}group 2 ".+": \d+ member outlet\(s\)\n {4}apparentPower: sum \d+ VA avg /m);
+    await printed(/^ {4}pduTotalRealPower: sum \d+ W$/m);
 
     let ready = "";
     const deadline = Date.now() + 20_000;
