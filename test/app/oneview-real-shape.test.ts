@@ -144,4 +144,34 @@ describe("the bridge and a OneView cluster in the real wire shape", () => {
     for (const m of members)
       assert.equal(sim.outlet(m.deviceId, m.index).state, "off", key(m.deviceId, m.index));
   });
+
+  it("409 problem+json, nothing sent, when a member device reports outletControlEnabled: false", async () => {
+    const sim = h.sims.cluster;
+    const member = sim.units.find((u) => u.role === "member");
+    const deviceId = member?.deviceIds[0];
+    assert.ok(deviceId);
+    sim.setOutletControlEnabled(deviceId, false);
+    try {
+      const since = Date.now();
+      await h.waitForPoll("cluster", since);
+      sim.clearRequests();
+      const r = await h.api.post(
+        `/api/v1/instances/cluster/outlets/${deviceId}/5/control`,
+        { action: "off" },
+        { "x-api-key": KEY },
+      );
+      assert.equal(r.status, 409, r.text);
+      assert.match(r.headers["content-type"] ?? "", /^application\/problem\+json/);
+      const problem = r.json<{ detail: string }>();
+      assert.match(problem.detail, /outlet control is disabled on the PDU itself/);
+      assert.ok(problem.detail.includes(deviceId), problem.detail);
+      // Polls (GETs) go on; no POST at all: no login, no write.
+      assert.deepEqual(
+        sim.requests.filter((q) => q.method !== "GET"),
+        [],
+      );
+    } finally {
+      sim.setOutletControlEnabled(deviceId, true);
+    }
+  });
 });
