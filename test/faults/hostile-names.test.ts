@@ -21,11 +21,13 @@ import { request } from "undici";
 import { App } from "../../src/app.js";
 import { parseConfigText } from "../../src/config/load.js";
 import { createLogger } from "../../src/log.js";
+import { MqttConnection } from "../../src/mqtt/connection.js";
 import { startSimulator, type Simulator } from "../../src/simulator/index.js";
 import { LogCapture } from "../../testkit/hostile-harness.js";
 import { HostilePdu, unitTree } from "../../testkit/hostile-pdu.js";
 import { Mosquitto } from "../../testkit/mosquitto.js";
-import { Recorder } from "../../testkit/mqtt-client.js";
+import { captureLogger, Recorder } from "../../testkit/mqtt-client.js";
+import { mqttTestConfig } from "../../testkit/mqtt-config.js";
 import { failOnUnhandled } from "../../testkit/no-unhandled.js";
 import { waitFor } from "../../testkit/wait.js";
 
@@ -234,6 +236,51 @@ describe("PDU-supplied names and writes, with a spawned mosquitto", () => {
     assert.doesNotMatch(broker.output, /malformed|protocol error/i, "mosquitto saw nothing malformed");
     const skipped = log.lines.filter((l) => l.includes("cannot be part of an MQTT topic")).length;
     t.diagnostic(`${RUNS} trees; ${skipped} unsafe-name warnings logged (rate-limited)`);
+  });
+
+  it("every single publish is guarded: an unsendable message is dropped and counted, the connection stays", async () => {
+    const config = await mqttTestConfig({
+      broker: { host: broker.host, port: broker.port },
+      clientId: "hostile-names-guard",
+      parentTopic: "guard",
+      instances: { default: false },
+    });
+    const capture = captureLogger();
+    const connection = await MqttConnection.open({
+      config: config.Mqtt,
+      subscriptions: [],
+      hooks: { onConnect: () => undefined, onMessage: () => undefined },
+      logger: capture.logger,
+    });
+    const watcher = await Recorder.connect(broker, ["guard/#"]);
+    try {
+      await waitFor(() => connection.connected, "the connection");
+      const bad = [
+        `guard/${"x".repeat(70_000)}`,
+        "guard/a\u0001b",
+        "guard/\u0085",
+        "guard/\uffff",
+        "guard/\ud800",
+        "guard/+",
+        "",
+      ];
+      for (const [i, topic] of bad.entries()) {
+        assert.equal(
+          connection.publish(topic, "v", (i % 2) as 0 | 1, false),
+          false,
+          JSON.stringify(topic.slice(0, 20)),
+        );
+      }
+      assert.equal(connection.droppedPublishes, bad.length);
+      assert.equal(connection.status().droppedMessages, bad.length);
+      assert.ok(capture.lines.some((l) => l.msg === "MQTT message dropped: it cannot be published"));
+      assert.ok(connection.publish("guard/ok", "still here", 1, false));
+      await watcher.waitFor("guard/ok");
+      assert.ok(connection.connected, "never dropped by mosquitto");
+    } finally {
+      await watcher.close();
+      await connection.close();
+    }
   });
 
   it("flood: 50 MQTT reboots of one outlet within a second reach the PDU as one write", async () => {
