@@ -227,6 +227,12 @@ describe("PDU-supplied names and writes, with a spawned mosquitto", () => {
         assert.equal(connects(), 1, "the bridge connected once");
         const ready = await health("/readyz");
         assert.equal(ready.status, 200, ready.text);
+        // REST readings may still show the names: valid JSON, whatever they contain.
+        const readings = await request(
+          `http://127.0.0.1:${app.endpoints.apiPort}/api/v1/readings?instance=bad`,
+        );
+        assert.equal(readings.statusCode, 200);
+        assert.ok(Array.isArray(JSON.parse(await readings.body.text())));
       }),
       { numRuns: RUNS, endOnFailure: true },
     );
