@@ -140,7 +140,8 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
     attachControl: (control) => commands.attach(control),
     status: (): MqttStatus => {
       const status = connection.status();
-      return { ...status, droppedMessages: (status.droppedMessages ?? 0) + active.failed };
+      const dropped = (status.droppedMessages ?? 0) + active.failed;
+      return dropped > 0 ? { ...status, droppedMessages: dropped } : status;
     },
     homeAssistant: (): HomeAssistantStatus => ({
       enabled: ha.DiscoveryEnabled,

@@ -170,7 +170,7 @@ export class MqttConnection {
       embedded: this.#embedded,
       lastError: this.#lastError,
       since: this.#since,
-      droppedMessages: this.#droppedCount,
+      ...(this.#droppedCount > 0 ? { droppedMessages: this.#droppedCount } : {}),
     };
   }
 
