@@ -16,6 +16,10 @@
 /** Longest safe name, in UTF-8 bytes. */
 export const MAX_NAME_BYTES = 128;
 
+/** UTF-16 units that may start a forbidden character (surrogates: astral noncharacters, lone ones). */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what it looks for
+const SUSPECT = /[\u0000-\u001f\u007f-\u009f\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff]/;
+
 /** Whether code point `cp` may never be in a topic (control characters and noncharacters). */
 export function isForbiddenCodePoint(cp: number): boolean {
   if (cp <= 0x1f) return true; // C0, NUL included
@@ -29,6 +33,8 @@ export function isForbiddenCodePoint(cp: number): boolean {
  * noncharacter or a lone surrogate), described as `U+XXXX`, or null when there is none.
  */
 export function forbiddenCharacter(text: string): string | null {
+  // Fast path (every topic is checked before it is published): no suspect UTF-16 unit at all.
+  if (!SUSPECT.test(text)) return null;
   for (let i = 0; i < text.length; i++) {
     const unit = text.charCodeAt(i);
     let cp = unit;
