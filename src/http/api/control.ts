@@ -75,7 +75,7 @@ const controlResponses = (success: ReturnType<typeof json>, failureSchema: strin
     failureSchema,
   ),
   503: problemResponse(
-    "The instance has not been polled yet, or the service is stopping (or control is not available)",
+    "The instance has not been polled yet, the service is stopping (or control is not available), or the command waited over 30 s behind others for the outlet (expired; not sent)",
     { "Retry-After": RetryAfterHeader },
     failureSchema,
   ),
