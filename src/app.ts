@@ -4,14 +4,13 @@
  *
  * Start order: PDU clients and store → poller (polling starts at once, so the first snapshots
  * arrive while MQTT connects) → MQTT (embedded broker first when configured) → HTTP listeners.
- * Stop order: in-flight control writes aborted → poller → HTTP listeners → MQTT (`offline`
+ * Stop order: control (writes in flight get a budget to finish) with the poller → HTTP listeners → MQTT (`offline`
  * published, embedded broker closed) → PDU clients.
  */
 import type { LiveChanges } from "./config/kubernetes.js";
 import type { Config } from "./config/schema.js";
 import { createLogger, type Logger } from "./log.js";
-import { createControlService } from "./control/service.js";
-import type { ControlService } from "./control/types.js";
+import { createControlService, type ControlCore } from "./control/service.js";
 import { startApiServer } from "./http/api/server.js";
 import type { RunningListener } from "./http/common.js";
 import { startHealthServer } from "./http/health/server.js";
@@ -40,8 +39,8 @@ export class App {
   readonly poller: Poller;
   readonly clients: ReadonlyMap<string, GeistClient>;
   readonly startedAt = Date.now();
-  readonly control: ControlService;
-  /** Aborted first on shutdown, so in-flight control writes end as failed, never as done. */
+  readonly control: ControlCore;
+  /** Aborted on shutdown once control has stopped (a hard stop of anything still writing). */
   readonly #shutdown = new AbortController();
   #mqtt: MqttBridge | null = null;
   #api: RunningListener | null = null;
@@ -201,9 +200,11 @@ export class App {
   }
 
   async #stop(): Promise<void> {
-    this.#shutdown.abort();
+    // Control first: nothing new is sent, and writes in flight get the stop budget to finish (what
+    // is still unfinished then is reported as outcome unknown, never as "retry").
     this.#mqtt?.attachControl(null);
-    await this.poller.stop();
+    await Promise.all([this.control.stop(), this.poller.stop()]);
+    this.#shutdown.abort();
     for (const part of [...this.#parts].reverse()) {
       try {
         await part.stop();

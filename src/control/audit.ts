@@ -14,6 +14,8 @@ export interface AuditEntry {
   /** HTTP-style status of the outcome (200 done; 4xx refused; 5xx failed). */
   readonly status: number;
   readonly detail?: string;
+  /** The outcome's specific problem (e.g. `outcome-unknown`), when it has one. */
+  readonly problem?: string;
 }
 
 export function auditControl(logger: Logger, entry: AuditEntry): void {
@@ -28,6 +30,7 @@ export function auditControl(logger: Logger, entry: AuditEntry): void {
     status: entry.status,
     outcome: entry.status === 200 ? "done" : entry.status >= 500 ? "failed" : "refused",
     detail: entry.detail,
+    problem: entry.problem,
   };
   if (entry.status === 200) logger.info(line, "control");
   else logger.warn(line, "control");

@@ -9,10 +9,14 @@
  *   503 the instance has no snapshot yet (retryAfter = its PollInterval)
  *   404 device, outlet or group not in the latest snapshot; group without member outlets
  *   409 the device (or a group member's device) reports conf.outletControlEnabled: false
- * then writes to the PDU (each outlet under its own lock, a group's members at most
- * GROUP_CONCURRENCY at a time, each through its own device's route) and reports:
+ * then writes to the PDU (each outlet under the per-outlet discipline of ./discipline.ts, a group's
+ * members at most GROUP_CONCURRENCY at a time, each through its own device's route) and reports:
  *   200 every outlet done; 502 the PDU refused or failed (a group lists which outlets succeeded and
- *   which failed); 504 nothing answered in time; 503 the service is stopping.
+ *   which failed); 502 `outcome-unknown` a reboot/resetStats whose request may have reached the PDU
+ *   without an answer, or any write the service stopped while it ran; 504 nothing answered in
+ *   time; 409 superseded by a later on/off, or a reboot already running; 503 waited too long behind
+ *   other commands for the outlet (`expired`), or the service is stopping (nothing was sent).
+ * Names a PDU supplies that are not safe names (src/pdu/names.ts) are never controlled.
  * After a successful on/off the commanded state is latched in the store (per outlet, under its lock)
  * and one early poll is requested. The core does not write the audit line: the surfaces do.
  */
@@ -21,13 +25,15 @@ import type { Logger } from "../log.js";
 import type { GeistClient, OutletTarget } from "../pdu/client.js";
 import { describeError, isPduError } from "../pdu/errors.js";
 import { findDevice, findGroup, type Snapshot } from "../pdu/model.js";
+import { nameProblem, quoteName } from "../pdu/names.js";
 import type { SnapshotStore } from "../poller/store.js";
 import { describeTarget } from "./audit.js";
-import { KeyedLock } from "./lock.js";
+import { OutletDiscipline, type DisciplineOptions } from "./discipline.js";
 import {
   GROUP_ACTIONS,
   OUTLET_ACTIONS,
   type ControlOutcome,
+  type ControlProblem,
   type ControlRequest,
   type ControlService,
   type ControlTarget,
@@ -41,6 +47,8 @@ export const GROUP_CONCURRENCY = 8;
 export const REPOLL_DELAY_MS = 1000;
 /** Retry-After (s) of the 503 answered while the service stops. */
 export const STOPPING_RETRY_AFTER = 5;
+/** How long a stop lets writes in flight finish before they are cut and reported outcome unknown (ms). */
+export const STOP_BUDGET_MS = 2000;
 
 /** The writes the core uses; every GeistClient fits. */
 export type ControlClient = Pick<GeistClient, "controlOutlet" | "resetOutletEnergy">;
@@ -51,11 +59,29 @@ export interface ControlDeps {
   readonly clients: ReadonlyMap<string, ControlClient>;
   pollSoon(instanceId: string, delayMs?: number): void;
   readonly logger: Logger;
-  /** Aborted on shutdown: in-flight writes stop and are reported as failed (never as done). */
+  /**
+   * Aborted: a hard stop. Nothing new is sent and in-flight writes are cut and reported as outcome
+   * unknown (never as done, never as "retry"). {@link ControlCore.stop} is the graceful way.
+   */
   readonly signal?: AbortSignal;
+  /** The per-outlet discipline's settings (tests shorten the 30 s wait limit). */
+  readonly discipline?: DisciplineOptions;
 }
 
 type Refusal = Extract<ControlOutcome, { ok: false }>;
+
+/** An outlet to write, with what the discipline needs to know of it. */
+interface PlannedOutlet extends OutletTarget {
+  /** The outlet's reboot delay as the PDU reports it (s), or null. */
+  readonly rebootDelay: number | null;
+}
+
+/**
+ * Why one outlet was not done: `timeout` no answer in time; `failed` the PDU refused or failed;
+ * `unknown` it may or may not have been carried out (never re-sent); `stopped` not sent, the service
+ * is stopping; `superseded`, `busy`, `expired` not sent, refused by the per-outlet discipline.
+ */
+type FailureKind = "timeout" | "failed" | "unknown" | "stopped" | "superseded" | "busy" | "expired";
 
 /** Result of one outlet write. */
 type Written =
@@ -63,8 +89,7 @@ type Written =
   | {
       readonly target: OutletTarget;
       readonly ok: false;
-      /** `stopped`: the service's signal aborted it (or it never started because of that). */
-      readonly kind: "timeout" | "failed" | "stopped";
+      readonly kind: FailureKind;
       readonly error: string;
     };
 
@@ -72,10 +97,10 @@ const refuse = (
   status: Refusal["status"],
   title: string,
   detail: string,
-  extra: { retryAfter?: number; outlets?: readonly OutletResult[] } = {},
+  extra: { retryAfter?: number; outlets?: readonly OutletResult[]; problem?: ControlProblem } = {},
 ): Refusal => ({ ok: false, status, title, detail, ...extra });
 
-const quote = (s: string): string => JSON.stringify(s.length > 64 ? `${s.slice(0, 64)}…` : s);
+const quote = (s: string): string => quoteName(s);
 
 /** At most `max` items, then how many more. */
 function listSome(items: readonly string[], max = 10): string {
@@ -105,11 +130,51 @@ async function mapBounded<T, R>(
 export class ControlCore implements ControlService {
   readonly #deps: ControlDeps;
   readonly #logger: Logger;
-  readonly #locks = new KeyedLock();
+  readonly #discipline: OutletDiscipline;
+  /** Aborted when a stop's budget ran out (or the hard-stop signal fired): cuts in-flight writes. */
+  readonly #cut = new AbortController();
+  /** Writes in flight (settle, never reject). */
+  readonly #inflight = new Set<Promise<unknown>>();
+  #closing = false;
 
   constructor(deps: ControlDeps) {
     this.#deps = deps;
     this.#logger = deps.logger.child({ component: "control" });
+    this.#discipline = new OutletDiscipline(deps.discipline);
+    const hard = deps.signal;
+    if (hard !== undefined) {
+      const onAbort = () => {
+        this.#discipline.stop();
+        this.#cut.abort(hard.reason);
+      };
+      if (hard.aborted) onAbort();
+      else hard.addEventListener("abort", onAbort, { once: true });
+    }
+  }
+
+  /**
+   * Graceful stop: new commands are refused and waiting ones end unsent (503); writes in flight get
+   * `budgetMs` to finish and are then cut, and reported as outcome unknown, never as "retry".
+   */
+  async stop(budgetMs = STOP_BUDGET_MS): Promise<void> {
+    this.#closing = true;
+    this.#discipline.stop();
+    if (this.#inflight.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const budget = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, budgetMs);
+      });
+      await Promise.race([Promise.allSettled([...this.#inflight]), budget]);
+      clearTimeout(timer);
+    }
+    if (this.#inflight.size > 0) {
+      this.#logger.warn(
+        { writes: this.#inflight.size },
+        "control: writes still in flight at the end of the stop budget; their outcome is unknown",
+      );
+      this.#cut.abort(new Error("the service stopped"));
+      await Promise.allSettled([...this.#inflight]);
+    }
   }
 
   async execute(request: ControlRequest): Promise<ControlOutcome> {
@@ -179,8 +244,10 @@ export class ControlCore implements ControlService {
       this.#writeOne(id, client, t, action),
     );
 
-    // 7. the outcome
-    if (written.some((w) => w.ok)) this.#deps.pollSoon(id, REPOLL_DELAY_MS);
+    // 7. the outcome (an outcome-unknown write is polled soon too: the PDU's report tells)
+    if (written.some((w) => w.ok || w.kind === "unknown") && !this.#stopping()) {
+      this.#deps.pollSoon(id, REPOLL_DELAY_MS);
+    }
     const outcome = conclude(id, resolved, action, written);
     this.#logger.debug(
       { instance: id, target: describeTarget(resolved), action, status: outcome.status },
@@ -190,7 +257,7 @@ export class ControlCore implements ControlService {
   }
 
   #stopping(): boolean {
-    return this.#deps.signal?.aborted === true;
+    return this.#closing || this.#deps.signal?.aborted === true;
   }
 
   /** Exact id, else the one configured id equal ignoring case (the loader forbids two such ids). */
@@ -201,49 +268,99 @@ export class ControlCore implements ControlService {
   }
 
   /**
-   * One outlet's write under that outlet's lock. The latch (or its removal, after a failed on/off)
-   * happens under the lock too, so the store ends with the state of the last command written.
+   * One outlet's write in that outlet's turn (./discipline.ts). The latch (or its removal, after a
+   * failed on/off) happens within the turn too, so the store ends with the state of the last
+   * command written.
    */
-  #writeOne(
+  async #writeOne(
     instanceId: string,
     client: ControlClient,
-    target: OutletTarget,
+    planned: PlannedOutlet,
     action: OutletControlAction,
   ): Promise<Written> {
+    const target: OutletTarget = { deviceId: planned.deviceId, index: planned.index, route: planned.route };
     const key = `${instanceId}\u0000${target.deviceId}\u0000${target.index}`;
-    return this.#locks.run(key, async (): Promise<Written> => {
-      const result = await this.#write(client, target, action);
+    const turn = await this.#discipline.acquire(key, action, planned.rebootDelay);
+    if (!turn.ok) {
+      switch (turn.kind) {
+        case "superseded":
+          return {
+            target,
+            ok: false,
+            kind: "superseded",
+            error: "superseded by a later on/off for the same outlet; not sent",
+          };
+        case "expired":
+          return {
+            target,
+            ok: false,
+            kind: "expired",
+            error: `waited ${Math.round(turn.waitedMs / 1000)} s behind other commands for the same outlet; dropped, not sent`,
+          };
+        case "busy":
+          return { target, ok: false, kind: "busy", error: `${turn.reason}; not sent` };
+        case "stopped":
+          return { target, ok: false, kind: "stopped", error: "the service is stopping; not sent" };
+      }
+    }
+    let result: Written | undefined;
+    try {
+      const writing = this.#write(client, target, action);
+      this.#inflight.add(writing);
+      try {
+        result = await writing;
+      } finally {
+        this.#inflight.delete(writing);
+      }
       if (action === "on" || action === "off") {
         if (result.ok) this.#deps.store.latch(instanceId, target.deviceId, target.index, action);
         // The write may or may not have happened: show what the PDU reports, not an older command.
-        else this.#deps.store.unlatch(instanceId, target.deviceId, target.index);
+        else if (result.kind !== "stopped")
+          this.#deps.store.unlatch(instanceId, target.deviceId, target.index);
       }
       return result;
-    });
+    } finally {
+      // A reboot that may have reached the PDU holds further reboots off for its delay.
+      turn.release(
+        result === undefined || result.ok || result.kind === "unknown" || result.kind === "timeout",
+      );
+    }
   }
 
   async #write(client: ControlClient, target: OutletTarget, action: OutletControlAction): Promise<Written> {
-    const signal = this.#deps.signal;
-    if (this.#stopping()) return { target, ok: false, kind: "stopped", error: "the service is stopping" };
+    if (this.#stopping())
+      return { target, ok: false, kind: "stopped", error: "the service is stopping; not sent" };
+    const signal = this.#cut.signal;
     try {
       if (action === "resetStats") await client.resetOutletEnergy(target, signal);
       else await client.controlOutlet(target, action, signal);
       return { target, ok: true };
     } catch (e) {
-      if (this.#stopping()) {
-        return { target, ok: false, kind: "stopped", error: "the service is stopping: write interrupted" };
-      }
-      const kind = isPduError(e) && e.kind === "timeout" ? "timeout" : "failed";
       this.#logger.debug(
         { outlet: outletName(target), action, error: describeError(e) },
         "control: write failed",
       );
+      if (signal.aborted) {
+        return {
+          target,
+          ok: false,
+          kind: "unknown",
+          error: "the service stopped while the write was in progress",
+        };
+      }
+      const kind: FailureKind = !isPduError(e)
+        ? "failed"
+        : e.kind === "timeout"
+          ? "timeout"
+          : e.kind === "outcome-unknown"
+            ? "unknown"
+            : "failed";
       return { target, ok: false, kind, error: describeError(e) };
     }
   }
 }
 
-export function createControlService(deps: ControlDeps): ControlService {
+export function createControlService(deps: ControlDeps): ControlCore {
   return new ControlCore(deps);
 }
 
@@ -271,12 +388,22 @@ function checkAction(target: ControlTarget, action: string): Refusal | null {
 interface Plan {
   readonly resolved: ControlTarget;
   /** Each outlet with its device's route (so a OneView member's outlet goes through its proxy port). */
-  readonly targets: readonly OutletTarget[];
+  readonly targets: readonly PlannedOutlet[];
 }
+
+const unsafeName = (what: string, name: string, problem: string, id: string): Refusal =>
+  refuse(
+    400,
+    "Unsafe name",
+    `${what} ${quote(name)} of instance ${id} ${problem}: names a PDU supplies are controlled only when they are safe (contract §7), nothing was sent`,
+    { problem: "unsafe-name" },
+  );
 
 /** The outlets to write, or a 404 naming what is missing from the latest snapshot. */
 function plan(snapshot: Snapshot, target: ControlTarget, id: string): Plan | Refusal {
   if (target.kind === "outlet") {
+    const problem = nameProblem(target.deviceId);
+    if (problem !== null) return unsafeName("device id", target.deviceId, problem, id);
     const device = findDevice(snapshot, target.deviceId);
     if (device === undefined) {
       return refuse(
@@ -285,7 +412,8 @@ function plan(snapshot: Snapshot, target: ControlTarget, id: string): Plan | Ref
         `device ${quote(target.deviceId)} is not in the latest snapshot of instance ${id}; its devices: ${listSome(snapshot.devices.map((d) => d.id))}`,
       );
     }
-    if (!device.outlets.some((o) => o.index === target.index)) {
+    const found = device.outlets.find((o) => o.index === target.index);
+    if (found === undefined) {
       const indexes = device.outlets.map((o) => o.index);
       const range = indexes.length === 0 ? "none" : `${indexes[0]}-${indexes[indexes.length - 1]}`;
       return refuse(
@@ -295,8 +423,15 @@ function plan(snapshot: Snapshot, target: ControlTarget, id: string): Plan | Ref
       );
     }
     if (!device.outletControlEnabled) return controlDisabledOnPdu([device.id], id);
-    return { resolved: target, targets: [{ deviceId: device.id, index: target.index, route: device.route }] };
+    return {
+      resolved: target,
+      targets: [
+        { deviceId: device.id, index: target.index, route: device.route, rebootDelay: found.rebootDelay },
+      ],
+    };
   }
+  const keyProblem = nameProblem(target.groupKey);
+  if (keyProblem !== null) return unsafeName("group key", target.groupKey, keyProblem, id);
   const group = findGroup(snapshot, target.groupKey);
   if (group === undefined) {
     const groups = snapshot.groups.map((g) => g.key);
@@ -317,17 +452,34 @@ function plan(snapshot: Snapshot, target: ControlTarget, id: string): Plan | Ref
       `group ${group.key} of instance ${id} has no member outlets, so there is nothing to switch; assign outlets to it on the PDU`,
     );
   }
-  const targets: OutletTarget[] = [];
+  if (nameProblem(group.key) !== null) {
+    return unsafeName("group key", group.key, nameProblem(group.key) ?? "", id);
+  }
+  const targets: PlannedOutlet[] = [];
   for (const member of group.members) {
+    const memberProblem = nameProblem(member.deviceId);
+    if (memberProblem !== null) {
+      return refuse(
+        404,
+        "Unknown outlet",
+        `group ${group.key} of instance ${id} names an outlet of device ${quote(member.deviceId)}, whose id ${memberProblem}, so it cannot be controlled; nothing was sent`,
+      );
+    }
     const device = findDevice(snapshot, member.deviceId);
-    if (device === undefined || !device.outlets.some((o) => o.index === member.index)) {
+    const found = device?.outlets.find((o) => o.index === member.index);
+    if (device === undefined || found === undefined) {
       return refuse(
         404,
         "Unknown outlet",
         `group ${group.key} of instance ${id} names outlet ${outletName(member)}, which is not in the latest snapshot; nothing was sent`,
       );
     }
-    targets.push({ deviceId: device.id, index: member.index, route: device.route });
+    targets.push({
+      deviceId: device.id,
+      index: member.index,
+      route: device.route,
+      rebootDelay: found.rebootDelay,
+    });
   }
   const disabled = [
     ...new Set(
@@ -374,17 +526,44 @@ function conclude(
       ? `failed on ${failed.length} of ${written.length} outlets: ${describeFailures(failed)}; succeeded on: ${listSome(succeeded, 64)}`
       : (failed[0]?.error ?? "failed");
 
+  const repeatable = action === "on" || action === "off";
+  if (failed.some((f) => f.kind === "unknown")) {
+    return refuse(
+      502,
+      "Outcome unknown",
+      `${what}: ${why}; the outcome is not known: it may or may not have been carried out, and it was not sent again. Check the outlet before retrying`,
+      { ...extra, problem: "outcome-unknown" },
+    );
+  }
   if (failed.some((f) => f.kind === "stopped")) {
     return refuse(503, "Service stopping", `the service is stopping, ${what} was not completed: ${why}`, {
       ...extra,
       retryAfter: STOPPING_RETRY_AFTER,
     });
   }
+  // Refused by the per-outlet discipline, nothing sent: the first such kind when nothing else failed.
+  const refusal =
+    failed.every((f) => f.kind === failed[0]?.kind) && succeeded.length === 0 ? failed[0]?.kind : null;
+  if (refusal === "superseded") {
+    return refuse(409, "Superseded", `${what} was not sent: ${why}`, { ...extra, problem: "superseded" });
+  }
+  if (refusal === "busy") {
+    return refuse(409, "Outlet busy", `${what} was refused: ${why}`, { ...extra, problem: "outlet-busy" });
+  }
+  if (refusal === "expired") {
+    return refuse(503, "Expired", `${what} was dropped: ${why}; send it again if it is still wanted`, {
+      ...extra,
+      retryAfter: 1,
+      problem: "expired",
+    });
+  }
   if (succeeded.length === 0 && failed.every((f) => f.kind === "timeout")) {
     return refuse(
       504,
       "PDU did not answer in time",
-      `${what}: the PDU did not answer in time (${why}); it may or may not have acted, check the state and try again`,
+      repeatable
+        ? `${what}: the PDU did not answer in time (${why}); it may or may not have acted, check the state and try again`
+        : `${what}: the PDU did not answer in time (${why}); it may or may not have acted and it was not sent again: check the outlet before retrying`,
       extra,
     );
   }

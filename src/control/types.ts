@@ -58,7 +58,16 @@ export type ControlOutcome =
       readonly retryAfter?: number;
       /** Per-outlet results of a partially failed group action. */
       readonly outlets?: readonly OutletResult[];
+      /**
+       * A more specific kind of problem than the status says (the REST problem `type` ends with it):
+       * `outcome-unknown` (502: the write may or may not have been carried out; check the outlet
+       * before retrying), `superseded` (409), `outlet-busy` (409: a reboot already running or within
+       * its reboot delay, or another command already waiting), `expired` (503: waited too long).
+       */
+      readonly problem?: ControlProblem;
     };
+
+export type ControlProblem = "outcome-unknown" | "superseded" | "outlet-busy" | "expired" | "unsafe-name";
 
 export interface ControlService {
   execute(request: ControlRequest): Promise<ControlOutcome>;

@@ -127,6 +127,7 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
       ? { topics, prefix: ha.DiscoveryTopic, expireAfter: ha.SensorExpireAfterSeconds }
       : null,
     refreshMs,
+    logger,
   });
   publisher = active;
   const unsubscribe = store.subscribe((event) => active.handle(event));
@@ -137,7 +138,11 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
   return {
     embeddedBroker: embedded === null ? null : { host: embedded.host, port: embedded.port },
     attachControl: (control) => commands.attach(control),
-    status: (): MqttStatus => connection.status(),
+    status: (): MqttStatus => {
+      const status = connection.status();
+      const dropped = (status.droppedMessages ?? 0) + active.failed;
+      return dropped > 0 ? { ...status, droppedMessages: dropped } : status;
+    },
     homeAssistant: (): HomeAssistantStatus => ({
       enabled: ha.DiscoveryEnabled,
       discoveryTopic: ha.DiscoveryTopic,

@@ -94,7 +94,16 @@ export class CommandHandler {
     try {
       const outcome = await control.execute({ instanceId, target, action, source });
       const detail = outcome.ok ? undefined : outcome.detail;
-      auditControl(this.#logger, { source, instanceId, target, action, status: outcome.status, detail });
+      const problem = outcome.ok ? undefined : outcome.problem;
+      auditControl(this.#logger, {
+        source,
+        instanceId,
+        target,
+        action,
+        status: outcome.status,
+        detail,
+        problem,
+      });
     } catch (error) {
       refuse(500, `control failed: ${describeError(error)}`, instanceId, target, action);
     }

@@ -17,6 +17,7 @@ import { ConfigError } from "../config/errors.js";
 import type { MqttConfig, MqttScheme } from "../config/schema.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
+import { topicProblem } from "./topics.js";
 import type { MqttStatus } from "./types.js";
 
 export const RECONNECT_BASE_MS = 1000;
@@ -31,6 +32,12 @@ const STOP_WAIT_MS = 2000;
  */
 export const INFLIGHT_HIGH = 512;
 export const INFLIGHT_LOW = 128;
+
+/** Largest payload published, in UTF-16 units (3 bytes each at most; MQTT's limit is 256 MiB). */
+export const MAX_PAYLOAD_CHARS = 64 * 1024 * 1024;
+/** Warnings about dropped messages per window at most (each is counted all the same). */
+const DROP_LOGS_PER_WINDOW = 10;
+const DROP_LOG_WINDOW_MS = 60_000;
 
 /** CONNACK codes that will not get better by retrying (3.1.1 and 5). */
 const FATAL_CONNACK = new Set([1, 2, 4, 5, 132, 133, 134, 135, 138, 140]);
@@ -79,6 +86,9 @@ export class MqttConnection {
   /** Bumped on every connect and close: acknowledgements of an older connection are not counted. */
   #generation = 0;
   #uncongested: (() => void)[] = [];
+  #droppedCount = 0;
+  #dropWindowStart = -Infinity;
+  #dropLogged = 0;
   /** Settles the first attempt while `open` waits for it. */
   #startup: { resolve: () => void; reject: (error: Error) => void } | null = null;
 
@@ -160,6 +170,7 @@ export class MqttConnection {
       embedded: this.#embedded,
       lastError: this.#lastError,
       since: this.#since,
+      ...(this.#droppedCount > 0 ? { droppedMessages: this.#droppedCount } : {}),
     };
   }
 
@@ -169,23 +180,64 @@ export class MqttConnection {
    */
   publish(topic: string, payload: string, qos: 0 | 1, retain: boolean): boolean {
     if (!this.#connected) return false;
-    if (qos === 0) {
-      // No callback: mqtt.js waits for `drain` once per publish that has one while the socket is
-      // backed up, and removing each of those listeners is O(n). Under the discovery burst of a large
-      // fleet that made every publish quadratic and stopped polling altogether (npm run bench). A
-      // QoS 0 message is never acknowledged, so the callback could only report local write errors.
-      this.#client.publish(topic, payload, { qos, retain });
-      return true;
+    // Guarded one by one: a topic the protocol cannot carry (mqtt-packet throws on one over 64 KiB)
+    // or a strict broker refuses (it drops the connection on a control character) is dropped here,
+    // logged and counted, so it can neither escape into the process nor cost the connection.
+    const problem = topicProblem(topic);
+    if (problem !== null || payload.length > MAX_PAYLOAD_CHARS) {
+      this.#dropped(topic, problem ?? `payload of ${payload.length} characters is too large`);
+      return false;
     }
-    const generation = this.#generation;
-    this.#inflight++;
-    this.#client.publish(topic, payload, { qos, retain }, (error) => {
-      if (error) this.#logger.debug({ topic, err: describeError(error) }, "MQTT publish failed");
-      if (generation !== this.#generation) return;
-      this.#inflight--;
-      if (this.#inflight <= INFLIGHT_LOW) this.#notifyUncongested();
-    });
-    return true;
+    try {
+      if (qos === 0) {
+        // No callback: mqtt.js waits for `drain` once per publish that has one while the socket is
+        // backed up, and removing each of those listeners is O(n). Under the discovery burst of a large
+        // fleet that made every publish quadratic and stopped polling altogether (npm run bench). A
+        // QoS 0 message is never acknowledged, so the callback could only report local write errors.
+        this.#client.publish(topic, payload, { qos, retain });
+        return true;
+      }
+      const generation = this.#generation;
+      this.#inflight++;
+      let settled = false;
+      try {
+        this.#client.publish(topic, payload, { qos, retain }, (error) => {
+          settled = true;
+          if (error) this.#logger.debug({ topic, err: describeError(error) }, "MQTT publish failed");
+          if (generation !== this.#generation) return;
+          this.#inflight--;
+          if (this.#inflight <= INFLIGHT_LOW) this.#notifyUncongested();
+        });
+      } catch (error) {
+        if (!settled && generation === this.#generation) this.#inflight--;
+        throw error;
+      }
+      return true;
+    } catch (error) {
+      this.#dropped(topic, describeError(error));
+      return false;
+    }
+  }
+
+  /** Messages dropped because they could not be built or sent (see {@link publish}). */
+  get droppedPublishes(): number {
+    return this.#droppedCount;
+  }
+
+  #dropped(topic: string, why: string): void {
+    this.#droppedCount++;
+    const now = Date.now();
+    if (now - this.#dropWindowStart >= DROP_LOG_WINDOW_MS) {
+      this.#dropWindowStart = now;
+      this.#dropLogged = 0;
+    }
+    if (this.#dropLogged >= DROP_LOGS_PER_WINDOW) return;
+    this.#dropLogged++;
+    const shown = topic.length > 200 ? `${topic.slice(0, 200)}…` : topic;
+    this.#logger.warn(
+      { topic: JSON.stringify(shown), reason: why, dropped: this.#droppedCount },
+      "MQTT message dropped: it cannot be published",
+    );
   }
 
   get congested(): boolean {

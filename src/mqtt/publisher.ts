@@ -24,6 +24,7 @@
  */
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type { InstanceConfig } from "../config/schema.js";
+import type { Logger } from "../log.js";
 import type { Alarm, Snapshot } from "../pdu/model.js";
 import type { SnapshotStore, StoreEvent } from "../poller/store.js";
 import { buildDiscovery, discoveryShape, discoverySignature, type DiscoveryOptions } from "./discovery.js";
@@ -51,7 +52,12 @@ export interface PublisherOptions {
   /** Values are republished at least this often while their instance is polled successfully. */
   readonly refreshMs: number;
   readonly now?: () => number;
+  /** Where a snapshot whose messages cannot be built is reported (rate-limited). */
+  readonly logger?: Logger;
 }
+
+/** At most one error line per this period about snapshots that could not be published. */
+const FAILURE_LOG_MS = 60_000;
 
 /** What a topic is for (the `kind` of its {@link Slot}); {@link topicOf} names each. */
 const DEVICE_STATE = 0;
@@ -126,6 +132,8 @@ export class Publisher {
   readonly #states = new Map<string, InstanceState>();
   readonly #actions: ReadonlyMap<string, boolean>;
   #lastDiscoveryUtc: number | null = null;
+  #failed = 0;
+  #failureLoggedAt = -Infinity;
   /** Instances waiting for discovery or a resync, in arrival order. */
   readonly #queue = new Set<string>();
   /** A turn of {@link #pump} is scheduled or waits for the connection to uncongest. */
@@ -141,8 +149,39 @@ export class Publisher {
     return this.#lastDiscoveryUtc;
   }
 
-  /** Store listener. */
+  /** Snapshots whose messages could not be built (each logged; never thrown into the store). */
+  get failed(): number {
+    return this.#failed;
+  }
+
+  /**
+   * Store listener. Never throws: a snapshot whose messages cannot be built is logged and counted,
+   * and the store, the poller and every other instance go on.
+   */
   handle(event: StoreEvent): void {
+    try {
+      this.#handle(event);
+    } catch (error) {
+      this.#failure(event.instanceId, error);
+    }
+  }
+
+  #failure(instanceId: string, error: unknown): void {
+    this.#failed++;
+    const now = this.#now();
+    if (now - this.#failureLoggedAt < FAILURE_LOG_MS) return;
+    this.#failureLoggedAt = now;
+    this.#o.logger?.error(
+      {
+        instance: instanceId,
+        err: error instanceof Error ? error.message : String(error),
+        failed: this.#failed,
+      },
+      "MQTT messages of a snapshot could not be built; skipped",
+    );
+  }
+
+  #handle(event: StoreEvent): void {
     if (!this.#o.sink.connected) return;
     const state = this.#state(event.instanceId);
     if (event.kind === "failure") {
@@ -198,7 +237,11 @@ export class Publisher {
         return;
       }
       this.#queue.delete(id);
-      this.#runQueued(id);
+      try {
+        this.#runQueued(id);
+      } catch (error) {
+        this.#failure(id, error);
+      }
     }
     // Disconnected: the next connect resyncs every instance anyway.
     this.#queue.clear();

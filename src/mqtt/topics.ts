@@ -2,47 +2,106 @@
  * MQTT topic names (contract §3): the one place that builds them, and the parser that turns a
  * received command topic back into (instance, target, command).
  *
- * Ids are used exactly as the PDU reports them. An id that cannot be a topic level (empty, or with
- * `/`, `+`, `#` or NUL in it) is never rewritten: whatever it belongs to is skipped, with one
- * warning per id ({@link TopicIdGuard}).
+ * Ids are used exactly as the PDU reports them. An id that cannot safely be a topic level
+ * ({@link nameProblem}: empty, over 128 bytes, `.`/`..`, `/ + #`, control characters,
+ * noncharacters, lone surrogates) is never rewritten: whatever it belongs to is skipped, with one
+ * warning per id ({@link TopicIdGuard}, bounded and rate-limited). Every whole topic is checked
+ * again just before it is published ({@link topicProblem}).
  */
+import { createHash } from "node:crypto";
 import type { Logger } from "../log.js";
 import type { ControlTarget } from "../control/types.js";
+import { forbiddenCharacter, nameProblem, quoteName } from "../pdu/names.js";
 
 export const OUTLET_COMMANDS = ["set", "reboot", "resetStats"] as const;
 export type OutletCommand = (typeof OUTLET_COMMANDS)[number];
 
-const UNSAFE_CHARS = ["/", "+", "#", "\u0000"];
 /** Outlet indexes as the PDU writes map keys: 0-based, no sign, no leading zeros. */
 const INDEX = /^(0|[1-9][0-9]{0,8})$/;
 
-/** Why `id` cannot be one topic level, or null when it can. */
+/** Longest topic MQTT can carry (a 16-bit length), in UTF-8 bytes. */
+export const MAX_TOPIC_BYTES = 65535;
+
+/** Why `id` cannot be one topic level, or null when it can (the shared "safe name" predicate). */
 export function topicUnsafe(id: string): string | null {
-  if (id === "") return "is empty";
-  if (UNSAFE_CHARS.some((c) => id.includes(c))) return "contains '/', '+', '#' or NUL";
-  return null;
+  return nameProblem(id);
 }
 
-/** Skips ids that cannot be topic levels, warning once per (instance, kind, id). */
+/**
+ * Why a whole topic cannot be published, or null when it can: empty, over 65,535 UTF-8 bytes,
+ * a wildcard, or a character a strict broker refuses (it would drop the whole connection).
+ */
+export function topicProblem(topic: string): string | null {
+  if (topic === "") return "is empty";
+  if (topic.length * 3 > MAX_TOPIC_BYTES && Buffer.byteLength(topic, "utf8") > MAX_TOPIC_BYTES) {
+    return `is longer than ${MAX_TOPIC_BYTES} bytes`;
+  }
+  if (topic.includes("+") || topic.includes("#")) return "contains a wildcard ('+' or '#')";
+  const bad = forbiddenCharacter(topic);
+  return bad === null ? null : `contains ${bad}`;
+}
+
+/** Distinct unsafe ids remembered as already warned about (oldest forgotten first). */
+export const WARNED_IDS_MAX = 1024;
+/** Warnings about unsafe ids logged per {@link WARN_WINDOW_MS} at most; the rest are counted. */
+export const WARNINGS_PER_WINDOW = 20;
+export const WARN_WINDOW_MS = 60_000;
+
+/**
+ * Skips ids that cannot be topic levels, warning once per (instance, kind, id). The set of ids
+ * already warned about is bounded ({@link WARNED_IDS_MAX}, oldest first out, long ids kept as a
+ * digest) and warnings are rate-limited, so a PDU inventing a new bad id every poll costs neither
+ * memory nor a flood of log lines.
+ */
 export class TopicIdGuard {
   readonly #logger: Logger;
+  readonly #now: () => number;
   readonly #warned = new Set<string>();
+  #windowStart = -Infinity;
+  #windowCount = 0;
+  #suppressed = 0;
+  /** Unsafe ids met (every check that refused, repeated ones included). */
+  skipped = 0;
 
-  constructor(logger: Logger) {
+  constructor(logger: Logger, now: () => number = Date.now) {
     this.#logger = logger;
+    this.#now = now;
+  }
+
+  /** Ids remembered as warned about (at most {@link WARNED_IDS_MAX}). */
+  get warnedSize(): number {
+    return this.#warned.size;
   }
 
   ok(instanceId: string, kind: string, id: string): boolean {
-    const problem = topicUnsafe(id);
+    const problem = nameProblem(id);
     if (problem === null) return true;
-    const key = `${instanceId}\u0000${kind}\u0000${id}`;
-    if (!this.#warned.has(key)) {
-      this.#warned.add(key);
-      this.#logger.warn(
-        { instance: instanceId, kind, id },
-        `${kind} ${JSON.stringify(id)} ${problem}: skipped, it cannot be part of an MQTT topic`,
-      );
+    this.skipped++;
+    const raw = `${instanceId}\u0000${kind}\u0000${id}`;
+    const key = raw.length > 256 ? createHash("sha256").update(raw).digest("base64") : raw;
+    if (this.#warned.has(key)) return false;
+    if (this.#warned.size >= WARNED_IDS_MAX) {
+      const oldest = this.#warned.values().next();
+      if (oldest.done !== true) this.#warned.delete(oldest.value);
     }
+    this.#warned.add(key);
+    const now = this.#now();
+    if (now - this.#windowStart >= WARN_WINDOW_MS) {
+      this.#windowStart = now;
+      this.#windowCount = 0;
+    }
+    if (this.#windowCount >= WARNINGS_PER_WINDOW) {
+      this.#suppressed++;
+      return false;
+    }
+    this.#windowCount++;
+    const suppressed = this.#suppressed;
+    this.#suppressed = 0;
+    this.#logger.warn(
+      { instance: instanceId, kind, id: quoteName(id), ...(suppressed > 0 ? { suppressed } : {}) },
+      `${kind} ${quoteName(id)} ${problem}: skipped, it cannot be part of an MQTT topic` +
+        (suppressed > 0 ? ` (${suppressed} similar warnings suppressed before this one)` : ""),
+    );
     return false;
   }
 }
@@ -126,7 +185,7 @@ export class Topics {
     const levels = topic.slice(this.#prefix.length).split("/");
     const instanceId = levels[0] ?? "";
     if (levels.some((l) => topicUnsafe(l) !== null)) {
-      return refuse(instanceId === "" ? null : instanceId, "empty or wildcard topic level");
+      return refuse(instanceId === "" ? null : instanceId, "empty, wildcard or unsafe topic level");
     }
     if (levels.length === 4 && levels[1] === "groups" && levels[3] === "set") {
       return { ok: true, instanceId, target: { kind: "group", groupKey: levels[2] ?? "" }, command: "set" };

@@ -10,6 +10,8 @@ export interface MqttStatus {
   readonly lastError: string | null;
   /** When the current connection state began (epoch ms), or null before the first attempt ended. */
   readonly since: number | null;
+  /** Messages dropped because they could not be built or sent (an unsafe topic, a failed publish); absent while none. */
+  readonly droppedMessages?: number;
 }
 
 export interface HomeAssistantStatus {

@@ -16,7 +16,11 @@
  *   `malformed` (a {@link ParseError} from the parser passes through). When the caller's signal
  *   aborts, its reason is thrown as is.
  * - A request that fails with a reset or a closed keep-alive connection before any answer is retried
- *   once on a fresh connection (units drop idle keep-alive connections).
+ *   once on a fresh connection (units drop idle keep-alive connections). Except writes that must not
+ *   run twice (`reboot`, `resetStats`): they go over a fresh connection of their own and are never
+ *   re-sent once any byte of the request may have reached the PDU; a failure after that point is a
+ *   `outcome-unknown` PduError. Device ids become URL segments only when they are safe names
+ *   (src/pdu/names.ts), so `.`/`..` can never turn a write into another path.
  * - Tokens are cached per target port; a write answered with retCode 1001 drops the token, logs in
  *   again and is retried once. Concurrent writes to one port share one login.
  * - Secrets (password, tokens) are never logged nor put in error messages.
@@ -29,6 +33,7 @@ import type { InstanceConfig, PduScheme } from "../config/schema.js";
 import { silentLogger, type Logger } from "../log.js";
 import { describeError, ParseError, PduError } from "./errors.js";
 import type { ProxyRoute, Snapshot } from "./model.js";
+import { pathSegment } from "./names.js";
 import { parseApiTree, parseOneView } from "./parse.js";
 import {
   commandBody,
@@ -99,6 +104,22 @@ const TIMEOUT_CODES: ReadonlySet<string> = new Set([
   "UND_ERR_HEADERS_TIMEOUT",
   "UND_ERR_BODY_TIMEOUT",
 ]);
+
+/** Transport failures that happen before a request's first byte is sent. */
+const NOT_SENT_CODES: ReadonlySet<string> = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EAI_NONAME",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_CLOSED",
+]);
+
+function isTlsFailure(code: string): boolean {
+  return CERTIFICATE_CODES.has(code) || code.startsWith("ERR_SSL_") || code.startsWith("ERR_TLS_");
+}
 
 /** Transport failures after which the request is retried once on a fresh connection. */
 const RETRYABLE_CODES: ReadonlySet<string> = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET"]);
@@ -320,15 +341,18 @@ export class GeistClient {
       );
     }
     const port = this.portFor(target.route);
-    const path = `/api/dev/${encodeURIComponent(target.deviceId)}/outlet/${target.index}`;
+    const path = `/api/dev/${pathSegment(target.deviceId, "device id")}/outlet/${target.index}`;
+    // A reboot or a statistics reset must never run twice: sent once, over its own connection.
+    const once = cmd === "reset" || (cmd === "control" && data.action === "reboot");
     let token = await this.token(port, credentials, signal);
-    let envelope = await this.exchange("POST", port, path, commandBody(cmd, token, data), signal);
+    let envelope = await this.exchange("POST", port, path, commandBody(cmd, token, data), signal, once);
     if (envelope.retCode === RetCode.notAuthorised) {
-      // The token expired (or the unit restarted): log in again and retry once.
+      // The token expired (or the unit restarted): log in again and retry once. The PDU answered
+      // that it did not act, so this repeats nothing.
       if (this.#tokens.get(port) === token) this.#tokens.delete(port);
       this.logger.debug({ port }, "PDU token rejected, logging in again");
       token = await this.token(port, credentials, signal);
-      envelope = await this.exchange("POST", port, path, commandBody(cmd, token, data), signal);
+      envelope = await this.exchange("POST", port, path, commandBody(cmd, token, data), signal, once);
     }
     this.expectOk(envelope, "POST", path, port);
   }
@@ -425,7 +449,9 @@ export class GeistClient {
     path: string,
     body: Buffer | undefined,
     signal: AbortSignal | undefined,
+    once = false,
   ): Promise<Envelope> {
+    if (once) return this.#exchangeOnce(port, path, body, signal);
     try {
       return await this.attempt(this.#dispatcher(method, port), method, port, path, body, signal);
     } catch (e) {
@@ -440,6 +466,38 @@ export class GeistClient {
       return await this.attempt(fresh, method, port, path, body, signal);
     } catch (e) {
       throw e instanceof RetryableError ? e.error : e;
+    } finally {
+      await fresh.destroy();
+    }
+  }
+
+  /**
+   * A POST that must not be repeated: over a fresh connection (never a pooled keep-alive one the
+   * PDU may have dropped meanwhile), never retried. A failure before the request can have been
+   * sent (refused, unresolvable, unreachable, TLS) stays what it is; a broken connection or an
+   * unreadable answer after that becomes `outcome-unknown`; no answer in time stays `timeout`.
+   */
+  async #exchangeOnce(
+    port: number,
+    path: string,
+    body: Buffer | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Envelope> {
+    if (this.#closed) throw new PduError("unreachable", `cannot reach ${this.where(port)}: client closed`);
+    const fresh = new Client(this.#origin(port), this.clientOptions);
+    try {
+      return await this.attempt(fresh, "POST", port, path, body, signal);
+    } catch (e) {
+      const error = e instanceof RetryableError ? e.error : e;
+      if (!(error instanceof PduError)) throw error; // the caller's abort, as is
+      if (error.kind !== "unreachable" && error.kind !== "malformed") throw error;
+      if (error.kind === "unreachable" && NOT_SENT_CODES.has(innermost(error.cause).code)) throw error;
+      if (error.kind === "unreachable" && isTlsFailure(innermost(error.cause).code)) throw error;
+      throw new PduError(
+        "outcome-unknown",
+        `POST ${path} on ${this.where(port)}: ${error.message}; the request may have reached the PDU, so it was not sent again`,
+        { cause: error },
+      );
     } finally {
       await fresh.destroy();
     }

@@ -14,7 +14,12 @@ export type PduErrorKind =
   /** The envelope's retCode was not 0. */
   | "ret-code"
   /** The body was not JSON, not an envelope, too large, or of the wrong shape. */
-  | "malformed";
+  | "malformed"
+  /**
+   * A write that is not repeated (reboot, reset) failed after its request may have reached the
+   * PDU (the connection broke, the answer was unreadable): it may or may not have been carried out.
+   */
+  | "outcome-unknown";
 
 export class PduError extends Error {
   override readonly name = "PduError";

@@ -274,7 +274,7 @@ describe("control core on a single PDU", () => {
     }
   });
 
-  it("on shutdown, in-flight writes to different outlets (sent together) stop as 503, never 200", async () => {
+  it("on a hard stop, in-flight writes to different outlets end as outcome unknown (502), never 200 nor 'retry'", async () => {
     done(await h.run("patient", outlet(dev, 5), "on")); // logs in while the PDU still answers
     h.sim.clearRequests();
     h.pollSoonCalls.length = 0;
@@ -297,8 +297,11 @@ describe("control core on a single PDU", () => {
       await waitFor(() => h.sim.writes().length === 2, "both writes to reach the PDU");
       shutdown.abort();
       for (const outcome of [await a, await b]) {
-        const r = refused(outcome, 503);
-        assert.ok(r.detail.startsWith("the service is stopping"), r.detail);
+        const r = refused(outcome, 502);
+        assert.equal(r.problem, "outcome-unknown");
+        assert.equal(r.retryAfter, undefined, "no Retry-After: it may have been carried out");
+        assert.match(r.detail, /the service stopped while the write was in progress/);
+        assert.match(r.detail, /check the outlet before retrying/i);
       }
       const late = refused(await request(outlet(dev, 4), "off"), 503);
       assert.ok(late.detail.includes("was not sent"), late.detail);

@@ -4,8 +4,8 @@
  * - Mid-poll: the PDU hangs on the poll; the process must exit 0 within 5 s and leave `offline`
  *   retained on `P/status`.
  * - Mid-control: a slow PDU write (REST control request) is in flight; the process must exit 0
- *   within 5 s and the control request must not get a 200 (a 503 "stopping", or the connection
- *   closes): no half-done command reported as done. The outlet's state on MQTT stays what it was.
+ *   within 5 s. A write that finishes within the stop budget is answered as done; one that does not
+ *   is reported as outcome unknown (502, no Retry-After), never as done and never as "retry".
  * - Broker frozen (connections open, nothing answered): the `offline` publish cannot be
  *   acknowledged; the process must still exit 0 within 5 s.
  */
@@ -137,14 +137,41 @@ describe("SIGTERM mid-poll and mid-control", () => {
       assert.doesNotMatch(outcome.message, /within \d+ ms/, "the request was not left hanging");
     } else {
       assert.notEqual(outcome.status, 200, "a half-done command must not be reported as done");
-      assert.equal(outcome.status, 503, outcome.text);
-      assert.match(outcome.text, /stopping/);
+      assert.equal(outcome.status, 502, outcome.text);
+      assert.match(outcome.text, /outcome-unknown/);
+      assert.match(outcome.text, /check the outlet before retrying/i);
+      assert.equal(outcome.headers["retry-after"], undefined, "never invited to retry");
     }
     await assertCleanStop(bridge, P, stop);
     // No state was latched or published for the interrupted command.
     assert.ok(!watcher.on(stateTopic).some((m) => m.payload === "off"), "no `off` published for outlet 1");
     const late = await subscribe([stateTopic]);
     assert.equal((await late.waitFor(stateTopic)).payload, "on");
+  });
+
+  it("mid-control (a write finishing within the stop budget): answered as done, then exits 0", async (t) => {
+    const P = "faults-sigterm-budget";
+    const { sim, bridge } = await start(P, true);
+    const device = sim.deviceIds()[0]!;
+    const warmUp = await bridge.control("default", device, 0, "off");
+    assert.equal(warmUp.status, 200, warmUp.text);
+    await sim.setFault("slow:800");
+    const mark = sim.requests.length;
+    const pending = bridge.control("default", device, 2, "reboot");
+    await until(
+      () => sim.requests.slice(mark).some((r) => r.method === "POST" && r.cmd === "control"),
+      "the reboot write to reach the PDU",
+    );
+    const stop = await bridge.terminate();
+    const outcome = await pending;
+    t.diagnostic(`budget: exited ${stop.ms} ms after SIGTERM; control request got ${outcome.status}`);
+    assert.equal(outcome.status, 200, outcome.text);
+    assert.equal(
+      sim.requests.slice(mark).filter((r) => r.method === "POST" && r.cmd === "control").length,
+      1,
+      "sent once",
+    );
+    await assertCleanStop(bridge, P, stop);
   });
 
   it("with the broker frozen: exits 0 within 5 s although `offline` cannot be delivered", async (t) => {

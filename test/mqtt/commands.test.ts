@@ -80,7 +80,7 @@ describe("MQTT commands (embedded broker)", () => {
       ["pdu-bridge/switchable/DEV1/outlets/0/set", "", false, 400, /not on or off/],
       ["pdu-bridge/switchable/DEV1/outlets/0/set", "0", false, 400, /not on or off/],
       ["pdu-bridge/switchable/DEV1/outlets/0/set", "reboot", false, 400, /not on or off/],
-      ["pdu-bridge/switchable//outlets/0/set", "on", false, 400, /empty or wildcard/],
+      ["pdu-bridge/switchable//outlets/0/set", "on", false, 400, /empty, wildcard or unsafe/],
       ["pdu-bridge/switchable/DEV1/outlets/01/set", "on", false, 400, /not an integer/],
       ["pdu-bridge/switchable/DEV1/outlets/x/reboot", "", false, 400, /not an integer/],
       ["pdu-bridge/readonly/DEV1/outlets/0/set", "on", false, 409, /ActionsEnabled: false/],

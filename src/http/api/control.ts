@@ -20,7 +20,7 @@ import {
   type OutletResult,
 } from "../../control/types.js";
 import type { HttpApp } from "../common.js";
-import { problem, problemSentWith, sendProblem } from "../problem.js";
+import { problem, PROBLEM_TYPE_PREFIX, problemSentWith, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
 import { FailedKeyLimiter, keyMatcher } from "./key-guard.js";
 import { INTERNAL_ERROR, json, problemResponse, RetryAfterHeader } from "./schemas.js";
@@ -62,14 +62,20 @@ const controlResponses = (success: ReturnType<typeof json>, failureSchema: strin
   401: problemResponse("X-Api-Key missing or wrong"),
   403: problemResponse("Control is disabled: no API key is configured"),
   404: problemResponse("Unknown instance, device, outlet or group, or a group without outlets"),
-  409: problemResponse("The instance has ActionsEnabled: false"),
+  409: problemResponse(
+    "The instance has ActionsEnabled: false; superseded by a later on/off for the outlet; a reboot of the outlet is running or within its reboot delay",
+  ),
   413: problemResponse("Body larger than 64 KiB"),
   415: problemResponse("Body not application/json"),
   429: problemResponse("Too many wrong keys from this address", { "Retry-After": RetryAfterHeader }),
   500: INTERNAL_ERROR,
-  502: problemResponse("The PDU refused the command or failed", undefined, failureSchema),
+  502: problemResponse(
+    "The PDU refused the command or failed; or (type ending `outcome-unknown`) the outcome is not known: check the outlet before retrying",
+    undefined,
+    failureSchema,
+  ),
   503: problemResponse(
-    "The instance has not been polled yet, or the service is stopping (or control is not available)",
+    "The instance has not been polled yet, the service is stopping (or control is not available), or the command waited over 30 s behind others for the outlet (expired; not sent)",
     { "Retry-After": RetryAfterHeader },
     failureSchema,
   ),
@@ -110,7 +116,13 @@ export function registerControlRoutes(app: HttpApp, deps: HttpDeps): void {
   const limiter = new FailedKeyLimiter(deps.now);
   const audited = new WeakSet<FastifyRequest>();
 
-  const audit = (request: FastifyRequest, status: number, action: string | null, detail?: string): void => {
+  const audit = (
+    request: FastifyRequest,
+    status: number,
+    action: string | null,
+    detail?: string,
+    problemKind?: string,
+  ): void => {
     if (audited.has(request)) return;
     audited.add(request);
     const params = request.params as Params;
@@ -121,6 +133,7 @@ export function registerControlRoutes(app: HttpApp, deps: HttpDeps): void {
       action,
       status,
       ...(detail === undefined ? {} : { detail }),
+      ...(problemKind === undefined ? {} : { problem: problemKind }),
     });
   };
 
@@ -187,14 +200,24 @@ export function registerControlRoutes(app: HttpApp, deps: HttpDeps): void {
       action,
       source: { surface: "rest", client: request.ip },
     });
-    audit(request, outcome.status, action, outcome.ok ? undefined : outcome.detail);
+    audit(
+      request,
+      outcome.status,
+      action,
+      outcome.ok ? undefined : outcome.detail,
+      outcome.ok ? undefined : outcome.problem,
+    );
     if (!outcome.ok) {
       const headers: Record<string, string> =
         outcome.status === 503
           ? { "retry-after": String(Math.max(1, Math.ceil(outcome.retryAfter ?? DEFAULT_RETRY_AFTER))) }
           : {};
       const extensions = outcome.outlets ? { outlets: outletResults(outcome.outlets) } : {};
-      return sendProblem(reply, problem(outcome.status, outcome.detail, outcome.title, extensions), headers);
+      const body = problem(outcome.status, outcome.detail, outcome.title, extensions);
+      // A specific kind (outcome-unknown, superseded, ...) names the problem type.
+      const typed =
+        outcome.problem === undefined ? body : { ...body, type: PROBLEM_TYPE_PREFIX + outcome.problem };
+      return sendProblem(reply, typed, headers);
     }
     const done = outcome.target;
     if (done.kind === "outlet") {
