@@ -69,8 +69,12 @@ export class App {
       this.store,
       { logger },
     );
+    const app = () => this.config;
     this.control = createControlService({
-      config,
+      // A getter, like the listeners': live changes (poll intervals) reach control's Retry-After.
+      get config() {
+        return app();
+      },
       store: this.store,
       clients: this.clients,
       pollSoon: (id, delayMs) => this.poller.pollSoon(id, delayMs),

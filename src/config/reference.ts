@@ -85,7 +85,10 @@ function row(path: string, node: SchemaNode, parent: SchemaNode, key: string): R
           : node.anyOf?.some((b) => b.type === "null") === true
             ? "(none)"
             : "(inferred)",
-    description: node.description ?? "",
+    description:
+      node.appliesLive === true
+        ? `${node.description ?? ""}; applies without a restart (Kubernetes source)`
+        : (node.description ?? ""),
   };
 }
 

@@ -5,6 +5,9 @@
  * Keys are PascalCase exactly as in the service contract (§2). Values that depend on other values
  * (ports inferred from schemes and back) are optional here and filled in by the loader, which
  * returns the resolved {@link Config} below.
+ *
+ * A key marked `appliesLive: true` is taken by a running service when the Kubernetes source sees it
+ * change (src/config/kubernetes/diff.ts); a change of any other key needs a restart.
  */
 import Type, { type Static } from "typebox";
 
@@ -147,6 +150,7 @@ export const PduSchema = Type.Object(
       maximum: 86400,
       default: 5,
       description: "Seconds between polls",
+      appliesLive: true,
     }),
     ActionsEnabled: Type.Boolean({
       default: false,
@@ -224,7 +228,11 @@ export const ConfigSchema = Type.Object(
     ),
     Logging: Type.Object(
       {
-        Level: Type.Enum(LogLevels, { default: "info", description: "Least severe level logged" }),
+        Level: Type.Enum(LogLevels, {
+          default: "info",
+          description: "Least severe level logged",
+          appliesLive: true,
+        }),
       },
       { additionalProperties: false, default: {}, description: "Logging to stdout (JSON lines)" },
     ),

@@ -21,6 +21,8 @@ export interface SchemaNode {
   readonly minLength?: number;
   readonly maxLength?: number;
   readonly pattern?: string;
+  /** Our own annotation: a running service takes a change of this key without a restart. */
+  readonly appliesLive?: boolean;
 }
 
 export const asSchemaNode = (schema: object): SchemaNode => schema;

@@ -54,6 +54,7 @@ export const STOP_BUDGET_MS = 2000;
 export type ControlClient = Pick<GeistClient, "controlOutlet" | "resetOutletEnergy">;
 
 export interface ControlDeps {
+  /** Read on every request: the app passes a getter, so live configuration changes apply. */
   readonly config: Config;
   readonly store: SnapshotStore;
   readonly clients: ReadonlyMap<string, ControlClient>;

@@ -13,7 +13,9 @@ import {
   type KubernetesSourceOptions,
   type LiveChanges,
 } from "../../src/config/kubernetes.js";
+import { LIVE_APPLIERS, liveKeys } from "../../src/config/kubernetes/diff.js";
 import { parseConfigText } from "../../src/config/load.js";
+import { referenceRows } from "../../src/config/reference.js";
 import type { Config } from "../../src/config/schema.js";
 import { createLogger, type Logger } from "../../src/log.js";
 import { KubeApiStandIn } from "../../testkit/kube-api.js";
@@ -102,6 +104,20 @@ describe("diffConfig", () => {
       .replace("rack-x", "rack-b");
     const diff = diffConfig(await parse(configYaml()), await parse(swapped));
     assert.ok(diff.restart.includes("Pdus"), diff.restart.join());
+  });
+});
+
+describe("live keys", () => {
+  it("are the keys the schema marks appliesLive, and each has a way to apply", () => {
+    assert.deepEqual(liveKeys().sort(), ["Logging.Level", "Pdus.<id>.PollInterval"]);
+    assert.deepEqual(Object.keys(LIVE_APPLIERS).sort(), liveKeys().sort());
+  });
+
+  it("are flagged in the generated reference", () => {
+    const level = referenceRows().find((r) => r.key === "Logging.Level");
+    assert.match(level?.description ?? "", /applies without a restart/);
+    const topic = referenceRows().find((r) => r.key === "Mqtt.ParentTopic");
+    assert.doesNotMatch(topic?.description ?? "", /applies without a restart/);
   });
 });
 
