@@ -7,10 +7,8 @@
  * --quick: a few PDUs and short windows (a smoke run of the whole harness, about a minute).
  * --only: run only these scenarios (comma-separated or repeated).
  * --no-profile: skip the profiled bridge run of the fleet scenario.
- * --bridge-import FILE: preload FILE into every bridge child (`node --import`), for what-if
- *   experiments such as dist/bench/lib/experiment-qos0-nocb.js; results are then marked EXPERIMENT.
  * --bridge-node-option OPT: pass OPT to node for every bridge child (repeatable), e.g.
- *   --bridge-node-option=--max-old-space-size=320; also marks the results EXPERIMENT.
+ *   --bridge-node-option=--max-old-space-size=320; the results are then marked EXPERIMENT.
  * Configurations, logs and the .cpuprofile stay in a scratch directory under the OS temp dir.
  *
  * Prints a table (target, measured, baseline, ratio, pass/fail) and writes
@@ -20,8 +18,7 @@
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { runApi } from "./api.js";
 import { runControl } from "./control.js";
@@ -45,7 +42,6 @@ const { values } = parseArgs({
     quick: { type: "boolean", default: false },
     only: { type: "string", multiple: true },
     "no-profile": { type: "boolean", default: false },
-    "bridge-import": { type: "string" },
     "bridge-node-option": { type: "string", multiple: true },
     help: { type: "boolean", short: "h", default: false },
   },
@@ -54,7 +50,7 @@ const { values } = parseArgs({
 
 if (values.help) {
   process.stdout.write(
-    "usage: node dist/bench/run.js [--quick] [--only fleet,api,control,peer] [--no-profile] [--bridge-import FILE]\n",
+    "usage: node dist/bench/run.js [--quick] [--only fleet,api,control,peer] [--no-profile] [--bridge-node-option OPT]\n",
   );
   process.exit(0);
 }
@@ -86,12 +82,7 @@ log(
     `scratch (configs, logs, profile): ${workDir}\n`,
 );
 
-const bridgeNodeArgs = [
-  ...(values["bridge-import"] === undefined
-    ? []
-    : ["--import", pathToFileURL(resolve(values["bridge-import"])).href]),
-  ...(values["bridge-node-option"] ?? []),
-];
+const bridgeNodeArgs = values["bridge-node-option"] ?? [];
 const experiment = bridgeNodeArgs.length > 0 ? bridgeNodeArgs.join(" ") : undefined;
 if (experiment !== undefined) log(`EXPERIMENT: every bridge child runs with node ${experiment}\n`);
 const ctx: BenchContext = {

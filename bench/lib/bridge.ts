@@ -71,7 +71,7 @@ export function writeBridgeConfig(o: BridgeConfigOptions): string {
 export async function startBridge(options: {
   configFile: string;
   logFile: string;
-  /** More node options (the runner's `--bridge-import`). */
+  /** More node options (the runner's `--bridge-node-option`). */
   nodeArgs?: readonly string[];
 }): Promise<LoggedChild> {
   const nodeArgs = options.nodeArgs ?? [];

@@ -19,7 +19,7 @@ export interface BenchContext {
   /** Scratch directory of this run (configs, logs, profiles). */
   readonly workDir: string;
   readonly stamp: string;
-  /** Extra node options of every bridge child (`--bridge-import` experiments); normally empty. */
+  /** Extra node options of every bridge child (`--bridge-node-option` experiments); normally empty. */
   readonly bridgeNodeArgs: readonly string[];
   readonly log: (line: string) => void;
 }

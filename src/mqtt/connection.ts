@@ -2,8 +2,8 @@
  * The bridge's one MQTT client: connects from `Config.Mqtt`, keeps `P/status` right (last will
  * `offline`, `online` on every connect, `offline` on a clean stop) and reconnects forever.
  *
- * Reconnects are ours, not mqtt.js's (its period is fixed): 1 s doubling to a 4 s cap, reset by a
- * successful connect, so the bridge is back within about 4 s of a broker's return however long it
+ * Reconnects are ours, not mqtt.js's (its period is fixed): 1 s doubling to a 2 s cap, reset by a
+ * successful connect, so the bridge is back within about 2 s of a broker's return however long it
  * was gone. After every connect the subscriptions are made again (clean sessions) and `onConnect`
  * runs, which republishes availability, discovery and retained states.
  *
