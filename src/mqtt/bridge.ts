@@ -2,7 +2,7 @@
  * The MQTT side of the service: embedded broker (when `Mqtt.Connection.Host` is omitted), the
  * connection, the publisher fed by the snapshot store, Home Assistant discovery and commands.
  */
-import type { Config } from "../config/schema.js";
+import type { Config, MqttConfig } from "../config/schema.js";
 import type { ControlService } from "../control/types.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
@@ -43,98 +43,28 @@ export function refreshPeriodMs(sensorExpireAfterSeconds: number): number {
 export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge> {
   const { config, store } = deps;
   const logger = deps.logger.child({ part: "mqtt" });
-  const mqtt = config.Mqtt;
-  const ha = config.HomeAssistant;
-  const topics = new Topics(mqtt.ParentTopic);
-  const guard = new TopicIdGuard(logger);
-  const haStatusTopic = `${ha.DiscoveryTopic}/status`;
-
-  const refreshMs = refreshPeriodMs(ha.SensorExpireAfterSeconds);
-  for (const instance of config.instances) {
-    if (ha.SensorExpireAfterSeconds > 0 && instance.PollInterval >= ha.SensorExpireAfterSeconds) {
-      logger.warn(
-        {
-          instance: instance.id,
-          pollInterval: instance.PollInterval,
-          expireAfter: ha.SensorExpireAfterSeconds,
-        },
-        "PollInterval is not below HomeAssistant.SensorExpireAfterSeconds: sensors will expire between polls",
-      );
-    }
-  }
+  const topics = new Topics(config.Mqtt.ParentTopic);
+  warnWhenSensorsExpireBetweenPolls(config, logger);
 
   const commands = new CommandHandler({ topics, instances: config.instances, logger });
-  let embedded: EmbeddedBroker | null = null;
-  if (mqtt.Connection.Host === null) {
-    embedded = await startEmbeddedBroker({
-      bind: mqtt.Embedded.Bind,
-      port: mqtt.Embedded.Port,
-      username: mqtt.Credentials.Username,
-      password: mqtt.Credentials.Password,
-      logger,
-    });
-  }
-
+  const embedded = await startEmbeddedIfConfigured(config.Mqtt, logger);
   // The publisher needs the connection and the connection's hooks need the publisher.
   let publisher: Publisher | null = null;
   let connection: MqttConnection;
   try {
-    connection = await MqttConnection.open({
-      config: mqtt,
-      ...(embedded === null
-        ? {}
-        : {
-            // aedes speaks MQTT 3.1.1 only (the loader refuses ProtocolVersion 5 without a Host).
-            target: {
-              scheme: "mqtt",
-              host: embedded.host,
-              port: embedded.port,
-              protocolVersion: 4,
-              embedded: true,
-            },
-          }),
-      subscriptions: [...commands.subscriptions(), ...(ha.DiscoveryEnabled ? [haStatusTopic] : [])],
-      logger,
-      hooks: {
-        onConnect: () => publisher?.resync(),
-        onMessage: (topic, payload, retained) => {
-          if (topic === haStatusTopic) {
-            // A retained `online` arrives on every subscribe; the connect itself already republished.
-            if (!retained && payload.toString("utf8").trim().toLowerCase() === "online") {
-              logger.info("Home Assistant is online: republishing discovery and states");
-              publisher?.resync();
-            }
-            return;
-          }
-          void commands.handle(topic, payload, retained).catch((error: unknown) => {
-            logger.error({ topic, err: describeError(error) }, "MQTT command handling failed");
-          });
-        },
-      },
-    });
+    connection = await connect(config, embedded, commands, () => publisher, logger);
   } catch (error) {
     await embedded?.close();
     throw error;
   }
-
-  const active = new Publisher({
-    sink: connection,
-    store,
-    instances: config.instances,
-    topics,
-    guard,
-    discovery: ha.DiscoveryEnabled
-      ? { topics, prefix: ha.DiscoveryTopic, expireAfter: ha.SensorExpireAfterSeconds }
-      : null,
-    refreshMs,
-    logger,
-  });
+  const active = createPublisher(config, connection, store, topics, logger);
   publisher = active;
   const unsubscribe = store.subscribe((event) => active.handle(event));
   // Connected before the publisher existed: publish what the store already holds.
   if (connection.connected) active.resync();
 
   let stopping: Promise<void> | null = null;
+  const ha = config.HomeAssistant;
   return {
     embeddedBroker: embedded === null ? null : { host: embedded.host, port: embedded.port },
     attachControl: (control) => commands.attach(control),
@@ -158,4 +88,100 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
       return stopping;
     },
   };
+}
+
+/** One warning per instance that polls no faster than Home Assistant lets its sensors expire. */
+function warnWhenSensorsExpireBetweenPolls(config: Config, logger: Logger): void {
+  const expireAfter = config.HomeAssistant.SensorExpireAfterSeconds;
+  if (expireAfter <= 0) return;
+  for (const instance of config.instances) {
+    if (instance.PollInterval < expireAfter) continue;
+    logger.warn(
+      { instance: instance.id, pollInterval: instance.PollInterval, expireAfter },
+      "PollInterval is not below HomeAssistant.SensorExpireAfterSeconds: sensors will expire between polls",
+    );
+  }
+}
+
+/** The embedded broker when `Mqtt.Connection.Host` is omitted, else null. */
+async function startEmbeddedIfConfigured(mqtt: MqttConfig, logger: Logger): Promise<EmbeddedBroker | null> {
+  if (mqtt.Connection.Host !== null) return null;
+  return startEmbeddedBroker({
+    bind: mqtt.Embedded.Bind,
+    port: mqtt.Embedded.Port,
+    username: mqtt.Credentials.Username,
+    password: mqtt.Credentials.Password,
+    logger,
+  });
+}
+
+/**
+ * Connects to the configured broker, or to the embedded one, subscribed to the command topics (and
+ * Home Assistant's status topic); every connect, and Home Assistant coming online, resyncs the publisher.
+ */
+function connect(
+  config: Config,
+  embedded: EmbeddedBroker | null,
+  commands: CommandHandler,
+  publisher: () => Publisher | null,
+  logger: Logger,
+): Promise<MqttConnection> {
+  const ha = config.HomeAssistant;
+  const haStatusTopic = `${ha.DiscoveryTopic}/status`;
+  return MqttConnection.open({
+    config: config.Mqtt,
+    ...(embedded === null
+      ? {}
+      : {
+          // aedes speaks MQTT 3.1.1 only (the loader refuses ProtocolVersion 5 without a Host).
+          target: {
+            scheme: "mqtt",
+            host: embedded.host,
+            port: embedded.port,
+            protocolVersion: 4,
+            embedded: true,
+          },
+        }),
+    subscriptions: [...commands.subscriptions(), ...(ha.DiscoveryEnabled ? [haStatusTopic] : [])],
+    logger,
+    hooks: {
+      onConnect: () => publisher()?.resync(),
+      onMessage: (topic, payload, retained) => {
+        if (topic === haStatusTopic) {
+          // A retained `online` arrives on every subscribe; the connect itself already republished.
+          if (!retained && payload.toString("utf8").trim().toLowerCase() === "online") {
+            logger.info("Home Assistant is online: republishing discovery and states");
+            publisher()?.resync();
+          }
+          return;
+        }
+        void commands.handle(topic, payload, retained).catch((error: unknown) => {
+          logger.error({ topic, err: describeError(error) }, "MQTT command handling failed");
+        });
+      },
+    },
+  });
+}
+
+/** The publisher of states, availability and (when enabled) Home Assistant discovery. */
+function createPublisher(
+  config: Config,
+  connection: MqttConnection,
+  store: SnapshotStore,
+  topics: Topics,
+  logger: Logger,
+): Publisher {
+  const ha = config.HomeAssistant;
+  return new Publisher({
+    sink: connection,
+    store,
+    instances: config.instances,
+    topics,
+    guard: new TopicIdGuard(logger),
+    discovery: ha.DiscoveryEnabled
+      ? { topics, prefix: ha.DiscoveryTopic, expireAfter: ha.SensorExpireAfterSeconds }
+      : null,
+    refreshMs: refreshPeriodMs(ha.SensorExpireAfterSeconds),
+    logger,
+  });
 }

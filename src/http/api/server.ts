@@ -73,9 +73,15 @@ async function registerDocs(app: HttpApp): Promise<void> {
   });
 }
 
+/** The read endpoints: instances, health, snapshot ages and readings. */
 function registerReadRoutes(app: HttpApp, deps: HttpDeps, bodies: ReadBodies): void {
-  const now = deps.now ?? Date.now;
+  registerInstancesRoute(app, deps);
+  registerHealthRoute(app, bodies);
+  registerSnapshotsRoute(app, deps);
+  registerReadingsRoute(app, deps, bodies);
+}
 
+function registerInstancesRoute(app: HttpApp, deps: HttpDeps): void {
   app.get(
     "/api/v1/instances",
     {
@@ -98,7 +104,9 @@ function registerReadRoutes(app: HttpApp, deps: HttpDeps, bodies: ReadBodies): v
         actionsEnabled: i.ActionsEnabled,
       })),
   );
+}
 
+function registerHealthRoute(app: HttpApp, bodies: ReadBodies): void {
   app.get(
     "/api/v1/health",
     {
@@ -111,7 +119,10 @@ function registerReadRoutes(app: HttpApp, deps: HttpDeps, bodies: ReadBodies): v
     },
     (_request, reply) => reply.headers(API_JSON_HEADERS).send(bodies.health()),
   );
+}
 
+function registerSnapshotsRoute(app: HttpApp, deps: HttpDeps): void {
+  const now = deps.now ?? Date.now;
   app.get(
     "/api/v1/snapshots",
     {
@@ -136,7 +147,10 @@ function registerReadRoutes(app: HttpApp, deps: HttpDeps, bodies: ReadBodies): v
       }));
     },
   );
+}
 
+/** `?instance=` matches exactly, else ignoring case; an unknown one is a 404 naming the known ones. */
+function registerReadingsRoute(app: HttpApp, deps: HttpDeps, bodies: ReadBodies): void {
   app.get(
     "/api/v1/readings",
     {
