@@ -6,7 +6,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { freePort } from "../testkit/mosquitto.js";
+import { freePort } from "../testkit/repo.js";
 import { startBridge, writeBridgeConfig } from "./lib/bridge.js";
 import { startBroker } from "./lib/broker.js";
 import { DIST, spawnNode, stopChild } from "./lib/child.js";

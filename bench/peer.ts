@@ -11,7 +11,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { freePort } from "../testkit/mosquitto.js";
+import { freePort } from "../testkit/repo.js";
 import { bridgeProcess, writeBridgeConfig } from "./lib/bridge.js";
 import { startBroker, type Broker } from "./lib/broker.js";
 import { DIST, IpcChild, ROOT, spawnNode, stopChild } from "./lib/child.js";

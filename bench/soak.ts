@@ -23,6 +23,7 @@ import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { connectAsync, type MqttClient } from "mqtt";
 import { Pool } from "undici";
+import { sleep } from "../testkit/repo.js";
 import type { ChildMessage, ChildSample, ParentMessage } from "./soak-child.js";
 
 const { values: args } = parseArgs({
@@ -56,7 +57,6 @@ for (const [name, v] of Object.entries({ MINUTES, PDUS, OUTLETS, RPS, WARMUP_S, 
   if (!Number.isFinite(v) || v <= 0) throw new Error(`--${name.toLowerCase()} must be a positive number`);
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const now = () => Date.now();
 const id = (n: number) => `pdu-${String(n + 1).padStart(3, "0")}`;
 const log = (text: string) =>

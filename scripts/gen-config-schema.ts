@@ -10,16 +10,16 @@
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 import * as prettier from "prettier";
 import { configJsonSchema, referenceMarkdown } from "../src/config/reference.js";
+import { REPO_ROOT } from "../testkit/repo.js";
 
 export const SCHEMA_FILE = "config.schema.json";
 export const DOCS_FILE = "docs/configuration.md";
 export const EXAMPLE_FILE = "config.example.yaml";
 
-/** The repository root (this file runs from dist/scripts/). */
-export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+export { REPO_ROOT };
 
 export interface GeneratedFile {
   /** Relative to the repository root. */

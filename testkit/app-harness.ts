@@ -1,15 +1,19 @@
 /**
- * The whole service in process, for end-to-end tests: real simulators, the real configuration
+ * The one in-process bridge harness, for end-to-end tests: real simulators, the real configuration
  * loader (from a YAML string), the real composed {@link App} (poller, MQTT bridge with its embedded
  * broker or an external one, control core, REST API and health listeners on port 0), a real mqtt.js
- * subscriber, every log line captured, and one `close()` that stops everything in reverse order.
+ * subscriber, every log line captured (or none, on request), and one `close()` that stops
+ * everything in reverse order.
  */
 import { App } from "../src/app.js";
 import { parseConfigText, type Env } from "../src/config/load.js";
 import type { Config } from "../src/config/schema.js";
 import { startSimulator, type Simulator, type SimulatorOptions } from "../src/simulator/index.js";
+import { silentLogger } from "../src/log.js";
 import { Client } from "./http-harness.js";
-import { captureLogger, Recorder, waitFor } from "./mqtt-client.js";
+import { LogCapture, type LogLine } from "./log-capture.js";
+import { Recorder } from "./mqtt-client.js";
+import { waitFor } from "./wait.js";
 
 /** How one instance of the configuration talks to its simulator. */
 export interface PduOptions {
@@ -72,7 +76,7 @@ export function appYaml(o: AppYamlOptions): string {
   return `${lines.join("\n")}\n`;
 }
 
-export type LogLine = Record<string, unknown>;
+export type { LogLine } from "./log-capture.js";
 
 export interface AppHarness<S extends string> {
   readonly sims: Readonly<Record<S, Simulator>>;
@@ -86,8 +90,10 @@ export interface AppHarness<S extends string> {
   readonly broker: { readonly host: string; readonly port: number };
   /** `Mqtt.ParentTopic`. */
   readonly parent: string;
-  /** A subscriber to `<parent>/#`, connected before the harness was returned. */
+  /** A subscriber to `<parent>/#`, connected before the harness was returned (see `subscribe`). */
   readonly mqtt: Recorder;
+  /** The log capture (empty when `captureLogs` is false). */
+  readonly log: LogCapture;
   /** Every log line so far, parsed. */
   logs(): LogLine[];
   /** Every log line so far, as written (to search for secrets). */
@@ -117,6 +123,15 @@ export interface AppHarnessOptions<S extends string> {
   readonly yaml: (sims: Readonly<Record<S, Simulator>>) => string;
   /** The environment the loader sees (secrets); default none. */
   readonly env?: Env;
+  /** Keep every log line (default true); false logs nothing, for runs too long to keep it all. */
+  readonly captureLogs?: boolean;
+  /**
+   * Subscribe {@link AppHarness.mqtt} to `<parent>/#` (default true); false subscribes it to
+   * nothing, for runs whose every published message would otherwise be kept.
+   */
+  readonly subscribeAll?: boolean;
+  /** Wait for the first successful poll of every instance before returning (default false). */
+  readonly waitForFirstPolls?: boolean;
 }
 
 export async function startAppHarness<S extends string = never>(
@@ -124,7 +139,7 @@ export async function startAppHarness<S extends string = never>(
 ): Promise<AppHarness<S>> {
   const sims = {} as Record<S, Simulator>;
   const recorders: Recorder[] = [];
-  const capture = captureLogger();
+  const capture = new LogCapture();
   let app: App | null = null;
   const close = async (): Promise<void> => {
     await Promise.allSettled(recorders.map((r) => r.close()));
@@ -137,7 +152,8 @@ export async function startAppHarness<S extends string = never>(
     }
     await options.beforeStart?.(sims);
     const config = await parseConfigText(options.yaml(sims), "app-test.yaml", options.env ?? {});
-    const started = await App.start(config, { logger: capture.logger });
+    const logger = options.captureLogs === false ? silentLogger() : capture.logger;
+    const started = await App.start(config, { logger });
     app = started;
     const { apiPort, healthPort, embeddedBroker } = started.endpoints;
     const broker = embeddedBroker ?? {
@@ -150,11 +166,18 @@ export async function startAppHarness<S extends string = never>(
       recorders.push(recorder);
       return recorder;
     };
-    const mqtt = await subscribe([`${parent}/#`]);
+    const mqtt = await subscribe(options.subscribeAll === false ? [] : [`${parent}/#`]);
     const api = apiPort === null ? null : new Client(apiPort);
     const health = healthPort === null ? null : new Client(healthPort);
-    const audits = () => capture.lines.filter((l) => l.audit === "control");
+    const audits = (): LogLine[] => capture.audits;
     const probeTopic = (id: string) => `${parent}/${id}/probe/outlets/0/set`;
+    if (options.waitForFirstPolls === true) {
+      await waitFor(
+        () => config.instances.every((i) => started.store.get(i.id)?.snapshot),
+        "the first poll of every instance",
+        15_000,
+      );
+    }
     return {
       sims,
       app: started,
@@ -170,6 +193,7 @@ export async function startAppHarness<S extends string = never>(
       broker,
       parent,
       mqtt,
+      log: capture,
       logs: () => capture.lines,
       logText: () => capture.text(),
       audits,

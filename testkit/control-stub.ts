@@ -1,6 +1,8 @@
 /**
- * A ControlService with canned outcomes, for tests of the REST surface's status mapping. The real
- * control core is tested end to end elsewhere; this stub only answers what a test tells it to.
+ * The one control fake: a ControlService that records every request and answers canned outcomes
+ * per target, else its fallback (default: 404; `new ControlStub(done)` answers every request done).
+ * For tests of the surfaces (REST status mapping, MQTT command parsing); the real control core is
+ * tested end to end elsewhere.
  */
 import type { ControlOutcome, ControlRequest, ControlService, ControlTarget } from "../src/control/types.js";
 
@@ -14,6 +16,11 @@ export function targetKey(instanceId: string, target: ControlTarget): string {
 export class ControlStub implements ControlService {
   readonly requests: ControlRequest[] = [];
   readonly #outcomes = new Map<string, (request: ControlRequest) => ControlOutcome>();
+  readonly #fallback: ((request: ControlRequest) => ControlOutcome) | undefined;
+
+  constructor(fallback?: (request: ControlRequest) => ControlOutcome) {
+    this.#fallback = fallback;
+  }
 
   /** Answer requests for this instance and target with `outcome` (a function gets the request). */
   on(
@@ -32,6 +39,7 @@ export class ControlStub implements ControlService {
     this.requests.push(request);
     const canned = this.#outcomes.get(targetKey(request.instanceId, request.target));
     if (canned) return Promise.resolve(canned(request));
+    if (this.#fallback) return Promise.resolve(this.#fallback(request));
     return Promise.resolve({
       ok: false,
       status: 404,

@@ -4,66 +4,13 @@
  * every log line captured (debug level, raw JSON text, so a secret can be searched for in exactly
  * what would have been written), and keep-alive HTTP clients from chosen local addresses.
  */
-import { Writable } from "node:stream";
 import fc from "fast-check";
 import { Client as UndiciClient, type Dispatcher } from "undici";
-import { App } from "../src/app.js";
-import { parseConfigText } from "../src/config/load.js";
+import type { App } from "../src/app.js";
 import type { Config } from "../src/config/schema.js";
-import { createLogger } from "../src/log.js";
-import { appYaml, pduYaml } from "./app-harness.js";
-import { startSimulator, type Simulator, type SimulatorOptions } from "../src/simulator/index.js";
-
-/**
- * Every line a logger wrote, as raw text (one JSON object per line), with the control audit lines
- * also kept parsed as they arrive (tests wait for them after every case, so re-parsing the whole
- * log each time would make a run of thousands of cases quadratic).
- */
-export class LogCapture {
-  readonly lines: string[] = [];
-  readonly audits: Record<string, unknown>[] = [];
-  readonly #waiters = new Set<{ count: number; resolve: () => void }>();
-  readonly stream = new Writable({
-    write: (chunk: Buffer | string, _encoding, callback) => {
-      for (const line of chunk.toString().split("\n")) {
-        if (line === "") continue;
-        this.lines.push(line);
-        if (line.includes('"audit":"control"')) this.audits.push(JSON.parse(line) as Record<string, unknown>);
-      }
-      for (const waiter of this.#waiters) if (this.audits.length >= waiter.count) waiter.resolve();
-      callback();
-    },
-  });
-
-  /** Resolves as soon as there are at least `count` audit lines; fails after `ms`. */
-  waitForAudits(count: number, what: string, ms = 5000): Promise<void> {
-    if (this.audits.length >= count) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const waiter = {
-        count,
-        resolve: () => {
-          clearTimeout(timer);
-          this.#waiters.delete(waiter);
-          resolve();
-        },
-      };
-      const timer = setTimeout(() => {
-        this.#waiters.delete(waiter);
-        reject(new Error(`timed out waiting for ${what}`));
-      }, ms);
-      this.#waiters.add(waiter);
-    });
-  }
-
-  get text(): string {
-    return this.lines.join("\n");
-  }
-
-  /** Parsed lines (pino JSON). */
-  entries(): Record<string, unknown>[] {
-    return this.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
-  }
-}
+import type { Simulator, SimulatorOptions } from "../src/simulator/index.js";
+import { appYaml, pduYaml, startAppHarness } from "./app-harness.js";
+import type { LogCapture } from "./log-capture.js";
 
 export interface BridgeOptions {
   /** Configured API key (through SERVICE_API_KEY, as in production); "" leaves control disabled. */
@@ -89,61 +36,42 @@ export interface RunningBridge {
 }
 
 /**
- * Simulator + App (configuration from testkit/app-harness.ts's `appYaml`), every log line captured
- * at debug level; resolves once every instance has its first snapshot.
+ * Simulator + App through testkit/app-harness.ts, every log line captured at debug level; resolves
+ * once every instance has its first snapshot.
  */
 export async function startBridge(options: BridgeOptions): Promise<RunningBridge> {
-  const sim = await startSimulator({ requestLogLimit: 100_000, ...options.sim });
-  const log = new LogCapture();
-  let app: App | undefined;
+  const h = await startAppHarness<"sim">({
+    sims: { sim: { requestLogLimit: 100_000, ...options.sim } },
+    yaml: (sims) =>
+      appYaml({
+        pdus: Object.entries(options.instances).map(([id, actionsEnabled]) =>
+          pduYaml(id, sims.sim, { actionsEnabled, pollInterval: 1 }),
+        ),
+        api: { key: "", ...(options.apiBind === undefined ? {} : { bind: options.apiBind }) },
+      }),
+    env: options.apiKey === "" ? {} : { SERVICE_API_KEY: options.apiKey },
+    subscribeAll: false,
+    waitForFirstPolls: true,
+  });
   try {
-    const yaml = appYaml({
-      pdus: Object.entries(options.instances).map(([id, actionsEnabled]) =>
-        pduYaml(id, sim, { actionsEnabled, pollInterval: 1 }),
-      ),
-      api: { key: "", ...(options.apiBind === undefined ? {} : { bind: options.apiBind }) },
-    });
-    const env = options.apiKey === "" ? {} : { SERVICE_API_KEY: options.apiKey };
-    const config = await parseConfigText(yaml, "hostile.yaml", env);
-    app = await App.start(config, { logger: createLogger({ level: "debug", destination: log.stream }) });
-    const running = app;
-    await waitUntil(
-      () => config.instances.every((i) => running.store.get(i.id)?.snapshot),
-      "the first poll of every instance",
-      15_000,
-    );
-    const { apiPort, healthPort, embeddedBroker } = running.endpoints;
-    if (apiPort === null || healthPort === null || embeddedBroker === null)
-      throw new Error("the App did not start every listener");
-    const deviceId = sim.deviceIds()[0];
+    const { apiPort, healthPort } = h.app.endpoints;
+    if (apiPort === null || healthPort === null) throw new Error("the App did not start every listener");
+    const deviceId = h.sims.sim.deviceIds()[0];
     if (deviceId === undefined) throw new Error("the simulator has no device");
     return {
-      sim,
-      app: running,
-      config,
-      log,
+      sim: h.sims.sim,
+      app: h.app,
+      config: h.config,
+      log: h.log,
       apiPort,
       healthPort,
-      broker: embeddedBroker,
+      broker: h.broker,
       deviceId,
-      close: async () => {
-        await running.stop();
-        await sim.close();
-      },
+      close: () => h.close(),
     };
   } catch (error) {
-    await app?.stop();
-    await sim.close();
+    await h.close();
     throw error;
-  }
-}
-
-/** Polls `check` every 10 ms until it is truthy; fails after `ms` (a deadline, not a speed check). */
-export async function waitUntil(check: () => unknown, what: string, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
 

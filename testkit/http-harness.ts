@@ -5,14 +5,13 @@
  */
 import http from "node:http";
 import type { IncomingHttpHeaders } from "node:http";
-import { Writable } from "node:stream";
 import { parseConfigText } from "../src/config/load.js";
 import type { Config } from "../src/config/schema.js";
 import type { ControlService } from "../src/control/types.js";
 import type { HttpDeps } from "../src/http/types.js";
-import { createLogger } from "../src/log.js";
 import type { HomeAssistantStatus, MqttStatus } from "../src/mqtt/types.js";
 import { SnapshotStore } from "../src/poller/store.js";
+import { LogCapture } from "./log-capture.js";
 
 /** A configuration parsed by the real loader (no environment: secrets only from the text). */
 export function configFrom(yaml: string, env: Record<string, string> = {}): Promise<Config> {
@@ -26,8 +25,8 @@ export interface Harness {
   clock: { now: number };
   mqtt: MqttStatus;
   homeAssistant: HomeAssistantStatus;
-  /** Every log line written so far (JSON text). */
-  readonly logs: string[];
+  /** Every log line written so far. */
+  readonly log: LogCapture;
 }
 
 export interface HarnessOptions {
@@ -39,19 +38,8 @@ export interface HarnessOptions {
 }
 
 export function harness(config: Config, options: HarnessOptions = {}): Harness {
-  const logs: string[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      logs.push(
-        ...chunk
-          .toString("utf8")
-          .split("\n")
-          .filter((l) => l !== ""),
-      );
-      callback();
-    },
-  });
-  const logger = createLogger({ level: "debug", destination });
+  const log = new LogCapture();
+  const logger = log.logger;
   const start = options.now ?? Date.now();
   const state = {
     clock: { now: start },
@@ -82,12 +70,7 @@ export function harness(config: Config, options: HarnessOptions = {}): Harness {
     now: () => state.clock.now,
     ...(options.control ? { control: options.control } : {}),
   };
-  return Object.assign(state, { deps, store, logs });
-}
-
-/** Parsed log lines (pino JSON). */
-export function logEntries(h: Harness): Record<string, unknown>[] {
-  return h.logs.map((l) => JSON.parse(l) as Record<string, unknown>);
+  return Object.assign(state, { deps, store, log });
 }
 
 export interface HttpResponse {

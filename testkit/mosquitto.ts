@@ -5,7 +5,8 @@
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { connect, createServer, type AddressInfo } from "node:net";
+import { connect } from "node:net";
+import { freePort } from "./repo.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -105,18 +106,6 @@ export class Mosquitto {
       await new Promise((r) => setTimeout(r, 50));
     }
   }
-}
-
-/** A port that was free on 127.0.0.1 a moment ago. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 function canConnect(host: string, port: number): Promise<boolean> {

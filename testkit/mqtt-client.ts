@@ -1,7 +1,5 @@
-/** Test helpers around a real mqtt.js client: a recording subscriber, a recording control service, log capture. */
+/** Test helpers around a real mqtt.js client: a recording subscriber. */
 import { connectAsync, type MqttClient } from "mqtt";
-import type { ControlOutcome, ControlRequest, ControlService } from "../src/control/types.js";
-import { createLogger, type Logger } from "../src/log.js";
 import { waitFor } from "./wait.js";
 
 export interface Received {
@@ -92,44 +90,4 @@ export class Recorder {
   async close(): Promise<void> {
     await this.client.endAsync(true);
   }
-}
-
-/** A ControlService that records every request and answers done (our own interface, not MQTT). */
-export class RecordingControl implements ControlService {
-  readonly calls: ControlRequest[] = [];
-
-  execute(request: ControlRequest): Promise<ControlOutcome> {
-    this.calls.push(request);
-    return Promise.resolve({
-      ok: true,
-      status: 200,
-      instanceId: request.instanceId,
-      target: request.target,
-      action: request.action,
-      outlets:
-        request.target.kind === "outlet"
-          ? [{ deviceId: request.target.deviceId, index: request.target.index, ok: true }]
-          : [],
-    });
-  }
-}
-
-/** A logger whose JSON lines are kept (and whose text can be searched for secrets). */
-export function captureLogger(): { logger: Logger; lines: Record<string, unknown>[]; text: () => string } {
-  const raw: string[] = [];
-  const logger = createLogger({
-    level: "debug",
-    destination: {
-      write(line: string) {
-        raw.push(line);
-      },
-    },
-  });
-  return {
-    logger,
-    get lines() {
-      return raw.map((l) => JSON.parse(l) as Record<string, unknown>);
-    },
-    text: () => raw.join(""),
-  };
 }

@@ -1,4 +1,4 @@
-/** Builders of model snapshots for the MQTT tests (single units and OneView clusters). */
+/** The one builder of model snapshots for tests that need no PDU on the wire (single units and OneView clusters). */
 import type {
   Alarm,
   Device,
@@ -219,4 +219,14 @@ export function cluster(instanceId: string, masterId: string, memberId: string):
       ),
     ],
   );
+}
+
+/** One device `DEV0` whose outlets have the given states, taken at `timestamp`. */
+export function snapshotWith(
+  instanceId: string,
+  timestamp: number,
+  states: readonly OutletState[],
+): Snapshot {
+  const outlets = states.map((state, i) => outlet(i, { state }));
+  return snapshot(instanceId, [device({ id: "DEV0", outlets })], [], timestamp);
 }

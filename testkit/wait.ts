@@ -1,4 +1,5 @@
 /** Waiting for a condition in tests: a deadline for correctness, never a speed assertion. */
+import { sleep } from "./repo.js";
 
 /**
  * Polls `check` (sync or async) until it returns something other than undefined, null or false and
@@ -23,8 +24,8 @@ export async function waitFor<T>(
       const why = lastError instanceof Error ? ` (last error: ${lastError.message})` : "";
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    await sleep(intervalMs);
   }
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+export { sleep } from "./repo.js";

@@ -8,7 +8,7 @@ import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../../testkit/mosquitto.js";
+import { freePort } from "../../testkit/repo.js";
 import { sleep, stopChild } from "./child.js";
 
 export interface Broker {

@@ -5,15 +5,10 @@
  */
 import { fork, spawn, type ChildProcess } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
-import { dirname, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 
-/** The repository root (this file runs from dist/bench/lib/). */
-export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
-/** Compiled output (dist/). */
-export const DIST = resolve(ROOT, "dist");
+import { REPO_ROOT as ROOT, sleep } from "../../testkit/repo.js";
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+export { DIST, REPO_ROOT as ROOT, sleep } from "../../testkit/repo.js";
 
 /** Every child started here, so that a failed run still stops them (by pid, only ours). */
 const started = new Set<ChildProcess>();

@@ -20,13 +20,12 @@ import fc from "fast-check";
 import { request } from "undici";
 import { App } from "../../src/app.js";
 import { parseConfigText } from "../../src/config/load.js";
-import { createLogger } from "../../src/log.js";
 import { MqttConnection } from "../../src/mqtt/connection.js";
 import { startSimulator, type Simulator } from "../../src/simulator/index.js";
-import { LogCapture } from "../../testkit/hostile-harness.js";
+import { LogCapture } from "../../testkit/log-capture.js";
 import { HostilePdu, unitTree } from "../../testkit/hostile-pdu.js";
 import { Mosquitto } from "../../testkit/mosquitto.js";
-import { captureLogger, Recorder } from "../../testkit/mqtt-client.js";
+import { Recorder } from "../../testkit/mqtt-client.js";
 import { mqttTestConfig } from "../../testkit/mqtt-config.js";
 import { failOnUnhandled } from "../../testkit/no-unhandled.js";
 import { waitFor } from "../../testkit/wait.js";
@@ -46,8 +45,8 @@ describe("PDU-supplied names and writes, with a spawned mosquitto", () => {
   let commander: Recorder;
   let good: string;
 
-  const connects = () => log.lines.filter((l) => l.includes('"msg":"connected to MQTT broker"')).length;
-  const losses = () => log.lines.filter((l) => l.includes("MQTT connection lost")).length;
+  const connects = () => log.raw.filter((l) => l.includes('"msg":"connected to MQTT broker"')).length;
+  const losses = () => log.raw.filter((l) => l.includes("MQTT connection lost")).length;
   const health = (path: string) =>
     request(`http://127.0.0.1:${app.endpoints.healthPort}${path}`).then(async (r) => ({
       status: r.statusCode,
@@ -129,7 +128,7 @@ describe("PDU-supplied names and writes, with a spawned mosquitto", () => {
     ].join("\n");
     const config = await parseConfigText(yaml, "hostile-names.yaml", {});
     log = new LogCapture();
-    app = await App.start(config, { logger: createLogger({ level: "debug", destination: log.stream }) });
+    app = await App.start(config, { logger: log.logger });
     await waitFor(
       () => app.store.get("good")?.snapshot && app.store.get("bad")?.snapshot,
       "first polls",
@@ -240,7 +239,7 @@ describe("PDU-supplied names and writes, with a spawned mosquitto", () => {
     const lastGood = app.store.get("good")?.lastSuccessUtc ?? 0;
     assert.ok(Date.now() - lastGood < 5000, "the healthy PDU was polled within the last seconds");
     assert.doesNotMatch(broker.output, /malformed|protocol error/i, "mosquitto saw nothing malformed");
-    const skipped = log.lines.filter((l) => l.includes("cannot be part of an MQTT topic")).length;
+    const skipped = log.raw.filter((l) => l.includes("cannot be part of an MQTT topic")).length;
     t.diagnostic(`${RUNS} trees; ${skipped} unsafe-name warnings logged (rate-limited)`);
   });
 
@@ -251,7 +250,7 @@ describe("PDU-supplied names and writes, with a spawned mosquitto", () => {
       parentTopic: "guard",
       instances: { default: false },
     });
-    const capture = captureLogger();
+    const capture = new LogCapture();
     const connection = await MqttConnection.open({
       config: config.Mqtt,
       subscriptions: [],

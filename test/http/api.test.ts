@@ -12,14 +12,7 @@ import { GeistClient } from "../../src/pdu/client.js";
 import type { Snapshot } from "../../src/pdu/model.js";
 import { readingsOf, type Reading } from "../../src/pdu/readings.js";
 import { startSimulator, type Simulator } from "../../src/simulator/index.js";
-import {
-  Client,
-  configFrom,
-  harness,
-  logEntries,
-  type Harness,
-  type HttpResponse,
-} from "../../testkit/http-harness.js";
+import { Client, configFrom, harness, type Harness, type HttpResponse } from "../../testkit/http-harness.js";
 import { checkResponses, validateOpenApiDocument } from "../../testkit/openapi-check.js";
 
 const API_KEY = "read-test-key-0123456789";
@@ -406,7 +399,7 @@ test("an internal failure is a generic 500 problem, logged, without its message 
       },
     });
   }
-  const logged = logEntries(h).find((l) => l.msg === "request failed");
+  const logged = h.log.lines.find((l) => l.msg === "request failed");
   assert.ok(logged && JSON.stringify(logged).includes(secretMessage), "the failure is in the log");
 });
 

@@ -9,14 +9,7 @@ import { after, before, test } from "node:test";
 import { OPENAPI_PATH, buildApiServer } from "../../src/http/api/server.js";
 import type { HttpApp } from "../../src/http/common.js";
 import { done, ControlStub } from "../../testkit/control-stub.js";
-import {
-  Client,
-  configFrom,
-  harness,
-  logEntries,
-  type Harness,
-  type HttpResponse,
-} from "../../testkit/http-harness.js";
+import { Client, configFrom, harness, type Harness, type HttpResponse } from "../../testkit/http-harness.js";
 import { checkResponses } from "../../testkit/openapi-check.js";
 
 const KEY = "control-test-key-5f2c9a";
@@ -404,7 +397,7 @@ test("every outcome of the core maps to its status", async () => {
 });
 
 test("every control request is audited once, with client, target, action and outcome, never the key", () => {
-  const audits = logEntries(h).filter((l) => l.audit === "control");
+  const audits = h.log.lines.filter((l) => l.audit === "control");
   const requests = [...c4.responses, ...c6.responses].filter((r) => r.method === "POST");
   assert.equal(audits.length, requests.length, "one audit line per control request");
   // Same statuses as the answers (as multisets: the two clients interleave).
@@ -423,11 +416,11 @@ test("every control request is audited once, with client, target, action and out
   assert.ok(groupRefused, "a refused group action names the group and the action");
   const failed = audits.find((a) => a.status === 502 && a.target === "group racks");
   assert.ok(failed && failed.outcome === "failed");
-  for (const text of h.logs) {
+  for (const text of h.log.raw) {
     assert.ok(!text.includes(KEY), "the key is never logged");
     assert.ok(!text.includes("pdu-password"), "no PDU password in the log");
   }
-  const noKeyAudits = logEntries(others[0]?.h as Harness).filter((l) => l.audit === "control");
+  const noKeyAudits = (others[0]?.h as Harness).log.lines.filter((l) => l.audit === "control");
   assert.deepEqual(
     noKeyAudits.map((a) => a.status),
     [403, 403, 403],

@@ -8,7 +8,8 @@ import { silentLogger } from "../../src/log.js";
 import { startEmbeddedBroker } from "../../src/mqtt/broker.js";
 import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
 import { SnapshotStore } from "../../src/poller/store.js";
-import { captureLogger, Recorder } from "../../testkit/mqtt-client.js";
+import { LogCapture } from "../../testkit/log-capture.js";
+import { Recorder } from "../../testkit/mqtt-client.js";
 import { mqttTestConfig } from "../../testkit/mqtt-config.js";
 
 describe("embedded broker", () => {
@@ -18,7 +19,7 @@ describe("embedded broker", () => {
   });
 
   it("listens on the actual port for port 0, serves other clients and is used by the bridge", async () => {
-    const capture = captureLogger();
+    const capture = new LogCapture();
     const config = await mqttTestConfig({ instances: { default: false } });
     const store = new SnapshotStore(["default"]);
     const bridge: MqttBridge = await startMqttBridge({ config, store, logger: capture.logger });

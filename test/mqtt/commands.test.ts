@@ -8,16 +8,18 @@ import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
 import { CommandHandler } from "../../src/mqtt/commands.js";
 import { Topics } from "../../src/mqtt/topics.js";
 import { SnapshotStore } from "../../src/poller/store.js";
-import { captureLogger, RecordingControl, Recorder, waitFor } from "../../testkit/mqtt-client.js";
+import { ControlStub, done } from "../../testkit/control-stub.js";
+import { LogCapture } from "../../testkit/log-capture.js";
+import { Recorder, waitFor } from "../../testkit/mqtt-client.js";
 import { mqttTestConfig } from "../../testkit/mqtt-config.js";
 import { cluster, singleUnit } from "../../testkit/mqtt-snapshots.js";
 
 describe("MQTT commands (embedded broker)", () => {
-  const capture = captureLogger();
+  const capture = new LogCapture();
   let store: SnapshotStore;
   let bridge: MqttBridge;
   let client: Recorder;
-  let control: RecordingControl;
+  let control: ControlStub;
 
   const audits = () => capture.lines.filter((l) => l.audit === "control");
   /** Publishes and waits for the audit line of exactly this topic. */
@@ -37,7 +39,7 @@ describe("MQTT commands (embedded broker)", () => {
   });
 
   beforeEach(() => {
-    control = new RecordingControl();
+    control = new ControlStub(done);
     bridge.attachControl(control);
   });
 
@@ -50,7 +52,7 @@ describe("MQTT commands (embedded broker)", () => {
   it("executes a valid set (case-insensitive) with the parsed target and source", async () => {
     const topic = "pdu-bridge/switchable/DEV1/outlets/1/set";
     const line = await send(topic, "ON");
-    assert.deepEqual(control.calls, [
+    assert.deepEqual(control.requests, [
       {
         instanceId: "switchable",
         target: { kind: "outlet", deviceId: "DEV1", index: 1 },
@@ -66,7 +68,7 @@ describe("MQTT commands (embedded broker)", () => {
     await send("pdu-bridge/switchable/DEV1/outlets/0/reboot", "");
     await send("pdu-bridge/switchable/DEV1/outlets/0/resetStats", "whatever");
     assert.deepEqual(
-      control.calls.map((c) => [c.target, c.action]),
+      control.requests.map((c) => [c.target, c.action]),
       [
         [{ kind: "outlet", deviceId: "DEV1", index: 0 }, "reboot"],
         [{ kind: "outlet", deviceId: "DEV1", index: 0 }, "resetStats"],
@@ -99,7 +101,7 @@ describe("MQTT commands (embedded broker)", () => {
       assert.equal(line.outcome, "refused");
       assert.match(String(line.detail), detail);
     }
-    assert.deepEqual(control.calls, [], "no refused command reached the control service");
+    assert.deepEqual(control.requests, [], "no refused command reached the control service");
   });
 
   it("accepts group set on/off/reboot and refuses anything else", async () => {
@@ -107,14 +109,14 @@ describe("MQTT commands (embedded broker)", () => {
     const bad = await send("pdu-bridge/switchable/groups/total/set", "resetStats");
     assert.equal(bad.status, 400);
     assert.deepEqual(
-      control.calls.map((c) => [c.target, c.action]),
+      control.requests.map((c) => [c.target, c.action]),
       [[{ kind: "group", groupKey: "total" }, "reboot"]],
     );
   });
 
   it("refuses wildcard topics (which brokers do not deliver) before any control call", async () => {
     const config = await mqttTestConfig({ instances: { switchable: true } });
-    const local = captureLogger();
+    const local = new LogCapture();
     const handler = new CommandHandler({
       topics: new Topics("pdu-bridge"),
       instances: config.instances,
@@ -136,13 +138,13 @@ describe("MQTT commands (embedded broker)", () => {
       [400, 400, 400, 400, 400],
     );
     assert.match(String(lines.at(-1)?.detail), /retained/);
-    assert.deepEqual(control.calls, []);
+    assert.deepEqual(control.requests, []);
   });
 
   it("refuses commands while no control service is attached", async () => {
     bridge.attachControl(null);
     const line = await send("pdu-bridge/switchable/DEV1/outlets/0/set", "off");
     assert.equal(line.status, 503);
-    assert.deepEqual(control.calls, []);
+    assert.deepEqual(control.requests, []);
   });
 });

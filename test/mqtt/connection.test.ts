@@ -11,8 +11,11 @@ import type { Config } from "../../src/config/schema.js";
 import { silentLogger } from "../../src/log.js";
 import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
 import { SnapshotStore } from "../../src/poller/store.js";
-import { freePort, Mosquitto } from "../../testkit/mosquitto.js";
-import { captureLogger, RecordingControl, Recorder, waitFor } from "../../testkit/mqtt-client.js";
+import { Mosquitto } from "../../testkit/mosquitto.js";
+import { freePort } from "../../testkit/repo.js";
+import { ControlStub, done } from "../../testkit/control-stub.js";
+import { LogCapture } from "../../testkit/log-capture.js";
+import { Recorder, waitFor } from "../../testkit/mqtt-client.js";
 import { mqttTestConfig } from "../../testkit/mqtt-config.js";
 import { singleUnit } from "../../testkit/mqtt-snapshots.js";
 
@@ -21,13 +24,13 @@ const SWITCH_CONFIG = "homeassistant/switch/pdu-bridge_default/outlet_DEV1_0_pow
 
 for (const version of [4, 5] as const) {
   describe(`mosquitto, MQTT ${version === 4 ? "3.1.1" : "5"}`, () => {
-    const capture = captureLogger();
+    const capture = new LogCapture();
     const recorders: Recorder[] = [];
     let broker: Mosquitto;
     let config: Config;
     let store: SnapshotStore;
     let bridge: MqttBridge;
-    const control = new RecordingControl();
+    const control = new ControlStub(done);
     const subscribe = async (topics: string[]) => {
       const r = await Recorder.connect(broker, topics, { protocolVersion: version });
       recorders.push(r);
@@ -89,7 +92,7 @@ for (const version of [4, 5] as const) {
         "the audit line of the retained command",
       );
       assert.match(String(line.detail), /retained/);
-      assert.deepEqual(control.calls, []);
+      assert.deepEqual(control.requests, []);
     });
 
     it("republishes availability, discovery and states after a broker restart", async () => {
@@ -113,8 +116,8 @@ for (const version of [4, 5] as const) {
       );
       // The command subscriptions were made again.
       await client.publish("pdu-bridge/default/DEV1/outlets/1/set", "on");
-      await waitFor(() => control.calls.length === 1, "the command after the restart");
-      assert.equal(control.calls[0]?.action, "on");
+      await waitFor(() => control.requests.length === 1, "the command after the restart");
+      assert.equal(control.requests[0]?.action, "on");
     });
 
     it("publishes offline (retained) on a clean stop", async () => {
@@ -175,7 +178,7 @@ describe("mosquitto with credentials", () => {
 
   for (const version of [4, 5] as const) {
     it(`refuses to start with bad credentials (MQTT ${version}), without logging the password`, async () => {
-      const capture = captureLogger();
+      const capture = new LogCapture();
       const config = await mqttTestConfig({
         broker: { host: broker.host, port: broker.port },
         protocolVersion: version,

@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { humanize, idPart, sensorClass } from "../../src/mqtt/discovery.js";
 import { refreshPeriodMs } from "../../src/mqtt/bridge.js";
 import { TopicIdGuard, Topics, topicUnsafe } from "../../src/mqtt/topics.js";
-import { captureLogger } from "../../testkit/mqtt-client.js";
+import { LogCapture } from "../../testkit/log-capture.js";
 
 const t = new Topics("pdu-bridge");
 
@@ -106,7 +106,7 @@ describe("topic-unsafe ids", () => {
   });
 
   it("are skipped with one warning per id", () => {
-    const capture = captureLogger();
+    const capture = new LogCapture();
     const guard = new TopicIdGuard(capture.logger);
     assert.equal(guard.ok("default", "device id", "A/B"), false);
     assert.equal(guard.ok("default", "device id", "A/B"), false);

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { isSafeName, MAX_NAME_BYTES, nameProblem, pathSegment, quoteName } from "../../src/pdu/names.js";
 import { TopicIdGuard, topicProblem, WARNED_IDS_MAX, WARNINGS_PER_WINDOW } from "../../src/mqtt/topics.js";
-import { captureLogger } from "../../testkit/mqtt-client.js";
+import { LogCapture } from "../../testkit/log-capture.js";
 
 describe("the safe-name predicate (contract §7)", () => {
   it("refuses every kind of unsafe name the contract lists", () => {
@@ -90,7 +90,7 @@ describe("whole topics before they are published", () => {
 
 describe("the unsafe-id guard", () => {
   it("warns once per id, within a bounded set and a rate limit", () => {
-    const capture = captureLogger();
+    const capture = new LogCapture();
     let now = 0;
     const guard = new TopicIdGuard(capture.logger, () => now);
     // A PDU inventing a new bad id on every poll, 10,000 times, some of them 64 KiB long.

@@ -18,7 +18,7 @@ import { Poller } from "../../src/poller/scheduler.js";
 import { MAX_LOGGED_PATHS, ParseWarningLog } from "../../src/poller/warnings.js";
 import { wireOneView, type Json } from "../../testkit/fixtures/wire.js";
 import { Client, configFrom, harness, type Harness } from "../../testkit/http-harness.js";
-import { captureLogger } from "../../testkit/mqtt-client.js";
+import { LogCapture } from "../../testkit/log-capture.js";
 import { waitFor } from "../../testkit/wait.js";
 import { parseOneView } from "../../src/pdu/parse.js";
 
@@ -49,7 +49,7 @@ describe("malformed parts of a real answer, polled", () => {
   let health: RunningListener;
   let client: GeistClient;
   let poller: Poller;
-  const log = captureLogger();
+  const log = new LogCapture();
 
   before(async () => {
     pdu = http.createServer((req, res) => {

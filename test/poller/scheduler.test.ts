@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import { silentLogger } from "../../src/log.js";
 import { Poller, type PollTarget } from "../../src/poller/scheduler.js";
 import { SnapshotStore } from "../../src/poller/store.js";
-import { snapshotWith } from "../../testkit/snapshots.js";
+import { snapshotWith } from "../../testkit/mqtt-snapshots.js";
 
 interface Probe extends PollTarget {
   starts: number[];

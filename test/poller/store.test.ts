@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Snapshot } from "../../src/pdu/model.js";
 import { LATCH_MS, SnapshotStore, type StoreEvent } from "../../src/poller/store.js";
-import { snapshotWith } from "../../testkit/snapshots.js";
+import { snapshotWith } from "../../testkit/mqtt-snapshots.js";
 
 function clock(start = 1_700_000_000_000) {
   let t = start;
