@@ -2,8 +2,8 @@
  * Memory sizing of the Node.js process (docs/deployment.md, "Memory").
  *
  * V8 sizes its heap from the machine's memory. On a host with plenty of it the limit is about 4 GB,
- * and V8 then lets garbage grow to up to four times the live heap before a full collection: a
- * 1000-PDU bridge with about 130 MB live peaked above 530 MB. Under a limit below 512 MB V8 grows the
+ * and V8 then lets garbage grow to up to four times the live heap before a full collection (a
+ * 1000-PDU bridge, about 130 MB live, peaks above 500 MB). Under a limit below 512 MB V8 grows the
  * heap by at most about twice the live size instead. The image and the Helm chart therefore run the
  * service with `--max-old-space-size=480` (enough for about 1800 24-outlet PDUs) and a 32 MB young
  * generation, and the service warns at start when the limit it runs with looks too small for the
@@ -15,11 +15,10 @@ import { getHeapStatistics } from "node:v8";
 export const DEFAULT_MAX_OLD_SPACE_MB = 480;
 
 /**
- * Young generation (each semi-space, MB). Node's default is 16. Every request and poll allocates
- * short-lived objects; with a small young generation the ones still in flight at each scavenge are
- * promoted, and under the heap cap that means more full collections: with 32 the REST API's rate
- * went from 0.56-0.68 to 0.85-0.92 of a bare node:http server (npm run bench, api), for about 30 MB
- * more RSS at 1000 PDUs.
+ * Young generation (each semi-space, MB; Node's default is 16). Every request and poll allocates
+ * short-lived objects; a small young generation promotes the ones still in flight at each scavenge,
+ * which under the heap cap means more full collections. 32 keeps the REST API near a bare node:http
+ * server's rate (docs/performance.md, scenario api) for about 30 MB more RSS at 1000 PDUs.
  */
 export const DEFAULT_MAX_SEMI_SPACE_MB = 32;
 
