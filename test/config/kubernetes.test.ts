@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
@@ -19,6 +18,7 @@ import { referenceRows } from "../../src/config/reference.js";
 import type { Config } from "../../src/config/schema.js";
 import { createLogger, type Logger } from "../../src/log.js";
 import { KubeApiStandIn } from "../../testkit/kube-api.js";
+import { freePort } from "../../testkit/repo.js";
 import { waitFor } from "../../testkit/wait.js";
 
 const NS = "pdu";
@@ -349,10 +349,7 @@ describe("loadKubernetesConfig against a stand-in API server", () => {
       /SERVICE_CONFIG_CONFIGMAP: must name/,
     );
 
-    const closed = createServer();
-    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
-    const { port } = closed.address() as { port: number };
-    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const port = await freePort();
     await assert.rejects(
       loadKubernetesConfig({ ...env, KUBERNETES_SERVICE_PORT: String(port) }, options),
       (e: unknown) => {

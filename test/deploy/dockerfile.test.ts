@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { DEFAULT_NODE_OPTIONS } from "../../src/runtime.js";
 import { envPairs, execForm, parseDockerfile, splitFlags, type Stage } from "../../testkit/dockerfile.js";
-import { REPO_ROOT } from "../../testkit/repo.js";
+import { freePort, REPO_ROOT } from "../../testkit/repo.js";
 
 const stages = parseDockerfile(readFileSync(`${REPO_ROOT}Dockerfile`, "utf8"));
 const runtime = stages.at(-1)!;
@@ -151,10 +151,7 @@ describe("Dockerfile", () => {
       status = 503;
       assert.equal(await runAgainst(port), 1);
 
-      const closed = createServer();
-      await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
-      const closedPort = (closed.address() as AddressInfo).port;
-      await new Promise<void>((resolve) => closed.close(() => resolve()));
+      const closedPort = await freePort();
       assert.equal(await runAgainst(closedPort), 1);
     });
   });
