@@ -7,7 +7,6 @@ import { num, svg } from "./dom.js";
 
 const WINDOW_MS = 3_600_000;
 const MAX_POINTS = 4000;
-const W = 720;
 const H = 240;
 const PAD = { left: 48, right: 12, top: 12, bottom: 28 };
 
@@ -17,13 +16,7 @@ export class PowerChart {
   #values: (number | null)[] = [];
 
   constructor(label: string) {
-    this.element = svg("svg", {
-      viewBox: `0 0 ${W} ${H}`,
-      class: "chart",
-      role: "img",
-      "aria-label": label,
-      preserveAspectRatio: "none",
-    });
+    this.element = svg("svg", { class: "chart", role: "img", "aria-label": label });
   }
 
   /** Replaces the samples (the history answer). */
@@ -61,6 +54,9 @@ export class PowerChart {
 
   render(now: number): void {
     const el = this.element;
+    // Drawn at the element's own width, so text and lines are never stretched.
+    const W = Math.max(280, Math.round(el.getBoundingClientRect().width) || 720);
+    el.setAttribute("viewBox", `0 0 ${W} ${H}`);
     while (el.firstChild) el.removeChild(el.firstChild);
     const numbers = this.#values.filter((v): v is number => v !== null);
     const top = niceCeiling(Math.max(1, ...numbers));

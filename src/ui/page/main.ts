@@ -710,7 +710,12 @@ function groupsView(instanceId: string): View {
             h(
               "tr",
               {},
-              h("th", { scope: "row" }, m.type, h("span", { class: "sub" }, m.units)),
+              h(
+                "th",
+                { scope: "row" },
+                m.key === m.type ? m.type : `${m.type} (PDU totals)`,
+                h("span", { class: "sub" }, m.units),
+              ),
               ...[m.sum, m.avg, m.min, m.max].map((v) => h("td", { class: "n" }, num(v, 2))),
             ),
           ),
