@@ -81,10 +81,10 @@ export async function outletHistory(
 }
 
 export interface FeedHandlers {
-  status(data: StatusEventData): void;
-  snapshot(data: SnapshotEventData): void;
-  control(data: ControlEventData): void;
-  connection(live: boolean): void;
+  status(this: void, data: StatusEventData): void;
+  snapshot(this: void, data: SnapshotEventData): void;
+  control(this: void, data: ControlEventData): void;
+  connection(this: void, live: boolean): void;
 }
 
 /**

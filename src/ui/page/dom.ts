@@ -37,14 +37,14 @@ export function setText(node: Node, text: string): void {
   if (node.textContent !== text) node.textContent = text;
 }
 
-const SVG_NS = "http://www.w3.org/2000/svg";
+const SVG_NS = "http://www.w3.org/2000/svg" as const;
 
 export function svg(
-  tag: string,
+  tag: keyof SVGElementTagNameMap,
   attrs: Record<string, string | number> = {},
   ...children: Node[]
 ): SVGElement {
-  const element = document.createElementNS(SVG_NS, tag) as SVGElement;
+  const element = document.createElementNS(SVG_NS, tag);
   for (const [name, value] of Object.entries(attrs)) element.setAttribute(name, String(value));
   for (const child of children) element.appendChild(child);
   return element;
