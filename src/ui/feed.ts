@@ -139,11 +139,20 @@ export function instanceStatusData(status: InstanceStatus, config: Config): Wire
 
 const frame = (event: string, data: unknown): string => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
-interface Stream {
-  readonly response: ServerResponse;
+interface StreamFilter {
   /** Snapshot events of this instance only; null: of every instance. */
   readonly instanceId: string | null;
   readonly snapshots: boolean;
+}
+
+interface Stream extends StreamFilter {
+  readonly response: ServerResponse;
+  /**
+   * Instances whose current snapshot is still to be sent after the connect (written one at a time,
+   * waiting for the socket to drain: a whole fleet's snapshots are megabytes). Live snapshot events
+   * of these are skipped: the backlog sends them fresh.
+   */
+  backlog: Set<string> | null;
 }
 
 export interface ConsoleFeedOptions {
@@ -210,9 +219,9 @@ export class ConsoleFeed {
    * Starts an event stream on `response` (headers not yet written), or returns false when
    * `maxStreams` are open. Sends the current status of every instance and the wanted snapshots.
    */
-  open(response: ServerResponse, headers: Record<string, string>, filter: Omit<Stream, "response">): boolean {
+  open(response: ServerResponse, headers: Record<string, string>, filter: StreamFilter): boolean {
     if (this.#closed || this.#streams.size >= this.maxStreams) return false;
-    const stream: Stream = { response, ...filter };
+    const stream: Stream = { response, ...filter, backlog: null };
     this.#streams.add(stream);
     response.on("close", () => this.#streams.delete(stream));
     response.writeHead(200, headers);
@@ -222,12 +231,38 @@ export class ConsoleFeed {
     text += frame("status", {
       instances: store.list().map((s) => instanceStatusData(s, config)),
     } satisfies StatusEventData);
-    for (const status of store.list()) {
-      if (status.snapshot && this.#wants(stream, status.id)) text += this.#snapshotFrame(status.id);
-    }
     this.#write(stream, text);
+    const backlog = store.list().filter((status) => status.snapshot && this.#wants(stream, status.id));
+    if (backlog.length > 0) {
+      stream.backlog = new Set(backlog.map((status) => status.id));
+      this.#sendBacklog(stream).catch((error: unknown) => {
+        this.#options.logger.warn({ err: error }, "console feed: could not send the current snapshots");
+        response.destroy();
+      });
+    }
     this.#heartbeat ??= setInterval(() => this.#broadcast(": ping\n\n"), HEARTBEAT_MS).unref();
     return true;
+  }
+
+  async #sendBacklog(stream: Stream): Promise<void> {
+    const { response } = stream;
+    for (const id of stream.backlog ?? []) {
+      if (response.destroyed || response.writableEnded) break;
+      stream.backlog?.delete(id);
+      const text = this.#snapshotFrame(id);
+      if (text !== "" && !response.write(text)) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            response.off("drain", done);
+            response.off("close", done);
+            resolve();
+          };
+          response.on("drain", done);
+          response.on("close", done);
+        });
+      }
+    }
+    stream.backlog = null;
   }
 
   /** Ends every stream and stops listening to the store (on shutdown). */
@@ -271,7 +306,7 @@ export class ConsoleFeed {
     if (event.kind !== "snapshot") return;
     let text: string | null = null; // serialised once, only when a stream wants it
     for (const stream of [...this.#streams]) {
-      if (!this.#wants(stream, event.instanceId)) continue;
+      if (!this.#wants(stream, event.instanceId) || stream.backlog?.has(event.instanceId)) continue;
       text ??= this.#snapshotFrame(event.instanceId);
       this.#write(stream, text);
     }

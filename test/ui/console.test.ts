@@ -278,8 +278,11 @@ test(
     );
     assert.equal(sim.outlet(deviceId, index).state, "on", "nothing switched");
 
+    // The wrong key is forgotten: no controls until the right one is entered; the detail stays.
+    assert.equal(await page.locator("header button.key-button").textContent(), "Enter API key");
+    assert.equal(await card.locator("button[data-action]").count(), 0);
+    assert.match((await card.locator(".outlet-note").textContent()) ?? "", /does not match/);
     // Cancel asks nothing of the PDU.
-    await page.locator("header button.key-button").click(); // forget the wrong key
     await enterKey(KEY);
     await card.locator("button[data-action=off]").click();
     await page.locator("dialog#confirm button[value=cancel]").click();

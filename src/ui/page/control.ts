@@ -67,6 +67,8 @@ export class ControlState {
     }
     this.#changed();
     const answer = await control(instanceId, target, action);
+    // A wrong key is forgotten: the controls go away until the right one is entered.
+    if (answer.status === 401) apiKey.clear();
     for (const key of keys) {
       const pending = this.pending.get(key);
       if (!answer.ok) {

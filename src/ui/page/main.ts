@@ -116,7 +116,10 @@ async function toggleKey(): Promise<void> {
   rebuild();
 }
 
-const controls = new ControlState(() => view?.update());
+const controls = new ControlState(() => {
+  renderKeyButton();
+  view?.update();
+});
 
 function logControl(event: ControlEventData): void {
   state.log.unshift(event);
