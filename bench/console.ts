@@ -12,9 +12,11 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { startBridge, writeBridgeConfig } from "./lib/bridge.js";
+import { resolve } from "node:path";
+import { DEFAULT_NODE_OPTIONS } from "../src/runtime.js";
+import { writeBridgeConfig } from "./lib/bridge.js";
 import { startBroker } from "./lib/broker.js";
-import { killAllStarted, sleep, stopChild } from "./lib/child.js";
+import { DIST, killAllStarted, sleep, spawnNode, stopChild } from "./lib/child.js";
 import { ProcMonitor } from "./lib/proc.js";
 import { pduId, startSimFleet } from "./lib/sim-fleet.js";
 import { freePort } from "../testkit/mosquitto.js";
@@ -62,7 +64,20 @@ const configFile = writeBridgeConfig({
   api: { port: apiPort, apiKey: "bench-console-key-0123456789abcd" },
   logLevel: "info",
 });
-const bridge = await startBridge({ configFile, logFile: join(dir, "bridge.log") });
+// As lib/bridge.ts starts it, with a longer wait: 1000 PDUs on a busy machine take a while.
+const bridge = spawnNode(resolve(DIST, "src/main.js"), ["--config", configFile], {
+  logFile: join(dir, "bridge.log"),
+  env: {
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_"))),
+    NODE_OPTIONS: DEFAULT_NODE_OPTIONS,
+  },
+});
+await bridge.waitForLog("pdu-bridge started", 180_000).catch(async (error: unknown) => {
+  killAllStarted();
+  await fleet.close();
+  await broker.close();
+  throw error;
+});
 const monitor = new ProcMonitor(bridge.pid, 500);
 const rows: Record<string, unknown>[] = [];
 try {

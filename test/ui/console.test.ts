@@ -306,6 +306,33 @@ test(
   },
 );
 
+test(
+  "keyboard: Enter opens the confirmation on Cancel, Escape closes it and sends nothing",
+  { skip },
+  async () => {
+    const deviceId = h.sims.rack.deviceIds()[1]!;
+    const off = page.locator(`li[data-outlet="${deviceId}/0"] button[data-action=off]`);
+    await off.waitFor({ timeout: 20_000 }); // the key from the previous test is still in the tab
+    const writes = h.sims.rack.writes().length;
+    await off.focus();
+    await page.keyboard.press("Enter");
+    await page.locator("dialog#confirm[open]").waitFor();
+    assert.equal(
+      await page.evaluate<string>("document.activeElement.value"),
+      "cancel",
+      "Cancel has the focus",
+    );
+    await page.keyboard.press("Escape");
+    await page.locator("dialog#confirm[open]").waitFor({ state: "detached" });
+    assert.equal(
+      await page.evaluate<string>("document.activeElement.dataset.action"),
+      "off",
+      "focus is back",
+    );
+    assert.equal(h.sims.rack.writes().length, writes, "nothing was sent");
+  },
+);
+
 test("every request of the console goes to the service, without a CSP violation", { skip }, async () => {
   assert.ok(
     requests.some((u) => u.startsWith(`${origin}/api/v1/events`)),
