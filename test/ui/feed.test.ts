@@ -88,6 +88,37 @@ test("a client that stops reading is disconnected; a reading one keeps its strea
   );
 });
 
+test("a new stream gets every instance's current snapshot, however many, without tripping the buffer limit", async (t) => {
+  const ids = Array.from({ length: 40 }, (_, i) => `pdu-${i}`);
+  const yaml = `Pdus:\n${ids.map((id) => `  ${id}:\n    Connection: { Host: 192.0.2.10 }`).join("\n")}\nApi: { Enabled: true, Bind: 127.0.0.1, Port: 0 }\n`;
+  const fleet = harness(await configFrom(yaml));
+  for (const id of ids) fleet.store.recordSuccess(id, parseApiTree(singleUnitTree(), id, fleet.clock.now));
+  const small = new ConsoleFeed({
+    store: fleet.store,
+    config: () => fleet.deps.config,
+    logger: fleet.deps.logger,
+    maxBufferedBytes: 16 * 1024, // far less than the 40 snapshots together
+  });
+  const listener = await startApiServer({ ...fleet.deps, console: small });
+  t.after(async () => {
+    await listener.close();
+    small.close();
+  });
+  const response = await fetch(`http://127.0.0.1:${listener.port}/api/v1/events`);
+  assert.equal(response.status, 200);
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  const seen = () => (text.match(/^event: snapshot$/gm) ?? []).length;
+  while (seen() < ids.length) {
+    const { value, done } = await reader.read();
+    assert.ok(!done, `the stream ended after ${seen()} snapshots`);
+    text += decoder.decode(value, { stream: true });
+  }
+  await reader.cancel();
+  for (const id of ids) assert.ok(text.includes(`"instanceId":"${id}"`), id);
+});
+
 const snapshotWith = (instanceId: string, at: number, outlets: [string, number, number | null][]): Snapshot =>
   ({
     instanceId,
