@@ -4,6 +4,7 @@
  * is a fixed ring per outlet that forgets outlets gone for a whole window.
  */
 import assert from "node:assert/strict";
+import { get } from "node:http";
 import { connect, type Socket } from "node:net";
 import { after, before, test } from "node:test";
 import { setImmediate as tick } from "node:timers/promises";
@@ -104,18 +105,23 @@ test("a new stream gets every instance's current snapshot, however many, without
     await listener.close();
     small.close();
   });
-  const response = await fetch(`http://127.0.0.1:${listener.port}/api/v1/events`);
-  assert.equal(response.status, 200);
-  const reader = response.body!.getReader();
-  const decoder = new TextDecoder();
   let text = "";
   const seen = () => (text.match(/^event: snapshot$/gm) ?? []).length;
-  while (seen() < ids.length) {
-    const { value, done } = await reader.read();
-    assert.ok(!done, `the stream ended after ${seen()} snapshots`);
-    text += decoder.decode(value, { stream: true });
-  }
-  await reader.cancel();
+  await new Promise<void>((resolve, reject) => {
+    const request = get(`http://127.0.0.1:${listener.port}/api/v1/events`, (response) => {
+      assert.equal(response.statusCode, 200);
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => {
+        text += chunk;
+        if (seen() >= ids.length) {
+          request.destroy();
+          resolve();
+        }
+      });
+      response.on("end", () => reject(new Error(`the stream ended after ${seen()} snapshots`)));
+    });
+    request.on("error", reject);
+  });
   for (const id of ids) assert.ok(text.includes(`"instanceId":"${id}"`), id);
 });
 
