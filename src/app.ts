@@ -20,6 +20,7 @@ import { GeistClient } from "./pdu/client.js";
 import { Poller } from "./poller/scheduler.js";
 import { SnapshotStore } from "./poller/store.js";
 import { heapLimitMb, heapNeededMb } from "./runtime.js";
+import { ConsoleFeed } from "./ui/feed.js";
 
 export interface AppOptions {
   /** Logger to use (tests pass one that captures lines); default: pino on stdout at Logging.Level. */
@@ -49,6 +50,8 @@ export class App {
   readonly #parts: Part[] = [];
   #stopping: Promise<void> | null = null;
   readonly #online = new Set<string>();
+  /** The web console's live feed and outlet history (only with the REST API on). */
+  readonly console: ConsoleFeed | null;
 
   private constructor(config: Config, logger: Logger) {
     this.#config = config;
@@ -69,7 +72,7 @@ export class App {
       this.store,
       { logger },
     );
-    this.control = createControlService({
+    const control = createControlService({
       config,
       store: this.store,
       clients: this.clients,
@@ -77,6 +80,11 @@ export class App {
       logger,
       signal: this.#shutdown.signal,
     });
+    this.console = config.Api.Enabled
+      ? new ConsoleFeed({ store: this.store, config: () => this.config, logger })
+      : null;
+    // Control outcomes (REST and MQTT) also go to the console's event streams.
+    this.control = this.console ? this.console.observe(control) : control;
   }
 
   static async start(config: Config, options: AppOptions = {}): Promise<App> {
@@ -128,6 +136,7 @@ export class App {
       mqttStatus: () => mqtt.status(),
       homeAssistantStatus: () => mqtt.homeAssistant(),
       control: this.control,
+      ...(this.console ? { console: this.console } : {}),
     };
     if (this.config.Health.Enabled) {
       const health = await startHealthServer(deps);
@@ -212,6 +221,7 @@ export class App {
         this.logger.warn({ part: part.name, err: error }, "error while stopping");
       }
     }
+    this.console?.close();
     this.store.close();
     await Promise.allSettled([...this.clients.values()].map((c) => c.close()));
     this.logger.info("pdu-bridge stopped");
