@@ -11,6 +11,7 @@ import type { LiveChanges } from "./config/kubernetes.js";
 import type { Config } from "./config/schema.js";
 import { createLogger, type Logger } from "./log.js";
 import { createControlService, type ControlCore } from "./control/service.js";
+import type { ControlService } from "./control/types.js";
 import { startApiServer } from "./http/api/server.js";
 import type { RunningListener } from "./http/common.js";
 import { startHealthServer } from "./http/health/server.js";
@@ -20,6 +21,7 @@ import { GeistClient } from "./pdu/client.js";
 import { Poller } from "./poller/scheduler.js";
 import { SnapshotStore } from "./poller/store.js";
 import { heapLimitMb, heapNeededMb } from "./runtime.js";
+import { ConsoleFeed } from "./ui/feed.js";
 
 export interface AppOptions {
   /** Logger to use (tests pass one that captures lines); default: pino on stdout at Logging.Level. */
@@ -39,7 +41,9 @@ export class App {
   readonly poller: Poller;
   readonly clients: ReadonlyMap<string, GeistClient>;
   readonly startedAt = Date.now();
-  readonly control: ControlCore;
+  /** What the surfaces call: the control core, observed by the console when it is on. */
+  readonly control: ControlService;
+  readonly #core: ControlCore;
   /** Aborted on shutdown once control has stopped (a hard stop of anything still writing). */
   readonly #shutdown = new AbortController();
   #mqtt: MqttBridge | null = null;
@@ -49,6 +53,8 @@ export class App {
   readonly #parts: Part[] = [];
   #stopping: Promise<void> | null = null;
   readonly #online = new Set<string>();
+  /** The web console's live feed and outlet history (only with the REST API on). */
+  readonly console: ConsoleFeed | null;
 
   private constructor(config: Config, logger: Logger) {
     this.#config = config;
@@ -70,7 +76,7 @@ export class App {
       { logger },
     );
     const app = () => this.config;
-    this.control = createControlService({
+    const control = createControlService({
       // A getter, like the listeners': live changes (poll intervals) reach control's Retry-After.
       get config() {
         return app();
@@ -81,6 +87,12 @@ export class App {
       logger,
       signal: this.#shutdown.signal,
     });
+    this.console = config.Api.Enabled
+      ? new ConsoleFeed({ store: this.store, config: () => this.config, logger })
+      : null;
+    // Control outcomes (REST and MQTT) also go to the console's event streams.
+    this.#core = control;
+    this.control = this.console ? this.console.observe(control) : control;
   }
 
   static async start(config: Config, options: AppOptions = {}): Promise<App> {
@@ -132,6 +144,7 @@ export class App {
       mqttStatus: () => mqtt.status(),
       homeAssistantStatus: () => mqtt.homeAssistant(),
       control: this.control,
+      ...(this.console ? { console: this.console } : {}),
     };
     if (this.config.Health.Enabled) {
       const health = await startHealthServer(deps);
@@ -207,7 +220,7 @@ export class App {
     // Control first: nothing new is sent, and writes in flight get the stop budget to finish (what
     // is still unfinished then is reported as outcome unknown, never as "retry").
     this.#mqtt?.attachControl(null);
-    await Promise.all([this.control.stop(), this.poller.stop()]);
+    await Promise.all([this.#core.stop(), this.poller.stop()]);
     this.#shutdown.abort();
     for (const part of [...this.#parts].reverse()) {
       try {
@@ -216,6 +229,7 @@ export class App {
         this.logger.warn({ part: part.name, err: error }, "error while stopping");
       }
     }
+    this.console?.close();
     this.store.close();
     await Promise.allSettled([...this.clients.values()].map((c) => c.close()));
     this.logger.info("pdu-bridge stopped");
