@@ -110,7 +110,7 @@ export function discoveryShape(instanceId: string, snapshot: Snapshot, guard: To
 
 /**
  * Equal signatures: equal discovery. A digest of the shape, not the shape's JSON: the publisher keeps
- * one per instance, and at 1000 PDUs the JSON (about 7 KB each) was a sizeable part of the heap.
+ * one per instance, and about 7 KB of JSON per PDU adds up across a fleet.
  */
 export function discoverySignature(shape: DiscoveryShape): string {
   return createHash("sha256").update(JSON.stringify(shape)).digest("base64");

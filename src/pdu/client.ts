@@ -7,11 +7,10 @@
  *   first write, so a group's writes run side by side and a slow poll never holds a command up.
  *   Both are kept for the client's life, with keep-alive, TLS options (ValidateCertificate, CaFile
  *   read once) and connect/header/body timeouts from `Connection.Timeout`, plus an overall deadline
- *   per request. Not an undici Agent: an Agent discards an origin's pool whenever its last
- *   connection closes, which with a poll interval longer than the keep-alive is every poll, so each
- *   poll built a new pool that lived through the keep-alive and was then collected from the old
- *   generation (npm run bench, fleet: the largest share of the bytes promoted). Not a Pool for
- *   reads: its 2048-slot queue is 16 KiB per PDU that 1000 PDUs would keep for nothing.
+ *   per request. Not an undici Agent: it discards an origin's pool whenever its last connection
+ *   closes, with a poll interval longer than the keep-alive that is every poll, and each discarded
+ *   pool becomes old-generation garbage. Not a Pool for reads: its 2048-slot queue is 16 KiB per
+ *   PDU kept for nothing.
  * - Every failure is a {@link PduError}: `unreachable`, `timeout`, `http-status`, `ret-code`,
  *   `malformed` (a {@link ParseError} from the parser passes through). When the caller's signal
  *   aborts, its reason is thrown as is.
@@ -170,9 +169,8 @@ interface Credentials {
 /**
  * One signal that aborts when `signal` or `deadline` does; `release` detaches it from both. Not
  * `AbortSignal.any`: on Node 20 each call leaves an entry in a long-lived input's set of dependants
- * that is never pruned (nodejs/node#55351), and the poller's stop signal and the control service's
- * shutdown signal live as long as the service, so every PDU request leaked one (about 50 MiB an
- * hour with 200 PDUs polled every second; found by the soak, bench/soak.ts).
+ * that is never pruned (nodejs/node#55351), and the poller's and control's signals live as long as
+ * the service, so every PDU request would leak one (test/faults/soak-regressions.test.ts).
  */
 export function eitherSignal(
   signal: AbortSignal | undefined,
@@ -513,10 +511,8 @@ export class GeistClient {
   ): Promise<Envelope> {
     const where = this.where(port);
     const url = `${this.#origin(port)}${path}`;
-    // A timer cleared with the answer rather than AbortSignal.timeout: that one stays armed for the
-    // whole timeout after every answered request and then builds a DOMException, so at 100 polls a
-    // second thousands of them outlive the request and the garbage collector moves them to the old
-    // generation (npm run bench, fleet).
+    // A timer cleared with the answer, not AbortSignal.timeout: that one stays armed for the whole
+    // timeout after every answered request and then builds a DOMException, old-generation garbage.
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), this.timeoutMs);
     const { signal: combined, release } = eitherSignal(signal, deadline.signal);
