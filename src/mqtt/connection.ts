@@ -191,8 +191,8 @@ export class MqttConnection {
     try {
       if (qos === 0) {
         // No callback: mqtt.js waits for `drain` once per publish that has one while the socket is
-        // backed up, and removing each of those listeners is O(n). Under the discovery burst of a large
-        // fleet that made every publish quadratic and stopped polling altogether (npm run bench). A
+        // backed up, and removing each of those listeners is O(n): under a large fleet's discovery
+        // burst every publish would be quadratic and polling would stall (npm run bench, fleet). A
         // QoS 0 message is never acknowledged, so the callback could only report local write errors.
         this.#client.publish(topic, payload, { qos, retain });
         return true;

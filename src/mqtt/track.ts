@@ -3,7 +3,7 @@
  * that a poll of an unchanged shape reaches each topic's state without building its name.
  *
  * Building the topic string of every measurement (about 200 per 24-outlet PDU, each poll) and
- * hashing it into a Map was the biggest cost of the publisher at 1000 PDUs (npm run bench, fleet).
+ * hashing it into a Map would be the publisher's biggest cost at 1000 PDUs (npm run bench, fleet).
  * A PDU reports the same devices, outlets and measurement types in the same order poll after poll,
  * so the walk asks for "the slot of (kind, a, b, c)" and the track answers with the slot at the same
  * position as last time when it is for the same thing: four comparisons, no string built. When the
