@@ -11,6 +11,7 @@ import type { LiveChanges } from "./config/kubernetes.js";
 import type { Config } from "./config/schema.js";
 import { createLogger, type Logger } from "./log.js";
 import { createControlService, type ControlCore } from "./control/service.js";
+import type { ControlService } from "./control/types.js";
 import { startApiServer } from "./http/api/server.js";
 import type { RunningListener } from "./http/common.js";
 import { startHealthServer } from "./http/health/server.js";
@@ -40,7 +41,9 @@ export class App {
   readonly poller: Poller;
   readonly clients: ReadonlyMap<string, GeistClient>;
   readonly startedAt = Date.now();
-  readonly control: ControlCore;
+  /** What the surfaces (REST, MQTT) call: the core, observed by the console when it is on. */
+  readonly control: ControlService;
+  readonly #controlCore: ControlCore;
   /** Aborted on shutdown once control has stopped (a hard stop of anything still writing). */
   readonly #shutdown = new AbortController();
   #mqtt: MqttBridge | null = null;
@@ -72,7 +75,7 @@ export class App {
       this.store,
       { logger },
     );
-    const control = createControlService({
+    this.#controlCore = createControlService({
       config,
       store: this.store,
       clients: this.clients,
@@ -80,6 +83,7 @@ export class App {
       logger,
       signal: this.#shutdown.signal,
     });
+    const control = this.#controlCore;
     this.console = config.Api.Enabled
       ? new ConsoleFeed({ store: this.store, config: () => this.config, logger })
       : null;
@@ -212,7 +216,7 @@ export class App {
     // Control first: nothing new is sent, and writes in flight get the stop budget to finish (what
     // is still unfinished then is reported as outcome unknown, never as "retry").
     this.#mqtt?.attachControl(null);
-    await Promise.all([this.control.stop(), this.poller.stop()]);
+    await Promise.all([this.#controlCore.stop(), this.poller.stop()]);
     this.#shutdown.abort();
     for (const part of [...this.#parts].reverse()) {
       try {
