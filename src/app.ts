@@ -41,9 +41,9 @@ export class App {
   readonly poller: Poller;
   readonly clients: ReadonlyMap<string, GeistClient>;
   readonly startedAt = Date.now();
-  /** What the surfaces call: the control core, observed by the console when it is on. */
+  /** What the surfaces (REST, MQTT) call: the core, observed by the console when it is on. */
   readonly control: ControlService;
-  readonly #core: ControlCore;
+  readonly #controlCore: ControlCore;
   /** Aborted on shutdown once control has stopped (a hard stop of anything still writing). */
   readonly #shutdown = new AbortController();
   #mqtt: MqttBridge | null = null;
@@ -76,7 +76,7 @@ export class App {
       { logger },
     );
     const app = () => this.config;
-    const control = createControlService({
+    this.#controlCore = createControlService({
       // A getter, like the listeners': live changes (poll intervals) reach control's Retry-After.
       get config() {
         return app();
@@ -87,11 +87,11 @@ export class App {
       logger,
       signal: this.#shutdown.signal,
     });
+    const control = this.#controlCore;
     this.console = config.Api.Enabled
       ? new ConsoleFeed({ store: this.store, config: () => this.config, logger })
       : null;
     // Control outcomes (REST and MQTT) also go to the console's event streams.
-    this.#core = control;
     this.control = this.console ? this.console.observe(control) : control;
   }
 
@@ -220,7 +220,7 @@ export class App {
     // Control first: nothing new is sent, and writes in flight get the stop budget to finish (what
     // is still unfinished then is reported as outcome unknown, never as "retry").
     this.#mqtt?.attachControl(null);
-    await Promise.all([this.#core.stop(), this.poller.stop()]);
+    await Promise.all([this.#controlCore.stop(), this.poller.stop()]);
     this.#shutdown.abort();
     for (const part of [...this.#parts].reverse()) {
       try {
