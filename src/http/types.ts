@@ -2,6 +2,7 @@
 import type { Config } from "../config/schema.js";
 import type { ControlService } from "../control/types.js";
 import type { Logger } from "../log.js";
+import type { BridgeMetrics } from "../metrics/bridge.js";
 import type { HomeAssistantStatus, MqttStatus } from "../mqtt/types.js";
 import type { SnapshotStore } from "../poller/store.js";
 
@@ -15,6 +16,8 @@ export interface HttpDeps {
   homeAssistantStatus(): HomeAssistantStatus;
   /** Present when control is wired (the control endpoints answer 403 while Api.ApiKey is empty). */
   readonly control?: ControlService;
+  /** Present when Metrics.Enabled: served on the health listener, counts the requests of both. */
+  readonly metrics?: BridgeMetrics;
   /** Clock, for tests of ages and readiness limits. */
   readonly now?: () => number;
 }

@@ -79,6 +79,8 @@ export class MqttConnection {
   /** Bumped on every connect and close: acknowledgements of an older connection are not counted. */
   #generation = 0;
   #uncongested: (() => void)[] = [];
+  /** Messages handed to the client, and dropped or refused (the metrics read them). */
+  readonly traffic = { published: 0, failed: 0 };
   /** Settles the first attempt while `open` waits for it. */
   #startup: { resolve: () => void; reject: (error: Error) => void } | null = null;
 
@@ -168,7 +170,11 @@ export class MqttConnection {
    * matters on the next connect. Errors are logged, never thrown.
    */
   publish(topic: string, payload: string, qos: 0 | 1, retain: boolean): boolean {
-    if (!this.#connected) return false;
+    if (!this.#connected) {
+      this.traffic.failed++;
+      return false;
+    }
+    this.traffic.published++;
     if (qos === 0) {
       // No callback: mqtt.js waits for `drain` once per publish that has one while the socket is
       // backed up, and removing each of those listeners is O(n). Under the discovery burst of a large
@@ -180,7 +186,10 @@ export class MqttConnection {
     const generation = this.#generation;
     this.#inflight++;
     this.#client.publish(topic, payload, { qos, retain }, (error) => {
-      if (error) this.#logger.debug({ topic, err: describeError(error) }, "MQTT publish failed");
+      if (error) {
+        this.traffic.failed++;
+        this.#logger.debug({ topic, err: describeError(error) }, "MQTT publish failed");
+      }
       if (generation !== this.#generation) return;
       this.#inflight--;
       if (this.#inflight <= INFLIGHT_LOW) this.#notifyUncongested();

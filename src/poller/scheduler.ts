@@ -25,6 +25,8 @@ export interface PollTarget {
 export interface PollerOptions {
   logger: Logger;
   now?: () => number;
+  /** Told of every poll that finished (succeeded or failed, not aborted), with its duration (metrics). */
+  onPollDone?: (id: string, ms: number) => void;
 }
 
 interface Slot {
@@ -45,6 +47,7 @@ export class Poller {
   readonly #store: SnapshotStore;
   readonly #logger: Logger;
   readonly #now: () => number;
+  readonly #onPollDone: ((id: string, ms: number) => void) | undefined;
   readonly #abort = new AbortController();
   #timer: NodeJS.Timeout | null = null;
   #timerAt = Infinity;
@@ -54,6 +57,7 @@ export class Poller {
     this.#store = store;
     this.#logger = options.logger;
     this.#now = options.now ?? Date.now;
+    this.#onPollDone = options.onPollDone;
     for (const target of targets) {
       this.#slots.set(target.id, {
         target,
@@ -151,10 +155,12 @@ export class Poller {
     try {
       const snapshot = await slot.target.poll(this.#abort.signal);
       if (!this.#running && this.#abort.signal.aborted) return;
+      this.#onPollDone?.(id, this.#now() - started);
       this.#store.recordSuccess(id, snapshot);
       this.#logger.debug({ instance: id, ms: this.#now() - started }, "poll ok");
     } catch (error) {
       if (this.#abort.signal.aborted) return;
+      this.#onPollDone?.(id, this.#now() - started);
       const before = this.#store.get(id)?.consecutiveFailures ?? 0;
       this.#store.recordFailure(id, error);
       // Log the first failure of a run at warn, the rest at debug, so a dead PDU does not flood the log.

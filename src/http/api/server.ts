@@ -208,8 +208,9 @@ export async function buildApiServer(deps: HttpDeps): Promise<HttpApp> {
     deps.logger,
     "api",
     `the endpoints are listed in ${OPENAPI_PATH} and at ${DOCS_PREFIX}`,
-    createFastReads(deps, bodies),
+    deps.metrics?.wrapFastPath("api", createFastReads(deps, bodies)) ?? createFastReads(deps, bodies),
   );
+  deps.metrics?.instrument(app, "api");
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   await registerDocs(app);
   registerReadRoutes(app, deps, bodies);
