@@ -4,15 +4,7 @@
  * OpenMetrics. One instance per running App; the process metrics are shared by the process.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import {
-  collectDefaultMetrics,
-  Counter,
-  Gauge,
-  Histogram,
-  Registry,
-  type OpenMetricsContentType,
-  type RegistryContentType,
-} from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { GROUP_ACTIONS, OUTLET_ACTIONS } from "../control/types.js";
 import type { FastPath, HttpApp } from "../http/common.js";
 import type { Snapshot } from "../pdu/model.js";
@@ -43,29 +35,41 @@ type Source = "rest" | "mqtt";
 
 const KNOWN_ACTIONS = new Set<string>([...OUTLET_ACTIONS, ...GROUP_ACTIONS]);
 
-/** Registries of the process metrics, one per format, created on first use. */
-const processRegistries = new Map<"text" | "openmetrics", Registry<RegistryContentType>>();
-function processRegistry(format: "text" | "openmetrics"): Registry<RegistryContentType> {
-  let registry = processRegistries.get(format);
-  if (registry === undefined) {
-    registry = format === "text" ? new Registry() : openMetricsRegistry();
-    collectDefaultMetrics({ register: registry });
+/** The registry of the process metrics, created on first use (one per process, like them). */
+let processMetrics: Registry | null = null;
+function processRegistry(): Registry {
+  if (processMetrics === null) {
+    processMetrics = new Registry();
+    collectDefaultMetrics({ register: processMetrics });
     // Gauges named like counters (the sums of the per-type gauges beside them): promtool flags them.
     for (const name of [
       "nodejs_active_resources_total",
       "nodejs_active_handles_total",
       "nodejs_active_requests_total",
     ])
-      registry.removeSingleMetric(name);
-    processRegistries.set(format, registry);
+      processMetrics.removeSingleMetric(name);
   }
-  return registry;
+  return processMetrics;
 }
 
-function openMetricsRegistry(): Registry<OpenMetricsContentType> {
-  const registry = new Registry<OpenMetricsContentType>();
-  registry.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
-  return registry;
+/**
+ * prom-client's text output as OpenMetrics: counter families lose `_total` (their samples keep it)
+ * and blank lines go. prom-client's own OpenMetrics mode renames the metric objects it renders (the
+ * text format then lost `_total`), so both formats are rendered from the text registry.
+ */
+export function textToOpenMetrics(text: string): string {
+  const lines = text.split("\n").filter((line) => line !== "");
+  const counters = new Set<string>();
+  for (const line of lines) {
+    const match = /^# TYPE (\S+)_total counter$/.exec(line);
+    if (match) counters.add(match[1]!);
+  }
+  let out = "";
+  for (const line of lines) {
+    const match = /^# (HELP|TYPE) (\S+)_total( .*)?$/.exec(line);
+    out += match && counters.has(match[2]!) ? `# ${match[1]} ${match[2]}${match[3] ?? ""}\n` : `${line}\n`;
+  }
+  return out;
 }
 
 /** Whether the Accept header prefers OpenMetrics to the Prometheus text format. */
@@ -89,8 +93,7 @@ export function wantsOpenMetrics(accept: string | undefined): boolean {
 
 export class BridgeMetrics {
   readonly #sources: MetricsSources;
-  readonly #text = new Registry();
-  readonly #openMetrics = openMetricsRegistry();
+  readonly #registry = new Registry();
   readonly #pollDuration: Histogram<"instance">;
   readonly #pollFailures: Counter<"instance">;
   readonly #control: Counter<"source" | "action" | "outcome">;
@@ -99,7 +102,7 @@ export class BridgeMetrics {
 
   constructor(sources: MetricsSources) {
     this.#sources = sources;
-    const registers = [this.#text, this.#openMetrics];
+    const registers = [this.#registry];
     const store = sources.store;
     const ids = store.ids();
 
@@ -237,17 +240,16 @@ export class BridgeMetrics {
 
   /** The whole exposition in the format asked for. */
   async render(openMetrics: boolean): Promise<{ contentType: string; body: string }> {
-    const format = openMetrics ? "openmetrics" : "text";
-    const own = await (openMetrics ? this.#openMetrics : this.#text).metrics();
-    const process = await processRegistry(format).metrics();
+    const own = await this.#registry.metrics();
+    const process = await processRegistry().metrics();
     const snapshots: Snapshot[] = [];
     for (const s of this.#sources.store.list())
       if (isUp(s) && s.snapshot !== null) snapshots.push(s.snapshot);
-    const readings = renderReadings(snapshots, format);
+    const readings = renderReadings(snapshots, openMetrics ? "openmetrics" : "text");
     if (!openMetrics) return { contentType: TEXT_CONTENT_TYPE, body: `${own}\n${process}\n${readings}` };
     return {
       contentType: OPENMETRICS_CONTENT_TYPE,
-      body: `${stripEof(own)}${stripEof(process)}${readings}# EOF\n`,
+      body: `${textToOpenMetrics(own)}${textToOpenMetrics(process)}${readings}# EOF\n`,
     };
   }
 
@@ -258,9 +260,4 @@ export class BridgeMetrics {
 
 function isUp(status: { snapshot: Snapshot | null; consecutiveFailures: number }): boolean {
   return status.snapshot !== null && status.consecutiveFailures === 0;
-}
-
-function stripEof(text: string): string {
-  const trimmed = text.replace(/# EOF\n?$/, "");
-  return trimmed === "" || trimmed.endsWith("\n") ? trimmed : `${trimmed}\n`;
 }
