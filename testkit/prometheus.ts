@@ -33,7 +33,8 @@ export function promtool(args: readonly string[], stdin?: string): Promise<ToolR
   return new Promise((resolve, reject) => {
     const child = execFile(PROMTOOL, args, { timeout: 60_000 }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === "number" ? error.code : -1;
-      if (error !== null && typeof error.code !== "number") reject(error);
+      if (error !== null && typeof error.code !== "number")
+        reject(new Error(`promtool failed: ${error.message}`));
       else resolve({ code, output: `${stdout}${stderr}` });
     });
     child.stdin?.end(stdin ?? "");

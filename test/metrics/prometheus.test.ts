@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
+import { dashboardQueries, ruleQueries, runnable } from "../../testkit/metrics-assets.js";
 import { Prometheus, prometheusUnavailable, type Sample } from "../../testkit/prometheus.js";
 import { waitFor } from "../../testkit/wait.js";
 
@@ -77,7 +78,8 @@ describe("a real Prometheus scraping the bridge", { skip }, () => {
 
   it("has pdu_bridge_up 1 for the live PDU and 0 for the dead one, and no readings of the dead one", async () => {
     const up = await queryUntil("pdu_bridge_up", (s) => s.length === 2);
-    const byInstance = Object.fromEntries(up.map((s) => [s.metric.instance, s.value]));
+    const byInstance: Record<string, number> = {};
+    for (const sample of up) byInstance[sample.metric.instance ?? ""] = sample.value;
     assert.deepEqual(byInstance, { live: 1, dead: 0 });
     assert.deepEqual(await prometheus.query(`pdu_outlet_power_watts{instance="dead"}`), []);
     const failures = await queryUntil(
@@ -91,5 +93,19 @@ describe("a real Prometheus scraping the bridge", { skip }, () => {
       `pdu_outlet_info{instance="live",outlet="0"}`,
       (s) => s.length === 1 && s[0]!.value === 1,
     );
+  });
+
+  it("runs every query of the Grafana dashboard and the alert rules", async () => {
+    await queryUntil("pdu_bridge_up", (s) => s.length === 2);
+    const failed: string[] = [];
+    for (const { where, expr } of [...(await dashboardQueries()), ...(await ruleQueries())]) {
+      await prometheus
+        .query(runnable(expr))
+        .catch((error: unknown) => failed.push(`${where}: ${String(error)}`));
+    }
+    assert.deepEqual(failed, [], "every query is valid PromQL");
+    // Fleet power as the dashboard computes it, once every outlet of the live PDU is stored.
+    const fleet = await queryUntil("sum(pdu_outlet_power_watts)", (s) => s.length === 1);
+    assert.ok(fleet[0]!.value >= 987.5);
   });
 });
