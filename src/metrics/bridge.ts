@@ -9,7 +9,7 @@ import { GROUP_ACTIONS, OUTLET_ACTIONS } from "../control/types.js";
 import type { FastPath, HttpApp } from "../http/common.js";
 import type { Snapshot } from "../pdu/model.js";
 import type { SnapshotStore } from "../poller/store.js";
-import { renderReadings } from "./readings.js";
+import { readingChunks } from "./readings.js";
 
 export const TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 export const OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -238,19 +238,31 @@ export class BridgeMetrics {
     };
   }
 
-  /** The whole exposition in the format asked for. */
-  async render(openMetrics: boolean): Promise<{ contentType: string; body: string }> {
+  /**
+   * The whole exposition in the format asked for, as chunks: the bridge's own and the process
+   * metrics first (small), then the reading families built from the snapshots as they are read.
+   */
+  async stream(openMetrics: boolean): Promise<{ contentType: string; chunks: Generator<string> }> {
     const own = await this.#registry.metrics();
     const process = await processRegistry().metrics();
     const snapshots: Snapshot[] = [];
     for (const s of this.#sources.store.list())
       if (isUp(s) && s.snapshot !== null) snapshots.push(s.snapshot);
-    const readings = renderReadings(snapshots, openMetrics ? "openmetrics" : "text");
-    if (!openMetrics) return { contentType: TEXT_CONTENT_TYPE, body: `${own}\n${process}\n${readings}` };
-    return {
-      contentType: OPENMETRICS_CONTENT_TYPE,
-      body: `${textToOpenMetrics(own)}${textToOpenMetrics(process)}${readings}# EOF\n`,
-    };
+    const head = openMetrics
+      ? `${textToOpenMetrics(own)}${textToOpenMetrics(process)}`
+      : `${own}\n${process}\n`;
+    function* chunks(): Generator<string> {
+      yield head;
+      yield* readingChunks(snapshots, openMetrics ? "openmetrics" : "text");
+      if (openMetrics) yield "# EOF\n";
+    }
+    return { contentType: openMetrics ? OPENMETRICS_CONTENT_TYPE : TEXT_CONTENT_TYPE, chunks: chunks() };
+  }
+
+  /** {@link stream} as one string. */
+  async render(openMetrics: boolean): Promise<{ contentType: string; body: string }> {
+    const { contentType, chunks } = await this.stream(openMetrics);
+    return { contentType, body: [...chunks].join("") };
   }
 
   close(): void {

@@ -135,70 +135,123 @@ export function escapeLabel(value: string): string {
 
 const STATS = ["sum", "avg", "min", "max"] as const;
 
-/**
- * The reading families of these snapshots (each the latest good snapshot of an instance whose last
- * poll succeeded, in the order given) in the Prometheus text format or OpenMetrics (without `# EOF`).
- */
-export function renderReadings(snapshots: readonly Snapshot[], format: Format): string {
-  const bodies: string[] = FAMILIES.map(() => "");
-  for (const snapshot of snapshots) {
-    const inst = `instance="${escapeLabel(snapshot.instanceId)}"`;
-    for (const device of snapshot.devices) {
-      const dev = `{${inst},device="${escapeLabel(device.id)}"`;
-      const sys = device.system;
-      bodies[DEVICE_INFO] +=
-        `pdu_device_info${dev},label="${escapeLabel(device.label)}",model="${escapeLabel(sys.model)}",` +
-        `serial="${escapeLabel(sys.serialNumber)}"} 1\n`;
-      for (const outlet of device.outlets) {
-        const labels = `${dev},outlet="${outlet.index}"}`;
-        if (outlet.state !== "unknown") {
-          bodies[OUTLET_STATE] += `pdu_outlet_state${labels} ${outlet.state === "on" ? 1 : 0}\n`;
-        }
-        bodies[OUTLET_INFO] +=
-          `pdu_outlet_info${labels.slice(0, -1)},label="${escapeLabel(outlet.label)}",` +
-          `name="${escapeLabel(outlet.name)}"} 1\n`;
-        for (const m of outlet.measurements) {
-          const index = outletFamily.get(m.type);
-          if (index === undefined) continue;
-          const value = scaled(KINDS.get(m.type)!, m);
-          if (value !== null) bodies[index] += `${FAMILIES[index]!.sample}${labels} ${value}\n`;
+type Writer = (snapshot: Snapshot, out: string) => string;
+
+/** `{instance="…",device="…"` of a device of a snapshot. */
+const devicePrefix = (snapshot: Snapshot, deviceId: string): string =>
+  `{instance="${escapeLabel(snapshot.instanceId)}",device="${escapeLabel(deviceId)}"`;
+
+/** How each family's samples are written from one snapshot, in the order of FAMILIES. */
+const WRITERS: Writer[] = FAMILIES.map((f, index): Writer => {
+  if (index === OUTLET_STATE)
+    return (snapshot, out) => {
+      for (const device of snapshot.devices) {
+        const dev = devicePrefix(snapshot, device.id);
+        for (const outlet of device.outlets) {
+          if (outlet.state === "unknown") continue;
+          out += `pdu_outlet_state${dev},outlet="${outlet.index}"} ${outlet.state === "on" ? 1 : 0}\n`;
         }
       }
-      for (const entity of device.entities) {
-        const labels = `${dev},entity="${escapeLabel(entity.key)}"}`;
-        for (const m of entity.measurements) {
-          const index = entityFamily.get(m.type);
-          if (index === undefined) continue;
-          const value = scaled(KINDS.get(m.type)!, m);
-          if (value !== null) bodies[index] += `${FAMILIES[index]!.sample}${labels} ${value}\n`;
+      return out;
+    };
+  if (index === OUTLET_INFO)
+    return (snapshot, out) => {
+      for (const device of snapshot.devices) {
+        const dev = devicePrefix(snapshot, device.id);
+        for (const outlet of device.outlets) {
+          out +=
+            `pdu_outlet_info${dev},outlet="${outlet.index}",label="${escapeLabel(outlet.label)}",` +
+            `name="${escapeLabel(outlet.name)}"} 1\n`;
         }
       }
-    }
-    for (const group of snapshot.groups) {
-      const grp = `{${inst},group="${escapeLabel(group.key)}",stat="`;
-      for (const m of group.measurements) {
-        const total = m.key !== m.type;
-        // Outlet rollups are keyed by their type; PDU-total rollups by `pduTotal` + Type.
-        if (total && m.key !== `pduTotal${m.type.charAt(0).toUpperCase()}${m.type.slice(1)}`) continue;
-        const index = (total ? groupTotalFamily : groupFamily).get(m.type);
-        if (index === undefined) continue;
-        const kind = KINDS.get(m.type)!;
-        const factor = kind.units[m.units];
-        if (factor === undefined) continue;
-        for (const stat of STATS) {
-          const raw = m[stat];
-          if (raw === null) continue;
-          const value = applyFactor(raw, factor);
-          if (value !== null) bodies[index] += `${FAMILIES[index]!.sample}${grp}${stat}"} ${value}\n`;
-        }
+      return out;
+    };
+  if (index === DEVICE_INFO)
+    return (snapshot, out) => {
+      for (const device of snapshot.devices) {
+        out +=
+          `pdu_device_info${devicePrefix(snapshot, device.id)},label="${escapeLabel(device.label)}",` +
+          `model="${escapeLabel(device.system.model)}",serial="${escapeLabel(device.system.serialNumber)}"} 1\n`;
       }
+      return out;
+    };
+  for (const [type, kind] of KIND_LIST) {
+    if (outletFamily.get(type) === index)
+      return (snapshot, out) => {
+        for (const device of snapshot.devices) {
+          const dev = `${f.sample}${devicePrefix(snapshot, device.id)},outlet="`;
+          for (const outlet of device.outlets) {
+            const m = outlet.measurements.find((x) => x.type === type);
+            const value = m === undefined ? null : scaled(kind, m);
+            if (value !== null) out += `${dev}${outlet.index}"} ${value}\n`;
+          }
+        }
+        return out;
+      };
+    if (entityFamily.get(type) === index)
+      return (snapshot, out) => {
+        for (const device of snapshot.devices) {
+          const dev = `${f.sample}${devicePrefix(snapshot, device.id)},entity="`;
+          for (const entity of device.entities) {
+            const m = entity.measurements.find((x) => x.type === type);
+            const value = m === undefined ? null : scaled(kind, m);
+            if (value !== null) out += `${dev}${escapeLabel(entity.key)}"} ${value}\n`;
+          }
+        }
+        return out;
+      };
+    const total = groupTotalFamily.get(type) === index;
+    if (total || groupFamily.get(type) === index) {
+      // Outlet rollups are keyed by their type; PDU-total rollups by `pduTotal` + Type.
+      const key = total ? `pduTotal${type.charAt(0).toUpperCase()}${type.slice(1)}` : type;
+      return (snapshot, out) => {
+        for (const group of snapshot.groups) {
+          const m = group.measurements.find((x) => x.key === key && x.type === type);
+          if (m === undefined) continue;
+          const factor = kind.units[m.units];
+          if (factor === undefined) continue;
+          const grp = `${f.sample}{instance="${escapeLabel(snapshot.instanceId)}",group="${escapeLabel(group.key)}",stat="`;
+          for (const stat of STATS) {
+            const raw = m[stat];
+            const value = raw === null ? null : applyFactor(raw, factor);
+            if (value !== null) out += `${grp}${stat}"} ${value}\n`;
+          }
+        }
+        return out;
+      };
     }
   }
+  throw new Error(`no writer for ${f.sample}`);
+});
+
+/** Chunks are handed on at about this many characters, so a scrape never holds the whole text. */
+const CHUNK_CHARS = 64 * 1024;
+
+/**
+ * The reading families of these snapshots (each the latest good snapshot of an instance whose last
+ * poll succeeded, in the order given) in the Prometheus text format or OpenMetrics (without `# EOF`),
+ * as chunks of about 64 KB: family by family (each family's samples are one group, as both formats
+ * require), so that at 1,000 PDUs a scrape holds a chunk at a time rather than 18 MB of text.
+ */
+export function* readingChunks(snapshots: readonly Snapshot[], format: Format): Generator<string> {
   let out = "";
   for (const [i, f] of FAMILIES.entries()) {
     const name = format === "openmetrics" ? f.name : f.sample;
     const type = format === "openmetrics" || f.type !== "info" ? f.type : "gauge";
-    out += `# HELP ${name} ${f.help}\n# TYPE ${name} ${type}\n${bodies[i]}`;
+    out += `# HELP ${name} ${f.help}\n# TYPE ${name} ${type}\n`;
+    const write = WRITERS[i]!;
+    for (const snapshot of snapshots) {
+      out = write(snapshot, out);
+      if (out.length >= CHUNK_CHARS) {
+        yield out;
+        out = "";
+      }
+    }
   }
-  return out;
+  if (out !== "") yield out;
+}
+
+/** {@link readingChunks} as one string (tests, small fleets). */
+export function renderReadings(snapshots: readonly Snapshot[], format: Format): string {
+  return [...readingChunks(snapshots, format)].join("");
 }
