@@ -29,6 +29,8 @@ export interface MqttTraffic {
   readonly published: number;
   /** Messages dropped (not connected) or refused by the client since start. */
   readonly failed: number;
+  /** Home Assistant discovery config topics currently published retained. */
+  readonly discoveryConfigs: number;
 }
 
 type Source = "rest" | "mqtt";
@@ -180,6 +182,14 @@ export class BridgeMetrics {
         const now = sources.mqtt()?.failed ?? traffic.failed;
         this.inc(Math.max(0, now - traffic.failed));
         traffic.failed = Math.max(now, traffic.failed);
+      },
+    });
+    new Gauge({
+      name: "pdu_bridge_mqtt_discovery_configs",
+      help: "Home Assistant discovery config topics the bridge publishes retained",
+      registers,
+      collect() {
+        this.set(sources.mqtt()?.discoveryConfigs ?? 0);
       },
     });
     this.#control = new Counter({

@@ -26,8 +26,8 @@ export interface MqttBridgeDeps {
 export interface MqttBridge extends MqttBridgeHandle {
   /** Commands are executed only while a control service is attached (null detaches). */
   attachControl(control: ControlService | null): void;
-  /** Messages handed to the MQTT client and dropped or refused since start (for the metrics). */
-  traffic(): { readonly published: number; readonly failed: number };
+  /** Messages handed to the MQTT client and dropped or refused since start, discovery configs retained. */
+  traffic(): { readonly published: number; readonly failed: number; readonly discoveryConfigs: number };
   /** Where the embedded broker listens, or null when an external broker is used. */
   readonly embeddedBroker: { readonly host: string; readonly port: number } | null;
 }
@@ -140,7 +140,7 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
     embeddedBroker: embedded === null ? null : { host: embedded.host, port: embedded.port },
     attachControl: (control) => commands.attach(control),
     status: (): MqttStatus => connection.status(),
-    traffic: () => connection.traffic,
+    traffic: () => ({ ...connection.traffic, discoveryConfigs: active.discoveryConfigs }),
     homeAssistant: (): HomeAssistantStatus => ({
       enabled: ha.DiscoveryEnabled,
       discoveryTopic: ha.DiscoveryTopic,

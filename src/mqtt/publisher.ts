@@ -126,6 +126,8 @@ export class Publisher {
   readonly #states = new Map<string, InstanceState>();
   readonly #actions: ReadonlyMap<string, boolean>;
   #lastDiscoveryUtc: number | null = null;
+  /** Discovery config topics published retained, per instance (for the metrics). */
+  readonly #discoveryConfigs = new Map<string, number>();
   /** Instances waiting for discovery or a resync, in arrival order. */
   readonly #queue = new Set<string>();
   /** A turn of {@link #pump} is scheduled or waits for the connection to uncongest. */
@@ -139,6 +141,13 @@ export class Publisher {
 
   get lastDiscoveryUtc(): number | null {
     return this.#lastDiscoveryUtc;
+  }
+
+  /** Discovery config topics currently published retained, over every instance. */
+  get discoveryConfigs(): number {
+    let n = 0;
+    for (const count of this.#discoveryConfigs.values()) n += count;
+    return n;
   }
 
   /** Store listener. */
@@ -279,6 +288,7 @@ export class Publisher {
     // A copy: zlib's result is a view of its 16 KiB output chunk.
     state.discovery = Buffer.from(deflateRawSync(Buffer.from([...configs.keys()].join("\u0000"), "utf8")));
     state.signature = signature;
+    this.#discoveryConfigs.set(id, configs.size);
     this.#lastDiscoveryUtc = this.#now();
     return true;
   }

@@ -102,6 +102,8 @@ describe("GET /metrics (App)", () => {
     assert.equal(m.has(`pdu_bridge_last_successful_poll_timestamp_seconds{instance="dead"}`), false);
     assert.equal(m.get("pdu_bridge_mqtt_connected"), 1);
     assert.ok((m.get("pdu_bridge_mqtt_messages_published_total") ?? 0) > 0);
+    // Discovery of every outlet, entity and group of the two live instances, retained.
+    assert.ok((m.get("pdu_bridge_mqtt_discovery_configs") ?? 0) > 10);
     assert.ok(m.has("process_cpu_seconds_total"), "default process metrics");
     assert.equal(
       [...m.keys()].some((k) => k.startsWith("pdu_") && !k.startsWith("pdu_bridge") && k.includes('"dead"')),
