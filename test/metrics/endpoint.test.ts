@@ -189,6 +189,14 @@ describe("GET /metrics (App)", () => {
       assert.fail([...m.keys()].filter((k) => /http_req|control_comm/.test(k)).join("\n"));
     });
     assert.ok(commands("on", "done") >= 1);
+    // The MQTT surface counts under source="mqtt" (the harness's probe command is refused: no such device).
+    await h.commandsReady("cluster");
+    await waitFor(async () => {
+      const text = (await h.health.get("/metrics")).text;
+      return /^pdu_bridge_control_commands_total\{source="mqtt",action="[a-zA-Z]+",outcome="refused"\} [1-9]/m.test(
+        text,
+      );
+    }, "an MQTT command to be counted");
     assert.ok(commands("none", "refused") >= 1, "unknown actions are not label values");
     assert.equal(
       [...m.keys()].some((k) => k.includes("explode")),
