@@ -1,6 +1,7 @@
 /** The chart's metrics objects: the health Service (port `metrics`) and the optional ServiceMonitor. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { parseConfigText } from "../../src/config/load.js";
 import { CHART_DIR, helmUnavailable, renderChart, runHelm, type K8sObject } from "../../testkit/helm.js";
 
 const skip = await helmUnavailable();
@@ -102,6 +103,17 @@ describe("Helm chart: metrics", { skip }, () => {
       assert.notEqual(result.code, 0, off);
       assert.match(result.stderr, new RegExp(key.replace(".", "\\.")), result.stderr);
     }
+  });
+
+  it("renders ci/metrics-values.yaml: the ServiceMonitor on the moved path, a configuration the service accepts", async () => {
+    const objects = await renderChart(["-f", `${CHART_DIR}/ci/metrics-values.yaml`]);
+    const [monitor] = ofKind<ServiceMonitor>(objects, "ServiceMonitor");
+    assert.equal(monitor?.spec.endpoints[0]?.path, "/prom/metrics");
+    assert.equal(monitor?.metadata.labels?.release, "kube-prometheus-stack");
+    const configMap = objects.find((o) => o.kind === "ConfigMap")!;
+    const text = (configMap.data as Record<string, string>)["config.yaml"]!;
+    const config = await parseConfigText(text, "config.yaml", {});
+    assert.deepEqual(config.Metrics, { Enabled: true, Path: "/prom/metrics" });
   });
 
   it("passes helm lint --strict with the ServiceMonitor on", async () => {
