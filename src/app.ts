@@ -85,7 +85,14 @@ export class App {
       const unobserve = observeControlAudit((e) =>
         metrics.observeControl(e.source.surface, e.action, e.status),
       );
-      this.#parts.push({ name: "metrics", stop: () => Promise.resolve(void (unobserve(), metrics.close())) });
+      this.#parts.push({
+        name: "metrics",
+        stop: () => {
+          unobserve();
+          metrics.close();
+          return Promise.resolve();
+        },
+      });
     }
     this.control = createControlService({
       config,

@@ -26,7 +26,13 @@ export function observeControlAudit(observer: (entry: AuditEntry) => void): () =
 }
 
 export function auditControl(logger: Logger, entry: AuditEntry): void {
-  for (const observer of observers) observer(entry);
+  for (const observer of observers) {
+    try {
+      observer(entry);
+    } catch {
+      // Counting must never keep an attempt from its audit line.
+    }
+  }
   const line = {
     audit: "control",
     source: entry.source.surface,
