@@ -2,7 +2,7 @@
  * `npm run bench`: the performance scenarios of pdu-bridge, each against a baseline measured in
  * the same run (the machine is noisy, so only ratios to a same-run baseline mean anything).
  *
- *   node dist/bench/run.js [--quick] [--only fleet,api,control,peer] [--no-profile]
+ *   node dist/bench/run.js [--quick] [--only fleet,api,control,peer,metrics] [--no-profile]
  *
  * --quick: a few PDUs and short windows (a smoke run of the whole harness, about a minute).
  * --only: run only these scenarios (comma-separated or repeated).
@@ -27,6 +27,7 @@ import { killAllStarted } from "./lib/child.js";
 import type { BenchContext, ScenarioResult } from "./lib/measure.js";
 import { formatMarkdown, formatTable, machine, writeResult, type Row } from "./lib/report.js";
 import { ensureTools } from "./lib/tools.js";
+import { runMetrics } from "./metrics.js";
 import { runPeer } from "./peer.js";
 
 const SCENARIOS: Readonly<Record<string, (ctx: BenchContext) => Promise<ScenarioResult>>> = {
@@ -34,6 +35,7 @@ const SCENARIOS: Readonly<Record<string, (ctx: BenchContext) => Promise<Scenario
   api: runApi,
   control: runControl,
   peer: runPeer,
+  metrics: runMetrics,
 };
 
 const { values } = parseArgs({
@@ -50,7 +52,7 @@ const { values } = parseArgs({
 
 if (values.help) {
   process.stdout.write(
-    "usage: node dist/bench/run.js [--quick] [--only fleet,api,control,peer] [--no-profile] [--bridge-node-option OPT]\n",
+    "usage: node dist/bench/run.js [--quick] [--only fleet,api,control,peer,metrics] [--no-profile] [--bridge-node-option OPT]\n",
   );
   process.exit(0);
 }

@@ -221,12 +221,19 @@ export function cluster(instanceId: string, masterId: string, memberId: string):
   );
 }
 
-/** One device `DEV0` whose outlets have the given states, taken at `timestamp`. */
+/**
+ * A minimal snapshot at `timestamp`: one device `DEV0` without entities, whose outlets have the
+ * given states and only a realPower measurement (50 W when on, else 0).
+ */
 export function snapshotWith(
   instanceId: string,
   timestamp: number,
   states: readonly OutletState[],
 ): Snapshot {
-  const outlets = states.map((state, i) => outlet(i, { state }));
-  return snapshot(instanceId, [device({ id: "DEV0", outlets })], [], timestamp);
+  const outlets = states.map((state, i) => ({
+    ...outlet(i, { state }),
+    measurements: [measurement("realPower", state === "on" ? 50 : 0, "W")],
+  }));
+  const only = { ...device({ id: "DEV0", outlets }), entities: [], lifetimeEnergy: null };
+  return snapshot(instanceId, [only], [], timestamp);
 }

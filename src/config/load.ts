@@ -229,6 +229,10 @@ function checkInstanceIds(data: Record<string, unknown>, yaml: ParsedYaml, fail:
 
 function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail): void {
   const embedded = config.Mqtt.Connection.Host === null;
+  const healthPaths = ["/healthz", "/readyz", "/health/integrations"];
+  if (config.Metrics.Enabled && healthPaths.includes(config.Metrics.Path)) {
+    throw fail(["Metrics", "Path"], `${config.Metrics.Path} is a health endpoint; choose another path`);
+  }
 
   const listeners = [
     { path: ["Api", "Port"], port: config.Api.Port, on: config.Api.Enabled },

@@ -226,6 +226,21 @@ export const ConfigSchema = Type.Object(
         description: "The health listener (/healthz, /readyz, /health/integrations)",
       },
     ),
+    Metrics: Type.Object(
+      {
+        Enabled: Type.Boolean({
+          default: true,
+          description: "Serve Prometheus metrics on the health listener (needs Health.Enabled)",
+        }),
+        Path: Type.String({
+          pattern: "^/[A-Za-z0-9._~/-]*$",
+          maxLength: 128,
+          default: "/metrics",
+          description: "Path of the metrics endpoint on the health listener",
+        }),
+      },
+      { additionalProperties: false, default: {}, description: "Prometheus metrics (docs/metrics.md)" },
+    ),
     Logging: Type.Object(
       {
         Level: Type.Enum(LogLevels, {

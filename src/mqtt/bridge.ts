@@ -26,6 +26,8 @@ export interface MqttBridgeDeps {
 export interface MqttBridge extends MqttBridgeHandle {
   /** Commands are executed only while a control service is attached (null detaches). */
   attachControl(control: ControlService | null): void;
+  /** Messages handed to the MQTT client and dropped or refused since start, discovery configs retained. */
+  traffic(): { readonly published: number; readonly failed: number; readonly discoveryConfigs: number };
   /** Where the embedded broker listens, or null when an external broker is used. */
   readonly embeddedBroker: { readonly host: string; readonly port: number } | null;
 }
@@ -73,6 +75,7 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
       const dropped = (status.droppedMessages ?? 0) + active.failed;
       return dropped > 0 ? { ...status, droppedMessages: dropped } : status;
     },
+    traffic: () => ({ ...connection.traffic, discoveryConfigs: active.discoveryConfigs }),
     homeAssistant: (): HomeAssistantStatus => ({
       enabled: ha.DiscoveryEnabled,
       discoveryTopic: ha.DiscoveryTopic,

@@ -4,6 +4,7 @@
  */
 import Type from "typebox";
 import { createHttpApp, listen, type HttpApp, type RunningListener } from "../common.js";
+import { registerMetricsRoute } from "../../metrics/endpoint.js";
 import type { HttpDeps } from "../types.js";
 import { integrations, readiness } from "./status.js";
 
@@ -29,6 +30,9 @@ export async function buildHealthServer(deps: HttpDeps): Promise<HttpApp> {
     "health",
     "the health listener serves GET /healthz, /readyz and /health/integrations",
   );
+
+  deps.metrics?.instrument(app, "health");
+  if (deps.metrics) registerMetricsRoute(app, deps.metrics, deps.config.Metrics.Path);
 
   app.get("/healthz", (_request, reply) => reply.type(TEXT).send("OK"));
 
