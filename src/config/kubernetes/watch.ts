@@ -46,6 +46,7 @@ export interface Current {
   resourceVersion: string | null;
 }
 
+/** Starts watching; the returned handle stops it. */
 export function startWatch(
   target: Target,
   env: Env,
@@ -54,106 +55,159 @@ export function startWatch(
   handlers: ConfigWatchHandlers,
   logger: Logger,
 ): ConfigWatch {
-  const backoff = options.backoffMs;
-  const timeoutSeconds = options.watchTimeoutSeconds;
-  const abort = new AbortController();
-  const { signal } = abort;
-  const origin = `configmap ${where(target)}`;
-
-  /** Calls a handler; one that throws is logged, it must not end the watch. */
-  const call = (name: keyof ConfigWatchHandlers, invoke: () => void) => {
-    try {
-      invoke();
-    } catch (error) {
-      logger.warn({ err: error }, `configuration watch: the ${name} handler failed`);
-    }
+  const watch = new ConfigMapWatch(target, env, options, current, handlers, logger);
+  const done = watch.run().catch((error: unknown) => watch.report(error));
+  return {
+    async stop() {
+      watch.abort();
+      await done;
+    },
   };
-  const report = (error: unknown) => {
-    if (!signal.aborted) {
-      call("onError", () => handlers.onError(error instanceof Error ? error : new Error(String(error))));
-    }
-  };
+}
 
-  /** Applies one new state of the ConfigMap. */
-  const consider = async (configMap: ConfigMapObject): Promise<void> => {
-    const text = configText(target, configMap);
-    if (text instanceof ConfigError) return report(text);
+/** One watch of one ConfigMap, in named steps: run (the loop), follow (one stream), consider (one state). */
+class ConfigMapWatch {
+  readonly #target: Target;
+  readonly #env: Env;
+  readonly #options: WatchOptions;
+  readonly #current: Current;
+  readonly #handlers: ConfigWatchHandlers;
+  readonly #logger: Logger;
+  readonly #abort = new AbortController();
+  readonly #origin: string;
+
+  constructor(
+    target: Target,
+    env: Env,
+    options: WatchOptions,
+    current: Current,
+    handlers: ConfigWatchHandlers,
+    logger: Logger,
+  ) {
+    this.#target = target;
+    this.#env = env;
+    this.#options = options;
+    this.#current = current;
+    this.#handlers = handlers;
+    this.#logger = logger;
+    this.#origin = `configmap ${where(target)}`;
+  }
+
+  get #signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  abort(): void {
+    this.#abort.abort();
+  }
+
+  /** Watches until aborted: reconnects after a stream ends, backs off after a failure. */
+  async run(): Promise<void> {
+    const { backoffMs } = this.#options;
+    let delay = backoffMs.initial;
+    while (!this.#signal.aborted) {
+      try {
+        if (this.#current.resourceVersion === null) await this.#readAfresh();
+        if (this.#signal.aborted) break;
+        await this.#follow(() => (delay = backoffMs.initial));
+        this.#logger.debug({ configMap: where(this.#target) }, "configuration watch ended; reconnecting");
+      } catch (error) {
+        if (this.#signal.aborted) break;
+        if (error instanceof KubernetesApiError && error.status === 410) {
+          this.#current.resourceVersion = null; // Gone: too old to resume from, read the ConfigMap afresh
+        } else {
+          this.report(
+            new Error(`watching ${this.#origin}: ${describeApiError(error)}; retrying in ${delay} ms`),
+          );
+          await this.#sleep(delay);
+          delay = Math.min(delay * 2, backoffMs.max);
+          continue;
+        }
+      }
+      await this.#sleep(backoffMs.initial);
+    }
+  }
+
+  /** After 410 Gone (or at first): GET the ConfigMap and consider it. */
+  async #readAfresh(): Promise<void> {
+    const { api, namespace, name } = this.#target;
+    const configMap = await api.getConfigMap(namespace, name, this.#signal);
+    this.#current.resourceVersion = configMap.resourceVersion;
+    await this.#consider(configMap);
+  }
+
+  /** One watch stream, from the last resource version until the server ends it. */
+  async #follow(onOpen: () => void): Promise<void> {
+    const stream = await this.#target.api.watchConfigMap(
+      this.#target,
+      this.#current.resourceVersion ?? "",
+      this.#options.watchTimeoutSeconds,
+      this.#signal,
+    );
+    onOpen();
+    for await (const event of stream) {
+      // The server reports watch failures (410 Gone included) as an ERROR event carrying a Status.
+      if (event.type === "ERROR") throw new KubernetesApiError(event.code, event.message);
+      this.#current.resourceVersion = event.object.resourceVersion;
+      if (event.type === "ADDED" || event.type === "MODIFIED") await this.#consider(event.object);
+      if (event.type === "DELETED") {
+        this.report(
+          new ConfigError(
+            "SERVICE_CONFIG_CONFIGMAP",
+            `${this.#origin} was deleted; still running on the last configuration`,
+          ),
+        );
+      }
+      if (this.#signal.aborted) break;
+    }
+  }
+
+  /** Applies one new state of the ConfigMap: nothing, a live change, or a restart. */
+  async #consider(configMap: ConfigMapObject): Promise<void> {
+    const current = this.#current;
+    const text = configText(this.#target, configMap);
+    if (text instanceof ConfigError) return this.report(text);
     if (text === current.text) return;
     current.text = text;
     let next: Config;
     try {
-      next = await parseConfigText(text, origin, env, { source: "kubernetes" });
+      next = await parseConfigText(text, this.#origin, this.#env, { source: "kubernetes" });
     } catch (error) {
-      return report(error);
+      return this.report(error);
     }
-    if (signal.aborted) return;
+    if (this.#signal.aborted) return;
     const diff = diffConfig(current.config, next);
     if (diff.changed.length === 0) return;
+    const logged = { configMap: where(this.#target), changed: diff.changed };
     if (diff.restart.length > 0) {
       const reason = `configuration changed (${diff.restart.join(", ")})`;
-      logger.info({ configMap: where(target), changed: diff.changed }, `${reason}: restarting`);
-      abort.abort();
-      call("onRestartRequired", () => handlers.onRestartRequired(reason));
+      this.#logger.info(logged, `${reason}: restarting`);
+      this.#abort.abort();
+      this.#call("onRestartRequired", () => this.#handlers.onRestartRequired(reason));
       return;
     }
     current.config = next;
-    logger.info({ configMap: where(target), changed: diff.changed }, "configuration changed: applied live");
-    call("onChange", () => handlers.onChange(next, diff.live));
-  };
+    this.#logger.info(logged, "configuration changed: applied live");
+    this.#call("onChange", () => this.#handlers.onChange(next, diff.live));
+  }
 
-  const run = async (): Promise<void> => {
-    let delay = backoff.initial;
-    while (!signal.aborted) {
-      try {
-        if (current.resourceVersion === null) {
-          const configMap = await target.api.getConfigMap(target.namespace, target.name, signal);
-          current.resourceVersion = configMap.resourceVersion;
-          await consider(configMap);
-          if (signal.aborted) break;
-        }
-        const stream = await target.api.watchConfigMap(
-          target,
-          current.resourceVersion,
-          timeoutSeconds,
-          signal,
-        );
-        delay = backoff.initial;
-        for await (const event of stream) {
-          // The server reports watch failures (410 Gone included) as an ERROR event carrying a Status.
-          if (event.type === "ERROR") throw new KubernetesApiError(event.code, event.message);
-          current.resourceVersion = event.object.resourceVersion;
-          if (event.type === "ADDED" || event.type === "MODIFIED") await consider(event.object);
-          if (event.type === "DELETED") {
-            report(
-              new ConfigError(
-                "SERVICE_CONFIG_CONFIGMAP",
-                `${origin} was deleted; still running on the last configuration`,
-              ),
-            );
-          }
-          if (signal.aborted) break;
-        }
-        logger.debug({ configMap: where(target) }, "configuration watch ended; reconnecting");
-      } catch (error) {
-        if (signal.aborted) break;
-        if (error instanceof KubernetesApiError && error.status === 410) {
-          current.resourceVersion = null; // Gone: too old to resume from, read the ConfigMap afresh
-        } else {
-          report(new Error(`watching ${origin}: ${describeApiError(error)}; retrying in ${delay} ms`));
-          await sleep(delay, undefined, { signal }).catch(() => undefined);
-          delay = Math.min(delay * 2, backoff.max);
-          continue;
-        }
-      }
-      await sleep(backoff.initial, undefined, { signal }).catch(() => undefined);
+  /** Hands an error to onError, unless the watch was stopped. */
+  report(error: unknown): void {
+    if (this.#signal.aborted) return;
+    const e = error instanceof Error ? error : new Error(String(error));
+    this.#call("onError", () => this.#handlers.onError(e));
+  }
+
+  /** Calls a handler; one that throws is logged, it must not end the watch. */
+  #call(name: keyof ConfigWatchHandlers, invoke: () => void): void {
+    try {
+      invoke();
+    } catch (error) {
+      this.#logger.warn({ err: error }, `configuration watch: the ${name} handler failed`);
     }
-  };
+  }
 
-  const done = run().catch((error: unknown) => report(error));
-  return {
-    async stop() {
-      abort.abort();
-      await done;
-    },
-  };
+  #sleep(ms: number): Promise<void> {
+    return sleep(ms, undefined, { signal: this.#signal }).catch(() => undefined);
+  }
 }
