@@ -4,14 +4,18 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
+  type FastifySchemaCompiler,
+  type FastifySchemaValidationError,
   type RawServerDefault,
 } from "fastify";
+import type { TSchema } from "typebox";
+import { Compile } from "typebox/compile";
 import { ConfigError } from "../config/errors.js";
 import type { Logger } from "../log.js";
 import { installJsonBodyParser } from "./json-body.js";
@@ -79,6 +83,19 @@ function applySecurityHeaders(reply: FastifyReply, url: string): void {
   reply.header("content-security-policy", isDocsPath(url) ? DOCS_CSP : API_CSP);
   if (!reply.hasHeader("cache-control")) reply.header("cache-control", "no-store");
 }
+
+/**
+ * Checks request values exactly as they arrived. The type provider's own compiler converts path,
+ * query and header values first (`"1e0"` became 1, `"false"` became 0), so a malformed outlet
+ * index switched a real outlet (issue 14); here a string stays a string and must match its rule.
+ */
+export const strictValidator: FastifySchemaCompiler<TSchema> = ({ schema }) => {
+  const check = Compile(schema);
+  return (value: unknown) =>
+    check.Check(value)
+      ? { value }
+      : { error: check.Errors(value) as unknown as FastifySchemaValidationError[] };
+};
 
 /** The node:http server fastify would create (same options and timeouts), with `fastPath` in front. */
 function withFastPath(fastPath: FastPath) {
@@ -154,6 +171,10 @@ export function createHttpApp(
     childLoggerFactory: (parent) => parent,
     ...(fastPath === undefined ? {} : { serverFactory: withFastPath(fastPath) }),
     bodyLimit: BODY_LIMIT,
+    // Never converts a value, should a route ever fall back to fastify's own ajv (see strictValidator).
+    ajv: { customOptions: { coerceTypes: false } },
+    // A 128-byte id is up to 384 characters percent-encoded; the id rules check the decoded length.
+    routerOptions: { maxParamLength: 400 },
     // Node answers an HTTP/1.1 request without Host with a bare 400 of its own (no body, no
     // headers); the onRequest hook of installProblemHandling answers it as a problem instead.
     http: { requireHostHeader: false },
@@ -166,7 +187,7 @@ export function createHttpApp(
       void sendProblem(reply, problemForError(error) ?? problem(500, INTERNAL_ERROR_DETAIL));
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
-  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  app.setValidatorCompiler(strictValidator);
   installJsonBodyParser(app);
 
   app.addHook("onSend", (request, reply, payload, done) => {

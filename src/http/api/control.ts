@@ -23,26 +23,19 @@ import type { HttpApp } from "../common.js";
 import { problem, problemSentWith, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
 import { FailedKeyLimiter, keyMatcher } from "./key-guard.js";
+import { DeviceIdParam, GroupKeyParam, InstanceIdParam, isOutletIndex, OutletIndexParam } from "./params.js";
 import { INTERNAL_ERROR, json, problemResponse, RetryAfterHeader } from "./schemas.js";
 
 /** Retry-After of a 503 when the core gives none (seconds). */
 const DEFAULT_RETRY_AFTER = 5;
 
-const InstanceIdParam = Type.String({ minLength: 1, description: "Instance id" });
-
 const OutletParams = Type.Object({
   id: InstanceIdParam,
-  deviceId: Type.String({ minLength: 1, description: "The PDU's device id (e.g. A0AE260C851900C3)" }),
-  index: Type.Integer({ minimum: 0, description: "0-based outlet index (0 is the PDU's `Outlet 1`)" }),
+  deviceId: DeviceIdParam,
+  index: OutletIndexParam,
 });
 
-const GroupParams = Type.Object({
-  id: InstanceIdParam,
-  groupKey: Type.String({
-    minLength: 1,
-    description: "OneView group key (`total`, `2`, ...), case-insensitive",
-  }),
-});
+const GroupParams = Type.Object({ id: InstanceIdParam, groupKey: GroupKeyParam });
 
 const OutletBody = Type.Object(
   { action: Type.Enum([...OUTLET_ACTIONS], { description: "What to do with the outlet" }) },
@@ -80,9 +73,9 @@ type Params = Readonly<Record<string, string | undefined>>;
 
 function targetOf(params: Params): ControlTarget | null {
   if (params.groupKey !== undefined) return { kind: "group", groupKey: params.groupKey };
-  const index = Number(params.index);
-  if (params.deviceId === undefined || !Number.isInteger(index) || index < 0) return null;
-  return { kind: "outlet", deviceId: params.deviceId, index };
+  if (params.deviceId === undefined || params.index === undefined || !isOutletIndex(params.index))
+    return null;
+  return { kind: "outlet", deviceId: params.deviceId, index: Number(params.index) };
 }
 
 /** The action named in a parsed body, if it is one this API knows (unknown strings are not logged). */
@@ -238,7 +231,8 @@ export function registerControlRoutes(app: HttpApp, deps: HttpDeps): void {
         request,
         reply,
         request.params.id,
-        { kind: "outlet", deviceId: request.params.deviceId, index: request.params.index },
+        // The pattern admits plain decimal only, so Number() reads it exactly.
+        { kind: "outlet", deviceId: request.params.deviceId, index: Number(request.params.index) },
         request.body.action,
       ),
   );
