@@ -20,10 +20,12 @@ import {
   type PduScheme,
 } from "./schema.js";
 import {
+  API_KEY_VARIABLE,
   instanceVariableId,
   instanceVariablePrefix,
   ioReason,
   mergeSecrets,
+  MQTT_VARIABLE_PREFIX,
   PDU_VARIABLE_PREFIX,
   secretInConfigMap,
   type Env,
@@ -175,6 +177,7 @@ export async function parseConfigText(
     origin,
   };
   checkCrossFieldRules(config, yaml, fail);
+  checkSecretRules(config, env, fail);
   await checkCaFiles(config, fail);
   return config;
 }
@@ -271,6 +274,37 @@ function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail): voi
 }
 
 const nonEmpty = (value: string | null): boolean => value !== null && value !== "";
+
+/** Shortest API key accepted, in characters (contract §7). */
+export const MIN_API_KEY_LENGTH = 16;
+
+/**
+ * Secrets that could never work as set (issue 14, item 11): an API key that is short enough to
+ * guess or holds whitespace (a key of " " can never be sent), and an MQTT password without a user
+ * name (MQTT 3.1.1 cannot send it, so the bridge silently never connected). Named where they came
+ * from (the variable or the file's key); the value is never repeated.
+ */
+function checkSecretRules(config: Config, env: Env, fail: Fail): void {
+  const key = config.Api.ApiKey;
+  if (key !== "" && ([...key].length < MIN_API_KEY_LENGTH || /\s/u.test(key))) {
+    const problem =
+      `the API key must be at least ${MIN_API_KEY_LENGTH} characters without whitespace ` +
+      `(got ${[...key].length} characters${/\s/u.test(key) ? " with whitespace" : ""}); ` +
+      "generate one, e.g. with `openssl rand -hex 24`";
+    const variable = [`${API_KEY_VARIABLE}_FILE`, API_KEY_VARIABLE].find((v) => (env[v] ?? "") !== "");
+    if (variable !== undefined) throw new ConfigError(variable, problem);
+    throw fail(["Api", "ApiKey"], problem);
+  }
+  const { Username, Password } = config.Mqtt.Credentials;
+  if (nonEmpty(Password) && !nonEmpty(Username)) {
+    throw fail(
+      ["Mqtt", "Credentials", "Username"],
+      `is required when an MQTT password is set (Mqtt.Credentials.Password or ${MQTT_VARIABLE_PREFIX}_PASSWORD); ` +
+        `set it here or with ${MQTT_VARIABLE_PREFIX}_USERNAME`,
+      ["Mqtt", "Credentials"],
+    );
+  }
+}
 
 async function checkCaFiles(config: Config, fail: Fail): Promise<void> {
   const files: [KeyPath, string | null][] = [
