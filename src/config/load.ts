@@ -252,6 +252,13 @@ function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail): voi
     }
   }
 
+  if (config.Http.HeadersTimeout > config.Http.RequestTimeout) {
+    throw fail(
+      ["Http", "HeadersTimeout"],
+      `must not be longer than Http.RequestTimeout (${config.Http.RequestTimeout}): the headers are part of the request`,
+    );
+  }
+
   if (embedded && config.Mqtt.Connection.ProtocolVersion === 5) {
     throw fail(
       ["Mqtt", "Connection", "ProtocolVersion"],

@@ -222,6 +222,41 @@ export const ConfigSchema = Type.Object(
         description: "The health listener (/healthz, /readyz, /health/integrations)",
       },
     ),
+    Http: Type.Object(
+      {
+        RequestTimeout: Type.Number({
+          exclusiveMinimum: 0,
+          maximum: 3600,
+          default: 30,
+          description:
+            "Seconds a client has to send a whole request (headers and body); then the connection is closed",
+        }),
+        HeadersTimeout: Type.Number({
+          exclusiveMinimum: 0,
+          maximum: 3600,
+          default: 10,
+          description:
+            "Seconds a client has to send a request's headers (also the time a new connection may stay silent); at most RequestTimeout",
+        }),
+        KeepAliveTimeout: Type.Number({
+          exclusiveMinimum: 0,
+          maximum: 3600,
+          default: 5,
+          description: "Seconds an idle keep-alive connection is kept open between requests",
+        }),
+        MaxConnections: Type.Integer({
+          minimum: 1,
+          maximum: 1000000,
+          default: 1024,
+          description: "Open connections each listener accepts at most; further ones are closed at once",
+        }),
+      },
+      {
+        additionalProperties: false,
+        default: {},
+        description: "Limits of both HTTP listeners (REST API and health), against slow or idle clients",
+      },
+    ),
     Logging: Type.Object(
       {
         Level: Type.Enum(LogLevels, { default: "info", description: "Least severe level logged" }),

@@ -261,6 +261,19 @@ const CASES: readonly Case[] = [
     says: "SERVICE_MQTT_USERNAME",
   },
   {
+    name: "HTTP headers timeout longer than the request timeout",
+    yaml: `${PDU}Http:\n  RequestTimeout: 5\n  HeadersTimeout: 6\n`,
+    key: "Http.HeadersTimeout",
+    line: 7,
+    says: "must not be longer than Http.RequestTimeout (5)",
+  },
+  {
+    name: "HTTP connection cap of 0",
+    yaml: `${PDU}Http: { MaxConnections: 0 }\n`,
+    key: "Http.MaxConnections",
+    says: "must be >= 1",
+  },
+  {
     name: "per-instance secret _FILE missing",
     yaml: PDU,
     env: { SERVICE_PDU_RACK_A_PASSWORD_FILE: "/nonexistent/pw" },

@@ -9,6 +9,7 @@ import {
   API_JSON_HEADERS,
   createHttpApp,
   DOCS_PREFIX,
+  httpLimits,
   listen,
   type HttpApp,
   type RunningListener,
@@ -209,6 +210,7 @@ export async function buildApiServer(deps: HttpDeps): Promise<HttpApp> {
     "api",
     `the endpoints are listed in ${OPENAPI_PATH} and at ${DOCS_PREFIX}`,
     createFastReads(deps, bodies),
+    httpLimits(deps.config),
   );
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   await registerDocs(app);
