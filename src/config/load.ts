@@ -5,6 +5,7 @@
  */
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { isIP } from "node:net";
 import { dirname, resolve } from "node:path";
 import { Value } from "typebox/value";
 import { parseYaml, type KeyPath, type ParsedYaml } from "./document.js";
@@ -248,6 +249,16 @@ function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail): voi
       throw fail(
         named.path,
         `port ${named.port} is also used by ${other.path.join(".")}; each listener needs its own port`,
+      );
+    }
+  }
+
+  for (const [i, address] of config.Api.TrustedProxies.entries()) {
+    if (isIP(address) === 0) {
+      throw fail(
+        ["Api", "TrustedProxies", String(i)],
+        `must be an IP address written out, like 10.0.0.5 or fd00::5 (got ${showValue(address)}); names and ranges are not accepted`,
+        ["Api", "TrustedProxies"],
       );
     }
   }

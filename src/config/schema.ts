@@ -201,7 +201,13 @@ export const ConfigSchema = Type.Object(
         ApiKey: Type.String({
           default: "",
           description:
-            "Non-empty enables the control endpoints; a secret: set SERVICE_API_KEY or SERVICE_API_KEY_FILE instead",
+            "Non-empty (at least 16 characters, no whitespace) enables the control endpoints; a secret: set SERVICE_API_KEY or SERVICE_API_KEY_FILE instead",
+        }),
+        TrustedProxies: Type.Array(Type.String({ minLength: 1 }), {
+          default: [],
+          maxItems: 64,
+          description:
+            "Exact IP addresses of reverse proxies (e.g. the Ingress controller) whose X-Forwarded-For names the client, for the lock-out and the audit log; others' X-Forwarded-For is ignored",
         }),
       },
       { additionalProperties: false, default: {}, description: "The REST API listener" },

@@ -274,6 +274,18 @@ const CASES: readonly Case[] = [
     says: "must be >= 1",
   },
   {
+    name: "a trusted proxy that is not an IP address",
+    yaml: `${PDU}Api:\n  TrustedProxies: [10.0.0.5, ingress.lan]\n`,
+    key: "Api.TrustedProxies.1",
+    says: 'must be an IP address written out, like 10.0.0.5 or fd00::5 (got "ingress.lan")',
+  },
+  {
+    name: "a trusted proxy range",
+    yaml: `${PDU}Api: { TrustedProxies: [10.0.0.0/8] }\n`,
+    key: "Api.TrustedProxies.0",
+    says: "names and ranges are not accepted",
+  },
+  {
     name: "per-instance secret _FILE missing",
     yaml: PDU,
     env: { SERVICE_PDU_RACK_A_PASSWORD_FILE: "/nonexistent/pw" },

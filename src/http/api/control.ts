@@ -22,7 +22,7 @@ import {
 import type { HttpApp } from "../common.js";
 import { problem, problemSentWith, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
-import { FailedKeyLimiter, keyMatcher } from "./key-guard.js";
+import { clientAddressResolver, FailedKeyLimiter, keyMatcher } from "./key-guard.js";
 import { DeviceIdParam, GroupKeyParam, InstanceIdParam, isOutletIndex, OutletIndexParam } from "./params.js";
 import { INTERNAL_ERROR, json, problemResponse, RetryAfterHeader } from "./schemas.js";
 
@@ -102,13 +102,16 @@ export function registerControlRoutes(app: HttpApp, deps: HttpDeps): void {
   const matches = keyMatcher(configuredKey);
   const limiter = new FailedKeyLimiter(deps.now);
   const audited = new WeakSet<FastifyRequest>();
+  const resolveClient = clientAddressResolver(deps.config.Api.TrustedProxies);
+  const clientOf = (request: FastifyRequest): string =>
+    resolveClient(request.socket.remoteAddress, request.headers["x-forwarded-for"]);
 
   const audit = (request: FastifyRequest, status: number, action: string | null, detail?: string): void => {
     if (audited.has(request)) return;
     audited.add(request);
     const params = request.params as Params;
     auditControl(deps.logger, {
-      source: { surface: "rest", client: request.ip },
+      source: { surface: "rest", client: clientOf(request) },
       instanceId: params.id ?? null,
       target: targetOf(params),
       action,
@@ -126,7 +129,7 @@ export function registerControlRoutes(app: HttpApp, deps: HttpDeps): void {
       sendProblem(reply, problem(403, detail));
       return;
     }
-    const client = request.ip;
+    const client = clientOf(request);
     const lockedFor = limiter.retryAfter(client);
     if (lockedFor > 0) {
       const detail = `too many wrong API keys from ${client}; try again in ${lockedFor} s with the right X-Api-Key`;
@@ -135,7 +138,13 @@ export function registerControlRoutes(app: HttpApp, deps: HttpDeps): void {
     }
     const presented = request.headers["x-api-key"];
     if (typeof presented !== "string" || presented === "" || !matches(presented)) {
-      limiter.recordFailure(client);
+      if (!limiter.recordFailure(client)) {
+        // Every remembered address is locked out: no room to count this one, so refuse it.
+        const wait = limiter.fullRetryAfter();
+        const detail = `too many clients are sending wrong API keys; try again in ${wait} s with the right X-Api-Key`;
+        sendProblem(reply, problem(429, detail), { "retry-after": String(wait) });
+        return;
+      }
       const retry = limiter.retryAfter(client);
       if (retry > 0) {
         const detail = `too many wrong API keys from ${client}; try again in ${retry} s with the right X-Api-Key`;
@@ -178,7 +187,7 @@ export function registerControlRoutes(app: HttpApp, deps: HttpDeps): void {
       instanceId,
       target,
       action,
-      source: { surface: "rest", client: request.ip },
+      source: { surface: "rest", client: clientOf(request) },
     });
     audit(request, outcome.status, action, outcome.ok ? undefined : outcome.detail);
     if (!outcome.ok) {
