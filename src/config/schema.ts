@@ -102,6 +102,13 @@ export const MqttSchema = Type.Object(
           description: "Address the embedded broker listens on",
         }),
         Port: port("Port of the embedded broker", 1883),
+        MaxPacketSize: Type.Integer({
+          minimum: 1024,
+          maximum: 268435455,
+          default: 262144,
+          description:
+            "Largest MQTT packet (bytes) the embedded broker accepts from a client; a larger one closes the connection",
+        }),
       },
       {
         additionalProperties: false,
