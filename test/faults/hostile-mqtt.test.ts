@@ -42,6 +42,11 @@ function matches(filter: string, topic: string): boolean {
   return f.length === t.length && f.every((level, i) => level === "+" || level === t[i]);
 }
 const delivered = (topic: string) => FILTERS.some((f) => matches(f, topic));
+/** Topics only the bridge may publish at its embedded broker (src/mqtt/broker.ts). */
+const bridgeOnly = (topic: string) =>
+  /^pdu-bridge(\/[^/]*)?\/status$/.test(topic) ||
+  topic === "homeassistant" ||
+  (topic.startsWith("homeassistant/") && topic !== "homeassistant/status");
 
 const connect = (clientId: string): Promise<MqttClient> =>
   connectAsync({
@@ -252,9 +257,8 @@ const msgArb = (deviceId: string): fc.Arbitrary<Msg> =>
           `/${P}/lab/${deviceId}/outlets/0/set`,
           `${P}/lab/${deviceId}/outlet/0/set`,
           `${P}/lab`,
-          `${P}/status`,
-          `${P}/lab/status`,
-          "homeassistant/status/x",
+          `${P}/lab/x/status`,
+          "homeassistant/status",
           "🔌/⚡",
         ),
         fc
@@ -262,8 +266,9 @@ const msgArb = (deviceId: string): fc.Arbitrary<Msg> =>
           .filter((s) => !s.includes("+") && !s.includes("#")),
         fc.integer({ min: 1000, max: 60_000 }).map((n) => `${P}/${"t".repeat(n)}`),
       )
-      // `$` topics are the broker's own: publishing to one gets the client dropped (tested below).
-      .filter((topic) => !delivered(topic) && !topic.startsWith("$"))
+      // `$` topics are the broker's own and the bridge's status and discovery topics are reserved:
+      // publishing to one gets the client dropped (tested below).
+      .filter((topic) => !delivered(topic) && !topic.startsWith("$") && !bridgeOnly(topic))
       .map((topic) => ({
         label: "not a command topic",
         topic,
@@ -341,7 +346,7 @@ test("1 MB packets are over the embedded broker's MaxPacketSize: it drops that c
   assert.deepEqual(bridge.sim.writes(), []);
 });
 
-test("wildcards, too many levels or $SYS in a PUBLISH: the broker drops that client, the bridge hears nothing", async () => {
+test("wildcards, too many levels, $SYS or a bridge-only topic in a PUBLISH: the broker drops that client, the bridge hears nothing", async () => {
   const audits = bridge.log.audits.length;
   const topics = [
     `${P}/lab/+/outlets/0/reboot`,
@@ -352,6 +357,11 @@ test("wildcards, too many levels or $SYS in a PUBLISH: the broker drops that cli
     "+",
     `${P}/${"x/".repeat(120)}reboot`,
     `$SYS/${P}/lab/${bridge.deviceId}/outlets/0/reboot`,
+    // The bridge's own status and discovery topics at its embedded broker.
+    `${P}/status`,
+    `${P}/lab/status`,
+    "homeassistant/status/x",
+    `homeassistant/switch/${bridge.deviceId}_0/config`,
   ];
   for (const [n, topic] of topics.entries()) {
     const rogue = await connect(`rogue-${process.pid}-${n}`);
