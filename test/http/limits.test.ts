@@ -12,8 +12,8 @@ import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testki
 import { waitFor } from "../../testkit/wait.js";
 
 const KEY = "limits-test-key-0c9d4e2a";
-const REQUEST_TIMEOUT_S = 2;
-const HEADERS_TIMEOUT_S = 1;
+const REQUEST_TIMEOUT_S = 4;
+const HEADERS_TIMEOUT_S = 3;
 
 interface Dripper {
   readonly socket: net.Socket;
