@@ -2,6 +2,7 @@
  * The MQTT side of the service: embedded broker (when `Mqtt.Connection.Host` is omitted), the
  * connection, the publisher fed by the snapshot store, Home Assistant discovery and commands.
  */
+import { randomBytes } from "node:crypto";
 import type { Config } from "../config/schema.js";
 import type { ControlService } from "../control/types.js";
 import { describeError } from "../pdu/errors.js";
@@ -67,6 +68,8 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
 
   const commands = new CommandHandler({ topics, instances: config.instances, logger });
   let embedded: EmbeddedBroker | null = null;
+  // The bridge's password at its own embedded broker: only it may use its client id (issue 14).
+  const bridgeSecret = randomBytes(24).toString("base64url");
   if (mqtt.Connection.Host === null) {
     embedded = await startEmbeddedBroker({
       bind: mqtt.Embedded.Bind,
@@ -74,6 +77,10 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
       username: mqtt.Credentials.Username,
       password: mqtt.Credentials.Password,
       logger,
+      bridge: { clientId: mqtt.ClientId, secret: bridgeSecret },
+      parentTopic: mqtt.ParentTopic,
+      ...(ha.DiscoveryEnabled ? { discoveryPrefix: ha.DiscoveryTopic } : {}),
+      maxPacketSize: mqtt.Embedded.MaxPacketSize,
     });
   }
 
@@ -82,7 +89,13 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
   let connection: MqttConnection;
   try {
     connection = await MqttConnection.open({
-      config: mqtt,
+      config:
+        embedded === null
+          ? mqtt
+          : {
+              ...mqtt,
+              Credentials: { Username: mqtt.Credentials.Username ?? mqtt.ClientId, Password: bridgeSecret },
+            },
       ...(embedded === null
         ? {}
         : {
