@@ -8,7 +8,7 @@
 # Debian slim rather than Alpine: Node's official builds target glibc (the musl ones are
 # "experimental" tier), and slim is only some tens of MB larger. Stages:
 #   build   every dependency, compile TypeScript to dist/
-#   deps    production dependencies only
+#   deps    production dependencies only (no dev, no optional)
 #   runtime the two above plus package.json and config.schema.json, run as uid 10001
 # scripts/ci-prod-install.sh repeats the deps + runtime steps without a container engine.
 
@@ -29,10 +29,11 @@ COPY tsconfig.json ./
 COPY src ./src
 RUN npm run build
 
+# The only optional dependency is helm for the chart's tests (optional so that npm ci works on macOS).
 FROM ${BASE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
 
 FROM scratch AS app-registry
 COPY --from=deps /app/node_modules /app/node_modules

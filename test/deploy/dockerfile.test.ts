@@ -102,8 +102,9 @@ describe("Dockerfile", () => {
     assert.ok(appModules?.from !== undefined, `${app.name} copies node_modules from another stage`);
     const depsStage = stages.find((s) => s.name === appModules.from);
     assert.ok(
-      depsStage !== undefined && all(depsStage, "RUN").some((r) => /npm ci\b.*--omit=dev/.test(r.args)),
-      `stage ${appModules.from} installs with npm ci --omit=dev`,
+      depsStage !== undefined &&
+        all(depsStage, "RUN").some((r) => /npm ci\b.*--omit=dev\b.*--omit=optional\b/.test(r.args)),
+      `stage ${appModules.from} installs with npm ci --omit=dev --omit=optional (helm is optional)`,
     );
     for (const c of copies(app).filter((c) => c.from === "build")) {
       assert.deepEqual(c.sources, ["/app/dist/src"], "only the compiled service comes from the build stage");
