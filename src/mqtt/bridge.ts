@@ -2,7 +2,8 @@
  * The MQTT side of the service: embedded broker (when `Mqtt.Connection.Host` is omitted), the
  * connection, the publisher fed by the snapshot store, Home Assistant discovery and commands.
  */
-import type { Config, MqttConfig } from "../config/schema.js";
+import { randomBytes } from "node:crypto";
+import type { Config } from "../config/schema.js";
 import type { ControlService } from "../control/types.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
@@ -49,12 +50,14 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
   warnWhenSensorsExpireBetweenPolls(config, logger);
 
   const commands = new CommandHandler({ topics, instances: config.instances, logger });
-  const embedded = await startEmbeddedIfConfigured(config.Mqtt, logger);
+  // The bridge's password at its own embedded broker: only it may use its client id (issue 14).
+  const bridgeSecret = randomBytes(24).toString("base64url");
+  const embedded = await startEmbeddedIfConfigured(config, bridgeSecret, logger);
   // The publisher needs the connection and the connection's hooks need the publisher.
   let publisher: Publisher | null = null;
   let connection: MqttConnection;
   try {
-    connection = await connect(config, embedded, commands, () => publisher, logger);
+    connection = await connect(config, embedded, bridgeSecret, commands, () => publisher, logger);
   } catch (error) {
     await embedded?.close();
     throw error;
@@ -106,8 +109,17 @@ function warnWhenSensorsExpireBetweenPolls(config: Config, logger: Logger): void
   }
 }
 
-/** The embedded broker when `Mqtt.Connection.Host` is omitted, else null. */
-async function startEmbeddedIfConfigured(mqtt: MqttConfig, logger: Logger): Promise<EmbeddedBroker | null> {
+/**
+ * The embedded broker when `Mqtt.Connection.Host` is omitted, else null. The bridge connects to it
+ * with its client id and `bridgeSecret`.
+ */
+async function startEmbeddedIfConfigured(
+  config: Config,
+  bridgeSecret: string,
+  logger: Logger,
+): Promise<EmbeddedBroker | null> {
+  const mqtt = config.Mqtt;
+  const ha = config.HomeAssistant;
   if (mqtt.Connection.Host !== null) return null;
   return startEmbeddedBroker({
     bind: mqtt.Embedded.Bind,
@@ -115,6 +127,10 @@ async function startEmbeddedIfConfigured(mqtt: MqttConfig, logger: Logger): Prom
     username: mqtt.Credentials.Username,
     password: mqtt.Credentials.Password,
     logger,
+    bridge: { clientId: mqtt.ClientId, secret: bridgeSecret },
+    parentTopic: mqtt.ParentTopic,
+    ...(ha.DiscoveryEnabled ? { discoveryPrefix: ha.DiscoveryTopic } : {}),
+    maxPacketSize: mqtt.Embedded.MaxPacketSize,
   });
 }
 
@@ -125,14 +141,22 @@ async function startEmbeddedIfConfigured(mqtt: MqttConfig, logger: Logger): Prom
 function connect(
   config: Config,
   embedded: EmbeddedBroker | null,
+  bridgeSecret: string,
   commands: CommandHandler,
   publisher: () => Publisher | null,
   logger: Logger,
 ): Promise<MqttConnection> {
   const ha = config.HomeAssistant;
   const haStatusTopic = `${ha.DiscoveryTopic}/status`;
+  const mqtt = config.Mqtt;
   return MqttConnection.open({
-    config: config.Mqtt,
+    config:
+      embedded === null
+        ? mqtt
+        : {
+            ...mqtt,
+            Credentials: { Username: mqtt.Credentials.Username ?? mqtt.ClientId, Password: bridgeSecret },
+          },
     ...(embedded === null
       ? {}
       : {

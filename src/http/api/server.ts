@@ -9,6 +9,7 @@ import {
   API_JSON_HEADERS,
   createHttpApp,
   DOCS_PREFIX,
+  httpLimits,
   listen,
   type HttpApp,
   type RunningListener,
@@ -227,6 +228,7 @@ export async function buildApiServer(deps: HttpDeps): Promise<HttpApp> {
     "api",
     `the endpoints are listed in ${OPENAPI_PATH} and at ${DOCS_PREFIX}`,
     deps.metrics?.wrapFastPath("api", fastReads) ?? fastReads,
+    httpLimits(deps.config),
   );
   deps.metrics?.instrument(app, "api");
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
