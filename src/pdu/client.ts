@@ -285,11 +285,6 @@ export class GeistClient {
     await this.write(target, "reset", { target: "energy" }, signal);
   }
 
-  /** Changes outlet settings: `label`, `onDelay`/`offDelay`/`rebootDelay`, `poaAction`. */
-  async setOutlet(target: OutletTarget, data: Record<string, unknown>, signal?: AbortSignal): Promise<void> {
-    await this.write(target, "set", data, signal);
-  }
-
   /** Closes every connection; requests still in flight fail. */
   async close(): Promise<void> {
     this.#closed = true;
