@@ -1,4 +1,4 @@
-/** The one builder of model snapshots for tests that need no PDU on the wire (single units and OneView clusters). */
+/** Builders of model snapshots for the MQTT tests (single units and OneView clusters). */
 import type {
   Alarm,
   Device,
@@ -222,6 +222,8 @@ export function cluster(instanceId: string, masterId: string, memberId: string):
 }
 
 /**
+ * (This file is the tests' one snapshot builder, not only the MQTT tests'.)
+ *
  * A minimal snapshot at `timestamp`: one device `DEV0` without entities, whose outlets have the
  * given states and only a realPower measurement (50 W when on, else 0).
  */
