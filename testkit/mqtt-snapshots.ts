@@ -1,4 +1,5 @@
 /** Builders of model snapshots for the MQTT tests (single units and OneView clusters). */
+import { VENDOR } from "./snapshots.js";
 import type {
   Alarm,
   Device,
@@ -152,6 +153,7 @@ export function snapshot(
     instanceId,
     timestamp,
     mode: groups.length > 0 ? "oneview" : "single",
+    vendor: VENDOR,
     system: devices[0]?.system ?? system("empty", "none"),
     devices: [...devices].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
     groups,

@@ -1,5 +1,8 @@
 /** Small builders of model snapshots for tests that do not need a PDU on the wire. */
-import type { Alarm, Device, Outlet, OutletState, PduSystem, Snapshot } from "../src/pdu/model.js";
+import type { Alarm, Device, Outlet, OutletState, PduSystem, Snapshot, Vendor } from "../src/pdu/model.js";
+
+/** The vendor a Geist unit's snapshots carry (what discovery names its maker). */
+export const VENDOR: Vendor = Object.freeze({ manufacturer: "Vertiv", groupModel: "OneView group" });
 
 export const CLEAR: Alarm = Object.freeze({ state: "none", severity: "alarm", raised: false });
 
@@ -50,5 +53,13 @@ export function snapshotWith(instanceId: string, timestamp: number, states: Outl
     outlets: states.map((s, i) => outlet(i, s)),
     entities: [],
   };
-  return { instanceId, timestamp, mode: "single", system: SYSTEM, devices: [device], groups: [] };
+  return {
+    instanceId,
+    timestamp,
+    mode: "single",
+    vendor: VENDOR,
+    system: SYSTEM,
+    devices: [device],
+    groups: [],
+  };
 }

@@ -22,7 +22,7 @@
  */
 import type { Config, InstanceConfig } from "../config/schema.js";
 import type { Logger } from "../log.js";
-import type { GeistClient, OutletTarget } from "../pdu/client.js";
+import type { OutletTarget, PduDriver } from "../pdu/driver.js";
 import { describeError, isPduError } from "../pdu/errors.js";
 import { findDevice, findGroup, type Snapshot } from "../pdu/model.js";
 import { nameProblem, quoteName } from "../pdu/names.js";
@@ -50,8 +50,8 @@ export const STOPPING_RETRY_AFTER = 5;
 /** How long a stop lets writes in flight finish before they are cut and reported outcome unknown (ms). */
 export const STOP_BUDGET_MS = 2000;
 
-/** The writes the core uses; every GeistClient fits. */
-export type ControlClient = Pick<GeistClient, "controlOutlet" | "resetOutletEnergy">;
+/** The writes the core uses; every PduDriver fits. */
+export type ControlClient = Pick<PduDriver, "controlOutlet" | "resetOutletEnergy" | "setOutletSettings">;
 
 export interface ControlDeps {
   readonly config: Config;

@@ -11,7 +11,7 @@
  * device but creates no new entities.
  */
 import { createHash } from "node:crypto";
-import { RAISED_ALARM_STATES, type Snapshot } from "../pdu/model.js";
+import { RAISED_ALARM_STATES, type Snapshot, type Vendor } from "../pdu/model.js";
 import type { TopicIdGuard, Topics } from "./topics.js";
 
 /**
@@ -67,6 +67,8 @@ export interface DiscoveryShape {
   readonly groups: readonly GroupShape[];
   /** The device OneView groups hang from: the polled unit's own device, else the first. */
   readonly masterDeviceId: string | null;
+  /** Manufacturer and group model, from the driver that made the snapshot. */
+  readonly vendor: Vendor;
 }
 
 export function discoveryShape(instanceId: string, snapshot: Snapshot, guard: TopicIdGuard): DiscoveryShape {
@@ -105,7 +107,8 @@ export function discoveryShape(instanceId: string, snapshot: Snapshot, guard: To
         .map((m) => ({ key: m.key, type: m.type, units: m.units })),
     }));
   const direct = snapshot.devices.find((d) => d.route === null && devices.some((s) => s.id === d.id));
-  return { devices, groups, masterDeviceId: direct?.id ?? devices[0]?.id ?? null };
+  const vendor = { manufacturer: snapshot.vendor.manufacturer, groupModel: snapshot.vendor.groupModel };
+  return { devices, groups, masterDeviceId: direct?.id ?? devices[0]?.id ?? null, vendor };
 }
 
 /**
@@ -201,7 +204,8 @@ export function buildDiscovery(
   const deviceIdentifier = (id: string) => `${nodeId}_device_${idPart(id)}`;
 
   for (const d of shape.devices) {
-    const manufacturer = d.oem === "" ? "Vertiv" : `Vertiv (${d.oem})`;
+    const maker = shape.vendor.manufacturer;
+    const manufacturer = d.oem === "" ? maker : `${maker} (${d.oem})`;
     const pdu = JSON.stringify({
       identifiers: [deviceIdentifier(d.id)],
       name: d.name,
@@ -293,8 +297,8 @@ export function buildDiscovery(
     const group = JSON.stringify({
       identifiers: [`${nodeId}_group_${idPart(g.key)}`],
       name: g.name,
-      manufacturer: "Vertiv",
-      model: "OneView group",
+      manufacturer: shape.vendor.manufacturer,
+      model: shape.vendor.groupModel,
       ...(shape.masterDeviceId === null ? {} : { via_device: deviceIdentifier(shape.masterDeviceId) }),
     });
     for (const m of g.measurements) {

@@ -13,7 +13,7 @@ import { after, before, test } from "node:test";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { startApiServer } from "../../src/http/api/server.js";
 import type { RunningListener } from "../../src/http/common.js";
-import { parseApiTree } from "../../src/pdu/parse.js";
+import { parseApiTree } from "../../src/pdu/geist/parse.js";
 import { singleUnitTree } from "../../testkit/fixtures/geist-trees.js";
 import { configFrom, harness } from "../../testkit/http-harness.js";
 

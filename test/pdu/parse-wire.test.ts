@@ -6,7 +6,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { parseApiTree, parseOneView, MAX_PARSE_WARNINGS } from "../../src/pdu/parse.js";
+import { parseApiTree, parseOneView, MAX_PARSE_WARNINGS } from "../../src/pdu/geist/parse.js";
 import { ParseError } from "../../src/pdu/errors.js";
 import { findGroup, type Snapshot } from "../../src/pdu/model.js";
 import { renderSnapshot } from "../../testkit/fixtures/render.js";

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { parseApiTree, parseOneView } from "../../src/pdu/parse.js";
+import { parseApiTree, parseOneView } from "../../src/pdu/geist/parse.js";
 import { ParseError } from "../../src/pdu/errors.js";
 import { compareKeys, findGroup, type Device, type Snapshot } from "../../src/pdu/model.js";
 import {
