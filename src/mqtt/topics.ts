@@ -10,11 +10,15 @@
  */
 import { createHash } from "node:crypto";
 import type { Logger } from "../log.js";
+import { mqttLevels } from "../control/commands.js";
 import type { ControlTarget } from "../control/types.js";
 import { forbiddenCharacter, nameProblem, quoteName } from "../pdu/names.js";
 
-export const OUTLET_COMMANDS = ["set", "reboot", "resetStats"] as const;
-export type OutletCommand = (typeof OUTLET_COMMANDS)[number];
+/** Command topic levels of an outlet and of a group (from the command table, src/control/commands.ts). */
+export const OUTLET_COMMANDS: readonly string[] = mqttLevels("outlet");
+export const GROUP_COMMANDS: readonly string[] = mqttLevels("group");
+/** A command topic's last level (`set`, `reboot`, `resetStats`). */
+export type OutletCommand = string;
 
 /** Outlet indexes as the PDU writes map keys: 0-based, no sign, no leading zeros. */
 const INDEX = /^(0|[1-9][0-9]{0,8})$/;
@@ -111,7 +115,7 @@ export type ParsedCommand =
       readonly ok: true;
       readonly instanceId: string;
       readonly target: ControlTarget;
-      /** `set` for groups. */
+      /** The topic's last level: which commands its payload may name (src/control/commands.ts). */
       readonly command: OutletCommand;
     }
   | { readonly ok: false; readonly instanceId: string | null; readonly reason: string };
@@ -167,15 +171,15 @@ export class Topics {
     return `${this.parent}/${instanceId}/${deviceId}/outlets/${index}/${command}`;
   }
 
-  groupCommand(instanceId: string, groupKey: string): string {
-    return `${this.parent}/${instanceId}/groups/${groupKey}/set`;
+  groupCommand(instanceId: string, groupKey: string, command: OutletCommand = "set"): string {
+    return `${this.parent}/${instanceId}/groups/${groupKey}/${command}`;
   }
 
   /** Subscriptions that receive every command topic of one instance (and nothing it publishes). */
   commandSubscriptions(instanceId: string): string[] {
     return [
       ...OUTLET_COMMANDS.map((c) => `${this.parent}/${instanceId}/+/outlets/+/${c}`),
-      `${this.parent}/${instanceId}/groups/+/set`,
+      ...GROUP_COMMANDS.map((c) => `${this.parent}/${instanceId}/groups/+/${c}`),
     ];
   }
 
@@ -187,8 +191,14 @@ export class Topics {
     if (levels.some((l) => topicUnsafe(l) !== null)) {
       return refuse(instanceId === "" ? null : instanceId, "empty, wildcard or unsafe topic level");
     }
-    if (levels.length === 4 && levels[1] === "groups" && levels[3] === "set") {
-      return { ok: true, instanceId, target: { kind: "group", groupKey: levels[2] ?? "" }, command: "set" };
+    const groupCommand = levels.length === 4 && levels[1] === "groups" ? levels[3] : undefined;
+    if (groupCommand !== undefined && GROUP_COMMANDS.includes(groupCommand)) {
+      return {
+        ok: true,
+        instanceId,
+        target: { kind: "group", groupKey: levels[2] ?? "" },
+        command: groupCommand,
+      };
     }
     if (levels.length === 5 && levels[2] === "outlets") {
       const deviceId = levels[1] ?? "";

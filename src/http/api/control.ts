@@ -12,6 +12,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import Type from "typebox";
 import { auditControl } from "../../control/audit.js";
+import { COMMAND_NAMES } from "../../control/commands.js";
 import {
   GROUP_ACTIONS,
   OUTLET_ACTIONS,
@@ -95,7 +96,7 @@ function targetOf(params: Params): ControlTarget | null {
 function actionOf(body: unknown): string | null {
   if (typeof body !== "object" || body === null || !("action" in body)) return null;
   const action = body.action;
-  return typeof action === "string" && (OUTLET_ACTIONS as readonly string[]).includes(action) ? action : null;
+  return typeof action === "string" && COMMAND_NAMES.includes(action) ? action : null;
 }
 
 const isJson = (contentType: string | undefined): boolean =>
