@@ -47,7 +47,7 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
   const ha = config.HomeAssistant;
   const topics = new Topics(mqtt.ParentTopic);
   const guard = new TopicIdGuard(logger);
-  const haStatusTopic = `${ha.DiscoveryTopic}/status`;
+  const haStatusTopic = Topics.homeAssistantStatus(ha.DiscoveryTopic);
 
   const refreshMs = refreshPeriodMs(ha.SensorExpireAfterSeconds);
   for (const instance of config.instances) {

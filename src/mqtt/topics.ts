@@ -110,6 +110,51 @@ export class TopicIdGuard {
   }
 }
 
+/**
+ * What a topic a poll publishes is for: one key per topic of an instance. The publisher's walk asks
+ * its {@link Track} for the slot of a key; {@link Topics.topic} names it.
+ */
+export type TopicKey =
+  | { readonly kind: "deviceState"; readonly deviceId: string }
+  | { readonly kind: "deviceAlarm"; readonly deviceId: string }
+  | { readonly kind: "outletState"; readonly deviceId: string; readonly index: number }
+  | { readonly kind: "outletLabel"; readonly deviceId: string; readonly index: number }
+  | {
+      readonly kind: "outletMeasurement";
+      readonly deviceId: string;
+      readonly index: number;
+      readonly type: string;
+    }
+  | {
+      readonly kind: "entityMeasurement";
+      readonly deviceId: string;
+      readonly entityKey: string;
+      readonly type: string;
+    }
+  | { readonly kind: "groupMeasurement"; readonly groupKey: string; readonly key: string };
+
+export type TopicKind = TopicKey["kind"];
+
+/** Whether two keys name the same topic (the track's check that a slot is still in its place). */
+export function sameTopicKey(a: TopicKey, b: TopicKey): boolean {
+  switch (a.kind) {
+    case "deviceState":
+    case "deviceAlarm":
+      return b.kind === a.kind && b.deviceId === a.deviceId;
+    case "outletState":
+    case "outletLabel":
+      return b.kind === a.kind && b.index === a.index && b.deviceId === a.deviceId;
+    case "outletMeasurement":
+      return b.kind === a.kind && b.index === a.index && b.type === a.type && b.deviceId === a.deviceId;
+    case "entityMeasurement":
+      return (
+        b.kind === a.kind && b.type === a.type && b.entityKey === a.entityKey && b.deviceId === a.deviceId
+      );
+    case "groupMeasurement":
+      return b.kind === a.kind && b.key === a.key && b.groupKey === a.groupKey;
+  }
+}
+
 export type ParsedCommand =
   | {
       readonly ok: true;
@@ -133,6 +178,31 @@ export class Topics {
   /** Bridge availability: `online` / `offline`, retained (also the last will). */
   bridgeStatus(): string {
     return `${this.parent}/status`;
+  }
+
+  /** Home Assistant's own status topic (`online` when it starts) under its discovery prefix. */
+  static homeAssistantStatus(discoveryPrefix: string): string {
+    return `${discoveryPrefix}/status`;
+  }
+
+  /** The topic of a key of instance `instanceId`. */
+  topic(instanceId: string, key: TopicKey): string {
+    switch (key.kind) {
+      case "deviceState":
+        return this.deviceState(instanceId, key.deviceId);
+      case "deviceAlarm":
+        return this.deviceAlarm(instanceId, key.deviceId);
+      case "outletState":
+        return this.outletState(instanceId, key.deviceId, key.index);
+      case "outletLabel":
+        return this.outletLabel(instanceId, key.deviceId, key.index);
+      case "outletMeasurement":
+        return this.outletMeasurement(instanceId, key.deviceId, key.index, key.type);
+      case "entityMeasurement":
+        return this.entityMeasurement(instanceId, key.deviceId, key.entityKey, key.type);
+      case "groupMeasurement":
+        return this.groupMeasurement(instanceId, key.groupKey, key.key);
+    }
   }
 
   instanceStatus(instanceId: string): string {
