@@ -4,12 +4,15 @@
  *   403 no API key configured → 401 key missing/wrong (429 once an address is locked out)
  *   → 415 not application/json → 400 bad JSON / bad action / extra property → the control core.
  *
- * The key checks and the media type run in an `onRequest` hook, before the body is read, so a
- * request with a wrong key is refused with 401 whatever its body. Everything else (instance,
+ * The routes are a fastify plugin ({@link controlRoutes}): its encapsulated context holds the key
+ * guard and the audit as hooks that apply to these routes only. The key checks and the media type
+ * run in its `onRequest` hook, before the body is read, so a request with a wrong key is refused
+ * with 401 whatever its body. Everything else (instance,
  * ActionsEnabled, snapshot, target, the PDU's answer) is decided by the control core; this file
  * only translates its outcome. Every request is audited exactly once, never with the key.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import Type from "typebox";
 import { auditControl } from "../../control/audit.js";
 import { COMMAND_NAMES } from "../../control/commands.js";
@@ -20,7 +23,6 @@ import {
   type ControlTarget,
   type OutletResult,
 } from "../../control/types.js";
-import type { HttpApp } from "../common.js";
 import { problem, PROBLEM_TYPE_PREFIX, problemSentWith, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
 import { FailedKeyLimiter, keyMatcher } from "./key-guard.js";
@@ -111,7 +113,15 @@ function outletResults(outlets: readonly OutletResult[]) {
   }));
 }
 
-export function registerControlRoutes(app: HttpApp, deps: HttpDeps): void {
+export interface ControlRoutesOptions {
+  readonly deps: HttpDeps;
+}
+
+/**
+ * The control endpoints as a fastify plugin: register it (not wrapped in fastify-plugin) so that its
+ * key guard and audit hooks stay in its own context and never run for other routes.
+ */
+export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> = (app, { deps }, done) => {
   const configuredKey = deps.config.Api.ApiKey;
   const matches = keyMatcher(configuredKey);
   const limiter = new FailedKeyLimiter(deps.now);
@@ -239,11 +249,13 @@ export function registerControlRoutes(app: HttpApp, deps: HttpDeps): void {
     };
   };
 
+  // Scoped to this plugin's context: the read routes and the docs never see them.
+  app.addHook("onRequest", guard);
+  app.addHook("onResponse", auditOnResponse);
+
   app.post(
     "/api/v1/instances/:id/outlets/:deviceId/:index/control",
     {
-      onRequest: guard,
-      onResponse: auditOnResponse,
       schema: {
         summary: "Switch, reboot or reset the statistics of one outlet",
         description:
@@ -270,8 +282,6 @@ export function registerControlRoutes(app: HttpApp, deps: HttpDeps): void {
   app.post(
     "/api/v1/instances/:id/groups/:groupKey/control",
     {
-      onRequest: guard,
-      onResponse: auditOnResponse,
       schema: {
         summary: "Switch or reboot every outlet of a OneView group",
         description:
@@ -297,4 +307,5 @@ export function registerControlRoutes(app: HttpApp, deps: HttpDeps): void {
         request.body.action,
       ),
   );
-}
+  done();
+};
