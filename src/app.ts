@@ -21,6 +21,7 @@ import { createDriver } from "./pdu/drivers.js";
 import { Poller } from "./poller/scheduler.js";
 import { SnapshotStore } from "./poller/store.js";
 import { heapLimitMb, heapNeededMb } from "./runtime.js";
+import { ConsoleFeed } from "./ui/feed.js";
 
 export interface AppOptions {
   /** Logger to use (tests pass one that captures lines); default: pino on stdout at Logging.Level. */
@@ -51,6 +52,8 @@ export class App {
   readonly #parts: Part[] = [];
   #stopping: Promise<void> | null = null;
   readonly #online = new Set<string>();
+  /** The web console's live feed and outlet history (only with the REST API on). */
+  readonly console: ConsoleFeed | null;
 
   private constructor(config: Config, logger: Logger) {
     this.#config = config;
@@ -71,7 +74,7 @@ export class App {
       this.store,
       { logger },
     );
-    this.control = createControlService({
+    const control = createControlService({
       config,
       store: this.store,
       clients: this.clients,
@@ -79,6 +82,11 @@ export class App {
       logger,
       signal: this.#shutdown.signal,
     });
+    this.console = config.Api.Enabled
+      ? new ConsoleFeed({ store: this.store, config: () => this.config, logger })
+      : null;
+    // Control outcomes (REST and MQTT) also go to the console's event streams.
+    this.control = this.console ? this.console.observe(control) : control;
   }
 
   static async start(config: Config, options: AppOptions = {}): Promise<App> {
@@ -130,6 +138,7 @@ export class App {
       mqttStatus: () => mqtt.status(),
       homeAssistantStatus: () => mqtt.homeAssistant(),
       control: this.control,
+      ...(this.console ? { console: this.console } : {}),
     };
     if (this.config.Health.Enabled) {
       const health = await startHealthServer(deps);
@@ -214,6 +223,7 @@ export class App {
         this.logger.warn({ part: part.name, err: error }, "error while stopping");
       }
     }
+    this.console?.close();
     this.store.close();
     await Promise.allSettled([...this.clients.values()].map((c) => c.close()));
     this.logger.info("pdu-bridge stopped");

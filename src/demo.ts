@@ -149,6 +149,7 @@ pdu-bridge demo is running. Ctrl-C stops everything.
 
   Simulated OneView cluster  ${pduUrl}  (a master and 2 members; login admin/admin)
   Embedded MQTT broker       mqtt://${broker.host}:${broker.port}
+  Web console                ${api}/ui/
   REST API docs              ${api}/docs/v1
   Readings                   ${api}/api/v1/readings
   Readiness                  http://${HOST}:${healthPort ?? "?"}/readyz

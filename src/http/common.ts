@@ -48,6 +48,19 @@ export const DOCS_CSP =
   "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; " +
   "connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'";
 
+/** Paths of the web console (src/ui/). */
+export const CONSOLE_PREFIX = "/ui";
+
+/** For the web console: its own page, script, stylesheet and API only; nothing from elsewhere. */
+export const CONSOLE_CSP =
+  "default-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+export function isConsolePath(url: string): boolean {
+  return (
+    url === CONSOLE_PREFIX || url.startsWith(`${CONSOLE_PREFIX}/`) || url.startsWith(`${CONSOLE_PREFIX}?`)
+  );
+}
+
 const SECURITY_HEADERS = {
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
@@ -76,7 +89,10 @@ export function isDocsPath(url: string): boolean {
 /** The headers every response carries; static docs assets keep their own Cache-Control. */
 function applySecurityHeaders(reply: FastifyReply, url: string): void {
   reply.headers(SECURITY_HEADERS);
-  reply.header("content-security-policy", isDocsPath(url) ? DOCS_CSP : API_CSP);
+  reply.header(
+    "content-security-policy",
+    isDocsPath(url) ? DOCS_CSP : isConsolePath(url) ? CONSOLE_CSP : API_CSP,
+  );
   if (!reply.hasHeader("cache-control")) reply.header("cache-control", "no-store");
 }
 

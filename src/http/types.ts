@@ -4,6 +4,7 @@ import type { ControlService } from "../control/types.js";
 import type { Logger } from "../log.js";
 import type { HomeAssistantStatus, MqttStatus } from "../mqtt/types.js";
 import type { SnapshotStore } from "../poller/store.js";
+import type { ConsoleFeed } from "../ui/feed.js";
 
 export interface HttpDeps {
   readonly config: Config;
@@ -15,6 +16,8 @@ export interface HttpDeps {
   homeAssistantStatus(): HomeAssistantStatus;
   /** Present when control is wired (the control endpoints answer 403 while Api.ApiKey is empty). */
   readonly control?: ControlService;
+  /** The web console's live feed; the API listener makes its own when absent. */
+  readonly console?: ConsoleFeed;
   /** Clock, for tests of ages and readiness limits. */
   readonly now?: () => number;
 }

@@ -92,6 +92,11 @@ export class SnapshotStore {
     return this.#entries.get(id)?.status;
   }
 
+  /** The latest snapshot exactly as polled (no latches), or null before the first poll. */
+  polled(id: string): Snapshot | null {
+    return this.#entries.get(id)?.polled ?? null;
+  }
+
   /**
    * All instances in configuration order. The same array is returned until any status changes, so
    * callers may cache what they derive from it by its identity.

@@ -59,6 +59,12 @@ describe("pdu-bridge demo", () => {
     }
     assert.equal(ready, "READY");
 
+    // The printed web console answers its page.
+    const consoleUrl = (await printed(/Web console\s+(http:\S+)/))[1]!;
+    const page = await fetch(consoleUrl);
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /<script type="module" src="\/ui\/assets\/console-/);
+
     const target = curl.match(/outlets\/([^/]+)\/(\d+)\/control/)!;
     const { stdout: answer } = await run("sh", ["-c", curl]);
     assert.deepEqual(JSON.parse(answer), {

@@ -482,8 +482,10 @@ test("the OpenAPI 3.1 document is valid, complete and keeps the key secret", asy
     Object.entries(item).map(([method, op]) => ({ id: `${method.toUpperCase()} ${path}`, op })),
   );
   assert.deepEqual(operations.map((o) => o.id).sort(), [
+    "GET /api/v1/events",
     "GET /api/v1/health",
     "GET /api/v1/instances",
+    "GET /api/v1/instances/{id}/outlets/{deviceId}/{index}/history",
     "GET /api/v1/readings",
     "GET /api/v1/snapshots",
     "GET /openapi/v1.json",

@@ -18,6 +18,8 @@ import type { HttpDeps } from "../types.js";
 import { createFastReads, createReadBodies, iso, type ReadBodies } from "./bodies.js";
 import { controlRoutes } from "./control.js";
 import { INTERNAL_ERROR, json, jsonArray, problemResponse, SHARED_SCHEMAS } from "./schemas.js";
+import { ConsoleFeed } from "../../ui/feed.js";
+import { registerConsole } from "../../ui/routes.js";
 
 export const OPENAPI_PATH = "/openapi/v1.json";
 
@@ -30,7 +32,8 @@ async function registerDocs(app: HttpApp): Promise<void> {
         version: "1.0.0",
         description:
           "Configured PDU instances, service health, snapshots and readings of Vertiv/Geist rack PDUs, " +
-          "and outlet and group control (enabled by an API key).",
+          "and outlet and group control (enabled by an API key). The web console, which shows the same " +
+          "live in a browser, is at [/ui/](/ui/).",
       },
       tags: [
         { name: "Status", description: "Instances, health and snapshot ages" },
@@ -216,6 +219,20 @@ export async function buildApiServer(deps: HttpDeps): Promise<HttpApp> {
   // Awaited, so its routes are added here and the OpenAPI document keeps its order.
   await app.register(controlRoutes, { deps });
   registerDocumentRoutes(app);
+  const feed =
+    deps.console ??
+    new ConsoleFeed({ store: deps.store, config: () => deps.config, logger: deps.logger, now: deps.now });
+  registerConsole(app, deps, feed);
+  // Open event streams would hold the listener's close: end them first.
+  app.addHook("preClose", (done) => {
+    feed.closeStreams();
+    done();
+  });
+  if (!deps.console)
+    app.addHook("onClose", (_app, done) => {
+      feed.close();
+      done();
+    });
   await app.ready();
   return app;
 }

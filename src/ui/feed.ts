@@ -1,0 +1,353 @@
+/**
+ * The console's live feed: turns store events into server-sent events for the open streams of
+ * `GET /api/v1/events` (`snapshot`, `status`, `control`), keeps the outlet power history, and observes
+ * the outcomes of control requests (REST and MQTT) by wrapping the control core.
+ *
+ * Bounded everywhere: at most `maxStreams` open streams (more are refused with 503); each event is
+ * serialised once, however many streams get it; a stream whose socket buffers more than
+ * `maxBufferedBytes` (a consumer that does not read) is closed, never buffered without bound. The
+ * page reconnects by itself and gets the full current state again on every connect.
+ */
+import type { ServerResponse } from "node:http";
+import type { Config } from "../config/schema.js";
+import type { ControlOutcome, ControlRequest, ControlService } from "../control/types.js";
+import type { Logger } from "../log.js";
+import type { Alarm, Measurement, PduSystem, ProxyRoute, Snapshot } from "../pdu/model.js";
+import type { InstanceStatus, SnapshotStore, StoreEvent } from "../poller/store.js";
+import { PowerHistory } from "./history.js";
+import type {
+  ControlEventData,
+  SnapshotEventData,
+  StatusEventData,
+  WireAlarm,
+  WireInstanceStatus,
+  WireMeasurement,
+  WireUnit,
+} from "./wire.js";
+
+export const DEFAULT_MAX_STREAMS = 64;
+/** What a stream may have queued in its socket before it counts as a consumer that does not read. */
+export const DEFAULT_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+const HEARTBEAT_MS = 15_000;
+/** How long the browser waits before reconnecting (the `retry:` field). */
+const RETRY_MS = 2_000;
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms));
+
+const wireAlarm = (a: Alarm): WireAlarm => ({ state: a.state, severity: a.severity, raised: a.raised });
+const wireMeasurements = (list: readonly Measurement[]): WireMeasurement[] =>
+  list.map((m) => ({
+    type: m.type,
+    value: m.value,
+    units: m.units,
+    alarm: m.alarm ? wireAlarm(m.alarm) : null,
+  }));
+const wireUnit = (system: PduSystem, route: ProxyRoute | null): WireUnit => ({
+  label: system.label,
+  model: system.model,
+  serialNumber: system.serialNumber,
+  macAddress: system.macAddress,
+  hostKey: route?.hostKey ?? null,
+});
+
+/** The `snapshot` event of an instance: `snapshot` with latches applied, `polled` as the PDU reported it. */
+export function snapshotEventData(
+  snapshot: Snapshot,
+  polled: Snapshot | null,
+  actionsEnabled: boolean,
+): SnapshotEventData {
+  return {
+    instanceId: snapshot.instanceId,
+    timestampUtc: iso(snapshot.timestamp),
+    mode: snapshot.mode,
+    actionsEnabled,
+    unit: wireUnit(snapshot.system, null),
+    devices: snapshot.devices.map((device, d) => {
+      // The store replaces only latched outlets' objects, so devices line up by position.
+      const reported = polled?.devices[d]?.id === device.id ? polled.devices[d] : undefined;
+      return {
+        id: device.id,
+        name: device.displayName,
+        state: device.state,
+        alarm: wireAlarm(device.alarm),
+        outletControlEnabled: device.outletControlEnabled,
+        unit: wireUnit(device.system, device.route),
+        outlets: device.outlets.map((outlet, o) => {
+          const was = reported?.outlets[o];
+          return {
+            index: outlet.index,
+            name: outlet.displayName,
+            state: outlet.state,
+            reported: was?.index === outlet.index ? was.state : outlet.state,
+            alarm: wireAlarm(outlet.alarm),
+            measurements: wireMeasurements(outlet.measurements),
+          };
+        }),
+        entities: device.entities.map((entity) => ({
+          key: entity.key,
+          name: entity.displayName,
+          alarm: wireAlarm(entity.alarm),
+          measurements: wireMeasurements(entity.measurements),
+        })),
+      };
+    }),
+    groups: snapshot.groups.map((group) => ({
+      key: group.key,
+      name: group.displayName,
+      state: group.state,
+      members: group.members.map((m) => ({ deviceId: m.deviceId, index: m.index })),
+      measurements: group.measurements.map((m) => ({ ...m })),
+    })),
+  };
+}
+
+function totalPower(snapshot: Snapshot): number | null {
+  let sum = 0;
+  let any = false;
+  for (const device of snapshot.devices) {
+    for (const outlet of device.outlets) {
+      const value = outlet.measurements.find((m) => m.type === "realPower")?.value;
+      if (typeof value === "number") {
+        sum += value;
+        any = true;
+      }
+    }
+  }
+  return any ? Math.round(sum * 100) / 100 : null;
+}
+
+export function instanceStatusData(status: InstanceStatus, config: Config): WireInstanceStatus {
+  const instance = config.instances.find((i) => i.id === status.id);
+  const snapshot = status.snapshot;
+  return {
+    id: status.id,
+    status: status.consecutiveFailures > 0 ? "failing" : snapshot ? "online" : "pending",
+    host: instance?.Connection.Host ?? "",
+    pollInterval: instance?.PollInterval ?? 0,
+    actionsEnabled: instance?.ActionsEnabled ?? false,
+    mode: snapshot?.mode ?? null,
+    lastPollUtc: isoOrNull(status.lastPollUtc),
+    lastSuccessUtc: isoOrNull(status.lastSuccessUtc),
+    lastError: status.lastError,
+    consecutiveFailures: status.consecutiveFailures,
+    devices: snapshot ? snapshot.devices.length : null,
+    outlets: snapshot ? snapshot.devices.reduce((n, d) => n + d.outlets.length, 0) : null,
+    powerW: snapshot ? totalPower(snapshot) : null,
+  };
+}
+
+const frame = (event: string, data: unknown): string => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+
+interface StreamFilter {
+  /** Snapshot events of this instance only; null: of every instance. */
+  readonly instanceId: string | null;
+  readonly snapshots: boolean;
+}
+
+interface Stream extends StreamFilter {
+  readonly response: ServerResponse;
+  /**
+   * Instances whose current snapshot is still to be sent after the connect (written one at a time,
+   * waiting for the socket to drain: a whole fleet's snapshots are megabytes). Live snapshot events
+   * of these are skipped: the backlog sends them fresh.
+   */
+  backlog: Set<string> | null;
+}
+
+export interface ConsoleFeedOptions {
+  readonly store: SnapshotStore;
+  /** The configuration in force (a getter: poll intervals may change live). */
+  readonly config: () => Config;
+  readonly logger: Logger;
+  readonly now?: () => number;
+  readonly maxStreams?: number;
+  readonly maxBufferedBytes?: number;
+}
+
+export class ConsoleFeed {
+  readonly history: PowerHistory;
+  readonly maxStreams: number;
+  readonly #options: ConsoleFeedOptions;
+  readonly #maxBuffered: number;
+  readonly #streams = new Set<Stream>();
+  readonly #unsubscribe: () => void;
+  #heartbeat: NodeJS.Timeout | null = null;
+  #closed = false;
+
+  constructor(options: ConsoleFeedOptions) {
+    this.#options = options;
+    this.maxStreams = options.maxStreams ?? DEFAULT_MAX_STREAMS;
+    this.#maxBuffered = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
+    this.history = new PowerHistory(
+      (id) => options.config().instances.find((i) => i.id === id)?.PollInterval ?? 5,
+    );
+    this.#unsubscribe = options.store.subscribe((event) => {
+      try {
+        this.#onStoreEvent(event);
+      } catch (error) {
+        options.logger.warn({ err: error }, "console feed: could not forward a store event");
+      }
+    });
+  }
+
+  get now(): number {
+    return (this.#options.now ?? Date.now)();
+  }
+
+  /** Open streams. */
+  get streams(): number {
+    return this.#streams.size;
+  }
+
+  /** The control core, with every outcome also sent as a `control` event. */
+  observe(control: ControlService): ControlService {
+    return {
+      execute: async (request: ControlRequest): Promise<ControlOutcome> => {
+        const outcome = await control.execute(request);
+        try {
+          this.#broadcast(frame("control", this.#controlData(request, outcome)));
+        } catch (error) {
+          this.#options.logger.warn({ err: error }, "console feed: could not send a control event");
+        }
+        return outcome;
+      },
+    };
+  }
+
+  /**
+   * Starts an event stream on `response` (headers not yet written), or returns false when
+   * `maxStreams` are open. Sends the current status of every instance and the wanted snapshots.
+   */
+  open(response: ServerResponse, headers: Record<string, string>, filter: StreamFilter): boolean {
+    if (this.#closed || this.#streams.size >= this.maxStreams) return false;
+    const stream: Stream = { response, ...filter, backlog: null };
+    this.#streams.add(stream);
+    response.on("close", () => this.#streams.delete(stream));
+    response.writeHead(200, headers);
+    const { store } = this.#options;
+    const config = this.#options.config();
+    let text = `retry: ${RETRY_MS}\n\n`;
+    text += frame("status", {
+      instances: store.list().map((s) => instanceStatusData(s, config)),
+    } satisfies StatusEventData);
+    this.#write(stream, text);
+    const backlog = store.list().filter((status) => status.snapshot && this.#wants(stream, status.id));
+    if (backlog.length > 0) {
+      stream.backlog = new Set(backlog.map((status) => status.id));
+      this.#sendBacklog(stream).catch((error: unknown) => {
+        this.#options.logger.warn({ err: error }, "console feed: could not send the current snapshots");
+        response.destroy();
+      });
+    }
+    this.#heartbeat ??= setInterval(() => this.#broadcast(": ping\n\n"), HEARTBEAT_MS).unref();
+    return true;
+  }
+
+  async #sendBacklog(stream: Stream): Promise<void> {
+    const { response } = stream;
+    for (const id of stream.backlog ?? []) {
+      if (response.destroyed || response.writableEnded) break;
+      stream.backlog?.delete(id);
+      const text = this.#snapshotFrame(id);
+      if (text !== "" && !response.write(text)) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            response.off("drain", done);
+            response.off("close", done);
+            resolve();
+          };
+          response.on("drain", done);
+          response.on("close", done);
+        });
+      }
+    }
+    stream.backlog = null;
+  }
+
+  /** Ends every stream and stops listening to the store (on shutdown). */
+  close(): void {
+    this.#closed = true;
+    this.closeStreams();
+    this.#unsubscribe();
+  }
+
+  /** Ends every open stream (the listener closes: nothing may hold its connections open). */
+  closeStreams(): void {
+    for (const stream of this.#streams) stream.response.end();
+    this.#streams.clear();
+    if (this.#heartbeat) clearInterval(this.#heartbeat);
+    this.#heartbeat = null;
+  }
+
+  #wants(stream: Stream, instanceId: string): boolean {
+    return stream.snapshots && (stream.instanceId === null || stream.instanceId === instanceId);
+  }
+
+  #snapshotFrame(instanceId: string): string {
+    const { store } = this.#options;
+    const status = store.get(instanceId);
+    if (!status?.snapshot) return "";
+    const actionsEnabled =
+      this.#options.config().instances.find((i) => i.id === instanceId)?.ActionsEnabled ?? false;
+    return frame("snapshot", snapshotEventData(status.snapshot, store.polled(instanceId), actionsEnabled));
+  }
+
+  #onStoreEvent(event: StoreEvent): void {
+    if (event.kind === "snapshot" && event.fromPoll) this.history.record(event.snapshot);
+    if (this.#streams.size === 0) return;
+    const status = this.#options.store.get(event.instanceId);
+    if (!status) return;
+    this.#broadcast(
+      frame("status", {
+        instances: [instanceStatusData(status, this.#options.config())],
+      } satisfies StatusEventData),
+    );
+    if (event.kind !== "snapshot") return;
+    let text: string | null = null; // serialised once, only when a stream wants it
+    for (const stream of [...this.#streams]) {
+      if (!this.#wants(stream, event.instanceId) || stream.backlog?.has(event.instanceId)) continue;
+      text ??= this.#snapshotFrame(event.instanceId);
+      this.#write(stream, text);
+    }
+  }
+
+  #controlData(request: ControlRequest, outcome: ControlOutcome): ControlEventData {
+    const target = request.target;
+    return {
+      instanceId: request.instanceId,
+      target:
+        target.kind === "outlet"
+          ? { kind: "outlet", deviceId: target.deviceId, index: target.index }
+          : { kind: "group", groupKey: target.groupKey },
+      action: request.action,
+      ok: outcome.ok,
+      status: outcome.status,
+      detail: outcome.ok ? null : outcome.detail,
+      source: request.source.surface,
+      atUtc: iso(this.now),
+    };
+  }
+
+  #broadcast(text: string): void {
+    for (const stream of [...this.#streams]) this.#write(stream, text);
+  }
+
+  /** Writes, or closes a stream that stopped reading (its socket buffer over the limit). */
+  #write(stream: Stream, text: string): void {
+    const response = stream.response;
+    if (response.destroyed || response.writableEnded) {
+      this.#streams.delete(stream);
+      return;
+    }
+    response.write(text);
+    if (response.writableLength > this.#maxBuffered) {
+      this.#streams.delete(stream);
+      this.#options.logger.warn(
+        { bufferedBytes: response.writableLength },
+        "console feed: closed an event stream whose client does not read",
+      );
+      response.destroy();
+    }
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * The page's only connections: the service's own REST API and event stream (same origin). The API
+ * key lives in sessionStorage only (gone when the tab closes) and is sent as X-Api-Key.
+ */
+import type { ControlEventData, OutletHistory, SnapshotEventData, StatusEventData } from "../wire.js";
+
+const KEY_ITEM = "pdu-bridge.apiKey";
+
+export const apiKey = {
+  get(): string | null {
+    try {
+      return sessionStorage.getItem(KEY_ITEM);
+    } catch {
+      return null;
+    }
+  },
+  set(key: string): void {
+    sessionStorage.setItem(KEY_ITEM, key);
+  },
+  clear(): void {
+    sessionStorage.removeItem(KEY_ITEM);
+  },
+};
+
+export interface ControlAnswer {
+  readonly ok: boolean;
+  readonly status: number;
+  /** The problem's detail when refused. */
+  readonly detail: string;
+}
+
+const seg = encodeURIComponent;
+
+/** POSTs a control action; never throws (a network failure is an answer too). */
+export async function control(
+  instanceId: string,
+  target: { deviceId: string; index: number } | { groupKey: string },
+  action: string,
+): Promise<ControlAnswer> {
+  const key = apiKey.get();
+  if (key === null) return { ok: false, status: 0, detail: "enter the API key first" };
+  const path =
+    "groupKey" in target
+      ? `/api/v1/instances/${seg(instanceId)}/groups/${seg(target.groupKey)}/control`
+      : `/api/v1/instances/${seg(instanceId)}/outlets/${seg(target.deviceId)}/${target.index}/control`;
+  try {
+    const response = await fetch(path, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": key },
+      body: JSON.stringify({ action }),
+      cache: "no-store",
+    });
+    if (response.ok) return { ok: true, status: response.status, detail: "" };
+    let detail = `HTTP ${response.status}`;
+    try {
+      const body = (await response.json()) as { detail?: unknown };
+      if (typeof body.detail === "string") detail = body.detail;
+    } catch {
+      // not a problem document: keep the status
+    }
+    return { ok: false, status: response.status, detail };
+  } catch {
+    return { ok: false, status: 0, detail: "the service did not answer; check the connection and try again" };
+  }
+}
+
+export async function outletHistory(
+  instanceId: string,
+  deviceId: string,
+  index: number,
+): Promise<OutletHistory | null> {
+  try {
+    const response = await fetch(
+      `/api/v1/instances/${seg(instanceId)}/outlets/${seg(deviceId)}/${index}/history`,
+      { cache: "no-store" },
+    );
+    return response.ok ? ((await response.json()) as OutletHistory) : null;
+  } catch {
+    return null;
+  }
+}
+
+export interface FeedHandlers {
+  status(this: void, data: StatusEventData): void;
+  snapshot(this: void, data: SnapshotEventData): void;
+  control(this: void, data: ControlEventData): void;
+  connection(this: void, live: boolean): void;
+}
+
+/**
+ * One event stream at a time. EventSource reconnects by itself after a dropped connection; when the
+ * service refused the stream (503: too many open) it gives up, so this reopens it a little later.
+ */
+export class Feed {
+  #source: EventSource | null = null;
+  #retry: number | undefined;
+  #query = "";
+  readonly #handlers: FeedHandlers;
+
+  constructor(handlers: FeedHandlers) {
+    this.#handlers = handlers;
+  }
+
+  /** Streams status and control events, plus the snapshots of `instanceId` (none when null). */
+  open(instanceId: string | null): void {
+    const query = instanceId === null ? "?snapshots=false" : `?instance=${seg(instanceId)}`;
+    if (this.#source && query === this.#query) return;
+    this.#query = query;
+    this.#connect();
+  }
+
+  #connect(): void {
+    this.#source?.close();
+    window.clearTimeout(this.#retry);
+    const source = new EventSource(`/api/v1/events${this.#query}`);
+    this.#source = source;
+    const parse =
+      <T>(handler: (data: T) => void) =>
+      (event: MessageEvent<string>) => {
+        try {
+          handler(JSON.parse(event.data) as T);
+        } catch (error) {
+          console.error("pdu-bridge console: bad event", error);
+        }
+      };
+    source.addEventListener("status", parse(this.#handlers.status));
+    source.addEventListener("snapshot", parse(this.#handlers.snapshot));
+    source.addEventListener("control", parse(this.#handlers.control));
+    source.addEventListener("open", () => this.#handlers.connection(true));
+    source.addEventListener("error", () => {
+      this.#handlers.connection(false);
+      if (source.readyState === EventSource.CLOSED && this.#source === source) {
+        this.#retry = window.setTimeout(() => this.#connect(), 5000);
+      }
+    });
+  }
+}

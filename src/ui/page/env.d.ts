@@ -1,0 +1,2 @@
+// Stylesheets are imported for esbuild, which emits them as the bundle's CSS file.
+declare module "*.css";

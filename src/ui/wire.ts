@@ -1,0 +1,141 @@
+/**
+ * What the web console receives (contract §9): the data of the server-sent events on
+ * `GET /api/v1/events` and the answer of the outlet history endpoint. Types only, shared by the
+ * service (src/ui/feed.ts) and the page (src/ui/page/), so both sides agree at compile time.
+ */
+
+export interface WireAlarm {
+  readonly state: string;
+  readonly severity: string;
+  readonly raised: boolean;
+}
+
+export interface WireMeasurement {
+  readonly type: string;
+  readonly value: number | null;
+  readonly units: string;
+  readonly alarm: WireAlarm | null;
+}
+
+export interface WireOutlet {
+  readonly index: number;
+  /** Display name: label, else name, else `Outlet <index+1>`. */
+  readonly name: string;
+  /** The state the service reports (a commanded on/off shows at once, latched until a poll agrees). */
+  readonly state: "on" | "off" | "unknown";
+  /** The state the PDU itself reported in the last poll. */
+  readonly reported: "on" | "off" | "unknown";
+  readonly alarm: WireAlarm;
+  readonly measurements: readonly WireMeasurement[];
+}
+
+export interface WireEntity {
+  readonly key: string;
+  readonly name: string;
+  readonly alarm: WireAlarm;
+  readonly measurements: readonly WireMeasurement[];
+}
+
+/** The PDU unit a device lives in (a OneView member, or the polled unit). */
+export interface WireUnit {
+  readonly label: string;
+  readonly model: string;
+  readonly serialNumber: string;
+  readonly macAddress: string;
+  /** The member's key in the master's host map; null for the polled unit itself. */
+  readonly hostKey: string | null;
+}
+
+export interface WireDevice {
+  readonly id: string;
+  readonly name: string;
+  readonly state: string;
+  readonly alarm: WireAlarm;
+  readonly outletControlEnabled: boolean;
+  readonly unit: WireUnit;
+  readonly outlets: readonly WireOutlet[];
+  readonly entities: readonly WireEntity[];
+}
+
+export interface WireGroupMeasurement {
+  readonly key: string;
+  readonly type: string;
+  readonly units: string;
+  readonly sum: number | null;
+  readonly avg: number | null;
+  readonly min: number | null;
+  readonly max: number | null;
+}
+
+export interface WireGroup {
+  readonly key: string;
+  readonly name: string;
+  readonly state: string;
+  readonly members: readonly { readonly deviceId: string; readonly index: number }[];
+  readonly measurements: readonly WireGroupMeasurement[];
+}
+
+/** Data of a `snapshot` event: the latest snapshot of one instance. */
+export interface SnapshotEventData {
+  readonly instanceId: string;
+  readonly timestampUtc: string;
+  readonly mode: "single" | "oneview";
+  readonly actionsEnabled: boolean;
+  readonly unit: WireUnit;
+  readonly devices: readonly WireDevice[];
+  readonly groups: readonly WireGroup[];
+}
+
+export type InstanceState = "online" | "failing" | "pending";
+
+export interface WireInstanceStatus {
+  readonly id: string;
+  /** `pending`: not polled successfully yet and no failure either. */
+  readonly status: InstanceState;
+  readonly host: string;
+  readonly pollInterval: number;
+  readonly actionsEnabled: boolean;
+  readonly mode: "single" | "oneview" | null;
+  readonly lastPollUtc: string | null;
+  readonly lastSuccessUtc: string | null;
+  readonly lastError: string | null;
+  readonly consecutiveFailures: number;
+  /** Devices in the latest snapshot; null before the first successful poll. */
+  readonly devices: number | null;
+  readonly outlets: number | null;
+  /** Sum of the outlets' `realPower` in watts; null when no outlet reports one. */
+  readonly powerW: number | null;
+}
+
+/** Data of a `status` event: every instance on connect, then the ones that changed. */
+export interface StatusEventData {
+  readonly instances: readonly WireInstanceStatus[];
+}
+
+/** Data of a `control` event: the outcome of a control request (REST or MQTT). */
+export interface ControlEventData {
+  readonly instanceId: string;
+  readonly target:
+    | { readonly kind: "outlet"; readonly deviceId: string; readonly index: number }
+    | { readonly kind: "group"; readonly groupKey: string };
+  readonly action: string;
+  readonly ok: boolean;
+  readonly status: number;
+  /** What went wrong; null when ok. */
+  readonly detail: string | null;
+  readonly source: "rest" | "mqtt";
+  readonly atUtc: string;
+}
+
+/** `GET /api/v1/instances/{id}/outlets/{deviceId}/{index}/history`. */
+export interface OutletHistory {
+  readonly instanceId: string;
+  readonly deviceId: string;
+  readonly index: number;
+  readonly type: "realPower";
+  readonly units: "W";
+  /** Epoch milliseconds of each poll, oldest first. */
+  readonly times: readonly number[];
+  /** Watts at each time; null where the outlet reported no number. */
+  readonly values: readonly (number | null)[];
+}
