@@ -11,6 +11,7 @@ import type { LiveChanges } from "./config/kubernetes.js";
 import type { Config } from "./config/schema.js";
 import { createLogger, type Logger } from "./log.js";
 import { createControlService, type ControlCore } from "./control/service.js";
+import type { ControlService } from "./control/types.js";
 import { startApiServer } from "./http/api/server.js";
 import type { RunningListener } from "./http/common.js";
 import { startHealthServer } from "./http/health/server.js";
@@ -42,7 +43,10 @@ export class App {
   /** One driver per instance (its PDU family, `Pdus.<id>.Driver`). */
   readonly clients: ReadonlyMap<string, PduDriver>;
   readonly startedAt = Date.now();
-  readonly control: ControlCore;
+  /** The control service the surfaces use (the core, observed by the console when it runs). */
+  readonly control: ControlService;
+  /** The control core itself, stopped first on shutdown. */
+  readonly #controlCore: ControlCore;
   /** Aborted on shutdown once control has stopped (a hard stop of anything still writing). */
   readonly #shutdown = new AbortController();
   #mqtt: MqttBridge | null = null;
@@ -86,6 +90,7 @@ export class App {
       ? new ConsoleFeed({ store: this.store, config: () => this.config, logger })
       : null;
     // Control outcomes (REST and MQTT) also go to the console's event streams.
+    this.#controlCore = control;
     this.control = this.console ? this.console.observe(control) : control;
   }
 
@@ -214,7 +219,7 @@ export class App {
     // Control first: nothing new is sent, and writes in flight get the stop budget to finish (what
     // is still unfinished then is reported as outcome unknown, never as "retry").
     this.#mqtt?.attachControl(null);
-    await Promise.all([this.control.stop(), this.poller.stop()]);
+    await Promise.all([this.#controlCore.stop(), this.poller.stop()]);
     this.#shutdown.abort();
     for (const part of [...this.#parts].reverse()) {
       try {
