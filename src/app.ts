@@ -43,9 +43,8 @@ export class App {
   /** One driver per instance (its PDU family, `Pdus.<id>.Driver`). */
   readonly clients: ReadonlyMap<string, PduDriver>;
   readonly startedAt = Date.now();
-  /** The control service the surfaces use (the core, observed by the console when it runs). */
+  /** What the surfaces (REST, MQTT) call: the core, observed by the console when it is on. */
   readonly control: ControlService;
-  /** The control core itself, stopped first on shutdown. */
   readonly #controlCore: ControlCore;
   /** Aborted on shutdown once control has stopped (a hard stop of anything still writing). */
   readonly #shutdown = new AbortController();
@@ -78,7 +77,7 @@ export class App {
       this.store,
       { logger },
     );
-    const control = createControlService({
+    this.#controlCore = createControlService({
       config,
       store: this.store,
       clients: this.clients,
@@ -86,11 +85,11 @@ export class App {
       logger,
       signal: this.#shutdown.signal,
     });
+    const control = this.#controlCore;
     this.console = config.Api.Enabled
       ? new ConsoleFeed({ store: this.store, config: () => this.config, logger })
       : null;
     // Control outcomes (REST and MQTT) also go to the console's event streams.
-    this.#controlCore = control;
     this.control = this.console ? this.console.observe(control) : control;
   }
 
