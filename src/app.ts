@@ -9,6 +9,7 @@
  */
 import type { LiveChanges } from "./config/kubernetes.js";
 import type { Config } from "./config/schema.js";
+import { observeControlAudit } from "./control/audit.js";
 import { createLogger, type Logger } from "./log.js";
 import { createControlService, type ControlCore } from "./control/service.js";
 import type { ControlService } from "./control/types.js";
@@ -16,6 +17,7 @@ import { startApiServer } from "./http/api/server.js";
 import type { RunningListener } from "./http/common.js";
 import { startHealthServer } from "./http/health/server.js";
 import type { HttpDeps } from "./http/types.js";
+import { BridgeMetrics } from "./metrics/bridge.js";
 import { startMqttBridge, type MqttBridge } from "./mqtt/bridge.js";
 import type { PduDriver } from "./pdu/driver.js";
 import { createDriver } from "./pdu/drivers.js";
@@ -57,6 +59,8 @@ export class App {
   readonly #online = new Set<string>();
   /** The web console's live feed and outlet history (only with the REST API on). */
   readonly console: ConsoleFeed | null;
+  /** null when Metrics.Enabled is false (then nothing is counted). */
+  readonly #metrics: BridgeMetrics | null = null;
 
   private constructor(config: Config, logger: Logger) {
     this.#config = config;
@@ -75,8 +79,28 @@ export class App {
         };
       }),
       this.store,
-      { logger },
+      { logger, onPollDone: (id, ms) => this.#metrics?.observePoll(id, ms) },
     );
+    if (config.Metrics.Enabled) {
+      const metrics = new BridgeMetrics({
+        store: this.store,
+        skippedPolls: (id) => this.poller.skippedPolls(id),
+        mqtt: () =>
+          this.#mqtt === null ? null : { ...this.#mqtt.traffic(), connected: this.#mqtt.status().connected },
+      });
+      this.#metrics = metrics;
+      const unobserve = observeControlAudit((e) =>
+        metrics.observeControl(e.source.surface, e.action, e.status),
+      );
+      this.#parts.push({
+        name: "metrics",
+        stop: () => {
+          unobserve();
+          metrics.close();
+          return Promise.resolve();
+        },
+      });
+    }
     this.#controlCore = createControlService({
       config,
       store: this.store,
@@ -143,6 +167,7 @@ export class App {
       homeAssistantStatus: () => mqtt.homeAssistant(),
       control: this.control,
       ...(this.console ? { console: this.console } : {}),
+      ...(this.#metrics === null ? {} : { metrics: this.#metrics }),
     };
     if (this.config.Health.Enabled) {
       const health = await startHealthServer(deps);

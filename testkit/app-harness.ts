@@ -42,7 +42,12 @@ export interface AppYamlOptions {
   /** `Pdus` entries from {@link pduYaml}. */
   readonly pdus: readonly string[];
   /** The REST API: off when undefined; `key` "" leaves control disabled. Port default 0. */
-  readonly api?: { readonly key: string; readonly bind?: string; readonly port?: number };
+  readonly api?: {
+    readonly key: string;
+    readonly bind?: string;
+    readonly port?: number;
+    readonly trustedProxies?: readonly string[];
+  };
   /** The health listener, default on, port default 0. */
   readonly health?: boolean | { readonly port: number };
   readonly parentTopic?: string;
@@ -60,7 +65,8 @@ export function appYaml(o: AppYamlOptions): string {
   lines.push(`  ParentTopic: ${q(o.parentTopic ?? "pdu-bridge")}`, "Pdus:", ...o.pdus);
   if (o.api !== undefined) {
     lines.push(
-      `Api: { Enabled: true, Bind: ${q(o.api.bind ?? "127.0.0.1")}, Port: ${o.api.port ?? 0}, ApiKey: ${q(o.api.key)} }`,
+      `Api: { Enabled: true, Bind: ${q(o.api.bind ?? "127.0.0.1")}, Port: ${o.api.port ?? 0}, ApiKey: ${q(o.api.key)}` +
+        `${o.api.trustedProxies === undefined ? "" : `, TrustedProxies: ${JSON.stringify(o.api.trustedProxies)}`} }`,
     );
   }
   const health =

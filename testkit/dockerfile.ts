@@ -88,3 +88,25 @@ export function envPairs(args: string): Map<string, string> {
   }
   return pairs;
 }
+
+/** The `ARG NAME=default` lines before the first FROM (the ones FROM lines may use), as a map. */
+export function globalArgs(text: string): Map<string, string | undefined> {
+  const args = new Map<string, string | undefined>();
+  for (const raw of text.split("\n")) {
+    const line = raw.trim();
+    if (/^FROM\s/i.test(line)) break;
+    const match = /^ARG\s+([A-Za-z_][A-Za-z0-9_]*)(?:=(\S*))?\s*$/i.exec(line);
+    if (match !== null) args.set(match[1]!, match[2]?.replace(/^"(.*)"$/, "$1"));
+  }
+  return args;
+}
+
+/** `${NAME}` and `$NAME` in `text` replaced from `args` (an unknown name throws). */
+export function substituteArgs(text: string, args: ReadonlyMap<string, string | undefined>): string {
+  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (_, braced, bare) => {
+    const name = (braced ?? bare) as string;
+    const value = args.get(name);
+    if (value === undefined) throw new Error(`the Dockerfile uses \${${name}} without a default`);
+    return value;
+  });
+}

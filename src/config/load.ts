@@ -5,6 +5,7 @@
  */
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { isIP } from "node:net";
 import { dirname, resolve } from "node:path";
 import { Value } from "typebox/value";
 import { parseYaml, type KeyPath, type ParsedYaml } from "./document.js";
@@ -20,10 +21,12 @@ import {
   type PduScheme,
 } from "./schema.js";
 import {
+  API_KEY_VARIABLE,
   instanceVariableId,
   instanceVariablePrefix,
   ioReason,
   mergeSecrets,
+  MQTT_VARIABLE_PREFIX,
   PDU_VARIABLE_PREFIX,
   secretInConfigMap,
   type Env,
@@ -175,6 +178,7 @@ export async function parseConfigText(
     origin,
   };
   checkCrossFieldRules(config, yaml, fail);
+  checkSecretRules(config, env, fail);
   await checkCaFiles(config, fail);
   return config;
 }
@@ -229,6 +233,10 @@ function checkInstanceIds(data: Record<string, unknown>, yaml: ParsedYaml, fail:
 
 function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail): void {
   const embedded = config.Mqtt.Connection.Host === null;
+  const healthPaths = ["/healthz", "/readyz", "/health/integrations"];
+  if (config.Metrics.Enabled && healthPaths.includes(config.Metrics.Path)) {
+    throw fail(["Metrics", "Path"], `${config.Metrics.Path} is a health endpoint; choose another path`);
+  }
 
   const listeners = [
     { path: ["Api", "Port"], port: config.Api.Port, on: config.Api.Enabled },
@@ -247,6 +255,23 @@ function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail): voi
         `port ${named.port} is also used by ${other.path.join(".")}; each listener needs its own port`,
       );
     }
+  }
+
+  for (const [i, address] of config.Api.TrustedProxies.entries()) {
+    if (isIP(address) === 0) {
+      throw fail(
+        ["Api", "TrustedProxies", String(i)],
+        `must be an IP address written out, like 10.0.0.5 or fd00::5 (got ${showValue(address)}); names and ranges are not accepted`,
+        ["Api", "TrustedProxies"],
+      );
+    }
+  }
+
+  if (config.Http.HeadersTimeout > config.Http.RequestTimeout) {
+    throw fail(
+      ["Http", "HeadersTimeout"],
+      `must not be longer than Http.RequestTimeout (${config.Http.RequestTimeout}): the headers are part of the request`,
+    );
   }
 
   if (embedded && config.Mqtt.Connection.ProtocolVersion === 5) {
@@ -271,6 +296,37 @@ function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail): voi
 }
 
 const nonEmpty = (value: string | null): boolean => value !== null && value !== "";
+
+/** Shortest API key accepted, in characters (contract §7). */
+export const MIN_API_KEY_LENGTH = 16;
+
+/**
+ * Secrets that could never work as set (issue 14, item 11): an API key that is short enough to
+ * guess or holds whitespace (a key of " " can never be sent), and an MQTT password without a user
+ * name (MQTT 3.1.1 cannot send it, so the bridge silently never connected). Named where they came
+ * from (the variable or the file's key); the value is never repeated.
+ */
+function checkSecretRules(config: Config, env: Env, fail: Fail): void {
+  const key = config.Api.ApiKey;
+  if (key !== "" && ([...key].length < MIN_API_KEY_LENGTH || /\s/u.test(key))) {
+    const problem =
+      `the API key must be at least ${MIN_API_KEY_LENGTH} characters without whitespace ` +
+      `(got ${[...key].length} characters${/\s/u.test(key) ? " with whitespace" : ""}); ` +
+      "generate one, e.g. with `openssl rand -hex 24`";
+    const variable = [`${API_KEY_VARIABLE}_FILE`, API_KEY_VARIABLE].find((v) => (env[v] ?? "") !== "");
+    if (variable !== undefined) throw new ConfigError(variable, problem);
+    throw fail(["Api", "ApiKey"], problem);
+  }
+  const { Username, Password } = config.Mqtt.Credentials;
+  if (nonEmpty(Password) && !nonEmpty(Username)) {
+    throw fail(
+      ["Mqtt", "Credentials", "Username"],
+      `is required when an MQTT password is set (Mqtt.Credentials.Password or ${MQTT_VARIABLE_PREFIX}_PASSWORD); ` +
+        `set it here or with ${MQTT_VARIABLE_PREFIX}_USERNAME`,
+      ["Mqtt", "Credentials"],
+    );
+  }
+}
 
 async function checkCaFiles(config: Config, fail: Fail): Promise<void> {
   const files: [KeyPath, string | null][] = [

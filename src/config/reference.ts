@@ -103,12 +103,14 @@ function typeText(node: SchemaNode): string {
   if (node.minLength === 1) limits.push("non-empty");
   if (node.maxLength !== undefined) limits.push(`at most ${node.maxLength} characters`);
   if (node.type === "object" && node.patternProperties !== undefined) return "map of instance id to PDU";
+  if (node.type === "array") return "list of strings";
   const name = node.type === "object" ? "mapping" : (node.type ?? "any");
   return limits.length === 0 ? name : `${name} (${limits.join(", ")})`;
 }
 
 function showDefault(value: unknown): string {
   if (isPlainObject(value)) return "";
+  if (Array.isArray(value)) return value.length === 0 ? "`[]`" : `\`${JSON.stringify(value)}\``;
   return `\`${value === "" ? '""' : scalarText(value)}\``;
 }
 

@@ -102,6 +102,13 @@ export const MqttSchema = Type.Object(
           description: "Address the embedded broker listens on",
         }),
         Port: port("Port of the embedded broker", 1883),
+        MaxPacketSize: Type.Integer({
+          minimum: 1024,
+          maximum: 268435455,
+          default: 262144,
+          description:
+            "Largest MQTT packet (bytes) the embedded broker accepts from a client; a larger one closes the connection",
+        }),
       },
       {
         additionalProperties: false,
@@ -210,7 +217,13 @@ export const ConfigSchema = Type.Object(
         ApiKey: Type.String({
           default: "",
           description:
-            "Non-empty enables the control endpoints; a secret: set SERVICE_API_KEY or SERVICE_API_KEY_FILE instead",
+            "Non-empty (at least 16 characters, no whitespace) enables the control endpoints; a secret: set SERVICE_API_KEY or SERVICE_API_KEY_FILE instead",
+        }),
+        TrustedProxies: Type.Array(Type.String({ minLength: 1 }), {
+          default: [],
+          maxItems: 64,
+          description:
+            "Exact IP addresses of reverse proxies (e.g. the Ingress controller) whose X-Forwarded-For names the client, for the lock-out and the audit log; others' X-Forwarded-For is ignored",
         }),
       },
       { additionalProperties: false, default: {}, description: "The REST API listener" },
@@ -229,6 +242,56 @@ export const ConfigSchema = Type.Object(
         additionalProperties: false,
         default: {},
         description: "The health listener (/healthz, /readyz, /health/integrations)",
+      },
+    ),
+    Metrics: Type.Object(
+      {
+        Enabled: Type.Boolean({
+          default: true,
+          description: "Serve Prometheus metrics on the health listener (needs Health.Enabled)",
+        }),
+        Path: Type.String({
+          pattern: "^/[A-Za-z0-9._~/-]*$",
+          maxLength: 128,
+          default: "/metrics",
+          description: "Path of the metrics endpoint on the health listener",
+        }),
+      },
+      { additionalProperties: false, default: {}, description: "Prometheus metrics (docs/metrics.md)" },
+    ),
+    Http: Type.Object(
+      {
+        RequestTimeout: Type.Number({
+          exclusiveMinimum: 0,
+          maximum: 3600,
+          default: 30,
+          description:
+            "Seconds a client has to send a whole request (headers and body); then the connection is closed",
+        }),
+        HeadersTimeout: Type.Number({
+          exclusiveMinimum: 0,
+          maximum: 3600,
+          default: 10,
+          description:
+            "Seconds a client has to send a request's headers (also the time a new connection may stay silent); at most RequestTimeout",
+        }),
+        KeepAliveTimeout: Type.Number({
+          exclusiveMinimum: 0,
+          maximum: 3600,
+          default: 5,
+          description: "Seconds an idle keep-alive connection is kept open between requests",
+        }),
+        MaxConnections: Type.Integer({
+          minimum: 1,
+          maximum: 1000000,
+          default: 1024,
+          description: "Open connections each listener accepts at most; further ones are closed at once",
+        }),
+      },
+      {
+        additionalProperties: false,
+        default: {},
+        description: "Limits of both HTTP listeners (REST API and health), against slow or idle clients",
       },
     ),
     Logging: Type.Object(

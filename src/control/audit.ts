@@ -18,7 +18,23 @@ export interface AuditEntry {
   readonly problem?: string;
 }
 
+/** Told of every audited attempt (the metrics count them); see {@link observeControlAudit}. */
+const observers = new Set<(entry: AuditEntry) => void>();
+
+/** Calls `observer` for every audited control attempt until the returned function is called. */
+export function observeControlAudit(observer: (entry: AuditEntry) => void): () => void {
+  observers.add(observer);
+  return () => observers.delete(observer);
+}
+
 export function auditControl(logger: Logger, entry: AuditEntry): void {
+  for (const observer of observers) {
+    try {
+      observer(entry);
+    } catch {
+      // Counting must never keep an attempt from its audit line.
+    }
+  }
   const line = {
     audit: "control",
     source: entry.source.surface,

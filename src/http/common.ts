@@ -4,15 +4,20 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
+  type FastifySchemaCompiler,
+  type FastifySchemaValidationError,
   type RawServerDefault,
 } from "fastify";
+import type { TSchema } from "typebox";
+import { Compile } from "typebox/compile";
 import { ConfigError } from "../config/errors.js";
+import type { Config } from "../config/schema.js";
 import type { Logger } from "../log.js";
 import { installJsonBodyParser } from "./json-body.js";
 import {
@@ -96,30 +101,85 @@ function applySecurityHeaders(reply: FastifyReply, url: string): void {
   if (!reply.hasHeader("cache-control")) reply.header("cache-control", "no-store");
 }
 
-/** The node:http server fastify would create (same options and timeouts), with `fastPath` in front. */
-function withFastPath(fastPath: FastPath) {
+/**
+ * Checks request values exactly as they arrived. The type provider's own compiler converts path,
+ * query and header values first (`"1e0"` became 1, `"false"` became 0), so a malformed outlet
+ * index switched a real outlet (issue 14); here a string stays a string and must match its rule.
+ */
+export const strictValidator: FastifySchemaCompiler<TSchema> = ({ schema }) => {
+  const check = Compile(schema);
+  return (value: unknown) =>
+    check.Check(value)
+      ? { value }
+      : { error: check.Errors(value) as unknown as FastifySchemaValidationError[] };
+};
+
+/**
+ * Limits against slow and idle clients (issue 14, item 9). Without them a connection dripping its
+ * headers or body, or sending nothing, stayed open for good (fastify's own request timeout is 0),
+ * and enough of them would exhaust the process's sockets.
+ */
+export interface HttpLimits {
+  /** Milliseconds to receive a whole request. */
+  readonly requestTimeoutMs: number;
+  /** Milliseconds to receive a request's headers (from the connection or the previous request). */
+  readonly headersTimeoutMs: number;
+  /** Milliseconds an idle keep-alive connection stays open. */
+  readonly keepAliveTimeoutMs: number;
+  /** Open connections at most; node closes further ones at once. */
+  readonly maxConnections: number;
+}
+
+/** The defaults of `Http.*`, for apps built without a configuration. */
+export const DEFAULT_LIMITS: HttpLimits = {
+  requestTimeoutMs: 30_000,
+  headersTimeoutMs: 10_000,
+  keepAliveTimeoutMs: 5_000,
+  maxConnections: 1024,
+};
+
+/** The limits of `Http.*` (seconds in the file). */
+export function httpLimits(config: Config): HttpLimits {
+  const http = config.Http;
+  return {
+    requestTimeoutMs: Math.round(http.RequestTimeout * 1000),
+    headersTimeoutMs: Math.round(http.HeadersTimeout * 1000),
+    keepAliveTimeoutMs: Math.round(http.KeepAliveTimeout * 1000),
+    maxConnections: http.MaxConnections,
+  };
+}
+
+/**
+ * The node:http server with the limits, and `fastPath` (if any) in front of fastify's handler.
+ * Node checks the request and header timeouts every `connectionsCheckingInterval` (30 s by
+ * default, which would let a 10 s timeout run 40 s), so it is checked at least every second.
+ */
+function serverFactory(limits: HttpLimits, fastPath?: FastPath) {
   return (
     handler: (request: IncomingMessage, response: ServerResponse) => void,
-    options: {
-      http?: object;
-      keepAliveTimeout?: number;
-      requestTimeout?: number;
-      connectionTimeout?: number;
-      maxRequestsPerSocket?: number;
-    },
+    options: { http?: object; maxRequestsPerSocket?: number },
   ) => {
-    const server = createServer(options.http ?? {}, (request, response) => {
-      let answered = false;
-      try {
-        answered = fastPath(request, response);
-      } catch {
-        // The route fails the same way and answers (and logs) it as a problem.
-      }
-      if (!answered) handler(request, response);
-    });
-    if (options.keepAliveTimeout !== undefined) server.keepAliveTimeout = options.keepAliveTimeout;
-    if (options.requestTimeout !== undefined) server.requestTimeout = options.requestTimeout;
-    server.setTimeout(options.connectionTimeout ?? 0);
+    const server = createServer(
+      {
+        ...(options.http ?? {}),
+        requestTimeout: limits.requestTimeoutMs,
+        headersTimeout: limits.headersTimeoutMs,
+        keepAliveTimeout: limits.keepAliveTimeoutMs,
+        connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
+      },
+      fastPath === undefined
+        ? handler
+        : (request, response) => {
+            let answered = false;
+            try {
+              answered = fastPath(request, response);
+            } catch {
+              // The route fails the same way and answers (and logs) it as a problem.
+            }
+            if (!answered) handler(request, response);
+          },
+    );
+    server.maxConnections = limits.maxConnections;
     if ((options.maxRequestsPerSocket ?? 0) > 0) server.maxRequestsPerSocket = options.maxRequestsPerSocket!;
     return server;
   };
@@ -160,6 +220,7 @@ export function createHttpApp(
   listener: "api" | "health",
   hint: string,
   fastPath?: FastPath,
+  limits: HttpLimits = DEFAULT_LIMITS,
 ): HttpApp {
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: logger.child({ listener }),
@@ -168,8 +229,12 @@ export function createHttpApp(
     // configured, creating one cost more than routing the request (npm run bench, scenario api).
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: (parent) => parent,
-    ...(fastPath === undefined ? {} : { serverFactory: withFastPath(fastPath) }),
+    serverFactory: serverFactory(limits, fastPath),
     bodyLimit: BODY_LIMIT,
+    // Never converts a value, should a route ever fall back to fastify's own ajv (see strictValidator).
+    ajv: { customOptions: { coerceTypes: false } },
+    // A 128-byte id is up to 384 characters percent-encoded; the id rules check the decoded length.
+    routerOptions: { maxParamLength: 400 },
     // Node answers an HTTP/1.1 request without Host with a bare 400 of its own (no body, no
     // headers); the onRequest hook of installProblemHandling answers it as a problem instead.
     http: { requireHostHeader: false },
@@ -182,7 +247,7 @@ export function createHttpApp(
       void sendProblem(reply, problemForError(error) ?? problem(500, INTERNAL_ERROR_DETAIL));
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
-  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  app.setValidatorCompiler(strictValidator);
   installJsonBodyParser(app);
 
   app.addHook("onSend", (request, reply, payload, done) => {

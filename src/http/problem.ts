@@ -7,6 +7,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import Type from "typebox";
 import type { HttpApp } from "./common.js";
+import { RULE_WORDS } from "./api/params.js";
 import { DUPLICATE_KEY_CODE } from "./json-body.js";
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
@@ -123,6 +124,11 @@ function describeIssue(context: string, issue: ValidationIssue): string | null {
       return `${where} must be one of: ${list(issue.params.allowedValues)}`;
     case "type":
       return `${where} must be ${issue.params.type === "object" ? "a JSON object" : `of type ${list(issue.params.type)}`}`;
+    case "pattern":
+    case "format": {
+      const rule = RULE_WORDS[String(issue.params.pattern ?? issue.params.format)];
+      return rule === undefined ? `${where} ${issue.message ?? "is invalid"}` : `${where} ${rule}`;
+    }
     default:
       return `${where} ${issue.message ?? "is invalid"}`;
   }
@@ -157,7 +163,7 @@ export function problemForError(error: FastifyError): Problem | null {
     case "FST_ERR_BAD_URL":
       return problem(400, "the path is not a valid URL (bad percent-encoding); fix the URL");
     case "FST_ERR_MAX_PARAM_LENGTH":
-      return problem(414, "a path segment is longer than 100 characters; use a shorter identifier");
+      return problem(414, "a path segment is longer than 400 characters; use a shorter identifier");
   }
   const status = error.statusCode ?? 500;
   // JSON.parse errors (e.g. forbidden __proto__ keys) carry 400 without a specific code.

@@ -2,6 +2,7 @@
 import type { Config } from "../config/schema.js";
 import type { ControlService } from "../control/types.js";
 import type { Logger } from "../log.js";
+import type { BridgeMetrics } from "../metrics/bridge.js";
 import type { HomeAssistantStatus, MqttStatus } from "../mqtt/types.js";
 import type { SnapshotStore } from "../poller/store.js";
 import type { ConsoleFeed } from "../ui/feed.js";
@@ -18,6 +19,8 @@ export interface HttpDeps {
   readonly control?: ControlService;
   /** The web console's live feed; the API listener makes its own when absent. */
   readonly console?: ConsoleFeed;
+  /** Present when Metrics.Enabled: served on the health listener, counts the requests of both. */
+  readonly metrics?: BridgeMetrics;
   /** Clock, for tests of ages and readiness limits. */
   readonly now?: () => number;
 }

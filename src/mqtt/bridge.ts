@@ -2,6 +2,7 @@
  * The MQTT side of the service: embedded broker (when `Mqtt.Connection.Host` is omitted), the
  * connection, the publisher fed by the snapshot store, Home Assistant discovery and commands.
  */
+import { randomBytes } from "node:crypto";
 import type { Config } from "../config/schema.js";
 import type { ControlService } from "../control/types.js";
 import { describeError } from "../pdu/errors.js";
@@ -26,6 +27,8 @@ export interface MqttBridgeDeps {
 export interface MqttBridge extends MqttBridgeHandle {
   /** Commands are executed only while a control service is attached (null detaches). */
   attachControl(control: ControlService | null): void;
+  /** Messages handed to the MQTT client and dropped or refused since start, discovery configs retained. */
+  traffic(): { readonly published: number; readonly failed: number; readonly discoveryConfigs: number };
   /** Where the embedded broker listens, or null when an external broker is used. */
   readonly embeddedBroker: { readonly host: string; readonly port: number } | null;
 }
@@ -65,6 +68,8 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
 
   const commands = new CommandHandler({ topics, instances: config.instances, logger });
   let embedded: EmbeddedBroker | null = null;
+  // The bridge's password at its own embedded broker: only it may use its client id (issue 14).
+  const bridgeSecret = randomBytes(24).toString("base64url");
   if (mqtt.Connection.Host === null) {
     embedded = await startEmbeddedBroker({
       bind: mqtt.Embedded.Bind,
@@ -72,6 +77,10 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
       username: mqtt.Credentials.Username,
       password: mqtt.Credentials.Password,
       logger,
+      bridge: { clientId: mqtt.ClientId, secret: bridgeSecret },
+      parentTopic: mqtt.ParentTopic,
+      ...(ha.DiscoveryEnabled ? { discoveryPrefix: ha.DiscoveryTopic } : {}),
+      maxPacketSize: mqtt.Embedded.MaxPacketSize,
     });
   }
 
@@ -80,7 +89,13 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
   let connection: MqttConnection;
   try {
     connection = await MqttConnection.open({
-      config: mqtt,
+      config:
+        embedded === null
+          ? mqtt
+          : {
+              ...mqtt,
+              Credentials: { Username: mqtt.Credentials.Username ?? mqtt.ClientId, Password: bridgeSecret },
+            },
       ...(embedded === null
         ? {}
         : {
@@ -143,6 +158,7 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
       const dropped = (status.droppedMessages ?? 0) + active.failed;
       return dropped > 0 ? { ...status, droppedMessages: dropped } : status;
     },
+    traffic: () => ({ ...connection.traffic, discoveryConfigs: active.discoveryConfigs }),
     homeAssistant: (): HomeAssistantStatus => ({
       enabled: ha.DiscoveryEnabled,
       discoveryTopic: ha.DiscoveryTopic,

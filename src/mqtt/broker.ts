@@ -2,10 +2,18 @@
  * The embedded MQTT 3.1.1 broker (aedes on a plain TCP listener), started when
  * `Mqtt.Connection.Host` is omitted. Other clients (Home Assistant, mosquitto_sub) connect to it
  * like to any broker. When `Mqtt.Credentials` are set they are required from every client.
+ *
+ * Hardened (issue 14, item 6): it used to accept anyone, with no access rules and no packet size
+ * limit, so any local client could switch outlets, knock the bridge off by connecting with its
+ * client id, fake its status and discovery, or send a 100 MB retained message. Now only the
+ * bridge's own connection (its client id plus a per-process secret) may use its client id and
+ * publish `P/status`, `P/+/status` and discovery; packets over `Mqtt.Embedded.MaxPacketSize` close
+ * the connection before they are buffered; other clients' retained messages are bounded.
  */
 import { timingSafeEqual } from "node:crypto";
-import { createServer, type AddressInfo, type Server } from "node:net";
-import { Aedes, type AedesOptions, type AuthenticateError } from "aedes";
+import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
+import { Duplex } from "node:stream";
+import { Aedes, type AedesOptions, type AuthenticateError, type Client } from "aedes";
 import { ConfigError } from "../config/errors.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
@@ -18,7 +26,27 @@ export interface EmbeddedBrokerOptions {
   readonly username: string | null;
   readonly password: string | null;
   readonly logger: Logger;
+  /**
+   * The bridge's own connection: its client id, and the per-process secret it sends as its password
+   * (with the configured user name). Only that connection may use the client id and publish the
+   * bridge's status and discovery topics.
+   */
+  readonly bridge?: { readonly clientId: string; readonly secret: string };
+  /** `Mqtt.ParentTopic`: `P/status` and `P/+/status` are the bridge's alone. */
+  readonly parentTopic?: string;
+  /** `HomeAssistant.DiscoveryTopic`: everything under it but `<prefix>/status` is the bridge's alone. */
+  readonly discoveryPrefix?: string;
+  /** Largest MQTT packet accepted from a client, in bytes; a larger one closes its connection. */
+  readonly maxPacketSize?: number;
+  /** Retained messages other clients may keep (default {@link MAX_FOREIGN_RETAINED}; tests use fewer). */
+  readonly maxForeignRetained?: number;
 }
+
+/** Default of `Mqtt.Embedded.MaxPacketSize`. */
+export const DEFAULT_MAX_PACKET_SIZE = 262_144;
+/** Retained messages other clients may keep in the embedded broker, and their total payload bytes. */
+export const MAX_FOREIGN_RETAINED = 1000;
+export const MAX_FOREIGN_RETAINED_BYTES = 16 * 1024 * 1024;
 
 export interface EmbeddedBroker {
   /** Address clients on this machine use (the bind address, or loopback for a wildcard bind). */
@@ -27,28 +55,133 @@ export interface EmbeddedBroker {
   close(): Promise<void>;
 }
 
+/** CONNACK return codes of MQTT 3.1.1 (aedes's enum is a const enum, not importable here). */
+const IDENTIFIER_REJECTED = 2;
+const BAD_USERNAME_OR_PASSWORD = 4;
+
+export const isLoopbackAddress = (address: string): boolean =>
+  address === "localhost" ||
+  address === "::1" ||
+  /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(address) ||
+  /^::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/i.test(address);
+
+function refusal(message: string, returnCode: number): AuthenticateError {
+  const error = new Error(message) as AuthenticateError;
+  error.returnCode = returnCode;
+  return error;
+}
+
 export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promise<EmbeddedBroker> {
-  const aedesOptions: AedesOptions = {};
-  if (options.username !== null || options.password !== null) {
-    const user = Buffer.from(options.username ?? "");
-    const pass = Buffer.from(options.password ?? "");
-    aedesOptions.authenticate = (_client, username, password, done) => {
+  const log = options.logger;
+  const warn = rateLimitedWarn(log);
+  const credentialsSet = options.username !== null || options.password !== null;
+  if (!credentialsSet && !isLoopbackAddress(options.bind)) {
+    log.warn(
+      { bind: options.bind },
+      `the embedded MQTT broker listens on ${options.bind} without credentials: anyone who can reach it can ` +
+        "read every value and send commands; set SERVICE_MQTT_USERNAME and SERVICE_MQTT_PASSWORD, or bind it to 127.0.0.1",
+    );
+  }
+  const user = Buffer.from(options.username ?? "");
+  const pass = Buffer.from(options.password ?? "");
+  const bridge = options.bridge;
+  const bridgeSecret = Buffer.from(bridge?.secret ?? "");
+  const isProtected = protectedTopics(options.parentTopic, options.discoveryPrefix);
+  /** The bridge's live connection (an aedes client), if any. */
+  let bridgeClient: Client | null = null;
+  const retained = new Map<string, number>();
+  const maxRetained = options.maxForeignRetained ?? MAX_FOREIGN_RETAINED;
+  let retainedBytes = 0;
+
+  const aedesOptions: AedesOptions = {
+    authenticate: (client, username, password, done) => {
+      const id = client.id ?? "";
+      if (bridge !== undefined && id === bridge.clientId) {
+        // Only the bridge knows the secret: no one can take over its client id, even between reconnects.
+        const userOk = !credentialsSet || sameBytes(Buffer.from(username ?? ""), user);
+        if (userOk && password !== undefined && sameBytes(password, bridgeSecret)) {
+          bridgeClient = client;
+          done(null, true);
+          return;
+        }
+        warn("client-id", "a client tried to connect with the bridge's client id; refused", {
+          remote: remoteOf(client),
+        });
+        done(refusal("client id reserved for the bridge", IDENTIFIER_REJECTED), false);
+        return;
+      }
       if (
-        sameBytes(Buffer.from(username ?? ""), user) &&
-        password !== undefined &&
-        sameBytes(password, pass)
+        !credentialsSet ||
+        (sameBytes(Buffer.from(username ?? ""), user) && password !== undefined && sameBytes(password, pass))
       ) {
         done(null, true);
         return;
       }
-      const error = new Error("bad user name or password") as AuthenticateError;
-      // AuthErrorCode.BAD_USERNAME_OR_PASSWORD (a const enum, not importable under isolated modules).
-      error.returnCode = 4;
-      done(error, false);
-    };
-  }
+      done(refusal("bad user name or password", BAD_USERNAME_OR_PASSWORD), false);
+    },
+    authorizePublish: (client, packet, done) => {
+      const topic = packet.topic;
+      if (topic.startsWith("$SYS")) {
+        done(new Error("$SYS topics are reserved"));
+        return;
+      }
+      if (client !== null && client === bridgeClient) {
+        done(null);
+        return;
+      }
+      if (isProtected(topic)) {
+        warn("topic", "a client other than the bridge published a bridge topic; disconnected", {
+          topic: topic.slice(0, 200),
+          remote: remoteOf(client),
+        });
+        done(new Error("topic reserved for the bridge"));
+        return;
+      }
+      if (packet.retain) {
+        const size = packet.payload.length;
+        const previous = retained.get(topic);
+        if (size === 0) {
+          if (previous !== undefined) {
+            retained.delete(topic);
+            retainedBytes -= previous;
+          }
+        } else {
+          const bytes = retainedBytes - (previous ?? 0) + size;
+          if (
+            (previous === undefined && retained.size >= maxRetained) ||
+            bytes > MAX_FOREIGN_RETAINED_BYTES
+          ) {
+            warn("retained", "retained message refused: the embedded broker holds as many as it keeps", {
+              topic: topic.slice(0, 200),
+              remote: remoteOf(client),
+            });
+            done(new Error("too many retained messages"));
+            return;
+          }
+          retained.set(topic, size);
+          retainedBytes = bytes;
+        }
+      }
+      done(null);
+    },
+  };
   const aedes = await Aedes.createBroker(aedesOptions);
-  const server = createServer(aedes.handle);
+  aedes.on("clientDisconnect", (client) => {
+    if (client === bridgeClient) bridgeClient = null;
+  });
+  const maxPacketSize = options.maxPacketSize ?? DEFAULT_MAX_PACKET_SIZE;
+  const server = createServer((socket) => {
+    const remote = `${socket.remoteAddress ?? "?"}:${socket.remotePort ?? "?"}`;
+    const guarded = guardPacketSize(socket, maxPacketSize, (size) =>
+      warn("packet-size", "an MQTT packet over Mqtt.Embedded.MaxPacketSize; connection closed", {
+        size,
+        limit: maxPacketSize,
+        remote,
+      }),
+    );
+    remotes.set(guarded, remote);
+    aedes.handle(guarded);
+  });
   try {
     await listen(server, options.port, options.bind);
   } catch (error) {
@@ -115,4 +248,123 @@ function closeAedes(aedes: Aedes): Promise<void> {
 
 function sameBytes(a: Buffer, b: Buffer): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** `P/status`, `P/<one level>/status`, and everything under the discovery prefix but its `status`. */
+function protectedTopics(
+  parent: string | undefined,
+  discovery: string | undefined,
+): (topic: string) => boolean {
+  return (topic) => {
+    if (parent !== undefined) {
+      if (topic === `${parent}/status`) return true;
+      if (topic.startsWith(`${parent}/`) && topic.endsWith("/status")) {
+        const middle = topic.slice(parent.length + 1, -"/status".length);
+        if (!middle.includes("/")) return true;
+      }
+    }
+    if (discovery !== undefined) {
+      if (topic === discovery) return true;
+      if (topic.startsWith(`${discovery}/`) && topic !== `${discovery}/status`) return true;
+    }
+    return false;
+  };
+}
+
+/** The peer address of each guarded connection, for warnings. */
+const remotes = new WeakMap<object, string>();
+
+function remoteOf(client: Client | null): string | undefined {
+  const conn: unknown = client?.conn;
+  return typeof conn === "object" && conn !== null ? remotes.get(conn) : undefined;
+}
+
+/** One warning per reason per 10 s (a hostile client must not flood the log), with the count skipped. */
+function rateLimitedWarn(log: Logger) {
+  const last = new Map<string, { at: number; skipped: number }>();
+  return (reason: string, message: string, fields: Record<string, unknown>): void => {
+    const now = Date.now();
+    const entry = last.get(reason);
+    if (entry !== undefined && now - entry.at < 10_000) {
+      entry.skipped++;
+      return;
+    }
+    log.warn({ ...fields, ...(entry?.skipped ? { suppressed: entry.skipped } : {}) }, message);
+    last.set(reason, { at: now, skipped: 0 });
+  };
+}
+
+/**
+ * The socket as aedes sees it, with every MQTT packet's size read from its fixed header: a packet
+ * over `max` bytes closes the connection before its body is buffered (aedes's parser would hold
+ * all of it in memory first).
+ */
+function guardPacketSize(socket: Socket, max: number, onTooLarge: (size: number) => void): Duplex {
+  let skip = 0; // body bytes of the current packet still to come
+  let inLength = false; // reading the remaining-length bytes after the packet's first byte
+  let length = 0;
+  let multiplier = 1;
+  let lengthBytes = 0;
+  /** The size of a packet over the limit in `chunk`, or 0. */
+  const tooLarge = (chunk: Buffer): number => {
+    let i = 0;
+    while (i < chunk.length) {
+      if (skip > 0) {
+        const n = Math.min(skip, chunk.length - i);
+        skip -= n;
+        i += n;
+        continue;
+      }
+      const byte = chunk[i++]!;
+      if (!inLength) {
+        inLength = true;
+        length = 0;
+        multiplier = 1;
+        lengthBytes = 0;
+        continue;
+      }
+      length += (byte & 0x7f) * multiplier;
+      multiplier *= 128;
+      lengthBytes++;
+      if ((byte & 0x80) !== 0) {
+        // A fifth length byte is malformed: refuse it like an oversize packet.
+        if (lengthBytes >= 4) return Math.max(length, max + 1);
+        continue;
+      }
+      const size = 1 + lengthBytes + length;
+      if (size > max) return size;
+      skip = length;
+      inLength = false;
+    }
+    return 0;
+  };
+  const guarded: Duplex = new Duplex({
+    allowHalfOpen: false,
+    read: () => {
+      socket.resume();
+    },
+    write: (chunk: Buffer, _encoding, callback) => {
+      socket.write(chunk, callback);
+    },
+    final: (callback) => {
+      socket.end(callback);
+    },
+    destroy: (error, callback) => {
+      socket.destroy();
+      callback(error);
+    },
+  });
+  socket.on("data", (chunk: Buffer) => {
+    const size = tooLarge(chunk);
+    if (size > 0) {
+      onTooLarge(size);
+      socket.destroy();
+      return;
+    }
+    if (!guarded.push(chunk)) socket.pause();
+  });
+  socket.on("end", () => guarded.push(null));
+  socket.on("error", (error) => guarded.destroy(error));
+  socket.on("close", () => guarded.destroy());
+  return guarded;
 }

@@ -89,6 +89,8 @@ export class MqttConnection {
   #droppedCount = 0;
   #dropWindowStart = -Infinity;
   #dropLogged = 0;
+  /** Messages handed to the client, and dropped or refused (the metrics read them). */
+  readonly traffic = { published: 0, failed: 0 };
   /** Settles the first attempt while `open` waits for it. */
   #startup: { resolve: () => void; reject: (error: Error) => void } | null = null;
 
@@ -184,7 +186,10 @@ export class MqttConnection {
    * matters on the next connect. Errors are logged, never thrown.
    */
   publish(topic: string, payload: string, qos: 0 | 1, retain: boolean): boolean {
-    if (!this.#connected) return false;
+    if (!this.#connected) {
+      this.traffic.failed++;
+      return false;
+    }
     // Guarded one by one: a topic the protocol cannot carry (mqtt-packet throws on one over 64 KiB)
     // or a strict broker refuses (it drops the connection on a control character) is dropped here,
     // logged and counted, so it can neither escape into the process nor cost the connection.
@@ -200,6 +205,7 @@ export class MqttConnection {
         // fleet that made every publish quadratic and stopped polling altogether (npm run bench). A
         // QoS 0 message is never acknowledged, so the callback could only report local write errors.
         this.#client.publish(topic, payload, { qos, retain });
+        this.traffic.published++;
         return true;
       }
       const generation = this.#generation;
@@ -208,6 +214,7 @@ export class MqttConnection {
       try {
         this.#client.publish(topic, payload, { qos, retain }, (error) => {
           settled = true;
+          if (error) this.traffic.failed++;
           if (error) this.#logger.debug({ topic, err: describeError(error) }, "MQTT publish failed");
           if (generation !== this.#generation) return;
           this.#inflight--;
@@ -217,6 +224,7 @@ export class MqttConnection {
         if (!settled && generation === this.#generation) this.#inflight--;
         throw error;
       }
+      this.traffic.published++;
       return true;
     } catch (error) {
       this.#dropped(topic, describeError(error));
@@ -231,6 +239,7 @@ export class MqttConnection {
 
   #dropped(topic: string, why: string): void {
     this.#droppedCount++;
+    this.traffic.failed++;
     const now = Date.now();
     if (now - this.#dropWindowStart >= DROP_LOG_WINDOW_MS) {
       this.#dropWindowStart = now;

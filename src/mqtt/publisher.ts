@@ -116,6 +116,8 @@ export class Publisher {
   #lastDiscoveryUtc: number | null = null;
   #failed = 0;
   #failureLoggedAt = -Infinity;
+  /** Discovery config topics published retained, per instance (for the metrics). */
+  readonly #discoveryConfigs = new Map<string, number>();
   /** Instances waiting for discovery or a resync, in arrival order. */
   readonly #queue = new Set<string>();
   /** A turn of {@link #pump} is scheduled or waits for the connection to uncongest. */
@@ -134,6 +136,13 @@ export class Publisher {
   /** Snapshots whose messages could not be built (each logged; never thrown into the store). */
   get failed(): number {
     return this.#failed;
+  }
+
+  /** Discovery config topics currently published retained, over every instance. */
+  get discoveryConfigs(): number {
+    let n = 0;
+    for (const count of this.#discoveryConfigs.values()) n += count;
+    return n;
   }
 
   /**
@@ -304,6 +313,7 @@ export class Publisher {
     // A copy: zlib's result is a view of its 16 KiB output chunk.
     state.discovery = Buffer.from(deflateRawSync(Buffer.from([...configs.keys()].join("\u0000"), "utf8")));
     state.signature = signature;
+    this.#discoveryConfigs.set(id, configs.size);
     this.#lastDiscoveryUtc = this.#now();
     return true;
   }

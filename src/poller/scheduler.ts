@@ -26,6 +26,8 @@ export interface PollTarget {
 export interface PollerOptions {
   logger: Logger;
   now?: () => number;
+  /** Told of every poll that finished (succeeded or failed, not aborted), with its duration (metrics). */
+  onPollDone?: (id: string, ms: number) => void;
 }
 
 interface Slot {
@@ -47,6 +49,7 @@ export class Poller {
   readonly #logger: Logger;
   readonly #warnings: ParseWarningLog;
   readonly #now: () => number;
+  readonly #onPollDone: ((id: string, ms: number) => void) | undefined;
   readonly #abort = new AbortController();
   #timer: NodeJS.Timeout | null = null;
   #timerAt = Infinity;
@@ -57,6 +60,7 @@ export class Poller {
     this.#logger = options.logger;
     this.#warnings = new ParseWarningLog(options.logger);
     this.#now = options.now ?? Date.now;
+    this.#onPollDone = options.onPollDone;
     for (const target of targets) {
       this.#slots.set(target.id, {
         target,
@@ -154,11 +158,13 @@ export class Poller {
     try {
       const snapshot = await slot.target.poll(this.#abort.signal);
       if (!this.#running && this.#abort.signal.aborted) return;
+      this.#onPollDone?.(id, this.#now() - started);
       this.#store.recordSuccess(id, snapshot);
       this.#warnings.note(id, snapshot);
       this.#logger.debug({ instance: id, ms: this.#now() - started }, "poll ok");
     } catch (error) {
       if (this.#abort.signal.aborted) return;
+      this.#onPollDone?.(id, this.#now() - started);
       const before = this.#store.get(id)?.consecutiveFailures ?? 0;
       this.#store.recordFailure(id, error);
       // Log the first failure of a run at warn, the rest at debug, so a dead PDU does not flood the log.

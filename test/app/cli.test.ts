@@ -165,10 +165,13 @@ describe("the CLI process", () => {
   });
 
   it("warns at start when the heap limit looks too small for the fleet", async () => {
-    // 240 instances need about (40 + 0.15 × 240) × 1.5 = 114 MB; a 64 MB old space gives 112.
+    // 240 instances need about (40 + 0.15 × 240) × 1.5 = 114 MB; a 64 MB old space and three 16 MB
+    // semi-spaces give 112 (pinned: Node 24's default semi-space is larger than Node 20's).
     const pdus = Array.from({ length: 240 }, (_, i) => pduYaml(`p${i}`, sim, { pollInterval: 60 }));
     const config = await dir.write("big-fleet.yaml", appYaml({ pdus, health: false }));
-    const cli = run(["--config", config], { NODE_OPTIONS: "--max-old-space-size=64" });
+    const cli = run(["--config", config], {
+      NODE_OPTIONS: "--max-old-space-size=64 --max-semi-space-size=16",
+    });
     const warning = await cli.waitForLog(
       (l) => /heap limit looks too small/.test(String(l.msg)),
       "the heap warning",

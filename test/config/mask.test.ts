@@ -17,7 +17,7 @@ import { effectiveConfigYaml, MASK } from "../../src/config/mask.js";
 const MAIN = fileURLToPath(new URL("../../src/main.js", import.meta.url));
 
 /** Every secret below; none may appear in any output. */
-const SECRETS = ["file-mqtt-pw-1", "file-pdu-pw-2", "env-api-key-3", "env-pdu-pw-4", "file-var-pw-5"];
+const SECRETS = ["file-mqtt-pw-1", "file-pdu-pw-2", "env-api-key-3-0123456", "env-pdu-pw-4", "file-var-pw-5"];
 
 const TEXT = [
   "Mqtt:",
@@ -43,7 +43,7 @@ before(async () => {
   const pwFile = join(dir, "lab-pw");
   await writeFile(pwFile, "file-var-pw-5\n");
   env = {
-    SERVICE_API_KEY: "env-api-key-3",
+    SERVICE_API_KEY: "env-api-key-3-0123456",
     SERVICE_PDU_1_PASSWORD: "env-pdu-pw-4",
     SERVICE_PDU_LAB_PASSWORD_FILE: pwFile,
   };
@@ -59,7 +59,7 @@ function assertNoSecret(text: string) {
 test("secrets are masked when set, empty when not; user names show", async () => {
   const config = await parseConfigText(TEXT, file, env);
   // The secrets did arrive...
-  assert.equal(config.Api.ApiKey, "env-api-key-3");
+  assert.equal(config.Api.ApiKey, "env-api-key-3-0123456");
   assert.equal(config.instances[2]?.Credentials.Password, "file-var-pw-5");
   // ...and none leaves.
   const yaml = effectiveConfigYaml(config);
@@ -96,7 +96,8 @@ test("the output is the file's shape in file order and loads back to the same co
     pdus.items.map((pair) => (isScalar(pair.key) ? pair.key.value : null)),
     ["2", "1", "lab"],
   );
-  const again = await parseConfigText(yaml, "again.yaml", {});
+  // The masked key (`***`) is too short to load; the environment supplies a real one, as in use.
+  const again = await parseConfigText(yaml, "again.yaml", { SERVICE_API_KEY: "env-api-key-3-0123456" });
   assert.deepEqual(
     again.instances.map((i) => [i.id, i.primary, i.Connection, i.PollInterval]),
     config.instances.map((i) => [i.id, i.primary, i.Connection, i.PollInterval]),

@@ -31,7 +31,7 @@ const FILE_TEXT = [
   "  Connection: { Host: broker.lan }",
   "  Credentials: { Username: file-mqtt-user, Password: file-mqtt-pw }",
   "Api:",
-  "  ApiKey: file-key",
+  "  ApiKey: file-key-0123456789",
   "Pdus:",
   "  rack-a:",
   "    Connection: { Host: a }",
@@ -45,12 +45,15 @@ const load = (env: Record<string, string>, text = FILE_TEXT) => parseConfigText(
 
 describe("precedence: _FILE, then the variable, then the file", () => {
   test("API key", async () => {
-    assert.equal((await load({})).Api.ApiKey, "file-key");
-    assert.equal((await load({ SERVICE_API_KEY: "env-key" })).Api.ApiKey, "env-key");
-    const path = await secretFile("api-key", "file-var-key");
+    assert.equal((await load({})).Api.ApiKey, "file-key-0123456789");
     assert.equal(
-      (await load({ SERVICE_API_KEY: "env-key", SERVICE_API_KEY_FILE: path })).Api.ApiKey,
-      "file-var-key",
+      (await load({ SERVICE_API_KEY: "env-key-0123456789ab" })).Api.ApiKey,
+      "env-key-0123456789ab",
+    );
+    const path = await secretFile("api-key", "file-var-key-0123456");
+    assert.equal(
+      (await load({ SERVICE_API_KEY: "env-key-0123456789ab", SERVICE_API_KEY_FILE: path })).Api.ApiKey,
+      "file-var-key-0123456",
     );
   });
 
@@ -103,14 +106,17 @@ describe("precedence: _FILE, then the variable, then the file", () => {
       SERVICE_API_KEY_FILE: "",
       SERVICE_PDU_RACK_A_PASSWORD: "",
     });
-    assert.equal(config.Api.ApiKey, "file-key");
+    assert.equal(config.Api.ApiKey, "file-key-0123456789");
     assert.equal(config.instances[0]?.Credentials.Password, "file-a-pw");
   });
 
   test("only trailing newlines are trimmed from a _FILE", async () => {
     const path = join(dir, "spaces");
-    await writeFile(path, " spaced key \r\n\n");
-    assert.equal((await load({ SERVICE_API_KEY_FILE: path })).Api.ApiKey, " spaced key ");
+    await writeFile(path, "key-from-a-file-0123\r\n\n");
+    assert.equal((await load({ SERVICE_API_KEY_FILE: path })).Api.ApiKey, "key-from-a-file-0123");
+    // Spaces are kept, so such a key is refused (it could not be sent in a header as it is).
+    await writeFile(path, " spaced key-0123456789 \n");
+    await assert.rejects(load({ SERVICE_API_KEY_FILE: path }), /SERVICE_API_KEY_FILE: .*whitespace/);
   });
 });
 
@@ -152,9 +158,13 @@ describe("kubernetes source: secrets do not belong in ConfigMaps", () => {
   const PDU = "Pdus:\n  rack-a:\n    Connection: { Host: a }\n";
 
   const cases: [string, string, string][] = [
-    [`Api: { ApiKey: k }\n${PDU}`, "Api.ApiKey", "set SERVICE_API_KEY or SERVICE_API_KEY_FILE"],
     [
-      `Mqtt: { Credentials: { Password: p } }\n${PDU}`,
+      `Api: { ApiKey: k-0123456789abcdef }\n${PDU}`,
+      "Api.ApiKey",
+      "set SERVICE_API_KEY or SERVICE_API_KEY_FILE",
+    ],
+    [
+      `Mqtt: { Credentials: { Username: u, Password: p } }\n${PDU}`,
       "Mqtt.Credentials.Password",
       "set SERVICE_MQTT_PASSWORD",
     ],
@@ -180,8 +190,11 @@ describe("kubernetes source: secrets do not belong in ConfigMaps", () => {
 
   test("takes the secrets from the environment and allows user names", async () => {
     const text = `Mqtt: { Credentials: { Username: bridge } }\n${PDU}`;
-    const config = await fromConfigMap(text, { SERVICE_API_KEY: "k", SERVICE_MQTT_PASSWORD: "p" });
-    assert.equal(config.Api.ApiKey, "k");
+    const config = await fromConfigMap(text, {
+      SERVICE_API_KEY: "k-0123456789abcdef",
+      SERVICE_MQTT_PASSWORD: "p",
+    });
+    assert.equal(config.Api.ApiKey, "k-0123456789abcdef");
     assert.deepEqual(config.Mqtt.Credentials, { Username: "bridge", Password: "p" });
   });
 });

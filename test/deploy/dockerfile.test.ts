@@ -5,11 +5,38 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { DEFAULT_NODE_OPTIONS } from "../../src/runtime.js";
-import { envPairs, execForm, parseDockerfile, splitFlags, type Stage } from "../../testkit/dockerfile.js";
+import {
+  envPairs,
+  execForm,
+  globalArgs,
+  parseDockerfile,
+  splitFlags,
+  substituteArgs,
+  type Stage,
+} from "../../testkit/dockerfile.js";
 import { REPO_ROOT } from "../../testkit/repo.js";
 
-const stages = parseDockerfile(readFileSync(`${REPO_ROOT}Dockerfile`, "utf8"));
+const text = readFileSync(`${REPO_ROOT}Dockerfile`, "utf8");
+const stages = parseDockerfile(text);
 const runtime = stages.at(-1)!;
+/** The build arguments' defaults: what `docker build .` uses. */
+const defaults = globalArgs(text);
+const stageNamed = (name: string) => stages.find((s) => s.name === name);
+/** A stage's base with the default build arguments, followed through stage names to an image. */
+function baseImage(stage: Stage): string {
+  const image = substituteArgs(stage.image, defaults);
+  const parent = stageNamed(image);
+  return parent === undefined ? image : baseImage(parent);
+}
+/** The stage a `COPY --from=x` reads with the default build arguments (following `FROM stage`). */
+function sourceStage(from: string): Stage | undefined {
+  let stage = stageNamed(substituteArgs(from, defaults));
+  for (let next = stage && stageNamed(substituteArgs(stage.image, defaults)); next !== undefined;) {
+    stage = next;
+    next = stageNamed(substituteArgs(stage.image, defaults));
+  }
+  return stage;
+}
 const dockerignore = readFileSync(`${REPO_ROOT}.dockerignore`, "utf8")
   .split("\n")
   .map((l) => l.trim())
@@ -37,9 +64,19 @@ function healthcheckCommand(): string[] {
 }
 
 describe("Dockerfile", () => {
-  it("is multi-stage on Node 20, building with every dependency", () => {
+  it("is multi-stage on Node 24 by default, the base a build argument, building with every dependency", () => {
     assert.ok(stages.length >= 2, `${stages.length} stage(s)`);
-    for (const stage of stages) assert.match(stage.image, /^node:20[-.]/);
+    assert.equal(defaults.get("BASE_IMAGE"), "node:24-bookworm-slim");
+    assert.equal(defaults.get("APP_SOURCE"), "registry", "the default build installs from the registry");
+    for (const stage of stages) {
+      assert.ok(
+        stage.image === "${BASE_IMAGE}" ||
+          stage.image === "scratch" ||
+          stageNamed(substituteArgs(stage.image, defaults)),
+        `stage ${stage.name ?? "?"} is on \${BASE_IMAGE}, scratch or another stage, not ${stage.image}`,
+      );
+    }
+    assert.equal(baseImage(runtime), "node:24-bookworm-slim");
     const build = stages.find((s) => s.name === "build");
     assert.ok(build, "a stage named build");
     const runs = all(build, "RUN").map((i) => i.args);
@@ -57,14 +94,29 @@ describe("Dockerfile", () => {
     const runtimeCopies = copies(runtime);
     const modules = runtimeCopies.find((c) => c.dest.replace(/\/$/, "").endsWith("node_modules"));
     assert.ok(modules?.from !== undefined, "node_modules come from another stage");
-    const depsStage = stages.find((s) => s.name === modules.from);
+    // With the default APP_SOURCE the runtime's files come from app-registry, which copies them from
+    // the deps and build stages.
+    const app = sourceStage(modules.from);
+    assert.equal(app?.name, "app-registry");
+    const appModules = copies(app).find((c) => c.dest.endsWith("node_modules"));
+    assert.ok(appModules?.from !== undefined, `${app.name} copies node_modules from another stage`);
+    const depsStage = stages.find((s) => s.name === appModules.from);
     assert.ok(
-      depsStage !== undefined && all(depsStage, "RUN").some((r) => /npm ci\b.*--omit=dev/.test(r.args)),
-      `stage ${modules.from} installs with npm ci --omit=dev`,
+      depsStage !== undefined &&
+        all(depsStage, "RUN").some((r) => /npm ci\b.*--omit=dev\b.*--omit=optional\b/.test(r.args)),
+      `stage ${appModules.from} installs with npm ci --omit=dev --omit=optional (helm is optional)`,
     );
-    for (const c of runtimeCopies.filter((c) => c.from === "build")) {
+    for (const c of copies(app).filter((c) => c.from === "build")) {
       assert.deepEqual(c.sources, ["/app/dist/src"], "only the compiled service comes from the build stage");
     }
+    assert.deepEqual(
+      runtimeCopies
+        .filter((c) => c.from !== undefined)
+        .map((c) => c.sources)
+        .sort(),
+      [["/app/dist/src"], ["/app/node_modules"]],
+      "from the app stage only node_modules and dist/src",
+    );
     const fromContext = runtimeCopies.filter((c) => c.from === undefined).flatMap((c) => c.sources);
     assert.deepEqual(fromContext.sort(), ["config.schema.json", "package.json"]);
     assert.equal(all(runtime, "RUN").length, 0, "nothing runs (and writes) in the runtime stage");
@@ -78,7 +130,9 @@ describe("Dockerfile", () => {
         .filter((c) => c.from === undefined)
         .flatMap((c) => c.sources)) {
         const path = source.replace(/\/$/, "");
-        assert.ok(existsSync(`${REPO_ROOT}${path}`), `${path} exists`);
+        // Made by scripts/ci-prod-install.sh --out .prebuilt only for APP_SOURCE=prebuilt builds.
+        if (stage.name === "app-prebuilt") assert.match(path, /^\.prebuilt\//);
+        else assert.ok(existsSync(`${REPO_ROOT}${path}`), `${path} exists`);
         assert.ok(
           allowed.some((a) => path === a || path.startsWith(`${a}/`)),
           `${path} is allowed by .dockerignore`,
@@ -157,5 +211,29 @@ describe("Dockerfile", () => {
       await new Promise<void>((resolve) => closed.close(() => resolve()));
       assert.equal(await runAgainst(closedPort), 1);
     });
+  });
+
+  it("APP_SOURCE=prebuilt copies the same two directories from .prebuilt/, which git ignores", () => {
+    const prebuilt = stageNamed("app-prebuilt");
+    assert.ok(prebuilt, "a stage app-prebuilt");
+    assert.equal(prebuilt.image, "scratch");
+    assert.deepEqual(
+      copies(prebuilt).map((c) => [c.from, c.sources, c.dest]),
+      [
+        [undefined, [".prebuilt/node_modules"], "/app/node_modules"],
+        [undefined, [".prebuilt/dist/src"], "/app/dist/src"],
+      ],
+    );
+    assert.deepEqual(
+      copies(stageNamed("app-registry")!).map((c) => c.dest),
+      ["/app/node_modules", "/app/dist/src"],
+      "both app stages fill the same paths",
+    );
+    assert.equal(stageNamed("app")?.image, "app-${APP_SOURCE}");
+    const gitignore = readFileSync(`${REPO_ROOT}.gitignore`, "utf8").split("\n");
+    assert.ok(gitignore.includes("/.prebuilt/"), ".gitignore has /.prebuilt/");
+    const script = readFileSync(`${REPO_ROOT}scripts/image-check.sh`, "utf8");
+    assert.match(script, /ci-prod-install\.sh --out \.prebuilt/);
+    assert.match(script, /--build-arg APP_SOURCE=prebuilt/);
   });
 });

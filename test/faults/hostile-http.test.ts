@@ -98,6 +98,8 @@ const segment = (deviceId: () => string) =>
     fc.string({ unit: fc.constantFrom(...SAFE), maxLength: 24 }),
     fc.string({ unit: "grapheme", maxLength: 12 }).map(encodeURIComponent),
     fc.integer({ min: 90, max: 140 }).map((n) => "d".repeat(n)),
+    // Segments over 400 characters (fastify's maxParamLength) are 414.
+    fc.integer({ min: 390, max: 420 }).map((n) => "d".repeat(n)),
   );
 
 const KNOWN_API = [

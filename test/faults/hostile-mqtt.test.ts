@@ -1,7 +1,8 @@
 /**
  * Hostile MQTT commands to the real service (simulator + App with its embedded aedes broker, one
  * ActionsEnabled instance whose outlets exist, one without actions): payloads that are not a
- * command, payloads over the 1 KiB limit (up to 1 MB), retained messages, and topic levels that are
+ * command, payloads over the 1 KiB limit (up to 200 KiB; 1 MB packets are over the broker's packet
+ * size limit, checked separately), retained messages, and topic levels that are
  * empty, unicode, very long, not an integer, or name no outlet. What a client can actually send:
  * topics with `+`/`#` or too many levels are refused by the broker itself (it drops the client),
  * checked separately. Every command that reaches the bridge is refused and audited with its topic,
@@ -41,6 +42,11 @@ function matches(filter: string, topic: string): boolean {
   return f.length === t.length && f.every((level, i) => level === "+" || level === t[i]);
 }
 const delivered = (topic: string) => FILTERS.some((f) => matches(f, topic));
+/** Topics only the bridge may publish at its embedded broker (src/mqtt/broker.ts). */
+const bridgeOnly = (topic: string) =>
+  /^pdu-bridge(\/[^/]*)?\/status$/.test(topic) ||
+  topic === "homeassistant" ||
+  (topic.startsWith("homeassistant/") && topic !== "homeassistant/status");
 
 const connect = (clientId: string): Promise<MqttClient> =>
   connectAsync({
@@ -251,9 +257,8 @@ const msgArb = (deviceId: string): fc.Arbitrary<Msg> =>
           `/${P}/lab/${deviceId}/outlets/0/set`,
           `${P}/lab/${deviceId}/outlet/0/set`,
           `${P}/lab`,
-          `${P}/status`,
-          `${P}/lab/status`,
-          "homeassistant/status/x",
+          `${P}/lab/x/status`,
+          "homeassistant/status",
           "🔌/⚡",
         ),
         fc
@@ -261,8 +266,9 @@ const msgArb = (deviceId: string): fc.Arbitrary<Msg> =>
           .filter((s) => !s.includes("+") && !s.includes("#")),
         fc.integer({ min: 1000, max: 60_000 }).map((n) => `${P}/${"t".repeat(n)}`),
       )
-      // `$` topics are the broker's own: publishing to one gets the client dropped (tested below).
-      .filter((topic) => !delivered(topic) && !topic.startsWith("$"))
+      // `$` topics are the broker's own and the bridge's status and discovery topics are reserved:
+      // publishing to one gets the client dropped (tested below).
+      .filter((topic) => !delivered(topic) && !topic.startsWith("$") && !bridgeOnly(topic))
       .map((topic) => ({
         label: "not a command topic",
         topic,
@@ -314,19 +320,33 @@ test(`hostile MQTT commands: ${RUNS} cases, each refused and audited, nothing se
   );
 });
 
-test("1 MB payloads on every command topic are refused by size", async () => {
-  const big = Buffer.alloc(1024 * 1024, "o");
+test("200 KiB payloads on every command topic are refused by size", async () => {
+  const big = Buffer.alloc(200 * 1024, "o");
   for (const command of COMMANDS) {
     for (const topic of [`${P}/lab/${bridge.deviceId}/outlets/0/${command}`, `${P}/lab/groups/total/set`]) {
       const audit = await publishAndAudit(topic, big, false);
       assert.equal(audit?.status, 413, JSON.stringify(audit));
-      assert.match(String(audit?.detail), /1048576 bytes is over the 1024-byte limit/);
+      assert.match(String(audit?.detail), /204800 bytes is over the 1024-byte limit/);
     }
   }
   assert.deepEqual(bridge.sim.writes(), []);
 });
 
-test("wildcards, too many levels or $SYS in a PUBLISH: the broker drops that client, the bridge hears nothing", async () => {
+test("1 MB packets are over the embedded broker's MaxPacketSize: it drops that client, the bridge hears nothing", async () => {
+  const audits = bridge.log.audits.length;
+  const big = Buffer.alloc(1024 * 1024, "o");
+  for (const [n, command] of COMMANDS.entries()) {
+    const rogue = await connect(`rogue-big-${process.pid}-${n}`);
+    const closed = new Promise<void>((resolve) => rogue.once("close", () => resolve()));
+    rogue.publish(`${P}/lab/${bridge.deviceId}/outlets/0/${command}`, big, { qos: 0 });
+    await withTimeout(closed, `close of the connection that sent 1 MB on ${command}`);
+    await rogue.endAsync(true);
+  }
+  assert.equal(bridge.log.audits.length, audits, "no command reached the bridge");
+  assert.deepEqual(bridge.sim.writes(), []);
+});
+
+test("wildcards, too many levels, $SYS or a bridge-only topic in a PUBLISH: the broker drops that client, the bridge hears nothing", async () => {
   const audits = bridge.log.audits.length;
   const topics = [
     `${P}/lab/+/outlets/0/reboot`,
@@ -337,6 +357,11 @@ test("wildcards, too many levels or $SYS in a PUBLISH: the broker drops that cli
     "+",
     `${P}/${"x/".repeat(120)}reboot`,
     `$SYS/${P}/lab/${bridge.deviceId}/outlets/0/reboot`,
+    // The bridge's own status and discovery topics at its embedded broker.
+    `${P}/status`,
+    `${P}/lab/status`,
+    "homeassistant/status/x",
+    `homeassistant/switch/${bridge.deviceId}_0/config`,
   ];
   for (const [n, topic] of topics.entries()) {
     const rogue = await connect(`rogue-${process.pid}-${n}`);

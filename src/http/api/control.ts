@@ -25,27 +25,20 @@ import {
 } from "../../control/types.js";
 import { problem, PROBLEM_TYPE_PREFIX, problemSentWith, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
-import { FailedKeyLimiter, keyMatcher } from "./key-guard.js";
+import { clientAddressResolver, FailedKeyLimiter, keyMatcher } from "./key-guard.js";
+import { DeviceIdParam, GroupKeyParam, InstanceIdParam, isOutletIndex, OutletIndexParam } from "./params.js";
 import { INTERNAL_ERROR, json, problemResponse, RetryAfterHeader } from "./schemas.js";
 
 /** Retry-After of a 503 when the core gives none (seconds). */
 const DEFAULT_RETRY_AFTER = 5;
 
-const InstanceIdParam = Type.String({ minLength: 1, description: "Instance id" });
-
 const OutletParams = Type.Object({
   id: InstanceIdParam,
-  deviceId: Type.String({ minLength: 1, description: "The PDU's device id (e.g. A0AE260C851900C3)" }),
-  index: Type.Integer({ minimum: 0, description: "0-based outlet index (0 is the PDU's `Outlet 1`)" }),
+  deviceId: DeviceIdParam,
+  index: OutletIndexParam,
 });
 
-const GroupParams = Type.Object({
-  id: InstanceIdParam,
-  groupKey: Type.String({
-    minLength: 1,
-    description: "OneView group key (`total`, `2`, ...), case-insensitive",
-  }),
-});
+const GroupParams = Type.Object({ id: InstanceIdParam, groupKey: GroupKeyParam });
 
 const OutletBody = Type.Object(
   { action: Type.Enum([...OUTLET_ACTIONS], { description: "What to do with the outlet" }) },
@@ -89,9 +82,9 @@ type Params = Readonly<Record<string, string | undefined>>;
 
 function targetOf(params: Params): ControlTarget | null {
   if (params.groupKey !== undefined) return { kind: "group", groupKey: params.groupKey };
-  const index = Number(params.index);
-  if (params.deviceId === undefined || !Number.isInteger(index) || index < 0) return null;
-  return { kind: "outlet", deviceId: params.deviceId, index };
+  if (params.deviceId === undefined || params.index === undefined || !isOutletIndex(params.index))
+    return null;
+  return { kind: "outlet", deviceId: params.deviceId, index: Number(params.index) };
 }
 
 /** The action named in a parsed body, if it is one this API knows (unknown strings are not logged). */
@@ -126,6 +119,9 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
   const matches = keyMatcher(configuredKey);
   const limiter = new FailedKeyLimiter(deps.now);
   const audited = new WeakSet<FastifyRequest>();
+  const resolveClient = clientAddressResolver(deps.config.Api.TrustedProxies);
+  const clientOf = (request: FastifyRequest): string =>
+    resolveClient(request.socket.remoteAddress, request.headers["x-forwarded-for"]);
 
   const audit = (
     request: FastifyRequest,
@@ -138,7 +134,7 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
     audited.add(request);
     const params = request.params as Params;
     auditControl(deps.logger, {
-      source: { surface: "rest", client: request.ip },
+      source: { surface: "rest", client: clientOf(request) },
       instanceId: params.id ?? null,
       target: targetOf(params),
       action,
@@ -157,7 +153,7 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
       sendProblem(reply, problem(403, detail));
       return;
     }
-    const client = request.ip;
+    const client = clientOf(request);
     const lockedFor = limiter.retryAfter(client);
     if (lockedFor > 0) {
       const detail = `too many wrong API keys from ${client}; try again in ${lockedFor} s with the right X-Api-Key`;
@@ -166,7 +162,13 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
     }
     const presented = request.headers["x-api-key"];
     if (typeof presented !== "string" || presented === "" || !matches(presented)) {
-      limiter.recordFailure(client);
+      if (!limiter.recordFailure(client)) {
+        // Every remembered address is locked out: no room to count this one, so refuse it.
+        const wait = limiter.fullRetryAfter();
+        const detail = `too many clients are sending wrong API keys; try again in ${wait} s with the right X-Api-Key`;
+        sendProblem(reply, problem(429, detail), { "retry-after": String(wait) });
+        return;
+      }
       const retry = limiter.retryAfter(client);
       if (retry > 0) {
         const detail = `too many wrong API keys from ${client}; try again in ${retry} s with the right X-Api-Key`;
@@ -209,7 +211,7 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
       instanceId,
       target,
       action,
-      source: { surface: "rest", client: request.ip },
+      source: { surface: "rest", client: clientOf(request) },
     });
     audit(
       request,
@@ -274,7 +276,8 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
         request,
         reply,
         request.params.id,
-        { kind: "outlet", deviceId: request.params.deviceId, index: request.params.index },
+        // The pattern admits plain decimal only, so Number() reads it exactly.
+        { kind: "outlet", deviceId: request.params.deviceId, index: Number(request.params.index) },
         request.body.action,
       ),
   );

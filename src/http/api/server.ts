@@ -9,6 +9,7 @@ import {
   API_JSON_HEADERS,
   createHttpApp,
   DOCS_PREFIX,
+  httpLimits,
   listen,
   type HttpApp,
   type RunningListener,
@@ -207,12 +208,15 @@ function registerDocumentRoutes(app: HttpApp): void {
 /** The REST API, ready to listen (or to `inject`). */
 export async function buildApiServer(deps: HttpDeps): Promise<HttpApp> {
   const bodies = createReadBodies(deps);
+  const fastReads = createFastReads(deps, bodies);
   const app = createHttpApp(
     deps.logger,
     "api",
     `the endpoints are listed in ${OPENAPI_PATH} and at ${DOCS_PREFIX}`,
-    createFastReads(deps, bodies),
+    deps.metrics?.wrapFastPath("api", fastReads) ?? fastReads,
+    httpLimits(deps.config),
   );
+  deps.metrics?.instrument(app, "api");
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   await registerDocs(app);
   registerReadRoutes(app, deps, bodies);

@@ -3,7 +3,8 @@
  * state only, so it keeps answering when the API is off and when MQTT or every PDU is down.
  */
 import Type from "typebox";
-import { createHttpApp, listen, type HttpApp, type RunningListener } from "../common.js";
+import { createHttpApp, httpLimits, listen, type HttpApp, type RunningListener } from "../common.js";
+import { registerMetricsRoute } from "../../metrics/endpoint.js";
 import type { HttpDeps } from "../types.js";
 import { integrations, readiness } from "./status.js";
 
@@ -28,7 +29,12 @@ export async function buildHealthServer(deps: HttpDeps): Promise<HttpApp> {
     deps.logger,
     "health",
     "the health listener serves GET /healthz, /readyz and /health/integrations",
+    undefined,
+    httpLimits(deps.config),
   );
+
+  deps.metrics?.instrument(app, "health");
+  if (deps.metrics) registerMetricsRoute(app, deps.metrics, deps.config.Metrics.Path);
 
   app.get("/healthz", (_request, reply) => reply.type(TEXT).send("OK"));
 

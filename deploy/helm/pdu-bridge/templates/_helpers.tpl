@@ -104,6 +104,14 @@ depends on them, so `helm template` and `helm install` stop with one clear messa
 {{- fail "config.Health.Bind is a loopback address: the kubelet's probes could not reach it (use 0.0.0.0)" }}
 {{- end }}
 {{- end }}
+{{- if .Values.metrics.serviceMonitor.enabled }}
+{{- if not (include "pdu-bridge.healthEnabled" .) }}
+{{- fail "metrics.serviceMonitor.enabled needs config.Health.Enabled: the metrics are served on the health listener" }}
+{{- end }}
+{{- if not (dig "Metrics" "Enabled" true $config) }}
+{{- fail "metrics.serviceMonitor.enabled needs config.Metrics.Enabled" }}
+{{- end }}
+{{- end }}
 {{- if and .Values.ingress.enabled (not (include "pdu-bridge.apiEnabled" .)) }}
 {{- fail "ingress.enabled needs config.Api.Enabled: the Ingress routes to the api Service" }}
 {{- end }}

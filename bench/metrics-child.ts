@@ -1,0 +1,129 @@
+/**
+ * The serving side of the `metrics` scenario, in its own process (run with --expose-gc) so that its
+ * CPU and heap are its own: `bridge` mode is the real health listener with the real BridgeMetrics over
+ * a store holding `--pdus` snapshots of a real 24-outlet simulator poll (device ids varied per PDU);
+ * `baseline` mode is a bare node:http server answering the bytes in `--body`.
+ *
+ * IPC commands: `cpu` (process.cpuUsage, µs), `heap` (after a full GC: heapUsed), `peak-start` (GC,
+ * then sample heapUsed every millisecond) and `peak-stop` (the highest sample minus the heap at the
+ * start: what the scrapes in between needed at their peak, garbage included).
+ */
+import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { parseArgs } from "node:util";
+import { parseConfigText } from "../src/config/load.js";
+import { buildHealthServer } from "../src/http/health/server.js";
+import { createLogger } from "../src/log.js";
+import { BridgeMetrics } from "../src/metrics/bridge.js";
+import { GeistClient } from "../src/pdu/geist/client.js";
+import type { Snapshot } from "../src/pdu/model.js";
+import { SnapshotStore } from "../src/poller/store.js";
+import { startSimulator } from "../src/simulator/index.js";
+import { serveIpc, signalReady } from "./lib/child.js";
+
+const { values } = parseArgs({
+  options: {
+    mode: { type: "string", default: "bridge" },
+    pdus: { type: "string", default: "1000" },
+    outlets: { type: "string", default: "24" },
+    body: { type: "string" },
+  },
+  strict: true,
+});
+
+const gc = (globalThis as { gc?: () => void }).gc;
+const heapAfterGc = (): number => {
+  gc?.();
+  gc?.();
+  return process.memoryUsage().heapUsed;
+};
+
+let port: number;
+let peak = { base: 0, max: 0, timer: null as NodeJS.Timeout | null };
+
+if (values.mode === "baseline") {
+  const body = readFileSync(values.body!);
+  const server = createServer((_req, res) => {
+    res.writeHead(200, {
+      "content-type": "text/plain; version=0.0.4; charset=utf-8",
+      "content-length": body.length,
+    });
+    res.end(body);
+  });
+  server.keepAliveTimeout = 72_000;
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  port = (server.address() as AddressInfo).port;
+} else {
+  const pdus = Number(values.pdus);
+  const logger = createLogger({ level: "warn" });
+  const sim = await startSimulator({ outlets: Number(values.outlets), requestLogLimit: 0 });
+  const ids = Array.from({ length: pdus }, (_, i) => `pdu-${String(i).padStart(4, "0")}`);
+  const yaml = [
+    "Mqtt: { Connection: { Host: 127.0.0.1 } }",
+    "Health: { Bind: 127.0.0.1, Port: 0 }",
+    "Pdus:",
+    ...ids.map((id) => `  ${id}: { Connection: { Host: 127.0.0.1, Port: ${sim.port}, Scheme: http } }`),
+  ].join("\n");
+  const config = await parseConfigText(`${yaml}\n`, "bench-metrics.yaml", {});
+  const client = new GeistClient(config.instances[0]!, { logger });
+  const polled = await client.poll(new AbortController().signal);
+  await client.close();
+  await sim.close();
+  const store = new SnapshotStore(ids);
+  ids.forEach((id, i) => {
+    const snapshot: Snapshot = {
+      ...polled,
+      instanceId: id,
+      devices: polled.devices.map((d) => ({
+        ...d,
+        id: `${d.id.slice(0, 12)}${i.toString(16).padStart(4, "0")}`,
+      })),
+    };
+    store.recordSuccess(id, snapshot);
+  });
+  const metrics = new BridgeMetrics({ store, skippedPolls: () => 0, mqtt: () => null });
+  const app = await buildHealthServer({
+    config,
+    store,
+    logger,
+    startedAt: Date.now(),
+    metrics,
+    mqttStatus: () => ({
+      connected: true,
+      broker: "mqtt://127.0.0.1:1883",
+      embedded: false,
+      lastError: null,
+      since: 0,
+    }),
+    homeAssistantStatus: () => ({ enabled: false, discoveryTopic: "homeassistant", lastDiscoveryUtc: null }),
+  });
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  port = (app.server.address() as AddressInfo).port;
+}
+
+serveIpc((cmd) => {
+  if (cmd === "cpu") {
+    const { user, system } = process.cpuUsage();
+    return Promise.resolve(user + system);
+  }
+  if (cmd === "heap") return Promise.resolve(heapAfterGc());
+  if (cmd === "peak-start") {
+    const base = heapAfterGc();
+    peak = {
+      base,
+      max: base,
+      timer: setInterval(() => {
+        peak.max = Math.max(peak.max, process.memoryUsage().heapUsed);
+      }, 1),
+    };
+    return Promise.resolve(base);
+  }
+  if (cmd === "peak-stop") {
+    if (peak.timer) clearInterval(peak.timer);
+    peak.max = Math.max(peak.max, process.memoryUsage().heapUsed);
+    return Promise.resolve(peak.max - peak.base);
+  }
+  return Promise.reject(new Error(`unknown command ${cmd}`));
+});
+signalReady({ port });

@@ -1,0 +1,285 @@
+/**
+ * `/metrics` (contract §8): the bridge's own metrics (prom-client), the process metrics, and the
+ * reading families of the latest snapshots (./readings.ts), in the Prometheus text format or
+ * OpenMetrics. One instance per running App; the process metrics are shared by the process.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { GROUP_ACTIONS, OUTLET_ACTIONS } from "../control/types.js";
+import type { FastPath, HttpApp } from "../http/common.js";
+import type { Snapshot } from "../pdu/model.js";
+import type { SnapshotStore } from "../poller/store.js";
+import { readingChunks } from "./readings.js";
+
+export const TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+export const OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/** What the metrics read from the running service at scrape time. */
+export interface MetricsSources {
+  readonly store: SnapshotStore;
+  /** Polls skipped so far because the previous poll of the instance was still running. */
+  skippedPolls(instanceId: string): number;
+  /** The MQTT side, or null before it is started. */
+  mqtt(): MqttTraffic | null;
+}
+
+export interface MqttTraffic {
+  readonly connected: boolean;
+  /** Messages handed to the MQTT client since start. */
+  readonly published: number;
+  /** Messages dropped (not connected) or refused by the client since start. */
+  readonly failed: number;
+  /** Home Assistant discovery config topics currently published retained. */
+  readonly discoveryConfigs: number;
+}
+
+type Source = "rest" | "mqtt";
+
+const KNOWN_ACTIONS = new Set<string>([...OUTLET_ACTIONS, ...GROUP_ACTIONS]);
+
+/** The registry of the process metrics, created on first use (one per process, like them). */
+let processMetrics: Registry | null = null;
+function processRegistry(): Registry {
+  if (processMetrics === null) {
+    processMetrics = new Registry();
+    collectDefaultMetrics({ register: processMetrics });
+    // Gauges named like counters (the sums of the per-type gauges beside them): promtool flags them.
+    for (const name of [
+      "nodejs_active_resources_total",
+      "nodejs_active_handles_total",
+      "nodejs_active_requests_total",
+    ])
+      processMetrics.removeSingleMetric(name);
+  }
+  return processMetrics;
+}
+
+/**
+ * prom-client's text output as OpenMetrics: counter families lose `_total` (their samples keep it)
+ * and blank lines go. prom-client's own OpenMetrics mode renames the metric objects it renders (the
+ * text format then lost `_total`), so both formats are rendered from the text registry.
+ */
+export function textToOpenMetrics(text: string): string {
+  const lines = text.split("\n").filter((line) => line !== "");
+  const counters = new Set<string>();
+  for (const line of lines) {
+    const match = /^# TYPE (\S+)_total counter$/.exec(line);
+    if (match) counters.add(match[1]!);
+  }
+  let out = "";
+  for (const line of lines) {
+    const match = /^# (HELP|TYPE) (\S+)_total( .*)?$/.exec(line);
+    out += match && counters.has(match[2]!) ? `# ${match[1]} ${match[2]}${match[3] ?? ""}\n` : `${line}\n`;
+  }
+  return out;
+}
+
+/** Whether the Accept header prefers OpenMetrics to the Prometheus text format. */
+export function wantsOpenMetrics(accept: string | undefined): boolean {
+  if (accept === undefined) return false;
+  let om = 0;
+  let text = 0;
+  for (const range of accept.split(",").slice(0, 32)) {
+    const [type = "", ...params] = range.split(";").map((p) => p.trim().toLowerCase());
+    let q = 1;
+    for (const p of params) {
+      if (!p.startsWith("q=")) continue;
+      const parsed = Number(p.slice(2));
+      q = Number.isFinite(parsed) && parsed >= 0 && parsed <= 1 ? parsed : 0;
+    }
+    if (type === "application/openmetrics-text") om = Math.max(om, q);
+    else if (type === "text/plain") text = Math.max(text, q);
+  }
+  return om > 0 && om >= text;
+}
+
+export class BridgeMetrics {
+  readonly #sources: MetricsSources;
+  readonly #registry = new Registry();
+  readonly #pollDuration: Histogram<"instance">;
+  readonly #pollFailures: Counter<"instance">;
+  readonly #control: Counter<"source" | "action" | "outcome">;
+  readonly #http: Counter<"listener" | "route" | "code">;
+  readonly #unsubscribe: () => void;
+
+  constructor(sources: MetricsSources) {
+    this.#sources = sources;
+    const registers = [this.#registry];
+    const store = sources.store;
+    const ids = store.ids();
+
+    new Gauge({
+      name: "pdu_bridge_up",
+      help: "1 when the last poll of the instance succeeded, else 0",
+      labelNames: ["instance"],
+      registers,
+      collect() {
+        for (const s of store.list()) this.set({ instance: s.id }, isUp(s) ? 1 : 0);
+      },
+    });
+    this.#pollDuration = new Histogram({
+      name: "pdu_bridge_poll_duration_seconds",
+      help: "Duration of polls (successful and failed)",
+      labelNames: ["instance"],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.#pollFailures = new Counter({
+      name: "pdu_bridge_poll_failures_total",
+      help: "Failed polls",
+      labelNames: ["instance"],
+      registers,
+    });
+    const skippedSeen = new Map<string, number>();
+    new Counter({
+      name: "pdu_bridge_polls_skipped_total",
+      help: "Polls skipped because the previous poll of the instance was still running",
+      labelNames: ["instance"],
+      registers,
+      collect() {
+        for (const id of ids) {
+          const now = sources.skippedPolls(id);
+          this.inc({ instance: id }, Math.max(0, now - (skippedSeen.get(id) ?? 0)));
+          skippedSeen.set(id, now);
+        }
+      },
+    });
+    new Gauge({
+      name: "pdu_bridge_last_successful_poll_timestamp_seconds",
+      help: "When the last successful poll of the instance finished (Unix time)",
+      labelNames: ["instance"],
+      registers,
+      collect() {
+        this.reset();
+        for (const s of store.list())
+          if (s.lastSuccessUtc !== null) this.set({ instance: s.id }, s.lastSuccessUtc / 1000);
+      },
+    });
+    new Gauge({
+      name: "pdu_bridge_mqtt_connected",
+      help: "1 while connected to the MQTT broker",
+      registers,
+      collect() {
+        this.set(sources.mqtt()?.connected === true ? 1 : 0);
+      },
+    });
+    const traffic = { published: 0, failed: 0 };
+    new Counter({
+      name: "pdu_bridge_mqtt_messages_published_total",
+      help: "MQTT messages handed to the client for the broker",
+      registers,
+      collect() {
+        const now = sources.mqtt()?.published ?? traffic.published;
+        this.inc(Math.max(0, now - traffic.published));
+        traffic.published = Math.max(now, traffic.published);
+      },
+    });
+    new Counter({
+      name: "pdu_bridge_mqtt_publish_failures_total",
+      help: "MQTT messages dropped while disconnected or refused by the client",
+      registers,
+      collect() {
+        const now = sources.mqtt()?.failed ?? traffic.failed;
+        this.inc(Math.max(0, now - traffic.failed));
+        traffic.failed = Math.max(now, traffic.failed);
+      },
+    });
+    new Gauge({
+      name: "pdu_bridge_mqtt_discovery_configs",
+      help: "Home Assistant discovery config topics the bridge publishes retained",
+      registers,
+      collect() {
+        this.set(sources.mqtt()?.discoveryConfigs ?? 0);
+      },
+    });
+    this.#control = new Counter({
+      name: "pdu_bridge_control_commands_total",
+      help: "Control commands by surface, action and outcome (done, refused, failed)",
+      labelNames: ["source", "action", "outcome"],
+      registers,
+    });
+    this.#http = new Counter({
+      name: "pdu_bridge_http_requests_total",
+      help: "HTTP requests answered, by listener, route and status class",
+      labelNames: ["listener", "route", "code"],
+      registers,
+    });
+    // Failures from the store's events (a failed poll is recorded there exactly once).
+    this.#unsubscribe = store.subscribe((event) => {
+      if (event.kind === "failure") this.#pollFailures.inc({ instance: event.instanceId });
+    });
+    for (const id of ids) {
+      this.#pollFailures.inc({ instance: id }, 0);
+    }
+  }
+
+  /** A finished poll (from the poller), successful or not. */
+  observePoll(instanceId: string, ms: number): void {
+    this.#pollDuration.observe({ instance: instanceId }, Math.max(0, ms) / 1000);
+  }
+
+  /** One audited control attempt. The action is outside input: anything unknown counts as `other`. */
+  observeControl(source: Source, action: string | null, status: number): void {
+    const outcome = status === 200 ? "done" : status >= 500 ? "failed" : "refused";
+    const known = action !== null && KNOWN_ACTIONS.has(action) ? action : action === null ? "none" : "other";
+    this.#control.inc({ source, action: known, outcome });
+  }
+
+  /** One answered HTTP request; `route` is the route pattern (bounded), never the raw URL. */
+  observeHttp(listener: "api" | "health", route: string, statusCode: number): void {
+    const klass = statusCode >= 100 && statusCode < 600 ? `${Math.floor(statusCode / 100)}xx` : "other";
+    this.#http.inc({ listener, route, code: klass });
+  }
+
+  /** Counts every response of this fastify app (requests answered by a fast path: {@link wrapFastPath}). */
+  instrument(app: HttpApp, listener: "api" | "health"): void {
+    app.addHook("onResponse", (request, reply, done) => {
+      this.observeHttp(listener, request.routeOptions.url ?? "unmatched", reply.statusCode);
+      done();
+    });
+  }
+
+  /** The same fast path, counting what it answers under the path it answered. */
+  wrapFastPath(listener: "api" | "health", fastPath: FastPath): FastPath {
+    return (request: IncomingMessage, response: ServerResponse) => {
+      const answered = fastPath(request, response);
+      if (answered) this.observeHttp(listener, (request.url ?? "").split("?", 1)[0]!, response.statusCode);
+      return answered;
+    };
+  }
+
+  /**
+   * The whole exposition in the format asked for, as chunks: the bridge's own and the process
+   * metrics first (small), then the reading families built from the snapshots as they are read.
+   */
+  async stream(openMetrics: boolean): Promise<{ contentType: string; chunks: Generator<string> }> {
+    const own = await this.#registry.metrics();
+    const process = await processRegistry().metrics();
+    const snapshots: Snapshot[] = [];
+    for (const s of this.#sources.store.list())
+      if (isUp(s) && s.snapshot !== null) snapshots.push(s.snapshot);
+    const head = openMetrics
+      ? `${textToOpenMetrics(own)}${textToOpenMetrics(process)}`
+      : `${own}\n${process}\n`;
+    function* chunks(): Generator<string> {
+      yield head;
+      yield* readingChunks(snapshots, openMetrics ? "openmetrics" : "text");
+      if (openMetrics) yield "# EOF\n";
+    }
+    return { contentType: openMetrics ? OPENMETRICS_CONTENT_TYPE : TEXT_CONTENT_TYPE, chunks: chunks() };
+  }
+
+  /** {@link stream} as one string. */
+  async render(openMetrics: boolean): Promise<{ contentType: string; body: string }> {
+    const { contentType, chunks } = await this.stream(openMetrics);
+    return { contentType, body: [...chunks].join("") };
+  }
+
+  close(): void {
+    this.#unsubscribe();
+  }
+}
+
+function isUp(status: { snapshot: Snapshot | null; consecutiveFailures: number }): boolean {
+  return status.snapshot !== null && status.consecutiveFailures === 0;
+}

@@ -1,0 +1,16 @@
+/** `GET <Metrics.Path>` on the health listener (contract §8). */
+import { Readable } from "node:stream";
+import type { HttpApp } from "../http/common.js";
+import { wantsOpenMetrics, type BridgeMetrics } from "./bridge.js";
+
+export function registerMetricsRoute(app: HttpApp, metrics: BridgeMetrics, path: string): void {
+  app.get(path, { schema: { hide: true } }, async (request, reply) => {
+    const accept = request.headers.accept;
+    const { contentType, chunks } = await metrics.stream(
+      wantsOpenMetrics(typeof accept === "string" ? accept : undefined),
+    );
+    // Streamed chunk by chunk (about 64 KB each, built as the response drains): a large fleet's
+    // exposition is never held in memory whole.
+    return reply.type(contentType).send(Readable.from(chunks, { objectMode: true, highWaterMark: 1 }));
+  });
+}

@@ -1,0 +1,257 @@
+/**
+ * The reading families of `/metrics` (contract §8): every numeric measurement of the latest good
+ * snapshots, named by Prometheus conventions, built from the snapshot model at scrape time.
+ *
+ * No prom-client child per series: at 1,000 PDUs that is about 150,000 series, and keeping them in
+ * step with the snapshots would be work on every poll whether anyone scrapes or not. Instead one walk
+ * over the snapshots appends each sample to its family's text, and the families are joined in a
+ * fixed order (a family's samples must be one group in both text formats).
+ */
+import type { Measurement, Snapshot } from "../pdu/model.js";
+
+/** How one measurement type becomes a metric: the name after `pdu_outlet_` and the unit scale. */
+interface Kind {
+  /** `power_watts`, `energy_joules`, ... (counters get `_total` on their samples). */
+  readonly base: string;
+  readonly help: string;
+  /**
+   * Accepted units (as the PDU writes them, case-sensitive) and the factor to the base unit; a
+   * negative factor divides (`%` → ratio: 94 / 100 is 0.94, where 94 × 0.01 is 0.9400000000000001).
+   */
+  readonly units: Readonly<Record<string, number>>;
+  /** True for energy: a counter on outlets and entities (a reset of statistics is a counter reset). */
+  readonly counter: boolean;
+}
+
+/**
+ * Measurement types the contract names, by the PDU's exact type. Empty units mean the PDU's usual
+ * unit; any other unit is left out rather than exported on a wrong scale.
+ */
+const KINDS: ReadonlyMap<string, Kind> = new Map<string, Kind>([
+  ["realPower", { base: "power_watts", help: "real power", units: { W: 1, "": 1 }, counter: false }],
+  [
+    "apparentPower",
+    { base: "apparent_power_voltamperes", help: "apparent power", units: { VA: 1, "": 1 }, counter: false },
+  ],
+  ["current", { base: "current_amperes", help: "current", units: { A: 1, "": 1 }, counter: false }],
+  ["voltage", { base: "voltage_volts", help: "voltage", units: { V: 1, "": 1 }, counter: false }],
+  [
+    "energy",
+    {
+      base: "energy_joules",
+      help: "energy since the PDU's statistics were last reset",
+      units: { kWh: 3.6e6, Wh: 3600, "": 3.6e6 },
+      counter: true,
+    },
+  ],
+  [
+    "powerFactor",
+    {
+      base: "power_factor_ratio",
+      help: "power factor (0-1)",
+      units: { "%": -100, "": -100 },
+      counter: false,
+    },
+  ],
+]);
+
+/** The value in the metric's base unit, or null when it must be left out. */
+function scaled(kind: Kind, m: Measurement): number | null {
+  if (m.value === null) return null;
+  const factor = kind.units[m.units];
+  if (factor === undefined) return null;
+  return applyFactor(m.value, factor);
+}
+
+function applyFactor(value: number, factor: number): number | null {
+  const result = factor < 0 ? value / -factor : value * factor;
+  return Number.isFinite(result) ? result : null;
+}
+
+type Format = "text" | "openmetrics";
+
+interface Family {
+  /** Name of the family (OpenMetrics: without `_total` / `_info`). */
+  readonly name: string;
+  /** Name of its samples. */
+  readonly sample: string;
+  readonly type: "gauge" | "counter" | "info";
+  readonly help: string;
+}
+
+function family(sample: string, type: Family["type"], help: string): Family {
+  const suffix = type === "counter" ? "_total" : type === "info" ? "_info" : "";
+  return { name: sample.slice(0, sample.length - suffix.length), sample, type, help };
+}
+
+const KIND_LIST = [...KINDS.entries()];
+
+/** Family index per place and measurement type. */
+const OUTLET_STATE = 0;
+const OUTLET_INFO = 1;
+const DEVICE_INFO = 2;
+const FAMILIES: Family[] = [
+  family("pdu_outlet_state", "gauge", "Outlet state: 1 on, 0 off (left out while unknown)"),
+  family("pdu_outlet_info", "info", "Names and labels of an outlet (always 1)"),
+  family("pdu_device_info", "info", "Label, model and serial number of a device (always 1)"),
+];
+const outletFamily = new Map<string, number>();
+const entityFamily = new Map<string, number>();
+const groupFamily = new Map<string, number>();
+const groupTotalFamily = new Map<string, number>();
+for (const [type, kind] of KIND_LIST) {
+  const counterName = `${kind.base}${kind.counter ? "_total" : ""}`;
+  const type_ = kind.counter ? "counter" : "gauge";
+  outletFamily.set(
+    type,
+    FAMILIES.push(family(`pdu_outlet_${counterName}`, type_, `Outlet ${kind.help}`)) - 1,
+  );
+  entityFamily.set(
+    type,
+    FAMILIES.push(family(`pdu_entity_${counterName}`, type_, `Entity ${kind.help}`)) - 1,
+  );
+}
+for (const [type, kind] of KIND_LIST) {
+  // Rollups are statistics over outlets (sum, avg, min, max): gauges, energy included.
+  const help = `OneView group rollup of outlet ${kind.help}`;
+  groupFamily.set(type, FAMILIES.push(family(`pdu_group_${kind.base}`, "gauge", help)) - 1);
+  const totalHelp = `OneView group rollup of PDU total ${kind.help}`;
+  groupTotalFamily.set(
+    type,
+    FAMILIES.push(family(`pdu_group_pdu_total_${kind.base}`, "gauge", totalHelp)) - 1,
+  );
+}
+
+/** Every reading family name, as its samples are named (for documentation and tests). */
+export const READING_METRICS: readonly string[] = FAMILIES.map((f) => f.sample);
+
+const NEEDS_ESCAPE = /[\\"\n]/;
+
+/** A label value as both formats want it: backslash, double quote and newline escaped. */
+export function escapeLabel(value: string): string {
+  if (!NEEDS_ESCAPE.test(value)) return value;
+  return value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+}
+
+const STATS = ["sum", "avg", "min", "max"] as const;
+
+type Writer = (snapshot: Snapshot, out: string) => string;
+
+/** `{instance="…",device="…"` of a device of a snapshot. */
+const devicePrefix = (snapshot: Snapshot, deviceId: string): string =>
+  `{instance="${escapeLabel(snapshot.instanceId)}",device="${escapeLabel(deviceId)}"`;
+
+/** How each family's samples are written from one snapshot, in the order of FAMILIES. */
+const WRITERS: Writer[] = FAMILIES.map((f, index): Writer => {
+  if (index === OUTLET_STATE)
+    return (snapshot, out) => {
+      for (const device of snapshot.devices) {
+        const dev = devicePrefix(snapshot, device.id);
+        for (const outlet of device.outlets) {
+          if (outlet.state === "unknown") continue;
+          out += `pdu_outlet_state${dev},outlet="${outlet.index}"} ${outlet.state === "on" ? 1 : 0}\n`;
+        }
+      }
+      return out;
+    };
+  if (index === OUTLET_INFO)
+    return (snapshot, out) => {
+      for (const device of snapshot.devices) {
+        const dev = devicePrefix(snapshot, device.id);
+        for (const outlet of device.outlets) {
+          out +=
+            `pdu_outlet_info${dev},outlet="${outlet.index}",label="${escapeLabel(outlet.label)}",` +
+            `name="${escapeLabel(outlet.name)}"} 1\n`;
+        }
+      }
+      return out;
+    };
+  if (index === DEVICE_INFO)
+    return (snapshot, out) => {
+      for (const device of snapshot.devices) {
+        out +=
+          `pdu_device_info${devicePrefix(snapshot, device.id)},label="${escapeLabel(device.label)}",` +
+          `model="${escapeLabel(device.system.model)}",serial="${escapeLabel(device.system.serialNumber)}"} 1\n`;
+      }
+      return out;
+    };
+  for (const [type, kind] of KIND_LIST) {
+    if (outletFamily.get(type) === index)
+      return (snapshot, out) => {
+        for (const device of snapshot.devices) {
+          const dev = `${f.sample}${devicePrefix(snapshot, device.id)},outlet="`;
+          for (const outlet of device.outlets) {
+            const m = outlet.measurements.find((x) => x.type === type);
+            const value = m === undefined ? null : scaled(kind, m);
+            if (value !== null) out += `${dev}${outlet.index}"} ${value}\n`;
+          }
+        }
+        return out;
+      };
+    if (entityFamily.get(type) === index)
+      return (snapshot, out) => {
+        for (const device of snapshot.devices) {
+          const dev = `${f.sample}${devicePrefix(snapshot, device.id)},entity="`;
+          for (const entity of device.entities) {
+            const m = entity.measurements.find((x) => x.type === type);
+            const value = m === undefined ? null : scaled(kind, m);
+            if (value !== null) out += `${dev}${escapeLabel(entity.key)}"} ${value}\n`;
+          }
+        }
+        return out;
+      };
+    const total = groupTotalFamily.get(type) === index;
+    if (total || groupFamily.get(type) === index) {
+      // Outlet rollups are keyed by their type; PDU-total rollups by `pduTotal` + Type.
+      const key = total ? `pduTotal${type.charAt(0).toUpperCase()}${type.slice(1)}` : type;
+      return (snapshot, out) => {
+        for (const group of snapshot.groups) {
+          const m = group.measurements.find((x) => x.key === key && x.type === type);
+          if (m === undefined) continue;
+          const factor = kind.units[m.units];
+          if (factor === undefined) continue;
+          const grp = `${f.sample}{instance="${escapeLabel(snapshot.instanceId)}",group="${escapeLabel(group.key)}",stat="`;
+          for (const stat of STATS) {
+            const raw = m[stat];
+            const value = raw === null ? null : applyFactor(raw, factor);
+            if (value !== null) out += `${grp}${stat}"} ${value}\n`;
+          }
+        }
+        return out;
+      };
+    }
+  }
+  throw new Error(`no writer for ${f.sample}`);
+});
+
+/** Chunks are handed on at about this many characters, so a scrape never holds the whole text. */
+const CHUNK_CHARS = 64 * 1024;
+
+/**
+ * The reading families of these snapshots (each the latest good snapshot of an instance whose last
+ * poll succeeded, in the order given) in the Prometheus text format or OpenMetrics (without `# EOF`),
+ * as chunks of about 64 KB: family by family (each family's samples are one group, as both formats
+ * require), so that at 1,000 PDUs a scrape holds a chunk at a time rather than 18 MB of text.
+ */
+export function* readingChunks(snapshots: readonly Snapshot[], format: Format): Generator<string> {
+  let out = "";
+  for (const [i, f] of FAMILIES.entries()) {
+    const name = format === "openmetrics" ? f.name : f.sample;
+    const type = format === "openmetrics" || f.type !== "info" ? f.type : "gauge";
+    out += `# HELP ${name} ${f.help}\n# TYPE ${name} ${type}\n`;
+    const write = WRITERS[i]!;
+    for (const snapshot of snapshots) {
+      out = write(snapshot, out);
+      if (out.length >= CHUNK_CHARS) {
+        yield out;
+        out = "";
+      }
+    }
+  }
+  if (out !== "") yield out;
+}
+
+/** {@link readingChunks} as one string (tests, small fleets). */
+export function renderReadings(snapshots: readonly Snapshot[], format: Format): string {
+  return [...readingChunks(snapshots, format)].join("");
+}
