@@ -59,6 +59,18 @@ export function tooDeepAt(text: string): number | null {
   return null;
 }
 
+/**
+ * The YAML library's message without the text it quotes from the file after a colon
+ * ("Block scalar header includes extra characters: >s3cret"): that text may be a secret, and the
+ * message already carries the line.
+ */
+function withoutQuotedSource(message: string, text: string): string {
+  const colon = message.indexOf(": ");
+  if (colon < 0) return message;
+  const quoted = message.slice(colon + 2).trim();
+  return quoted.length > 0 && text.includes(quoted) ? message.slice(0, colon) : message;
+}
+
 /** Parses one YAML document; syntax errors and an empty document are {@link ConfigError}s. */
 export function parseYaml(text: string, origin: string): ParsedYaml {
   const deep = tooDeepAt(text);
@@ -73,7 +85,7 @@ export function parseYaml(text: string, origin: string): ParsedYaml {
   const [error] = doc.errors;
   if (error !== undefined) {
     const firstLine = error.message.split("\n")[0] ?? error.message;
-    const problem = firstLine.replace(/ at line \d+, column \d+:?$/, "");
+    const problem = withoutQuotedSource(firstLine.replace(/ at line \d+, column \d+:?$/, ""), text);
     throw new ConfigError("", `invalid YAML: ${problem}`, { file: origin, line: error.linePos?.[0].line });
   }
   if (doc.contents === null) throw new ConfigError("", "the file is empty", { file: origin });
@@ -84,7 +96,7 @@ export function parseYaml(text: string, origin: string): ParsedYaml {
   } catch (cause) {
     // An unresolved or runaway alias is only found when the data is built.
     const message = cause instanceof Error ? cause.message : String(cause);
-    throw new ConfigError("", `invalid YAML: ${message}`, { file: origin });
+    throw new ConfigError("", `invalid YAML: ${withoutQuotedSource(message, text)}`, { file: origin });
   }
 
   const lines = new Map<string, number>();

@@ -11,6 +11,7 @@ import { GeistClient, type ClientInstance } from "../../src/pdu/geist/client.js"
 import { Poller } from "../../src/poller/scheduler.js";
 import { SnapshotStore } from "../../src/poller/store.js";
 import { startSimulator, type Simulator } from "../../src/simulator/index.js";
+import { waitFor } from "../../testkit/wait.js";
 
 const INTERVAL_MS = 200;
 
@@ -59,14 +60,20 @@ describe("Poller with real PDUs", () => {
     // Every instance gets one good snapshot first.
     const deadline = Date.now() + 5000;
     while (ids.some((id) => store.get(id)!.snapshot === null) && Date.now() < deadline) await sleep(20);
-    const firstGood = Object.fromEntries(ids.map((id) => [id, store.get(id)!.snapshot]));
     assert.ok(
-      ids.every((id) => firstGood[id]),
+      ids.every((id) => store.get(id)!.snapshot !== null),
       "all three polled once",
     );
 
     await sims.dead.setFault("refuse");
     await sims.hanging.setFault("hang");
+    // A poll already under way when the fault was set may still succeed: the last good snapshot is
+    // the one held once the first failure is in.
+    await waitFor(
+      () => store.get("dead")!.consecutiveFailures > 0 && store.get("hanging")!.consecutiveFailures > 0,
+      "both faulty PDUs failed once",
+    );
+    const lastGood = Object.fromEntries(ids.map((id) => [id, store.get(id)!.snapshot]));
     const healthyBefore = apiPolls(sims.healthy);
     const windowMs = 2000;
     await sleep(windowMs);
@@ -83,12 +90,12 @@ describe("Poller with real PDUs", () => {
     const dead = store.get("dead")!;
     assert.match(dead.lastError ?? "", /refused/i);
     assert.ok(dead.consecutiveFailures >= 3, `dead failures ${dead.consecutiveFailures}`);
-    assert.equal(dead.snapshot, firstGood.dead, "the dead PDU keeps its last snapshot");
+    assert.equal(dead.snapshot, lastGood.dead, "the dead PDU keeps its last snapshot");
 
     const hanging = store.get("hanging")!;
     assert.match(hanging.lastError ?? "", /within|time/i);
     assert.ok(hanging.consecutiveFailures >= 1);
-    assert.equal(hanging.snapshot, firstGood.hanging, "the hanging PDU keeps its last snapshot");
+    assert.equal(hanging.snapshot, lastGood.hanging, "the hanging PDU keeps its last snapshot");
     assert.ok(hanging.snapshot!.devices[0]!.outlets.length === 4, "and it is not emptied");
     store.close();
   });
