@@ -32,6 +32,26 @@ export default tseslint.config(
     },
   },
   {
+    // The vendor seam (docs/architecture.md): only a family's own files and the driver factory
+    // import its code; the core talks to a PduDriver. Tests, testkit and bench may.
+    files: ["src/**/*.ts"],
+    ignores: ["src/pdu/geist/**", "src/pdu/drivers.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              regex: "(^|/)geist(/|$)",
+              message:
+                "Geist code is reached only through the PduDriver seam: import src/pdu/driver.ts, or add to src/pdu/drivers.ts.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ["**/*.js", "**/*.mjs"],
     ...tseslint.configs.disableTypeChecked,
   },

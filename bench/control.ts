@@ -7,7 +7,7 @@
  */
 import { join } from "node:path";
 import { Client } from "undici";
-import { GeistClient } from "../src/pdu/client.js";
+import { GeistClient } from "../src/pdu/geist/client.js";
 import { freePort } from "../testkit/repo.js";
 import { startBridge, writeBridgeConfig } from "./lib/bridge.js";
 import { startBroker } from "./lib/broker.js";

@@ -16,7 +16,7 @@ import { parseConfigText } from "../src/config/load.js";
 import { buildHealthServer } from "../src/http/health/server.js";
 import { createLogger } from "../src/log.js";
 import { BridgeMetrics } from "../src/metrics/bridge.js";
-import { GeistClient } from "../src/pdu/client.js";
+import { GeistClient } from "../src/pdu/geist/client.js";
 import type { Snapshot } from "../src/pdu/model.js";
 import { SnapshotStore } from "../src/poller/store.js";
 import { startSimulator } from "../src/simulator/index.js";

@@ -2,7 +2,7 @@
  * Composition root: builds the parts from a validated configuration, starts them in order and
  * stops them in reverse. Nothing else wires parts together.
  *
- * Start order: PDU clients and store → poller (polling starts at once, so the first snapshots
+ * Start order: PDU drivers and store → poller (polling starts at once, so the first snapshots
  * arrive while MQTT connects) → MQTT (embedded broker first when configured) → HTTP listeners.
  * Stop order: control (writes in flight get a budget to finish) with the poller → HTTP listeners → MQTT (`offline`
  * published, embedded broker closed) → PDU clients.
@@ -19,7 +19,8 @@ import { startHealthServer } from "./http/health/server.js";
 import type { HttpDeps } from "./http/types.js";
 import { BridgeMetrics } from "./metrics/bridge.js";
 import { startMqttBridge, type MqttBridge } from "./mqtt/bridge.js";
-import { GeistClient } from "./pdu/client.js";
+import type { PduDriver } from "./pdu/driver.js";
+import { createDriver } from "./pdu/drivers.js";
 import { Poller } from "./poller/scheduler.js";
 import { SnapshotStore } from "./poller/store.js";
 import { heapLimitMb, heapNeededMb } from "./runtime.js";
@@ -41,7 +42,8 @@ export class App {
   readonly logger: Logger;
   readonly store: SnapshotStore;
   readonly poller: Poller;
-  readonly clients: ReadonlyMap<string, GeistClient>;
+  /** One driver per instance (its PDU family, `Pdus.<id>.Driver`). */
+  readonly clients: ReadonlyMap<string, PduDriver>;
   readonly startedAt = Date.now();
   /** What the surfaces (REST, MQTT) call: the core, observed by the console when it is on. */
   readonly control: ControlService;
@@ -64,7 +66,7 @@ export class App {
     this.#config = config;
     this.logger = logger;
     this.clients = new Map(
-      config.instances.map((instance) => [instance.id, new GeistClient(instance, { logger })]),
+      config.instances.map((instance) => [instance.id, createDriver(instance, { logger })]),
     );
     this.store = new SnapshotStore(config.instances.map((i) => i.id));
     this.poller = new Poller(

@@ -7,7 +7,7 @@ import type { Config } from "../src/config/schema.js";
 import { createControlService } from "../src/control/service.js";
 import type { ControlOutcome, ControlService, ControlTarget } from "../src/control/types.js";
 import { silentLogger } from "../src/log.js";
-import { GeistClient } from "../src/pdu/client.js";
+import { GeistClient } from "../src/pdu/geist/client.js";
 import { findOutlet, type Snapshot } from "../src/pdu/model.js";
 import { SnapshotStore } from "../src/poller/store.js";
 import { startSimulator, type Simulator, type SimulatorOptions } from "../src/simulator/index.js";

@@ -10,7 +10,11 @@ import type {
   OutletState,
   PduSystem,
   Snapshot,
+  Vendor,
 } from "../src/pdu/model.js";
+
+/** The vendor a Geist unit's snapshots carry (what discovery names its maker). */
+export const VENDOR: Vendor = Object.freeze({ manufacturer: "Vertiv", groupModel: "OneView group" });
 
 export const CLEAR_ALARM: Alarm = { state: "none", severity: "alarm", raised: false };
 export const RAISED_ALARM: Alarm = { state: "alarm", severity: "alarm", raised: true };
@@ -152,6 +156,7 @@ export function snapshot(
     instanceId,
     timestamp,
     mode: groups.length > 0 ? "oneview" : "single",
+    vendor: VENDOR,
     system: devices[0]?.system ?? system("empty", "none"),
     devices: [...devices].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
     groups,

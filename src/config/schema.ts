@@ -148,6 +148,10 @@ export const PduConnectionSchema = Type.Object(
   { additionalProperties: false, description: "How to reach the PDU" },
 );
 
+/** PDU families with a driver (src/pdu/drivers.ts). */
+export const PduDrivers = ["geist"] as const;
+export type PduDriverName = (typeof PduDrivers)[number];
+
 export const PduSchema = Type.Object(
   {
     Connection: PduConnectionSchema,
@@ -162,6 +166,11 @@ export const PduSchema = Type.Object(
     ActionsEnabled: Type.Boolean({
       default: false,
       description: "Allow control of this PDU (REST and MQTT); refused unless true",
+    }),
+    Driver: Type.Enum(PduDrivers, {
+      default: "geist",
+      description:
+        "The PDU family's driver: geist (Vertiv/Geist units and OneView clusters), the only one so far",
     }),
   },
   { additionalProperties: false, description: "One PDU (a single unit, or the master of a OneView cluster)" },

@@ -22,16 +22,15 @@
  */
 import type { Config, InstanceConfig } from "../config/schema.js";
 import type { Logger } from "../log.js";
-import type { GeistClient, OutletTarget } from "../pdu/client.js";
+import type { OutletTarget } from "../pdu/driver.js";
 import { describeError, isPduError } from "../pdu/errors.js";
 import { findDevice, findGroup, type Snapshot } from "../pdu/model.js";
 import { nameProblem, quoteName } from "../pdu/names.js";
 import type { SnapshotStore } from "../poller/store.js";
 import { describeTarget } from "./audit.js";
+import { command, commandsFor, type CommandDriver, type CommandRow } from "./commands.js";
 import { OutletDiscipline, type DisciplineOptions } from "./discipline.js";
 import {
-  GROUP_ACTIONS,
-  OUTLET_ACTIONS,
   type ControlOutcome,
   type ControlProblem,
   type ControlRequest,
@@ -50,8 +49,8 @@ export const STOPPING_RETRY_AFTER = 5;
 /** How long a stop lets writes in flight finish before they are cut and reported outcome unknown (ms). */
 export const STOP_BUDGET_MS = 2000;
 
-/** The writes the core uses; every GeistClient fits. */
-export type ControlClient = Pick<GeistClient, "controlOutlet" | "resetOutletEnergy">;
+/** The writes the core uses (the command table's driver calls); every PduDriver fits. */
+export type ControlClient = CommandDriver;
 
 export interface ControlDeps {
   /** Read on every request: the app passes a getter, so live configuration changes apply. */
@@ -181,9 +180,10 @@ export class ControlCore implements ControlService {
   async execute(request: ControlRequest): Promise<ControlOutcome> {
     const { target } = request;
     // 1. the action for this kind of target
-    const badAction = checkAction(target, request.action);
-    if (badAction !== null) return badAction;
-    const action = request.action as OutletControlAction;
+    const checked = checkAction(target, request.action);
+    if ("status" in checked) return checked;
+    const row = checked;
+    const action = row.name as OutletControlAction;
 
     // 2. the instance
     const instance = this.#instance(request.instanceId);
@@ -198,13 +198,8 @@ export class ControlCore implements ControlService {
     const id = instance.id;
 
     // 3. control allowed
-    if (!instance.ActionsEnabled) {
-      return refuse(
-        409,
-        "Control disabled",
-        `control of instance ${id} is disabled: set Pdus.${id}.ActionsEnabled: true (with the PDU's Credentials) to allow it`,
-      );
-    }
+    const disabled = actionsDisabled(instance);
+    if (disabled !== null) return disabled;
 
     // 4. polled at least once
     const snapshot = this.#deps.store.get(id)?.snapshot ?? null;
@@ -241,15 +236,13 @@ export class ControlCore implements ControlService {
       { instance: id, target: describeTarget(resolved), action, outlets: targets.length },
       "control: writing",
     );
-    const written = await mapBounded(targets, GROUP_CONCURRENCY, (t) =>
-      this.#writeOne(id, client, t, action),
-    );
+    const written = await mapBounded(targets, GROUP_CONCURRENCY, (t) => this.#writeOne(id, client, t, row));
 
     // 7. the outcome (an outcome-unknown write is polled soon too: the PDU's report tells)
     if (written.some((w) => w.ok || w.kind === "unknown") && !this.#stopping()) {
       this.#deps.pollSoon(id, REPOLL_DELAY_MS);
     }
-    const outcome = conclude(id, resolved, action, written);
+    const outcome = conclude(id, resolved, row, written);
     this.#logger.debug(
       { instance: id, target: describeTarget(resolved), action, status: outcome.status },
       "control: done",
@@ -277,8 +270,9 @@ export class ControlCore implements ControlService {
     instanceId: string,
     client: ControlClient,
     planned: PlannedOutlet,
-    action: OutletControlAction,
+    row: CommandRow,
   ): Promise<Written> {
+    const action = row.name as OutletControlAction;
     const target: OutletTarget = { deviceId: planned.deviceId, index: planned.index, route: planned.route };
     const key = `${instanceId}\u0000${target.deviceId}\u0000${target.index}`;
     const turn = await this.#discipline.acquire(key, action, planned.rebootDelay);
@@ -306,15 +300,15 @@ export class ControlCore implements ControlService {
     }
     let result: Written | undefined;
     try {
-      const writing = this.#write(client, target, action);
+      const writing = this.#write(client, target, row);
       this.#inflight.add(writing);
       try {
         result = await writing;
       } finally {
         this.#inflight.delete(writing);
       }
-      if (action === "on" || action === "off") {
-        if (result.ok) this.#deps.store.latch(instanceId, target.deviceId, target.index, action);
+      if (row.latches !== null) {
+        if (result.ok) this.#deps.store.latch(instanceId, target.deviceId, target.index, row.latches);
         // The write may or may not have happened: show what the PDU reports, not an older command.
         else if (result.kind !== "stopped")
           this.#deps.store.unlatch(instanceId, target.deviceId, target.index);
@@ -328,13 +322,13 @@ export class ControlCore implements ControlService {
     }
   }
 
-  async #write(client: ControlClient, target: OutletTarget, action: OutletControlAction): Promise<Written> {
+  async #write(client: ControlClient, target: OutletTarget, row: CommandRow): Promise<Written> {
+    const action = row.name;
     if (this.#stopping())
       return { target, ok: false, kind: "stopped", error: "the service is stopping; not sent" };
     const signal = this.#cut.signal;
     try {
-      if (action === "resetStats") await client.resetOutletEnergy(target, signal);
-      else await client.controlOutlet(target, action, signal);
+      await row.call(client, target, signal);
       return { target, ok: true };
     } catch (e) {
       this.#logger.debug(
@@ -365,10 +359,29 @@ export function createControlService(deps: ControlDeps): ControlCore {
   return new ControlCore(deps);
 }
 
-function checkAction(target: ControlTarget, action: string): Refusal | null {
-  const allowed: readonly string[] = target.kind === "outlet" ? OUTLET_ACTIONS : GROUP_ACTIONS;
-  if (!allowed.includes(action)) {
-    const note = target.kind === "group" && action === "resetStats" ? " (resetStats is outlet-only)" : "";
+/**
+ * 409 when the instance has `ActionsEnabled: false`, else null: the one place that rule is decided
+ * (the MQTT surface asks it too, so a refused command never reaches a control service).
+ */
+export function actionsDisabled(instance: Pick<InstanceConfig, "id" | "ActionsEnabled">): Refusal | null {
+  if (instance.ActionsEnabled) return null;
+  const id = instance.id;
+  return refuse(
+    409,
+    "Control disabled",
+    `control of instance ${id} is disabled: set Pdus.${id}.ActionsEnabled: true (with the PDU's Credentials) to allow it`,
+  );
+}
+
+/** The command's row when it is allowed on the target (and the outlet index is sound), else a 400. */
+function checkAction(target: ControlTarget, action: string): CommandRow | Refusal {
+  const allowed = commandsFor(target.kind).map((c) => c.name);
+  const row = command(action);
+  if (row === undefined || !allowed.includes(action)) {
+    const note =
+      target.kind === "group" && row !== undefined && row.outlet !== null
+        ? ` (${action} is outlet-only)`
+        : "";
     return refuse(
       400,
       "Action not allowed",
@@ -382,7 +395,7 @@ function checkAction(target: ControlTarget, action: string): Refusal | null {
       `outlet index must be a 0-based integer, got ${String(target.index)}`,
     );
   }
-  return null;
+  return row;
 }
 
 /** What to write. `resolved` spells the target as the PDU does (a group key's case). */
@@ -507,9 +520,10 @@ function controlDisabledOnPdu(deviceIds: readonly string[], id: string, groupKey
 function conclude(
   id: string,
   target: ControlTarget,
-  action: OutletControlAction,
+  row: CommandRow,
   written: readonly Written[],
 ): ControlOutcome {
+  const action = row.name;
   const outlets: OutletResult[] = written.map((w) =>
     w.ok
       ? { deviceId: w.target.deviceId, index: w.target.index, ok: true }
@@ -527,7 +541,7 @@ function conclude(
       ? `failed on ${failed.length} of ${written.length} outlets: ${describeFailures(failed)}; succeeded on: ${listSome(succeeded, 64)}`
       : (failed[0]?.error ?? "failed");
 
-  const repeatable = action === "on" || action === "off";
+  const repeatable = row.idempotent;
   if (failed.some((f) => f.kind === "unknown")) {
     return refuse(
       502,

@@ -3,10 +3,11 @@
  * written once in src/control/ and each surface only translates requests and outcomes.
  */
 
-export const OUTLET_ACTIONS = ["on", "off", "reboot", "resetStats"] as const;
-export const GROUP_ACTIONS = ["on", "off", "reboot"] as const;
-export type OutletControlAction = (typeof OUTLET_ACTIONS)[number];
-export type GroupControlAction = (typeof GROUP_ACTIONS)[number];
+import type { CommandName } from "./commands.js";
+
+/** The command names (./commands.ts is the one table of commands). */
+export { GROUP_ACTIONS, OUTLET_ACTIONS } from "./commands.js";
+export type OutletControlAction = CommandName;
 
 export type ControlTarget =
   | { readonly kind: "outlet"; readonly deviceId: string; readonly index: number }

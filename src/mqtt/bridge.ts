@@ -147,7 +147,7 @@ function connect(
   logger: Logger,
 ): Promise<MqttConnection> {
   const ha = config.HomeAssistant;
-  const haStatusTopic = `${ha.DiscoveryTopic}/status`;
+  const haStatusTopic = Topics.homeAssistantStatus(ha.DiscoveryTopic);
   const mqtt = config.Mqtt;
   return MqttConnection.open({
     config:

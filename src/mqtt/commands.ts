@@ -8,6 +8,8 @@
  */
 import type { InstanceConfig } from "../config/schema.js";
 import { auditControl } from "../control/audit.js";
+import { acceptedPayloads, commandFromMqtt } from "../control/commands.js";
+import { actionsDisabled } from "../control/service.js";
 import type { ControlService, ControlTarget } from "../control/types.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
@@ -76,16 +78,19 @@ export class CommandHandler {
       refuse(404, `unknown instance ${JSON.stringify(instanceId)}`, instanceId, target);
       return;
     }
-    if (!instance.ActionsEnabled) {
-      refuse(409, `instance ${instanceId} has ActionsEnabled: false`, instanceId, target);
+    // The core's rule, asked here so that a refused command never reaches a control service.
+    const disabled = actionsDisabled(instance);
+    if (disabled !== null) {
+      refuse(disabled.status, `instance ${instanceId} has ActionsEnabled: false`, instanceId, target);
       return;
     }
-    const action = actionOf(target, command, text);
-    if (action === null) {
-      const allowed = command !== "set" ? "" : target.kind === "group" ? "on, off or reboot" : "on or off";
+    const row = commandFromMqtt(target.kind, command, text);
+    if (row === null) {
+      const allowed = acceptedPayloads(target.kind, command);
       refuse(400, `payload ${JSON.stringify(text.slice(0, 40))} is not ${allowed}`, instanceId, target);
       return;
     }
+    const action = row.name;
     const control = this.#control;
     if (control === null) {
       refuse(503, "control is not available yet", instanceId, target, action);
@@ -108,13 +113,4 @@ export class CommandHandler {
       refuse(500, `control failed: ${describeError(error)}`, instanceId, target, action);
     }
   }
-}
-
-/** The control action a command asks for, or null when its payload is not acceptable. */
-function actionOf(target: ControlTarget, command: string, payload: string): string | null {
-  if (command === "reboot" || command === "resetStats") return command;
-  const value = payload.toLowerCase();
-  if (value === "on" || value === "off") return value;
-  if (target.kind === "group" && value === "reboot") return value;
-  return null;
 }

@@ -17,7 +17,7 @@ import { ConfigError } from "../config/errors.js";
 import type { MqttConfig, MqttScheme } from "../config/schema.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
-import { topicProblem } from "./topics.js";
+import { topicProblem, Topics } from "./topics.js";
 import type { MqttStatus } from "./types.js";
 
 export const RECONNECT_BASE_MS = 1000;
@@ -97,7 +97,7 @@ export class MqttConnection {
   private constructor(client: MqttClient, options: OpenOptions, broker: string, embedded: boolean) {
     this.#client = client;
     this.#logger = options.logger;
-    this.#statusTopic = `${options.config.ParentTopic}/status`;
+    this.#statusTopic = new Topics(options.config.ParentTopic).bridgeStatus();
     this.#subscriptions = options.subscriptions;
     this.#hooks = options.hooks;
     this.#broker = broker;
@@ -150,7 +150,12 @@ export class MqttConnection {
       // mqtt.js logs through `debug` several times per publish; off, that still cost about 3 % of
       // the CPU at 1000 PDUs (npm run bench, fleet profile). The bridge logs what matters itself.
       log: () => undefined,
-      will: { topic: `${config.ParentTopic}/status`, payload: Buffer.from("offline"), qos: 1, retain: true },
+      will: {
+        topic: new Topics(config.ParentTopic).bridgeStatus(),
+        payload: Buffer.from("offline"),
+        qos: 1,
+        retain: true,
+      },
       ...(config.Credentials.Username === null ? {} : { username: config.Credentials.Username }),
       ...(config.Credentials.Password === null ? {} : { password: config.Credentials.Password }),
       ...(secure ? { rejectUnauthorized: config.Connection.ValidateCertificate } : {}),

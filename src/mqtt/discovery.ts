@@ -11,7 +11,8 @@
  * device but creates no new entities.
  */
 import { createHash } from "node:crypto";
-import { RAISED_ALARM_STATES, type Snapshot } from "../pdu/model.js";
+import { commandsFor } from "../control/commands.js";
+import { RAISED_ALARM_STATES, type Snapshot, type Vendor } from "../pdu/model.js";
 import type { TopicIdGuard, Topics } from "./topics.js";
 
 /**
@@ -67,6 +68,8 @@ export interface DiscoveryShape {
   readonly groups: readonly GroupShape[];
   /** The device OneView groups hang from: the polled unit's own device, else the first. */
   readonly masterDeviceId: string | null;
+  /** Manufacturer and group model, from the driver that made the snapshot. */
+  readonly vendor: Vendor;
 }
 
 export function discoveryShape(instanceId: string, snapshot: Snapshot, guard: TopicIdGuard): DiscoveryShape {
@@ -105,7 +108,8 @@ export function discoveryShape(instanceId: string, snapshot: Snapshot, guard: To
         .map((m) => ({ key: m.key, type: m.type, units: m.units })),
     }));
   const direct = snapshot.devices.find((d) => d.route === null && devices.some((s) => s.id === d.id));
-  return { devices, groups, masterDeviceId: direct?.id ?? devices[0]?.id ?? null };
+  const vendor = { manufacturer: snapshot.vendor.manufacturer, groupModel: snapshot.vendor.groupModel };
+  return { devices, groups, masterDeviceId: direct?.id ?? devices[0]?.id ?? null, vendor };
 }
 
 /**
@@ -151,9 +155,21 @@ export function idPart(id: string): string {
   return `${id.replace(/[^A-Za-z0-9-]/g, "-")}-${hash}`;
 }
 
+/** What every step of one instance's discovery shares. */
+interface Builder {
+  readonly topics: Topics;
+  readonly instanceId: string;
+  /** `<parent>_<instance>`: the prefix of every id. */
+  readonly nodeId: string;
+  readonly expire: Json;
+  /** Adds one config; `device` is the Home Assistant device block, already serialised. */
+  add(component: Component, parts: readonly string[], device: string, fields: Json): void;
+}
+
 /**
  * Discovery of one instance: config topic → JSON payload. `actionsEnabled` adds the switches and
- * buttons; without it outlets get a read-only power binary sensor.
+ * buttons of the command table (src/control/commands.ts); without it outlets get a read-only power
+ * binary sensor.
  */
 export function buildDiscovery(
   options: DiscoveryOptions,
@@ -161,170 +177,228 @@ export function buildDiscovery(
   actionsEnabled: boolean,
   shape: DiscoveryShape,
 ): Map<string, string> {
+  const out = new Map<string, string>();
+  const b = builder(options, instanceId, out);
+  for (const d of shape.devices) {
+    const pdu = deviceBlock(b, d, shape.vendor);
+    addDeviceSensors(b, d, pdu);
+    for (const o of d.outlets) {
+      const outlet = outletBlock(b, d, o, shape.vendor);
+      if (actionsEnabled) addOutletCommands(b, d.id, o.index, outlet);
+      else addOutletPowerSensor(b, d.id, o.index, outlet);
+      addOutletSensors(b, d.id, o, outlet);
+    }
+  }
+  for (const g of shape.groups) {
+    const group = groupBlock(b, g, shape);
+    addGroupSensors(b, g, group);
+    if (actionsEnabled) addGroupCommands(b, g.key, group);
+  }
+  return out;
+}
+
+/** The shared parts, and `add`, which writes configs into `out`. */
+function builder(options: DiscoveryOptions, instanceId: string, out: Map<string, string>): Builder {
   const { topics, prefix } = options;
   const nodeId = `${idPart(topics.parent)}_${instanceId}`;
-  const expire = options.expireAfter > 0 ? { expire_after: options.expireAfter } : {};
   // Parts shared by many configs are serialised once and spliced in (this runs for every entity).
   const tail =
     `,"availability":${JSON.stringify([{ topic: topics.bridgeStatus() }, { topic: topics.instanceStatus(instanceId) }])}` +
     `,"availability_mode":"all","origin":${JSON.stringify(ORIGIN)}}`;
-  const out = new Map<string, string>();
+  return {
+    topics,
+    instanceId,
+    nodeId,
+    expire: options.expireAfter > 0 ? { expire_after: options.expireAfter } : {},
+    add(component, parts, device, fields) {
+      const objectId = parts.map(idPart).join("_");
+      const uniqueId = `${nodeId}_${objectId}`;
+      const slug = uniqueId.toLowerCase().replace(/[^a-z0-9]+/g, "_");
+      const head = JSON.stringify({
+        ...fields,
+        unique_id: uniqueId,
+        object_id: slug,
+        default_entity_id: `${component}.${slug}`,
+      });
+      out.set(
+        `${prefix}/${component}/${nodeId}/${objectId}/config`,
+        `${head.slice(0, -1)},"device":${device}${tail}`,
+      );
+    },
+  };
+}
 
-  /** `device` is the Home Assistant device block, already serialised. */
-  const add = (component: Component, parts: readonly string[], device: string, fields: Json) => {
-    const objectId = parts.map(idPart).join("_");
-    const uniqueId = `${nodeId}_${objectId}`;
-    const slug = uniqueId.toLowerCase().replace(/[^a-z0-9]+/g, "_");
-    const head = JSON.stringify({
-      ...fields,
-      unique_id: uniqueId,
-      object_id: slug,
-      default_entity_id: `${component}.${slug}`,
+/** A measurement's sensor fields (device and state class, unit, expiry). */
+function sensorFields(b: Builder, type: string, units: string, stateTopic: string, extra: Json = {}): Json {
+  const cls = sensorClass(type);
+  const unit = units !== "" ? units : cls.unit;
+  return {
+    state_topic: stateTopic,
+    ...extra,
+    ...(cls.device_class === undefined ? {} : { device_class: cls.device_class }),
+    state_class: cls.state_class,
+    ...(unit === undefined ? {} : { unit_of_measurement: unit }),
+    ...b.expire,
+  };
+}
+
+const deviceIdentifier = (b: Builder, id: string) => `${b.nodeId}_device_${idPart(id)}`;
+
+const manufacturerOf = (d: DeviceShape, vendor: Vendor) =>
+  d.oem === "" ? vendor.manufacturer : `${vendor.manufacturer} (${d.oem})`;
+
+/** The Home Assistant device of a PDU device, serialised. */
+function deviceBlock(b: Builder, d: DeviceShape, vendor: Vendor): string {
+  return JSON.stringify({
+    identifiers: [deviceIdentifier(b, d.id)],
+    name: d.name,
+    manufacturer: manufacturerOf(d, vendor),
+    ...nonEmpty({
+      model: d.model,
+      model_id: d.modelNumber,
+      serial_number: d.serialNumber,
+      sw_version: d.firmwareVersion,
+      hw_version: d.hardwareVersion,
+    }),
+  });
+}
+
+/** A device's alarm, state and entity measurement sensors. */
+function addDeviceSensors(b: Builder, d: DeviceShape, pdu: string): void {
+  const { topics, instanceId } = b;
+  b.add("binary_sensor", ["device", d.id, "alarm"], pdu, {
+    name: "Alarm",
+    state_topic: topics.deviceAlarm(instanceId, d.id),
+    device_class: "problem",
+    value_template: ALARM_TEMPLATE,
+    ...b.expire,
+  });
+  b.add("sensor", ["device", d.id, "state"], pdu, {
+    name: "State",
+    state_topic: topics.deviceState(instanceId, d.id),
+    entity_category: "diagnostic",
+    ...b.expire,
+  });
+  for (const e of d.entities) {
+    for (const m of e.measurements) {
+      b.add("sensor", ["entity", d.id, e.key, m.type], pdu, {
+        name: `${e.name} ${humanize(m.type).toLowerCase()}`,
+        ...sensorFields(b, m.type, m.units, topics.entityMeasurement(instanceId, d.id, e.key, m.type)),
+      });
+    }
+  }
+}
+
+type OutletShape = DeviceShape["outlets"][number];
+
+/** The Home Assistant device of one outlet (below its PDU device), serialised. */
+function outletBlock(b: Builder, d: DeviceShape, o: OutletShape, vendor: Vendor): string {
+  return JSON.stringify({
+    identifiers: [`${b.nodeId}_outlet_${idPart(d.id)}_${String(o.index)}`],
+    name: o.label !== "" ? o.label : `${d.name} ${o.name}`,
+    manufacturer: manufacturerOf(d, vendor),
+    model: "Outlet",
+    via_device: deviceIdentifier(b, d.id),
+  });
+}
+
+/** The outlet's power switch and one button per button command of the table. */
+function addOutletCommands(b: Builder, deviceId: string, index: number, outlet: string): void {
+  const { topics, instanceId } = b;
+  const rows = commandsFor("outlet");
+  const switched = rows.filter((r) => r.outlet?.homeAssistant.entity === "switch");
+  const on = switched.find((r) => r.latches === "on")?.outlet?.mqtt;
+  const off = switched.find((r) => r.latches === "off")?.outlet?.mqtt;
+  if (on !== undefined && off !== undefined && on.level === off.level) {
+    b.add("switch", ["outlet", deviceId, String(index), "power"], outlet, {
+      name: null,
+      state_topic: topics.outletState(instanceId, deviceId, index),
+      command_topic: topics.outletCommand(instanceId, deviceId, index, on.level),
+      payload_on: on.payload ?? "on",
+      payload_off: off.payload ?? "off",
+      state_on: "on",
+      state_off: "off",
+      device_class: "outlet",
+      qos: 1,
     });
-    out.set(
-      `${prefix}/${component}/${nodeId}/${objectId}/config`,
-      `${head.slice(0, -1)},"device":${device}${tail}`,
-    );
-  };
-  const sensor = (type: string, units: string, stateTopic: string, extra: Json = {}): Json => {
-    const cls = sensorClass(type);
-    const unit = units !== "" ? units : cls.unit;
-    return {
-      state_topic: stateTopic,
-      ...extra,
-      ...(cls.device_class === undefined ? {} : { device_class: cls.device_class }),
-      state_class: cls.state_class,
-      ...(unit === undefined ? {} : { unit_of_measurement: unit }),
-      ...expire,
-    };
-  };
-  const deviceIdentifier = (id: string) => `${nodeId}_device_${idPart(id)}`;
+  }
+  for (const row of rows) {
+    const form = row.outlet;
+    if (form === null || form.homeAssistant.entity !== "button") continue;
+    const ha = form.homeAssistant;
+    b.add("button", ["outlet", deviceId, String(index), ha.objectId], outlet, {
+      name: ha.name,
+      command_topic: topics.outletCommand(instanceId, deviceId, index, form.mqtt.level),
+      payload_press: form.mqtt.payload ?? row.name,
+      ...ha.fields,
+      qos: 1,
+    });
+  }
+}
 
-  for (const d of shape.devices) {
-    const manufacturer = d.oem === "" ? "Vertiv" : `Vertiv (${d.oem})`;
-    const pdu = JSON.stringify({
-      identifiers: [deviceIdentifier(d.id)],
-      name: d.name,
-      manufacturer,
-      ...nonEmpty({
-        model: d.model,
-        model_id: d.modelNumber,
-        serial_number: d.serialNumber,
-        sw_version: d.firmwareVersion,
-        hw_version: d.hardwareVersion,
+/** Without control: the outlet's power as a read-only binary sensor. */
+function addOutletPowerSensor(b: Builder, deviceId: string, index: number, outlet: string): void {
+  b.add("binary_sensor", ["outlet", deviceId, String(index), "power"], outlet, {
+    name: null,
+    state_topic: b.topics.outletState(b.instanceId, deviceId, index),
+    payload_on: "on",
+    payload_off: "off",
+    device_class: "power",
+  });
+}
+
+function addOutletSensors(b: Builder, deviceId: string, o: OutletShape, outlet: string): void {
+  for (const m of o.measurements) {
+    b.add("sensor", ["outlet", deviceId, String(o.index), m.type], outlet, {
+      name: humanize(m.type),
+      ...sensorFields(
+        b,
+        m.type,
+        m.units,
+        b.topics.outletMeasurement(b.instanceId, deviceId, o.index, m.type),
+      ),
+    });
+  }
+}
+
+/** The Home Assistant device of a group (below the polled unit's device), serialised. */
+function groupBlock(b: Builder, g: GroupShape, shape: DiscoveryShape): string {
+  return JSON.stringify({
+    identifiers: [`${b.nodeId}_group_${idPart(g.key)}`],
+    name: g.name,
+    manufacturer: shape.vendor.manufacturer,
+    model: shape.vendor.groupModel,
+    ...(shape.masterDeviceId === null ? {} : { via_device: deviceIdentifier(b, shape.masterDeviceId) }),
+  });
+}
+
+/** A group's rollups, each showing the statistic its type calls for (sum or average). */
+function addGroupSensors(b: Builder, g: GroupShape, group: string): void {
+  for (const m of g.measurements) {
+    const stat = sensorClass(m.type).stat;
+    b.add("sensor", ["group", g.key, m.key], group, {
+      name: humanize(m.key),
+      ...sensorFields(b, m.type, m.units, b.topics.groupMeasurement(b.instanceId, g.key, m.key), {
+        value_template: `{{ value_json.${stat} }}`,
       }),
     });
-    add("binary_sensor", ["device", d.id, "alarm"], pdu, {
-      name: "Alarm",
-      state_topic: topics.deviceAlarm(instanceId, d.id),
-      device_class: "problem",
-      value_template: ALARM_TEMPLATE,
-      ...expire,
-    });
-    add("sensor", ["device", d.id, "state"], pdu, {
-      name: "State",
-      state_topic: topics.deviceState(instanceId, d.id),
-      entity_category: "diagnostic",
-      ...expire,
-    });
-    for (const e of d.entities) {
-      for (const m of e.measurements) {
-        add("sensor", ["entity", d.id, e.key, m.type], pdu, {
-          name: `${e.name} ${humanize(m.type).toLowerCase()}`,
-          ...sensor(m.type, m.units, topics.entityMeasurement(instanceId, d.id, e.key, m.type)),
-        });
-      }
-    }
-    for (const o of d.outlets) {
-      const index = String(o.index);
-      const outlet = JSON.stringify({
-        identifiers: [`${nodeId}_outlet_${idPart(d.id)}_${index}`],
-        name: o.label !== "" ? o.label : `${d.name} ${o.name}`,
-        manufacturer,
-        model: "Outlet",
-        via_device: deviceIdentifier(d.id),
-      });
-      const state = topics.outletState(instanceId, d.id, o.index);
-      if (actionsEnabled) {
-        add("switch", ["outlet", d.id, index, "power"], outlet, {
-          name: null,
-          state_topic: state,
-          command_topic: topics.outletCommand(instanceId, d.id, o.index, "set"),
-          payload_on: "on",
-          payload_off: "off",
-          state_on: "on",
-          state_off: "off",
-          device_class: "outlet",
-          qos: 1,
-        });
-        add("button", ["outlet", d.id, index, "reboot"], outlet, {
-          name: "Reboot",
-          command_topic: topics.outletCommand(instanceId, d.id, o.index, "reboot"),
-          payload_press: "reboot",
-          device_class: "restart",
-          qos: 1,
-        });
-        add("button", ["outlet", d.id, index, "reset-stats"], outlet, {
-          name: "Reset statistics",
-          command_topic: topics.outletCommand(instanceId, d.id, o.index, "resetStats"),
-          payload_press: "resetStats",
-          entity_category: "config",
-          qos: 1,
-        });
-      } else {
-        add("binary_sensor", ["outlet", d.id, index, "power"], outlet, {
-          name: null,
-          state_topic: state,
-          payload_on: "on",
-          payload_off: "off",
-          device_class: "power",
-        });
-      }
-      for (const m of o.measurements) {
-        add("sensor", ["outlet", d.id, index, m.type], outlet, {
-          name: humanize(m.type),
-          ...sensor(m.type, m.units, topics.outletMeasurement(instanceId, d.id, o.index, m.type)),
-        });
-      }
-    }
   }
+}
 
-  for (const g of shape.groups) {
-    const group = JSON.stringify({
-      identifiers: [`${nodeId}_group_${idPart(g.key)}`],
-      name: g.name,
-      manufacturer: "Vertiv",
-      model: "OneView group",
-      ...(shape.masterDeviceId === null ? {} : { via_device: deviceIdentifier(shape.masterDeviceId) }),
+/** One button per group command of the table. */
+function addGroupCommands(b: Builder, groupKey: string, group: string): void {
+  for (const row of commandsFor("group")) {
+    const form = row.group;
+    if (form === null || form.homeAssistant.entity !== "button") continue;
+    const ha = form.homeAssistant;
+    b.add("button", ["group", groupKey, ha.objectId], group, {
+      name: ha.name,
+      command_topic: b.topics.groupCommand(b.instanceId, groupKey, form.mqtt.level),
+      payload_press: form.mqtt.payload ?? row.name,
+      ...ha.fields,
+      qos: 1,
     });
-    for (const m of g.measurements) {
-      const stat = sensorClass(m.type).stat;
-      add("sensor", ["group", g.key, m.key], group, {
-        name: humanize(m.key),
-        ...sensor(m.type, m.units, topics.groupMeasurement(instanceId, g.key, m.key), {
-          value_template: `{{ value_json.${stat} }}`,
-        }),
-      });
-    }
-    if (actionsEnabled) {
-      const command_topic = topics.groupCommand(instanceId, g.key);
-      const buttons = [
-        ["on", "All outlets on"],
-        ["off", "All outlets off"],
-        ["reboot", "Reboot all outlets"],
-      ] as const;
-      for (const [payload, name] of buttons) {
-        add("button", ["group", g.key, payload], group, {
-          name,
-          command_topic,
-          payload_press: payload,
-          ...(payload === "reboot" ? { device_class: "restart" } : {}),
-          qos: 1,
-        });
-      }
-    }
   }
-  return out;
 }
 
 /** `realPower` → `Real power`, `pduTotalRealPower` → `Pdu total real power`. */

@@ -58,38 +58,20 @@ export interface PublisherOptions {
 /** At most one error line per this period about snapshots that could not be published. */
 const FAILURE_LOG_MS = 60_000;
 
-/** What a topic is for (the `kind` of its {@link Slot}); {@link topicOf} names each. */
-const DEVICE_STATE = 0;
-const DEVICE_ALARM = 1;
-const OUTLET_STATE = 2;
-const OUTLET_LABEL = 3;
-const OUTLET_MEASUREMENT = 4;
-const ENTITY_MEASUREMENT = 5;
-const GROUP_MEASUREMENT = 6;
-
 /**
- * The topic of one thing of instance `id`, or null when a measurement type or group measurement key
+ * The topic of a key of instance `id`, or null when a measurement type or group measurement key
  * cannot be a topic level (device ids, entity and group keys are checked by the walk itself).
  */
 function topicOf(topics: Topics, guard: TopicIdGuard, id: string): TopicOf {
-  return (kind, a, b, c) => {
-    switch (kind) {
-      case DEVICE_STATE:
-        return topics.deviceState(id, a);
-      case DEVICE_ALARM:
-        return topics.deviceAlarm(id, a);
-      case OUTLET_STATE:
-        return topics.outletState(id, a, Number(b));
-      case OUTLET_LABEL:
-        return topics.outletLabel(id, a, Number(b));
-      case OUTLET_MEASUREMENT:
-        return guard.ok(id, "measurement type", c) ? topics.outletMeasurement(id, a, Number(b), c) : null;
-      case ENTITY_MEASUREMENT:
-        return guard.ok(id, "measurement type", c) ? topics.entityMeasurement(id, a, String(b), c) : null;
-      case GROUP_MEASUREMENT:
-        return guard.ok(id, "group measurement key", c) ? topics.groupMeasurement(id, a, c) : null;
+  return (key) => {
+    switch (key.kind) {
+      case "outletMeasurement":
+      case "entityMeasurement":
+        return guard.ok(id, "measurement type", key.type) ? topics.topic(id, key) : null;
+      case "groupMeasurement":
+        return guard.ok(id, "group measurement key", key.key) ? topics.topic(id, key) : null;
       default:
-        throw new RangeError(`unknown topic kind ${kind}`);
+        return topics.topic(id, key);
     }
   };
 }
@@ -358,17 +340,26 @@ export class Publisher {
       slot.at = now;
       sink.publish(slot.topic, payload, 1, true);
     };
-    /** `num` (a measurement's number) or NaN; `payload` is then String(num), made only when sent. */
-    const value = (slot: Slot | null, payload: string | null, num: number) => {
+    /** A text value (device state and alarm, group rollups). */
+    const text = (slot: Slot | null, payload: string) => {
       if (slot === null) return;
       if (slot.payload === null) reshaped = true;
-      else if (!refreshAll && now - slot.at < refreshMs && (slot.num === num || slot.payload === payload))
-        return;
-      const text = payload ?? (slot.num === num && slot.payload !== null ? slot.payload : String(num));
-      slot.payload = text;
+      else if (!refreshAll && now - slot.at < refreshMs && slot.payload === payload) return;
+      slot.payload = payload;
+      slot.num = null;
+      slot.at = now;
+      sink.publish(slot.topic, payload, 0, false);
+    };
+    /** A measurement's number: formatted only when sent, and not again when it did not change. */
+    const number = (slot: Slot | null, num: number) => {
+      if (slot === null) return;
+      if (slot.payload === null) reshaped = true;
+      else if (!refreshAll && now - slot.at < refreshMs && slot.num === num) return;
+      const payload = slot.num === num && slot.payload !== null ? slot.payload : String(num);
+      slot.payload = payload;
       slot.num = num;
       slot.at = now;
-      sink.publish(slot.topic, text, 0, false);
+      sink.publish(slot.topic, payload, 0, false);
     };
 
     r.begin();
@@ -377,23 +368,33 @@ export class Publisher {
       const d = device.id;
       if (!guard.ok(id, "device id", d)) continue;
       if (values) {
-        if (device.state !== "") value(v.visit(DEVICE_STATE, d, 0, ""), device.state, NaN);
-        value(v.visit(DEVICE_ALARM, d, 0, ""), alarmPayload(device.alarm), NaN);
+        if (device.state !== "") text(v.visit({ kind: "deviceState", deviceId: d }), device.state);
+        text(v.visit({ kind: "deviceAlarm", deviceId: d }), alarmPayload(device.alarm));
       }
       for (const outlet of device.outlets) {
         const i = outlet.index;
-        if (outlet.state !== "unknown") retained(r.visit(OUTLET_STATE, d, i, ""), outlet.state);
-        retained(r.visit(OUTLET_LABEL, d, i, ""), outlet.displayName);
+        if (outlet.state !== "unknown") {
+          retained(r.visit({ kind: "outletState", deviceId: d, index: i }), outlet.state);
+        }
+        retained(r.visit({ kind: "outletLabel", deviceId: d, index: i }), outlet.displayName);
         if (!values) continue;
         for (const m of outlet.measurements) {
-          if (m.value !== null) value(v.visit(OUTLET_MEASUREMENT, d, i, m.type), null, m.value);
+          if (m.value === null) continue;
+          number(v.visit({ kind: "outletMeasurement", deviceId: d, index: i, type: m.type }), m.value);
         }
       }
       if (!values) continue;
       for (const entity of device.entities) {
         if (!guard.ok(id, "entity key", entity.key)) continue;
         for (const m of entity.measurements) {
-          if (m.value !== null) value(v.visit(ENTITY_MEASUREMENT, d, entity.key, m.type), null, m.value);
+          if (m.value === null) continue;
+          const key = {
+            kind: "entityMeasurement",
+            deviceId: d,
+            entityKey: entity.key,
+            type: m.type,
+          } as const;
+          number(v.visit(key), m.value);
         }
       }
     }
@@ -403,7 +404,7 @@ export class Publisher {
         for (const m of group.measurements) {
           if (m.sum === null && m.avg === null && m.min === null && m.max === null) continue;
           const payload = JSON.stringify({ sum: m.sum, avg: m.avg, min: m.min, max: m.max });
-          value(v.visit(GROUP_MEASUREMENT, group.key, 0, m.key), payload, NaN);
+          text(v.visit({ kind: "groupMeasurement", groupKey: group.key, key: m.key }), payload);
         }
       }
     }

@@ -10,11 +10,15 @@
  */
 import { createHash } from "node:crypto";
 import type { Logger } from "../log.js";
+import { mqttLevels } from "../control/commands.js";
 import type { ControlTarget } from "../control/types.js";
 import { forbiddenCharacter, nameProblem, quoteName } from "../pdu/names.js";
 
-export const OUTLET_COMMANDS = ["set", "reboot", "resetStats"] as const;
-export type OutletCommand = (typeof OUTLET_COMMANDS)[number];
+/** Command topic levels of an outlet and of a group (from the command table, src/control/commands.ts). */
+export const OUTLET_COMMANDS: readonly string[] = mqttLevels("outlet");
+export const GROUP_COMMANDS: readonly string[] = mqttLevels("group");
+/** A command topic's last level (`set`, `reboot`, `resetStats`). */
+export type OutletCommand = string;
 
 /** Outlet indexes as the PDU writes map keys: 0-based, no sign, no leading zeros. */
 const INDEX = /^(0|[1-9][0-9]{0,8})$/;
@@ -106,12 +110,57 @@ export class TopicIdGuard {
   }
 }
 
+/**
+ * What a topic a poll publishes is for: one key per topic of an instance. The publisher's walk asks
+ * its {@link Track} for the slot of a key; {@link Topics.topic} names it.
+ */
+export type TopicKey =
+  | { readonly kind: "deviceState"; readonly deviceId: string }
+  | { readonly kind: "deviceAlarm"; readonly deviceId: string }
+  | { readonly kind: "outletState"; readonly deviceId: string; readonly index: number }
+  | { readonly kind: "outletLabel"; readonly deviceId: string; readonly index: number }
+  | {
+      readonly kind: "outletMeasurement";
+      readonly deviceId: string;
+      readonly index: number;
+      readonly type: string;
+    }
+  | {
+      readonly kind: "entityMeasurement";
+      readonly deviceId: string;
+      readonly entityKey: string;
+      readonly type: string;
+    }
+  | { readonly kind: "groupMeasurement"; readonly groupKey: string; readonly key: string };
+
+export type TopicKind = TopicKey["kind"];
+
+/** Whether two keys name the same topic (the track's check that a slot is still in its place). */
+export function sameTopicKey(a: TopicKey, b: TopicKey): boolean {
+  switch (a.kind) {
+    case "deviceState":
+    case "deviceAlarm":
+      return b.kind === a.kind && b.deviceId === a.deviceId;
+    case "outletState":
+    case "outletLabel":
+      return b.kind === a.kind && b.index === a.index && b.deviceId === a.deviceId;
+    case "outletMeasurement":
+      return b.kind === a.kind && b.index === a.index && b.type === a.type && b.deviceId === a.deviceId;
+    case "entityMeasurement":
+      return (
+        b.kind === a.kind && b.type === a.type && b.entityKey === a.entityKey && b.deviceId === a.deviceId
+      );
+    case "groupMeasurement":
+      return b.kind === a.kind && b.key === a.key && b.groupKey === a.groupKey;
+  }
+}
+
 export type ParsedCommand =
   | {
       readonly ok: true;
       readonly instanceId: string;
       readonly target: ControlTarget;
-      /** `set` for groups. */
+      /** The topic's last level: which commands its payload may name (src/control/commands.ts). */
       readonly command: OutletCommand;
     }
   | { readonly ok: false; readonly instanceId: string | null; readonly reason: string };
@@ -129,6 +178,31 @@ export class Topics {
   /** Bridge availability: `online` / `offline`, retained (also the last will). */
   bridgeStatus(): string {
     return `${this.parent}/status`;
+  }
+
+  /** Home Assistant's own status topic (`online` when it starts) under its discovery prefix. */
+  static homeAssistantStatus(discoveryPrefix: string): string {
+    return `${discoveryPrefix}/status`;
+  }
+
+  /** The topic of a key of instance `instanceId`. */
+  topic(instanceId: string, key: TopicKey): string {
+    switch (key.kind) {
+      case "deviceState":
+        return this.deviceState(instanceId, key.deviceId);
+      case "deviceAlarm":
+        return this.deviceAlarm(instanceId, key.deviceId);
+      case "outletState":
+        return this.outletState(instanceId, key.deviceId, key.index);
+      case "outletLabel":
+        return this.outletLabel(instanceId, key.deviceId, key.index);
+      case "outletMeasurement":
+        return this.outletMeasurement(instanceId, key.deviceId, key.index, key.type);
+      case "entityMeasurement":
+        return this.entityMeasurement(instanceId, key.deviceId, key.entityKey, key.type);
+      case "groupMeasurement":
+        return this.groupMeasurement(instanceId, key.groupKey, key.key);
+    }
   }
 
   instanceStatus(instanceId: string): string {
@@ -167,15 +241,15 @@ export class Topics {
     return `${this.parent}/${instanceId}/${deviceId}/outlets/${index}/${command}`;
   }
 
-  groupCommand(instanceId: string, groupKey: string): string {
-    return `${this.parent}/${instanceId}/groups/${groupKey}/set`;
+  groupCommand(instanceId: string, groupKey: string, command: OutletCommand = "set"): string {
+    return `${this.parent}/${instanceId}/groups/${groupKey}/${command}`;
   }
 
   /** Subscriptions that receive every command topic of one instance (and nothing it publishes). */
   commandSubscriptions(instanceId: string): string[] {
     return [
       ...OUTLET_COMMANDS.map((c) => `${this.parent}/${instanceId}/+/outlets/+/${c}`),
-      `${this.parent}/${instanceId}/groups/+/set`,
+      ...GROUP_COMMANDS.map((c) => `${this.parent}/${instanceId}/groups/+/${c}`),
     ];
   }
 
@@ -187,8 +261,14 @@ export class Topics {
     if (levels.some((l) => topicUnsafe(l) !== null)) {
       return refuse(instanceId === "" ? null : instanceId, "empty, wildcard or unsafe topic level");
     }
-    if (levels.length === 4 && levels[1] === "groups" && levels[3] === "set") {
-      return { ok: true, instanceId, target: { kind: "group", groupKey: levels[2] ?? "" }, command: "set" };
+    const groupCommand = levels.length === 4 && levels[1] === "groups" ? levels[3] : undefined;
+    if (groupCommand !== undefined && GROUP_COMMANDS.includes(groupCommand)) {
+      return {
+        ok: true,
+        instanceId,
+        target: { kind: "group", groupKey: levels[2] ?? "" },
+        command: groupCommand,
+      };
     }
     if (levels.length === 5 && levels[2] === "outlets") {
       const deviceId = levels[1] ?? "";

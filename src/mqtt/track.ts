@@ -5,35 +5,36 @@
  * Building the topic string of every measurement (about 200 per 24-outlet PDU, each poll) and
  * hashing it into a Map would be the publisher's biggest cost at 1000 PDUs (npm run bench, fleet).
  * A PDU reports the same devices, outlets and measurement types in the same order poll after poll,
- * so the walk asks for "the slot of (kind, a, b, c)" and the track answers with the slot at the same
- * position as last time when it is for the same thing: four comparisons, no string built. When the
+ * so the walk asks for "the slot of this {@link TopicKey}" and the track answers with the slot at the
+ * same position as last time when its key is the same: a few comparisons, no string built. When the
  * shape changed (something appeared, went away or moved), it falls back to the topic name, and
  * {@link Track.end} reports what was not visited.
  *
  * The topic name itself comes from the caller's {@link TopicOf}, which builds it with
  * src/mqtt/topics.ts: this file knows nothing of topic names.
  */
+import { sameTopicKey, type TopicKey } from "./topics.js";
 
 /** One topic and what was last sent on it. */
 export interface Slot {
   readonly topic: string;
   /** What the topic is for, compared instead of the topic name. */
-  readonly kind: number;
-  readonly a: string;
-  readonly b: string | number;
-  readonly c: string;
+  readonly key: TopicKey;
   /** Last payload published; null until the first publish. */
   payload: string | null;
-  /** The number `payload` was made of (measurements), so an unchanged number is not formatted again. */
-  num: number;
+  /**
+   * The number `payload` was made of (measurements), so an unchanged number is not formatted again;
+   * null when the payload is text.
+   */
+  num: number | null;
   /** When `payload` was last published (epoch ms). */
   at: number;
   /** Number of the last walk that visited this slot. */
   seen: number;
 }
 
-/** The topic of (kind, a, b, c), or null when it cannot be one (an id that is no topic level). */
-export type TopicOf = (kind: number, a: string, b: string | number, c: string) => string | null;
+/** The topic of a key, or null when it cannot be one (an id that is no topic level). */
+export type TopicOf = (key: TopicKey) => string | null;
 
 const NONE: readonly Slot[] = Object.freeze([]);
 
@@ -64,19 +65,19 @@ export class Track {
   }
 
   /**
-   * The slot of (kind, a, b, c), created (with a null payload) when it is new. Null when the thing
-   * cannot have a topic: it then takes no position in the walk.
+   * The slot of `key`, created (with a null payload) when it is new. Null when the thing cannot
+   * have a topic: it then takes no position in the walk.
    */
-  visit(kind: number, a: string, b: string | number, c: string): Slot | null {
+  visit(key: TopicKey): Slot | null {
     const pos = this.#pos;
     let slot = this.#order[pos];
-    if (slot === undefined || slot.kind !== kind || slot.a !== a || slot.b !== b || slot.c !== c) {
-      const topic = this.#topicOf(kind, a, b, c);
+    if (slot === undefined || !sameTopicKey(slot.key, key)) {
+      const topic = this.#topicOf(key);
       if (topic === null) return null;
       this.#moved = true;
       slot = this.#byTopic.get(topic);
       if (slot === undefined) {
-        slot = { topic, kind, a, b, c, payload: null, num: NaN, at: 0, seen: 0 };
+        slot = { topic, key, payload: null, num: null, at: 0, seen: 0 };
         this.#byTopic.set(topic, slot);
       }
       this.#order[pos] = slot;

@@ -82,16 +82,17 @@ export interface Entity {
 }
 
 /**
- * Where writes for a device must be sent. `null` means the polled unit itself; otherwise the device
- * belongs to a OneView member and is reached through that member's proxy ports on the master's host.
+ * Where a driver sends writes for a device: the driver's own data (Geist: a OneView member's proxy
+ * ports), opaque to the core, which only hands it back with an outlet target. null: the polled unit.
  */
-export interface ProxyRoute {
-  /** Member key in the master's `host` map (MAC-like). */
-  readonly hostKey: string;
-  /** Port on the master's hostname proxying this member over http (0 or less: the master itself). */
-  readonly webPort: number;
-  /** Port on the master's hostname proxying this member over https (0 or less: the master itself). */
-  readonly httpsPort: number;
+export type DeviceRoute = Readonly<Record<string, unknown>>;
+
+/** Who makes the PDU, as Home Assistant discovery names it; supplied by the driver. */
+export interface Vendor {
+  /** `manufacturer` of the Home Assistant devices (`Vertiv`); a unit's OEM is added in parentheses. */
+  readonly manufacturer: string;
+  /** `model` of the Home Assistant device of an outlet group (`OneView group`). */
+  readonly groupModel: string;
 }
 
 export interface Device {
@@ -115,8 +116,8 @@ export interface Device {
   readonly lifetimeEnergy: number | null;
   /** Identity of the unit this device lives in (the member in OneView mode). */
   readonly system: PduSystem;
-  /** null: reached directly on the configured host/port. */
-  readonly route: ProxyRoute | null;
+  /** null: reached directly on the configured host/port; else the driver's routing data. */
+  readonly route: DeviceRoute | null;
   readonly outlets: readonly Outlet[];
   readonly entities: readonly Entity[];
 }
@@ -188,6 +189,8 @@ export interface Snapshot {
   /** When the poll that produced this snapshot completed (epoch ms). */
   readonly timestamp: number;
   readonly mode: "single" | "oneview";
+  /** The driver's manufacturer and group model (discovery). */
+  readonly vendor: Vendor;
   /** Identity of the polled unit (the master in OneView mode). */
   readonly system: PduSystem;
   /** Every device of every host, sorted by id. */

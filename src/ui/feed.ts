@@ -12,7 +12,7 @@ import type { ServerResponse } from "node:http";
 import type { Config } from "../config/schema.js";
 import type { ControlOutcome, ControlRequest, ControlService } from "../control/types.js";
 import type { Logger } from "../log.js";
-import type { Alarm, Measurement, PduSystem, ProxyRoute, Snapshot } from "../pdu/model.js";
+import type { Alarm, DeviceRoute, Measurement, PduSystem, Snapshot } from "../pdu/model.js";
 import type { InstanceStatus, SnapshotStore, StoreEvent } from "../poller/store.js";
 import { PowerHistory } from "./history.js";
 import type {
@@ -43,12 +43,13 @@ const wireMeasurements = (list: readonly Measurement[]): WireMeasurement[] =>
     units: m.units,
     alarm: m.alarm ? wireAlarm(m.alarm) : null,
   }));
-const wireUnit = (system: PduSystem, route: ProxyRoute | null): WireUnit => ({
+// The route is the driver's own data: its member key is shown only when the driver has one.
+const wireUnit = (system: PduSystem, route: DeviceRoute | null): WireUnit => ({
   label: system.label,
   model: system.model,
   serialNumber: system.serialNumber,
   macAddress: system.macAddress,
-  hostKey: route?.hostKey ?? null,
+  hostKey: typeof route?.hostKey === "string" ? route.hostKey : null,
 });
 
 /** The `snapshot` event of an instance: `snapshot` with latches applied, `polled` as the PDU reported it. */

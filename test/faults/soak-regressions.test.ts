@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { getEventListeners } from "node:events";
 import { after, before, test } from "node:test";
 import { parseConfigText } from "../../src/config/load.js";
-import { eitherSignal, GeistClient } from "../../src/pdu/client.js";
+import { eitherSignal, GeistClient } from "../../src/pdu/geist/client.js";
 import { startSimulator, type Simulator } from "../../src/simulator/index.js";
 import { failOnUnhandled } from "../../testkit/no-unhandled.js";
 

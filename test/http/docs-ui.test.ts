@@ -5,22 +5,16 @@
  * Content-Security-Policy violation.
  */
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
+import { chromiumMissing, openBrowser, type BrowserSession } from "../../testkit/browser.js";
 import { startApiServer } from "../../src/http/api/server.js";
 import type { RunningListener } from "../../src/http/common.js";
-import { parseApiTree } from "../../src/pdu/parse.js";
+import { parseApiTree } from "../../src/pdu/geist/parse.js";
 import { singleUnitTree } from "../../testkit/fixtures/geist-trees.js";
 import { configFrom, harness } from "../../testkit/http-harness.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const skip = existsSync(CHROMIUM)
-  ? false
-  : `${CHROMIUM} is missing (apt-get install -y chromium); CI installs it`;
+const skip = chromiumMissing;
 
 const CONFIG = `
 Pdus:
@@ -32,11 +26,10 @@ Api: { Enabled: true, Bind: 127.0.0.1, Port: 0, ApiKey: "docs-ui-test-key" }
 `;
 
 let api: RunningListener;
-let context: BrowserContext;
 let page: Page;
-let profile: string;
+let browser: BrowserSession | undefined;
 let origin: string;
-const requests: string[] = [];
+const requests = (): string[] => browser?.requests ?? [];
 
 before(async () => {
   if (skip) return;
@@ -44,37 +37,14 @@ before(async () => {
   h.store.recordSuccess("rack-a", parseApiTree(singleUnitTree(), "rack-a", h.clock.now));
   api = await startApiServer(h.deps);
   origin = `http://127.0.0.1:${api.port}`;
-  profile = await mkdtemp(join(tmpdir(), "pdu-bridge-docs-ui-"));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
-  page = context.pages()[0] ?? (await context.newPage());
-  page.on("request", (request) => requests.push(request.url()));
-  // Record CSP violations in the page, to assert the policy does not break the UI.
-  await page.addInitScript({
-    content: `window.cspViolations = [];
-      document.addEventListener("securitypolicyviolation", (e) => {
-        window.cspViolations.push(e.violatedDirective + " " + e.blockedURI);
-      });`,
-  });
+  browser = await openBrowser("docs-ui");
+  ({ page } = browser);
 });
 
 after(async () => {
   if (skip) return;
-  await context?.close();
+  await browser?.close();
   await api?.close();
-  if (profile) await rm(profile, { recursive: true, force: true });
 });
 
 test(
@@ -120,11 +90,11 @@ test(
     );
 
     assert.ok(
-      requests.some((u) => u.startsWith(`${origin}/api/v1/instances`)),
+      requests().some((u) => u.startsWith(`${origin}/api/v1/instances`)),
       "Execute called the API",
     );
     // data: URLs (inline SVG icons) are not requests to anywhere; everything else must be the service.
-    const outside = requests.filter((u) => !u.startsWith(`${origin}/`) && !u.startsWith("data:"));
+    const outside = requests().filter((u) => !u.startsWith(`${origin}/`) && !u.startsWith("data:"));
     assert.deepEqual(outside, [], "every request of the page goes to the service's own origin");
     const violations = await page.evaluate<string[]>("window.cspViolations");
     assert.deepEqual(violations, [], "the Content-Security-Policy does not block anything the page needs");

@@ -7,7 +7,7 @@ import { after, before, test } from "node:test";
 import { startHealthServer } from "../../src/http/health/server.js";
 import { API_CSP, type RunningListener } from "../../src/http/common.js";
 import { ProblemSchema } from "../../src/http/problem.js";
-import { parseApiTree } from "../../src/pdu/parse.js";
+import { parseApiTree } from "../../src/pdu/geist/parse.js";
 import { wireApi } from "../../testkit/fixtures/wire.js";
 import { Client, configFrom, harness, type Harness, type HttpResponse } from "../../testkit/http-harness.js";
 import { checkResponses } from "../../testkit/openapi-check.js";

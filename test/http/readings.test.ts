@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { parseApiTree, parseOneView } from "../../src/pdu/parse.js";
+import { parseApiTree, parseOneView } from "../../src/pdu/geist/parse.js";
 import { readingsOf, type Reading } from "../../src/pdu/readings.js";
 import { SnapshotStore } from "../../src/poller/store.js";
 import { oneViewTree, singleUnitTree } from "../../testkit/fixtures/geist-trees.js";

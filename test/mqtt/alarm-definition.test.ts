@@ -6,7 +6,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ALARM_TEMPLATE } from "../../src/mqtt/discovery.js";
-import { parseApiTree } from "../../src/pdu/parse.js";
+import { parseApiTree } from "../../src/pdu/geist/parse.js";
 import { isAlarmRaised, RAISED_ALARM_STATES } from "../../src/pdu/model.js";
 import { wireApi, type Json } from "../../testkit/fixtures/wire.js";
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { humanize, idPart, sensorClass } from "../../src/mqtt/discovery.js";
 import { refreshPeriodMs } from "../../src/mqtt/bridge.js";
-import { TopicIdGuard, Topics, topicUnsafe } from "../../src/mqtt/topics.js";
+import { sameTopicKey, TopicIdGuard, Topics, topicUnsafe, type TopicKey } from "../../src/mqtt/topics.js";
 import { LogCapture } from "../../testkit/log-capture.js";
 
 const t = new Topics("pdu-bridge");
@@ -32,6 +32,39 @@ describe("topic names (contract §3)", () => {
       "pdu-bridge/default/A0AE/outlets/3/resetStats",
     );
     assert.equal(t.groupCommand("rack", "2"), "pdu-bridge/rack/groups/2/set");
+  });
+
+  it("names every topic key as the named builders do, and tells keys apart", () => {
+    const keys: [TopicKey, string][] = [
+      [{ kind: "deviceState", deviceId: "A0AE" }, t.deviceState("default", "A0AE")],
+      [{ kind: "deviceAlarm", deviceId: "A0AE" }, t.deviceAlarm("default", "A0AE")],
+      [{ kind: "outletState", deviceId: "A0AE", index: 3 }, t.outletState("default", "A0AE", 3)],
+      [{ kind: "outletLabel", deviceId: "A0AE", index: 3 }, t.outletLabel("default", "A0AE", 3)],
+      [
+        { kind: "outletMeasurement", deviceId: "A0AE", index: 3, type: "energy" },
+        t.outletMeasurement("default", "A0AE", 3, "energy"),
+      ],
+      [
+        { kind: "entityMeasurement", deviceId: "A0AE", entityKey: "phase0", type: "voltage" },
+        t.entityMeasurement("default", "A0AE", "phase0", "voltage"),
+      ],
+      [
+        { kind: "groupMeasurement", groupKey: "2", key: "realPower" },
+        t.groupMeasurement("default", "2", "realPower"),
+      ],
+    ];
+    for (const [key, topic] of keys) assert.equal(t.topic("default", key), topic);
+    for (const [a] of keys) {
+      for (const [b] of keys) assert.equal(sameTopicKey(a, b), a === b, `${a.kind} vs ${b.kind}`);
+      assert.ok(sameTopicKey(a, { ...a }), "equal fields are the same key");
+    }
+    assert.ok(
+      !sameTopicKey(
+        { kind: "outletState", deviceId: "A", index: 1 },
+        { kind: "outletState", deviceId: "A", index: 2 },
+      ),
+    );
+    assert.equal(Topics.homeAssistantStatus("homeassistant"), "homeassistant/status");
   });
 
   it("subscribes to exactly the command topics of one instance", () => {

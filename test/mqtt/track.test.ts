@@ -6,37 +6,48 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
+import type { TopicKey } from "../../src/mqtt/topics.js";
 import { Track, type Slot } from "../../src/mqtt/track.js";
 
-type Key = readonly [kind: number, a: string, b: string | number, c: string];
+type Key = TopicKey;
+
+/** A test topic name: every field of the key, in a fixed order. */
+const topic = (key: Key): string =>
+  [
+    key.kind,
+    "deviceId" in key ? key.deviceId : key.groupKey,
+    "index" in key ? String(key.index) : "entityKey" in key ? key.entityKey : "",
+    "type" in key ? key.type : "key" in key ? key.key : "",
+  ].join("/");
+
+/** The id a key's topic cannot hold when it contains "#". */
+const firstId = (key: Key): string => ("deviceId" in key ? key.deviceId : key.groupKey);
 
 /** A track whose topic names are counted; ids containing "#" cannot be topics. */
 function counted() {
   let named = 0;
-  const track = new Track((kind, a, b, c) => {
+  const track = new Track((key) => {
     named++;
-    return a.includes("#") ? null : `${kind}/${a}/${String(b)}/${c}`;
+    return firstId(key).includes("#") ? null : topic(key);
   });
   return { track, named: () => named };
 }
 
 function walk(track: Track, keys: readonly Key[]): { slots: (Slot | null)[]; gone: string[] } {
   track.begin();
-  const slots = keys.map(([kind, a, b, c]) => track.visit(kind, a, b, c));
+  const slots = keys.map((key) => track.visit(key));
   return { slots, gone: track.end().map((s) => s.topic) };
 }
 
-const topic = ([kind, a, b, c]: Key) => `${kind}/${a}/${String(b)}/${c}`;
-
 describe("topic track", () => {
   const pdu: Key[] = [
-    [0, "DEV1", 0, ""],
-    [2, "DEV1", 0, ""],
-    [4, "DEV1", 0, "current"],
-    [4, "DEV1", 0, "realPower"],
-    [2, "DEV1", 1, ""],
-    [4, "DEV1", 1, "current"],
-    [5, "DEV1", "phase0", "voltage"],
+    { kind: "deviceState", deviceId: "DEV1" },
+    { kind: "outletState", deviceId: "DEV1", index: 0 },
+    { kind: "outletMeasurement", deviceId: "DEV1", index: 0, type: "current" },
+    { kind: "outletMeasurement", deviceId: "DEV1", index: 0, type: "realPower" },
+    { kind: "outletState", deviceId: "DEV1", index: 1 },
+    { kind: "outletMeasurement", deviceId: "DEV1", index: 1, type: "current" },
+    { kind: "entityMeasurement", deviceId: "DEV1", entityKey: "phase0", type: "voltage" },
   ];
 
   it("names no topic when a walk has the shape of the one before, and keeps each slot's state", () => {
@@ -74,7 +85,7 @@ describe("topic track", () => {
 
   it("gives a thing that cannot be a topic no slot and no position", () => {
     const { track } = counted();
-    const bad: Key = [4, "DEV#", 0, "current"];
+    const bad: Key = { kind: "outletMeasurement", deviceId: "DEV#", index: 0, type: "current" };
     const keys = [pdu[0]!, bad, pdu[1]!];
     const first = walk(track, keys);
     assert.equal(first.slots[1], null);
@@ -85,11 +96,24 @@ describe("topic track", () => {
   });
 
   it("agrees with a map by topic over any sequence of walks", () => {
-    const key = fc.tuple(
-      fc.integer({ min: 0, max: 6 }),
-      fc.constantFrom("DEV1", "DEV2", "D#V"),
-      fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constantFrom("phase0", "total0")),
-      fc.constantFrom("", "current", "realPower"),
+    const id = fc.constantFrom("DEV1", "DEV2", "D#V");
+    const index = fc.integer({ min: 0, max: 3 });
+    const type = fc.constantFrom("current", "realPower");
+    const key: fc.Arbitrary<Key> = fc.oneof(
+      fc.record({ kind: fc.constantFrom("deviceState" as const, "deviceAlarm" as const), deviceId: id }),
+      fc.record({
+        kind: fc.constantFrom("outletState" as const, "outletLabel" as const),
+        deviceId: id,
+        index,
+      }),
+      fc.record({ kind: fc.constant("outletMeasurement" as const), deviceId: id, index, type }),
+      fc.record({
+        kind: fc.constant("entityMeasurement" as const),
+        deviceId: id,
+        entityKey: fc.constantFrom("phase0", "total0"),
+        type,
+      }),
+      fc.record({ kind: fc.constant("groupMeasurement" as const), groupKey: id, key: type }),
     );
     // Each walk visits distinct things, as a snapshot does.
     const walkKeys = fc.uniqueArray(key, { maxLength: 12, selector: (k) => topic(k) });
@@ -102,7 +126,7 @@ describe("topic track", () => {
           const visited = new Set<string>();
           keys.forEach((k, i) => {
             const slot = slots[i];
-            if (k[1].includes("#")) return assert.equal(slot, null);
+            if (firstId(k).includes("#")) return assert.equal(slot, null);
             assert.ok(slot);
             assert.equal(slot.topic, topic(k));
             const known = model.get(slot.topic);

@@ -13,14 +13,14 @@ import { startHealthServer } from "../../src/http/health/server.js";
 import type { RunningListener } from "../../src/http/common.js";
 import { createLogger } from "../../src/log.js";
 import { findGroup } from "../../src/pdu/model.js";
-import { GeistClient } from "../../src/pdu/client.js";
+import { GeistClient } from "../../src/pdu/geist/client.js";
 import { Poller } from "../../src/poller/scheduler.js";
 import { MAX_LOGGED_PATHS, ParseWarningLog } from "../../src/poller/warnings.js";
 import { wireOneView, type Json } from "../../testkit/fixtures/wire.js";
 import { Client, configFrom, harness, type Harness } from "../../testkit/http-harness.js";
 import { LogCapture } from "../../testkit/log-capture.js";
 import { waitFor } from "../../testkit/wait.js";
-import { parseOneView } from "../../src/pdu/parse.js";
+import { parseOneView } from "../../src/pdu/geist/parse.js";
 
 const at = (tree: Json, ...keys: string[]): Json => keys.reduce((t, k) => t[k] as Json, tree);
 

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import { after, before, describe, it } from "node:test";
 import { silentLogger } from "../../src/log.js";
-import { GeistClient, type ClientInstance } from "../../src/pdu/client.js";
+import { GeistClient, type ClientInstance } from "../../src/pdu/geist/client.js";
 import { Poller } from "../../src/poller/scheduler.js";
 import { SnapshotStore } from "../../src/poller/store.js";
 import { startSimulator, type Simulator } from "../../src/simulator/index.js";

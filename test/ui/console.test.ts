@@ -8,21 +8,18 @@
  * artifacts/ui/ (git-ignored).
  */
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
+import { chromiumMissing, openBrowser, type BrowserSession } from "../../testkit/browser.js";
 import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
 import { REPO_ROOT } from "../../testkit/repo.js";
 import { waitFor } from "../../testkit/wait.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const skip = existsSync(CHROMIUM)
-  ? false
-  : `${CHROMIUM} is missing (apt-get install -y chromium); CI installs it`;
+const skip = chromiumMissing;
 
 const KEY = "console-test-key-0123456789abcdef"; // 32 characters
 const WRONG_KEY = "wrong-console-key-0123456789abcd"; // 32 characters
@@ -31,11 +28,10 @@ const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core
 
 type Sims = "rack" | "solo" | "dead";
 let h: AppHarness<Sims>;
-let context: BrowserContext;
 let page: Page;
-let profile: string;
+let browser: BrowserSession | undefined;
 let origin: string;
-const requests: string[] = [];
+const requests = (): string[] => browser?.requests ?? [];
 
 before(async () => {
   if (skip) return;
@@ -61,37 +57,14 @@ before(async () => {
   await h.waitForPoll("solo");
   origin = `http://127.0.0.1:${h.app.endpoints.apiPort}`;
   await mkdir(ARTIFACTS, { recursive: true });
-  profile = await mkdtemp(join(tmpdir(), "pdu-bridge-console-"));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1440, height: 900 },
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
-  page = context.pages()[0] ?? (await context.newPage());
-  page.on("request", (request) => requests.push(request.url()));
-  await page.addInitScript({
-    content: `window.cspViolations = [];
-      document.addEventListener("securitypolicyviolation", (e) => {
-        window.cspViolations.push(e.violatedDirective + " " + e.blockedURI);
-      });`,
-  });
+  browser = await openBrowser("console", { width: 1440, height: 900 });
+  ({ page } = browser);
 });
 
 after(async () => {
   if (skip) return;
-  await context?.close();
+  await browser?.close();
   await h?.close();
-  if (profile) await rm(profile, { recursive: true, force: true });
 });
 
 interface AxeViolation {
@@ -335,10 +308,10 @@ test(
 
 test("every request of the console goes to the service, without a CSP violation", { skip }, async () => {
   assert.ok(
-    requests.some((u) => u.startsWith(`${origin}/api/v1/events`)),
+    requests().some((u) => u.startsWith(`${origin}/api/v1/events`)),
     "the event stream was used",
   );
-  const outside = requests.filter((u) => !u.startsWith(`${origin}/`));
+  const outside = requests().filter((u) => !u.startsWith(`${origin}/`));
   assert.deepEqual(outside, [], "no request leaves the service");
   const violations = await page.evaluate<string[]>("window.cspViolations");
   assert.deepEqual(violations, []);

@@ -11,7 +11,7 @@ import { setImmediate as tick } from "node:timers/promises";
 import { startApiServer } from "../../src/http/api/server.js";
 import type { RunningListener } from "../../src/http/common.js";
 import type { Snapshot } from "../../src/pdu/model.js";
-import { parseApiTree } from "../../src/pdu/parse.js";
+import { parseApiTree } from "../../src/pdu/geist/parse.js";
 import { ConsoleFeed } from "../../src/ui/feed.js";
 import { HISTORY_WINDOW_MS, PowerHistory } from "../../src/ui/history.js";
 import { singleUnitTree } from "../../testkit/fixtures/geist-trees.js";

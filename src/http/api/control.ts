@@ -4,14 +4,18 @@
  *   403 no API key configured → 401 key missing/wrong (429 once an address is locked out)
  *   → 415 not application/json → 400 bad JSON / bad action / extra property → the control core.
  *
- * The key checks and the media type run in an `onRequest` hook, before the body is read, so a
- * request with a wrong key is refused with 401 whatever its body. Everything else (instance,
+ * The routes are a fastify plugin ({@link controlRoutes}): its encapsulated context holds the key
+ * guard and the audit as hooks that apply to these routes only. The key checks and the media type
+ * run in its `onRequest` hook, before the body is read, so a request with a wrong key is refused
+ * with 401 whatever its body. Everything else (instance,
  * ActionsEnabled, snapshot, target, the PDU's answer) is decided by the control core; this file
  * only translates its outcome. Every request is audited exactly once, never with the key.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import Type from "typebox";
 import { auditControl } from "../../control/audit.js";
+import { COMMAND_NAMES } from "../../control/commands.js";
 import {
   GROUP_ACTIONS,
   OUTLET_ACTIONS,
@@ -19,7 +23,6 @@ import {
   type ControlTarget,
   type OutletResult,
 } from "../../control/types.js";
-import type { HttpApp } from "../common.js";
 import { problem, PROBLEM_TYPE_PREFIX, problemSentWith, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
 import { clientAddressResolver, FailedKeyLimiter, keyMatcher } from "./key-guard.js";
@@ -88,7 +91,7 @@ function targetOf(params: Params): ControlTarget | null {
 function actionOf(body: unknown): string | null {
   if (typeof body !== "object" || body === null || !("action" in body)) return null;
   const action = body.action;
-  return typeof action === "string" && (OUTLET_ACTIONS as readonly string[]).includes(action) ? action : null;
+  return typeof action === "string" && COMMAND_NAMES.includes(action) ? action : null;
 }
 
 const isJson = (contentType: string | undefined): boolean =>
@@ -103,7 +106,15 @@ function outletResults(outlets: readonly OutletResult[]) {
   }));
 }
 
-export function registerControlRoutes(app: HttpApp, deps: HttpDeps): void {
+export interface ControlRoutesOptions {
+  readonly deps: HttpDeps;
+}
+
+/**
+ * The control endpoints as a fastify plugin: register it (not wrapped in fastify-plugin) so that its
+ * key guard and audit hooks stay in its own context and never run for other routes.
+ */
+export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> = (app, { deps }, done) => {
   const configuredKey = deps.config.Api.ApiKey;
   const matches = keyMatcher(configuredKey);
   const limiter = new FailedKeyLimiter(deps.now);
@@ -240,11 +251,13 @@ export function registerControlRoutes(app: HttpApp, deps: HttpDeps): void {
     };
   };
 
+  // Scoped to this plugin's context: the read routes and the docs never see them.
+  app.addHook("onRequest", guard);
+  app.addHook("onResponse", auditOnResponse);
+
   app.post(
     "/api/v1/instances/:id/outlets/:deviceId/:index/control",
     {
-      onRequest: guard,
-      onResponse: auditOnResponse,
       schema: {
         summary: "Switch, reboot or reset the statistics of one outlet",
         description:
@@ -272,8 +285,6 @@ export function registerControlRoutes(app: HttpApp, deps: HttpDeps): void {
   app.post(
     "/api/v1/instances/:id/groups/:groupKey/control",
     {
-      onRequest: guard,
-      onResponse: auditOnResponse,
       schema: {
         summary: "Switch or reboot every outlet of a OneView group",
         description:
@@ -299,4 +310,5 @@ export function registerControlRoutes(app: HttpApp, deps: HttpDeps): void {
         request.body.action,
       ),
   );
-}
+  done();
+};

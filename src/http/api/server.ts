@@ -17,7 +17,7 @@ import {
 import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
 import { createFastReads, createReadBodies, iso, type ReadBodies } from "./bodies.js";
-import { registerControlRoutes } from "./control.js";
+import { controlRoutes } from "./control.js";
 import { INTERNAL_ERROR, json, jsonArray, problemResponse, SHARED_SCHEMAS } from "./schemas.js";
 import { ConsoleFeed } from "../../ui/feed.js";
 import { registerConsole } from "../../ui/routes.js";
@@ -234,7 +234,8 @@ export async function buildApiServer(deps: HttpDeps): Promise<HttpApp> {
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   await registerDocs(app);
   registerReadRoutes(app, deps, bodies);
-  registerControlRoutes(app, deps);
+  // Awaited, so its routes are added here and the OpenAPI document keeps its order.
+  await app.register(controlRoutes, { deps });
   registerDocumentRoutes(app);
   const feed =
     deps.console ??

@@ -2,7 +2,8 @@
  * The Geist envelope and request bodies (pdu-protocol.md §1, §3): small pure helpers shared by the
  * client and its tests. Nothing here does I/O.
  */
-import { PduError } from "./errors.js";
+import { PduError } from "../errors.js";
+import type { DeviceRoute, Vendor } from "../model.js";
 
 /** retCodes with a documented meaning. */
 export const RetCode = {
@@ -71,4 +72,28 @@ export function commandBody(
 /** `host:port`, with IPv6 literals bracketed, for URLs and messages. */
 export function hostPort(host: string, port: number): string {
   return host.includes(":") && !host.startsWith("[") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** What discovery names a Geist unit's maker and a OneView group. */
+export const GEIST_VENDOR: Vendor = Object.freeze({ manufacturer: "Vertiv", groupModel: "OneView group" });
+
+/**
+ * The {@link DeviceRoute} of a Geist device: `null` means the polled unit itself; otherwise the
+ * device belongs to a OneView member, reached through that member's proxy ports on the master's host.
+ */
+// A type alias, not an interface: it must fit the model's index-signature DeviceRoute.
+export type ProxyRoute = {
+  /** Member key in the master's `host` map (MAC-like). */
+  readonly hostKey: string;
+  /** Port on the master's hostname proxying this member over http (0 or less: the master itself). */
+  readonly webPort: number;
+  /** Port on the master's hostname proxying this member over https (0 or less: the master itself). */
+  readonly httpsPort: number;
+};
+
+/** A route handed back by the core is one this driver made (anything else reaches the unit itself). */
+export function isProxyRoute(route: DeviceRoute | null): route is ProxyRoute {
+  if (route === null) return false;
+  const r = route;
+  return typeof r.hostKey === "string" && typeof r.webPort === "number" && typeof r.httpsPort === "number";
 }

@@ -4,9 +4,9 @@
  */
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, it } from "node:test";
-import { GeistClient, type ClientInstance } from "../../src/pdu/client.js";
-import { isPduError } from "../../src/pdu/errors.js";
-import { HostilePdu } from "../../testkit/hostile-pdu.js";
+import { GeistClient, type ClientInstance } from "../../../src/pdu/geist/client.js";
+import { isPduError } from "../../../src/pdu/errors.js";
+import { HostilePdu } from "../../../testkit/hostile-pdu.js";
 
 function instanceFor(pdu: HostilePdu): ClientInstance {
   return {

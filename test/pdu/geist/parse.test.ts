@@ -1,13 +1,13 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { parseApiTree, parseOneView } from "../../src/pdu/parse.js";
-import { ParseError } from "../../src/pdu/errors.js";
-import { compareKeys, findGroup, type Device, type Snapshot } from "../../src/pdu/model.js";
+import { parseApiTree, parseOneView } from "../../../src/pdu/geist/parse.js";
+import { ParseError } from "../../../src/pdu/errors.js";
+import { compareKeys, findGroup, type Device, type Snapshot } from "../../../src/pdu/model.js";
 import {
   oneViewTree,
   singleUnitTree,
   SPEC_EXAMPLE_API_RESPONSE,
-} from "../../testkit/fixtures/geist-trees.js";
+} from "../../../testkit/fixtures/geist-trees.js";
 
 type Json = Record<string, unknown>;
 

@@ -6,11 +6,11 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { parseApiTree, parseOneView, MAX_PARSE_WARNINGS } from "../../src/pdu/parse.js";
-import { ParseError } from "../../src/pdu/errors.js";
-import { findGroup, type Snapshot } from "../../src/pdu/model.js";
-import { renderSnapshot } from "../../testkit/fixtures/render.js";
-import { wireApi, wireEnvelope, wireOneView, type Json } from "../../testkit/fixtures/wire.js";
+import { parseApiTree, parseOneView, MAX_PARSE_WARNINGS } from "../../../src/pdu/geist/parse.js";
+import { ParseError } from "../../../src/pdu/errors.js";
+import { findGroup, type Snapshot } from "../../../src/pdu/model.js";
+import { renderSnapshot } from "../../../testkit/fixtures/render.js";
+import { wireApi, wireEnvelope, wireOneView, type Json } from "../../../testkit/fixtures/wire.js";
 
 const OUTLET = (index: number, label: string, state: string, values: string): string =>
   `  outlet ${index} ${label === "" ? `Outlet ${index + 1}` : label} name=Outlet ${index + 1} label=${label} ${state} ` +

@@ -36,7 +36,7 @@
  * Hot path (up to 1000 PDUs every few seconds): one pass over the tree, JSON paths are built only
  * when an error is thrown, identical alarms are shared, and only arrays and the snapshot are frozen.
  */
-import { ParseError } from "./errors.js";
+import { ParseError } from "../errors.js";
 import {
   compareKeys,
   isAlarmRaised,
@@ -51,9 +51,9 @@ import {
   type OutletState,
   type ParseWarning,
   type PduSystem,
-  type ProxyRoute,
   type Snapshot,
-} from "./model.js";
+} from "../model.js";
+import { GEIST_VENDOR, type ProxyRoute } from "./wire.js";
 
 type Obj = Record<string, unknown>;
 
@@ -465,6 +465,7 @@ export function parseApiTree(data: unknown, instanceId: string, timestamp: numbe
     instanceId,
     timestamp,
     mode: "single",
+    vendor: GEIST_VENDOR,
     system,
     devices: Object.freeze(devices),
     groups: EMPTY,
@@ -730,6 +731,7 @@ export function parseOneView(data: unknown, instanceId: string, timestamp: numbe
     instanceId,
     timestamp,
     mode: "oneview",
+    vendor: GEIST_VENDOR,
     system: masterSystem ?? firstSystem,
     devices: Object.freeze(devices),
     groups: groupsOf(data, path, w, members),

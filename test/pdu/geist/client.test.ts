@@ -6,11 +6,11 @@ import net, { type AddressInfo, type Socket } from "node:net";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { GeistClient, type ClientInstance, type OutletTarget } from "../../src/pdu/client.js";
-import { ParseError, PduError } from "../../src/pdu/errors.js";
-import { findDevice, type Snapshot } from "../../src/pdu/model.js";
-import { createLogger } from "../../src/log.js";
-import { startSimulator, type Simulator, type SimulatorOptions } from "../../src/simulator/index.js";
+import { GeistClient, type ClientInstance, type OutletTarget } from "../../../src/pdu/geist/client.js";
+import { ParseError, PduError } from "../../../src/pdu/errors.js";
+import { findDevice, type Snapshot } from "../../../src/pdu/model.js";
+import { createLogger } from "../../../src/log.js";
+import { startSimulator, type Simulator, type SimulatorOptions } from "../../../src/simulator/index.js";
 
 interface Overrides {
   Port?: number;

@@ -28,31 +28,29 @@ import { setMaxListeners } from "node:events";
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { Client, Pool, request, type Dispatcher } from "undici";
-import type { InstanceConfig, PduScheme } from "../config/schema.js";
-import { silentLogger, type Logger } from "../log.js";
-import { describeError, ParseError, PduError } from "./errors.js";
-import type { ProxyRoute, Snapshot } from "./model.js";
-import { pathSegment } from "./names.js";
+import type { InstanceConfig, PduScheme } from "../../config/schema.js";
+import { silentLogger, type Logger } from "../../log.js";
+import { describeError, ParseError, PduError } from "../errors.js";
+import type { OutletTarget, PduDriver, SwitchAction } from "../driver.js";
+import type { DeviceRoute, Snapshot } from "../model.js";
+import { pathSegment } from "../names.js";
 import { parseApiTree, parseOneView } from "./parse.js";
 import {
   commandBody,
   decodeEnvelope,
   describeRetCode,
+  GEIST_VENDOR,
   hostPort,
+  isProxyRoute,
   loginBody,
   RetCode,
   type Envelope,
   type WriteCommand,
 } from "./wire.js";
 
-export type OutletAction = "on" | "off" | "reboot";
-
-/** An outlet to write to: its device's `route` (from the snapshot) decides the port. */
-export interface OutletTarget {
-  readonly deviceId: string;
-  readonly index: number;
-  readonly route: ProxyRoute | null;
-}
+export type OutletAction = SwitchAction;
+/** An outlet to write to: its device's `route` (a {@link ProxyRoute} from the snapshot) decides the port. */
+export type { OutletTarget };
 
 /**
  * What the client reads of an {@link InstanceConfig}; every InstanceConfig fits. Spelled out so the
@@ -196,8 +194,9 @@ export function eitherSignal(
   };
 }
 
-export class GeistClient {
+export class GeistClient implements PduDriver {
   readonly instanceId: string;
+  readonly vendor = GEIST_VENDOR;
   private readonly host: string;
   private readonly port: number;
   private readonly scheme: PduScheme;
@@ -311,8 +310,8 @@ export class GeistClient {
   // ---- writes ----
 
   /** The port that reaches a device: the member's proxy port on the master's host, else the configured one. */
-  private portFor(route: ProxyRoute | null): number {
-    if (route === null) return this.port;
+  private portFor(route: DeviceRoute | null): number {
+    if (!isProxyRoute(route)) return this.port;
     const p = this.scheme === "https" ? route.httpsPort : route.webPort;
     return p > 0 ? p : this.port;
   }

@@ -1,0 +1,53 @@
+/**
+ * The seam between the core and a PDU family: everything the poller, the control core and
+ * discovery need from a PDU, and nothing of how a family speaks to it. A driver (src/pdu/geist/ is
+ * the one so far) is created per configured instance by the factory in ./drivers.ts; the core
+ * imports only this file and the vendor-neutral model.
+ */
+import type { DeviceRoute, Snapshot, Vendor } from "./model.js";
+
+/** Switching actions every driver supports. */
+export type SwitchAction = "on" | "off" | "reboot";
+
+/**
+ * One outlet to write to. `route` is the driver's own data from the snapshot's device (how to reach
+ * it, e.g. a OneView member's proxy ports), handed back untouched; null: the polled unit itself.
+ */
+export interface OutletTarget {
+  readonly deviceId: string;
+  readonly index: number;
+  readonly route: DeviceRoute | null;
+}
+
+/**
+ * Outlet settings a later command may change (issue 18: labels, delays, power-on action). No driver
+ * implements {@link PduDriver.setOutletSettings} yet and no command calls it.
+ */
+export interface OutletSettings {
+  readonly label?: string;
+  readonly onDelay?: number;
+  readonly offDelay?: number;
+  readonly rebootDelay?: number;
+  readonly poaAction?: string;
+}
+
+/**
+ * One configured PDU instance as a family's driver sees it. Every failure is a PduError
+ * (./errors.ts) whose kind the control core maps to a status; a caller's abort rejects with its
+ * reason. Writes that must not run twice (reboot, statistics reset) are never re-sent by a driver.
+ */
+export interface PduDriver {
+  readonly instanceId: string;
+  /** Manufacturer and group model for Home Assistant discovery; every snapshot carries the same. */
+  readonly vendor: Vendor;
+  /** One poll: the PDU's state as a frozen {@link Snapshot}. */
+  poll(signal?: AbortSignal): Promise<Snapshot>;
+  /** Switches or power-cycles one outlet now. */
+  controlOutlet(target: OutletTarget, action: SwitchAction, signal?: AbortSignal): Promise<void>;
+  /** Resets the outlet's accumulated statistics (energy). */
+  resetOutletEnergy(target: OutletTarget, signal?: AbortSignal): Promise<void>;
+  /** Changes outlet settings (issue 18); absent: the family cannot, and the command is refused. */
+  setOutletSettings?(target: OutletTarget, settings: OutletSettings, signal?: AbortSignal): Promise<void>;
+  /** Closes every connection; requests still in flight fail. */
+  close(): Promise<void>;
+}

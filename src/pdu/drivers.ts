@@ -1,0 +1,25 @@
+/**
+ * The driver factory: the one place outside src/pdu/geist/ that knows which families exist. It
+ * picks an instance's driver from `Pdus.<id>.Driver` (eslint's no-restricted-imports keeps every
+ * other file away from the family code).
+ */
+import type { InstanceConfig, PduDriverName } from "../config/schema.js";
+import type { Logger } from "../log.js";
+import type { PduDriver } from "./driver.js";
+import { GeistClient } from "./geist/client.js";
+
+export interface DriverOptions {
+  readonly logger?: Logger;
+}
+
+const FACTORIES: Readonly<
+  Record<PduDriverName, (instance: InstanceConfig, options: DriverOptions) => PduDriver>
+> = {
+  geist: (instance, options) => new GeistClient(instance, options),
+};
+
+/** The driver of one configured instance (default `geist`). */
+export function createDriver(instance: InstanceConfig, options: DriverOptions = {}): PduDriver {
+  const create = FACTORIES[instance.Driver ?? "geist"];
+  return create(instance, options);
+}
