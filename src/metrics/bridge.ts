@@ -163,27 +163,18 @@ export class BridgeMetrics {
         this.set(sources.mqtt()?.connected === true ? 1 : 0);
       },
     });
-    const traffic = { published: 0, failed: 0 };
-    new Counter({
-      name: "pdu_bridge_mqtt_messages_published_total",
-      help: "MQTT messages handed to the client for the broker",
+    mirroredCounter(
       registers,
-      collect() {
-        const now = sources.mqtt()?.published ?? traffic.published;
-        this.inc(Math.max(0, now - traffic.published));
-        traffic.published = Math.max(now, traffic.published);
-      },
-    });
-    new Counter({
-      name: "pdu_bridge_mqtt_publish_failures_total",
-      help: "MQTT messages dropped while disconnected or refused by the client",
+      "pdu_bridge_mqtt_messages_published_total",
+      "MQTT messages handed to the client for the broker",
+      () => sources.mqtt()?.published,
+    );
+    mirroredCounter(
       registers,
-      collect() {
-        const now = sources.mqtt()?.failed ?? traffic.failed;
-        this.inc(Math.max(0, now - traffic.failed));
-        traffic.failed = Math.max(now, traffic.failed);
-      },
-    });
+      "pdu_bridge_mqtt_publish_failures_total",
+      "MQTT messages dropped while disconnected or refused by the client",
+      () => sources.mqtt()?.failed,
+    );
     new Gauge({
       name: "pdu_bridge_mqtt_discovery_configs",
       help: "Home Assistant discovery config topics the bridge publishes retained",
@@ -282,4 +273,27 @@ export class BridgeMetrics {
 
 function isUp(status: { snapshot: Snapshot | null; consecutiveFailures: number }): boolean {
   return status.snapshot !== null && status.consecutiveFailures === 0;
+}
+
+/**
+ * A counter that follows a count kept elsewhere (the MQTT connection's): each scrape adds what the
+ * count grew by; a count that starts again (a new connection object) never makes the counter go back.
+ */
+function mirroredCounter(
+  registers: Registry[],
+  name: string,
+  help: string,
+  read: () => number | undefined,
+): void {
+  let seen = 0;
+  new Counter({
+    name,
+    help,
+    registers,
+    collect() {
+      const now = read() ?? seen;
+      this.inc(Math.max(0, now - seen));
+      seen = Math.max(now, seen);
+    },
+  });
 }
