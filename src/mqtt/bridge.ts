@@ -88,7 +88,8 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
       stopping ??= (async () => {
         unsubscribe();
         commands.attach(null);
-        await connection.close();
+        // Every instance goes `offline` with the bridge (contract section 11), not only `P/status`.
+        await connection.close(config.instances.map((instance) => topics.instanceStatus(instance.id)));
         await embedded?.close();
       })();
       return stopping;

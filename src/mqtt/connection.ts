@@ -279,8 +279,12 @@ export class MqttConnection {
     this.#inflight = 0;
   }
 
-  /** Publishes `offline`, disconnects cleanly and stops reconnecting. Never throws. */
-  async close(): Promise<void> {
+  /**
+   * Publishes `offline` retained (QoS 1) on each of `offlineTopics` (the instances' status topics)
+   * and then on `P/status`, waits for their acknowledgements within the stop budget, disconnects
+   * cleanly and stops reconnecting. Never throws.
+   */
+  async close(offlineTopics: readonly string[] = []): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
     if (this.#timer) clearTimeout(this.#timer);
@@ -290,10 +294,11 @@ export class MqttConnection {
     let acknowledged = false;
     if (this.#connected) {
       try {
-        await withTimeout(
-          this.#client.publishAsync(this.#statusTopic, "offline", { qos: 1, retain: true }),
-          STOP_WAIT_MS,
+        // Queued in order (instances first, the bridge last) and acknowledged together.
+        const acks = [...offlineTopics, this.#statusTopic].map((topic) =>
+          this.#client.publishAsync(topic, "offline", { qos: 1, retain: true }),
         );
+        await withTimeout(Promise.all(acks), STOP_WAIT_MS);
         acknowledged = true;
       } catch (error) {
         this.#logger.warn({ err: describeError(error) }, "could not publish MQTT offline status");
