@@ -232,6 +232,24 @@ export class MqttConnection {
     }
   }
 
+  /**
+   * Subscribes (QoS 1) for this connection only (not renewed after a reconnect); resolves with the
+   * filters the broker granted. Rejects while disconnected or when the broker fails the request.
+   */
+  async subscribeOnce(filters: readonly string[]): Promise<string[]> {
+    if (!this.#connected) throw new Error("not connected");
+    const granted = await this.#client.subscribeAsync([...filters], { qos: 1 });
+    return granted.filter((g) => g.qos !== 128).map((g) => g.topic);
+  }
+
+  /** Drops filters of {@link subscribeOnce}. Never throws. */
+  unsubscribe(filters: readonly string[]): void {
+    if (!this.#connected || filters.length === 0) return;
+    this.#client.unsubscribe([...filters], (error) => {
+      if (error) this.#logger.debug({ err: describeError(error) }, "MQTT unsubscribe failed");
+    });
+  }
+
   /** Messages dropped because they could not be built or sent (see {@link publish}). */
   get droppedPublishes(): number {
     return this.#droppedCount;
