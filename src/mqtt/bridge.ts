@@ -11,6 +11,8 @@ import type { SnapshotStore } from "../poller/store.js";
 import { startEmbeddedBroker, type EmbeddedBroker } from "./broker.js";
 import { CommandHandler } from "./commands.js";
 import { MqttConnection } from "./connection.js";
+import { discoveryNodeId } from "./discovery.js";
+import { GhostSweeper } from "./ghosts.js";
 import { Publisher } from "./publisher.js";
 import { TopicIdGuard, Topics } from "./topics.js";
 import type { HomeAssistantStatus, MqttBridgeHandle, MqttStatus } from "./types.js";
@@ -55,15 +57,36 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
   const embedded = await startEmbeddedIfConfigured(config, bridgeSecret, logger);
   // The publisher needs the connection and the connection's hooks need the publisher.
   let publisher: Publisher | null = null;
+  let ghosts: GhostSweeper | null = null;
   let connection: MqttConnection;
   try {
-    connection = await connect(config, embedded, bridgeSecret, commands, () => publisher, logger);
+    connection = await connect(
+      config,
+      embedded,
+      bridgeSecret,
+      commands,
+      () => publisher,
+      () => ghosts,
+      logger,
+    );
   } catch (error) {
     await embedded?.close();
     throw error;
   }
-  const active = createPublisher(config, connection, store, topics, logger);
+  const active = createPublisher(config, connection, store, topics, logger, (id) => ghosts?.discovered(id));
   publisher = active;
+  if (config.HomeAssistant.DiscoveryEnabled) {
+    const sweeper = new GhostSweeper({
+      prefix: config.HomeAssistant.DiscoveryTopic,
+      nodeIds: new Map(config.instances.map((i) => [discoveryNodeId(topics.parent, i.id), i.id])),
+      sink: connection,
+      current: (id) => active.discoveryTopics(id),
+      logger,
+    });
+    ghosts = sweeper;
+    // Connected before the sweeper existed: start collecting now (later connects do nothing).
+    if (connection.connected) sweeper.onConnect();
+  }
   const unsubscribe = store.subscribe((event) => active.handle(event));
   // Connected before the publisher existed: publish what the store already holds.
   if (connection.connected) active.resync();
@@ -87,8 +110,10 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
     stop() {
       stopping ??= (async () => {
         unsubscribe();
+        ghosts?.close();
         commands.attach(null);
-        await connection.close();
+        // Every instance goes `offline` with the bridge (contract section 11), not only `P/status`.
+        await connection.close(config.instances.map((instance) => topics.instanceStatus(instance.id)));
         await embedded?.close();
       })();
       return stopping;
@@ -144,6 +169,7 @@ function connect(
   bridgeSecret: string,
   commands: CommandHandler,
   publisher: () => Publisher | null,
+  ghosts: () => GhostSweeper | null,
   logger: Logger,
 ): Promise<MqttConnection> {
   const ha = config.HomeAssistant;
@@ -172,8 +198,16 @@ function connect(
     subscriptions: [...commands.subscriptions(), ...(ha.DiscoveryEnabled ? [haStatusTopic] : [])],
     logger,
     hooks: {
-      onConnect: () => publisher()?.resync(),
+      onConnect: () => {
+        publisher()?.resync();
+        ghosts()?.onConnect();
+      },
       onMessage: (topic, payload, retained) => {
+        const sweeper = ghosts();
+        if (sweeper?.accepts(topic) === true) {
+          sweeper.collect(topic, payload, retained);
+          return;
+        }
         if (topic === haStatusTopic) {
           // A retained `online` arrives on every subscribe; the connect itself already republished.
           if (!retained && payload.toString("utf8").trim().toLowerCase() === "online") {
@@ -197,6 +231,7 @@ function createPublisher(
   store: SnapshotStore,
   topics: Topics,
   logger: Logger,
+  onDiscovery: (instanceId: string) => void,
 ): Publisher {
   const ha = config.HomeAssistant;
   return new Publisher({
@@ -210,5 +245,6 @@ function createPublisher(
       : null,
     refreshMs: refreshPeriodMs(ha.SensorExpireAfterSeconds),
     logger,
+    onDiscovery,
   });
 }

@@ -232,6 +232,24 @@ export class MqttConnection {
     }
   }
 
+  /**
+   * Subscribes (QoS 1) for this connection only (not renewed after a reconnect); resolves with the
+   * filters the broker granted. Rejects while disconnected or when the broker fails the request.
+   */
+  async subscribeOnce(filters: readonly string[]): Promise<string[]> {
+    if (!this.#connected) throw new Error("not connected");
+    const granted = await this.#client.subscribeAsync([...filters], { qos: 1 });
+    return granted.filter((g) => g.qos !== 128).map((g) => g.topic);
+  }
+
+  /** Drops filters of {@link subscribeOnce}. Never throws. */
+  unsubscribe(filters: readonly string[]): void {
+    if (!this.#connected || filters.length === 0) return;
+    this.#client.unsubscribe([...filters], (error) => {
+      if (error) this.#logger.debug({ err: describeError(error) }, "MQTT unsubscribe failed");
+    });
+  }
+
   /** Messages dropped because they could not be built or sent (see {@link publish}). */
   get droppedPublishes(): number {
     return this.#droppedCount;
@@ -279,8 +297,12 @@ export class MqttConnection {
     this.#inflight = 0;
   }
 
-  /** Publishes `offline`, disconnects cleanly and stops reconnecting. Never throws. */
-  async close(): Promise<void> {
+  /**
+   * Publishes `offline` retained (QoS 1) on each of `offlineTopics` (the instances' status topics)
+   * and then on `P/status`, waits for their acknowledgements within the stop budget, disconnects
+   * cleanly and stops reconnecting. Never throws.
+   */
+  async close(offlineTopics: readonly string[] = []): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
     if (this.#timer) clearTimeout(this.#timer);
@@ -290,10 +312,11 @@ export class MqttConnection {
     let acknowledged = false;
     if (this.#connected) {
       try {
-        await withTimeout(
-          this.#client.publishAsync(this.#statusTopic, "offline", { qos: 1, retain: true }),
-          STOP_WAIT_MS,
+        // Queued in order (instances first, the bridge last) and acknowledged together.
+        const acks = [...offlineTopics, this.#statusTopic].map((topic) =>
+          this.#client.publishAsync(topic, "offline", { qos: 1, retain: true }),
         );
+        await withTimeout(Promise.all(acks), STOP_WAIT_MS);
         acknowledged = true;
       } catch (error) {
         this.#logger.warn({ err: describeError(error) }, "could not publish MQTT offline status");

@@ -197,10 +197,15 @@ export function buildDiscovery(
   return out;
 }
 
+/** The `node_id` topic level of an instance's discovery configs: `<P>_<instance>`. */
+export function discoveryNodeId(parentTopic: string, instanceId: string): string {
+  return `${idPart(parentTopic)}_${instanceId}`;
+}
+
 /** The shared parts, and `add`, which writes configs into `out`. */
 function builder(options: DiscoveryOptions, instanceId: string, out: Map<string, string>): Builder {
   const { topics, prefix } = options;
-  const nodeId = `${idPart(topics.parent)}_${instanceId}`;
+  const nodeId = discoveryNodeId(topics.parent, instanceId);
   // Parts shared by many configs are serialised once and spliced in (this runs for every entity).
   const tail =
     `,"availability":${JSON.stringify([{ topic: topics.bridgeStatus() }, { topic: topics.instanceStatus(instanceId) }])}` +

@@ -53,6 +53,8 @@ export interface PublisherOptions {
   readonly now?: () => number;
   /** Where a snapshot whose messages cannot be built is reported (rate-limited). */
   readonly logger?: Logger;
+  /** Called after an instance's discovery configs were (re)published from a polled snapshot. */
+  readonly onDiscovery?: (instanceId: string) => void;
 }
 
 /** At most one error line per this period about snapshots that could not be published. */
@@ -141,6 +143,13 @@ export class Publisher {
     let n = 0;
     for (const count of this.#discoveryConfigs.values()) n += count;
     return n;
+  }
+
+  /** The discovery config topics last published for the instance, or null before its first. */
+  discoveryTopics(instanceId: string): ReadonlySet<string> | null {
+    const packed = this.#states.get(instanceId)?.discovery ?? null;
+    if (packed === null) return null;
+    return new Set(inflateRawSync(packed).toString("utf8").split("\u0000"));
   }
 
   /**
@@ -313,6 +322,7 @@ export class Publisher {
     state.signature = signature;
     this.#discoveryConfigs.set(id, configs.size);
     this.#lastDiscoveryUtc = this.#now();
+    this.#o.onDiscovery?.(id);
     return true;
   }
 

@@ -1,0 +1,174 @@
+/**
+ * The bridge's start and stop against a real mosquitto: a clean stop leaves `offline` retained on
+ * `P/status` and on every `P/<instance>/status`; at start, retained discovery configs of this
+ * bridge's things that no longer exist (ghosts) are cleared, and nothing else is touched.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { silentLogger } from "../../src/log.js";
+import { LogCapture } from "../../testkit/log-capture.js";
+import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
+import { SnapshotStore } from "../../src/poller/store.js";
+import { Mosquitto } from "../../testkit/mosquitto.js";
+import { Recorder, waitFor } from "../../testkit/mqtt-client.js";
+import { mqttTestConfig } from "../../testkit/mqtt-config.js";
+import { singleUnit } from "../../testkit/mqtt-snapshots.js";
+
+describe("clean stop", () => {
+  let broker: Mosquitto;
+  const recorders: Recorder[] = [];
+  const bridges: MqttBridge[] = [];
+  const stores: SnapshotStore[] = [];
+  const subscribe = async (topics: string[]) => {
+    const r = await Recorder.connect(broker, topics);
+    recorders.push(r);
+    return r;
+  };
+
+  before(async () => {
+    broker = await Mosquitto.start();
+  });
+
+  after(async () => {
+    for (const r of recorders) await r.close();
+    for (const b of bridges) await b.stop();
+    for (const s of stores) s.close();
+    await broker.close();
+  });
+
+  it("publishes offline retained on P/status and every P/<instance>/status", async () => {
+    const config = await mqttTestConfig({
+      broker: { host: broker.host, port: broker.port },
+      instances: { rack1: false, rack2: false, rack3: false },
+    });
+    const store = new SnapshotStore(["rack1", "rack2", "rack3"]);
+    stores.push(store);
+    store.recordSuccess("rack1", singleUnit("rack1", "DEV1", 2));
+    store.recordSuccess("rack2", singleUnit("rack2", "DEV2", 2));
+    const bridge = await startMqttBridge({ config, store, logger: silentLogger() });
+    bridges.push(bridge);
+    const live = await subscribe(["pdu-bridge/+/status", "pdu-bridge/status"]);
+    await live.waitFor("pdu-bridge/rack1/status", (m) => m.payload === "online");
+    await live.waitFor("pdu-bridge/rack2/status", (m) => m.payload === "online");
+    await live.waitFor("pdu-bridge/status", (m) => m.payload === "online");
+
+    await bridge.stop();
+
+    const fresh = await subscribe(["pdu-bridge/+/status", "pdu-bridge/status"]);
+    for (const topic of [
+      "pdu-bridge/status",
+      "pdu-bridge/rack1/status",
+      "pdu-bridge/rack2/status",
+      "pdu-bridge/rack3/status",
+    ]) {
+      const m = await fresh.waitFor(topic);
+      assert.equal(m.payload, "offline", topic);
+      assert.equal(m.retain, true, topic);
+    }
+    // Nothing newer than `offline` was left behind (the retained message is the last one).
+    await waitFor(() => fresh.messages.length >= 4, "four retained statuses");
+    assert.deepEqual(
+      [...fresh.latest().values()].map((m) => m.payload),
+      ["offline", "offline", "offline", "offline"],
+    );
+  });
+});
+
+describe("ghost discovery cleanup at start", () => {
+  const D = "homeassistant";
+  // Outlet 7 of DEV1 does not exist any more (the PDU has outlets 0 and 1).
+  const GHOST = `${D}/switch/pdu-bridge_default/outlet_DEV1_7_power/config`;
+  const GHOST_SENSOR = `${D}/sensor/pdu-bridge_default/outlet_DEV1_7_power/config`;
+  // A thing that still exists: its config is republished by the normal discovery, never cleared.
+  const EXISTING = `${D}/switch/pdu-bridge_default/outlet_DEV1_0_power/config`;
+  // Another bridge (another ParentTopic, so another node id) on the same broker.
+  const OTHER = `${D}/switch/other-bridge_default/outlet_DEV1_7_power/config`;
+  // An instance that is offline at start: not judged until it has been polled.
+  const LATE_GHOST = `${D}/switch/pdu-bridge_rack2/outlet_DEV2_9_power/config`;
+  const LATE_EXISTING = `${D}/switch/pdu-bridge_rack2/outlet_DEV2_1_power/config`;
+  const planted = [GHOST, GHOST_SENSOR, EXISTING, OTHER, LATE_GHOST, LATE_EXISTING];
+
+  let broker: Mosquitto;
+  let bridge: MqttBridge | null = null;
+  let store: SnapshotStore | null = null;
+  const capture = new LogCapture();
+  const recorders: Recorder[] = [];
+  const subscribe = async (topics: string[]) => {
+    const r = await Recorder.connect(broker, topics);
+    recorders.push(r);
+    return r;
+  };
+  /** The retained configs on the broker now, as a fresh subscriber sees them. */
+  const retainedNow = async (): Promise<Map<string, string>> => {
+    const r = await subscribe([`${D}/#`]);
+    await waitFor(() => r.messages.some((m) => m.topic === OTHER), "the retained configs");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const map = new Map<string, string>();
+    for (const m of r.messages) if (m.retain) map.set(m.topic, m.payload);
+    return map;
+  };
+
+  before(async () => {
+    broker = await Mosquitto.start();
+  });
+
+  after(async () => {
+    for (const r of recorders) await r.close();
+    await bridge?.stop();
+    store?.close();
+    await broker.close();
+  });
+
+  it("clears configs of things that are gone, leaves the rest, and waits for an instance's first poll", async () => {
+    const planter = await subscribe([]);
+    for (const topic of planted) await planter.publish(topic, JSON.stringify({ name: "old" }), true);
+    const watcher = await subscribe([`${D}/#`]);
+    await waitFor(() => watcher.messages.length >= planted.length, "the planted configs");
+    watcher.clear();
+
+    const config = await mqttTestConfig({
+      broker: { host: broker.host, port: broker.port },
+      instances: { default: true, rack2: true },
+    });
+    store = new SnapshotStore(["default", "rack2"]);
+    store.recordSuccess("default", singleUnit("default", "DEV1", 2));
+    bridge = await startMqttBridge({ config, store, logger: capture.logger });
+
+    await watcher.waitFor(GHOST, (m) => m.payload === "", 15_000);
+    await watcher.waitFor(GHOST_SENSOR, (m) => m.payload === "", 15_000);
+    await waitFor(
+      () => capture.lines.some((l) => String(l.msg).startsWith("cleared retained discovery configs")),
+      "the cleanup log line",
+    );
+    const afterStart = await retainedNow();
+    assert.equal(afterStart.has(GHOST), false, "the ghost switch is gone");
+    assert.equal(afterStart.has(GHOST_SENSOR), false, "the ghost sensor is gone");
+    assert.equal(
+      afterStart.get(OTHER),
+      JSON.stringify({ name: "old" }),
+      "another bridge's config is untouched",
+    );
+    // The existing outlet's config was published once by discovery, and never cleared.
+    const existing = watcher.on(EXISTING);
+    assert.equal(existing.length, 1, "published once, by the normal discovery");
+    assert.notEqual(existing[0]?.payload, "");
+    assert.ok(afterStart.get(EXISTING)?.includes('"unique_id"'));
+    // rack2 has not been polled: its configs, ghost or not, are left alone.
+    assert.equal(afterStart.get(LATE_GHOST), JSON.stringify({ name: "old" }));
+    assert.equal(watcher.on(LATE_GHOST).length, 0);
+
+    // Its first successful poll: now its ghosts are judged and cleared.
+    store.recordSuccess("rack2", singleUnit("rack2", "DEV2", 2));
+    await watcher.waitFor(LATE_GHOST, (m) => m.payload === "");
+    const afterPoll = await retainedNow();
+    assert.equal(afterPoll.has(LATE_GHOST), false);
+    assert.ok(afterPoll.get(LATE_EXISTING)?.includes('"unique_id"'));
+    assert.equal(
+      watcher.on(LATE_EXISTING).filter((m) => m.payload === "").length,
+      0,
+      "an existing config is never cleared",
+    );
+    assert.equal(afterPoll.get(OTHER), JSON.stringify({ name: "old" }));
+    assert.equal(watcher.on(OTHER).length, 0, "nothing was published on another bridge's config");
+  });
+});
