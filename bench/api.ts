@@ -16,6 +16,7 @@ import { startBridge, writeBridgeConfig } from "./lib/bridge.js";
 import { startBroker } from "./lib/broker.js";
 import { DIST, sleep, spawnNode, stopChild } from "./lib/child.js";
 import type { BenchContext, ScenarioResult } from "./lib/measure.js";
+import { sampleProc } from "./lib/proc.js";
 import { row, type Row } from "./lib/report.js";
 import { pduId, startSimFleet } from "./lib/sim-fleet.js";
 import { mean, percentile, pollLateness, ratio } from "./lib/stats.js";
@@ -32,6 +33,13 @@ interface Endpoint {
 interface Span {
   readonly from: number;
   readonly to: number;
+}
+
+/** CPU seconds the bridge and the baseline used during one wrk run. */
+interface RunCpu {
+  readonly seconds: number;
+  readonly bridge: number;
+  readonly baseline: number;
 }
 
 /** Lateness p99 the polls may show while the API is hammered. */
@@ -97,6 +105,11 @@ export async function runApi(ctx: BenchContext): Promise<ScenarioResult> {
     const results: Record<string, { bridge: WrkResult[]; baseline: WrkResult[] }> = {};
     for (const e of endpoints) results[e.name] = { bridge: [], baseline: [] };
     const hammered: Record<"bridge" | "baseline", Span[]> = { bridge: [], baseline: [] };
+    const cpu: Record<string, { bridge: RunCpu[]; baseline: RunCpu[] }> = {};
+    for (const e of endpoints) cpu[e.name] = { bridge: [], baseline: [] };
+    const cpuOf = (pid: number) => sampleProc(pid)?.cpuSeconds ?? Number.NaN;
+    const bridgePid = bridge.pid;
+    const basePid = baseline.pid;
     await fleet.reset();
     for (let r = 0; r < rounds; r++) {
       for (const e of endpoints) {
@@ -105,7 +118,13 @@ export async function runApi(ctx: BenchContext): Promise<ScenarioResult> {
           ["baseline", basePort],
         ] as const) {
           const from = Date.now();
+          const before = { bridge: cpuOf(bridgePid), baseline: cpuOf(basePid) };
           const result = await runWrk(wrk, `http://127.0.0.1:${port}${e.path}`, wrkOptions);
+          cpu[e.name]![who].push({
+            seconds: (Date.now() - from) / 1000,
+            bridge: cpuOf(bridgePid) - before.bridge,
+            baseline: cpuOf(basePid) - before.baseline,
+          });
           hammered[who].push({ from, to: Date.now() });
           results[e.name]![who].push(result);
           ctx.log(
@@ -129,9 +148,30 @@ export async function runApi(ctx: BenchContext): Promise<ScenarioResult> {
         `${polling.baseline.polls}/${polling.baseline.due.toFixed(0)}, p99 ${fmt(polling.baseline.p99Ms)} ms`,
     );
 
+    // While wrk hammers the baseline, the bridge only polls: its CPU rate then is what polling
+    // costs, and the rest of its CPU while hammered is what the API cost.
+    const all = Object.values(cpu).flatMap((c) => c.baseline);
+    const pollingCpuRate =
+      all.reduce((n, c) => n + c.bridge, 0) /
+      Math.max(
+        1e-9,
+        all.reduce((n, c) => n + c.seconds, 0),
+      );
+    const cpuPerRequest: Record<string, { bridgeUs: number | null; baselineUs: number | null }> = {};
+
     const rows: Row[] = [];
     for (const e of endpoints) {
       const { bridge: b, baseline: base } = results[e.name]!;
+      const c = cpu[e.name]!;
+      const bridgeUs = perRequestUs(
+        c.bridge.reduce((n, x) => n + x.bridge - pollingCpuRate * x.seconds, 0),
+        b.reduce((n, x) => n + x.requests, 0),
+      );
+      const baselineUs = perRequestUs(
+        c.baseline.reduce((n, x) => n + x.baseline, 0),
+        base.reduce((n, x) => n + x.requests, 0),
+      );
+      cpuPerRequest[e.name] = { bridgeUs, baselineUs };
       const rps = mean(b.map((x) => x.requestsPerSecond));
       const baseRps = mean(base.map((x) => x.requestsPerSecond));
       const p99 = worst(b.map((x) => x.p99Ms));
@@ -161,6 +201,17 @@ export async function runApi(ctx: BenchContext): Promise<ScenarioResult> {
           baselineLabel: "bare node:http",
           ratio: ratio(p99, baseP99),
           pass: p99 !== null && p99 < 20 && errors === 0,
+        }),
+        row({
+          scenario: "api",
+          metric: `${e.name} CPU per request`,
+          unit: "µs",
+          target: "info",
+          measured: bridgeUs,
+          baseline: baselineUs,
+          baselineLabel: "bare node:http",
+          ratio: ratio(bridgeUs, baselineUs),
+          pass: null,
         }),
       );
     }
@@ -192,6 +243,9 @@ export async function runApi(ctx: BenchContext): Promise<ScenarioResult> {
         wrk: wrkOptions,
         rounds,
         polling,
+        pollingCpuPercent: 100 * pollingCpuRate,
+        cpuPerRequest,
+        cpu,
         bodyBytes: Object.fromEntries(Object.entries(routes).map(([k, v]) => [k, Buffer.byteLength(v)])),
         results: Object.fromEntries(
           Object.entries(results).map(([k, v]) => [
@@ -202,6 +256,7 @@ export async function runApi(ctx: BenchContext): Promise<ScenarioResult> {
       },
       notes: [
         `api: baseline = bench/baseline-http.ts, a bare node:http server answering the same bodies (readings ${Buffer.byteLength(routes[endpoints[0]!.path]!)} bytes, health ${Buffer.byteLength(routes["/api/v1/health"]!)} bytes); throughput is the mean of ${rounds} alternating run(s), p99 the worst.`,
+        `api: CPU per request = the server process's CPU during its wrk runs / requests answered; for the bridge, less what polling cost at the same time (its CPU rate while the baseline was hammered: ${(100 * pollingCpuRate).toFixed(0)} % of a core). Less sensitive to a busy machine than requests/s.`,
         `api: lateness = polls of the ${pdus} PDUs that arrived while wrk hammered the bridge (${polling.bridge.polls} of ${polling.bridge.due.toFixed(0)} due), each against its PDU's best-aligned poll of the whole scenario; baseline = the polls that arrived while wrk hammered the bare server.`,
       ],
     };
@@ -240,6 +295,9 @@ function pollsDuring(
     maxMs: percentile(late.lateness, 100),
   };
 }
+
+const perRequestUs = (cpuSeconds: number, requests: number): number | null =>
+  requests > 0 && Number.isFinite(cpuSeconds) ? (cpuSeconds * 1e6) / requests : null;
 
 const fmt = (v: number | null) => (v === null ? "–" : v.toFixed(1));
 
