@@ -14,8 +14,8 @@ import { join, resolve } from "node:path";
 import { freePort } from "../testkit/repo.js";
 import { startBridge, writeBridgeConfig } from "./lib/bridge.js";
 import { startBroker } from "./lib/broker.js";
-import { DIST, sleep, spawnNode, stopChild } from "./lib/child.js";
-import type { BenchContext, ScenarioResult } from "./lib/measure.js";
+import { DIST, IpcChild, sleep, spawnNode, stopChild } from "./lib/child.js";
+import { settle, type BenchContext, type ScenarioResult } from "./lib/measure.js";
 import { sampleProc } from "./lib/proc.js";
 import { row, type Row } from "./lib/report.js";
 import { pduId, startSimFleet } from "./lib/sim-fleet.js";
@@ -82,8 +82,18 @@ export async function runApi(ctx: BenchContext): Promise<ScenarioResult> {
       logFile: join(ctx.workDir, "api-bridge.log"),
       nodeArgs: ctx.bridgeNodeArgs,
     });
-    // Three polls each and one more interval: the start-up burst of discovery messages is over.
+    // As in the fleet scenario: three polls each, the discovery burst over (2 s without a
+    // homeassistant/# message), then one more interval (the values republished after discovery).
     await fleet.waitForPolls(3, intervalS * 4000 + 60_000);
+    const counter = new IpcChild(resolve(DIST, "bench/lib/mqtt-counter.js"), [broker.url]);
+    try {
+      await counter.ready();
+      if (!(await settle(counter, "homeassistant", 90_000)))
+        ctx.log("  homeassistant/# still busy after 90 s; measuring anyway");
+    } finally {
+      await counter.request("close").catch(() => undefined);
+      await counter.stop();
+    }
     await sleep(intervalS * 1000);
 
     // The baseline answers exactly what the bridge answered.
