@@ -9,9 +9,11 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import Fastify, { type FastifyInstance } from "fastify";
 import { SHARED_SCHEMAS } from "../../src/http/api/schemas.js";
-import { HEALTH_RESPONSE, READINGS_RESPONSE } from "../../src/http/api/server.js";
+import { buildApiServer, HEALTH_RESPONSE, READINGS_RESPONSE } from "../../src/http/api/server.js";
 import { readingsJson } from "../../src/pdu/readings.js";
 import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
+import { configFrom, harness } from "../../testkit/http-harness.js";
+import { singleUnit } from "../../testkit/mqtt-snapshots.js";
 import { waitFor } from "../../testkit/wait.js";
 
 const POLL_S = 1;
@@ -162,4 +164,47 @@ test("the cached bodies are byte for byte what the documented schemas serialise"
     payload: withExtra,
   });
   assert.notEqual(dropped.body, withExtra);
+});
+
+test("a health body of many instances follows each one's status, whichever block it is in", async () => {
+  const ids = Array.from({ length: 70 }, (_, i) => `pdu-${String(i).padStart(2, "0")}`);
+  const yaml = `Pdus:\n${ids.map((id) => `  ${id}:\n    Connection: { Host: 127.0.0.1, Port: 9 }`).join("\n")}\nApi: { Enabled: true, Port: 0 }\n`;
+  const store = harness(await configFrom(yaml));
+  const app = await buildApiServer(store.deps);
+  try {
+    const get = async () => (await app.inject({ method: "GET", url: "/api/v1/health" })).body;
+    /** What the body must say of every instance: the store's statuses, in configuration order. */
+    const expected = () =>
+      store.store.list().map((s) => ({
+        id: s.id,
+        lastPollUtc: s.lastPollUtc === null ? null : new Date(s.lastPollUtc).toISOString(),
+        lastError: s.lastError,
+        consecutiveFailures: s.consecutiveFailures,
+      }));
+    const check = async (what: string) => {
+      const body = await get();
+      assert.deepEqual(JSON.parse(body).instances, expected(), what);
+      const serialised = await reference.inject({
+        method: "POST",
+        url: "/health",
+        headers: { "content-type": "application/json" },
+        payload: body,
+      });
+      assert.equal(body, serialised.body, `${what}: the schema's serialisation`);
+    };
+
+    await check("nothing polled");
+    for (const id of ids) store.store.recordSuccess(id, singleUnit(id, "DEV1", 1));
+    await check("every instance polled");
+    // One instance in the first, the middle and the last (partial) block, one at a time.
+    for (const id of ["pdu-00", "pdu-40", "pdu-69"]) {
+      store.clock.now += 1000;
+      store.store.recordFailure(id, new Error(`${id} refused the connection`));
+      await check(`${id} failed`);
+    }
+    store.store.recordSuccess("pdu-40", singleUnit("pdu-40", "DEV1", 1));
+    await check("pdu-40 recovered");
+  } finally {
+    await app.close();
+  }
 });
