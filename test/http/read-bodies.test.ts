@@ -183,7 +183,7 @@ test("a health body of many instances follows each one's status, whichever block
       }));
     const check = async (what: string) => {
       const body = await get();
-      assert.deepEqual(JSON.parse(body).instances, expected(), what);
+      assert.deepEqual((JSON.parse(body) as Health).instances, expected(), what);
       const serialised = await reference.inject({
         method: "POST",
         url: "/health",
