@@ -236,7 +236,7 @@ async function measureStarted(options: MeasureOptions, poller: Poller, t0: numbe
 }
 
 /** Resolves true once 2 s pass without a message under `prefix`, false after `timeoutMs`. */
-async function settle(counter: IpcChild, prefix: string, timeoutMs: number): Promise<boolean> {
+export async function settle(counter: IpcChild, prefix: string, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     await counter.request("reset");
