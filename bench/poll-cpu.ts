@@ -9,7 +9,7 @@
  *
  * --base DIR: also runs the bridge of another build (DIR is its dist/, e.g. of the commit before a
  * change) beside the others, and prints this build's CPU over that one's.
- * --frozen: the simulators' clock stands still, so no value ever changes (the "nothing changes" case).
+ * --frozen: the simulators' `frozen` option, so no value ever changes (the "nothing changes" case).
  * --profile: also writes a CPU profile of the bridge over the last window (slows the bridge: the
  * ratio of a profiled round is printed but is not the figure).
  * Both programs poll every PDU every 10 s; the simulators count every `GET /api`, which is about twice
@@ -36,7 +36,6 @@ const INTERVAL_S = 10;
 
 if (process.argv[2] === "--sim-child") {
   const [count, firstSeed, frozen] = process.argv.slice(3).map(Number) as [number, number, number];
-  const t0 = Date.now();
   const sims: Simulator[] = [];
   for (let i = 0; i < count; i++) {
     sims.push(
@@ -44,7 +43,7 @@ if (process.argv[2] === "--sim-child") {
         outlets: 24,
         seed: firstSeed + i,
         requestLogLimit: 100,
-        ...(frozen === 1 ? { clock: () => t0 } : {}),
+        frozen: frozen === 1,
       }),
     );
   }
