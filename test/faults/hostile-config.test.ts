@@ -199,7 +199,9 @@ function apply(base: JsonObject, mutations: readonly Mutation[]): JsonObject {
     }
     const node = parent(m.kind === "unknown" ? m.path : m.path.slice(0, -1));
     if (node === null) continue;
-    if (m.kind === "set") node[m.path.at(-1)!] = m.value;
+    // A copy: fast-check may hand the same value to two mutations, and setting it inside itself
+    // would make the configuration cyclic (a generator artefact no YAML file can express).
+    if (m.kind === "set") node[m.path.at(-1)!] = structuredClone(m.value);
     else if (m.kind === "delete") delete node[m.path.at(-1)!];
     else
       Object.defineProperty(node, m.key, {
@@ -217,8 +219,9 @@ function certainKey(mutations: readonly Mutation[]): string | null {
   if (mutations.length !== 1) return null;
   const [m] = mutations;
   if (m?.kind === "unknown") return [...m.path, m.key].join(".");
-  // A mapping or a list where a scalar belongs (no scalar key of the schema accepts either).
-  if (m?.kind === "set" && (isObject(m.value) || Array.isArray(m.value))) {
+  // A mapping or a list where a scalar belongs (no scalar key of the schema accepts either). A
+  // mapping with a "<<" key is written as a YAML merge key, which fails as YAML before any key is read.
+  if (m?.kind === "set" && (Array.isArray(m.value) || (isObject(m.value) && !Object.hasOwn(m.value, "<<")))) {
     const base = PATHS.find((p) => p.path.join(".") === m.path.join("."));
     if (base && !base.mapping) return m.path.join(".");
   }
