@@ -109,7 +109,12 @@ describe("diffConfig", () => {
 
 describe("live keys", () => {
   it("are the keys the schema marks appliesLive, and each has a way to apply", () => {
-    assert.deepEqual(liveKeys().sort(), ["Logging.Level", "Pdus.<id>.PollInterval"]);
+    assert.deepEqual(liveKeys().sort(), [
+      "Logging.Level",
+      "Pdus.<id>.Measurements",
+      "Pdus.<id>.Overrides",
+      "Pdus.<id>.PollInterval",
+    ]);
     assert.deepEqual(Object.keys(LIVE_APPLIERS).sort(), liveKeys().sort());
   });
 
