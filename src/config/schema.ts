@@ -187,7 +187,10 @@ export const OverridesSchema = Type.Object(
           },
           { additionalProperties: false, description: "One outlet's override" },
         ),
-        { keyName: "index", description: 'Outlet index ("0" is the first outlet) to its override' },
+        {
+          keyName: "index",
+          description: 'Outlet index ("0" is the first outlet) to its override',
+        },
       ),
       {
         default: {},

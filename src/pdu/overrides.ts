@@ -15,13 +15,15 @@
  * Overrides are keyed by device id, outlet index, entity key and group key, never by names, and
  * unknown keys are not errors (PDUs change): {@link unknownOverrides} lists them for a warning.
  */
-import type { InstanceConfig } from "../config/schema.js";
+import { OverrideIndexPattern, type InstanceConfig } from "../config/schema.js";
 import type { Device, Entity, Group, Outlet, Snapshot } from "./model.js";
 import { findDevice, findGroup } from "./model.js";
 import { nameProblem, quoteName } from "./names.js";
 
 /** What the overrides read of an instance's configuration. */
 export type InstanceOverrides = Pick<InstanceConfig, "id" | "Overrides" | "Measurements">;
+
+const INDEX = new RegExp(OverrideIndexPattern);
 
 interface ThingOverride {
   readonly Name?: string;
@@ -167,6 +169,12 @@ export function overrideProblem(instance: InstanceOverrides): OverrideProblem | 
     const found = key(["Outlets"], deviceId, "device id");
     if (found) return found;
     for (const [index, o] of Object.entries(outlets)) {
+      if (!INDEX.test(index)) {
+        return {
+          path: [...base, "Outlets", deviceId, index],
+          problem: `outlet indexes are the PDU's 0-based keys written as text ("0", "7"), got ${quoteName(index)}`,
+        };
+      }
       const bad = name(["Outlets", deviceId, index], o);
       if (bad) return bad;
     }
