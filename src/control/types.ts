@@ -69,12 +69,7 @@ export type ControlOutcome =
     };
 
 export type ControlProblem =
-  | "outcome-unknown"
-  | "superseded"
-  | "outlet-busy"
-  | "expired"
-  | "unsafe-name"
-  | "protected";
+  "outcome-unknown" | "superseded" | "outlet-busy" | "expired" | "unsafe-name" | "protected";
 
 export interface ControlService {
   execute(request: ControlRequest): Promise<ControlOutcome>;

@@ -84,7 +84,7 @@ describe("overrides changed live through the Kubernetes source", () => {
   });
 
   after(async () => {
-    watch?.stop();
+    await watch?.stop();
     await h?.close();
     await kube?.close();
   });
