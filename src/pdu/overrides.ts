@@ -59,7 +59,9 @@ export function hasOverrides(instance: InstanceOverrides): boolean {
 
 /** The store's view for the instance (src/poller/store.ts `setView`), or null when nothing is configured. */
 export function overridesView(instance: InstanceOverrides): ((snapshot: Snapshot) => Snapshot) | null {
-  return hasOverrides(instance) ? (snapshot) => applyOverrides(snapshot, instance) : null;
+  if (!hasOverrides(instance)) return null;
+  const compiled = compile(instance);
+  return (snapshot) => compiled(snapshot);
 }
 
 type Overridable = Outlet | Entity | Group;
@@ -84,14 +86,40 @@ function overrideOne<T extends Overridable>(
 
 /** The snapshot as the instance's overrides and `Measurements` make it (the same object when none apply). */
 export function applyOverrides(snapshot: Snapshot, instance: InstanceOverrides): Snapshot {
-  if (!hasOverrides(instance)) return snapshot;
+  return hasOverrides(instance) ? compile(instance)(snapshot) : snapshot;
+}
+
+/** The instance's overrides as a function of a snapshot: what can be worked out once, is. */
+function compile(instance: InstanceOverrides): (snapshot: Snapshot) => Snapshot {
   const types =
     instance.Measurements === undefined ? null : new Set(instance.Measurements.map((t) => t.toLowerCase()));
-  const keep = <M extends { readonly type: string }>(list: readonly M[]): readonly M[] => {
-    if (types === null) return list;
-    const kept = list.filter((m) => types.has(m.type.toLowerCase()));
-    return kept.length === list.length ? list : Object.freeze(kept);
+  /** Lower-cased measurement type → kept (types repeat across outlets: each is lower-cased once). */
+  const verdicts = new Map<string, boolean>();
+  const kept = (type: string): boolean => {
+    let verdict = verdicts.get(type);
+    if (verdict === undefined) {
+      verdict = types === null || types.has(type.toLowerCase());
+      // Bounded: types come from the PDU; past the bound, decide without remembering.
+      if (verdicts.size < MAX_REMEMBERED_TYPES) verdicts.set(type, verdict);
+    }
+    return verdict;
   };
+  const keep = <M extends { readonly type: string }>(list: readonly M[]): readonly M[] => {
+    if (types === null || list.every((m) => kept(m.type))) return list;
+    return Object.freeze(list.filter((m) => kept(m.type)));
+  };
+  return (snapshot) => overrideSnapshot(snapshot, instance, keep);
+}
+
+/** Measurement types whose verdict {@link compile} remembers per instance. */
+const MAX_REMEMBERED_TYPES = 256;
+
+function overrideSnapshot(
+  snapshot: Snapshot,
+  instance: InstanceOverrides,
+  keep: <M extends { readonly type: string }>(list: readonly M[]) => readonly M[],
+): Snapshot {
+  const types = instance.Measurements ?? null;
   const { Outlets, Entities } = instance.Overrides;
   const devices = snapshot.devices.map((device): Device => {
     const outlets = own(Outlets, device.id);
@@ -104,38 +132,50 @@ export function applyOverrides(snapshot: Snapshot, instance: InstanceOverrides):
     });
   });
   const groups = snapshot.groups.map((g) => overrideOne(g, groupOverride(instance, g.key), keep));
-  return Object.freeze({ ...snapshot, devices: Object.freeze(devices), groups: Object.freeze(groups) });
+  const result: Snapshot = Object.freeze({
+    ...snapshot,
+    devices: Object.freeze(devices),
+    groups: Object.freeze(groups),
+  });
+  if (anyHidden(result)) withHidden.add(result);
+  return result;
 }
 
+/** Snapshots made by {@link applyOverrides} with something hidden: only these need a published view. */
+const withHidden = new WeakSet<Snapshot>();
 const published = new WeakMap<Snapshot, Snapshot>();
 
-/**
- * What MQTT and Home Assistant discovery show of a snapshot: hidden outlets, entities and groups
- * left out (the same object when nothing is hidden). Cached per snapshot.
- */
-export function publishedView(snapshot: Snapshot): Snapshot {
-  const cached = published.get(snapshot);
-  if (cached !== undefined) return cached;
-  const anyHidden =
+function anyHidden(snapshot: Snapshot): boolean {
+  return (
     snapshot.groups.some((g) => g.hidden === true) ||
     snapshot.devices.some(
       (d) => d.outlets.some((o) => o.hidden === true) || d.entities.some((e) => e.hidden === true),
-    );
-  const view = anyHidden
-    ? Object.freeze({
-        ...snapshot,
-        devices: Object.freeze(
-          snapshot.devices.map((d) =>
-            Object.freeze({
-              ...d,
-              outlets: Object.freeze(d.outlets.filter((o) => o.hidden !== true)),
-              entities: Object.freeze(d.entities.filter((e) => e.hidden !== true)),
-            }),
-          ),
-        ),
-        groups: Object.freeze(snapshot.groups.filter((g) => g.hidden !== true)),
-      })
-    : snapshot;
+    )
+  );
+}
+
+/**
+ * What MQTT and Home Assistant discovery show of a snapshot: hidden outlets, entities and groups
+ * left out. The same object when nothing is hidden (every snapshot of an instance without hidden
+ * overrides, at the cost of one lookup); otherwise built once per snapshot.
+ */
+export function publishedView(snapshot: Snapshot): Snapshot {
+  if (!withHidden.has(snapshot)) return snapshot;
+  const cached = published.get(snapshot);
+  if (cached !== undefined) return cached;
+  const view = Object.freeze({
+    ...snapshot,
+    devices: Object.freeze(
+      snapshot.devices.map((d) =>
+        Object.freeze({
+          ...d,
+          outlets: Object.freeze(d.outlets.filter((o) => o.hidden !== true)),
+          entities: Object.freeze(d.entities.filter((e) => e.hidden !== true)),
+        }),
+      ),
+    ),
+    groups: Object.freeze(snapshot.groups.filter((g) => g.hidden !== true)),
+  });
   published.set(snapshot, view);
   return view;
 }
