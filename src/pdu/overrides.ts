@@ -244,35 +244,36 @@ export function unknownOverrides(snapshot: Snapshot, instance: InstanceOverrides
   const out: string[] = [];
   const { Outlets, Entities, Groups } = instance.Overrides;
   const devices = `its devices: ${snapshot.devices.map((d) => d.id).join(", ") || "none"}`;
-  for (const [deviceId, outlets] of Object.entries(Outlets)) {
-    const device = findDevice(snapshot, deviceId);
-    if (device === undefined) {
-      out.push(`${at}.Outlets.${deviceId}: instance ${instance.id} has no device ${deviceId} (${devices})`);
-      continue;
-    }
-    for (const index of Object.keys(outlets)) {
-      if (!device.outlets.some((o) => String(o.index) === index)) {
+  /** Each device's keys: the device missing, or each key `why` finds a problem with. */
+  const byDevice = (
+    section: string,
+    map: Readonly<Record<string, object>>,
+    why: (device: Device, key: string) => string | null,
+  ) => {
+    for (const [deviceId, keys] of Object.entries(map)) {
+      const device = findDevice(snapshot, deviceId);
+      if (device === undefined) {
         out.push(
-          `${at}.Outlets.${deviceId}.${index}: device ${deviceId} has no outlet ${index} (indexes are 0-based; it has ${device.outlets.length} outlets)`,
+          `${at}.${section}.${deviceId}: instance ${instance.id} has no device ${deviceId} (${devices})`,
         );
+        continue;
+      }
+      for (const key of Object.keys(keys)) {
+        const problem = why(device, key);
+        if (problem !== null) out.push(`${at}.${section}.${deviceId}.${key}: device ${deviceId} ${problem}`);
       }
     }
-  }
-  for (const [deviceId, entities] of Object.entries(Entities)) {
-    const device = findDevice(snapshot, deviceId);
-    if (device === undefined) {
-      out.push(`${at}.Entities.${deviceId}: instance ${instance.id} has no device ${deviceId} (${devices})`);
-      continue;
-    }
-    for (const entityKey of Object.keys(entities)) {
-      if (!device.entities.some((e) => e.key === entityKey)) {
-        const keys = device.entities.map((e) => e.key).join(", ") || "none";
-        out.push(
-          `${at}.Entities.${deviceId}.${entityKey}: device ${deviceId} has no entity ${entityKey} (its entities: ${keys})`,
-        );
-      }
-    }
-  }
+  };
+  byDevice("Outlets", Outlets, (device, index) =>
+    device.outlets.some((o) => String(o.index) === index)
+      ? null
+      : `has no outlet ${index} (indexes are 0-based; it has ${device.outlets.length} outlets)`,
+  );
+  byDevice("Entities", Entities, (device, key) =>
+    device.entities.some((e) => e.key === key)
+      ? null
+      : `has no entity ${key} (its entities: ${device.entities.map((e) => e.key).join(", ") || "none"})`,
+  );
   for (const groupKey of Object.keys(Groups)) {
     if (findGroup(snapshot, groupKey) === undefined) {
       const keys =
