@@ -147,7 +147,10 @@ describe("overrides changed live through the Kubernetes source", () => {
     // Undo: outlet 1 comes back in discovery, outlet 2 switches again.
     kube.setConfigMap(NS, NAME, { "config.yaml": configYaml(false) });
     await applied(2);
-    await waitFor(() => configsWith(outlet1).length === outlet1Configs.length, "outlet 1's configs again");
+    await waitFor(
+      () => outlet1Configs.every((t) => (ha.last(t)?.payload ?? "") !== ""),
+      "outlet 1's configs published again",
+    );
     await waitFor(() => h.mqtt.last(outletTopic(0, "label"))?.payload === "alpha", "the label alpha again");
     const off = await control(2, "off");
     assert.equal(off.status, 200, off.text);
