@@ -17,6 +17,7 @@ import { ConfigError } from "../config/errors.js";
 import type { MqttConfig, MqttScheme } from "../config/schema.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
+import { PublishBatch } from "./packet.js";
 import { topicProblem, Topics } from "./topics.js";
 import type { MqttStatus } from "./types.js";
 
@@ -35,6 +36,13 @@ export const INFLIGHT_LOW = 128;
 
 /** Largest payload published, in UTF-16 units (3 bytes each at most; MQTT's limit is 256 MiB). */
 export const MAX_PAYLOAD_CHARS = 64 * 1024 * 1024;
+/**
+ * QoS 0 messages are encoded into one buffer per event loop turn (src/mqtt/packet.ts) up to this
+ * packet size; a larger one (a rare long text value) goes through mqtt.js, after the batch before it.
+ */
+const BATCHED_PACKET_MAX = 16 * 1024;
+/** A batch is written at once when it holds this many bytes (bounds the scratch buffer). */
+const BATCH_FLUSH_BYTES = 256 * 1024;
 /** Warnings about dropped messages per window at most (each is counted all the same). */
 const DROP_LOGS_PER_WINDOW = 10;
 const DROP_LOG_WINDOW_MS = 60_000;
@@ -91,6 +99,9 @@ export class MqttConnection {
   #dropLogged = 0;
   /** Messages handed to the client, and dropped or refused (the metrics read them). */
   readonly traffic = { published: 0, failed: 0 };
+  /** QoS 0 messages of this turn, written together by {@link #flush}. */
+  readonly #batch: PublishBatch;
+  #flushQueued = false;
   /** Settles the first attempt while `open` waits for it. */
   #startup: { resolve: () => void; reject: (error: Error) => void } | null = null;
 
@@ -102,6 +113,7 @@ export class MqttConnection {
     this.#hooks = options.hooks;
     this.#broker = broker;
     this.#embedded = embedded;
+    this.#batch = new PublishBatch(client.options.protocolVersion === 5 ? 5 : 4, BATCHED_PACKET_MAX);
     client.on("connect", () => this.#onConnect());
     client.on("close", () => this.#onClose());
     client.on("error", (error) => this.#onError(error));
@@ -200,14 +212,28 @@ export class MqttConnection {
     }
     try {
       if (qos === 0) {
-        // No callback: mqtt.js waits for `drain` once per publish that has one while the socket is
-        // backed up, and removing each of those listeners is O(n): under a large fleet's discovery
-        // burst every publish would be quadratic and polling would stall (npm run bench, fleet). A
-        // QoS 0 message is never acknowledged, so the callback could only report local write errors.
+        // Encoded here and written with the rest of this turn's values in one go (#flush): the
+        // same bytes mqtt.js would send, in the same order, for a fraction of the CPU.
+        if (this.#batch.add(topic, payload, retain)) {
+          this.traffic.published++;
+          if (this.#batch.bytes >= BATCH_FLUSH_BYTES) this.#flush();
+          else if (!this.#flushQueued) {
+            this.#flushQueued = true;
+            setImmediate(this.#flushTurn);
+          }
+          return true;
+        }
+        // Too large for a batch: after the batch, through mqtt.js. No callback: mqtt.js waits for
+        // `drain` once per publish that has one while the socket is backed up, and removing each
+        // of those listeners is O(n) (npm run bench, fleet). A QoS 0 message is never
+        // acknowledged, so the callback could only report local write errors.
+        this.#flush();
         this.#client.publish(topic, payload, { qos, retain });
         this.traffic.published++;
         return true;
       }
+      // Every QoS 0 message published before this one goes out before it.
+      this.#flush();
       const generation = this.#generation;
       this.#inflight++;
       let settled = false;
@@ -248,6 +274,29 @@ export class MqttConnection {
     this.#client.unsubscribe([...filters], (error) => {
       if (error) this.#logger.debug({ err: describeError(error) }, "MQTT unsubscribe failed");
     });
+  }
+
+  readonly #flushTurn = (): void => {
+    this.#flushQueued = false;
+    this.#flush();
+  };
+
+  /**
+   * Writes the batched QoS 0 messages to the socket as one buffer, behind whatever mqtt.js wrote
+   * before (the same stream, so the order holds). While disconnected they are dropped, as mqtt.js
+   * drops QoS 0 messages then (queueQoSZero: false); like mqtt.js's QoS 0 writes, this does not
+   * wait for a backed-up socket to drain.
+   */
+  #flush(): void {
+    const count = this.#batch.count;
+    const packets = this.#batch.take();
+    if (packets === null) return;
+    const stream = this.#client.stream as NodeJS.WritableStream | undefined;
+    if (!this.#connected || this.#client.disconnecting || stream === undefined || !stream.writable) {
+      this.traffic.failed += count;
+      return;
+    }
+    stream.write(packets);
   }
 
   /** Messages dropped because they could not be built or sent (see {@link publish}). */
@@ -310,6 +359,7 @@ export class MqttConnection {
     // A broker that stops acknowledging must not eat the whole shutdown budget: when `offline`
     // was not acknowledged in time, a graceful end would wait on that same message, so force it.
     let acknowledged = false;
+    this.#flush();
     if (this.#connected) {
       try {
         // Queued in order (instances first, the bridge last) and acknowledged together.
@@ -394,6 +444,8 @@ export class MqttConnection {
   #onClose(): void {
     const wasConnected = this.#connected;
     this.#connected = false;
+    this.traffic.failed += this.#batch.count;
+    this.#batch.clear();
     this.#resetFlow();
     this.#notifyUncongested();
     if (wasConnected || this.#since === null) this.#since = Date.now();

@@ -1,0 +1,183 @@
+/**
+ * CPU per poll, bridge against the naive floor, both running AT THE SAME TIME on the same simulated
+ * PDUs and the same mosquitto, so that whatever else loads the machine loads both alike: the ratio
+ * of their CPU seconds over one window is the A/B figure for work on the poll path (issue 19, item 2).
+ * `npm run bench -- --only fleet` measures them one after the other, which on a shared machine puts
+ * minutes of drift into the ratio.
+ *
+ *   node dist/bench/poll-cpu.js [--pdus 250] [--window 40] [--frozen] [--profile] [--rounds 1] [--base DIR]
+ *
+ * --base DIR: also runs the bridge of another build (DIR is its dist/, e.g. of the commit before a
+ * change) beside the others, and prints this build's CPU over that one's.
+ * --frozen: the simulators' `frozen` option, so no value ever changes (the "nothing changes" case).
+ * --profile: also writes a CPU profile of the bridge over the last window (slows the bridge: the
+ * ratio of a profiled round is printed but is not the figure).
+ * Both programs poll every PDU every 10 s; the simulators count every `GET /api`, which is about twice
+ * the PDUs per interval when both keep up (printed as a check).
+ */
+import { writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { startSimulator, type Simulator } from "../src/simulator/index.js";
+import { DEFAULT_NODE_OPTIONS } from "../src/runtime.js";
+import { startBridge, writeBridgeConfig } from "./lib/bridge.js";
+import { startBroker } from "./lib/broker.js";
+import { DIST, IpcChild, serveIpc, signalReady, sleep, spawnNode, stopChild } from "./lib/child.js";
+import { InspectorProfiler } from "./lib/inspector-profile.js";
+import { sampleProc } from "./lib/proc.js";
+import { formatSummary, summariseProfile } from "./lib/profile-summary.js";
+import { ensureTools } from "./lib/tools.js";
+
+const PER_CHILD = 250;
+const INTERVAL_S = 10;
+
+if (process.argv[2] === "--sim-child") {
+  const [count, firstSeed, frozen] = process.argv.slice(3).map(Number) as [number, number, number];
+  const sims: Simulator[] = [];
+  for (let i = 0; i < count; i++) {
+    sims.push(
+      await startSimulator({
+        outlets: 24,
+        seed: firstSeed + i,
+        requestLogLimit: 100,
+        frozen: frozen === 1,
+      }),
+    );
+  }
+  let base = 0;
+  const polls = () =>
+    sims.reduce(
+      (n, sim) => n + sim.requests.filter((r) => r.method === "GET" && r.path === "/api").length,
+      0,
+    );
+  serveIpc((cmd) => {
+    if (cmd === "reset") {
+      for (const sim of sims) sim.clearRequests();
+      base = 0;
+      return Promise.resolve(null);
+    }
+    if (cmd === "polls") return Promise.resolve(polls() - base);
+    if (cmd === "close") return Promise.all(sims.map((sim) => sim.close())).then(() => null);
+    return Promise.reject(new Error(`unknown command ${cmd}`));
+  });
+  signalReady(sims.map((sim) => sim.port));
+} else {
+  await main();
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    args: process.argv.slice(2),
+    options: {
+      pdus: { type: "string", default: "250" },
+      window: { type: "string", default: "40" },
+      rounds: { type: "string", default: "1" },
+      frozen: { type: "boolean", default: false },
+      profile: { type: "boolean", default: false },
+      base: { type: "string" },
+    },
+  });
+  const pdus = Number(values.pdus);
+  const windowS = Number(values.window);
+  const rounds = Number(values.rounds);
+  const log = (line: string) => process.stdout.write(`${line}\n`);
+  const dir = mkdtempSync(join(tmpdir(), "pdu-bridge-poll-cpu-"));
+  const tools = ensureTools(false, log);
+  const broker = await startBroker(tools.mosquitto);
+  const script = resolve(DIST, "bench/poll-cpu.js");
+  const sims: IpcChild[] = [];
+  for (let seed = 0; seed < pdus; seed += PER_CHILD) {
+    const n = Math.min(PER_CHILD, pdus - seed);
+    sims.push(new IpcChild(script, ["--sim-child", String(n), String(seed), values.frozen ? "1" : "0"]));
+  }
+  const ports = (await Promise.all(sims.map((s) => s.ready<number[]>()))).flat();
+  const settings = join(dir, "baseline.json");
+  writeFileSync(settings, JSON.stringify({ ports, broker: broker.url, intervalMs: INTERVAL_S * 1000 }));
+  const baseline = spawnNode(resolve(DIST, "bench/baseline-fleet.js"), [settings], {
+    logFile: join(dir, "baseline.log"),
+    nodeArgs: values.profile ? ["--inspect=127.0.0.1:0"] : [],
+  });
+  await baseline.waitForLog("ready", 30_000);
+  const config = writeBridgeConfig({ dir, name: "bridge", ports, broker, pollIntervalS: INTERVAL_S });
+  const bridge = await startBridge({
+    configFile: config,
+    logFile: join(dir, "bridge.log"),
+    nodeArgs: values.profile ? ["--inspect=127.0.0.1:0"] : [],
+  });
+  // --base <dist>: the same bridge from another build (e.g. the commit before a change), running
+  // beside it, so that a change is measured against the code it replaces in the same window.
+  const base =
+    values.base === undefined
+      ? null
+      : spawnNode(
+          resolve(values.base, "src/main.js"),
+          ["--config", writeBridgeConfig({ dir, name: "base", ports, broker, pollIntervalS: INTERVAL_S })],
+          {
+            logFile: join(dir, "base.log"),
+            env: { ...process.env, NODE_OPTIONS: DEFAULT_NODE_OPTIONS },
+          },
+        );
+  await base?.waitForLog("pdu-bridge started", 30_000);
+  const profiler = values.profile ? await InspectorProfiler.attach(() => bridge.log()) : null;
+  const naiveProfiler = values.profile ? await InspectorProfiler.attach(() => baseline.log()) : null;
+  log(
+    `poll-cpu: ${pdus} PDUs${values.frozen ? " (frozen: nothing changes)" : ""}, bridge and naive floor at once; scratch ${dir}`,
+  );
+  // Warm-up: discovery is out and every PDU was polled a few times by both.
+  await sleep(Math.max(45, pdus / 25) * 1000);
+  try {
+    for (let round = 1; round <= rounds; round++) {
+      const profiling = profiler !== null && round === rounds;
+      if (profiling) await Promise.all([profiler.start(), naiveProfiler?.start()]);
+      await Promise.all(sims.map((s) => s.request("reset")));
+      const a0 = base === null ? null : sampleProc(base.pid);
+      const b0 = sampleProc(bridge.pid);
+      const n0 = sampleProc(baseline.pid);
+      const load0 = loadavg()[0]!;
+      await sleep(windowS * 1000);
+      const b1 = sampleProc(bridge.pid);
+      const a1 = base === null ? null : sampleProc(base.pid);
+      const n1 = sampleProc(baseline.pid);
+      const polls = (await Promise.all(sims.map((s) => s.request<number>("polls")))).reduce(
+        (a, b) => a + b,
+        0,
+      );
+      if (b0 === null || b1 === null || n0 === null || n1 === null) throw new Error("a program died");
+      const bridgeCpu = b1.cpuSeconds - b0.cpuSeconds;
+      const naiveCpu = n1.cpuSeconds - n0.cpuSeconds;
+      const programs = base === null ? 2 : 3;
+      const expected = (programs * pdus * windowS) / INTERVAL_S;
+      const perPoll = (cpu: number) => ((cpu * 1000) / (polls / programs)).toFixed(3);
+      const baseCpu = a0 === null || a1 === null ? null : a1.cpuSeconds - a0.cpuSeconds;
+      log(
+        `round ${round}${profiling ? " (profiled)" : ""}: bridge ${bridgeCpu.toFixed(2)} s (${perPoll(bridgeCpu)} ms/poll), ` +
+          `naive ${naiveCpu.toFixed(2)} s (${perPoll(naiveCpu)} ms/poll), ratio ${(bridgeCpu / naiveCpu).toFixed(3)}; ` +
+          (baseCpu === null
+            ? ""
+            : `base build ${baseCpu.toFixed(2)} s (${perPoll(baseCpu)} ms/poll, ratio ${(baseCpu / naiveCpu).toFixed(3)}), bridge/base ${(bridgeCpu / baseCpu).toFixed(3)}; `) +
+          `polls ${polls}/${expected} expected; load ${load0.toFixed(2)} → ${loadavg()[0]!.toFixed(2)}; ` +
+          `bridge RSS ${(b1.rssBytes / 2 ** 20).toFixed(0)} MB`,
+      );
+      if (profiling) {
+        const [profile, naive] = await Promise.all([profiler.stop(), naiveProfiler!.stop()]);
+        const file = join(dir, "bridge.cpuprofile");
+        writeFileSync(file, JSON.stringify(profile));
+        writeFileSync(join(dir, "naive.cpuprofile"), JSON.stringify(naive));
+        log(`profile: ${file}\n${formatSummary(summariseProfile(profile, 30), 30)}`);
+        log(`naive profile:\n${formatSummary(summariseProfile(naive, 15), 15)}`);
+      }
+    }
+  } finally {
+    profiler?.close();
+    naiveProfiler?.close();
+    await stopChild(bridge.child);
+    await stopChild(baseline.child);
+    if (base !== null) await stopChild(base.child);
+    await Promise.all(sims.map((s) => s.request("close").catch(() => undefined)));
+    await Promise.all(sims.map((s) => s.stop()));
+    await broker.close();
+  }
+}
