@@ -21,6 +21,7 @@ import { BridgeMetrics } from "./metrics/bridge.js";
 import { startMqttBridge, type MqttBridge } from "./mqtt/bridge.js";
 import type { PduDriver } from "./pdu/driver.js";
 import { createDriver } from "./pdu/drivers.js";
+import { overridesView, unknownOverrides } from "./pdu/overrides.js";
 import { Poller } from "./poller/scheduler.js";
 import { SnapshotStore } from "./poller/store.js";
 import { heapLimitMb, heapNeededMb } from "./runtime.js";
@@ -69,6 +70,8 @@ export class App {
       config.instances.map((instance) => [instance.id, createDriver(instance, { logger })]),
     );
     this.store = new SnapshotStore(config.instances.map((i) => i.id));
+    // The overrides seam: every consumer of the store reads snapshots with them applied.
+    for (const instance of config.instances) this.store.setView(instance.id, overridesView(instance));
     this.poller = new Poller(
       config.instances.map((instance) => {
         const client = this.clients.get(instance.id)!;
@@ -151,6 +154,12 @@ export class App {
     this.store.subscribe((event) => {
       if (event.kind === "failure") this.#online.delete(event.instanceId);
     });
+    // Overrides naming things the PDU does not have: warned once, after the instance's first poll.
+    const unchecked = new Set(this.config.instances.map((i) => i.id));
+    this.store.subscribe((event) => {
+      if (event.kind !== "snapshot" || !event.fromPoll || !unchecked.delete(event.instanceId)) return;
+      this.#warnUnknownOverrides(event.instanceId);
+    });
     this.poller.start();
 
     const mqtt = await startMqttBridge({ config: this.config, store: this.store, logger: this.logger });
@@ -226,15 +235,41 @@ export class App {
     return this.#config;
   }
 
-  /** Applies the changes that need no restart: poll intervals and the log level. */
+  /** Applies the changes that need no restart: poll intervals, the log level, overrides and Measurements. */
   applyLive(next: Config, live: LiveChanges): void {
     this.#config = next;
     for (const [id, seconds] of live.pollIntervals) this.poller.setInterval(id, seconds * 1000);
     if (live.logLevel !== undefined) this.logger.level = live.logLevel;
+    for (const id of live.overrides) {
+      const instance = next.instances.find((i) => i.id === id);
+      if (instance === undefined) continue;
+      // Re-derives the snapshot (REST, control's Protected, MQTT retained topics at once), then
+      // discovery: renamed things republished, hidden things' configs cleared.
+      this.store.setView(id, overridesView(instance));
+      this.#mqtt?.refresh(id);
+      this.#warnUnknownOverrides(id);
+    }
     this.logger.info(
-      { pollIntervals: Object.fromEntries(live.pollIntervals), logLevel: live.logLevel },
+      {
+        pollIntervals: Object.fromEntries(live.pollIntervals),
+        logLevel: live.logLevel,
+        overrides: [...live.overrides],
+      },
       "configuration change applied",
     );
+  }
+
+  /** One warning per override that names nothing in the instance's latest snapshot (none before a poll). */
+  #warnUnknownOverrides(id: string): void {
+    const snapshot = this.store.get(id)?.snapshot ?? null;
+    const instance = this.config.instances.find((i) => i.id === id);
+    if (snapshot === null || instance === undefined) return;
+    for (const problem of unknownOverrides(snapshot, instance)) {
+      this.logger.warn(
+        { instance: id, problem },
+        "override names nothing on the PDU (ignored until it does)",
+      );
+    }
   }
 
   /** Stops every part; safe to call more than once (later calls wait for the first). */

@@ -3,12 +3,19 @@
  * effective configuration with secrets masked (read from the ConfigMap when
  * SERVICE_CONFIG_SOURCE=kubernetes and no --config is given). Exit codes: 0 valid, 2 configuration error (the one
  * message on stderr), 1 anything else.
+ *
+ * Overrides: check-config does not contact any PDU, so it checks their structure (the schema, safe
+ * keys and names: errors) and settings that have no effect as written (warnings on stderr, exit 0);
+ * whether the device ids, outlet indexes, entity and group keys exist is warned about by the
+ * service after each instance's first poll.
  */
 import { parseArgs } from "node:util";
 import { ConfigError } from "./errors.js";
 import { configSource, loadKubernetesConfig } from "./kubernetes.js";
 import { loadConfigFile, resolveConfigPath, type Env } from "./load.js";
 import { effectiveConfigYaml } from "./mask.js";
+import { hasOverrides, overrideNotes } from "../pdu/overrides.js";
+import type { Config } from "./schema.js";
 
 export const CHECK_CONFIG_USAGE = "usage: pdu-bridge check-config [--config FILE]";
 
@@ -46,6 +53,7 @@ export async function runCheckConfig(
         ? (await loadKubernetesConfig(env)).config
         : await loadConfigFile(resolveConfigPath(configArg, env), env);
     out(effectiveConfigYaml(config));
+    for (const line of overrideWarnings(config)) err(`warning: ${line}\n`);
     return 0;
   } catch (error) {
     if (error instanceof ConfigError) {
@@ -55,4 +63,16 @@ export async function runCheckConfig(
     err(`pdu-bridge check-config: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   }
+}
+
+/** Warnings about overrides that check-config can give without polling (see the note above). */
+function overrideWarnings(config: Config): string[] {
+  const lines = config.instances.flatMap((instance) => overrideNotes(instance));
+  const ids = config.instances.filter((instance) => hasOverrides(instance)).map((i) => i.id);
+  if (ids.length > 0) {
+    lines.push(
+      `overrides of ${ids.join(", ")}: device ids, outlet indexes, entity and group keys are not checked here (check-config does not contact PDUs); the service warns about unknown ones after each instance's first poll`,
+    );
+  }
+  return lines;
 }

@@ -8,6 +8,7 @@ import { readFile } from "node:fs/promises";
 import { isIP } from "node:net";
 import { dirname, resolve } from "node:path";
 import { Value } from "typebox/value";
+import { overrideProblem } from "../pdu/overrides.js";
 import { parseYaml, type KeyPath, type ParsedYaml } from "./document.js";
 import { ConfigError } from "./errors.js";
 import {
@@ -177,6 +178,10 @@ export async function parseConfigText(
     instances,
     origin,
   };
+  for (const instance of instances) {
+    const bad = overrideProblem(instance);
+    if (bad !== undefined) throw fail([...bad.path], bad.problem);
+  }
   checkCrossFieldRules(config, yaml, fail);
   checkSecretRules(config, env, fail);
   await checkCaFiles(config, fail);

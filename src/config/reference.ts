@@ -56,15 +56,22 @@ export function referenceRows(schema: SchemaNode = asSchemaNode(ConfigSchema)): 
   const visit = (node: SchemaNode, prefix: string) => {
     for (const [key, child] of Object.entries(node.properties ?? {})) {
       const path = prefix === "" ? key : `${prefix}.${key}`;
-      const item = Object.values(child.patternProperties ?? {})[0];
-      if (item !== undefined) {
-        rows.push(row(path, child, node, key));
-        visit(item, `${path}.<id>`);
-      } else if (child.properties !== undefined) {
-        visit(child, path);
-      } else {
-        rows.push(row(path, child, node, key));
-      }
+      if (child.patternProperties !== undefined) rows.push(row(path, child, node, key));
+      visitValue(child, path, node, key);
+    }
+  };
+  /** A map's values (maps of maps too, like Overrides.Outlets), an object's keys, or the key itself. */
+  const visitValue = (child: SchemaNode, path: string, parent: SchemaNode, key: string) => {
+    const item = Object.values(child.patternProperties ?? {})[0];
+    if (item !== undefined) {
+      const inner = `${path}.<${child.keyName ?? "id"}>`;
+      if (item.patternProperties !== undefined || item.properties === undefined) {
+        visitValue(item, inner, child, "");
+      } else visit(item, inner);
+    } else if (child.properties !== undefined) {
+      visit(child, path);
+    } else if (parent.patternProperties === undefined || child.properties === undefined) {
+      rows.push(row(path, child, parent, key));
     }
   };
   visit(schema, "");
@@ -82,9 +89,11 @@ function row(path: string, node: SchemaNode, parent: SchemaNode, key: string): R
         ? showDefault(node.default)
         : required
           ? "**required**"
-          : node.anyOf?.some((b) => b.type === "null") === true
-            ? "(none)"
-            : "(inferred)",
+          : node.whenAbsent !== undefined
+            ? node.whenAbsent
+            : node.anyOf?.some((b) => b.type === "null") === true
+              ? "(none)"
+              : "(inferred)",
     description:
       node.appliesLive === true
         ? `${node.description ?? ""}; applies without a restart (Kubernetes source)`
@@ -105,7 +114,9 @@ function typeText(node: SchemaNode): string {
   if (node.maximum !== undefined) limits.push(`<= ${node.maximum}`);
   if (node.minLength === 1) limits.push("non-empty");
   if (node.maxLength !== undefined) limits.push(`at most ${node.maxLength} characters`);
-  if (node.type === "object" && node.patternProperties !== undefined) return "map of instance id to PDU";
+  if (node.type === "object" && node.patternProperties !== undefined) {
+    return node.keyName === undefined ? "map of instance id to PDU" : `map by ${node.keyName}`;
+  }
   if (node.type === "array") return "list of strings";
   const name = node.type === "object" ? "mapping" : (node.type ?? "any");
   return limits.length === 0 ? name : `${name} (${limits.join(", ")})`;

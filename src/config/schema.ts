@@ -148,6 +148,100 @@ export const PduConnectionSchema = Type.Object(
   { additionalProperties: false, description: "How to reach the PDU" },
 );
 
+/** Longest override `Name`, in characters (it becomes a label payload and a Home Assistant name). */
+export const MAX_OVERRIDE_NAME_LENGTH = 64;
+
+const overrideName = Type.String({
+  whenAbsent: "the PDU's label",
+  minLength: 1,
+  maxLength: MAX_OVERRIDE_NAME_LENGTH,
+  description: `Display name in MQTT, Home Assistant, REST and the console instead of the PDU's label (1-${MAX_OVERRIDE_NAME_LENGTH} characters, a safe name: no '/', '+', '#' or control characters); the PDU keeps its label`,
+});
+const overrideHidden = Type.Boolean({
+  whenAbsent: "`false`",
+  description: "true: no MQTT topics and no Home Assistant entities (REST lists it with hidden: true)",
+});
+const overrideProtected = (what: string) =>
+  Type.Boolean({
+    whenAbsent: "`false`",
+    description: `true: off and reboot of ${what} are refused (409) on every path; on stays allowed`,
+  });
+
+/** Override keys the PDU supplies (device ids, entity and group keys); checked as safe names by the loader. */
+const overrideKey = (what: string) => Type.String({ minLength: 1, maxLength: 128, description: what });
+
+/** An outlet index as a key: the PDU's own 0-based map key, written as text (`"0"`, `"7"`). */
+export const OverrideIndexPattern = "^(0|[1-9][0-9]{0,5})$";
+
+export const OverridesSchema = Type.Object(
+  {
+    Outlets: Type.Record(
+      overrideKey("device id"),
+      Type.Record(
+        Type.String({ pattern: OverrideIndexPattern }),
+        Type.Object(
+          {
+            Name: Type.Optional(overrideName),
+            Hidden: Type.Optional(overrideHidden),
+            Protected: Type.Optional(overrideProtected("the outlet (alone or in a group)")),
+          },
+          { additionalProperties: false, description: "One outlet's override" },
+        ),
+        {
+          keyName: "index",
+          description: 'Outlet index ("0" is the first outlet) to its override',
+        },
+      ),
+      {
+        default: {},
+        keyName: "deviceId",
+        description:
+          "Outlet overrides: device id, then outlet index; applies without a restart (Kubernetes source)",
+      },
+    ),
+    Entities: Type.Record(
+      overrideKey("device id"),
+      Type.Record(
+        overrideKey("entity key"),
+        Type.Object(
+          { Name: Type.Optional(overrideName), Hidden: Type.Optional(overrideHidden) },
+          { additionalProperties: false, description: "One entity's override" },
+        ),
+        { keyName: "entityKey", description: "Entity key (phase0, breaker1, total0, ...) to its override" },
+      ),
+      {
+        default: {},
+        keyName: "deviceId",
+        description:
+          "Entity overrides (phases, breakers, totals): device id, then entity key; applies without a restart (Kubernetes source)",
+      },
+    ),
+    Groups: Type.Record(
+      overrideKey("group key"),
+      Type.Object(
+        {
+          Name: Type.Optional(overrideName),
+          Hidden: Type.Optional(overrideHidden),
+          Protected: Type.Optional(overrideProtected("the whole group (its group actions)")),
+        },
+        { additionalProperties: false, description: "One OneView group's override" },
+      ),
+      {
+        default: {},
+        keyName: "groupKey",
+        description: "OneView group overrides, by group key; applies without a restart (Kubernetes source)",
+      },
+    ),
+  },
+  {
+    additionalProperties: false,
+    default: {},
+    description:
+      "Names, hiding and protection of outlets, entities and groups (docs/control.md, Overrides); unknown ids are warned about after the first poll",
+    appliesLive: true,
+  },
+);
+
 /** PDU families with a driver (src/pdu/drivers.ts). */
 export const PduDrivers = ["geist"] as const;
 export type PduDriverName = (typeof PduDrivers)[number];
@@ -167,6 +261,18 @@ export const PduSchema = Type.Object(
       default: false,
       description: "Allow control of this PDU (REST and MQTT); refused unless true",
     }),
+    Measurements: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 64, pattern: "^[A-Za-z0-9_]+$" }), {
+        minItems: 1,
+        maxItems: 256,
+        uniqueItems: true,
+        description:
+          "Measurement types the bridge shows (realPower, energy, current, ...; compared ignoring case): the others are dropped from the snapshot, so MQTT, Home Assistant, REST readings, metrics and the console leave them out; omitted: all",
+        appliesLive: true,
+        whenAbsent: "all",
+      }),
+    ),
+    Overrides: OverridesSchema,
     Driver: Type.Enum(PduDrivers, {
       default: "geist",
       description:
@@ -315,6 +421,7 @@ export const ConfigSchema = Type.Object(
 /** The file as validated, with schema defaults applied (inferred values may still be missing). */
 export type FileConfig = Static<typeof ConfigSchema>;
 export type PduFileConfig = Static<typeof PduSchema>;
+export type OverridesConfig = Static<typeof OverridesSchema>;
 
 /** One configured PDU instance, fully resolved (ports and schemes inferred, secrets merged). */
 export interface InstanceConfig extends Omit<PduFileConfig, "Connection"> {

@@ -23,6 +23,10 @@ export interface SchemaNode {
   readonly pattern?: string;
   /** Our own annotation: a running service takes a change of this key without a restart. */
   readonly appliesLive?: boolean;
+  /** Our own annotation on a map: what its keys are (the reference writes `<keyName>`); default `id`. */
+  readonly keyName?: string;
+  /** Our own annotation on an optional key without a default: what leaving it out means. */
+  readonly whenAbsent?: string;
 }
 
 export const asSchemaNode = (schema: object): SchemaNode => schema;

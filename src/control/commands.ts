@@ -52,6 +52,8 @@ export interface CommandRow {
   readonly idempotent: boolean;
   /** The outlet state shown at once after it succeeded (until a poll agrees), or null. */
   readonly latches: "on" | "off" | null;
+  /** Refused (409, nothing sent) for a `Protected` outlet or group, or a group with a protected outlet. */
+  readonly refusedWhenProtected: boolean;
   /** The driver call for one outlet. */
   readonly call: (driver: CommandDriver, target: OutletTarget, signal: AbortSignal) => Promise<void>;
 }
@@ -66,6 +68,7 @@ export const COMMANDS = [
     group: { mqtt: SET("on"), homeAssistant: { entity: "button", objectId: "on", name: "All outlets on" } },
     idempotent: true,
     latches: "on",
+    refusedWhenProtected: false,
     call: (driver, target, signal) => driver.controlOutlet(target, "on", signal),
   },
   {
@@ -77,6 +80,7 @@ export const COMMANDS = [
     },
     idempotent: true,
     latches: "off",
+    refusedWhenProtected: true,
     call: (driver, target, signal) => driver.controlOutlet(target, "off", signal),
   },
   {
@@ -101,6 +105,7 @@ export const COMMANDS = [
     },
     idempotent: false,
     latches: null,
+    refusedWhenProtected: true,
     call: (driver, target, signal) => driver.controlOutlet(target, "reboot", signal),
   },
   {
@@ -117,6 +122,7 @@ export const COMMANDS = [
     group: null,
     idempotent: false,
     latches: null,
+    refusedWhenProtected: false,
     call: (driver, target, signal) => driver.resetOutletEnergy(target, signal),
   },
 ] as const satisfies readonly CommandRow[];

@@ -9,6 +9,8 @@
  *   503 the instance has no snapshot yet (retryAfter = its PollInterval)
  *   404 device, outlet or group not in the latest snapshot; group without member outlets
  *   409 the device (or a group member's device) reports conf.outletControlEnabled: false
+ *   409 off or reboot of a `Protected` outlet or group, or of a group with a protected outlet
+ *       (overrides, src/pdu/overrides.ts): the whole request, nothing sent
  * then writes to the PDU (each outlet under the per-outlet discipline of ./discipline.ts, a group's
  * members at most GROUP_CONCURRENCY at a time, each through its own device's route) and reports:
  *   200 every outlet done; 502 the PDU refused or failed (a group lists which outlets succeeded and
@@ -24,7 +26,7 @@ import type { Config, InstanceConfig } from "../config/schema.js";
 import type { Logger } from "../log.js";
 import type { OutletTarget } from "../pdu/driver.js";
 import { describeError, isPduError } from "../pdu/errors.js";
-import { findDevice, findGroup, type Snapshot } from "../pdu/model.js";
+import { findDevice, findGroup, findOutlet, type Snapshot } from "../pdu/model.js";
 import { nameProblem, quoteName } from "../pdu/names.js";
 import type { SnapshotStore } from "../poller/store.js";
 import { describeTarget } from "./audit.js";
@@ -217,6 +219,10 @@ export class ControlCore implements ControlService {
     const planned = plan(snapshot, target, id);
     if ("status" in planned) return planned;
     const { resolved, targets } = planned;
+    const guarded = row.refusedWhenProtected
+      ? protectedRefusal(snapshot, resolved, targets, action, id)
+      : null;
+    if (guarded !== null) return guarded;
     const client = this.#deps.clients.get(id);
     if (client === undefined) {
       const detail = `control of instance ${id} is not available in this process`;
@@ -504,6 +510,44 @@ function plan(snapshot: Snapshot, target: ControlTarget, id: string): Plan | Ref
   ];
   if (disabled.length > 0) return controlDisabledOnPdu(disabled, id, group.key);
   return { resolved: { kind: "group", groupKey: group.key }, targets };
+}
+
+/**
+ * 409 when the command may not touch a protected outlet or group (`Protected: true` in the
+ * instance's overrides, read from the snapshot the overrides seam made): a group action is refused
+ * whole, naming every protected member. Null when nothing protected is involved.
+ */
+function protectedRefusal(
+  snapshot: Snapshot,
+  resolved: ControlTarget,
+  targets: readonly PlannedOutlet[],
+  action: string,
+  id: string,
+): Refusal | null {
+  const shielded = targets.filter((t) => findOutlet(snapshot, t.deviceId, t.index)?.protected === true);
+  const names = shielded.map(outletName);
+  const fix = `remove Protected from Pdus.${id}.Overrides to allow it; nothing was sent`;
+  if (resolved.kind === "group") {
+    const groupProtected = findGroup(snapshot, resolved.groupKey)?.protected === true;
+    if (!groupProtected && names.length === 0) return null;
+    const why = [
+      ...(groupProtected ? [`group ${resolved.groupKey} is protected`] : []),
+      ...(names.length > 0 ? [`it includes protected outlets ${listSome(names, 64)}`] : []),
+    ].join(" and ");
+    return refuse(
+      409,
+      "Protected",
+      `${action} on group ${resolved.groupKey} of instance ${id} was refused for every outlet: ${why}; ${fix}`,
+      { problem: "protected" },
+    );
+  }
+  if (names.length === 0) return null;
+  return refuse(
+    409,
+    "Protected",
+    `${action} on outlet ${names[0]} of instance ${id} was refused: the outlet is protected; ${fix}`,
+    { problem: "protected" },
+  );
 }
 
 /** 409: the PDU itself reports `conf.outletControlEnabled: false` for these devices; nothing is sent. */

@@ -68,7 +68,8 @@ export type ControlOutcome =
       readonly problem?: ControlProblem;
     };
 
-export type ControlProblem = "outcome-unknown" | "superseded" | "outlet-busy" | "expired" | "unsafe-name";
+export type ControlProblem =
+  "outcome-unknown" | "superseded" | "outlet-busy" | "expired" | "unsafe-name" | "protected";
 
 export interface ControlService {
   execute(request: ControlRequest): Promise<ControlOutcome>;

@@ -31,6 +31,8 @@ export interface MqttBridge extends MqttBridgeHandle {
   attachControl(control: ControlService | null): void;
   /** Messages handed to the MQTT client and dropped or refused since start, discovery configs retained. */
   traffic(): { readonly published: number; readonly failed: number; readonly discoveryConfigs: number };
+  /** Republishes one instance's discovery and retained topics (after a live change of its overrides). */
+  refresh(instanceId: string): void;
   /** Where the embedded broker listens, or null when an external broker is used. */
   readonly embeddedBroker: { readonly host: string; readonly port: number } | null;
 }
@@ -96,6 +98,7 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
   return {
     embeddedBroker: embedded === null ? null : { host: embedded.host, port: embedded.port },
     attachControl: (control) => commands.attach(control),
+    refresh: (instanceId) => active.refresh(instanceId),
     status: (): MqttStatus => {
       const status = connection.status();
       const dropped = (status.droppedMessages ?? 0) + active.failed;

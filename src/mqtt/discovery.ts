@@ -90,7 +90,8 @@ export function discoveryShape(instanceId: string, snapshot: Snapshot, guard: To
       hardwareVersion: d.system.hardwareVersion,
       outlets: d.outlets.map((o) => ({
         index: o.index,
-        label: o.label,
+        // An override's Name names the outlet's Home Assistant device as the PDU's label would.
+        label: o.renamed === true ? o.displayName : o.label,
         name: o.displayName,
         measurements: measurements(o.measurements),
       })),

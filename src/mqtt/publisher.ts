@@ -25,6 +25,7 @@ import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type { InstanceConfig } from "../config/schema.js";
 import type { Logger } from "../log.js";
 import type { Alarm, Snapshot } from "../pdu/model.js";
+import { publishedView } from "../pdu/overrides.js";
 import type { SnapshotStore, StoreEvent } from "../poller/store.js";
 import { buildDiscovery, discoveryShape, discoverySignature, type DiscoveryOptions } from "./discovery.js";
 import type { TopicIdGuard, Topics } from "./topics.js";
@@ -187,18 +188,20 @@ export class Publisher {
       state.valuesStale = true;
       return;
     }
+    // Hidden things (overrides) have no topics and no discovery: walk what is published.
+    const snapshot = publishedView(event.snapshot);
     if (!event.fromPoll) {
-      this.#walk(event.instanceId, state, event.snapshot, "latch");
+      this.#walk(event.instanceId, state, snapshot, "latch");
       return;
     }
     this.#setStatus(event.instanceId, state, "online", false);
-    const reshaped = this.#walk(event.instanceId, state, event.snapshot, "poll");
+    const reshaped = this.#walk(event.instanceId, state, snapshot, "poll");
     // Comparing the discovery shape costs about as much as the rest of the walk, and it almost never
     // changes: check it when topics came or went or a retained payload (label, state) changed, and
     // otherwise every few polls, which is how soon a changed name, unit or firmware version shows.
     if (reshaped || ++state.quietPolls >= DISCOVERY_RECHECK_POLLS) {
       state.quietPolls = 0;
-      if (this.#discoveryChanged(event.instanceId, state, event.snapshot)) this.#enqueue(event.instanceId);
+      if (this.#discoveryChanged(event.instanceId, state, snapshot)) this.#enqueue(event.instanceId);
     }
   }
 
@@ -212,6 +215,17 @@ export class Publisher {
       this.#state(id).resyncDue = true;
       this.#enqueue(id);
     }
+  }
+
+  /**
+   * One instance's status, discovery and retained topics again (queued like a resync), and its
+   * values with its next poll: after a live change of its overrides, which may rename things
+   * (discovery names) or hide them (configs cleared).
+   */
+  refresh(id: string): void {
+    if (!this.#o.sink.connected) return;
+    this.#state(id).resyncDue = true;
+    this.#enqueue(id);
   }
 
   #enqueue(id: string): void {
@@ -250,7 +264,7 @@ export class Publisher {
     const status = this.#o.store.get(id);
     if (status === undefined) return;
     const state = this.#state(id);
-    const snapshot = status.snapshot;
+    const snapshot = status.snapshot === null ? null : publishedView(status.snapshot);
     if (state.resyncDue) {
       state.resyncDue = false;
       const online = snapshot !== null && status.consecutiveFailures === 0;

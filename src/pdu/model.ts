@@ -67,6 +67,10 @@ export interface Outlet {
   readonly poaAction: string | null;
   /** Sorted by type (case-insensitive). */
   readonly measurements: readonly Measurement[];
+  /** Set by the configured overrides (src/pdu/overrides.ts); absent: not set. */
+  readonly renamed?: true;
+  readonly hidden?: true;
+  readonly protected?: true;
 }
 
 export interface Entity {
@@ -79,6 +83,9 @@ export interface Entity {
   readonly alarm: Alarm;
   /** Sorted by type (case-insensitive). May be empty. */
   readonly measurements: readonly Measurement[];
+  /** Set by the configured overrides (src/pdu/overrides.ts); absent: not set. */
+  readonly renamed?: true;
+  readonly hidden?: true;
 }
 
 /**
@@ -171,6 +178,10 @@ export interface Group {
   /** Member outlets found by scanning every host's groupMap (case-insensitive key match), sorted. */
   readonly members: readonly OutletRef[];
   readonly measurements: readonly GroupMeasurement[];
+  /** Set by the configured overrides (src/pdu/overrides.ts); absent: not set. */
+  readonly renamed?: true;
+  readonly hidden?: true;
+  readonly protected?: true;
 }
 
 /**

@@ -24,6 +24,13 @@ export interface Reading {
   readonly state: OutletState | null;
   /** ISO-8601 UTC time of the poll that produced the snapshot. */
   readonly timestampUtc: string;
+  /** Present only when the outlet or entity is hidden by the overrides (no MQTT topics, no entities). */
+  readonly hidden?: true;
+}
+
+/** `reading`, marked hidden when its outlet or entity is (overrides); most are not, and stay as built. */
+function markHidden(reading: Reading, hidden: true | undefined): Reading {
+  return hidden === true ? { ...reading, hidden } : reading;
 }
 
 /** Ordinal comparison (locale-independent, so the order never depends on the host). */
@@ -95,7 +102,7 @@ function buildReadings(snapshot: Snapshot): Reading[] {
     for (const outlet of device.outlets) {
       for (const m of outlet.measurements) {
         if (m.value === null) continue;
-        readings.push({
+        const reading: Reading = {
           instanceId,
           deviceId: device.id,
           device: device.displayName,
@@ -108,13 +115,14 @@ function buildReadings(snapshot: Snapshot): Reading[] {
           units: m.units,
           state: outlet.state,
           timestampUtc,
-        });
+        };
+        readings.push(markHidden(reading, outlet.hidden));
       }
     }
     for (const entity of device.entities) {
       for (const m of entity.measurements) {
         if (m.value === null) continue;
-        readings.push({
+        const reading: Reading = {
           instanceId,
           deviceId: device.id,
           device: device.displayName,
@@ -127,7 +135,8 @@ function buildReadings(snapshot: Snapshot): Reading[] {
           units: m.units,
           state: null,
           timestampUtc,
-        });
+        };
+        readings.push(markHidden(reading, entity.hidden));
       }
     }
   }

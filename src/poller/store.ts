@@ -7,7 +7,8 @@
  *
  * Latches: a real PDU keeps reporting the old outlet state for up to a minute after a switch, so
  * after an on/off command the commanded state is what the store reports until a poll agrees or the
- * latch expires. Every consumer (MQTT, REST readings, control checks) reads the latched view.
+ * latch expires. Every consumer (MQTT, REST readings, control checks) reads the latched view, with
+ * the instance's overrides applied last ({@link SnapshotStore.setView}).
  */
 import { describeError } from "../pdu/errors.js";
 import type { Outlet, OutletState, Snapshot } from "../pdu/model.js";
@@ -57,7 +58,12 @@ interface Entry {
   /** deviceId + "\u0000" + index -> latch */
   latches: Map<string, Latch>;
   latchTimer: NodeJS.Timeout | null;
+  /** The overrides seam (src/pdu/overrides.ts) applied after latches; null: none. */
+  view: SnapshotView | null;
 }
+
+/** Turns the latched snapshot into the one every consumer reads (the configured overrides). */
+export type SnapshotView = (snapshot: Snapshot) => Snapshot;
 
 const latchKey = (deviceId: string, index: number) => `${deviceId}\u0000${index}`;
 
@@ -83,6 +89,7 @@ export class SnapshotStore {
         polled: null,
         latches: new Map(),
         latchTimer: null,
+        view: null,
       });
     }
   }
@@ -162,6 +169,16 @@ export class SnapshotStore {
     this.#refresh(entry);
   }
 
+  /**
+   * Sets the instance's view (the overrides seam) and, when it has a snapshot, re-derives it and
+   * tells listeners (`fromPoll: false`), so a live configuration change shows at once.
+   */
+  setView(id: string, view: SnapshotView | null): void {
+    const entry = this.#require(id);
+    entry.view = view;
+    this.#refresh(entry);
+  }
+
   /** Stop latch timers (on shutdown). */
   close(): void {
     for (const entry of this.#entries.values()) {
@@ -209,7 +226,8 @@ export class SnapshotStore {
     const now = this.#now();
     for (const [key, latch] of entry.latches) if (latch.until <= now) entry.latches.delete(key);
     this.#scheduleExpiry(entry);
-    if (entry.latches.size === 0) return polled;
+    const view = entry.view ?? ((s: Snapshot) => s);
+    if (entry.latches.size === 0) return view(polled);
     const devices = polled.devices.map((device) => {
       let changed = false;
       const outlets = device.outlets.map((outlet): Outlet => {
@@ -220,7 +238,7 @@ export class SnapshotStore {
       });
       return changed ? { ...device, outlets: Object.freeze(outlets) } : device;
     });
-    return Object.freeze({ ...polled, devices: Object.freeze(devices) });
+    return view(Object.freeze({ ...polled, devices: Object.freeze(devices) }));
   }
 
   /** One timer per instance, for the earliest latch: when it fires the PDU's state shows again. */

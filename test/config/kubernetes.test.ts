@@ -84,6 +84,35 @@ describe("diffConfig", () => {
     assert.equal(diff.live.logLevel, "debug");
   });
 
+  it("applies Overrides and Measurements live, naming the instance", async () => {
+    const extra = (o: string) => ({ extra: `  rack-c:\n    Connection: { Host: 127.0.0.1 }\n${o}` });
+    const before = await parse(configYaml(extra("")));
+    const after = await parse(
+      configYaml(
+        extra(
+          '    Measurements: [energy]\n    Overrides:\n      Outlets:\n        D1:\n          "0": { Name: x, Protected: true }',
+        ),
+      ),
+    );
+    const diff = diffConfig(before, after);
+    assert.deepEqual(diff.restart, []);
+    assert.deepEqual([...diff.changed].sort(), [
+      "Pdus.rack-c.Measurements",
+      "Pdus.rack-c.Overrides.Outlets.D1",
+    ]);
+    assert.deepEqual([...diff.live.overrides], ["rack-c"]);
+    // A change inside one override is a change of Overrides too.
+    const renamed = await parse(
+      configYaml(
+        extra(
+          '    Measurements: [energy]\n    Overrides:\n      Outlets:\n        D1:\n          "0": { Name: y, Protected: true }',
+        ),
+      ),
+    );
+    assert.deepEqual([...diffConfig(after, renamed).live.overrides], ["rack-c"]);
+    assert.deepEqual(diffConfig(after, renamed).restart, []);
+  });
+
   it("needs a restart for any other key, and names only those keys", async () => {
     const diff = diffConfig(
       await parse(configYaml()),
@@ -109,7 +138,12 @@ describe("diffConfig", () => {
 
 describe("live keys", () => {
   it("are the keys the schema marks appliesLive, and each has a way to apply", () => {
-    assert.deepEqual(liveKeys().sort(), ["Logging.Level", "Pdus.<id>.PollInterval"]);
+    assert.deepEqual(liveKeys().sort(), [
+      "Logging.Level",
+      "Pdus.<id>.Measurements",
+      "Pdus.<id>.Overrides",
+      "Pdus.<id>.PollInterval",
+    ]);
     assert.deepEqual(Object.keys(LIVE_APPLIERS).sort(), liveKeys().sort());
   });
 

@@ -291,6 +291,52 @@ const CASES: readonly Case[] = [
     env: { SERVICE_PDU_RACK_A_PASSWORD_FILE: "/nonexistent/pw" },
     key: "SERVICE_PDU_RACK_A_PASSWORD_FILE",
   },
+  {
+    name: "override with an unknown key (typo)",
+    yaml: `${PDU}    Overrides:\n      Outlets:\n        DEV1:\n          "0": { Nmae: x }\n`,
+    key: "Pdus.rack-a.Overrides.Outlets.DEV1.0.Nmae",
+    says: "did you mean `Name`?",
+  },
+  {
+    name: "override Hidden not a boolean",
+    yaml: `${PDU}    Overrides:\n      Entities:\n        DEV1:\n          phase0: { Hidden: "yes" }\n`,
+    key: "Pdus.rack-a.Overrides.Entities.DEV1.phase0.Hidden",
+    says: "must be true or false",
+  },
+  {
+    name: "override outlet index not a 0-based integer",
+    yaml: `${PDU}    Overrides:\n      Outlets:\n        DEV1:\n          "01": { Hidden: true }\n`,
+    key: "Pdus.rack-a.Overrides.Outlets.DEV1.01",
+  },
+  {
+    name: "override Name too long",
+    yaml: `${PDU}    Overrides:\n      Groups:\n        "2": { Name: ${"x".repeat(65)} }\n`,
+    key: "Pdus.rack-a.Overrides.Groups.2.Name",
+    says: "64",
+  },
+  {
+    name: "override Name not a safe name",
+    yaml: `${PDU}    Overrides:\n      Outlets:\n        DEV1:\n          "3": { Name: "rack/left" }\n`,
+    key: "Pdus.rack-a.Overrides.Outlets.DEV1.3.Name",
+    line: 8,
+    says: "contains '/', '+' or '#'",
+  },
+  {
+    name: "override device id not a safe name",
+    yaml: `${PDU}    Overrides:\n      Outlets:\n        "a#b":\n          "0": { Hidden: true }\n`,
+    key: "Pdus.rack-a.Overrides.Outlets.a#b",
+    says: "device id",
+  },
+  {
+    name: "Measurements with an empty list",
+    yaml: `${PDU}    Measurements: []\n`,
+    key: "Pdus.rack-a.Measurements",
+  },
+  {
+    name: "Measurements with a type that is not a word",
+    yaml: `${PDU}    Measurements: [real power]\n`,
+    key: "Pdus.rack-a.Measurements.0",
+  },
 ];
 
 let dir: string;
@@ -350,4 +396,34 @@ test("the message format is key, problem, file and line", async () => {
   await assert.rejects(loadConfigFile(file, {}), {
     message: `config error: Pdus.rack-a.PollInterval: must be >= 1 (got 0) at ${file} line 5`,
   });
+});
+
+test("check-config warns (exit 0) about overrides without effect and says ids are checked after a poll", async () => {
+  const file = join(dir, "overrides.yaml");
+  const yaml = [
+    PDU.trimEnd(),
+    "    Overrides:",
+    "      Outlets:",
+    "        DEV1:",
+    '          "0": { Protected: true }',
+    '          "1": { Name: x, Hidden: true }',
+    '          "2": {}',
+    "",
+  ].join("\n");
+  await writeFile(file, yaml);
+  const cli = await runCli(["check-config", "--config", file], {}, dir);
+  assert.equal(cli.code, 0, cli.stderr);
+  assert.match(cli.stdout, /Protected: true/);
+  const warnings = cli.stderr.trimEnd().split("\n");
+  assert.deepEqual(
+    warnings.map((w) => w.split(":")[1]?.trim()),
+    [
+      "Pdus.rack-a.Overrides.Outlets.DEV1.0.Protected",
+      "Pdus.rack-a.Overrides.Outlets.DEV1.1.Name",
+      "Pdus.rack-a.Overrides.Outlets.DEV1.2",
+      "overrides of rack-a",
+    ],
+    cli.stderr,
+  );
+  assert.match(cli.stderr, /not checked here \(check-config does not contact PDUs\)/);
 });

@@ -11,6 +11,8 @@ export interface LiveChanges {
   readonly pollIntervals: ReadonlyMap<string, number>;
   /** The new `Logging.Level`; undefined when it did not change. */
   readonly logLevel?: Config["Logging"]["Level"];
+  /** Instances whose `Overrides` or `Measurements` changed (re-derive their snapshot, MQTT and discovery). */
+  readonly overrides: ReadonlySet<string>;
 }
 
 export interface ConfigDiff {
@@ -45,6 +47,12 @@ export const LIVE_APPLIERS: Readonly<
     const instance = next.instances.find((i) => i.id === id);
     if (instance !== undefined) into.pollIntervals.set(instance.id, instance.PollInterval);
   },
+  "Pdus.<id>.Measurements": (_next, id, into) => {
+    if (id !== undefined) into.overrides.add(id);
+  },
+  "Pdus.<id>.Overrides": (_next, id, into) => {
+    if (id !== undefined) into.overrides.add(id);
+  },
   "Logging.Level": (next, _id, into) => {
     into.logLevel = next.Logging.Level;
   },
@@ -52,6 +60,7 @@ export const LIVE_APPLIERS: Readonly<
 
 interface MutableLiveChanges {
   pollIntervals: Map<string, number>;
+  overrides: Set<string>;
   logLevel?: Config["Logging"]["Level"];
 }
 
@@ -63,10 +72,12 @@ const schemaKey = (path: readonly string[]) =>
 export function diffConfig(prev: Config, next: Config): ConfigDiff {
   const paths = changedPaths(prev, next);
   const live = new Set(liveKeys());
-  const changes: MutableLiveChanges = { pollIntervals: new Map() };
+  const changes: MutableLiveChanges = { pollIntervals: new Map(), overrides: new Set() };
   const restart: string[] = [];
   for (const path of paths) {
-    const key = schemaKey(path);
+    // A change inside a live key (an override's Name, an item of Measurements) is a change of that key.
+    const full = schemaKey(path);
+    const key = [...live].find((k) => full === k || full.startsWith(`${k}.`)) ?? full;
     const apply = live.has(key) ? LIVE_APPLIERS[key] : undefined;
     if (apply === undefined) restart.push(path.join("."));
     else apply(next, path[0] === "Pdus" ? path[1] : undefined, changes);
@@ -76,8 +87,8 @@ export function diffConfig(prev: Config, next: Config): ConfigDiff {
     restart,
     live:
       changes.logLevel === undefined
-        ? { pollIntervals: changes.pollIntervals }
-        : { pollIntervals: changes.pollIntervals, logLevel: changes.logLevel },
+        ? { pollIntervals: changes.pollIntervals, overrides: changes.overrides }
+        : { pollIntervals: changes.pollIntervals, overrides: changes.overrides, logLevel: changes.logLevel },
   };
 }
 

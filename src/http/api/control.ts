@@ -59,7 +59,7 @@ const controlResponses = (success: ReturnType<typeof json>, failureSchema: strin
   403: problemResponse("Control is disabled: no API key is configured"),
   404: problemResponse("Unknown instance, device, outlet or group, or a group without outlets"),
   409: problemResponse(
-    "The instance has ActionsEnabled: false; superseded by a later on/off for the outlet; a reboot of the outlet is running or within its reboot delay",
+    "The instance has ActionsEnabled: false; off or reboot of a Protected outlet or group (type ending `protected`), or a group action that includes a protected outlet; superseded by a later on/off for the outlet; a reboot of the outlet is running or within its reboot delay",
   ),
   413: problemResponse("Body larger than 64 KiB"),
   415: problemResponse("Body not application/json"),

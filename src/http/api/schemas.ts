@@ -89,6 +89,12 @@ export const ReadingSchema = Type.Object(
       "The outlet's state (the commanded state while a switch is latched); null for entities",
     ),
     timestampUtc: time("When the snapshot was polled"),
+    hidden: Type.Optional(
+      Type.Literal(true, {
+        description:
+          "Present (true) only when the outlet or entity is hidden by the configuration's overrides: it has no MQTT topics and no Home Assistant entities",
+      }),
+    ),
   },
   { $id: "Reading", description: "One numeric measurement of an outlet or entity" },
 );
