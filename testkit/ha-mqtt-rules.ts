@@ -67,17 +67,25 @@ export function haDiscoveryProblems(component: string, config: Json): string[] {
   }
   // MQTT_RW_SCHEMA
   if (!isTopic(config.command_topic)) problems.push("command_topic is required and must be a publish topic");
-  if (config.state_topic !== undefined && !isTopic(config.state_topic)) problems.push("state_topic is not a topic");
-  if (config.qos !== undefined && ![0, 1, 2].includes(config.qos as number)) problems.push("qos must be 0, 1 or 2");
-  if (config.retain !== undefined && typeof config.retain !== "boolean") problems.push("retain must be a boolean");
+  if (config.state_topic !== undefined && !isTopic(config.state_topic))
+    problems.push("state_topic is not a topic");
+  if (config.qos !== undefined && ![0, 1, 2].includes(config.qos as number))
+    problems.push("qos must be 0, 1 or 2");
+  if (config.retain !== undefined && typeof config.retain !== "boolean")
+    problems.push("retain must be a boolean");
   // MQTT_ENTITY_COMMON_SCHEMA
-  if (config.entity_category !== undefined && !["config", "diagnostic"].includes(config.entity_category as string))
+  if (
+    config.entity_category !== undefined &&
+    !["config", "diagnostic"].includes(config.entity_category as string)
+  )
     problems.push("entity_category must be config or diagnostic");
   if (config.name !== undefined && config.name !== null && typeof config.name !== "string")
     problems.push("name must be a string or null");
-  if (config.unique_id !== undefined && typeof config.unique_id !== "string") problems.push("unique_id must be a string");
+  if (config.unique_id !== undefined && typeof config.unique_id !== "string")
+    problems.push("unique_id must be a string");
   if (config.availability !== undefined) {
-    if (config.availability_topic !== undefined) problems.push("availability and availability_topic are exclusive");
+    if (config.availability_topic !== undefined)
+      problems.push("availability and availability_topic are exclusive");
     const list = config.availability;
     if (!Array.isArray(list) || list.some((a) => !isTopic((a as Json | null)?.topic)))
       problems.push("availability must be a list of {topic}");
@@ -110,7 +118,10 @@ export function haDiscoveryProblems(component: string, config: Json): string[] {
         problems.push("mode must be auto, box or slider");
       if (config.unit_of_measurement !== undefined && typeof config.unit_of_measurement !== "string")
         problems.push("unit_of_measurement must be a string");
-      if (config.device_class === "duration" && !["d", "h", "min", "s", "ms"].includes(config.unit_of_measurement as string))
+      if (
+        config.device_class === "duration" &&
+        !["d", "h", "min", "s", "ms"].includes(config.unit_of_measurement as string)
+      )
         problems.push("a duration needs a unit of d, h, min, s or ms");
       break;
     }
@@ -127,7 +138,8 @@ export function haDiscoveryProblems(component: string, config: Json): string[] {
       // min default 0, max default 255; both non-negative integers; min <= max <= 255.
       const min = config.min ?? 0;
       const max = config.max ?? MAX_STATE_LENGTH;
-      if (!isPositiveInt(min) || !isPositiveInt(max)) problems.push("min and max must be non-negative integers");
+      if (!isPositiveInt(min) || !isPositiveInt(max))
+        problems.push("min and max must be non-negative integers");
       else {
         if (min > max) problems.push("text length min must be <= max");
         if (max > MAX_STATE_LENGTH) problems.push(`max text length must be <= ${MAX_STATE_LENGTH}`);

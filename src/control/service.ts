@@ -359,7 +359,11 @@ export class ControlCore implements ControlService {
     const problem = settingsProblem(request.settings, allowed);
     if (problem !== null) return refuse(400, "Bad settings", `${problem}; nothing was sent`);
     if (target.kind === "outlet" && (!Number.isSafeInteger(target.index) || target.index < 0)) {
-      return refuse(400, "Bad outlet index", `outlet index must be a 0-based integer, got ${String(target.index)}`);
+      return refuse(
+        400,
+        "Bad outlet index",
+        `outlet index must be a 0-based integer, got ${String(target.index)}`,
+      );
     }
     const settings = request.settings as OutletSettings;
 
@@ -401,12 +405,20 @@ export class ControlCore implements ControlService {
     }
     const what = `${SETTINGS_ACTION} ${Object.keys(settings).join(", ")} on ${describeTarget(planned.resolved)} of instance ${id}`;
     if (this.#stopping()) {
-      return refuse(503, "Service stopping", `the service is stopping: ${what} was not sent; try again once it is back`, {
-        retryAfter: STOPPING_RETRY_AFTER,
-      });
+      return refuse(
+        503,
+        "Service stopping",
+        `the service is stopping: ${what} was not sent; try again once it is back`,
+        {
+          retryAfter: STOPPING_RETRY_AFTER,
+        },
+      );
     }
 
-    this.#logger.debug({ instance: id, target: describeTarget(planned.resolved) }, "control: writing settings");
+    this.#logger.debug(
+      { instance: id, target: describeTarget(planned.resolved) },
+      "control: writing settings",
+    );
     const result = await this.#inTurn(planned.key, SETTINGS_ACTION, (signal) => call(signal));
     if (result.ok || result.kind === "unknown") {
       if (!this.#stopping()) this.#deps.pollSoon(id, REPOLL_DELAY_MS);
@@ -420,7 +432,9 @@ export class ControlCore implements ControlService {
     key: string,
     action: DisciplineAction,
     send: (signal: AbortSignal) => Promise<void>,
-  ): Promise<{ readonly ok: true } | { readonly ok: false; readonly kind: FailureKind; readonly error: string }> {
+  ): Promise<
+    { readonly ok: true } | { readonly ok: false; readonly kind: FailureKind; readonly error: string }
+  > {
     const turn = await this.#discipline.acquire(key, action, null);
     if (!turn.ok) {
       switch (turn.kind) {
@@ -462,7 +476,8 @@ export class ControlCore implements ControlService {
 
 /** How a write that threw failed: cut by a stop (outcome unknown), timed out, unknown, or failed. */
 function failureOf(e: unknown, signal: AbortSignal): { kind: FailureKind; error: string } {
-  if (signal.aborted) return { kind: "unknown", error: "the service stopped while the write was in progress" };
+  if (signal.aborted)
+    return { kind: "unknown", error: "the service stopped while the write was in progress" };
   const kind: FailureKind = !isPduError(e)
     ? "failed"
     : e.kind === "timeout"
@@ -563,9 +578,14 @@ function settingsFailure(
   const why = `${what}: ${failed.error}`;
   switch (failed.kind) {
     case "unknown":
-      return refuse(502, "Outcome unknown", `${why}; it may or may not have been carried out: check before retrying`, {
-        problem: "outcome-unknown",
-      });
+      return refuse(
+        502,
+        "Outcome unknown",
+        `${why}; it may or may not have been carried out: check before retrying`,
+        {
+          problem: "outcome-unknown",
+        },
+      );
     case "stopped":
       return refuse(503, "Service stopping", why, { retryAfter: STOPPING_RETRY_AFTER });
     case "expired":
@@ -578,7 +598,11 @@ function settingsFailure(
     case "superseded":
       return refuse(409, "Superseded", why, { problem: "superseded" });
     case "timeout":
-      return refuse(504, "PDU did not answer in time", `${why}; it may or may not have acted, check and try again`);
+      return refuse(
+        504,
+        "PDU did not answer in time",
+        `${why}; it may or may not have acted, check and try again`,
+      );
     case "failed":
       return refuse(502, "PDU refused or failed", why);
   }

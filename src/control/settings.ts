@@ -24,7 +24,7 @@ export const DELAY_MAX = 3600;
 /** The power-on actions, in the order Home Assistant lists them. */
 export const POA_ACTIONS: readonly PoaAction[] = ["on", "off", "last"];
 
-export type SettingName = keyof OutletSettings & string;
+export type SettingName = keyof OutletSettings;
 export type SettingKind = "label" | "delay" | "poaAction";
 
 export interface SettingRow {
@@ -149,10 +149,13 @@ export function valueFromMqtt(
   row: SettingRow,
   payload: string,
 ): { readonly ok: true; readonly value: string | number } | { readonly ok: false; readonly problem: string } {
-  const value: string | number =
-    row.kind === "delay" ? (DECIMAL.test(payload.trim()) ? Number(payload.trim()) : payload) : row.kind === "poaAction" ? payload.trim() : payload;
-  if (row.kind === "delay" && typeof value === "string")
-    return { ok: false, problem: `must be a whole number of seconds in plain decimal (0 to ${DELAY_MAX})` };
+  let value: string | number = payload;
+  if (row.kind === "delay") {
+    const text = payload.trim();
+    if (!DECIMAL.test(text))
+      return { ok: false, problem: `must be a whole number of seconds in plain decimal (0 to ${DELAY_MAX})` };
+    value = Number(text);
+  } else if (row.kind === "poaAction") value = payload.trim();
   const problem = valueProblem(row, value);
   return problem === null ? { ok: true, value } : { ok: false, problem };
 }

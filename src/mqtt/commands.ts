@@ -156,7 +156,11 @@ export class CommandHandler {
         settings: { [name]: parsed.value },
         source,
       });
-      audit(outcome.status, outcome.ok ? undefined : outcome.detail, outcome.ok ? undefined : outcome.problem);
+      audit(
+        outcome.status,
+        outcome.ok ? undefined : outcome.detail,
+        outcome.ok ? undefined : outcome.problem,
+      );
     } catch (error) {
       audit(500, `settings write failed: ${describeError(error)}`);
     }

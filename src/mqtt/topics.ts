@@ -154,9 +154,7 @@ export function sameTopicKey(a: TopicKey, b: TopicKey): boolean {
     case "outletLabel":
       return b.kind === a.kind && b.index === a.index && b.deviceId === a.deviceId;
     case "outletSetting":
-      return (
-        b.kind === a.kind && b.index === a.index && b.setting === a.setting && b.deviceId === a.deviceId
-      );
+      return b.kind === a.kind && b.index === a.index && b.setting === a.setting && b.deviceId === a.deviceId;
     case "outletMeasurement":
       return b.kind === a.kind && b.index === a.index && b.type === a.type && b.deviceId === a.deviceId;
     case "entityMeasurement":

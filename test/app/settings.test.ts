@@ -85,7 +85,8 @@ describe("settings writes through the composed App", () => {
   after(() => h?.close());
 
   const outletPath = (index: number) => `/api/v1/instances/lab/outlets/${dev}/${index}`;
-  const settingTopic = (index: number, row: SettingRow) => `${h.parent}/lab/${dev}/outlets/${index}/${row.name}`;
+  const settingTopic = (index: number, row: SettingRow) =>
+    `${h.parent}/lab/${dev}/outlets/${index}/${row.name}`;
   const simValue = (index: number, row: SettingRow): unknown => h.sims.main.outlet(dev, index)[row.name];
 
   /** Publishes one MQTT message and returns its audit line. */
@@ -99,7 +100,11 @@ describe("settings writes through the composed App", () => {
     it(`REST: ${row.name} is written with one set, and its retained topic and entity follow`, async () => {
       const value = NEW_VALUES[row.name]![0]!;
       const before = h.sims.main.writes().length;
-      const res = await h.api.send(outletPath(1), { method: "PATCH", body: { [row.name]: value }, headers: AUTH });
+      const res = await h.api.send(outletPath(1), {
+        method: "PATCH",
+        body: { [row.name]: value },
+        headers: AUTH,
+      });
       assert.equal(res.status, 200, res.text);
       assert.deepEqual(res.json(), {
         ok: true,
@@ -151,6 +156,13 @@ describe("settings writes through the composed App", () => {
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.json<{ settings: unknown }>().settings, body);
     assert.deepEqual(dataOf(oneSet(h.sims.main, before, `/api/dev/${dev}/outlet/0`)), body);
+    const audit = await waitFor(
+      () => h.audits().findLast((l) => l.source === "rest" && l.target === `outlet ${dev}/0`),
+      "the audit line",
+    );
+    assert.equal(audit.action, "set");
+    assert.equal(audit.status, 200);
+    assert.ok(!JSON.stringify(h.audits()).includes(KEY), "the key is never logged");
   });
 
   const BAD_BODIES: readonly [string, unknown][] = [
@@ -190,7 +202,10 @@ describe("settings writes through the composed App", () => {
 
   it("REST: a device, an entity or a group takes label only (a delay is 400, no write)", async () => {
     const before = h.sims.main.writes().length;
-    for (const path of [`/api/v1/instances/lab/devices/${dev}`, `/api/v1/instances/lab/entities/${dev}/breaker0`]) {
+    for (const path of [
+      `/api/v1/instances/lab/devices/${dev}`,
+      `/api/v1/instances/lab/entities/${dev}/breaker0`,
+    ]) {
       const res = await h.api.send(path, { method: "PATCH", body: { onDelay: 5 }, headers: AUTH });
       assert.equal(res.status, 400, res.text);
     }
@@ -206,7 +221,12 @@ describe("settings writes through the composed App", () => {
       headers: AUTH,
     });
     assert.equal(res.status, 200, res.text);
-    assert.deepEqual(res.json(), { ok: true, instanceId: "lab", deviceId: dev, settings: { label: "Rack 7 PDU" } });
+    assert.deepEqual(res.json(), {
+      ok: true,
+      instanceId: "lab",
+      deviceId: dev,
+      settings: { label: "Rack 7 PDU" },
+    });
     assert.deepEqual(dataOf(oneSet(sim, before, `/api/dev/${dev}`)), { label: "Rack 7 PDU" });
     assert.equal(await simRead(sim, `/api/dev/${dev}/label`), "Rack 7 PDU");
 
@@ -241,7 +261,12 @@ describe("settings writes through the composed App", () => {
       headers: AUTH,
     });
     assert.equal(res.status, 200, res.text);
-    assert.deepEqual(res.json(), { ok: true, instanceId: "cl", groupKey: "total", settings: { label: "All racks" } });
+    assert.deepEqual(res.json(), {
+      ok: true,
+      instanceId: "cl",
+      groupKey: "total",
+      settings: { label: "All racks" },
+    });
     const w = oneSet(sim, before, "/oneview/group/total");
     assert.equal(w.port, masterPort, "written on the master");
     assert.deepEqual(dataOf(w), { label: "All racks" });
@@ -279,7 +304,11 @@ describe("settings writes through the composed App", () => {
   it("REST: a wrong key is 401 and an instance without ActionsEnabled is 409, with no write", async () => {
     const ro = h.sims.readonly;
     const roDev = ro.deviceIds()[0]!;
-    let res = await h.api.send(outletPath(1), { method: "PATCH", body: { onDelay: 1 }, headers: { "x-api-key": "wrong" } });
+    let res = await h.api.send(outletPath(1), {
+      method: "PATCH",
+      body: { onDelay: 1 },
+      headers: { "x-api-key": "wrong" },
+    });
     assert.equal(res.status, 401);
     res = await h.api.send(`/api/v1/instances/ro/outlets/${roDev}/0`, {
       method: "PATCH",

@@ -31,7 +31,11 @@ describe("discovery of outlet settings", () => {
     const configs = settingConfigs(true);
     assert.equal(configs.length, 2 * OUTLET_SETTINGS.length);
     for (const [component, config] of configs) {
-      assert.deepEqual(haDiscoveryProblems(component, config), [], `${component} ${String(config.unique_id)}`);
+      assert.deepEqual(
+        haDiscoveryProblems(component, config),
+        [],
+        `${component} ${String(config.unique_id)}`,
+      );
       assert.equal(config.entity_category, "config");
       assert.equal(config.command_topic, `${String(config.state_topic)}/set`);
       assert.deepEqual(config.availability, [
@@ -45,7 +49,13 @@ describe("discovery of outlet settings", () => {
     assert.equal(onDelay?.c, "number");
     assert.equal(onDelay.config.state_topic, topics.outletSetting("rack", "DEV1", 0, "onDelay"));
     assert.deepEqual(
-      [onDelay.config.min, onDelay.config.max, onDelay.config.step, onDelay.config.mode, onDelay.config.unit_of_measurement],
+      [
+        onDelay.config.min,
+        onDelay.config.max,
+        onDelay.config.step,
+        onDelay.config.mode,
+        onDelay.config.unit_of_measurement,
+      ],
       [0, DELAY_MAX, 1, "box", "s"],
     );
     const poa = byUniqueId.get("pdu-bridge_rack_outlet_DEV1_1_poaAction");
@@ -81,6 +91,10 @@ describe("discovery of outlet settings", () => {
     assert.notDeepEqual(haDiscoveryProblems("text", { ...base, min: 5, max: 4 }), []);
     assert.notDeepEqual(haDiscoveryProblems("text", { state_topic: "a/b" }), [], "command_topic is required");
     assert.notDeepEqual(haDiscoveryProblems("text", { ...base, entity_category: "settings" }), []);
-    assert.notDeepEqual(haDiscoveryProblems("text", { ...base, maxlength: 3 }), [], "unknown keys are reported");
+    assert.notDeepEqual(
+      haDiscoveryProblems("text", { ...base, maxlength: 3 }),
+      [],
+      "unknown keys are reported",
+    );
   });
 });

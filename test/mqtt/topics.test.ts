@@ -92,8 +92,15 @@ describe("topic names (contract §3)", () => {
     assert.equal(t.parseCommand("pdu-bridge/rack/A0AE/outlets/3/colour/set").ok, false);
     assert.equal(t.parseCommand("pdu-bridge/rack/A0AE/outlets/03/label/set").ok, false);
     assert.equal(t.parseCommand("pdu-bridge/rack/A0AE/outlets/3/label/set/x").ok, false);
-    assert.equal(t.parseCommand("pdu-bridge/rack/A0AE/outlets/3/label").ok, false, "the retained topic is no command");
-    assert.equal(t.outletSettingCommand("rack", "A0AE", 3, "label"), `${t.outletLabel("rack", "A0AE", 3)}/set`);
+    assert.equal(
+      t.parseCommand("pdu-bridge/rack/A0AE/outlets/3/label").ok,
+      false,
+      "the retained topic is no command",
+    );
+    assert.equal(
+      t.outletSettingCommand("rack", "A0AE", 3, "label"),
+      `${t.outletLabel("rack", "A0AE", 3)}/set`,
+    );
   });
 
   it("keeps a multi-level parent topic as given", () => {

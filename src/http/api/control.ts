@@ -236,7 +236,8 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
   ): Promise<FastifyReply | object> => {
     const control = deps.control;
     if (control?.applySettings === undefined) {
-      const detail = "settings writes are not available in this process; try again later or check the service's log";
+      const detail =
+        "settings writes are not available in this process; try again later or check the service's log";
       audit(request, 503, SETTINGS_ACTION, detail);
       return sendProblem(reply, problem(503, detail), { "retry-after": String(DEFAULT_RETRY_AFTER) });
     }

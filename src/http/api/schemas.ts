@@ -3,7 +3,13 @@
  * and are the OpenAPI document. Shared ones carry an `$id` and appear under `#/components/schemas`.
  */
 import Type, { type Static, type TSchema } from "typebox";
-import { DELAY_MAX, LABEL_MAX, OUTLET_SETTINGS, POA_ACTIONS, type SettingRow } from "../../control/settings.js";
+import {
+  DELAY_MAX,
+  LABEL_MAX,
+  OUTLET_SETTINGS,
+  POA_ACTIONS,
+  type SettingRow,
+} from "../../control/settings.js";
 import { GROUP_ACTIONS, OUTLET_ACTIONS } from "../../control/types.js";
 import { LABEL_FORMAT } from "./params.js";
 import { ProblemSchema } from "../problem.js";

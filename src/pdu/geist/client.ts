@@ -285,7 +285,11 @@ export class GeistClient implements PduDriver {
   }
 
   /** Changes outlet settings (`set` on the outlet); a repeated `set` does no harm, so it may be retried. */
-  async setOutletSettings(target: OutletTarget, settings: OutletSettings, signal?: AbortSignal): Promise<void> {
+  async setOutletSettings(
+    target: OutletTarget,
+    settings: OutletSettings,
+    signal?: AbortSignal,
+  ): Promise<void> {
     await this.write(target, "set", { ...settings }, signal);
   }
 
