@@ -29,7 +29,12 @@ import { nameProblem, quoteName } from "../pdu/names.js";
 import type { SnapshotStore } from "../poller/store.js";
 import { describeTarget } from "./audit.js";
 import { command, commandsFor, type CommandDriver, type CommandRow } from "./commands.js";
-import { OutletDiscipline, type DisciplineAction, type DisciplineOptions } from "./discipline.js";
+import {
+  OutletDiscipline,
+  type DisciplineAction,
+  type DisciplineOptions,
+  type Refused,
+} from "./discipline.js";
 import { SETTING_NAMES, settingsProblem, SETTINGS_ACTION } from "./settings.js";
 import {
   type ControlOutcome,
@@ -193,33 +198,10 @@ export class ControlCore implements ControlService {
     const row = checked;
     const action = row.name as OutletControlAction;
 
-    // 2. the instance
-    const instance = this.#instance(request.instanceId);
-    if (instance === undefined) {
-      const known = this.#deps.config.instances.map((i) => i.id);
-      return refuse(
-        404,
-        "Unknown instance",
-        `no PDU instance ${quote(request.instanceId)} is configured; configured instances: ${listSome(known)}`,
-      );
-    }
-    const id = instance.id;
-
-    // 3. control allowed
-    const disabled = actionsDisabled(instance);
-    if (disabled !== null) return disabled;
-
-    // 4. polled at least once
-    const snapshot = this.#deps.store.get(id)?.snapshot ?? null;
-    if (snapshot === null) {
-      const retryAfter = Math.max(1, Math.ceil(instance.PollInterval));
-      return refuse(
-        503,
-        "Not polled yet",
-        `instance ${id} has not been polled successfully yet, so its outlets are not known; try again in ${retryAfter} s`,
-        { retryAfter },
-      );
-    }
+    // 2. the instance, 3. control allowed, 4. polled at least once
+    const polled = this.#polled(request.instanceId);
+    if ("status" in polled) return polled;
+    const { id, snapshot } = polled;
 
     // 5. the target in the latest snapshot
     const planned = plan(snapshot, target, id);
@@ -262,6 +244,36 @@ export class ControlCore implements ControlService {
     return this.#closing || this.#deps.signal?.aborted === true;
   }
 
+  /**
+   * The instance and its latest snapshot, or why a write to it is refused: 404 unknown instance,
+   * 409 ActionsEnabled: false, 503 not polled yet (Retry-After: its PollInterval).
+   */
+  #polled(requested: string): { readonly id: string; readonly snapshot: Snapshot } | Refusal {
+    const instance = this.#instance(requested);
+    if (instance === undefined) {
+      const known = this.#deps.config.instances.map((i) => i.id);
+      return refuse(
+        404,
+        "Unknown instance",
+        `no PDU instance ${quote(requested)} is configured; configured instances: ${listSome(known)}`,
+      );
+    }
+    const id = instance.id;
+    const disabled = actionsDisabled(instance);
+    if (disabled !== null) return disabled;
+    const snapshot = this.#deps.store.get(id)?.snapshot ?? null;
+    if (snapshot === null) {
+      const retryAfter = Math.max(1, Math.ceil(instance.PollInterval));
+      return refuse(
+        503,
+        "Not polled yet",
+        `instance ${id} has not been polled successfully yet, so its outlets are not known; try again in ${retryAfter} s`,
+        { retryAfter },
+      );
+    }
+    return { id, snapshot };
+  }
+
   /** Exact id, else the one configured id equal ignoring case (the loader forbids two such ids). */
   #instance(requested: string): InstanceConfig | undefined {
     const instances = this.#deps.config.instances;
@@ -284,28 +296,7 @@ export class ControlCore implements ControlService {
     const target: OutletTarget = { deviceId: planned.deviceId, index: planned.index, route: planned.route };
     const key = outletKey(instanceId, target.deviceId, target.index);
     const turn = await this.#discipline.acquire(key, action, planned.rebootDelay);
-    if (!turn.ok) {
-      switch (turn.kind) {
-        case "superseded":
-          return {
-            target,
-            ok: false,
-            kind: "superseded",
-            error: "superseded by a later on/off for the same outlet; not sent",
-          };
-        case "expired":
-          return {
-            target,
-            ok: false,
-            kind: "expired",
-            error: `waited ${Math.round(turn.waitedMs / 1000)} s behind other commands for the same outlet; dropped, not sent`,
-          };
-        case "busy":
-          return { target, ok: false, kind: "busy", error: `${turn.reason}; not sent` };
-        case "stopped":
-          return { target, ok: false, kind: "stopped", error: "the service is stopping; not sent" };
-      }
-    }
+    if (!turn.ok) return { target, ok: false, ...notSent(turn) };
     let result: Written | undefined;
     try {
       const writing = this.#write(client, target, row);
@@ -358,37 +349,13 @@ export class ControlCore implements ControlService {
     const allowed = target.kind === "outlet" ? SETTING_NAMES : (["label"] as const);
     const problem = settingsProblem(request.settings, allowed);
     if (problem !== null) return refuse(400, "Bad settings", `${problem}; nothing was sent`);
-    if (target.kind === "outlet" && (!Number.isSafeInteger(target.index) || target.index < 0)) {
-      return refuse(
-        400,
-        "Bad outlet index",
-        `outlet index must be a 0-based integer, got ${String(target.index)}`,
-      );
-    }
+    const index = badIndex(target);
+    if (index !== null) return index;
     const settings = request.settings as OutletSettings;
 
-    const instance = this.#instance(request.instanceId);
-    if (instance === undefined) {
-      const known = this.#deps.config.instances.map((i) => i.id);
-      return refuse(
-        404,
-        "Unknown instance",
-        `no PDU instance ${quote(request.instanceId)} is configured; configured instances: ${listSome(known)}`,
-      );
-    }
-    const id = instance.id;
-    const disabled = actionsDisabled(instance);
-    if (disabled !== null) return disabled;
-    const snapshot = this.#deps.store.get(id)?.snapshot ?? null;
-    if (snapshot === null) {
-      const retryAfter = Math.max(1, Math.ceil(instance.PollInterval));
-      return refuse(
-        503,
-        "Not polled yet",
-        `instance ${id} has not been polled successfully yet, so its devices are not known; try again in ${retryAfter} s`,
-        { retryAfter },
-      );
-    }
+    const polled = this.#polled(request.instanceId);
+    if ("status" in polled) return polled;
+    const { id, snapshot } = polled;
     const planned = planSettings(snapshot, target, id);
     if ("status" in planned) return planned;
     const client = this.#deps.clients.get(id);
@@ -436,22 +403,7 @@ export class ControlCore implements ControlService {
     { readonly ok: true } | { readonly ok: false; readonly kind: FailureKind; readonly error: string }
   > {
     const turn = await this.#discipline.acquire(key, action, null);
-    if (!turn.ok) {
-      switch (turn.kind) {
-        case "superseded":
-          return { ok: false, kind: "superseded", error: "superseded; not sent" };
-        case "expired":
-          return {
-            ok: false,
-            kind: "expired",
-            error: `waited ${Math.round(turn.waitedMs / 1000)} s behind other commands for the same target; dropped, not sent`,
-          };
-        case "busy":
-          return { ok: false, kind: "busy", error: `${turn.reason}; not sent` };
-        case "stopped":
-          return { ok: false, kind: "stopped", error: "the service is stopping; not sent" };
-      }
-    }
+    if (!turn.ok) return { ok: false, ...notSent(turn) };
     try {
       if (this.#stopping()) return { ok: false, kind: "stopped", error: "the service is stopping; not sent" };
       const signal = this.#cut.signal;
@@ -471,6 +423,23 @@ export class ControlCore implements ControlService {
     } finally {
       turn.release(false);
     }
+  }
+}
+
+/** Why a write was not sent: the per-outlet discipline's refusal (./discipline.ts) as a failure. */
+function notSent(refused: Refused): { kind: FailureKind; error: string } {
+  switch (refused.kind) {
+    case "superseded":
+      return { kind: "superseded", error: "superseded by a later on/off for the same outlet; not sent" };
+    case "expired":
+      return {
+        kind: "expired",
+        error: `waited ${Math.round(refused.waitedMs / 1000)} s behind other commands for the same outlet; dropped, not sent`,
+      };
+    case "busy":
+      return { kind: "busy", error: `${refused.reason}; not sent` };
+    case "stopped":
+      return { kind: "stopped", error: "the service is stopping; not sent" };
   }
 }
 
@@ -500,14 +469,7 @@ function planSettings(snapshot: Snapshot, target: SettingsTarget, id: string): S
     const problem = nameProblem(target.groupKey);
     if (problem !== null) return unsafeName("group key", target.groupKey, problem, id);
     const group = findGroup(snapshot, target.groupKey);
-    if (group === undefined) {
-      const groups = snapshot.groups.map((g) => g.key);
-      return refuse(
-        404,
-        "Unknown group",
-        `group ${quote(target.groupKey)} is not in the latest snapshot of instance ${id}; ${groups.length === 0 ? "it has no groups (groups exist only on a OneView cluster master)" : `its groups: ${listSome(groups)}`}`,
-      );
-    }
+    if (group === undefined) return unknownGroup(snapshot, target.groupKey, id);
     return {
       kind: "label",
       resolved: { kind: "group", groupKey: group.key },
@@ -518,13 +480,7 @@ function planSettings(snapshot: Snapshot, target: SettingsTarget, id: string): S
   const problem = nameProblem(target.deviceId);
   if (problem !== null) return unsafeName("device id", target.deviceId, problem, id);
   const device = findDevice(snapshot, target.deviceId);
-  if (device === undefined) {
-    return refuse(
-      404,
-      "Unknown device",
-      `device ${quote(target.deviceId)} is not in the latest snapshot of instance ${id}; its devices: ${listSome(snapshot.devices.map((d) => d.id))}`,
-    );
-  }
+  if (device === undefined) return unknownDevice(snapshot, target.deviceId, id);
   const route = device.route;
   switch (target.kind) {
     case "device":
@@ -641,14 +597,17 @@ function checkAction(target: ControlTarget, action: string): CommandRow | Refusa
       `action ${quote(action)} is not allowed for ${target.kind === "outlet" ? "an outlet" : "a group"}: use one of ${allowed.join(", ")}${note}`,
     );
   }
-  if (target.kind === "outlet" && (!Number.isSafeInteger(target.index) || target.index < 0)) {
-    return refuse(
-      400,
-      "Bad outlet index",
-      `outlet index must be a 0-based integer, got ${String(target.index)}`,
-    );
-  }
-  return row;
+  return badIndex(target) ?? row;
+}
+
+/** 400 when an outlet target's index is not a 0-based integer, else null. */
+function badIndex(target: SettingsTarget): Refusal | null {
+  if (target.kind !== "outlet" || (Number.isSafeInteger(target.index) && target.index >= 0)) return null;
+  return refuse(
+    400,
+    "Bad outlet index",
+    `outlet index must be a 0-based integer, got ${String(target.index)}`,
+  );
 }
 
 /** What to write. `resolved` spells the target as the PDU does (a group key's case). */
@@ -666,19 +625,33 @@ const unsafeName = (what: string, name: string, problem: string, id: string): Re
     { problem: "unsafe-name" },
   );
 
+const unknownDevice = (snapshot: Snapshot, deviceId: string, id: string): Refusal =>
+  refuse(
+    404,
+    "Unknown device",
+    `device ${quote(deviceId)} is not in the latest snapshot of instance ${id}; its devices: ${listSome(snapshot.devices.map((d) => d.id))}`,
+  );
+
+function unknownGroup(snapshot: Snapshot, groupKey: string, id: string): Refusal {
+  const groups = snapshot.groups.map((g) => g.key);
+  const known =
+    groups.length === 0
+      ? "it has no groups (groups exist only on a OneView cluster master)"
+      : `its groups: ${listSome(groups)}`;
+  return refuse(
+    404,
+    "Unknown group",
+    `group ${quote(groupKey)} is not in the latest snapshot of instance ${id}; ${known}`,
+  );
+}
+
 /** The outlets to write, or a 404 naming what is missing from the latest snapshot. */
 function plan(snapshot: Snapshot, target: ControlTarget, id: string): Plan | Refusal {
   if (target.kind === "outlet") {
     const problem = nameProblem(target.deviceId);
     if (problem !== null) return unsafeName("device id", target.deviceId, problem, id);
     const device = findDevice(snapshot, target.deviceId);
-    if (device === undefined) {
-      return refuse(
-        404,
-        "Unknown device",
-        `device ${quote(target.deviceId)} is not in the latest snapshot of instance ${id}; its devices: ${listSome(snapshot.devices.map((d) => d.id))}`,
-      );
-    }
+    if (device === undefined) return unknownDevice(snapshot, target.deviceId, id);
     const found = device.outlets.find((o) => o.index === target.index);
     if (found === undefined) {
       const indexes = device.outlets.map((o) => o.index);
@@ -700,18 +673,7 @@ function plan(snapshot: Snapshot, target: ControlTarget, id: string): Plan | Ref
   const keyProblem = nameProblem(target.groupKey);
   if (keyProblem !== null) return unsafeName("group key", target.groupKey, keyProblem, id);
   const group = findGroup(snapshot, target.groupKey);
-  if (group === undefined) {
-    const groups = snapshot.groups.map((g) => g.key);
-    const known =
-      groups.length === 0
-        ? "it has no groups (groups exist only on a OneView cluster master)"
-        : `its groups: ${listSome(groups)}`;
-    return refuse(
-      404,
-      "Unknown group",
-      `group ${quote(target.groupKey)} is not in the latest snapshot of instance ${id}; ${known}`,
-    );
-  }
+  if (group === undefined) return unknownGroup(snapshot, target.groupKey, id);
   if (group.members.length === 0) {
     return refuse(
       404,

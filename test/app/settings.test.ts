@@ -84,6 +84,8 @@ describe("settings writes through the composed App", () => {
   });
   after(() => h?.close());
 
+  /** A settings write over REST with the right key. */
+  const patch = (path: string, body: unknown) => h.api.send(path, { method: "PATCH", body, headers: AUTH });
   const outletPath = (index: number) => `/api/v1/instances/lab/outlets/${dev}/${index}`;
   const settingTopic = (index: number, row: SettingRow) =>
     `${h.parent}/lab/${dev}/outlets/${index}/${row.name}`;
@@ -100,11 +102,7 @@ describe("settings writes through the composed App", () => {
     it(`REST: ${row.name} is written with one set, and its retained topic and entity follow`, async () => {
       const value = NEW_VALUES[row.name]![0]!;
       const before = h.sims.main.writes().length;
-      const res = await h.api.send(outletPath(1), {
-        method: "PATCH",
-        body: { [row.name]: value },
-        headers: AUTH,
-      });
+      const res = await patch(outletPath(1), { [row.name]: value });
       assert.equal(res.status, 200, res.text);
       assert.deepEqual(res.json(), {
         ok: true,
@@ -152,7 +150,7 @@ describe("settings writes through the composed App", () => {
   it("REST: several settings at once are one set write, echoed in the answer", async () => {
     const body = { label: "rack-fan", onDelay: 3, offDelay: 4, rebootDelay: 9, poaAction: "last" };
     const before = h.sims.main.writes().length;
-    const res = await h.api.send(outletPath(0), { method: "PATCH", body, headers: AUTH });
+    const res = await patch(outletPath(0), body);
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.json<{ settings: unknown }>().settings, body);
     assert.deepEqual(dataOf(oneSet(h.sims.main, before, `/api/dev/${dev}/outlet/0`)), body);
@@ -206,7 +204,7 @@ describe("settings writes through the composed App", () => {
       `/api/v1/instances/lab/devices/${dev}`,
       `/api/v1/instances/lab/entities/${dev}/breaker0`,
     ]) {
-      const res = await h.api.send(path, { method: "PATCH", body: { onDelay: 5 }, headers: AUTH });
+      const res = await patch(path, { onDelay: 5 });
       assert.equal(res.status, 400, res.text);
     }
     assert.equal(h.sims.main.writes().length, before);
@@ -215,11 +213,7 @@ describe("settings writes through the composed App", () => {
   it("REST: renames a device and an entity; the readings show the new names after the next poll", async () => {
     const sim = h.sims.main;
     let before = sim.writes().length;
-    let res = await h.api.send(`/api/v1/instances/lab/devices/${dev}`, {
-      method: "PATCH",
-      body: { label: "Rack 7 PDU" },
-      headers: AUTH,
-    });
+    let res = await patch(`/api/v1/instances/lab/devices/${dev}`, { label: "Rack 7 PDU" });
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.json(), {
       ok: true,
@@ -231,11 +225,7 @@ describe("settings writes through the composed App", () => {
     assert.equal(await simRead(sim, `/api/dev/${dev}/label`), "Rack 7 PDU");
 
     before = sim.writes().length;
-    res = await h.api.send(`/api/v1/instances/lab/entities/${dev}/breaker0`, {
-      method: "PATCH",
-      body: { label: "Left bank" },
-      headers: AUTH,
-    });
+    res = await patch(`/api/v1/instances/lab/entities/${dev}/breaker0`, { label: "Left bank" });
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(dataOf(oneSet(sim, before, `/api/dev/${dev}/entity/breaker0`)), { label: "Left bank" });
     assert.equal(await simRead(sim, `/api/dev/${dev}/entity/breaker0/label`), "Left bank");
@@ -255,11 +245,7 @@ describe("settings writes through the composed App", () => {
     const sim = h.sims.cluster;
     const masterPort = sim.port;
     const before = sim.writes().length;
-    const res = await h.api.send("/api/v1/instances/cl/groups/total", {
-      method: "PATCH",
-      body: { label: "All racks" },
-      headers: AUTH,
-    });
+    const res = await patch("/api/v1/instances/cl/groups/total", { label: "All racks" });
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.json(), {
       ok: true,
@@ -277,11 +263,7 @@ describe("settings writes through the composed App", () => {
     const sim = h.sims.cluster;
     const member = sim.deviceIds()[1]!;
     const before = sim.writes().length;
-    const res = await h.api.send(`/api/v1/instances/cl/outlets/${member}/1`, {
-      method: "PATCH",
-      body: { rebootDelay: 20 },
-      headers: AUTH,
-    });
+    const res = await patch(`/api/v1/instances/cl/outlets/${member}/1`, { rebootDelay: 20 });
     assert.equal(res.status, 200, res.text);
     const w = oneSet(sim, before, `/api/dev/${member}/outlet/1`);
     assert.notEqual(w.port, sim.port, "not the master's own port");
@@ -295,7 +277,7 @@ describe("settings writes through the composed App", () => {
       `/api/v1/instances/lab/entities/${dev}/breaker9`,
       "/api/v1/instances/lab/groups/total",
     ]) {
-      const res = await h.api.send(path, { method: "PATCH", body: { label: "x" }, headers: AUTH });
+      const res = await patch(path, { label: "x" });
       assert.equal(res.status, 404, `${path}: ${res.text}`);
     }
     assert.equal(h.sims.main.writes().length, before);
@@ -310,18 +292,10 @@ describe("settings writes through the composed App", () => {
       headers: { "x-api-key": "wrong" },
     });
     assert.equal(res.status, 401);
-    res = await h.api.send(`/api/v1/instances/ro/outlets/${roDev}/0`, {
-      method: "PATCH",
-      body: { onDelay: 1 },
-      headers: AUTH,
-    });
+    res = await patch(`/api/v1/instances/ro/outlets/${roDev}/0`, { onDelay: 1 });
     assert.equal(res.status, 409, res.text);
     assert.match(res.text, /ActionsEnabled/);
-    res = await h.api.send(`/api/v1/instances/ro/devices/${roDev}`, {
-      method: "PATCH",
-      body: { label: "x" },
-      headers: AUTH,
-    });
+    res = await patch(`/api/v1/instances/ro/devices/${roDev}`, { label: "x" });
     assert.equal(res.status, 409, res.text);
     assert.equal(ro.writes().length, 0, "the read-only PDU got no write");
   });

@@ -226,34 +226,43 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
     return sendProblem(reply, typed, headers);
   };
 
+  /** 503 (audited) when no control service is attached to this process. */
+  const unavailable = (request: FastifyRequest, reply: FastifyReply, action: string, what: string) => {
+    const detail = `${what} is not available in this process; try again later or check the service's log`;
+    audit(request, 503, action, detail);
+    return sendProblem(reply, problem(503, detail), { "retry-after": String(DEFAULT_RETRY_AFTER) });
+  };
+
+  const auditOutcome = (request: FastifyRequest, action: string, outcome: SettingsOutcome | ControlOutcome) =>
+    audit(
+      request,
+      outcome.status,
+      action,
+      outcome.ok ? undefined : outcome.detail,
+      outcome.ok ? undefined : outcome.problem,
+    );
+
   /** A settings write (contract §10) through the core; 200 echoes the settings written. */
   const applySettings = async (
     request: FastifyRequest,
     reply: FastifyReply,
-    instanceId: string,
-    target: SettingsTarget,
-    settings: Readonly<Record<string, unknown>>,
   ): Promise<FastifyReply | object> => {
+    // The route's schema has checked the parameters (so there is a target) and the body.
+    const params = request.params as Params;
+    const target = targetOf(params);
+    const instanceId = params.id ?? "";
+    const settings = request.body as Readonly<Record<string, unknown>>;
+    if (target === null) throw new Error("settings route without a target");
     const control = deps.control;
-    if (control?.applySettings === undefined) {
-      const detail =
-        "settings writes are not available in this process; try again later or check the service's log";
-      audit(request, 503, SETTINGS_ACTION, detail);
-      return sendProblem(reply, problem(503, detail), { "retry-after": String(DEFAULT_RETRY_AFTER) });
-    }
+    if (control?.applySettings === undefined)
+      return unavailable(request, reply, SETTINGS_ACTION, "writing settings");
     const outcome: SettingsOutcome = await control.applySettings({
       instanceId,
       target,
       settings,
       source: { surface: "rest", client: clientOf(request) },
     });
-    audit(
-      request,
-      outcome.status,
-      SETTINGS_ACTION,
-      outcome.ok ? undefined : outcome.detail,
-      outcome.ok ? undefined : outcome.problem,
-    );
+    auditOutcome(request, SETTINGS_ACTION, outcome);
     if (!outcome.ok) return sendRefusal(reply, outcome);
     const { kind: _kind, ...where } = outcome.target;
     return { ok: true, instanceId: outcome.instanceId, ...where, settings: outcome.settings };
@@ -266,24 +275,14 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
     target: ControlTarget,
     action: string,
   ): Promise<FastifyReply | object> => {
-    if (!deps.control) {
-      const detail = "control is not available in this process; try again later or check the service's log";
-      audit(request, 503, action, detail);
-      return sendProblem(reply, problem(503, detail), { "retry-after": String(DEFAULT_RETRY_AFTER) });
-    }
+    if (!deps.control) return unavailable(request, reply, action, "control");
     const outcome: ControlOutcome = await deps.control.execute({
       instanceId,
       target,
       action,
       source: { surface: "rest", client: clientOf(request) },
     });
-    audit(
-      request,
-      outcome.status,
-      action,
-      outcome.ok ? undefined : outcome.detail,
-      outcome.ok ? undefined : outcome.problem,
-    );
+    auditOutcome(request, action, outcome);
     if (!outcome.ok) return sendRefusal(reply, outcome);
     const done = outcome.target;
     if (done.kind === "outlet") {
@@ -376,80 +375,43 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
     response: controlResponses(json("SettingsResult", "Written; the settings as sent"), "Problem"),
   });
 
-  app.patch(
-    "/api/v1/instances/:id/outlets/:deviceId/:index",
-    {
-      schema: {
-        ...settingsSchema(
-          "Change an outlet's label, delays or power-on action",
-          "Any of `label`, `onDelay`, `offDelay`, `rebootDelay`, `poaAction`, written to the PDU in one `set`.",
-          "setOutletSettings",
-        ),
-        params: OutletParams,
-      },
-    },
-    (request, reply) =>
-      applySettings(
-        request,
-        reply,
-        request.params.id,
-        { kind: "outlet", deviceId: request.params.deviceId, index: Number(request.params.index) },
-        request.body as Record<string, unknown>,
-      ),
-  );
-
-  app.patch(
-    "/api/v1/instances/:id/devices/:deviceId",
-    {
-      schema: {
-        ...settingsSchema("Rename a device", "`label` only.", "setDeviceLabel"),
-        params: DeviceParams,
-      },
-    },
-    (request, reply) =>
-      applySettings(
-        request,
-        reply,
-        request.params.id,
-        { kind: "device", deviceId: request.params.deviceId },
-        request.body as Record<string, unknown>,
-      ),
-  );
-
-  app.patch(
-    "/api/v1/instances/:id/entities/:deviceId/:entityKey",
-    {
-      schema: {
-        ...settingsSchema("Rename an entity (a breaker, a phase)", "`label` only.", "setEntityLabel"),
-        params: EntityParams,
-      },
-    },
-    (request, reply) =>
-      applySettings(
-        request,
-        reply,
-        request.params.id,
-        { kind: "entity", deviceId: request.params.deviceId, entityKey: request.params.entityKey },
-        request.body as Record<string, unknown>,
-      ),
-  );
-
-  app.patch(
-    "/api/v1/instances/:id/groups/:groupKey",
-    {
-      schema: {
-        ...settingsSchema("Rename a OneView group", "`label` only; written on the master.", "setGroupLabel"),
-        params: GroupParams,
-      },
-    },
-    (request, reply) =>
-      applySettings(
-        request,
-        reply,
-        request.params.id,
-        { kind: "group", groupKey: request.params.groupKey },
-        request.body as Record<string, unknown>,
-      ),
-  );
+  /** The settings routes: path, what it does, operation id, path parameters (the target follows from them). */
+  const settingsRoutes = [
+    [
+      "/api/v1/instances/:id/outlets/:deviceId/:index",
+      "Change an outlet's label, delays or power-on action",
+      "Any of `label`, `onDelay`, `offDelay`, `rebootDelay`, `poaAction`, written to the PDU in one `set`.",
+      "setOutletSettings",
+      OutletParams,
+    ],
+    [
+      "/api/v1/instances/:id/devices/:deviceId",
+      "Rename a device",
+      "`label` only.",
+      "setDeviceLabel",
+      DeviceParams,
+    ],
+    [
+      "/api/v1/instances/:id/entities/:deviceId/:entityKey",
+      "Rename an entity (a breaker, a phase)",
+      "`label` only.",
+      "setEntityLabel",
+      EntityParams,
+    ],
+    [
+      "/api/v1/instances/:id/groups/:groupKey",
+      "Rename a OneView group",
+      "`label` only; written on the master.",
+      "setGroupLabel",
+      GroupParams,
+    ],
+  ] as const;
+  for (const [path, summary, description, operationId, params] of settingsRoutes) {
+    app.patch(
+      path,
+      { schema: { ...settingsSchema(summary, description, operationId), params } },
+      (request, reply) => applySettings(request, reply),
+    );
+  }
   done();
 };
