@@ -19,6 +19,8 @@
  * Names a PDU supplies that are not safe names (src/pdu/names.ts) are never controlled.
  * After a successful on/off the commanded state is latched in the store (per outlet, under its lock)
  * and one early poll is requested. The core does not write the audit line: the surfaces do.
+ * `applySettings` writes labels, delays and the power-on action with the same checks and turns
+ * (docs/control.md, "Settings writes").
  */
 import type { Config, InstanceConfig } from "../config/schema.js";
 import type { Logger } from "../log.js";
@@ -359,10 +361,14 @@ export class ControlCore implements ControlService {
     const planned = planSettings(snapshot, target, id);
     if ("status" in planned) return planned;
     const client = this.#deps.clients.get(id);
+    if (client === undefined) {
+      const detail = `control of instance ${id} is not available in this process`;
+      return refuse(503, "Control unavailable", detail, { retryAfter: STOPPING_RETRY_AFTER });
+    }
     const call =
       planned.kind === "outlet"
-        ? client?.setOutletSettings?.bind(client, planned.outlet, settings)
-        : client?.setLabel?.bind(client, planned.label, settings.label ?? "");
+        ? client.setOutletSettings?.bind(client, planned.outlet, settings)
+        : client.setLabel?.bind(client, planned.label, settings.label ?? "");
     if (call === undefined) {
       return refuse(
         502,
