@@ -1,18 +1,21 @@
 /**
  * Scenario `fleet`: 1000 simulated 24-outlet PDUs (4 child processes × 250), polled every 10 s by
  * the bridge (its own process, publishing to mosquitto), against the naive floor of
- * bench/baseline-fleet.ts on the same simulators and broker, measured once before and once after
- * the bridge: the CPU ratio is taken against the mean of the two, so a machine that drifts during the
- * scenario weighs on both sides. Then another run of the bridge with a CPU profile of its measured
- * window (V8's sampling profiler through the inspector, see lib/inspector-profile.ts: `--cpu-prof`
- * writes nothing when the process cannot exit cleanly).
+ * bench/baseline-fleet.ts on the same simulators and broker. In order:
+ * 1. the floor, then the bridge as the plain command (no NODE_OPTIONS), then the bridge with the
+ *    image's flags, then the floor again: the CPU ratio is taken against the mean of the two floor
+ *    runs, so a machine that drifts during the scenario weighs on both sides;
+ * 2. the share of values that change from one poll to the next (sampled from the simulators);
+ * 3. a profiled run of the bridge (V8's sampling profiler through the inspector, see
+ *    lib/inspector-profile.ts: `--cpu-prof` writes nothing when the process cannot exit cleanly);
+ * 4. "nothing changes": a second fleet of frozen simulators (every value stands still), the floor
+ *    and the plain bridge on it.
  */
 import { writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { bridgeProcess, startBridge, writeBridgeConfig } from "./lib/bridge.js";
-import { startBroker } from "./lib/broker.js";
-import { DIST, IpcChild, spawnNode, stopChild } from "./lib/child.js";
-import { measurePoller, type BenchContext, type PollerRun, type ScenarioResult } from "./lib/measure.js";
+import { join } from "node:path";
+import { measureChangingShare } from "./lib/changes.js";
+import { OUTLETS, meanCpu, measureBaseline, measureBridge, withRig } from "./lib/fleet-rig.js";
+import type { BenchContext, PollerRun, ScenarioResult } from "./lib/measure.js";
 import { InspectorProfiler } from "./lib/inspector-profile.js";
 import {
   formatSummary,
@@ -21,85 +24,56 @@ import {
   type ProfileSummary,
 } from "./lib/profile-summary.js";
 import { row, type Row } from "./lib/report.js";
-import { startSimFleet } from "./lib/sim-fleet.js";
 import { ratio } from "./lib/stats.js";
+import { DEFAULT_NODE_OPTIONS } from "../src/runtime.js";
+
+interface FleetRuns {
+  readonly baseline: PollerRun;
+  readonly plain: PollerRun;
+  readonly image: PollerRun;
+  readonly baselineAfter: PollerRun;
+  readonly frozenBaseline: PollerRun;
+  readonly frozen: PollerRun;
+  readonly changing: { share: number; values: number; pdus: number };
+  readonly frozenChanging: { share: number; values: number; pdus: number };
+}
 
 export async function runFleet(ctx: BenchContext): Promise<ScenarioResult> {
   const pdus = ctx.quick ? 20 : 1000;
-  const processes = ctx.quick ? 2 : 4;
   const intervalS = ctx.quick ? 2 : 10;
   const windowSeconds = ctx.quick ? 8 : 60;
-  const profileWindowSeconds = ctx.quick ? 6 : 30;
-  const warmupPolls = 3;
-  const intervalMs = intervalS * 1000;
-  ctx.log(`fleet: ${pdus} PDUs × 24 outlets in ${processes} processes, every ${intervalS} s`);
+  const shortWindowSeconds = ctx.quick ? 6 : 30;
+  ctx.log(`fleet: ${pdus} PDUs × ${OUTLETS} outlets, every ${intervalS} s`);
 
-  const broker = await startBroker(ctx.tools.mosquitto);
-  const fleet = await startSimFleet({ pdus, processes, outlets: 24 });
-  const counter = new IpcChild(resolve(DIST, "bench/lib/mqtt-counter.js"), [broker.url]);
-  await counter.ready();
-  const common = { fleet, pdus, broker, counter, intervalMs, warmupPolls, log: ctx.log };
-  try {
-    const settingsFile = join(ctx.workDir, "baseline-fleet.json");
-    writeFileSync(settingsFile, JSON.stringify({ ports: fleet.ports, broker: broker.url, intervalMs }));
-    const measureBaseline = (when: "before" | "after") =>
-      measurePoller({
-        ...common,
-        name: `baseline (naive undici + JSON.parse + mqtt.js), ${when}`,
-        windowSeconds,
-        prefixes: ["baseline"],
-        start: async () => {
-          const child = spawnNode(resolve(DIST, "bench/baseline-fleet.js"), [settingsFile], {
-            logFile: join(ctx.workDir, `baseline-fleet-${when}.log`),
-          });
-          await child.waitForLog("ready", 30_000);
-          return { pid: child.pid, stop: () => stopChild(child.child) };
-        },
-      });
-    const baseline = await measureBaseline("before");
-
-    const configFile = writeBridgeConfig({
-      dir: ctx.workDir,
-      name: "fleet-bridge",
-      ports: fleet.ports,
-      broker,
-      pollIntervalS: intervalS,
+  const living = await withRig(ctx, { name: "fleet", pdus, intervalS }, async (rig) => {
+    const baseline = await measureBaseline(rig, { tag: "before", windowSeconds });
+    const plain = await measureBridge(rig, { tag: "plain command", windowSeconds, flags: "plain" });
+    const image = await measureBridge(rig, {
+      tag: "image flags",
+      windowSeconds: shortWindowSeconds,
+      flags: "image",
     });
-    const bridge = await measurePoller({
-      ...common,
-      name: "pdu-bridge",
-      windowSeconds,
-      prefixes: ["pdu-bridge", "homeassistant"],
-      settlePrefix: "homeassistant",
-      start: () => bridgeProcess(configFile, join(ctx.workDir, "fleet-bridge.log"), ctx.bridgeNodeArgs),
-    });
-    const baselineAfter = await measureBaseline("after");
+    const baselineAfter = await measureBaseline(rig, { tag: "after", windowSeconds });
+    const changing = await measureChangingShare(rig.fleet.ports, rig.intervalMs);
+    ctx.log(`  ${(changing.share * 100).toFixed(1)} % of ${changing.values} sampled values change per poll`);
 
     let profile: { file: string; summary: ProfileSummary; run: PollerRun } | null = null;
     if (ctx.profile) {
       const file = join(ctx.workDir, "fleet-bridge-window.cpuprofile");
       let cpuProfile: CpuProfile | null = null;
-      const run = await measurePoller({
-        ...common,
-        name: "pdu-bridge, profiled",
-        windowSeconds: profileWindowSeconds,
-        prefixes: ["pdu-bridge", "homeassistant"],
-        settlePrefix: "homeassistant",
-        start: async () => {
-          const child = await startBridge({
-            configFile,
-            logFile: join(ctx.workDir, "fleet-bridge-profiled.log"),
-            nodeArgs: [...ctx.bridgeNodeArgs, "--inspect=127.0.0.1:0"],
-          });
+      const run = await measureBridge(rig, {
+        tag: "profiled",
+        windowSeconds: shortWindowSeconds,
+        flags: "image",
+        nodeArgs: ["--inspect=127.0.0.1:0"],
+        attach: async (child) => {
           const profiler = await InspectorProfiler.attach(() => child.log());
           return {
-            pid: child.pid,
             windowStart: () => profiler.start(),
             windowEnd: async () => {
               cpuProfile = await profiler.stop();
               profiler.close();
             },
-            stop: () => stopChild(child.child),
           };
         },
       });
@@ -110,62 +84,148 @@ export async function runFleet(ctx: BenchContext): Promise<ScenarioResult> {
         profile = { file, summary, run };
       }
     }
+    return { baseline, plain, image, baselineAfter, changing, profile };
+  });
 
-    const rows = fleetRows(bridge, baseline, baselineAfter);
-    return {
-      rows,
-      details: {
-        pdus,
-        processes,
-        outlets: 24,
-        intervalS,
-        windowSeconds,
-        bridge,
-        baseline,
-        baselineAfter,
-        profile,
-      },
-      notes: [
-        `fleet: baseline = bench/baseline-fleet.ts, the naive floor (fetch, JSON.parse, publish every measurement), same simulators and broker, measured just before and just after the bridge; CPU per poll against the mean of the two (${fmtMs(baseline.cpuMsPerPoll)} and ${fmtMs(baselineAfter.cpuMsPerPoll)} ms), the other rows against the run before.`,
-        `fleet: lateness = each poll's arrival at its simulator minus the PDU's best-aligned poll on the ${intervalS} s grid.`,
-        `fleet: messages/s counts the poller's own topics (bridge: pdu-bridge/# and homeassistant/#; baseline: baseline/#).`,
-      ],
-    };
-  } finally {
-    await counter.request("close").catch(() => undefined);
-    await counter.stop();
-    await fleet.close();
-    await broker.close();
-  }
+  const still = await withRig(ctx, { name: "fleet-frozen", pdus, intervalS, frozen: true }, async (rig) => {
+    const frozenBaseline = await measureBaseline(rig, {
+      tag: "nothing changes",
+      windowSeconds: shortWindowSeconds,
+    });
+    const frozen = await measureBridge(rig, {
+      tag: "plain command, nothing changes",
+      windowSeconds: shortWindowSeconds,
+      flags: "plain",
+    });
+    const frozenChanging = await measureChangingShare(rig.fleet.ports, rig.intervalMs);
+    return { frozenBaseline, frozen, frozenChanging };
+  });
+
+  const runs: FleetRuns = { ...living, ...still };
+  return {
+    rows: fleetRows(runs),
+    details: {
+      pdus,
+      outlets: OUTLETS,
+      intervalS,
+      windowSeconds,
+      shortWindowSeconds,
+      imageNodeOptions: DEFAULT_NODE_OPTIONS,
+      ...runs,
+      profile: living.profile,
+    },
+    notes: [
+      `fleet: baseline = bench/baseline-fleet.ts, the naive floor (fetch, JSON.parse, publish every measurement), same simulators and broker, measured just before and just after the bridge; CPU per poll against the mean of the two (${fmtMs(runs.baseline.cpuMsPerPoll)} and ${fmtMs(runs.baselineAfter.cpuMsPerPoll)} ms), the other rows against the run before.`,
+      `fleet: "plain command" = exactly \`node dist/src/main.js --config F\` with no NODE_OPTIONS; "image flags" = NODE_OPTIONS="${DEFAULT_NODE_OPTIONS}" as the image and the chart set it. CPU and memory are summed over the process tree (a CLI that re-spawns itself is measured whole).`,
+      `fleet: "nothing changes" = a second fleet of frozen simulators (startSimulator({ frozen: true })), floor and plain bridge each measured ${shortWindowSeconds} s on it.`,
+      `fleet: share of changing values = two reads of ${runs.changing.pdus} PDUs' /api one interval apart, compared value by value.`,
+      `fleet: sawtooth = (max − 5th percentile) / 5th percentile of the process tree's RSS sampled every ${runs.plain.rssSampleMs} ms over the window.`,
+      `fleet: start-up = from spawning the process until every PDU was polled once; shutdown = SIGTERM until the process exited (SIGKILL after 6 s).`,
+      `fleet: lateness = each poll's arrival at its simulator minus the PDU's best-aligned poll on the ${intervalS} s grid.`,
+      `fleet: messages/s counts the poller's own topics (bridge: pdu-bridge/# and homeassistant/#; baseline: baseline/#).`,
+    ],
+  };
 }
 
-function fleetRows(bridge: PollerRun, baseline: PollerRun, baselineAfter: PollerRun): Row[] {
+function fleetRows(r: FleetRuns): Row[] {
   const s = "fleet";
   const naive = "naive";
+  const bridge = r.plain;
+  const baseline = r.baseline;
   // Lateness is measured on the polls that happened: it only means something when none were lost.
   const complete = bridge.polls >= 0.99 * bridge.duePolls;
-  const baselineCpu =
-    baseline.cpuMsPerPoll === null || baselineAfter.cpuMsPerPoll === null
-      ? (baseline.cpuMsPerPoll ?? baselineAfter.cpuMsPerPoll)
-      : (baseline.cpuMsPerPoll + baselineAfter.cpuMsPerPoll) / 2;
+  const baselineCpu = meanCpu(r.baseline, r.baselineAfter);
   const cpuRatio = ratio(bridge.cpuMsPerPoll, baselineCpu);
+  const frozenRatio = ratio(r.frozen.cpuMsPerPoll, r.frozenBaseline.cpuMsPerPoll);
   const msgRatio = ratio(bridge.ownMessagesPerSecond, baseline.ownMessagesPerSecond);
+  const pct = (v: number) => Math.round(v * 1000) / 10;
+  const exitedNote = (run: PollerRun, log: string) =>
+    run.exited
+      ? { note: `the bridge process exited during the run (see ${log} in the scratch directory)` }
+      : run.settled
+        ? {}
+        : { note: "the bridge never reached steady state; measured as it was" };
+  const rss = (metric: string, run: PollerRun, limit: number, log: string) =>
+    row({
+      scenario: s,
+      metric,
+      unit: "MB",
+      target: `≤ ${limit} MB`,
+      measured: run.rssHwmMb,
+      baseline: baseline.rssHwmMb,
+      baselineLabel: naive,
+      ratio: ratio(run.rssHwmMb, baseline.rssHwmMb),
+      pass: !run.exited && run.rssHwmMb <= limit,
+      ...exitedNote(run, log),
+    });
+  const sawtooth = (metric: string, run: PollerRun, target: boolean) =>
+    row({
+      scenario: s,
+      metric,
+      unit: "%",
+      target: target ? "≤ 20 %" : "info",
+      measured: run.rssSawtooth === null ? null : pct(run.rssSawtooth),
+      baseline: baseline.rssSawtooth === null ? null : pct(baseline.rssSawtooth),
+      baselineLabel: naive,
+      ratio: null,
+      pass: target ? run.rssSawtooth !== null && run.rssSawtooth <= 0.2 : null,
+    });
   return [
     row({
       scenario: s,
-      metric: "bridge CPU per poll",
+      metric: `bridge CPU per poll, ${pct(r.changing.share)} % of values changing`,
       unit: "ms",
-      target: "≤ 1.5× baseline",
+      target: "≤ 1.0× baseline",
       measured: bridge.cpuMsPerPoll,
       baseline: baselineCpu,
       baselineLabel: "naive, mean of 2",
       ratio: cpuRatio,
-      pass: cpuRatio === null ? false : cpuRatio <= 1.5,
-      ...(bridge.exited
-        ? { note: "the bridge process exited during the run (see fleet-bridge.log in the scratch directory)" }
-        : bridge.settled
-          ? {}
-          : { note: "the bridge never reached steady state; measured as it was" }),
+      pass: cpuRatio !== null && cpuRatio <= 1.0,
+      ...exitedNote(bridge, "fleet-bridge-plain-command.log"),
+    }),
+    row({
+      scenario: s,
+      metric: `bridge CPU per poll, nothing changes (${pct(r.frozenChanging.share)} % changing)`,
+      unit: "ms",
+      target: "≤ 0.8× baseline",
+      measured: r.frozen.cpuMsPerPoll,
+      baseline: r.frozenBaseline.cpuMsPerPoll,
+      baselineLabel: "naive, frozen fleet",
+      ratio: frozenRatio,
+      pass: frozenRatio !== null && frozenRatio <= 0.8,
+      ...exitedNote(r.frozen, "fleet-frozen-bridge-plain-command-nothing-changes.log"),
+    }),
+    row({
+      scenario: s,
+      metric: "bridge CPU per poll, image flags",
+      unit: "ms",
+      target: "info",
+      measured: r.image.cpuMsPerPoll,
+      baseline: baselineCpu,
+      baselineLabel: "naive, mean of 2",
+      ratio: ratio(r.image.cpuMsPerPoll, baselineCpu),
+      pass: null,
+    }),
+    row({
+      scenario: s,
+      metric: "values changing per poll (sampled)",
+      unit: "%",
+      target: "info",
+      measured: pct(r.changing.share),
+      baseline: null,
+      ratio: null,
+      pass: null,
+    }),
+    row({
+      scenario: s,
+      metric: "start-up: all PDUs polled once",
+      unit: "s",
+      target: "info",
+      measured: bridge.startupSeconds,
+      baseline: baseline.startupSeconds,
+      baselineLabel: naive,
+      ratio: ratio(bridge.startupSeconds, baseline.startupSeconds),
+      pass: null,
     }),
     row({
       scenario: s,
@@ -177,6 +237,17 @@ function fleetRows(bridge: PollerRun, baseline: PollerRun, baselineAfter: Poller
       baselineLabel: naive,
       ratio: ratio(bridge.warmupSeconds, baseline.warmupSeconds),
       pass: null,
+    }),
+    row({
+      scenario: s,
+      metric: "shutdown: SIGTERM to exit",
+      unit: "s",
+      target: "< 6 s (no SIGKILL)",
+      measured: bridge.shutdownSeconds,
+      baseline: baseline.shutdownSeconds,
+      baselineLabel: naive,
+      ratio: ratio(bridge.shutdownSeconds, baseline.shutdownSeconds),
+      pass: bridge.shutdownSeconds !== null && bridge.shutdownSeconds < 6,
     }),
     row({
       scenario: s,
@@ -205,24 +276,17 @@ function fleetRows(bridge: PollerRun, baseline: PollerRun, baselineAfter: Poller
       scenario: s,
       metric: "polls completed",
       unit: "/s",
-      target: `≥ 99% of due (${fmtRate(bridge.duePolls / bridge.windowSeconds)}/s)`,
+      target: `≥ 99% of due (${fmtRate(bridge.duePolls / Math.max(1, bridge.windowSeconds))}/s)`,
       measured: bridge.pollsPerSecond,
       baseline: baseline.pollsPerSecond,
       baselineLabel: naive,
       ratio: ratio(bridge.pollsPerSecond, baseline.pollsPerSecond),
       pass: complete,
     }),
-    row({
-      scenario: s,
-      metric: "RSS peak (VmHWM, whole run)",
-      unit: "MB",
-      target: "< 400 MB",
-      measured: bridge.rssHwmMb,
-      baseline: baseline.rssHwmMb,
-      baselineLabel: naive,
-      ratio: ratio(bridge.rssHwmMb, baseline.rssHwmMb),
-      pass: !bridge.exited && bridge.rssHwmMb < 400,
-    }),
+    rss("RSS peak, plain command (VmHWM)", bridge, 250, "fleet-bridge-plain-command.log"),
+    rss("RSS peak, image flags (VmHWM)", r.image, 200, "fleet-bridge-image-flags.log"),
+    sawtooth("RSS sawtooth, plain command", bridge, true),
+    sawtooth("RSS sawtooth, image flags", r.image, false),
     row({
       scenario: s,
       metric: "MQTT messages",

@@ -2,16 +2,22 @@
  * `npm run bench`: the performance scenarios of pdu-bridge, each against a baseline measured in
  * the same run (the machine is noisy, so only ratios to a same-run baseline mean anything).
  *
- *   node dist/bench/run.js [--quick] [--only fleet,api,control,peer,metrics] [--no-profile]
+ *   node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics] [--no-profile]
+ *                          [--sizes 250,500,4000@30] [--write-docs]
  *
- * --quick: a few PDUs and short windows (a smoke run of the whole harness, about a minute).
+ * --quick: a few PDUs and short windows (a smoke run of the whole harness, a few minutes).
  * --only: run only these scenarios (comma-separated or repeated).
+ * --sizes: fleet sizes of the scale scenario, PDUs with an optional `@` poll interval in seconds
+ *   (default 250,500,1000,2000,4000@30; quick 10,20,40@4).
+ * --write-docs: also write the charts shown by the docs (docs/images/scale.svg); the chart always
+ *   goes to bench/results/scale-<timestamp>.svg.
  * --no-profile: skip the profiled bridge run of the fleet scenario.
  * --bridge-node-option OPT: pass OPT to node for every bridge child (repeatable), e.g.
  *   --bridge-node-option=--max-old-space-size=320; the results are then marked EXPERIMENT.
  * Configurations, logs and the .cpuprofile stay in a scratch directory under the OS temp dir.
  *
- * Prints a table (target, measured, baseline, ratio, pass/fail) and writes
+ * Prints a table (target, measured, baseline, ratio, pass/fail; a row per scenario with the
+ * machine's load average at its start and end) and writes
  * bench/results/<scenario>-<timestamp>.json per scenario. Exits 0 even when targets are missed
  * (a benchmark reports, it does not gate); 1 when a scenario could not run.
  * Method and the latest figures: docs/performance.md.
@@ -25,13 +31,15 @@ import { runControl } from "./control.js";
 import { runFleet } from "./fleet.js";
 import { killAllStarted } from "./lib/child.js";
 import type { BenchContext, ScenarioResult } from "./lib/measure.js";
-import { formatMarkdown, formatTable, machine, writeResult, type Row } from "./lib/report.js";
+import { formatMarkdown, formatTable, machine, row, writeResult, type Row } from "./lib/report.js";
 import { ensureTools } from "./lib/tools.js";
 import { runMetrics } from "./metrics.js";
 import { runPeer } from "./peer.js";
+import { parseSizes, runScale } from "./scale.js";
 
 const SCENARIOS: Readonly<Record<string, (ctx: BenchContext) => Promise<ScenarioResult>>> = {
   fleet: runFleet,
+  scale: runScale,
   api: runApi,
   control: runControl,
   peer: runPeer,
@@ -45,6 +53,8 @@ const { values } = parseArgs({
     only: { type: "string", multiple: true },
     "no-profile": { type: "boolean", default: false },
     "bridge-node-option": { type: "string", multiple: true },
+    sizes: { type: "string" },
+    "write-docs": { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   },
   strict: true,
@@ -52,7 +62,8 @@ const { values } = parseArgs({
 
 if (values.help) {
   process.stdout.write(
-    "usage: node dist/bench/run.js [--quick] [--only fleet,api,control,peer,metrics] [--no-profile] [--bridge-node-option OPT]\n",
+    "usage: node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics] [--no-profile]\n" +
+      "                              [--sizes 250,500,4000@30] [--write-docs] [--bridge-node-option OPT]\n",
   );
   process.exit(0);
 }
@@ -63,6 +74,14 @@ for (const name of selected) {
     process.stderr.write(`bench: unknown scenario "${name}" (known: ${Object.keys(SCENARIOS).join(", ")})\n`);
     process.exit(2);
   }
+}
+
+let scaleSizes: ReturnType<typeof parseSizes> | undefined;
+try {
+  scaleSizes = values.sizes === undefined ? undefined : parseSizes(values.sizes, values.quick ? 2 : 10);
+} catch (error) {
+  process.stderr.write(`bench: --sizes: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(2);
 }
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -95,6 +114,8 @@ const ctx: BenchContext = {
   stamp,
   bridgeNodeArgs,
   log,
+  scaleSizes,
+  writeDocs: values["write-docs"],
 };
 
 const rows: Row[] = [];
@@ -102,17 +123,20 @@ const notes: string[] = [];
 let failed = false;
 for (const name of selected) {
   const t = performance.now();
-  log(`== ${name}`);
+  const loadAtStart = machine().loadavg;
+  log(`== ${name} (load ${loadAtStart.join(" ")})`);
   try {
     const result = await SCENARIOS[name]!(ctx);
     const seconds = (performance.now() - t) / 1000;
+    const loadEnd = machine().loadavg;
+    result.rows.push(loadRow(name, loadAtStart, loadEnd));
     const file = writeResult(experiment === undefined ? name : `${name}-experiment`, stamp, {
       scenario: name,
       mode: values.quick ? "quick" : "full",
       experiment: experiment ?? null,
       startedUtc: new Date(Date.now() - seconds * 1000).toISOString(),
       seconds,
-      machine: { ...machine(), loadavgAtStart: machineBefore.loadavg },
+      machine: { ...machine(), loadavgAtStart: loadAtStart, loadavgAtBenchStart: machineBefore.loadavg },
       rows: result.rows,
       notes: result.notes ?? [],
       details: result.details,
@@ -139,3 +163,18 @@ log(
     `total ${((performance.now() - started) / 1000).toFixed(0)} s; load now ${machine().loadavg.join(" ")}`,
 );
 process.exitCode = failed ? 1 : 0;
+
+/** The machine's 1-minute load average at the start and end of a scenario, as a table row. */
+function loadRow(scenario: string, start: readonly number[], end: readonly number[]): Row {
+  return row({
+    scenario,
+    metric: "machine load average (1 min), end",
+    unit: "",
+    target: "info",
+    measured: end[0] ?? null,
+    baseline: start[0] ?? null,
+    baselineLabel: "at start",
+    ratio: null,
+    pass: null,
+  });
+}

@@ -1,7 +1,8 @@
 /**
  * The real bridge as a child process: `node dist/src/main.js --config <generated yaml>`, so its CPU
- * time and RSS are its own, run as the container image runs it (its NODE_OPTIONS). The YAML is what
- * an operator would write for the fleet.
+ * time and RSS are its own, run either as the container image runs it (its NODE_OPTIONS) or as the
+ * plain command (no NODE_OPTIONS at all, as `npx` or a systemd unit runs it). The YAML is what an
+ * operator would write for the fleet.
  */
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -67,24 +68,32 @@ export function writeBridgeConfig(o: BridgeConfigOptions): string {
   return file;
 }
 
+export type BridgeFlags = "image" | "plain";
+
 /** Starts the bridge on `configFile` and waits for "pdu-bridge started". */
 export async function startBridge(options: {
   configFile: string;
   logFile: string;
   /** More node options (the runner's `--bridge-node-option`). */
   nodeArgs?: readonly string[];
+  /**
+   * "image" (default): NODE_OPTIONS as the container image and the Helm chart set it; "plain":
+   * exactly `node dist/src/main.js --config F` with no NODE_OPTIONS (whatever flags the CLI applies
+   * by itself still apply).
+   */
+  flags?: BridgeFlags;
 }): Promise<LoggedChild> {
   const nodeArgs = options.nodeArgs ?? [];
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_") && k !== "NODE_OPTIONS"),
+  );
   const bridge = spawnNode(resolve(DIST, "src/main.js"), ["--config", options.configFile], {
     logFile: options.logFile,
     nodeArgs,
     // The API key and PDU credentials are in the file; keep SERVICE_* from the caller's shell out.
     // NODE_OPTIONS as the container image and the Helm chart set it (`--bridge-node-option` flags
     // come later on the command line and win).
-    env: {
-      ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_"))),
-      NODE_OPTIONS: DEFAULT_NODE_OPTIONS,
-    },
+    env: options.flags === "plain" ? env : { ...env, NODE_OPTIONS: DEFAULT_NODE_OPTIONS },
   });
   await bridge.waitForLog("pdu-bridge started", 30_000);
   return bridge;
@@ -95,7 +104,8 @@ export async function bridgeProcess(
   configFile: string,
   logFile: string,
   nodeArgs: readonly string[],
+  flags: BridgeFlags = "image",
 ): Promise<{ pid: number; stop: () => Promise<void> }> {
-  const child = await startBridge({ configFile, logFile, nodeArgs });
+  const child = await startBridge({ configFile, logFile, nodeArgs, flags });
   return { pid: child.pid, stop: () => stopChild(child.child) };
 }

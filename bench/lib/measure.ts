@@ -4,12 +4,13 @@
  * fleet, let it warm up, then measure one window: its CPU and RSS from /proc, the polls and their
  * lateness as the simulators saw them, and the broker's traffic as a subscriber on `#` counted it.
  */
+import { loadavg } from "node:os";
 import type { Broker } from "./broker.js";
 import { sleep, type IpcChild } from "./child.js";
 import { ProcMonitor, sampleProc } from "./proc.js";
 import type { Row } from "./report.js";
 import type { SimFleet } from "./sim-fleet.js";
-import { percentile, pollLateness } from "./stats.js";
+import { percentile, pollLateness, sawtooth } from "./stats.js";
 import type { Tools } from "./tools.js";
 
 export interface BenchContext {
@@ -22,6 +23,10 @@ export interface BenchContext {
   /** Extra node options of every bridge child (`--bridge-node-option` experiments); normally empty. */
   readonly bridgeNodeArgs: readonly string[];
   readonly log: (line: string) => void;
+  /** Sizes of the `scale` scenario (`--sizes`); default: the scenario's own. */
+  readonly scaleSizes?: readonly { readonly pdus: number; readonly intervalS: number }[];
+  /** Also write the charts shown by the docs (docs/images/), `--write-docs`. */
+  readonly writeDocs?: boolean;
 }
 
 export interface ScenarioResult {
@@ -68,6 +73,16 @@ export interface PollerRun {
   readonly brokerCpuPercent: number;
   /** Seconds from the poller's start to the start of the window. */
   readonly warmupSeconds: number;
+  /** Seconds from spawning the poller until every PDU was polled once; null when that never happened. */
+  readonly startupSeconds: number | null;
+  /** Seconds from SIGTERM until the process exited (a SIGKILL after the grace time included). */
+  readonly shutdownSeconds: number | null;
+  /** RSS rise above its floor within the window ({@link sawtooth}), sampled every `sampleMs`. */
+  readonly rssSawtooth: number | null;
+  readonly rssSamples: number;
+  readonly rssSampleMs: number;
+  /** The machine's 1-minute load average at the end of the window. */
+  readonly loadavg1: number;
   /** False when warm-up did not finish (polls missing, or start-up traffic still flowing). */
   readonly settled: boolean;
   /** The poller's process ended before the window did (crashed): every figure is empty. */
@@ -83,6 +98,8 @@ export interface Poller {
 }
 
 const MB = 1024 * 1024;
+/** How often the poller's RSS is sampled during the window (for the sawtooth). */
+const RSS_SAMPLE_MS = 200;
 
 /**
  * Starts a poller, waits until every PDU was polled `warmupPolls` times, measures `windowSeconds`,
@@ -107,94 +124,114 @@ export async function measurePoller(options: {
    */
   settlePrefix?: string;
 }): Promise<PollerRun> {
-  const { fleet, intervalMs } = options;
-  await fleet.reset();
+  await options.fleet.reset();
   const t0 = performance.now();
   const poller = await options.start();
+  let run: PollerRun;
   try {
-    const monitor = new ProcMonitor(poller.pid);
-    const brokerMonitor = new ProcMonitor(options.broker.pid);
-    try {
-      // A poller that cannot keep up is a result, not an error: measure it as it is.
-      let settled = true;
-      try {
-        await fleet.waitForPolls(
-          options.warmupPolls,
-          intervalMs * (options.warmupPolls + 1) + 60_000,
-          options.pdus,
-        );
-      } catch (error) {
-        settled = false;
-        options.log(
-          `  ${options.name}: ${error instanceof Error ? error.message : String(error)}; measuring anyway`,
-        );
-      }
-      if (options.settlePrefix !== undefined && settled) {
-        settled = await settle(options.counter, options.settlePrefix, 90_000);
-        if (!settled)
-          options.log(`  ${options.name}: ${options.settlePrefix}/# still busy after 90 s; measuring anyway`);
-        await sleep(intervalMs);
-      }
-      const warmupSeconds = (performance.now() - t0) / 1000;
-      options.log(
-        `  ${options.name}: warmed up in ${warmupSeconds.toFixed(1)} s, measuring ${options.windowSeconds} s`,
-      );
-      await fleet.reset();
-      await options.counter.request("reset");
-      if (sampleProc(poller.pid) === null) return exited(options, warmupSeconds);
-      await poller.windowStart?.();
-      monitor.begin();
-      brokerMonitor.begin();
-      await sleep(options.windowSeconds * 1000);
-      if (sampleProc(poller.pid) === null) return exited(options, warmupSeconds);
-      const usage = monitor.end();
-      const brokerUsage = brokerMonitor.end();
-      await poller.windowEnd?.();
-      const hwm = sampleProc(poller.pid)?.hwmBytes ?? 0;
-      const times = (await fleet.times()).slice(0, options.pdus);
-      const traffic = await options.counter.request<Traffic>("collect");
-      const late = pollLateness(times, intervalMs);
-      const own = options.prefixes.reduce((n, p) => n + (traffic.byPrefix[p] ?? 0), 0);
-      const run: PollerRun = {
-        name: options.name,
-        pdus: options.pdus,
-        windowSeconds: usage.seconds,
-        cpuSeconds: usage.cpuSeconds,
-        intervalMs,
-        polls: late.polls,
-        pollsPerSecond: late.polls / usage.seconds,
-        duePolls: (options.pdus * usage.seconds * 1000) / intervalMs,
-        cpuMsPerPoll: late.polls > 0 ? (usage.cpuSeconds * 1000) / late.polls : null,
-        cpuPercent: (100 * usage.cpuSeconds) / usage.seconds,
-        rssPeakWindowMb: usage.rssPeakBytes / MB,
-        rssLastMb: usage.rssLastBytes / MB,
-        rssHwmMb: hwm / MB,
-        latenessP50Ms: percentile(late.lateness, 50),
-        latenessP99Ms: percentile(late.lateness, 99),
-        latenessMaxMs: percentile(late.lateness, 100),
-        spacingP99Ms: percentile(late.spacing, 99),
-        skippedPolls: late.skipped,
-        messagesPerSecond: traffic.total / traffic.seconds,
-        ownMessagesPerSecond: own / traffic.seconds,
-        traffic,
-        brokerCpuPercent: (100 * brokerUsage.cpuSeconds) / brokerUsage.seconds,
-        warmupSeconds,
-        settled,
-        exited: false,
-      };
-      const f = (v: number | null, digits: number) => (v === null ? "–" : v.toFixed(digits));
-      options.log(
-        `  ${options.name}: ${run.polls} polls, ${f(run.cpuMsPerPoll, 2)} ms CPU/poll, ` +
-          `${run.cpuPercent.toFixed(0)}% CPU, RSS ${run.rssHwmMb.toFixed(0)} MB, ` +
-          `lateness p99 ${f(run.latenessP99Ms, 0)} ms, ${run.ownMessagesPerSecond.toFixed(0)} msg/s`,
-      );
-      return run;
-    } finally {
-      monitor.stop();
-      brokerMonitor.stop();
-    }
-  } finally {
+    run = await measureStarted(options, poller, t0);
+  } catch (error) {
     await poller.stop();
+    throw error;
+  }
+  const stopping = performance.now();
+  await poller.stop();
+  return { ...run, shutdownSeconds: (performance.now() - stopping) / 1000 };
+}
+
+type MeasureOptions = Parameters<typeof measurePoller>[0];
+
+async function measureStarted(options: MeasureOptions, poller: Poller, t0: number): Promise<PollerRun> {
+  const { fleet, intervalMs } = options;
+  const monitor = new ProcMonitor(poller.pid, RSS_SAMPLE_MS);
+  const brokerMonitor = new ProcMonitor(options.broker.pid);
+  try {
+    // A poller that cannot keep up is a result, not an error: measure it as it is.
+    let settled = true;
+    let startupSeconds: number | null = null;
+    try {
+      await fleet.waitForPolls(1, intervalMs * 2 + 60_000, options.pdus);
+      startupSeconds = (performance.now() - t0) / 1000;
+      await fleet.waitForPolls(
+        options.warmupPolls,
+        intervalMs * (options.warmupPolls + 1) + 60_000,
+        options.pdus,
+      );
+    } catch (error) {
+      settled = false;
+      options.log(
+        `  ${options.name}: ${error instanceof Error ? error.message : String(error)}; measuring anyway`,
+      );
+    }
+    if (options.settlePrefix !== undefined && settled) {
+      settled = await settle(options.counter, options.settlePrefix, 90_000);
+      if (!settled)
+        options.log(`  ${options.name}: ${options.settlePrefix}/# still busy after 90 s; measuring anyway`);
+      await sleep(intervalMs);
+    }
+    const warmupSeconds = (performance.now() - t0) / 1000;
+    options.log(
+      `  ${options.name}: warmed up in ${warmupSeconds.toFixed(1)} s, measuring ${options.windowSeconds} s`,
+    );
+    await fleet.reset();
+    await options.counter.request("reset");
+    if (sampleProc(poller.pid) === null) return exited(options, warmupSeconds, startupSeconds);
+    await poller.windowStart?.();
+    monitor.begin();
+    brokerMonitor.begin();
+    await sleep(options.windowSeconds * 1000);
+    if (sampleProc(poller.pid) === null) return exited(options, warmupSeconds, startupSeconds);
+    const usage = monitor.end();
+    const brokerUsage = brokerMonitor.end();
+    await poller.windowEnd?.();
+    const hwm = sampleProc(poller.pid)?.hwmBytes ?? 0;
+    const times = (await fleet.times()).slice(0, options.pdus);
+    const traffic = await options.counter.request<Traffic>("collect");
+    const late = pollLateness(times, intervalMs);
+    const own = options.prefixes.reduce((n, p) => n + (traffic.byPrefix[p] ?? 0), 0);
+    const run: PollerRun = {
+      name: options.name,
+      pdus: options.pdus,
+      windowSeconds: usage.seconds,
+      cpuSeconds: usage.cpuSeconds,
+      intervalMs,
+      polls: late.polls,
+      pollsPerSecond: late.polls / usage.seconds,
+      duePolls: (options.pdus * usage.seconds * 1000) / intervalMs,
+      cpuMsPerPoll: late.polls > 0 ? (usage.cpuSeconds * 1000) / late.polls : null,
+      cpuPercent: (100 * usage.cpuSeconds) / usage.seconds,
+      rssPeakWindowMb: usage.rssPeakBytes / MB,
+      rssLastMb: usage.rssLastBytes / MB,
+      rssHwmMb: hwm / MB,
+      latenessP50Ms: percentile(late.lateness, 50),
+      latenessP99Ms: percentile(late.lateness, 99),
+      latenessMaxMs: percentile(late.lateness, 100),
+      spacingP99Ms: percentile(late.spacing, 99),
+      skippedPolls: late.skipped,
+      messagesPerSecond: traffic.total / traffic.seconds,
+      ownMessagesPerSecond: own / traffic.seconds,
+      traffic,
+      brokerCpuPercent: (100 * brokerUsage.cpuSeconds) / brokerUsage.seconds,
+      warmupSeconds,
+      startupSeconds,
+      shutdownSeconds: null,
+      rssSawtooth: sawtooth(usage.rssSamples),
+      rssSamples: usage.rssSamples.length,
+      rssSampleMs: RSS_SAMPLE_MS,
+      loadavg1: Math.round(loadavg()[0]! * 100) / 100,
+      settled,
+      exited: false,
+    };
+    const f = (v: number | null, digits: number) => (v === null ? "–" : v.toFixed(digits));
+    options.log(
+      `  ${options.name}: ${run.polls} polls, ${f(run.cpuMsPerPoll, 2)} ms CPU/poll, ` +
+        `${run.cpuPercent.toFixed(0)}% CPU, RSS ${run.rssHwmMb.toFixed(0)} MB, ` +
+        `lateness p99 ${f(run.latenessP99Ms, 0)} ms, ${run.ownMessagesPerSecond.toFixed(0)} msg/s`,
+    );
+    return run;
+  } finally {
+    monitor.stop();
+    brokerMonitor.stop();
   }
 }
 
@@ -214,6 +251,7 @@ export async function settle(counter: IpcChild, prefix: string, timeoutMs: numbe
 function exited(
   o: { name: string; pdus: number; intervalMs: number; log: (line: string) => void },
   warmupSeconds: number,
+  startupSeconds: number | null,
 ): PollerRun {
   o.log(`  ${o.name}: the process exited before the end of the window (see its log)`);
   return {
@@ -240,6 +278,12 @@ function exited(
     traffic: { seconds: 0, total: 0, bytes: 0, byPrefix: {} },
     brokerCpuPercent: 0,
     warmupSeconds,
+    startupSeconds,
+    shutdownSeconds: null,
+    rssSawtooth: null,
+    rssSamples: 0,
+    rssSampleMs: RSS_SAMPLE_MS,
+    loadavg1: Math.round(loadavg()[0]! * 100) / 100,
     settled: false,
     exited: true,
   };

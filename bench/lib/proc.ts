@@ -1,10 +1,11 @@
 /**
- * CPU time and memory of one process from /proc (Linux): utime + stime of /proc/<pid>/stat and
- * VmRSS / VmHWM of /proc/<pid>/status. A {@link ProcMonitor} samples every second so a window can
- * report the peak RSS, not only the last value.
+ * CPU time and memory of one process and its descendants from /proc (Linux): utime + stime of
+ * /proc/<pid>/stat and VmRSS / VmHWM of /proc/<pid>/status, summed over the process tree (a CLI that
+ * re-spawns itself with other node flags is measured whole). A {@link ProcMonitor} samples
+ * periodically so a window can report the peak RSS and its sawtooth, not only the last value.
  */
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 let clockTicks: number | null = null;
 
@@ -30,8 +31,44 @@ export interface ProcSample {
   readonly hwmBytes: number;
 }
 
-/** One sample, or null when the process is gone. */
+/** `pid` and its descendants (children files of /proc/<pid>/task/<tid>/), parents first. */
+export function processTree(pid: number): number[] {
+  const out: number[] = [];
+  const queue = [pid];
+  while (queue.length > 0 && out.length < 1000) {
+    const p = queue.shift()!;
+    out.push(p);
+    try {
+      for (const tid of readdirSync(`/proc/${p}/task`)) {
+        const children = readFileSync(`/proc/${p}/task/${tid}/children`, "utf8").trim();
+        if (children !== "") queue.push(...children.split(" ").map(Number));
+      }
+    } catch {
+      // gone, or no children files in this kernel: count the process alone
+    }
+  }
+  return out;
+}
+
+/**
+ * One sample of the process tree under `pid` (CPU, RSS and VmHWM summed over the tree; the sum of
+ * peaks may exceed the peak of the sum), or null when `pid` is gone.
+ */
 export function sampleProc(pid: number): ProcSample | null {
+  const root = sampleOne(pid);
+  if (root === null) return null;
+  let { cpuSeconds, rssBytes, hwmBytes } = root;
+  for (const child of processTree(pid).slice(1)) {
+    const s = sampleOne(child);
+    if (s === null) continue;
+    cpuSeconds += s.cpuSeconds;
+    rssBytes += s.rssBytes;
+    hwmBytes += s.hwmBytes;
+  }
+  return { at: root.at, cpuSeconds, rssBytes, hwmBytes };
+}
+
+function sampleOne(pid: number): ProcSample | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // The command name (field 2) is in parentheses and may hold spaces: split after the last ')'.
@@ -62,6 +99,8 @@ export interface WindowUsage {
   /** Peak and last RSS sampled within the window. */
   readonly rssPeakBytes: number;
   readonly rssLastBytes: number;
+  /** Every RSS sample of the window, in bytes. */
+  readonly rssSamples: readonly number[];
 }
 
 /** Samples a process every `everyMs` while running; `begin()`/`end()` delimit a measured window. */
@@ -71,6 +110,7 @@ export class ProcMonitor {
   #start: ProcSample | null = null;
   #peak = 0;
   #last = 0;
+  #samples: number[] = [];
 
   constructor(pid: number, everyMs = 1000) {
     this.pid = pid;
@@ -83,6 +123,7 @@ export class ProcMonitor {
     if (s !== null && this.#start !== null) {
       this.#peak = Math.max(this.#peak, s.rssBytes);
       this.#last = s.rssBytes;
+      this.#samples.push(s.rssBytes);
     }
     return s;
   }
@@ -92,6 +133,7 @@ export class ProcMonitor {
     if (this.#start === null) throw new Error(`process ${this.pid} is gone`);
     this.#peak = this.#start.rssBytes;
     this.#last = this.#start.rssBytes;
+    this.#samples = [this.#start.rssBytes];
   }
 
   end(): WindowUsage {
@@ -104,6 +146,7 @@ export class ProcMonitor {
       seconds: (end.at - start.at) / 1000,
       rssPeakBytes: this.#peak,
       rssLastBytes: this.#last,
+      rssSamples: this.#samples,
     };
   }
 

@@ -1,6 +1,7 @@
 /**
  * A child process holding many simulated PDUs (one node:http server each).
- * Run: `fork("dist/bench/lib/sim-child.js", [count, firstSeed, outlets])`.
+ * Run: `fork("dist/bench/lib/sim-child.js", [count, firstSeed, outlets, "frozen" | "living"])`
+ * ("frozen": every value stands still, the simulator's `frozen` option).
  * Ready message: the ports, in seed order. Requests:
  * - `reset`: forget the recorded requests (start of a measured window);
  * - `times`: per simulator, the arrival times (epoch ms, this process's clock) of `GET /api` since
@@ -11,11 +12,12 @@
 import { startSimulator, type Simulator } from "../../src/simulator/index.js";
 import { serveIpc, signalReady } from "./child.js";
 
-const [count, firstSeed, outlets] = process.argv.slice(2).map(Number) as [number, number, number];
+const [count, firstSeed, outlets] = process.argv.slice(2, 5).map(Number) as [number, number, number];
+const frozen = process.argv[5] === "frozen";
 
 const sims: Simulator[] = [];
 for (let i = 0; i < count; i++) {
-  sims.push(await startSimulator({ outlets, seed: firstSeed + i, requestLogLimit: 2000 }));
+  sims.push(await startSimulator({ outlets, seed: firstSeed + i, requestLogLimit: 2000, frozen }));
 }
 
 const polls = (sim: Simulator) => sim.requests.filter((r) => r.method === "GET" && r.path === "/api");

@@ -26,6 +26,8 @@ export async function startSimFleet(options: {
   pdus: number;
   processes: number;
   outlets: number;
+  /** Every value stands still (the simulator's `frozen` option); default false. */
+  frozen?: boolean;
 }): Promise<SimFleet> {
   const processes = Math.max(1, Math.min(options.processes, options.pdus));
   const per = Math.ceil(options.pdus / processes);
@@ -33,7 +35,14 @@ export async function startSimFleet(options: {
   const children: IpcChild[] = [];
   for (let seed = 0; seed < options.pdus; seed += per) {
     const count = Math.min(per, options.pdus - seed);
-    children.push(new IpcChild(script, [String(count), String(seed), String(options.outlets)]));
+    children.push(
+      new IpcChild(script, [
+        String(count),
+        String(seed),
+        String(options.outlets),
+        options.frozen === true ? "frozen" : "living",
+      ]),
+    );
   }
   const portLists = await Promise.all(children.map((c) => c.ready<number[]>()));
   const ports = portLists.flat();

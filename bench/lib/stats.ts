@@ -77,3 +77,14 @@ export function pollLateness(
   }
   return { lateness, spacing, polls, skipped };
 }
+
+/**
+ * The sawtooth of a memory series sampled during a window: how far it rises above its floor,
+ * `(max − floor) / floor` with the floor the 5th percentile (the low points right after the
+ * collections, robust to one odd sample). A growing trend counts too. Null when empty or 0.
+ */
+export function sawtooth(samples: readonly number[]): number | null {
+  const floor = percentile(samples, 5);
+  if (floor === null || floor <= 0) return null;
+  return (Math.max(...samples) - floor) / floor;
+}

@@ -16,6 +16,8 @@ export const SIMULATE_USAGE = `Usage: pdu-bridge simulate [options]
   --seed N            seed of device ids and measurements, default 1
   --state-lag-ms N    reported outlet state lags a switch by N ms (real units: about 60000)
   --idle-drop-ms N    drop idle keep-alive connections after N ms
+  --frozen            freeze every measurement: reads return the same values until something
+                      is written (power, current and voltage at their base, energy not accruing)
   -h, --help          show this help`;
 
 export interface SimulateIo {
@@ -38,6 +40,7 @@ const OPTIONS = {
   seed: { type: "string" },
   "state-lag-ms": { type: "string" },
   "idle-drop-ms": { type: "string" },
+  frozen: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -79,6 +82,7 @@ export function parseSimulateArgs(argv: readonly string[]): SimulatorOptions | {
     seed: ints.seed ?? 1,
     stateLagMs: ints["state-lag-ms"] ?? 0,
     idleDropMs: ints["idle-drop-ms"] ?? null,
+    frozen: values.frozen === true,
   };
 }
 

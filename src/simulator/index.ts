@@ -90,6 +90,7 @@ class GeistSimulator implements Simulator, ListenerOwner {
       stateLagMs: intOption("stateLagMs", o.stateLagMs, 0, 0, 3_600_000),
       rebootMs,
       clock: o.clock ?? monotonicClock,
+      frozen: o.frozen === true,
     });
     this.listeners = this.state.units.map((unit) => new Listener(this, unit, tls));
     this.units = this.state.units.map((unit, k) => this.unitView(unit, this.listeners[k] as Listener));

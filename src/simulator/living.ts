@@ -52,13 +52,16 @@ export class Wave {
     readonly base: number,
     r: () => number,
     amplitudes: readonly number[] = [0.08, 0.04],
+    /** A still wave stays at `base` (the terms are still drawn, so `r` advances as usual). */
+    still = false,
   ) {
-    this.terms = amplitudes.map((amplitude, k) => ({
+    const terms = amplitudes.map((amplitude, k) => ({
       amplitude,
       // a slow drift (1–3 min) and a faster ripple (7–20 s)
       omega: (2 * Math.PI) / (k === 0 ? between(r, 60_000, 180_000) : between(r, 7_000, 20_000)),
       phase: between(r, 0, 2 * Math.PI),
     }));
+    this.terms = still ? [] : terms;
   }
 
   at(t: number): number {

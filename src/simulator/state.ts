@@ -37,14 +37,24 @@ export class SimOutlet {
   /** Energy since the simulator started; never reset (feeds the device totals). */
   private gainedWh = 0;
   private energyAt: number;
+  private readonly still: boolean;
 
   constructor(
     readonly index: number,
     readonly breaker: string,
     readonly power: Wave,
     readonly powerFactor: number,
-    init: { state: OutletSwitch; energyWh: number; label: string; poaAction: PoaAction; now: number },
+    init: {
+      state: OutletSwitch;
+      energyWh: number;
+      label: string;
+      poaAction: PoaAction;
+      now: number;
+      /** Energy does not accumulate (a frozen simulator). */
+      still?: boolean;
+    },
   ) {
+    this.still = init.still === true;
     this.timeline = [{ at: -Infinity, state: init.state }];
     this.energyWh = init.energyWh;
     this.energyAt = init.now;
@@ -82,6 +92,10 @@ export class SimOutlet {
   /** Integrates power over the "on" stretches since the last call. */
   advance(now: number): void {
     if (now <= this.energyAt) return;
+    if (this.still) {
+      this.energyAt = now;
+      return;
+    }
     let wh = 0;
     this.timeline.forEach((tr, k) => {
       const start = Math.max(tr.at, this.energyAt);
@@ -180,6 +194,8 @@ export interface StateOptions {
   readonly stateLagMs: number;
   readonly rebootMs: number | null;
   readonly clock: () => number;
+  /** Every measurement stands still (flat waveforms, no energy accrual). */
+  readonly frozen: boolean;
 }
 
 const hex = (n: number, width: number): string => (n >>> 0).toString(16).toUpperCase().padStart(width, "0");
@@ -243,7 +259,7 @@ export class SimState {
         const outlet = new SimOutlet(
           i,
           i < Math.ceil(o.outlets / 2) ? "breaker0" : "breaker1",
-          new Wave(Math.round(between(ro, 20, 300)), ro),
+          new Wave(Math.round(between(ro, 20, 300)), ro, undefined, o.frozen),
           between(ro, 0.9, 0.99),
           {
             state: i % 4 === 3 ? "off" : "on",
@@ -251,6 +267,7 @@ export class SimState {
             label: i % 3 === 0 ? `${letter.toLowerCase()}${d + 1}-srv-${String(i + 1).padStart(2, "0")}` : "",
             poaAction: (["last", "on", "off"] as const)[i % 3] ?? "last",
             now,
+            still: o.frozen,
           },
         );
         outlets.push(outlet);
@@ -262,7 +279,7 @@ export class SimState {
         id,
         name,
         d + 1,
-        new Wave(120, r, [0.01, 0.004]),
+        new Wave(120, r, [0.01, 0.004], o.frozen),
         Math.round(initialWh + between(r, 100, 1000) * 1000),
       );
       for (const outlet of outlets) device.outlets.set(outlet.index, outlet);

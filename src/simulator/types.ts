@@ -47,6 +47,12 @@ export interface SimulatorOptions {
   rebootMs?: number | null;
   /** Clock in epoch ms, default a monotonic clock. Tests pass a settable one for exact values. */
   clock?: () => number;
+  /**
+   * Freeze every measurement, default false: power, current and voltage stay at their seeded base
+   * and energy does not accrue, so two reads give the same values unless something is written
+   * (a switched-off outlet still reads 0 W). Outlet switching, reboots and the clock work as usual.
+   */
+  frozen?: boolean;
   /** Keep at most this many recorded requests (oldest dropped first), default 10000. */
   requestLogLimit?: number;
 }

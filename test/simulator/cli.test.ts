@@ -39,8 +39,12 @@ describe("pdu-bridge simulate", () => {
         seed: 1,
         stateLagMs: 0,
         idleDropMs: null,
+        frozen: false,
       },
     );
+    const frozen = parseSimulateArgs(["--frozen"]);
+    assert.ok(typeof frozen === "object" && !("help" in frozen));
+    assert.equal(frozen.frozen, true);
     const members = parseSimulateArgs(["--members", "3"]);
     assert.ok(typeof members === "object" && !("help" in members));
     assert.deepEqual(members.oneview, { members: 3 });

@@ -229,6 +229,33 @@ describe("simulator determinism", () => {
   });
 });
 
+describe("simulator reads: frozen", () => {
+  const sims: Simulator[] = [];
+  after(() => Promise.all(sims.map((s) => s.close())));
+
+  it("frozen: the values stand still while the clock runs; outlet switching still works", async () => {
+    let now = 1_700_000_000_000;
+    const clock = (): number => now;
+    const [frozen, living] = await Promise.all([
+      startSimulator({ seed: 5, outlets: 6, clock, frozen: true }),
+      startSimulator({ seed: 5, outlets: 6, clock }),
+    ]);
+    sims.push(frozen, living);
+    const [f1, l1] = await Promise.all([api(frozen), api(living)]);
+    now += 10 * 60_000;
+    const [f2, l2] = await Promise.all([api(frozen), api(living)]);
+    assert.deepEqual(f2.dev, f1.dev, "ten minutes later a frozen PDU reads the same");
+    assert.notDeepEqual(l2.dev, l1.dev, "a living one does not");
+    const id = frozen.deviceIds()[0]!;
+    assert.equal(living.deviceIds()[0], id, "same ids as the living simulator of the same seed");
+    assert.notEqual(outletValue(f2, id, 0, "realPower"), "0");
+    frozen.setOutletState(id, 0, "off");
+    const f3 = await api(frozen);
+    assert.equal(outletValue(f3, id, 0, "realPower"), "0");
+    assert.equal(f3.dev[id]?.outlet["0"]?.state, "off");
+  });
+});
+
 describe("simulator reads: OneView cluster", () => {
   let sim: Simulator;
   before(async () => {

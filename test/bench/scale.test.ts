@@ -1,0 +1,57 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { measurementValues, changedShare } from "../../bench/lib/changes.js";
+import { parseSizes, scaleLinearity } from "../../bench/scale.js";
+import { startSimulator } from "../../src/simulator/index.js";
+
+describe("bench scale scenario", () => {
+  it("parses --sizes with optional intervals, sorted; refuses junk", () => {
+    assert.deepEqual(parseSizes("500, 250,4000@30", 10), [
+      { pdus: 250, intervalS: 10 },
+      { pdus: 500, intervalS: 10 },
+      { pdus: 4000, intervalS: 30 },
+    ]);
+    for (const bad of ["", "abc", "0", "250@0", "1e3", "-5", "250@"])
+      assert.throws(() => parseSizes(bad, 10), /size|no sizes/, bad);
+  });
+
+  it("CPU linearity is judged against the poll rate, so 4000 @30 s sits with 1333 @10 s", () => {
+    // The same 2 ms per poll everywhere, RSS 100 MB + 0.2 MB per PDU: linear in both.
+    const points = [250, 500, 1000, 2000].map((pdus) => ({
+      pdus,
+      intervalS: 10,
+      cpuMsPerPoll: 2,
+      rssMb: 100 + 0.2 * pdus,
+    }));
+    points.push({ pdus: 4000, intervalS: 30, cpuMsPerPoll: 2, rssMb: 900 });
+    const l = scaleLinearity(points);
+    assert.equal(l.cpu.linear, true);
+    assert.ok(Math.abs(l.cpu.meanSlope! - 0.2) < 1e-9, "2 ms per poll = 0.2 ms/s per PDU polled every 10 s");
+    assert.equal(l.rss.linear, true);
+    // a bridge that costs twice as much per poll at 2000 PDUs is flagged
+    const worse = points.map((p) => (p.pdus === 2000 ? { ...p, cpuMsPerPoll: 4 } : p));
+    assert.equal(scaleLinearity(worse).cpu.linear, false);
+  });
+
+  it("the share of changing values: a living simulator changes, a frozen one does not", async () => {
+    let now = 1_700_000_000_000;
+    const clock = () => now;
+    const sims = await Promise.all([
+      startSimulator({ outlets: 24, seed: 3, clock }),
+      startSimulator({ outlets: 24, seed: 3, clock, frozen: true }),
+    ]);
+    try {
+      const read = () =>
+        Promise.all(sims.map(async (s) => measurementValues(await (await fetch(`${s.url}/api`)).json())));
+      const before = await read();
+      now += 10_000;
+      const after = await read();
+      assert.ok(before[0]!.size > 24 * 4, "every outlet and entity measurement is read");
+      const living = changedShare(before[0]!, after[0]!);
+      assert.ok(living > 0.2 && living < 1, `a living PDU changes part of its values (${living})`);
+      assert.equal(changedShare(before[1]!, after[1]!), 0);
+    } finally {
+      await Promise.all(sims.map((s) => s.close()));
+    }
+  });
+});
