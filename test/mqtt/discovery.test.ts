@@ -201,7 +201,8 @@ describe("Home Assistant discovery (embedded broker, two instances)", () => {
 
   it("republishes every config when Home Assistant sends online on its status topic", async () => {
     const live = await connect(["homeassistant/+/+/+/config"]);
-    await sleep(200);
+    // The retained replay first (all of it, however slow the machine), then the live republish.
+    await waitFor(() => configs(live).size === all.size, "the retained replay");
     live.clear();
     const before = bridge.homeAssistant().lastDiscoveryUtc ?? 0;
     await live.publish("homeassistant/status", "online");
