@@ -4,12 +4,13 @@
  * outcome (also for requests refused before reaching the core); the key is never passed in.
  */
 import type { Logger } from "../log.js";
-import type { ControlSource, ControlTarget } from "./types.js";
+import type { ControlSource, SettingsTarget } from "./types.js";
 
 export interface AuditEntry {
   readonly source: ControlSource;
   readonly instanceId: string | null;
-  readonly target: ControlTarget | null;
+  /** A control target, or (for a settings write) also a device or an entity. */
+  readonly target: SettingsTarget | null;
   readonly action: string | null;
   /** HTTP-style status of the outcome (200 done; 4xx refused; 5xx failed). */
   readonly status: number;
@@ -52,6 +53,15 @@ export function auditControl(logger: Logger, entry: AuditEntry): void {
   else logger.warn(line, "control");
 }
 
-export function describeTarget(target: ControlTarget): string {
-  return target.kind === "outlet" ? `outlet ${target.deviceId}/${target.index}` : `group ${target.groupKey}`;
+export function describeTarget(target: SettingsTarget): string {
+  switch (target.kind) {
+    case "outlet":
+      return `outlet ${target.deviceId}/${target.index}`;
+    case "group":
+      return `group ${target.groupKey}`;
+    case "device":
+      return `device ${target.deviceId}`;
+    case "entity":
+      return `entity ${target.deviceId}/${target.entityKey}`;
+  }
 }

@@ -8,7 +8,10 @@
 import type { OutletTarget, PduDriver } from "../pdu/driver.js";
 
 /** What a command's driver call gets: the driver's writes. */
-export type CommandDriver = Pick<PduDriver, "controlOutlet" | "resetOutletEnergy" | "setOutletSettings">;
+export type CommandDriver = Pick<
+  PduDriver,
+  "controlOutlet" | "resetOutletEnergy" | "setOutletSettings" | "setLabel"
+>;
 
 /** How a command arrives over MQTT: the last topic level, and the payload it needs (null: any). */
 export interface MqttForm {

@@ -18,6 +18,9 @@
  */
 import type { OutletControlAction } from "./types.js";
 
+/** A command of the table, or `set`: a settings write (label, delays, power-on action). */
+export type DisciplineAction = OutletControlAction | "set";
+
 /** A waiting command older than this is dropped with 503 (ms). */
 export const WAIT_LIMIT_MS = 30_000;
 /** Reboot delay assumed when the PDU does not report the outlet's (s). */
@@ -40,7 +43,7 @@ export type Release = (rebootSent: boolean) => void;
 export type Turn = { readonly ok: true; readonly release: Release } | ({ readonly ok: false } & Refused);
 
 interface Waiting {
-  readonly action: OutletControlAction;
+  readonly action: DisciplineAction;
   readonly since: number;
   readonly rebootHoldMs: number;
   readonly resolve: (turn: Turn) => void;
@@ -48,7 +51,7 @@ interface Waiting {
 }
 
 interface OutletSlot {
-  running: { readonly action: OutletControlAction; readonly rebootHoldMs: number } | null;
+  running: { readonly action: DisciplineAction; readonly rebootHoldMs: number } | null;
   waiting: Waiting | null;
 }
 
@@ -86,7 +89,7 @@ export class OutletDiscipline {
    * Asks for `key`'s turn for `action`. Resolves with a release to call once the write ended, or
    * with why the command must not be sent. `rebootDelayS`: the outlet's reboot delay, if known.
    */
-  acquire(key: string, action: OutletControlAction, rebootDelayS: number | null): Promise<Turn> {
+  acquire(key: string, action: DisciplineAction, rebootDelayS: number | null): Promise<Turn> {
     if (this.#stopped) return Promise.resolve({ ok: false, kind: "stopped" });
     const now = this.#now();
     const slot = this.#slots.get(key) ?? { running: null, waiting: null };

@@ -21,17 +21,25 @@
  * Names a PDU supplies that are not safe names (src/pdu/names.ts) are never controlled.
  * After a successful on/off the commanded state is latched in the store (per outlet, under its lock)
  * and one early poll is requested. The core does not write the audit line: the surfaces do.
+ * `applySettings` writes labels, delays and the power-on action with the same checks and turns
+ * (docs/control.md, "Settings writes").
  */
 import type { Config, InstanceConfig } from "../config/schema.js";
 import type { Logger } from "../log.js";
-import type { OutletTarget } from "../pdu/driver.js";
+import type { LabelTarget, OutletSettings, OutletTarget } from "../pdu/driver.js";
 import { describeError, isPduError } from "../pdu/errors.js";
 import { findDevice, findGroup, findOutlet, type Snapshot } from "../pdu/model.js";
 import { nameProblem, quoteName } from "../pdu/names.js";
 import type { SnapshotStore } from "../poller/store.js";
 import { describeTarget } from "./audit.js";
 import { command, commandsFor, type CommandDriver, type CommandRow } from "./commands.js";
-import { OutletDiscipline, type DisciplineOptions } from "./discipline.js";
+import {
+  OutletDiscipline,
+  type DisciplineAction,
+  type DisciplineOptions,
+  type Refused,
+} from "./discipline.js";
+import { SETTING_NAMES, settingsProblem, SETTINGS_ACTION } from "./settings.js";
 import {
   type ControlOutcome,
   type ControlProblem,
@@ -40,6 +48,9 @@ import {
   type ControlTarget,
   type OutletControlAction,
   type OutletResult,
+  type SettingsOutcome,
+  type SettingsRequest,
+  type SettingsTarget,
 } from "./types.js";
 
 /** Member outlets of a group written at the same time. */
@@ -112,6 +123,10 @@ function listSome(items: readonly string[], max = 10): string {
 }
 
 const outletName = (t: { deviceId: string; index: number }): string => `${t.deviceId}/${t.index}`;
+
+/** An outlet's key in the discipline: its commands and its settings writes take turns under it. */
+const outletKey = (instanceId: string, deviceId: string, index: number): string =>
+  `${instanceId}\u0000${deviceId}\u0000${index}`;
 
 /** Runs `fn` over `items`, at most `limit` at a time; results in input order. `fn` must not reject. */
 async function mapBounded<T, R>(
@@ -187,33 +202,10 @@ export class ControlCore implements ControlService {
     const row = checked;
     const action = row.name as OutletControlAction;
 
-    // 2. the instance
-    const instance = this.#instance(request.instanceId);
-    if (instance === undefined) {
-      const known = this.#deps.config.instances.map((i) => i.id);
-      return refuse(
-        404,
-        "Unknown instance",
-        `no PDU instance ${quote(request.instanceId)} is configured; configured instances: ${listSome(known)}`,
-      );
-    }
-    const id = instance.id;
-
-    // 3. control allowed
-    const disabled = actionsDisabled(instance);
-    if (disabled !== null) return disabled;
-
-    // 4. polled at least once
-    const snapshot = this.#deps.store.get(id)?.snapshot ?? null;
-    if (snapshot === null) {
-      const retryAfter = Math.max(1, Math.ceil(instance.PollInterval));
-      return refuse(
-        503,
-        "Not polled yet",
-        `instance ${id} has not been polled successfully yet, so its outlets are not known; try again in ${retryAfter} s`,
-        { retryAfter },
-      );
-    }
+    // 2. the instance, 3. control allowed, 4. polled at least once
+    const polled = this.#polled(request.instanceId);
+    if ("status" in polled) return polled;
+    const { id, snapshot } = polled;
 
     // 5. the target in the latest snapshot
     const planned = plan(snapshot, target, id);
@@ -260,6 +252,36 @@ export class ControlCore implements ControlService {
     return this.#closing || this.#deps.signal?.aborted === true;
   }
 
+  /**
+   * The instance and its latest snapshot, or why a write to it is refused: 404 unknown instance,
+   * 409 ActionsEnabled: false, 503 not polled yet (Retry-After: its PollInterval).
+   */
+  #polled(requested: string): { readonly id: string; readonly snapshot: Snapshot } | Refusal {
+    const instance = this.#instance(requested);
+    if (instance === undefined) {
+      const known = this.#deps.config.instances.map((i) => i.id);
+      return refuse(
+        404,
+        "Unknown instance",
+        `no PDU instance ${quote(requested)} is configured; configured instances: ${listSome(known)}`,
+      );
+    }
+    const id = instance.id;
+    const disabled = actionsDisabled(instance);
+    if (disabled !== null) return disabled;
+    const snapshot = this.#deps.store.get(id)?.snapshot ?? null;
+    if (snapshot === null) {
+      const retryAfter = Math.max(1, Math.ceil(instance.PollInterval));
+      return refuse(
+        503,
+        "Not polled yet",
+        `instance ${id} has not been polled successfully yet, so its outlets are not known; try again in ${retryAfter} s`,
+        { retryAfter },
+      );
+    }
+    return { id, snapshot };
+  }
+
   /** Exact id, else the one configured id equal ignoring case (the loader forbids two such ids). */
   #instance(requested: string): InstanceConfig | undefined {
     const instances = this.#deps.config.instances;
@@ -280,30 +302,9 @@ export class ControlCore implements ControlService {
   ): Promise<Written> {
     const action = row.name as OutletControlAction;
     const target: OutletTarget = { deviceId: planned.deviceId, index: planned.index, route: planned.route };
-    const key = `${instanceId}\u0000${target.deviceId}\u0000${target.index}`;
+    const key = outletKey(instanceId, target.deviceId, target.index);
     const turn = await this.#discipline.acquire(key, action, planned.rebootDelay);
-    if (!turn.ok) {
-      switch (turn.kind) {
-        case "superseded":
-          return {
-            target,
-            ok: false,
-            kind: "superseded",
-            error: "superseded by a later on/off for the same outlet; not sent",
-          };
-        case "expired":
-          return {
-            target,
-            ok: false,
-            kind: "expired",
-            error: `waited ${Math.round(turn.waitedMs / 1000)} s behind other commands for the same outlet; dropped, not sent`,
-          };
-        case "busy":
-          return { target, ok: false, kind: "busy", error: `${turn.reason}; not sent` };
-        case "stopped":
-          return { target, ok: false, kind: "stopped", error: "the service is stopping; not sent" };
-      }
-    }
+    if (!turn.ok) return { target, ok: false, ...notSent(turn) };
     let result: Written | undefined;
     try {
       const writing = this.#write(client, target, row);
@@ -341,23 +342,237 @@ export class ControlCore implements ControlService {
         { outlet: outletName(target), action, error: describeError(e) },
         "control: write failed",
       );
-      if (signal.aborted) {
-        return {
-          target,
-          ok: false,
-          kind: "unknown",
-          error: "the service stopped while the write was in progress",
-        };
-      }
-      const kind: FailureKind = !isPduError(e)
-        ? "failed"
-        : e.kind === "timeout"
-          ? "timeout"
-          : e.kind === "outcome-unknown"
-            ? "unknown"
-            : "failed";
-      return { target, ok: false, kind, error: describeError(e) };
+      return { target, ok: false, ...failureOf(e, signal) };
     }
+  }
+
+  /**
+   * A settings write (contract §10): the same checks as a command (instance, ActionsEnabled, polled,
+   * target in the latest snapshot), the values checked by the settings table (./settings.ts), the
+   * write in the target's turn (an outlet's turn is the one its commands take), then an early poll,
+   * which shows the new values: the PDU reports settings at once, unlike a switched state.
+   */
+  async applySettings(request: SettingsRequest): Promise<SettingsOutcome> {
+    const { target } = request;
+    const allowed = target.kind === "outlet" ? SETTING_NAMES : (["label"] as const);
+    const problem = settingsProblem(request.settings, allowed);
+    if (problem !== null) return refuse(400, "Bad settings", `${problem}; nothing was sent`);
+    const index = badIndex(target);
+    if (index !== null) return index;
+    const settings = request.settings as OutletSettings;
+
+    const polled = this.#polled(request.instanceId);
+    if ("status" in polled) return polled;
+    const { id, snapshot } = polled;
+    const planned = planSettings(snapshot, target, id);
+    if ("status" in planned) return planned;
+    const client = this.#deps.clients.get(id);
+    if (client === undefined) {
+      const detail = `control of instance ${id} is not available in this process`;
+      return refuse(503, "Control unavailable", detail, { retryAfter: STOPPING_RETRY_AFTER });
+    }
+    const call =
+      planned.kind === "outlet"
+        ? client.setOutletSettings?.bind(client, planned.outlet, settings)
+        : client.setLabel?.bind(client, planned.label, settings.label ?? "");
+    if (call === undefined) {
+      return refuse(
+        502,
+        "Not supported",
+        `the driver of instance ${id} cannot change settings of ${describeTarget(planned.resolved)}; nothing was sent`,
+      );
+    }
+    const what = `${SETTINGS_ACTION} ${Object.keys(settings).join(", ")} on ${describeTarget(planned.resolved)} of instance ${id}`;
+    if (this.#stopping()) {
+      return refuse(
+        503,
+        "Service stopping",
+        `the service is stopping: ${what} was not sent; try again once it is back`,
+        {
+          retryAfter: STOPPING_RETRY_AFTER,
+        },
+      );
+    }
+
+    this.#logger.debug(
+      { instance: id, target: describeTarget(planned.resolved) },
+      "control: writing settings",
+    );
+    const result = await this.#inTurn(planned.key, SETTINGS_ACTION, (signal) => call(signal));
+    if (result.ok || result.kind === "unknown") {
+      if (!this.#stopping()) this.#deps.pollSoon(id, REPOLL_DELAY_MS);
+    }
+    if (result.ok) return { ok: true, status: 200, instanceId: id, target: planned.resolved, settings };
+    return settingsFailure(what, result);
+  }
+
+  /** One write in the turn of `key` (./discipline.ts), tracked as in flight; never rejects. */
+  async #inTurn(
+    key: string,
+    action: DisciplineAction,
+    send: (signal: AbortSignal) => Promise<void>,
+  ): Promise<
+    { readonly ok: true } | { readonly ok: false; readonly kind: FailureKind; readonly error: string }
+  > {
+    const turn = await this.#discipline.acquire(key, action, null);
+    if (!turn.ok) return { ok: false, ...notSent(turn) };
+    try {
+      if (this.#stopping()) return { ok: false, kind: "stopped", error: "the service is stopping; not sent" };
+      const signal = this.#cut.signal;
+      const writing = send(signal).then(
+        () => ({ ok: true }) as const,
+        (e: unknown) => {
+          this.#logger.debug({ key, action, error: describeError(e) }, "control: write failed");
+          return { ok: false, ...failureOf(e, signal) } as const;
+        },
+      );
+      this.#inflight.add(writing);
+      try {
+        return await writing;
+      } finally {
+        this.#inflight.delete(writing);
+      }
+    } finally {
+      turn.release(false);
+    }
+  }
+}
+
+/** Why a write was not sent: the per-outlet discipline's refusal (./discipline.ts) as a failure. */
+function notSent(refused: Refused): { kind: FailureKind; error: string } {
+  switch (refused.kind) {
+    case "superseded":
+      return { kind: "superseded", error: "superseded by a later on/off for the same outlet; not sent" };
+    case "expired":
+      return {
+        kind: "expired",
+        error: `waited ${Math.round(refused.waitedMs / 1000)} s behind other commands for the same outlet; dropped, not sent`,
+      };
+    case "busy":
+      return { kind: "busy", error: `${refused.reason}; not sent` };
+    case "stopped":
+      return { kind: "stopped", error: "the service is stopping; not sent" };
+  }
+}
+
+/** How a write that threw failed: cut by a stop (outcome unknown), timed out, unknown, or failed. */
+function failureOf(e: unknown, signal: AbortSignal): { kind: FailureKind; error: string } {
+  if (signal.aborted)
+    return { kind: "unknown", error: "the service stopped while the write was in progress" };
+  const kind: FailureKind = !isPduError(e)
+    ? "failed"
+    : e.kind === "timeout"
+      ? "timeout"
+      : e.kind === "outcome-unknown"
+        ? "unknown"
+        : "failed";
+  return { kind, error: describeError(e) };
+}
+
+/** A settings write's target as found in the latest snapshot, with its turn's key. */
+type SettingsPlan = { readonly resolved: SettingsTarget; readonly key: string } & (
+  | { readonly kind: "outlet"; readonly outlet: OutletTarget }
+  | { readonly kind: "label"; readonly label: LabelTarget }
+);
+
+/** The settings write's target in the latest snapshot, or a 400 (unsafe name) or 404. */
+function planSettings(snapshot: Snapshot, target: SettingsTarget, id: string): SettingsPlan | Refusal {
+  if (target.kind === "group") {
+    const problem = nameProblem(target.groupKey);
+    if (problem !== null) return unsafeName("group key", target.groupKey, problem, id);
+    const group = findGroup(snapshot, target.groupKey);
+    if (group === undefined) return unknownGroup(snapshot, target.groupKey, id);
+    return {
+      kind: "label",
+      resolved: { kind: "group", groupKey: group.key },
+      key: `${id}\u0000group\u0000${group.key.toLowerCase()}`,
+      label: { kind: "group", groupKey: group.key },
+    };
+  }
+  const problem = nameProblem(target.deviceId);
+  if (problem !== null) return unsafeName("device id", target.deviceId, problem, id);
+  const device = findDevice(snapshot, target.deviceId);
+  if (device === undefined) return unknownDevice(snapshot, target.deviceId, id);
+  const route = device.route;
+  switch (target.kind) {
+    case "device":
+      return {
+        kind: "label",
+        resolved: target,
+        key: `${id}\u0000device\u0000${device.id}`,
+        label: { kind: "device", deviceId: device.id, route },
+      };
+    case "entity": {
+      const keyProblem = nameProblem(target.entityKey);
+      if (keyProblem !== null) return unsafeName("entity key", target.entityKey, keyProblem, id);
+      const entity = device.entities.find((e) => e.key === target.entityKey);
+      if (entity === undefined) {
+        return refuse(
+          404,
+          "Unknown entity",
+          `device ${device.id} of instance ${id} has no entity ${quote(target.entityKey)}; its entities: ${listSome(device.entities.map((e) => e.key))}`,
+        );
+      }
+      return {
+        kind: "label",
+        resolved: target,
+        key: `${id}\u0000entity\u0000${device.id}\u0000${entity.key}`,
+        label: { kind: "entity", deviceId: device.id, entityKey: entity.key, route },
+      };
+    }
+    case "outlet": {
+      if (!device.outlets.some((o) => o.index === target.index)) {
+        return refuse(
+          404,
+          "Unknown outlet",
+          `device ${device.id} of instance ${id} has no outlet ${target.index} (indexes are 0-based)`,
+        );
+      }
+      return {
+        kind: "outlet",
+        resolved: target,
+        // The key of the outlet's commands: settings and switching of one outlet take turns.
+        key: outletKey(id, device.id, target.index),
+        outlet: { deviceId: device.id, index: target.index, route },
+      };
+    }
+  }
+}
+
+function settingsFailure(
+  what: string,
+  failed: { readonly kind: FailureKind; readonly error: string },
+): Refusal {
+  const why = `${what}: ${failed.error}`;
+  switch (failed.kind) {
+    case "unknown":
+      return refuse(
+        502,
+        "Outcome unknown",
+        `${why}; it may or may not have been carried out: check before retrying`,
+        {
+          problem: "outcome-unknown",
+        },
+      );
+    case "stopped":
+      return refuse(503, "Service stopping", why, { retryAfter: STOPPING_RETRY_AFTER });
+    case "expired":
+      return refuse(503, "Expired", `${why}; send it again if it is still wanted`, {
+        retryAfter: 1,
+        problem: "expired",
+      });
+    case "busy":
+      return refuse(409, "Busy", why, { problem: "outlet-busy" });
+    case "superseded":
+      return refuse(409, "Superseded", why, { problem: "superseded" });
+    case "timeout":
+      return refuse(
+        504,
+        "PDU did not answer in time",
+        `${why}; it may or may not have acted, check and try again`,
+      );
+    case "failed":
+      return refuse(502, "PDU refused or failed", why);
   }
 }
 
@@ -394,14 +609,17 @@ function checkAction(target: ControlTarget, action: string): CommandRow | Refusa
       `action ${quote(action)} is not allowed for ${target.kind === "outlet" ? "an outlet" : "a group"}: use one of ${allowed.join(", ")}${note}`,
     );
   }
-  if (target.kind === "outlet" && (!Number.isSafeInteger(target.index) || target.index < 0)) {
-    return refuse(
-      400,
-      "Bad outlet index",
-      `outlet index must be a 0-based integer, got ${String(target.index)}`,
-    );
-  }
-  return row;
+  return badIndex(target) ?? row;
+}
+
+/** 400 when an outlet target's index is not a 0-based integer, else null. */
+function badIndex(target: SettingsTarget): Refusal | null {
+  if (target.kind !== "outlet" || (Number.isSafeInteger(target.index) && target.index >= 0)) return null;
+  return refuse(
+    400,
+    "Bad outlet index",
+    `outlet index must be a 0-based integer, got ${String(target.index)}`,
+  );
 }
 
 /** What to write. `resolved` spells the target as the PDU does (a group key's case). */
@@ -419,19 +637,33 @@ const unsafeName = (what: string, name: string, problem: string, id: string): Re
     { problem: "unsafe-name" },
   );
 
+const unknownDevice = (snapshot: Snapshot, deviceId: string, id: string): Refusal =>
+  refuse(
+    404,
+    "Unknown device",
+    `device ${quote(deviceId)} is not in the latest snapshot of instance ${id}; its devices: ${listSome(snapshot.devices.map((d) => d.id))}`,
+  );
+
+function unknownGroup(snapshot: Snapshot, groupKey: string, id: string): Refusal {
+  const groups = snapshot.groups.map((g) => g.key);
+  const known =
+    groups.length === 0
+      ? "it has no groups (groups exist only on a OneView cluster master)"
+      : `its groups: ${listSome(groups)}`;
+  return refuse(
+    404,
+    "Unknown group",
+    `group ${quote(groupKey)} is not in the latest snapshot of instance ${id}; ${known}`,
+  );
+}
+
 /** The outlets to write, or a 404 naming what is missing from the latest snapshot. */
 function plan(snapshot: Snapshot, target: ControlTarget, id: string): Plan | Refusal {
   if (target.kind === "outlet") {
     const problem = nameProblem(target.deviceId);
     if (problem !== null) return unsafeName("device id", target.deviceId, problem, id);
     const device = findDevice(snapshot, target.deviceId);
-    if (device === undefined) {
-      return refuse(
-        404,
-        "Unknown device",
-        `device ${quote(target.deviceId)} is not in the latest snapshot of instance ${id}; its devices: ${listSome(snapshot.devices.map((d) => d.id))}`,
-      );
-    }
+    if (device === undefined) return unknownDevice(snapshot, target.deviceId, id);
     const found = device.outlets.find((o) => o.index === target.index);
     if (found === undefined) {
       const indexes = device.outlets.map((o) => o.index);
@@ -453,18 +685,7 @@ function plan(snapshot: Snapshot, target: ControlTarget, id: string): Plan | Ref
   const keyProblem = nameProblem(target.groupKey);
   if (keyProblem !== null) return unsafeName("group key", target.groupKey, keyProblem, id);
   const group = findGroup(snapshot, target.groupKey);
-  if (group === undefined) {
-    const groups = snapshot.groups.map((g) => g.key);
-    const known =
-      groups.length === 0
-        ? "it has no groups (groups exist only on a OneView cluster master)"
-        : `its groups: ${listSome(groups)}`;
-    return refuse(
-      404,
-      "Unknown group",
-      `group ${quote(target.groupKey)} is not in the latest snapshot of instance ${id}; ${known}`,
-    );
-  }
+  if (group === undefined) return unknownGroup(snapshot, target.groupKey, id);
   if (group.members.length === 0) {
     return refuse(
       404,

@@ -3,6 +3,7 @@
  * written once in src/control/ and each surface only translates requests and outcomes.
  */
 
+import type { OutletSettings } from "../pdu/driver.js";
 import type { CommandName } from "./commands.js";
 
 /** The command names (./commands.ts is the one table of commands). */
@@ -71,6 +72,33 @@ export type ControlOutcome =
 export type ControlProblem =
   "outcome-unknown" | "superseded" | "outlet-busy" | "expired" | "unsafe-name" | "protected";
 
+/** What a settings write names (contract §10): an outlet, a device, an entity or a OneView group. */
+export type SettingsTarget =
+  | ControlTarget
+  | { readonly kind: "device"; readonly deviceId: string }
+  | { readonly kind: "entity"; readonly deviceId: string; readonly entityKey: string };
+
+export interface SettingsRequest {
+  readonly instanceId: string;
+  readonly target: SettingsTarget;
+  /** Field → value as received (a parsed JSON body, or one MQTT setting); the core validates it. */
+  readonly settings: Readonly<Record<string, unknown>>;
+  readonly source: ControlSource;
+}
+
+/** Outcome of a settings write: 200 echoes the settings written; refusals as for control. */
+export type SettingsOutcome =
+  | {
+      readonly ok: true;
+      readonly status: 200;
+      readonly instanceId: string;
+      readonly target: SettingsTarget;
+      readonly settings: OutletSettings;
+    }
+  | Extract<ControlOutcome, { ok: false }>;
+
 export interface ControlService {
   execute(request: ControlRequest): Promise<ControlOutcome>;
+  /** Settings writes; absent: this control service has none (the surfaces answer 503). */
+  applySettings?(request: SettingsRequest): Promise<SettingsOutcome>;
 }

@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { GROUP_ACTIONS, OUTLET_ACTIONS } from "../control/types.js";
+import { SETTINGS_ACTION } from "../control/settings.js";
 import type { FastPath, HttpApp } from "../http/common.js";
 import type { Snapshot } from "../pdu/model.js";
 import type { SnapshotStore } from "../poller/store.js";
@@ -35,7 +36,7 @@ export interface MqttTraffic {
 
 type Source = "rest" | "mqtt";
 
-const KNOWN_ACTIONS = new Set<string>([...OUTLET_ACTIONS, ...GROUP_ACTIONS]);
+const KNOWN_ACTIONS = new Set<string>([...OUTLET_ACTIONS, ...GROUP_ACTIONS, SETTINGS_ACTION]);
 
 /** The registry of the process metrics, created on first use (one per process, like them). */
 let processMetrics: Registry | null = null;

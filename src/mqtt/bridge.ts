@@ -211,6 +211,9 @@ function connect(
           sweeper.collect(topic, payload, retained);
           return;
         }
+        // Our own discovery configs still arriving on the sweeper's filters after its window closed
+        // (the unsubscribe was in flight): never commands, so not audited as refused ones.
+        if (topic.startsWith(`${ha.DiscoveryTopic}/`) && topic.endsWith("/config")) return;
         if (topic === haStatusTopic) {
           // A retained `online` arrives on every subscribe; the connect itself already republished.
           if (!retained && payload.toString("utf8").trim().toLowerCase() === "online") {

@@ -9,8 +9,9 @@
 import type { InstanceConfig } from "../config/schema.js";
 import { auditControl } from "../control/audit.js";
 import { acceptedPayloads, commandFromMqtt } from "../control/commands.js";
+import { SETTINGS_ACTION, setting, valueFromMqtt } from "../control/settings.js";
 import { actionsDisabled } from "../control/service.js";
-import type { ControlService, ControlTarget } from "../control/types.js";
+import type { ControlService, ControlSource, ControlTarget } from "../control/types.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
 import type { Topics } from "./topics.js";
@@ -84,6 +85,10 @@ export class CommandHandler {
       refuse(disabled.status, `instance ${instanceId} has ActionsEnabled: false`, instanceId, target);
       return;
     }
+    if (parsed.setting !== undefined) {
+      await this.#applySetting(source, instanceId, target, parsed.setting, payload.toString("utf8"));
+      return;
+    }
     const row = commandFromMqtt(target.kind, command, text);
     if (row === null) {
       const allowed = acceptedPayloads(target.kind, command);
@@ -111,6 +116,53 @@ export class CommandHandler {
       });
     } catch (error) {
       refuse(500, `control failed: ${describeError(error)}`, instanceId, target, action);
+    }
+  }
+
+  /** `…/outlets/<i>/<setting>/set`: the payload is the value (checked by the settings table). */
+  async #applySetting(
+    source: ControlSource,
+    instanceId: string,
+    target: ControlTarget,
+    name: string,
+    payload: string,
+  ): Promise<void> {
+    const audit = (status: number, detail?: string, problem?: string) =>
+      auditControl(this.#logger, {
+        source,
+        instanceId,
+        target,
+        action: SETTINGS_ACTION,
+        status,
+        detail,
+        problem,
+      });
+    const row = setting(name);
+    const parsed = row === undefined ? null : valueFromMqtt(row, payload);
+    if (parsed === null || !parsed.ok) {
+      const why = parsed === null ? "is not a setting" : parsed.problem;
+      audit(400, `${name} ${JSON.stringify(payload.slice(0, 40))} refused: ${why}; nothing was sent`);
+      return;
+    }
+    const control = this.#control;
+    if (control?.applySettings === undefined) {
+      audit(503, "settings writes are not available yet");
+      return;
+    }
+    try {
+      const outcome = await control.applySettings({
+        instanceId,
+        target,
+        settings: { [name]: parsed.value },
+        source,
+      });
+      audit(
+        outcome.status,
+        outcome.ok ? undefined : outcome.detail,
+        outcome.ok ? undefined : outcome.problem,
+      );
+    } catch (error) {
+      audit(500, `settings write failed: ${describeError(error)}`);
     }
   }
 }

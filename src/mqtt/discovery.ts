@@ -12,6 +12,7 @@
  */
 import { createHash } from "node:crypto";
 import { commandsFor } from "../control/commands.js";
+import { DELAY_MAX, LABEL_MAX, OUTLET_SETTINGS, POA_ACTIONS, type SettingName } from "../control/settings.js";
 import { RAISED_ALARM_STATES, type Snapshot, type Vendor } from "../pdu/model.js";
 import type { TopicIdGuard, Topics } from "./topics.js";
 
@@ -48,6 +49,8 @@ interface DeviceShape {
     readonly label: string;
     readonly name: string;
     readonly measurements: readonly MeasurementShape[];
+    /** The settings the PDU reports a value of (the others would have no state in Home Assistant). */
+    readonly settings: readonly SettingName[];
   }[];
   readonly entities: readonly {
     readonly key: string;
@@ -94,6 +97,7 @@ export function discoveryShape(instanceId: string, snapshot: Snapshot, guard: To
         label: o.renamed === true ? o.displayName : o.label,
         name: o.displayName,
         measurements: measurements(o.measurements),
+        settings: OUTLET_SETTINGS.filter((row) => row.current(o) !== null).map((row) => row.name),
       })),
       entities: d.entities
         .filter((e) => guard.ok(instanceId, "entity key", e.key))
@@ -144,7 +148,7 @@ export function sensorClass(type: string): SensorClass {
   return SENSOR_CLASSES.get(type.toLowerCase()) ?? OTHER;
 }
 
-type Component = "sensor" | "binary_sensor" | "switch" | "button";
+type Component = "sensor" | "binary_sensor" | "switch" | "button" | "number" | "select" | "text";
 type Json = Record<string, unknown>;
 
 const ORIGIN = { name: "pdu-bridge" };
@@ -185,8 +189,10 @@ export function buildDiscovery(
     addDeviceSensors(b, d, pdu);
     for (const o of d.outlets) {
       const outlet = outletBlock(b, d, o, shape.vendor);
-      if (actionsEnabled) addOutletCommands(b, d.id, o.index, outlet);
-      else addOutletPowerSensor(b, d.id, o.index, outlet);
+      if (actionsEnabled) {
+        addOutletCommands(b, d.id, o.index, outlet);
+        addOutletSettings(b, d.id, o, outlet);
+      } else addOutletPowerSensor(b, d.id, o.index, outlet);
       addOutletSensors(b, d.id, o, outlet);
     }
   }
@@ -339,6 +345,44 @@ function addOutletCommands(b: Builder, deviceId: string, index: number, outlet: 
       ...ha.fields,
       qos: 1,
     });
+  }
+}
+
+/**
+ * The outlet's settings (src/control/settings.ts) the PDU reports: a `number` per delay, a `select`
+ * for the power-on action, a `text` for the label; commands go to `…/<setting>/set`.
+ */
+function addOutletSettings(b: Builder, deviceId: string, o: OutletShape, outlet: string): void {
+  const { topics, instanceId } = b;
+  for (const row of OUTLET_SETTINGS) {
+    if (!o.settings.includes(row.name)) continue;
+    const common = {
+      name: row.title,
+      state_topic: topics.outletSetting(instanceId, deviceId, o.index, row.name),
+      command_topic: topics.outletSettingCommand(instanceId, deviceId, o.index, row.name),
+      entity_category: "config",
+      qos: 1,
+    };
+    const parts = ["outlet", deviceId, String(o.index), row.name];
+    switch (row.kind) {
+      case "delay":
+        b.add("number", parts, outlet, {
+          ...common,
+          min: 0,
+          max: DELAY_MAX,
+          step: 1,
+          mode: "box",
+          unit_of_measurement: "s",
+          device_class: "duration",
+        });
+        break;
+      case "poaAction":
+        b.add("select", parts, outlet, { ...common, options: [...POA_ACTIONS] });
+        break;
+      case "label":
+        b.add("text", parts, outlet, { ...common, min: 1, max: LABEL_MAX, mode: "text" });
+        break;
+    }
   }
 }
 

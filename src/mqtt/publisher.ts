@@ -23,6 +23,7 @@
  */
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type { InstanceConfig } from "../config/schema.js";
+import { PUBLISHED_SETTINGS } from "../control/settings.js";
 import type { Logger } from "../log.js";
 import type { Alarm, Snapshot } from "../pdu/model.js";
 import { publishedView } from "../pdu/overrides.js";
@@ -401,6 +402,11 @@ export class Publisher {
           retained(r.visit({ kind: "outletState", deviceId: d, index: i }), outlet.state);
         }
         retained(r.visit({ kind: "outletLabel", deviceId: d, index: i }), outlet.displayName);
+        for (const row of PUBLISHED_SETTINGS) {
+          const current = row.current(outlet);
+          if (current === null) continue;
+          retained(r.visit({ kind: "outletSetting", deviceId: d, index: i, setting: row.name }), current);
+        }
         if (!values) continue;
         for (const m of outlet.measurements) {
           if (m.value === null) continue;

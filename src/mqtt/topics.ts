@@ -11,12 +11,15 @@
 import { createHash } from "node:crypto";
 import type { Logger } from "../log.js";
 import { mqttLevels } from "../control/commands.js";
+import { SETTING_NAMES, type SettingName } from "../control/settings.js";
 import type { ControlTarget } from "../control/types.js";
 import { forbiddenCharacter, nameProblem, quoteName } from "../pdu/names.js";
 
 /** Command topic levels of an outlet and of a group (from the command table, src/control/commands.ts). */
 export const OUTLET_COMMANDS: readonly string[] = mqttLevels("outlet");
 export const GROUP_COMMANDS: readonly string[] = mqttLevels("group");
+/** The last level of a setting's command topic (`…/outlets/<i>/<setting>/set`). */
+export const SETTING_COMMAND = "set";
 /** A command topic's last level (`set`, `reboot`, `resetStats`). */
 export type OutletCommand = string;
 
@@ -120,6 +123,12 @@ export type TopicKey =
   | { readonly kind: "outletState"; readonly deviceId: string; readonly index: number }
   | { readonly kind: "outletLabel"; readonly deviceId: string; readonly index: number }
   | {
+      readonly kind: "outletSetting";
+      readonly deviceId: string;
+      readonly index: number;
+      readonly setting: SettingName;
+    }
+  | {
       readonly kind: "outletMeasurement";
       readonly deviceId: string;
       readonly index: number;
@@ -144,6 +153,8 @@ export function sameTopicKey(a: TopicKey, b: TopicKey): boolean {
     case "outletState":
     case "outletLabel":
       return b.kind === a.kind && b.index === a.index && b.deviceId === a.deviceId;
+    case "outletSetting":
+      return b.kind === a.kind && b.index === a.index && b.setting === a.setting && b.deviceId === a.deviceId;
     case "outletMeasurement":
       return b.kind === a.kind && b.index === a.index && b.type === a.type && b.deviceId === a.deviceId;
     case "entityMeasurement":
@@ -162,6 +173,8 @@ export type ParsedCommand =
       readonly target: ControlTarget;
       /** The topic's last level: which commands its payload may name (src/control/commands.ts). */
       readonly command: OutletCommand;
+      /** Set only on a setting's command topic (`…/outlets/<i>/<setting>/set`): which setting. */
+      readonly setting?: SettingName;
     }
   | { readonly ok: false; readonly instanceId: string | null; readonly reason: string };
 
@@ -196,6 +209,8 @@ export class Topics {
         return this.outletState(instanceId, key.deviceId, key.index);
       case "outletLabel":
         return this.outletLabel(instanceId, key.deviceId, key.index);
+      case "outletSetting":
+        return this.outletSetting(instanceId, key.deviceId, key.index, key.setting);
       case "outletMeasurement":
         return this.outletMeasurement(instanceId, key.deviceId, key.index, key.type);
       case "entityMeasurement":
@@ -225,6 +240,16 @@ export class Topics {
     return `${this.parent}/${instanceId}/${deviceId}/outlets/${index}/label`;
   }
 
+  /** A setting's retained value (`label` is {@link outletLabel}, the same topic). */
+  outletSetting(instanceId: string, deviceId: string, index: number, setting: SettingName): string {
+    return `${this.parent}/${instanceId}/${deviceId}/outlets/${index}/${setting}`;
+  }
+
+  /** A setting's command topic: `…/outlets/<i>/<setting>/set`. */
+  outletSettingCommand(instanceId: string, deviceId: string, index: number, setting: SettingName): string {
+    return `${this.outletSetting(instanceId, deviceId, index, setting)}/${SETTING_COMMAND}`;
+  }
+
   outletMeasurement(instanceId: string, deviceId: string, index: number, type: string): string {
     return `${this.parent}/${instanceId}/${deviceId}/outlets/${index}/measurements/${type}`;
   }
@@ -250,6 +275,7 @@ export class Topics {
     return [
       ...OUTLET_COMMANDS.map((c) => `${this.parent}/${instanceId}/+/outlets/+/${c}`),
       ...GROUP_COMMANDS.map((c) => `${this.parent}/${instanceId}/groups/+/${c}`),
+      ...SETTING_NAMES.map((s) => `${this.parent}/${instanceId}/+/outlets/+/${s}/${SETTING_COMMAND}`),
     ];
   }
 
@@ -278,6 +304,15 @@ export class Topics {
       if (!INDEX.test(index))
         return refuse(instanceId, `outlet index ${JSON.stringify(index)} is not an integer`);
       return { ok: true, instanceId, target: { kind: "outlet", deviceId, index: Number(index) }, command };
+    }
+    if (levels.length === 6 && levels[2] === "outlets" && levels[5] === SETTING_COMMAND) {
+      const setting = SETTING_NAMES.find((n) => n === levels[4]);
+      const index = levels[3] ?? "";
+      if (setting === undefined) return refuse(instanceId, `unknown setting ${JSON.stringify(levels[4])}`);
+      if (!INDEX.test(index))
+        return refuse(instanceId, `outlet index ${JSON.stringify(index)} is not an integer`);
+      const target = { kind: "outlet", deviceId: levels[1] ?? "", index: Number(index) } as const;
+      return { ok: true, instanceId, target, command: SETTING_COMMAND, setting };
     }
     return refuse(instanceId, "not a command topic");
   }

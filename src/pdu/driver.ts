@@ -19,17 +19,34 @@ export interface OutletTarget {
   readonly route: DeviceRoute | null;
 }
 
+/** What an outlet does when the PDU powers up. */
+export type PoaAction = "on" | "off" | "last";
+
 /**
- * Outlet settings a later command may change (issue 18: labels, delays, power-on action). No driver
- * implements {@link PduDriver.setOutletSettings} yet and no command calls it.
+ * Outlet settings an operator may change (contract §10): label, delays in whole seconds, power-on
+ * action. The control core validates them (src/control/settings.ts) before a driver sees them.
  */
 export interface OutletSettings {
   readonly label?: string;
   readonly onDelay?: number;
   readonly offDelay?: number;
   readonly rebootDelay?: number;
-  readonly poaAction?: string;
+  readonly poaAction?: PoaAction;
 }
+
+/**
+ * A thing with a label other than an outlet: a device, one of its entities (a breaker, a phase) or a
+ * OneView group (on the master). `route` as in {@link OutletTarget}.
+ */
+export type LabelTarget =
+  | { readonly kind: "device"; readonly deviceId: string; readonly route: DeviceRoute | null }
+  | {
+      readonly kind: "entity";
+      readonly deviceId: string;
+      readonly entityKey: string;
+      readonly route: DeviceRoute | null;
+    }
+  | { readonly kind: "group"; readonly groupKey: string };
 
 /**
  * One configured PDU instance as a family's driver sees it. Every failure is a PduError
@@ -46,8 +63,10 @@ export interface PduDriver {
   controlOutlet(target: OutletTarget, action: SwitchAction, signal?: AbortSignal): Promise<void>;
   /** Resets the outlet's accumulated statistics (energy). */
   resetOutletEnergy(target: OutletTarget, signal?: AbortSignal): Promise<void>;
-  /** Changes outlet settings (issue 18); absent: the family cannot, and the command is refused. */
+  /** Changes outlet settings; absent: the family cannot, and the request is refused (502). */
   setOutletSettings?(target: OutletTarget, settings: OutletSettings, signal?: AbortSignal): Promise<void>;
+  /** Renames a device, an entity or a group; absent: the family cannot, and the request is refused. */
+  setLabel?(target: LabelTarget, label: string, signal?: AbortSignal): Promise<void>;
   /** Closes every connection; requests still in flight fail. */
   close(): Promise<void>;
 }

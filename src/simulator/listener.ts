@@ -133,7 +133,7 @@ export class Listener {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const chunked = /\bchunked\b/i.test(req.headers["transfer-encoding"] ?? "");
     if (method === "POST" && chunked && this.owner.rejectChunked) {
-      this.record(method, path, true, undefined);
+      this.record(method, path, true, undefined, null);
       reset(socket);
       return;
     }
@@ -153,7 +153,8 @@ export class Listener {
       return;
     }
     const body = parseJson(raw);
-    this.record(method, path, chunked, body);
+    const declared = req.headers["content-length"];
+    this.record(method, path, chunked, body, declared === undefined ? null : Number(declared));
     const fault = this.fault;
     if (fault?.kind === "hang") return;
     if (fault?.kind === "slow") {
@@ -181,7 +182,13 @@ export class Listener {
     send(res, reply.status, text, "application/json");
   }
 
-  private record(method: string, path: string, chunked: boolean, body: unknown): void {
+  private record(
+    method: string,
+    path: string,
+    chunked: boolean,
+    body: unknown,
+    contentLength: number | null,
+  ): void {
     const cmd = isObj(body) && typeof body.cmd === "string" ? body.cmd : null;
     this.owner.record({
       time: this.owner.state.time(),
@@ -190,6 +197,7 @@ export class Listener {
       port: this.boundPort,
       unit: this.unit.index,
       chunked,
+      contentLength,
       body: redact(body),
       cmd,
     });

@@ -69,6 +69,8 @@ export interface RecordedRequest {
   readonly unit: number;
   /** Sent with `Transfer-Encoding: chunked`. */
   readonly chunked: boolean;
+  /** The `Content-Length` header as a number, or null when the request had none. */
+  readonly contentLength: number | null;
   /** Parsed JSON body with any `data.password` replaced by "[redacted]"; undefined when none/invalid. */
   readonly body: unknown;
   /** The body's `cmd` (`login`, `control`, `set`, `reset`, ...), else null. */

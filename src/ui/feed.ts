@@ -213,6 +213,8 @@ export class ConsoleFeed {
         }
         return outcome;
       },
+      // Settings writes pass through: the console shows switching, not settings.
+      ...(control.applySettings === undefined ? {} : { applySettings: control.applySettings.bind(control) }),
     };
   }
 

@@ -1,7 +1,7 @@
 import { after, before, beforeEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createControlService } from "../../src/control/service.js";
-import type { ControlOutcome, ControlTarget } from "../../src/control/types.js";
+import type { ControlOutcome, ControlTarget, SettingsTarget } from "../../src/control/types.js";
 import { silentLogger } from "../../src/log.js";
 import { findGroup } from "../../src/pdu/model.js";
 import type { OutletRef, RecordedRequest } from "../../src/simulator/index.js";
@@ -272,6 +272,66 @@ describe("control core on a single PDU", () => {
     } finally {
       await h.sim.setFault(null);
     }
+  });
+
+  it("a settings write takes the outlet's turn: after a running switch, and refused while another command waits", async () => {
+    const service = h.service;
+    assert.ok(typeof service.applySettings === "function", "the core writes settings");
+    const settings = (settings: Record<string, unknown>) =>
+      service.applySettings!({
+        instanceId: "pdu1",
+        target: outlet(dev, 5),
+        settings,
+        source: { surface: "rest", client: "test" },
+      });
+    await h.sim.setFault("slow:200");
+    try {
+      const off = h.run("pdu1", outlet(dev, 5), "off");
+      const delay = settings({ offDelay: 4 });
+      // The outlet's turn is taken and one write waits: a third is refused before anything is sent.
+      const third = await settings({ onDelay: 9 });
+      assert.equal(third.ok, false);
+      assert.equal(third.status, 409, JSON.stringify(third));
+      done(await off);
+      const written = await delay;
+      assert.deepEqual(written, {
+        ok: true,
+        status: 200,
+        instanceId: "pdu1",
+        target: outlet(dev, 5),
+        settings: { offDelay: 4 },
+      });
+      assert.deepEqual(
+        h.sim.writes().map((w) => [w.path, bodyOf(w).cmd, bodyOf(w).data]),
+        [
+          [outletPath(dev, 5), "control", { action: "off", delay: false }],
+          [outletPath(dev, 5), "set", { offDelay: 4 }],
+        ],
+        "the settings write went after the switch, and the refused one not at all",
+      );
+      assert.equal(h.sim.outlet(dev, 5).offDelay, 4);
+      assert.ok(h.pollSoonCalls.length >= 2, "an early poll shows the new value");
+    } finally {
+      await h.sim.setFault(null);
+    }
+  });
+
+  it("settings: bad values, fields the target does not take and ActionsEnabled: false send nothing", async () => {
+    const apply = (instanceId: string, target: SettingsTarget, settings: Record<string, unknown>) =>
+      h.service.applySettings!({ instanceId, target, settings, source: { surface: "rest", client: "test" } });
+    const cases: [string, SettingsTarget, Record<string, unknown>, number][] = [
+      ["pdu1", outlet(dev, 1), { onDelay: "10" }, 400],
+      ["pdu1", outlet(dev, 1), {}, 400],
+      ["pdu1", { kind: "device", deviceId: dev }, { rebootDelay: 5 }, 400],
+      ["pdu1", outlet(dev, 1), { label: "x".repeat(33) }, 400],
+      ["pdu1", { kind: "entity", deviceId: dev, entityKey: "nope" }, { label: "x" }, 404],
+      ["locked", outlet(dev, 1), { label: "x" }, 409],
+    ];
+    for (const [instanceId, target, settings, status] of cases) {
+      const outcome = await apply(instanceId, target, settings);
+      assert.equal(outcome.status, status, `${JSON.stringify(settings)}: ${JSON.stringify(outcome)}`);
+    }
+    assert.deepEqual(h.sim.writes(), []);
   });
 
   it("on a hard stop, in-flight writes to different outlets end as outcome unknown (502), never 200 nor 'retry'", async () => {

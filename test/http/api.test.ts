@@ -468,6 +468,8 @@ test("the OpenAPI 3.1 document is valid, complete and keeps the key secret", asy
     "Reading",
     "OutletControlResult",
     "GroupControlResult",
+    "Settings",
+    "SettingsResult",
   ]) {
     assert.ok(name in document.components.schemas, `component ${name}`);
   }
@@ -482,6 +484,10 @@ test("the OpenAPI 3.1 document is valid, complete and keeps the key secret", asy
     "GET /api/v1/readings",
     "GET /api/v1/snapshots",
     "GET /openapi/v1.json",
+    "PATCH /api/v1/instances/{id}/devices/{deviceId}",
+    "PATCH /api/v1/instances/{id}/entities/{deviceId}/{entityKey}",
+    "PATCH /api/v1/instances/{id}/groups/{groupKey}",
+    "PATCH /api/v1/instances/{id}/outlets/{deviceId}/{index}",
     "POST /api/v1/instances/{id}/groups/{groupKey}/control",
     "POST /api/v1/instances/{id}/outlets/{deviceId}/{index}/control",
   ]);
@@ -491,7 +497,7 @@ test("the OpenAPI 3.1 document is valid, complete and keeps the key secret", asy
       `${id} has summary and operationId`,
     );
     assert.ok(Array.isArray(op.tags) && op.tags.length > 0, `${id} has tags`);
-    const isControl = id.startsWith("POST");
+    const isControl = id.startsWith("POST") || id.startsWith("PATCH");
     assert.deepEqual(op.security, isControl ? [{ ApiKey: [] }] : undefined, `${id} security`);
     if (id === "GET /openapi/v1.json") continue;
     const responses = op.responses as Record<

@@ -55,11 +55,12 @@ describe("Home Assistant discovery (embedded broker, two instances)", () => {
     store.recordSuccess("rack-a", singleUnit("rack-a", "DEV1", 2));
     store.recordSuccess("cluster", cluster("cluster", "DEV1", "DEV2"));
     const late = await connect(["homeassistant/#"]);
-    // rack-a: 6 for the PDU device + 6 per outlet × 2; cluster: 6 × 2 devices + 4 per outlet × 4 + 4 group sensors.
-    await waitFor(() => configs(late).size >= 50, "discovery configs");
+    // rack-a: 6 for the PDU device + (6 + 5 settings) per outlet × 2; cluster: 6 × 2 devices + 4 per
+    // outlet × 4 + 4 group sensors.
+    await waitFor(() => configs(late).size >= 60, "discovery configs");
     await sleep(200);
     all = configs(late);
-    assert.equal(all.size, 50);
+    assert.equal(all.size, 60);
   });
 
   after(async () => {
@@ -200,7 +201,8 @@ describe("Home Assistant discovery (embedded broker, two instances)", () => {
 
   it("republishes every config when Home Assistant sends online on its status topic", async () => {
     const live = await connect(["homeassistant/+/+/+/config"]);
-    await sleep(200);
+    // The retained replay first (all of it, however slow the machine), then the live republish.
+    await waitFor(() => configs(live).size === all.size, "the retained replay");
     live.clear();
     const before = bridge.homeAssistant().lastDiscoveryUtc ?? 0;
     await live.publish("homeassistant/status", "online");

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { Config } from "../../src/config/schema.js";
+import { PUBLISHED_SETTINGS } from "../../src/control/settings.js";
 import { silentLogger } from "../../src/log.js";
 import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
 import { INFLIGHT_HIGH } from "../../src/mqtt/connection.js";
@@ -64,7 +65,8 @@ describe("flow control of discovery and resyncs", () => {
     store = new SnapshotStore(IDS);
     for (const id of IDS) store.recordSuccess(id, singleUnit(id, "DEV1", OUTLETS));
     expected = expectedDiscovery(config, store);
-    perInstance = expected.size / IDS.length + 1 + 2 * OUTLETS;
+    // Per outlet: its state, label and the settings' retained topics.
+    perInstance = expected.size / IDS.length + 1 + (2 + PUBLISHED_SETTINGS.length) * OUTLETS;
     // The connect resyncs every instance: about 40 × 150 QoS 1 messages, far above the mark.
     bridge = await startMqttBridge({ config, store, logger: silentLogger() });
   });

@@ -85,6 +85,15 @@ describe("publisher (embedded broker)", () => {
       [`${D}/outlets/1/label`]: "Outlet 2",
       [`${D}/outlets/2/state`]: "on",
       [`${D}/outlets/2/label`]: "Outlet 3",
+      // The settings as the snapshot reports them (the test snapshot's outlets all have the same).
+      ...Object.fromEntries(
+        [0, 1, 2].flatMap((i) => [
+          [`${D}/outlets/${i}/onDelay`, "0"],
+          [`${D}/outlets/${i}/offDelay`, "0"],
+          [`${D}/outlets/${i}/rebootDelay`, "5"],
+          [`${D}/outlets/${i}/poaAction`, "last"],
+        ]),
+      ),
     };
     for (const [topic, payload] of Object.entries(values)) {
       const m = await live.waitFor(topic);

@@ -73,7 +73,34 @@ describe("topic names (contract §3)", () => {
       "pdu-bridge/rack/+/outlets/+/reboot",
       "pdu-bridge/rack/+/outlets/+/resetStats",
       "pdu-bridge/rack/groups/+/set",
+      "pdu-bridge/rack/+/outlets/+/label/set",
+      "pdu-bridge/rack/+/outlets/+/onDelay/set",
+      "pdu-bridge/rack/+/outlets/+/offDelay/set",
+      "pdu-bridge/rack/+/outlets/+/rebootDelay/set",
+      "pdu-bridge/rack/+/outlets/+/poaAction/set",
     ]);
+  });
+
+  it("parses a setting's command topic, and refuses unknown settings and deeper topics", () => {
+    assert.deepEqual(t.parseCommand("pdu-bridge/rack/A0AE/outlets/3/onDelay/set"), {
+      ok: true,
+      instanceId: "rack",
+      target: { kind: "outlet", deviceId: "A0AE", index: 3 },
+      command: "set",
+      setting: "onDelay",
+    });
+    assert.equal(t.parseCommand("pdu-bridge/rack/A0AE/outlets/3/colour/set").ok, false);
+    assert.equal(t.parseCommand("pdu-bridge/rack/A0AE/outlets/03/label/set").ok, false);
+    assert.equal(t.parseCommand("pdu-bridge/rack/A0AE/outlets/3/label/set/x").ok, false);
+    assert.equal(
+      t.parseCommand("pdu-bridge/rack/A0AE/outlets/3/label").ok,
+      false,
+      "the retained topic is no command",
+    );
+    assert.equal(
+      t.outletSettingCommand("rack", "A0AE", 3, "label"),
+      `${t.outletLabel("rack", "A0AE", 3)}/set`,
+    );
   });
 
   it("keeps a multi-level parent topic as given", () => {

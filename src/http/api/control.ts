@@ -16,18 +16,28 @@ import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebo
 import Type from "typebox";
 import { auditControl } from "../../control/audit.js";
 import { COMMAND_NAMES } from "../../control/commands.js";
+import { SETTINGS_ACTION } from "../../control/settings.js";
 import {
   GROUP_ACTIONS,
   OUTLET_ACTIONS,
   type ControlOutcome,
   type ControlTarget,
   type OutletResult,
+  type SettingsOutcome,
+  type SettingsTarget,
 } from "../../control/types.js";
 import { problem, PROBLEM_TYPE_PREFIX, problemSentWith, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
 import { clientAddressResolver, FailedKeyLimiter, keyMatcher } from "./key-guard.js";
-import { DeviceIdParam, GroupKeyParam, InstanceIdParam, isOutletIndex, OutletIndexParam } from "./params.js";
-import { INTERNAL_ERROR, json, problemResponse, RetryAfterHeader } from "./schemas.js";
+import {
+  DeviceIdParam,
+  EntityKeyParam,
+  GroupKeyParam,
+  InstanceIdParam,
+  isOutletIndex,
+  OutletIndexParam,
+} from "./params.js";
+import { INTERNAL_ERROR, json, problemResponse, RetryAfterHeader, SettingsBody } from "./schemas.js";
 
 /** Retry-After of a 503 when the core gives none (seconds). */
 const DEFAULT_RETRY_AFTER = 5;
@@ -39,6 +49,8 @@ const OutletParams = Type.Object({
 });
 
 const GroupParams = Type.Object({ id: InstanceIdParam, groupKey: GroupKeyParam });
+const DeviceParams = Type.Object({ id: InstanceIdParam, deviceId: DeviceIdParam });
+const EntityParams = Type.Object({ id: InstanceIdParam, deviceId: DeviceIdParam, entityKey: EntityKeyParam });
 
 const OutletBody = Type.Object(
   { action: Type.Enum([...OUTLET_ACTIONS], { description: "What to do with the outlet" }) },
@@ -80,15 +92,20 @@ const controlResponses = (success: ReturnType<typeof json>, failureSchema: strin
 
 type Params = Readonly<Record<string, string | undefined>>;
 
-function targetOf(params: Params): ControlTarget | null {
+function targetOf(params: Params): SettingsTarget | null {
   if (params.groupKey !== undefined) return { kind: "group", groupKey: params.groupKey };
-  if (params.deviceId === undefined || params.index === undefined || !isOutletIndex(params.index))
-    return null;
+  if (params.deviceId === undefined) return null;
+  if (params.entityKey !== undefined)
+    return { kind: "entity", deviceId: params.deviceId, entityKey: params.entityKey };
+  if (params.index === undefined) return { kind: "device", deviceId: params.deviceId };
+  if (!isOutletIndex(params.index)) return null;
   return { kind: "outlet", deviceId: params.deviceId, index: Number(params.index) };
 }
 
-/** The action named in a parsed body, if it is one this API knows (unknown strings are not logged). */
-function actionOf(body: unknown): string | null {
+/** The action of a request: `set` for a settings write, else the body's, if this API knows it. */
+function actionOf(request: FastifyRequest): string | null {
+  if (request.method === "PATCH") return SETTINGS_ACTION;
+  const body = request.body;
   if (typeof body !== "object" || body === null || !("action" in body)) return null;
   const action = body.action;
   return typeof action === "string" && COMMAND_NAMES.includes(action) ? action : null;
@@ -191,8 +208,64 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
 
   /** Refused or failed before the handler (4xx from checks, parsing, validation, limits): audit here. */
   const auditOnResponse = (request: FastifyRequest, reply: FastifyReply, done: () => void): void => {
-    audit(request, reply.statusCode, actionOf(request.body), problemSentWith(reply)?.detail);
+    audit(request, reply.statusCode, actionOf(request), problemSentWith(reply)?.detail);
     done();
+  };
+
+  /** A refusal or failure of the core as a problem (503 with Retry-After). */
+  const sendRefusal = (reply: FastifyReply, outcome: Extract<ControlOutcome, { ok: false }>) => {
+    const headers: Record<string, string> =
+      outcome.status === 503
+        ? { "retry-after": String(Math.max(1, Math.ceil(outcome.retryAfter ?? DEFAULT_RETRY_AFTER))) }
+        : {};
+    const extensions = outcome.outlets ? { outlets: outletResults(outcome.outlets) } : {};
+    const body = problem(outcome.status, outcome.detail, outcome.title, extensions);
+    // A specific kind (outcome-unknown, superseded, ...) names the problem type.
+    const typed =
+      outcome.problem === undefined ? body : { ...body, type: PROBLEM_TYPE_PREFIX + outcome.problem };
+    return sendProblem(reply, typed, headers);
+  };
+
+  /** 503 (audited) when no control service is attached to this process. */
+  const unavailable = (request: FastifyRequest, reply: FastifyReply, action: string, what: string) => {
+    const detail = `${what} is not available in this process; try again later or check the service's log`;
+    audit(request, 503, action, detail);
+    return sendProblem(reply, problem(503, detail), { "retry-after": String(DEFAULT_RETRY_AFTER) });
+  };
+
+  const auditOutcome = (request: FastifyRequest, action: string, outcome: SettingsOutcome | ControlOutcome) =>
+    audit(
+      request,
+      outcome.status,
+      action,
+      outcome.ok ? undefined : outcome.detail,
+      outcome.ok ? undefined : outcome.problem,
+    );
+
+  /** A settings write (contract §10) through the core; 200 echoes the settings written. */
+  const applySettings = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<FastifyReply | object> => {
+    // The route's schema has checked the parameters (so there is a target) and the body.
+    const params = request.params as Params;
+    const target = targetOf(params);
+    const instanceId = params.id ?? "";
+    const settings = request.body as Readonly<Record<string, unknown>>;
+    if (target === null) throw new Error("settings route without a target");
+    const control = deps.control;
+    if (control?.applySettings === undefined)
+      return unavailable(request, reply, SETTINGS_ACTION, "writing settings");
+    const outcome: SettingsOutcome = await control.applySettings({
+      instanceId,
+      target,
+      settings,
+      source: { surface: "rest", client: clientOf(request) },
+    });
+    auditOutcome(request, SETTINGS_ACTION, outcome);
+    if (!outcome.ok) return sendRefusal(reply, outcome);
+    const { kind: _kind, ...where } = outcome.target;
+    return { ok: true, instanceId: outcome.instanceId, ...where, settings: outcome.settings };
   };
 
   const execute = async (
@@ -202,36 +275,15 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
     target: ControlTarget,
     action: string,
   ): Promise<FastifyReply | object> => {
-    if (!deps.control) {
-      const detail = "control is not available in this process; try again later or check the service's log";
-      audit(request, 503, action, detail);
-      return sendProblem(reply, problem(503, detail), { "retry-after": String(DEFAULT_RETRY_AFTER) });
-    }
+    if (!deps.control) return unavailable(request, reply, action, "control");
     const outcome: ControlOutcome = await deps.control.execute({
       instanceId,
       target,
       action,
       source: { surface: "rest", client: clientOf(request) },
     });
-    audit(
-      request,
-      outcome.status,
-      action,
-      outcome.ok ? undefined : outcome.detail,
-      outcome.ok ? undefined : outcome.problem,
-    );
-    if (!outcome.ok) {
-      const headers: Record<string, string> =
-        outcome.status === 503
-          ? { "retry-after": String(Math.max(1, Math.ceil(outcome.retryAfter ?? DEFAULT_RETRY_AFTER))) }
-          : {};
-      const extensions = outcome.outlets ? { outlets: outletResults(outcome.outlets) } : {};
-      const body = problem(outcome.status, outcome.detail, outcome.title, extensions);
-      // A specific kind (outcome-unknown, superseded, ...) names the problem type.
-      const typed =
-        outcome.problem === undefined ? body : { ...body, type: PROBLEM_TYPE_PREFIX + outcome.problem };
-      return sendProblem(reply, typed, headers);
-    }
+    auditOutcome(request, action, outcome);
+    if (!outcome.ok) return sendRefusal(reply, outcome);
     const done = outcome.target;
     if (done.kind === "outlet") {
       return {
@@ -310,5 +362,56 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
         request.body.action,
       ),
   );
+
+  const settingsSchema = (summary: string, description: string, operationId: string) => ({
+    summary,
+    description:
+      `${description} Needs \`X-Api-Key\` and an instance with \`ActionsEnabled: true\`; ` +
+      "values are never converted (a delay sent as a string is 400) and nothing is written unless all are valid.",
+    operationId,
+    tags: ["Settings"],
+    security: [{ ApiKey: [] }],
+    body: SettingsBody,
+    response: controlResponses(json("SettingsResult", "Written; the settings as sent"), "Problem"),
+  });
+
+  /** The settings routes: path, what it does, operation id, path parameters (the target follows from them). */
+  const settingsRoutes = [
+    [
+      "/api/v1/instances/:id/outlets/:deviceId/:index",
+      "Change an outlet's label, delays or power-on action",
+      "Any of `label`, `onDelay`, `offDelay`, `rebootDelay`, `poaAction`, written to the PDU in one `set`.",
+      "setOutletSettings",
+      OutletParams,
+    ],
+    [
+      "/api/v1/instances/:id/devices/:deviceId",
+      "Rename a device",
+      "`label` only.",
+      "setDeviceLabel",
+      DeviceParams,
+    ],
+    [
+      "/api/v1/instances/:id/entities/:deviceId/:entityKey",
+      "Rename an entity (a breaker, a phase)",
+      "`label` only.",
+      "setEntityLabel",
+      EntityParams,
+    ],
+    [
+      "/api/v1/instances/:id/groups/:groupKey",
+      "Rename a OneView group",
+      "`label` only; written on the master.",
+      "setGroupLabel",
+      GroupParams,
+    ],
+  ] as const;
+  for (const [path, summary, description, operationId, params] of settingsRoutes) {
+    app.patch(
+      path,
+      { schema: { ...settingsSchema(summary, description, operationId), params } },
+      (request, reply) => applySettings(request, reply),
+    );
+  }
   done();
 };

@@ -9,6 +9,7 @@
 import Format from "typebox/format";
 import Type from "typebox";
 import { InstanceIdPattern } from "../../config/schema.js";
+import { LABEL_MAX, labelProblem } from "../../control/settings.js";
 
 /** An outlet index as the PDU writes it: decimal, no sign, no leading zero, at most six digits. */
 export const OUTLET_INDEX_PATTERN = "^(0|[1-9][0-9]{0,5})$";
@@ -39,6 +40,10 @@ export const isOutletIndex = (text: string): boolean => OUTLET_INDEX.test(text);
 
 Format.Set(NAME_FORMAT, isSafeName);
 
+/** The typebox format of a label written to the PDU (src/control/settings.ts, the one rule). */
+export const LABEL_FORMAT = "pdu-label";
+Format.Set(LABEL_FORMAT, (label) => labelProblem(label) === null);
+
 /** What each rule means, for the 400 detail (keyed by the schema's pattern or format). */
 export const RULE_WORDS: Readonly<Record<string, string>> = {
   [OUTLET_INDEX_PATTERN]:
@@ -46,6 +51,7 @@ export const RULE_WORDS: Readonly<Record<string, string>> = {
   [InstanceIdPattern]: "must be an instance id: 1 to 64 characters of A-Z, a-z, 0-9, _ and -",
   [NAME_FORMAT]:
     "must be 1 to 128 bytes of UTF-8, not . or .., without /, control characters, U+FFFE or U+FFFF",
+  [LABEL_FORMAT]: `must be 1 to ${LABEL_MAX} printable characters (no control characters or noncharacters)`,
 };
 
 export const InstanceIdParam = Type.String({
@@ -63,6 +69,11 @@ export const OutletIndexParam = Type.String({
   pattern: OUTLET_INDEX_PATTERN,
   description:
     "0-based outlet index (0 is the PDU's `Outlet 1`) in plain decimal: `0`, `7`; never `01`, `+1`, `1.0` or `1e0`",
+});
+
+export const EntityKeyParam = Type.String({
+  format: NAME_FORMAT,
+  description: "Entity key of the device (`phase0`, `breaker1`, `total0`, ...), exact",
 });
 
 export const GroupKeyParam = Type.String({

@@ -3,7 +3,15 @@
  * and are the OpenAPI document. Shared ones carry an `$id` and appear under `#/components/schemas`.
  */
 import Type, { type Static, type TSchema } from "typebox";
+import {
+  DELAY_MAX,
+  LABEL_MAX,
+  OUTLET_SETTINGS,
+  POA_ACTIONS,
+  type SettingRow,
+} from "../../control/settings.js";
 import { GROUP_ACTIONS, OUTLET_ACTIONS } from "../../control/types.js";
+import { LABEL_FORMAT } from "./params.js";
 import { ProblemSchema } from "../problem.js";
 
 const time = (description: string) => Type.String({ format: "date-time", description });
@@ -151,6 +159,46 @@ export const ControlProblemSchema = Type.Object(
   { $id: "ControlProblem", description: "RFC 9457 problem details of a failed control request" },
 );
 
+/** One setting's schema, from its row of the settings table (the one rule; nothing is converted). */
+function settingSchema(row: SettingRow): TSchema {
+  const description = row.description;
+  switch (row.kind) {
+    case "label":
+      return Type.String({ minLength: 1, maxLength: LABEL_MAX, format: LABEL_FORMAT, description });
+    case "delay":
+      return Type.Integer({ minimum: 0, maximum: DELAY_MAX, description });
+    case "poaAction":
+      return Type.Enum([...POA_ACTIONS], { description });
+  }
+}
+
+const SETTINGS_PROPERTIES = Object.fromEntries(
+  OUTLET_SETTINGS.map((row) => [row.name, Type.Optional(settingSchema(row))]),
+);
+const SETTINGS_OPTIONS = {
+  additionalProperties: false,
+  minProperties: 1,
+  description: "Any of the outlet's settings (a device, an entity or a group: `label` only)",
+};
+
+/** The body of a settings write (contract §10), built from the settings table. */
+export const SettingsBody = Type.Object(SETTINGS_PROPERTIES, SETTINGS_OPTIONS);
+/** The same, shared in the OpenAPI document (the 200 answer echoes it). */
+export const SettingsSchema = Type.Object(SETTINGS_PROPERTIES, { ...SETTINGS_OPTIONS, $id: "Settings" });
+
+export const SettingsResultSchema = Type.Object(
+  {
+    ok: Type.Literal(true),
+    instanceId: Type.String(),
+    deviceId: Type.Optional(Type.String()),
+    index: Type.Optional(Type.Integer({ minimum: 0 })),
+    entityKey: Type.Optional(Type.String()),
+    groupKey: Type.Optional(Type.String()),
+    settings: Type.Ref("Settings"),
+  },
+  { $id: "SettingsResult", description: "The settings written, and where" },
+);
+
 /** Every shared schema, in dependency order (for `addSchema`). */
 export const SHARED_SCHEMAS = [
   ProblemSchema,
@@ -164,6 +212,8 @@ export const SHARED_SCHEMAS = [
   GroupControlResultSchema,
   OutletResultSchema,
   ControlProblemSchema,
+  SettingsSchema,
+  SettingsResultSchema,
 ] as const;
 
 /** A response of one status: JSON described by a shared schema (by `$id`). */

@@ -31,7 +31,7 @@ import { Client, Pool, request, type Dispatcher } from "undici";
 import type { InstanceConfig, PduScheme } from "../../config/schema.js";
 import { silentLogger, type Logger } from "../../log.js";
 import { describeError, ParseError, PduError } from "../errors.js";
-import type { OutletTarget, PduDriver, SwitchAction } from "../driver.js";
+import type { LabelTarget, OutletSettings, OutletTarget, PduDriver, SwitchAction } from "../driver.js";
 import type { DeviceRoute, Snapshot } from "../model.js";
 import { pathSegment } from "../names.js";
 import { parseApiTree, parseOneView } from "./parse.js";
@@ -284,6 +284,28 @@ export class GeistClient implements PduDriver {
     await this.write(target, "reset", { target: "energy" }, signal);
   }
 
+  /** Changes outlet settings (`set` on the outlet); a repeated `set` does no harm, so it may be retried. */
+  async setOutletSettings(
+    target: OutletTarget,
+    settings: OutletSettings,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    await this.write(target, "set", { ...settings }, signal);
+  }
+
+  /** Renames a device or an entity (through the device's port) or a OneView group (on the master). */
+  async setLabel(target: LabelTarget, label: string, signal?: AbortSignal): Promise<void> {
+    if (target.kind === "group") {
+      const path = `/oneview/group/${pathSegment(target.groupKey, "group key")}`;
+      await this.post(this.port, path, "set", { label }, signal, false);
+      return;
+    }
+    const device = `/api/dev/${pathSegment(target.deviceId, "device id")}`;
+    const path =
+      target.kind === "device" ? device : `${device}/entity/${pathSegment(target.entityKey, "entity key")}`;
+    await this.post(this.portFor(target.route), path, "set", { label }, signal, false);
+  }
+
   /** Closes every connection; requests still in flight fail. */
   async close(): Promise<void> {
     this.#closed = true;
@@ -333,6 +355,22 @@ export class GeistClient implements PduDriver {
     if (!Number.isSafeInteger(target.index) || target.index < 0) {
       throw new RangeError(`outlet index must be a non-negative integer, got ${target.index}`);
     }
+    const port = this.portFor(target.route);
+    const path = `/api/dev/${pathSegment(target.deviceId, "device id")}/outlet/${target.index}`;
+    // A reboot or a statistics reset must never run twice: sent once, over its own connection.
+    const once = cmd === "reset" || (cmd === "control" && data.action === "reboot");
+    await this.post(port, path, cmd, data, signal, once);
+  }
+
+  /** One token-checked write (`{"cmd","token","data"}` with Content-Length) to `path` on `port`. */
+  private async post(
+    port: number,
+    path: string,
+    cmd: WriteCommand,
+    data: Readonly<Record<string, unknown>>,
+    signal: AbortSignal | undefined,
+    once: boolean,
+  ): Promise<void> {
     const credentials = this.#credentials;
     if (credentials === null) {
       throw new PduError(
@@ -340,10 +378,6 @@ export class GeistClient implements PduDriver {
         `PDU ${this.instanceId} has no credentials: set Credentials.Username and Credentials.Password to control it`,
       );
     }
-    const port = this.portFor(target.route);
-    const path = `/api/dev/${pathSegment(target.deviceId, "device id")}/outlet/${target.index}`;
-    // A reboot or a statistics reset must never run twice: sent once, over its own connection.
-    const once = cmd === "reset" || (cmd === "control" && data.action === "reboot");
     let token = await this.token(port, credentials, signal);
     let envelope = await this.exchange("POST", port, path, commandBody(cmd, token, data), signal, once);
     if (envelope.retCode === RetCode.notAuthorised) {
