@@ -8,6 +8,7 @@ import { ConfigError } from "./config/errors.js";
 import { configSource, loadKubernetesConfig } from "./config/kubernetes.js";
 import { loadConfigFile, resolveConfigPath } from "./config/load.js";
 import { describeError } from "./pdu/errors.js";
+import { missingHeapFlags, relaunchWithHeapFlags, RUNTIME_FLAGS_ENV } from "./runtime.js";
 
 // The service itself (fastify, MQTT, the simulator) is imported by the commands that run it, so that
 // `check-config` starts in a fraction of the time.
@@ -107,8 +108,15 @@ export async function main(argv: string[]): Promise<number> {
   const args = command === first ? rest : argv;
   try {
     switch (command) {
-      case "run":
+      case "run": {
+        // The service runs with the heap flags it needs (docs/deployment.md, "Memory"), unless whoever
+        // started it chose their own; started again with them at most once.
+        const flags = missingHeapFlags(process.execArgv, process.env.NODE_OPTIONS);
+        if (flags.length > 0 && process.env[RUNTIME_FLAGS_ENV] === undefined) {
+          return await relaunchWithHeapFlags(flags);
+        }
         return await runBridge(args);
+      }
       case "check-config": {
         const { runCheckConfig } = await import("./config/cli.js");
         const write = (stream: NodeJS.WriteStream) => (text: string) => void stream.write(text);
