@@ -7,16 +7,21 @@
  *   node dist/bench/heap-breakdown.js [--pdus 250] [--interval 10] [--polls 3] [--save FILE]
  *   node dist/bench/heap-breakdown.js --snapshot FILE.heapsnapshot --pdus 250   (analyse only)
  *   ... --explain Buffer   (also: who holds the instances of a class, by chain of dominators)
+ *   node dist/bench/heap-breakdown.js --rss [--plain] [--main PATH] --pdus 1000 --polls 6
+ *     no snapshot: peak RSS (VmHWM) of the bridge and any child it started, after the polls; with
+ *     --plain without NODE_OPTIONS (as `npx pdu-bridge` runs it), else with the image's; --main runs
+ *     another build's dist/src/main.js (a before/after comparison in the same conditions)
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { startBridge, writeBridgeConfig } from "./lib/bridge.js";
 import { startBroker } from "./lib/broker.js";
-import { killAllStarted, stopChild } from "./lib/child.js";
+import { DIST, killAllStarted, spawnNode, stopChild, type LoggedChild } from "./lib/child.js";
 import { breakdown, formatBreakdown, takeHeapSnapshot } from "./lib/heap-snapshot.js";
 import { startSimFleet } from "./lib/sim-fleet.js";
+import { DEFAULT_NODE_OPTIONS } from "../src/runtime.js";
 import { ensureTools } from "./lib/tools.js";
 
 const { values } = parseArgs({
@@ -27,12 +32,34 @@ const { values } = parseArgs({
     snapshot: { type: "string" },
     save: { type: "string" },
     explain: { type: "string" },
+    rss: { type: "boolean", default: false },
+    plain: { type: "boolean", default: false },
+    main: { type: "string" },
   },
 });
 const pdus = Number(values.pdus);
 const prefixes = ["pdu-bridge/", "homeassistant/"];
 
-async function snapshotOfFleet(): Promise<string> {
+/** VmHWM (MB) of `pid` and of every process below it. */
+function peakRssMb(pid: number): number {
+  let kb = 0;
+  const visit = (p: number) => {
+    try {
+      kb += Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, "utf8"))?.[1] ?? 0);
+      for (const task of readdirSync(`/proc/${p}/task`)) {
+        const children = readFileSync(`/proc/${p}/task/${task}/children`, "utf8").trim();
+        for (const c of children === "" ? [] : children.split(" ")) visit(Number(c));
+      }
+    } catch {
+      // gone meanwhile
+    }
+  };
+  visit(pid);
+  return Math.round(kb / 1024);
+}
+
+/** Runs `measure` on a bridge polling a fleet of `pdus` simulated PDUs, after `polls` polls of each. */
+async function withFleet<T>(measure: (bridge: LoggedChild) => Promise<T>): Promise<T> {
   const intervalS = Number(values.interval);
   const dir = mkdtempSync(join(tmpdir(), "pdu-bridge-heap-"));
   const tools = ensureTools(false, (line) => process.stderr.write(`${line}\n`));
@@ -46,15 +73,20 @@ async function snapshotOfFleet(): Promise<string> {
       broker,
       pollIntervalS: intervalS,
     });
-    const bridge = await startBridge({
-      configFile,
-      logFile: join(dir, "bridge.log"),
-      nodeArgs: ["--inspect=127.0.0.1:0"],
-    });
+    const logFile = join(dir, "bridge.log");
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")));
+    if (values.plain) delete env.NODE_OPTIONS;
+    const bridge = values.rss
+      ? spawnNode(values.main ?? join(DIST, "src/main.js"), ["--config", configFile], {
+          logFile,
+          env: values.plain ? env : { ...env, NODE_OPTIONS: DEFAULT_NODE_OPTIONS },
+        })
+      : await startBridge({ configFile, logFile, nodeArgs: ["--inspect=127.0.0.1:0"] });
+    if (values.rss) await bridge.waitForLog("pdu-bridge started", 60_000);
     try {
       await fleet.reset();
       await fleet.waitForPolls(Number(values.polls), (Number(values.polls) + 3) * intervalS * 1000 + 60_000);
-      return await takeHeapSnapshot(() => bridge.log());
+      return await measure(bridge);
     } finally {
       await stopChild(bridge.child);
     }
@@ -66,10 +98,23 @@ async function snapshotOfFleet(): Promise<string> {
 }
 
 try {
-  const json =
-    values.snapshot === undefined ? await snapshotOfFleet() : readFileSync(values.snapshot, "utf8");
-  if (values.save !== undefined) writeFileSync(values.save, json);
-  process.stdout.write(`${formatBreakdown(breakdown(json, prefixes, 20, values.explain), pdus)}\n`);
+  if (values.rss) {
+    const mb = await withFleet((bridge) => Promise.resolve(peakRssMb(bridge.pid)));
+    const how = values.plain ? "plain" : `NODE_OPTIONS="${DEFAULT_NODE_OPTIONS}"`;
+    const load = loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ");
+    process.stdout.write(
+      `peak RSS ${mb} MB: ${values.main ?? "this build"}, ${how}, ${pdus} PDUs after ${values.polls} polls, load ${load}\n`,
+    );
+  } else {
+    const json =
+      values.snapshot === undefined
+        ? await withFleet((bridge) => takeHeapSnapshot(() => bridge.log()))
+        : readFileSync(values.snapshot, "utf8");
+    if (values.save !== undefined) writeFileSync(values.save, json);
+    process.stdout.write(`${formatBreakdown(breakdown(json, prefixes, 20, values.explain), pdus)}\n`);
+  }
 } catch (error) {
   killAllStarted();
   process.stderr.write(`heap-breakdown: ${error instanceof Error ? error.stack : String(error)}\n`);
