@@ -63,7 +63,13 @@ describe("GET /metrics (App)", () => {
   after(() => h?.close());
 
   it("serves the Prometheus text format with every reading of the latest snapshots", async () => {
-    const r = await h.health.get("/metrics");
+    // The cluster's values live: scrape again if a poll landed during the scrape, so that the
+    // snapshot compared below is the one the scrape read.
+    let r = await h.health.get("/metrics");
+    for (let before = null as unknown; before !== h.app.store.get("cluster")?.snapshot;) {
+      before = h.app.store.get("cluster")?.snapshot;
+      r = await h.health.get("/metrics");
+    }
     assert.equal(r.status, 200);
     assert.equal(r.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8");
     const m = samples(r.text);
@@ -222,7 +228,9 @@ describe("Metrics configuration", () => {
       yaml: (s) => appYaml({ pdus: [pduYaml("a", s.sim)], extra: "Metrics: { Enabled: false }" }),
     });
     try {
-      assert.equal((await off.health.get("/metrics")).status, 404);
+      const none = await off.health.get("/metrics");
+      assert.equal(none.status, 404);
+      assert.match(none.text, /serves GET \/healthz, \/readyz and \/health\/integrations"/);
     } finally {
       await off.close();
     }
@@ -234,7 +242,9 @@ describe("Metrics configuration", () => {
       const r = await moved.health.get("/prom/metrics");
       assert.equal(r.status, 200);
       assert.match(r.text, /^pdu_bridge_up\{instance="a"\} [01]$/m);
-      assert.equal((await moved.health.get("/metrics")).status, 404);
+      const gone = await moved.health.get("/metrics");
+      assert.equal(gone.status, 404);
+      assert.match(gone.text, /serves GET \/healthz, \/readyz, \/health\/integrations and \/prom\/metrics/);
     } finally {
       await moved.close();
     }

@@ -28,7 +28,9 @@ export async function buildHealthServer(deps: HttpDeps): Promise<HttpApp> {
   const app = createHttpApp(
     deps.logger,
     "health",
-    "the health listener serves GET /healthz, /readyz and /health/integrations",
+    deps.metrics
+      ? `the health listener serves GET /healthz, /readyz, /health/integrations and ${deps.config.Metrics.Path}`
+      : "the health listener serves GET /healthz, /readyz and /health/integrations",
     undefined,
     httpLimits(deps.config),
   );

@@ -309,11 +309,19 @@ export class GeistClient implements PduDriver {
 
   // ---- writes ----
 
-  /** The port that reaches a device: the member's proxy port on the master's host, else the configured one. */
+  /**
+   * The port that reaches a device: the member's proxy port on the master's host, else the
+   * configured one. A member without a usable proxy port for this scheme is refused rather than
+   * written through the master's port.
+   */
   private portFor(route: DeviceRoute | null): number {
     if (!isProxyRoute(route)) return this.port;
     const p = this.scheme === "https" ? route.httpsPort : route.webPort;
-    return p > 0 ? p : this.port;
+    if (Number.isInteger(p) && p > 0 && p <= 65535) return p;
+    throw new PduError(
+      "malformed",
+      `OneView member ${route.hostKey} has no usable ${this.scheme} proxy port (${this.scheme === "https" ? "httpsPort" : "webPort"} ${String(p)})`,
+    );
   }
 
   private async write(

@@ -476,8 +476,16 @@ export function parseApiTree(data: unknown, instanceId: string, timestamp: numbe
 // ---- OneView ----
 
 /** A port number; missing or non-numeric counts as 0 ("the master itself"). */
+/**
+ * A member's proxy port on the master's host: absent or <= 0 means "the master itself" (0); a value
+ * that is not an integer up to 65535 is unusable (NaN), so that no write to that member can fall
+ * through to the master's port.
+ */
 function portOf(v: unknown): number {
-  return toNumber(v) ?? 0;
+  if (v === undefined || v === null) return 0;
+  const n = toNumber(v);
+  if (n === null || !Number.isInteger(n) || n > 65535) return NaN;
+  return n <= 0 ? 0 : n;
 }
 
 const UNASSIGNED = "unassigned";
@@ -700,7 +708,10 @@ export function parseOneView(data: unknown, instanceId: string, timestamp: numbe
     path.push(hostKey);
     const webPort = portOf(host.webPort);
     const httpsPort = portOf(host.httpsPort);
-    const isMaster = webPort <= 0 && httpsPort <= 0;
+    if (Number.isNaN(webPort)) w.add(path, "not a port number; writes to this member are refused", "webPort");
+    if (Number.isNaN(httpsPort))
+      w.add(path, "not a port number; writes to this member are refused", "httpsPort");
+    const isMaster = webPort === 0 && httpsPort === 0;
     const route: ProxyRoute | null = isMaster ? null : Object.freeze({ hostKey, webPort, httpsPort });
     const cache = optionalMap(host, "cache", path);
     let system = NO_SYSTEM;

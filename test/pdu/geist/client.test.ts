@@ -140,6 +140,19 @@ describe("GeistClient reads a single unit", () => {
     assert.deepEqual(sim.requests, []);
   });
 
+  it("refuses a write to a member without a usable proxy port, sending nothing to the master", async () => {
+    const { sim, client } = h;
+    sim.clearRequests();
+    for (const port of [0, Number.NaN]) {
+      const route = { hostKey: "member", webPort: port, httpsPort: port };
+      await rejectsWith(client.controlOutlet({ deviceId: "D", index: 0, route }, "off"), (e) => {
+        assert.equal(e.kind, "malformed");
+        assert.match(e.message, /member member has no usable http proxy port/);
+      });
+    }
+    assert.deepEqual(sim.requests, []);
+  });
+
   it("maps a truncated body to malformed and a wrong shape to a ParseError", async () => {
     const { sim, client } = h;
     try {

@@ -221,6 +221,22 @@ describe("parseOneView", () => {
     assert.equal(device(s, "AAAA0001").route?.webPort, 80);
   });
 
+  it("marks a member port that is not a port number unusable, with a warning, never the master", () => {
+    const tree = oneViewTree();
+    const member = at(tree, "host", "02:00:00:00:00:0b");
+    member.webPort = "eighty";
+    member.httpsPort = 70000;
+    const s = parseOneView(tree, "cluster", 5);
+    const route = device(s, "BBBB0001").route;
+    assert.ok(route !== null, "a member with broken ports is still a member, not the master");
+    assert.ok(Number.isNaN(route.webPort) && Number.isNaN(route.httpsPort));
+    assert.equal(s.system.label, "Master A");
+    assert.deepEqual(
+      (s.warnings ?? []).map((w) => w.path).filter((p) => p.includes("02:00:00:00:00:0b")),
+      ['$.host["02:00:00:00:00:0b"].webPort', '$.host["02:00:00:00:00:0b"].httpsPort'],
+    );
+  });
+
   it("orders groups by order then key", () => {
     assert.deepEqual(
       snap.groups.map((g) => [g.key, g.displayName, g.order]),
