@@ -6,7 +6,7 @@
 import { parseArgs } from "node:util";
 import { ConfigError } from "./config/errors.js";
 import { describeError } from "./pdu/errors.js";
-import { missingHeapFlags, relaunchWithHeapFlags, RUNTIME_FLAGS_ENV } from "./runtime.js";
+import { missingHeapFlags, relaunchWithHeapFlags, RUNTIME_FLAGS_ENV, stopWithRelay } from "./runtime.js";
 
 // The service itself (fastify, MQTT, the simulator) and the configuration loader are imported by the
 // commands that run them, so that `check-config` starts in a fraction of the time and the process
@@ -117,6 +117,7 @@ export async function main(argv: string[]): Promise<number> {
         if (flags.length > 0 && process.env[RUNTIME_FLAGS_ENV] === undefined) {
           return await relaunchWithHeapFlags(flags);
         }
+        stopWithRelay();
         return await runBridge(args);
       }
       case "check-config": {

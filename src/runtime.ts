@@ -103,14 +103,16 @@ type Execve = (file: string, args: readonly string[], env: NodeJS.ProcessEnv) =>
  * Starts the service again with `flags` and the same arguments. Node 22.15 and later: the process
  * is replaced (`process.execve`: same pid, nothing returns). Older Node: a child with the same stdio
  * runs it; SIGTERM, SIGINT and SIGHUP are passed on, and the promise resolves to the child's exit
- * code (128 + the signal's number when a signal ended it).
+ * code (128 + the signal's number when a signal ended it). Should that first process die without
+ * passing a signal on (SIGKILL), the service stops as on SIGTERM ({@link stopWithRelay}).
  */
 export function relaunchWithHeapFlags(flags: readonly string[]): Promise<number> {
   const args = [...flags, ...process.execArgv, ...process.argv.slice(1)];
   const env = { ...process.env, [RUNTIME_FLAGS_ENV]: flags.join(" ") };
   const execve = (process as { execve?: Execve }).execve;
   if (typeof execve === "function") execve(process.execPath, [process.execPath, ...args], env);
-  const child = spawn(process.execPath, args, { stdio: "inherit", env });
+  // The IPC channel only tells the child when this process is gone ({@link stopWithRelay}).
+  const child = spawn(process.execPath, args, { stdio: ["inherit", "inherit", "inherit", "ipc"], env });
   const signals: NodeJS.Signals[] = ["SIGTERM", "SIGINT", "SIGHUP"];
   const pass = (signal: NodeJS.Signals) => child.kill(signal);
   for (const signal of signals) process.on(signal, pass);
@@ -126,4 +128,14 @@ export function relaunchWithHeapFlags(flags: readonly string[]): Promise<number>
       resolve(code ?? (signal === null ? 1 : 128 + constants.signals[signal]));
     });
   });
+}
+
+/**
+ * In a service started by {@link relaunchWithHeapFlags} as a child (Node before 22.15): stop as on
+ * SIGTERM when the process that started it is gone, so that no service is left behind.
+ */
+export function stopWithRelay(): void {
+  if (process.env[RUNTIME_FLAGS_ENV] === undefined || process.channel === undefined) return;
+  process.channel.unref();
+  process.once("disconnect", () => process.kill(process.pid, "SIGTERM"));
 }

@@ -189,6 +189,31 @@ describe("the CLI process", () => {
     assert.equal(cli.logs().filter((l) => l.msg === "pdu-bridge started").length, 1, "one service, one log");
   });
 
+  it(
+    "on Node before 22.15, the service stops when the process that started it is killed",
+    {
+      skip:
+        "execve" in process ? "this Node replaces the process (execve): there is no first process" : false,
+    },
+    async () => {
+      const config = await dir.write("relay.yaml", appYaml({ pdus: [pduYaml("relay", sim)], health: false }));
+      const cli = run(["--config", config], { NODE_OPTIONS: "" });
+      const flags = await cli.waitForLog((l) => /^runtime flags/.test(String(l.msg)), "the flags line");
+      const service = Number(flags.pid);
+      assert.notEqual(service, cli.child.pid, "the service runs in a child of its own");
+      cli.signal("SIGKILL");
+      await waitFor(() => cli.logs().some((l) => l.msg === "pdu-bridge stopped"), "the service's stop");
+      await waitFor(() => {
+        try {
+          process.kill(service, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      }, "the service's exit");
+    },
+  );
+
   it("adds no flag when the user set both", async () => {
     const config = await dir.write(
       "user-both.yaml",
