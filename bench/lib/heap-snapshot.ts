@@ -4,8 +4,7 @@
  * Kennedy's iterative algorithm), summed for the service's own parts (named classes) and for the
  * kinds of strings it holds (topics, discovery). Used by bench/heap-breakdown.ts.
  */
-import { WebSocket } from "undici";
-import { sleep } from "./child.js";
+import { openInspector } from "./inspector-profile.js";
 
 interface RawSnapshot {
   snapshot: {
@@ -18,17 +17,7 @@ interface RawSnapshot {
 
 /** Takes a heap snapshot of the process whose log (`log()`) names its inspector URL. */
 export async function takeHeapSnapshot(log: () => string, timeoutMs = 30_000): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  let url: string | undefined;
-  while ((url = /Debugger listening on (ws:\/\/\S+)/.exec(log())?.[1]) === undefined) {
-    if (Date.now() > deadline) throw new Error("the child printed no inspector URL");
-    await sleep(100);
-  }
-  const ws = new WebSocket(url);
-  await new Promise<void>((resolve, reject) => {
-    ws.addEventListener("open", () => resolve(), { once: true });
-    ws.addEventListener("error", () => reject(new Error(`cannot connect to ${url}`)), { once: true });
-  });
+  const ws = await openInspector(log, timeoutMs);
   const chunks: string[] = [];
   const done = new Promise<void>((resolve, reject) => {
     ws.addEventListener("message", (event) => {
