@@ -199,7 +199,7 @@ export async function measurePoller(options: {
 }
 
 /** Resolves true once 2 s pass without a message under `prefix`, false after `timeoutMs`. */
-async function settle(counter: IpcChild, prefix: string, timeoutMs: number): Promise<boolean> {
+export async function settle(counter: IpcChild, prefix: string, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     await counter.request("reset");

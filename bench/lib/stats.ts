@@ -44,10 +44,14 @@ export function round(v: number | null, digits = 2): number | null {
  * which is exactly the scheduler jitter the target is about (a constant network delay, the same for
  * every poll, is not lateness). Also returns the spacing deviation |Δt − interval| of consecutive
  * polls and how many intervals passed without a poll (skipped turns).
+ *
+ * `counted`, when given, keeps only the polls it accepts in `lateness` and `polls` (e.g. those that
+ * arrived while the API was hammered); the phase is still taken from every poll of the window.
  */
 export function pollLateness(
   timesPerClient: readonly (readonly number[])[],
   intervalMs: number,
+  counted: (time: number) => boolean = () => true,
 ): { lateness: number[]; spacing: number[]; polls: number; skipped: number } {
   const lateness: number[] = [];
   const spacing: number[] = [];
@@ -56,11 +60,14 @@ export function pollLateness(
   for (const times of timesPerClient) {
     if (times.length === 0) continue;
     const sorted = [...times].sort((a, b) => a - b);
-    polls += sorted.length;
     const t0 = sorted[0]!;
     const deviations = sorted.map((t) => t - t0 - Math.round((t - t0) / intervalMs) * intervalMs);
     const best = Math.min(...deviations);
-    for (const d of deviations) lateness.push(d - best);
+    sorted.forEach((t, i) => {
+      if (!counted(t)) return;
+      polls++;
+      lateness.push(deviations[i]! - best);
+    });
     for (let i = 1; i < sorted.length; i++) {
       const gap = sorted[i]! - sorted[i - 1]!;
       const turns = Math.round(gap / intervalMs);

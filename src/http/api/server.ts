@@ -24,6 +24,14 @@ import { registerConsole } from "../../ui/routes.js";
 
 export const OPENAPI_PATH = "/openapi/v1.json";
 
+/**
+ * The documented 200 answers of the two cached read routes. Their bodies are sent as cached bytes
+ * (bodies.ts), not serialised through these; test/http/read-bodies.test.ts proves the bytes are what
+ * fastify's serialisation of these schemas gives.
+ */
+export const HEALTH_RESPONSE = json("Health", "Service health");
+export const READINGS_RESPONSE = jsonArray("Reading", "The readings; [] for an instance not polled yet");
+
 async function registerDocs(app: HttpApp): Promise<void> {
   await app.register(swagger, {
     openapi: {
@@ -118,7 +126,7 @@ function registerHealthRoute(app: HttpApp, bodies: ReadBodies): void {
         summary: "Service health: uptime, MQTT connection and polls",
         operationId: "getHealth",
         tags: ["Status"],
-        response: { 200: json("Health", "Service health"), 500: INTERNAL_ERROR },
+        response: { 200: HEALTH_RESPONSE, 500: INTERNAL_ERROR },
       },
     },
     (_request, reply) => reply.headers(API_JSON_HEADERS).send(bodies.health()),
@@ -174,7 +182,7 @@ function registerReadingsRoute(app: HttpApp, deps: HttpDeps, bodies: ReadBodies)
           { additionalProperties: false },
         ),
         response: {
-          200: jsonArray("Reading", "The readings; [] for an instance not polled yet"),
+          200: READINGS_RESPONSE,
           400: problemResponse("Unknown query parameter or empty instance"),
           404: problemResponse("No such instance"),
           500: INTERNAL_ERROR,
