@@ -24,7 +24,7 @@ import { createDriver } from "./pdu/drivers.js";
 import { overridesView, unknownOverrides } from "./pdu/overrides.js";
 import { Poller } from "./poller/scheduler.js";
 import { SnapshotStore } from "./poller/store.js";
-import { heapLimitMb, heapNeededMb } from "./runtime.js";
+import { heapFlagsReport, heapLimitMb, heapNeededMb } from "./runtime.js";
 import { ConsoleFeed } from "./ui/feed.js";
 
 export interface AppOptions {
@@ -203,6 +203,11 @@ export class App {
       "pdu-bridge started",
     );
     const limitMb = heapLimitMb();
+    const flags = heapFlagsReport(process.env, process.execArgv);
+    this.logger.info(
+      { heapLimitMb: limitMb, ...flags },
+      flags.applied.length > 0 ? `runtime flags applied: ${flags.applied.join(" ")}` : "runtime flags",
+    );
     const neededMb = heapNeededMb(this.config.instances.length);
     if (limitMb < neededMb) {
       this.logger.warn(

@@ -5,12 +5,12 @@
  */
 import { parseArgs } from "node:util";
 import { ConfigError } from "./config/errors.js";
-import { configSource, loadKubernetesConfig } from "./config/kubernetes.js";
-import { loadConfigFile, resolveConfigPath } from "./config/load.js";
 import { describeError } from "./pdu/errors.js";
+import { missingHeapFlags, relaunchWithHeapFlags, RUNTIME_FLAGS_ENV, stopWithRelay } from "./runtime.js";
 
-// The service itself (fastify, MQTT, the simulator) is imported by the commands that run it, so that
-// `check-config` starts in a fraction of the time.
+// The service itself (fastify, MQTT, the simulator) and the configuration loader are imported by the
+// commands that run them, so that `check-config` starts in a fraction of the time and the process
+// that only starts the service with its heap flags (runtime.ts, Node before 22.15) stays small.
 const loadApp = async () => (await import("./app.js")).App;
 
 const USAGE = `usage:
@@ -28,7 +28,9 @@ export async function runBridge(argv: string[]): Promise<number> {
     options: { config: { type: "string", short: "c" } },
     strict: true,
   });
+  const { configSource } = await import("./config/kubernetes.js");
   if (configSource(process.env) === "kubernetes") return runFromKubernetes();
+  const { loadConfigFile, resolveConfigPath } = await import("./config/load.js");
   const config = await loadConfigFile(resolveConfigPath(values.config, process.env), process.env);
   const App = await loadApp();
   const app = await App.start(config);
@@ -40,6 +42,7 @@ export async function runBridge(argv: string[]): Promise<number> {
  * change stops the service cleanly with exit 0 so the orchestrator starts it again on the new one.
  */
 async function runFromKubernetes(): Promise<number> {
+  const { loadKubernetesConfig } = await import("./config/kubernetes.js");
   const source = await loadKubernetesConfig(process.env);
   const App = await loadApp();
   const app = await App.start(source.config);
@@ -107,8 +110,16 @@ export async function main(argv: string[]): Promise<number> {
   const args = command === first ? rest : argv;
   try {
     switch (command) {
-      case "run":
+      case "run": {
+        // The service runs with the heap flags it needs (docs/deployment.md, "Memory"), unless whoever
+        // started it chose their own; started again with them at most once.
+        const flags = missingHeapFlags(process.execArgv, process.env.NODE_OPTIONS);
+        if (flags.length > 0 && process.env[RUNTIME_FLAGS_ENV] === undefined) {
+          return await relaunchWithHeapFlags(flags);
+        }
+        stopWithRelay();
         return await runBridge(args);
+      }
       case "check-config": {
         const { runCheckConfig } = await import("./config/cli.js");
         const write = (stream: NodeJS.WriteStream) => (text: string) => void stream.write(text);

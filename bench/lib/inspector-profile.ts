@@ -38,17 +38,7 @@ export class InspectorProfiler {
 
   /** Connects to the inspector whose `Debugger listening on ws://...` line appears in `log()`. */
   static async attach(log: () => string, timeoutMs = 30_000): Promise<InspectorProfiler> {
-    const deadline = Date.now() + timeoutMs;
-    let url: string | undefined;
-    while ((url = /Debugger listening on (ws:\/\/\S+)/.exec(log())?.[1]) === undefined) {
-      if (Date.now() > deadline) throw new Error("the child printed no inspector URL");
-      await sleep(100);
-    }
-    const ws = new WebSocket(url);
-    await new Promise<void>((resolve, reject) => {
-      ws.addEventListener("open", () => resolve(), { once: true });
-      ws.addEventListener("error", () => reject(new Error(`cannot connect to ${url}`)), { once: true });
-    });
+    const ws = await openInspector(log, timeoutMs);
     return new InspectorProfiler(ws);
   }
 
@@ -75,4 +65,20 @@ export class InspectorProfiler {
   close(): void {
     this.#ws.close();
   }
+}
+
+/** A WebSocket to the inspector whose `Debugger listening on ws://...` line appears in `log()`. */
+export async function openInspector(log: () => string, timeoutMs = 30_000): Promise<WebSocket> {
+  const deadline = Date.now() + timeoutMs;
+  let url: string | undefined;
+  while ((url = /Debugger listening on (ws:\/\/\S+)/.exec(log())?.[1]) === undefined) {
+    if (Date.now() > deadline) throw new Error("the child printed no inspector URL");
+    await sleep(100);
+  }
+  const ws = new WebSocket(url);
+  await new Promise<void>((resolve, reject) => {
+    ws.addEventListener("open", () => resolve(), { once: true });
+    ws.addEventListener("error", () => reject(new Error(`cannot connect to ${url}`)), { once: true });
+  });
+  return ws;
 }

@@ -40,13 +40,15 @@ const NONE: readonly Slot[] = Object.freeze([]);
 
 export class Track {
   readonly #topicOf: TopicOf;
-  /** The slots visited by the last walk, in its order: the same slots as {@link #byTopic} holds. */
+  /** The slots visited by the last walk, in its order: every topic remembered, once. */
   readonly #order: Slot[] = [];
-  readonly #byTopic = new Map<string, Slot>();
+  /**
+   * The slots of the previous walk by topic, built only when a walk leaves its order (a shape
+   * change) and dropped at its end: kept for good it was a seventh of the heap per PDU.
+   */
+  #byTopic: Map<string, Slot> | null = null;
   #pos = 0;
   #walk = 0;
-  /** This walk left the order of the previous one. */
-  #moved = false;
 
   constructor(topicOf: TopicOf) {
     this.#topicOf = topicOf;
@@ -54,14 +56,14 @@ export class Track {
 
   /** Topics remembered. */
   get size(): number {
-    return this.#byTopic.size;
+    return this.#order.length;
   }
 
   /** Starts a walk. */
   begin(): void {
     this.#pos = 0;
     this.#walk++;
-    this.#moved = false;
+    this.#byTopic = null;
   }
 
   /**
@@ -74,11 +76,11 @@ export class Track {
     if (slot === undefined || !sameTopicKey(slot.key, key)) {
       const topic = this.#topicOf(key);
       if (topic === null) return null;
-      this.#moved = true;
-      slot = this.#byTopic.get(topic);
+      const byTopic = (this.#byTopic ??= new Map(this.#order.map((s) => [s.topic, s])));
+      slot = byTopic.get(topic);
       if (slot === undefined) {
         slot = { topic, key, payload: null, num: null, at: 0, seen: 0 };
-        this.#byTopic.set(topic, slot);
+        byTopic.set(topic, slot);
       }
       this.#order[pos] = slot;
     }
@@ -90,13 +92,15 @@ export class Track {
   /** Ends a walk: forgets the slots it did not visit and returns them. */
   end(): readonly Slot[] {
     const order = this.#order;
-    if (!this.#moved && this.#pos === order.length) return NONE;
-    // Every position before #pos holds a slot this walk visited; the rest were not visited.
-    order.length = this.#pos;
+    const byTopic = this.#byTopic;
+    this.#byTopic = null;
+    if (byTopic === null && this.#pos === order.length) return NONE;
     const walk = this.#walk;
-    const gone: Slot[] = [];
-    for (const slot of this.#byTopic.values()) if (slot.seen !== walk) gone.push(slot);
-    for (const slot of gone) this.#byTopic.delete(slot.topic);
+    // In order: the walk visited the slots before #pos, the rest are gone. Out of order: any slot
+    // of the previous walk or this one may be gone; the map holds them all.
+    const gone =
+      byTopic === null ? order.slice(this.#pos) : [...byTopic.values()].filter((slot) => slot.seen !== walk);
+    order.length = this.#pos;
     return gone;
   }
 }

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { after, before, describe, it } from "node:test";
+import { DEFAULT_MAX_OLD_SPACE_MB, DEFAULT_MAX_SEMI_SPACE_MB } from "../../src/runtime.js";
 import { startSimulator, type Simulator } from "../../src/simulator/index.js";
 import { appYaml, pduYaml } from "../../testkit/app-harness.js";
 import { childEnv, CliProcess, hasStackTrace, tempDir } from "../../testkit/cli-process.js";
@@ -69,9 +70,21 @@ describe("the CLI process", () => {
       const watcher = await Recorder.connect(broker, [`${parent}/status`]);
       cleanups.push(() => watcher.close());
 
-      const cli = run(["--config", config]);
+      // The plain command, as `npx pdu-bridge` or a systemd unit runs it: the service adds its heap
+      // flags itself, says so, and still stops cleanly (the signal passes through on Node 20).
+      const cli = run(["--config", config], { NODE_OPTIONS: "" });
       const { healthPort } = await cli.started();
       assert.ok(healthPort !== null);
+      const flags = await cli.waitForLog((l) => /^runtime flags/.test(String(l.msg)), "the flags line");
+      assert.deepEqual(flags.applied, [
+        `--max-old-space-size=${DEFAULT_MAX_OLD_SPACE_MB}`,
+        `--max-semi-space-size=${DEFAULT_MAX_SEMI_SPACE_MB}`,
+      ]);
+      assert.deepEqual(flags.kept, []);
+      assert.match(String(flags.why), /four times the live heap/);
+      // The cap is in force: V8's limit is the old space plus the young generation, far below 4 GB.
+      const limit = Number(flags.heapLimitMb);
+      assert.ok(limit >= DEFAULT_MAX_OLD_SPACE_MB && limit < 1024, String(limit));
       const health = new Client(healthPort);
       const deadline = Date.now() + 20_000;
       for (;;) {
@@ -162,6 +175,60 @@ describe("the CLI process", () => {
     assert.deepEqual(await cli.waitForExit(5000), { code: 0, signal: null }, cli.output);
     await waitFor(() => cli.logs().some((l) => l.msg === "pdu-bridge stopped"), "the stopped line");
     assert.ok(!cli.logs().some((l) => /heap limit/.test(String(l.msg))), "no heap warning for one PDU");
+  });
+
+  it("keeps a heap size the user set and adds only the flag that is missing", async () => {
+    const config = await dir.write("user-heap.yaml", appYaml({ pdus: [pduYaml("own", sim)], health: false }));
+    const cli = run(["--config", config], { NODE_OPTIONS: "--max_old_space_size=200" });
+    const flags = await cli.waitForLog((l) => /^runtime flags/.test(String(l.msg)), "the flags line");
+    assert.deepEqual(flags.applied, [`--max-semi-space-size=${DEFAULT_MAX_SEMI_SPACE_MB}`]);
+    assert.deepEqual(flags.kept, ["--max_old_space_size=200"]);
+    assert.ok(Number(flags.heapLimitMb) < DEFAULT_MAX_OLD_SPACE_MB, String(flags.heapLimitMb));
+    cli.signal("SIGINT");
+    assert.deepEqual(await cli.waitForExit(5000), { code: 0, signal: null }, cli.output);
+    assert.equal(cli.logs().filter((l) => l.msg === "pdu-bridge started").length, 1, "one service, one log");
+  });
+
+  it(
+    "on Node before 22.15, the service stops when the process that started it is killed",
+    {
+      skip:
+        "execve" in process ? "this Node replaces the process (execve): there is no first process" : false,
+    },
+    async () => {
+      const config = await dir.write("relay.yaml", appYaml({ pdus: [pduYaml("relay", sim)], health: false }));
+      const cli = run(["--config", config], { NODE_OPTIONS: "" });
+      const flags = await cli.waitForLog((l) => /^runtime flags/.test(String(l.msg)), "the flags line");
+      const service = Number(flags.pid);
+      assert.notEqual(service, cli.child.pid, "the service runs in a child of its own");
+      cli.signal("SIGKILL");
+      await waitFor(() => cli.logs().some((l) => l.msg === "pdu-bridge stopped"), "the service's stop");
+      await waitFor(() => {
+        try {
+          process.kill(service, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      }, "the service's exit");
+    },
+  );
+
+  it("adds no flag when the user set both", async () => {
+    const config = await dir.write(
+      "user-both.yaml",
+      appYaml({ pdus: [pduYaml("both", sim)], health: false }),
+    );
+    const cli = run(["--config", config], {
+      NODE_OPTIONS: "--max-old-space-size=300 --max-semi-space-size=8",
+    });
+    const flags = await cli.waitForLog((l) => /^runtime flags/.test(String(l.msg)), "the flags line");
+    assert.equal(flags.msg, "runtime flags");
+    assert.deepEqual(flags.applied, []);
+    assert.deepEqual(flags.kept, ["--max-old-space-size=300", "--max-semi-space-size=8"]);
+    assert.equal(flags.why, null);
+    cli.signal("SIGTERM");
+    assert.deepEqual(await cli.waitForExit(5000), { code: 0, signal: null }, cli.output);
   });
 
   it("warns at start when the heap limit looks too small for the fleet", async () => {
