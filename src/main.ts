@@ -99,6 +99,35 @@ function isArgsError(error: unknown): error is Error {
   );
 }
 
+/**
+ * How many PDUs the configuration file names (its `Pdus` keys), to size the heap cap before the
+ * service starts; null when that cannot be told this early (Kubernetes source, no readable file):
+ * the service then reports a cap that looks too small at start (runtime.ts, heapNeededMb).
+ */
+async function configuredInstances(argv: string[]): Promise<number | null> {
+  try {
+    const { values } = parseArgs({
+      args: argv,
+      options: { config: { type: "string", short: "c" } },
+      strict: false,
+    });
+    const { configSource } = await import("./config/kubernetes.js");
+    if (configSource(process.env) === "kubernetes") return null;
+    const { resolveConfigPath } = await import("./config/load.js");
+    const path = resolveConfigPath(
+      typeof values.config === "string" ? values.config : undefined,
+      process.env,
+    );
+    const { parse } = await import("yaml");
+    const { readFile } = await import("node:fs/promises");
+    const doc: unknown = parse(await readFile(path, "utf8"), { maxAliasCount: 100 });
+    const pdus = typeof doc === "object" && doc !== null ? (doc as { Pdus?: unknown }).Pdus : undefined;
+    return typeof pdus === "object" && pdus !== null ? Object.keys(pdus).length : null;
+  } catch {
+    return null;
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [first, ...rest] = argv;
   const command =
@@ -113,7 +142,11 @@ export async function main(argv: string[]): Promise<number> {
       case "run": {
         // The service runs with the heap flags it needs (docs/deployment.md, "Memory"), unless whoever
         // started it chose their own; started again with them at most once.
-        const flags = missingHeapFlags(process.execArgv, process.env.NODE_OPTIONS);
+        const flags = missingHeapFlags(
+          process.execArgv,
+          process.env.NODE_OPTIONS,
+          await configuredInstances(args),
+        );
         if (flags.length > 0 && process.env[RUNTIME_FLAGS_ENV] === undefined) {
           return await relaunchWithHeapFlags(flags);
         }

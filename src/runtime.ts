@@ -79,12 +79,22 @@ export function userHeapFlags(execArgv: readonly string[], nodeOptions: string |
   return nodeOptionWords(execArgv, nodeOptions).filter((w) => HEAP_FLAGS.some(([name]) => isFlag(w, name)));
 }
 
-/** The service's heap flags that neither the command line nor NODE_OPTIONS sets. */
-export function missingHeapFlags(execArgv: readonly string[], nodeOptions: string | undefined): string[] {
+/**
+ * The service's heap flags that neither the command line nor NODE_OPTIONS sets. With the number of
+ * configured instances, the old-space cap is raised to what that fleet needs ({@link heapNeededMb})
+ * when that is more than the default: a fixed cap would end a large fleet's service out of memory.
+ */
+export function missingHeapFlags(
+  execArgv: readonly string[],
+  nodeOptions: string | undefined,
+  instances: number | null = null,
+): string[] {
   const words = nodeOptionWords(execArgv, nodeOptions);
-  return HEAP_FLAGS.filter(([name]) => !words.some((w) => isFlag(w, name))).map(
-    ([name, mb]) => `--${name}=${mb}`,
-  );
+  return HEAP_FLAGS.filter(([name]) => !words.some((w) => isFlag(w, name))).map(([name, mb]) => {
+    const sized =
+      name === "max-old-space-size" && instances !== null ? Math.max(mb, heapNeededMb(instances)) : mb;
+    return `--${name}=${sized}`;
+  });
 }
 
 /** The start-up log line of the heap flags: which ones the service added, which ones it kept. */

@@ -4,6 +4,7 @@ import { describe, it } from "node:test";
 import {
   DEFAULT_NODE_OPTIONS,
   heapFlagsReport,
+  heapNeededMb,
   missingHeapFlags,
   RUNTIME_FLAGS_ENV,
   userHeapFlags,
@@ -16,6 +17,22 @@ describe("heap flags", () => {
       missingHeapFlags(["--enable-source-maps"], "--trace-warnings").join(" "),
       DEFAULT_NODE_OPTIONS,
     );
+  });
+
+  it("raises the old-space cap to what a large configured fleet needs, never below the default", () => {
+    assert.deepEqual(missingHeapFlags([], undefined, 100), [
+      "--max-old-space-size=480",
+      "--max-semi-space-size=32",
+    ]);
+    // 4000 PDUs ended out of memory under the fixed 480 MB cap (npm run bench -- --only scale).
+    assert.deepEqual(missingHeapFlags([], undefined, 4000), [
+      `--max-old-space-size=${heapNeededMb(4000)}`,
+      "--max-semi-space-size=32",
+    ]);
+    assert.ok(heapNeededMb(4000) > 480);
+    assert.deepEqual(missingHeapFlags(["--max-old-space-size=300"], undefined, 4000), [
+      "--max-semi-space-size=32",
+    ]);
   });
 
   it("keeps a flag set on the command line or in NODE_OPTIONS, in either spelling", () => {
