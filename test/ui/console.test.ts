@@ -200,6 +200,12 @@ test("the outlet view draws the power of the last hour", { skip }, async () => {
   const deviceId = h.sims.rack.deviceIds()[0]!;
   await page.goto(`${origin}/ui/#/i/rack/o/${deviceId}/2`);
   await page.locator("svg.chart path.line").waitFor({ state: "attached", timeout: 20_000 });
+  // The first draw may hold a single sample; a line needs the next poll's too.
+  await page.waitForFunction(
+    "(document.querySelector('svg.chart path.line')?.getAttribute('d') ?? '').split('L').length >= 2",
+    undefined,
+    { timeout: 20_000 },
+  );
   const points = await page.locator("svg.chart path.line").getAttribute("d");
   assert.ok((points?.split("L").length ?? 0) >= 2, `a line through the polls: ${points}`);
   const label = (await page.locator("svg.chart").getAttribute("aria-label")) ?? "";
