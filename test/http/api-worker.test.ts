@@ -15,6 +15,7 @@ import { ConfigError } from "../../src/config/errors.js";
 import { PEER_HEADER } from "../../src/http/api/mirror.js";
 import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
 import { configFrom } from "../../testkit/http-harness.js";
+import { singleUnit } from "../../testkit/mqtt-snapshots.js";
 import { waitFor } from "../../testkit/wait.js";
 
 const KEY = "worker-test-key-0123456789abcdef";
@@ -82,6 +83,14 @@ test("the mirror follows the store", async () => {
     return lab?.lastError?.includes("mirror test failure") === true && lab;
   }, "the failure in the worker's health answer");
   assert.equal(entry.consecutiveFailures, 1);
+
+  // A new snapshot: its readings are asked of the main thread by the first request that needs them.
+  h.app.store.recordSuccess("lab", singleUnit("lab", "MIRROR1", 2));
+  const readings = await waitFor(async () => {
+    const r = (await h.api.get("/api/v1/readings?instance=lab")).json<{ deviceId: string }[]>();
+    return r.length > 0 && r.every((x) => x.deviceId === "MIRROR1") && r;
+  }, "the new snapshot's readings from the worker");
+  assert.equal((await h.api.get("/api/v1/readings?instance=lab", TO_FASTIFY)).text, JSON.stringify(readings));
 });
 
 test("every other request reaches fastify, with the client's address", async () => {

@@ -16,7 +16,7 @@ import type { HttpDeps } from "../types.js";
 
 export const HEALTH_PATH = "/api/v1/health";
 export const READINGS_PATH = "/api/v1/readings";
-const INSTANCE_QUERY = `${READINGS_PATH}?instance=`;
+export const INSTANCE_QUERY = `${READINGS_PATH}?instance=`;
 
 /** Instance ids the fast path serves: only characters a query string carries as they are. */
 const PLAIN_ID = /^[A-Za-z0-9._~-]+$/;

@@ -17,12 +17,18 @@ export interface MirrorStatus {
   readonly lastPollUtc: number | null;
   readonly lastError: string | null;
   readonly consecutiveFailures: number;
-  /** The readings as JSON array members, or null when they did not change since the last message. */
-  readonly readings: string | null;
+  /**
+   * "new": a new snapshot, whose readings the worker asks for when a request needs them (so the
+   * main thread serialises readings only for snapshots someone reads); "same": the snapshot did not
+   * change since the last message; "none": no snapshot yet.
+   */
+  readonly snapshot: "new" | "same" | "none";
 }
 
 export type ToWorker =
   | { readonly kind: "statuses"; readonly mqttConnected: boolean; readonly statuses: MirrorStatus[] }
+  /** The readings of these instances' current snapshots, as asked. */
+  | { readonly kind: "readings"; readonly readings: [id: string, json: string][] }
   | { readonly kind: "close" };
 
 export type FromWorker =
@@ -31,6 +37,8 @@ export type FromWorker =
   /** Requests the worker answered itself since its last report, by path. */
   | { readonly kind: "served"; readonly counts: [path: string, statusCode: number, count: number][] }
   | { readonly kind: "log"; readonly level: "warn" | "error"; readonly msg: string; readonly err: string }
+  /** Asks for the readings of these instances (their snapshots were "new"). */
+  | { readonly kind: "readings"; readonly ids: string[] }
   | { readonly kind: "closed" };
 
 export interface WorkerSetup {
@@ -46,9 +54,9 @@ export interface WorkerSetup {
 }
 
 /**
- * Feeds the worker's mirror: the statuses that changed, batched once per event-loop turn, with an
- * instance's readings only when its snapshot changed (serialised once per snapshot, the same cache
- * the REST routes use). The MQTT state is checked with every batch and once a second.
+ * Feeds the worker's mirror: the statuses that changed, batched once per event-loop turn, and the
+ * readings of a snapshot when the worker asks for them (serialised once per snapshot, the same
+ * cache the REST routes use). The MQTT state is checked with every batch and once a second.
  */
 export class MirrorFeed {
   readonly #deps: HttpDeps;
@@ -106,20 +114,30 @@ export class MirrorFeed {
     this.#post(message);
   }
 
+  /** The readings of the instances' current snapshots (the worker's answer to "readings"). */
+  readings(ids: readonly string[]): ToWorker {
+    const readings: [string, string][] = [];
+    for (const id of ids) {
+      const snapshot = this.#deps.store.get(id)?.snapshot ?? null;
+      readings.push([id, snapshot === null ? "" : readingsJson(snapshot)]);
+    }
+    return { kind: "readings", readings };
+  }
+
   #status(id: string): MirrorStatus | undefined {
     const s = this.#deps.store.get(id);
     if (s === undefined) return undefined;
-    let readings: string | null = null;
+    let snapshot: MirrorStatus["snapshot"] = "same";
     if (!this.#sent.has(id) || this.#sent.get(id) !== s.snapshot) {
       this.#sent.set(id, s.snapshot);
-      readings = s.snapshot === null ? "" : readingsJson(s.snapshot);
+      snapshot = s.snapshot === null ? "none" : "new";
     }
     return {
       id,
       lastPollUtc: s.lastPollUtc,
       lastError: s.lastError,
       consecutiveFailures: s.consecutiveFailures,
-      readings,
+      snapshot,
     };
   }
 }

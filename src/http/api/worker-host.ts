@@ -87,6 +87,9 @@ export async function startApiWorker(deps: HttpDeps): Promise<RunningListener> {
         case "log":
           deps.logger[message.level]({ err: message.err }, message.msg);
           break;
+        case "readings":
+          thread.postMessage(feed.readings(message.ids));
+          break;
         case "closed":
           closed?.();
           break;

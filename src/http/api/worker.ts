@@ -9,7 +9,14 @@ import { request as httpRequest, type IncomingMessage, type ServerResponse } fro
 import { parentPort, workerData } from "node:worker_threads";
 import { API_JSON_HEADERS, clientErrorHandler, serverFactory } from "../common.js";
 import { problem, PROBLEM_CONTENT_TYPE } from "../problem.js";
-import { createFastReads, createReadBodies, EMPTY_ARRAY, type ReadSource } from "./bodies.js";
+import {
+  createFastReads,
+  createReadBodies,
+  EMPTY_ARRAY,
+  INSTANCE_QUERY,
+  READINGS_PATH,
+  type ReadSource,
+} from "./bodies.js";
 import {
   PEER_HEADER,
   type FromWorker,
@@ -18,8 +25,9 @@ import {
   type WorkerSetup,
 } from "./mirror.js";
 
+/** One snapshot's readings: asked of the main thread when a request first needs them. */
 interface Readings {
-  readonly json: string;
+  json: string | undefined;
   body?: Buffer;
 }
 
@@ -47,7 +55,11 @@ const NO_READINGS: Readings = { json: "" };
 function apply(statuses: readonly MirrorStatus[]): void {
   for (const s of statuses) {
     const readings =
-      s.readings === null ? (entries.get(s.id)?.readings ?? NO_READINGS) : { json: s.readings };
+      s.snapshot === "new"
+        ? { json: undefined }
+        : s.snapshot === "none"
+          ? NO_READINGS
+          : (entries.get(s.id)?.readings ?? { json: undefined });
     entries.set(s.id, {
       id: s.id,
       lastPollUtc: s.lastPollUtc,
@@ -63,9 +75,9 @@ apply(setup.statuses);
 const source: ReadSource<Entry> = {
   list: () => list,
   get: (id) => entries.get(id),
-  readingsJson: (e) => e.readings.json,
+  readingsJson: (e) => e.readings.json ?? "",
   readingsBody: (e) =>
-    e.readings.json === "" ? EMPTY_ARRAY : (e.readings.body ??= Buffer.from(`[${e.readings.json}]`)),
+    !e.readings.json ? EMPTY_ARRAY : (e.readings.body ??= Buffer.from(`[${e.readings.json}]`)),
   startedAt: setup.startedAt,
   mqttConnected: () => mqttConnected,
   now: Date.now,
@@ -85,11 +97,65 @@ function count(path: string): void {
   });
 }
 
+/** Requests waiting for readings, by instance id (bounded by the open connections). */
+const waiting = new Map<string, (() => void)[]>();
+
+function fetchReadings(ids: readonly string[]): Promise<void> {
+  const asked = ids.filter((id) => !waiting.has(id));
+  const all = ids.map((id) => {
+    const queue = waiting.get(id) ?? [];
+    waiting.set(id, queue);
+    return new Promise<void>((resolve) => queue.push(resolve));
+  });
+  if (asked.length > 0) send({ kind: "readings", ids: asked });
+  return Promise.all(all).then(() => undefined);
+}
+
+function receiveReadings(readings: readonly [string, string][]): void {
+  for (const [id, json] of readings) {
+    const entry = entries.get(id);
+    if (entry !== undefined && entry.readings.json === undefined) entry.readings.json = json;
+    for (const resolve of waiting.get(id) ?? []) resolve();
+    waiting.delete(id);
+  }
+}
+
+/** The entries whose readings this request needs and the mirror does not hold yet. */
+function missingReadings(request: IncomingMessage): string[] {
+  if (request.method !== "GET") return [];
+  const url = request.url ?? "";
+  if (url === READINGS_PATH) return list.filter((e) => e.readings.json === undefined).map((e) => e.id);
+  if (!url.startsWith(INSTANCE_QUERY)) return [];
+  const entry = entries.get(url.slice(INSTANCE_QUERY.length));
+  return entry !== undefined && entry.readings.json === undefined ? [entry.id] : [];
+}
+
 const fastReads = createFastReads(source, createReadBodies(source));
-const fastPath = (request: IncomingMessage, response: ServerResponse): boolean => {
+const answer = (request: IncomingMessage, response: ServerResponse): boolean => {
   const answered = fastReads(request, response);
   if (answered) count((request.url ?? "").split("?", 1)[0]!);
   return answered;
+};
+
+/**
+ * The fast path of the worker: answers at once from the mirror, or once the readings it needs have
+ * come from the main thread; should they have changed again meanwhile, fastify answers instead.
+ */
+const fastPath = (request: IncomingMessage, response: ServerResponse): boolean => {
+  const missing = missingReadings(request);
+  if (missing.length === 0) return answer(request, response);
+  void fetchReadings(missing).then(() => {
+    let answered = false;
+    if (missingReadings(request).length === 0) {
+      try {
+        answered = answer(request, response);
+      } catch {
+        // fastify's route answers (and logs) it
+      }
+    }
+    if (!answered) forward(request, response);
+  });
+  return true;
 };
 
 /**
@@ -168,6 +234,8 @@ port.on("message", (message: ToWorker) => {
   if (message.kind === "statuses") {
     mqttConnected = message.mqttConnected;
     apply(message.statuses);
+  } else if (message.kind === "readings") {
+    receiveReadings(message.readings);
   } else {
     server.close(() => send({ kind: "closed" }));
     server.closeIdleConnections();
