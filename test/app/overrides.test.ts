@@ -10,13 +10,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { OutletRef } from "../../src/pdu/model.js";
 import type { Simulator } from "../../src/simulator/index.js";
-import {
-  appYaml,
-  pduYaml,
-  startAppHarness,
-  type AppHarness,
-  type LogLine,
-} from "../../testkit/app-harness.js";
+import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
 import type { HttpResponse } from "../../testkit/http-harness.js";
 import { waitFor, type Recorder } from "../../testkit/mqtt-client.js";
 
@@ -219,24 +213,16 @@ describe("overrides through the composed App", () => {
     assert.equal(h.sims.main.outlet(dev, 2).state, "off");
   });
 
-  /** Publishes a command and returns its audit line. */
-  async function command(topic: string, payload: string): Promise<LogLine> {
-    const mqttAudits = () => h.audits().filter((l) => l.source === "mqtt" && l.topic === topic);
-    const seen = mqttAudits().length;
-    await h.mqtt.publish(topic, payload);
-    return waitFor(() => mqttAudits()[seen], `the audit line of ${topic} ${payload}`);
-  }
-
   it("protected outlet: MQTT set off and reboot refused and audited, nothing sent; set on allowed", async () => {
     const base = `${h.parent}/lab/${dev}/outlets/0`;
     const before = writes(h.sims.main);
-    const off = await command(`${base}/set`, "OFF");
+    const off = await h.publishCommand(`${base}/set`, "OFF");
     assert.equal(off.status, 409);
     assert.equal(off.outcome, "refused");
-    const reboot = await command(`${base}/reboot`, "");
+    const reboot = await h.publishCommand(`${base}/reboot`, "");
     assert.equal(reboot.status, 409);
     assert.equal(writes(h.sims.main), before, "zero writes at the simulator");
-    const on = await command(`${base}/set`, "on");
+    const on = await h.publishCommand(`${base}/set`, "on");
     assert.equal(on.status, 200);
     assert.equal(writes(h.sims.main), before + 1);
   });
@@ -252,9 +238,9 @@ describe("overrides through the composed App", () => {
       new RegExp(`protected outlets ${name}`),
     );
     problemOf(await h.api.post(path, { action: "reboot" }, withKey), 409, new RegExp(name));
-    const mqttOff = await command(`${h.parent}/cluster/groups/2/set`, "off");
+    const mqttOff = await h.publishCommand(`${h.parent}/cluster/groups/2/set`, "off");
     assert.equal(mqttOff.status, 409);
-    const mqttReboot = await command(`${h.parent}/cluster/groups/2/set`, "reboot");
+    const mqttReboot = await h.publishCommand(`${h.parent}/cluster/groups/2/set`, "reboot");
     assert.equal(mqttReboot.status, 409);
     assert.equal(writes(sim), before, "zero writes at the simulator for the whole group");
     for (const m of group2) assert.equal(sim.outlet(m.deviceId, m.index).state, "on");
@@ -272,9 +258,9 @@ describe("overrides through the composed App", () => {
       409,
       /group 9 is protected/,
     );
-    assert.equal((await command(`${h.parent}/cluster/groups/9/set`, "off")).status, 409);
+    assert.equal((await h.publishCommand(`${h.parent}/cluster/groups/9/set`, "off")).status, 409);
     assert.equal(writes(sim), before);
-    assert.equal((await command(`${h.parent}/cluster/groups/9/set`, "on")).status, 200);
+    assert.equal((await h.publishCommand(`${h.parent}/cluster/groups/9/set`, "on")).status, 200);
     assert.equal(writes(sim), before + group9.length);
   });
 
