@@ -136,6 +136,10 @@ describe("overrides through the composed App", () => {
       () => [...configs().values()].some((p) => p.includes(`"name":"Left bank real power"`)),
       "the total0 sensor named after the override",
     );
+    // The label text entity of a renamed outlet would show the Name and write it back: there is none.
+    const labelText = (index: number) => (p: string) => p.includes(`_outlet_${dev}_${index}_label"`);
+    await waitFor(() => [...configs().values()].some(labelText(2)), "the label text of outlet 2");
+    assert.ok(![...configs().values()].some(labelText(0)), "no label text for the renamed outlet");
     const rows = await readings("lab");
     assert.ok(rows.some((r) => r.outletIndex === 0 && r.source === "core-switch"));
     assert.ok(rows.some((r) => r.entityKey === "total0" && r.source === "Left bank"));
