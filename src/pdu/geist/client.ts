@@ -24,6 +24,7 @@
  *   again and is retried once. Concurrent writes to one port share one login.
  * - Secrets (password, tokens) are never logged nor put in error messages.
  */
+import { createHash } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
@@ -32,7 +33,7 @@ import type { InstanceConfig, PduScheme } from "../../config/schema.js";
 import { silentLogger, type Logger } from "../../log.js";
 import { describeError, ParseError, PduError } from "../errors.js";
 import type { LabelTarget, OutletSettings, OutletTarget, PduDriver, SwitchAction } from "../driver.js";
-import type { DeviceRoute, Snapshot } from "../model.js";
+import { restamp, type DeviceRoute, type Snapshot } from "../model.js";
 import { pathSegment } from "../names.js";
 import { parseApiTree, parseOneView } from "./parse.js";
 import {
@@ -215,6 +216,11 @@ export class GeistClient implements PduDriver {
   readonly #tokens = new Map<number, string>();
   /** Logins in flight per target port, shared by concurrent writes. */
   readonly #logins = new Map<number, Promise<string>>();
+  /**
+   * The last successful poll: its path, the SHA-256 of its answer (32 bytes, not the answer) and its
+   * snapshot (the one the store holds anyway). Null before the first and after a failed poll.
+   */
+  #lastPoll: { readonly path: string; readonly digest: Buffer; readonly snapshot: Snapshot } | null = null;
   /** Answer of /api/conf/oneview/enabled once it succeeded. */
   private oneview: boolean | undefined;
 
@@ -250,19 +256,27 @@ export class GeistClient implements PduDriver {
     };
   }
 
-  /** One poll: probe OneView once (until that succeeds), then GET /oneview or /api and parse. */
+  /**
+   * One poll: probe OneView once (until that succeeds), then GET /oneview or /api and parse. An
+   * answer byte for byte the previous successful one (a Geist answer carries no time of its own) is
+   * not parsed again: the previous snapshot comes back restamped, its parts the same objects
+   * ({@link sameContent}), so the store and the publisher can skip their work too.
+   */
   async poll(signal?: AbortSignal): Promise<Snapshot> {
     this.oneview ??= await this.probeOneView(signal);
     const path = this.oneview ? "/oneview" : "/api";
-    const envelope = this.expectOk(
-      await this.exchange("GET", this.port, path, undefined, signal),
-      "GET",
-      path,
-      this.port,
-    );
+    const body = await this.exchangeBody("GET", this.port, path, undefined, signal);
     const timestamp = Date.now();
+    const digest = createHash("sha256").update(body).digest();
+    const last = this.#lastPoll;
+    if (last !== null && last.path === path && last.digest.equals(digest)) {
+      return restamp(last.snapshot, timestamp);
+    }
+    this.#lastPoll = null;
+    const envelope = this.expectOk(this.#decode(body, "GET", path, this.port), "GET", path, this.port);
+    let snapshot: Snapshot;
     try {
-      return this.oneview
+      snapshot = this.oneview
         ? parseOneView(envelope.data, this.instanceId, timestamp)
         : parseApiTree(envelope.data, this.instanceId, timestamp);
     } catch (e) {
@@ -271,9 +285,10 @@ export class GeistClient implements PduDriver {
         throw new ParseError(e.path, e.problem, `GET ${path} from ${this.where(this.port)}`);
       throw e;
     }
+    this.#lastPoll = { path, digest, snapshot };
+    return snapshot;
   }
 
-  /** Switches or power-cycles one outlet now (`delay:false`). */
   async controlOutlet(target: OutletTarget, action: OutletAction, signal?: AbortSignal): Promise<void> {
     if (!OUTLET_ACTIONS.has(action)) throw new RangeError(`unknown outlet action ${JSON.stringify(action)}`);
     await this.write(target, "control", { action, delay: false }, signal);
@@ -473,10 +488,7 @@ export class GeistClient implements PduDriver {
     );
   }
 
-  /**
-   * One request and its envelope (any retCode). Retries once on a fresh connection when the
-   * connection was reset or closed before an answer arrived.
-   */
+  /** One request and its envelope (any retCode); see {@link exchangeBody}. */
   private async exchange(
     method: "GET" | "POST",
     port: number,
@@ -486,6 +498,24 @@ export class GeistClient implements PduDriver {
     once = false,
   ): Promise<Envelope> {
     if (once) return this.#exchangeOnce(port, path, body, signal);
+    return this.#decode(await this.exchangeBody(method, port, path, body, signal), method, path, port);
+  }
+
+  #decode(answer: Buffer, method: string, path: string, port: number): Envelope {
+    return decodeEnvelope(answer, `${this.where(port)} (${method} ${path})`);
+  }
+
+  /**
+   * One request and its answer's body (a 2xx). Retries once on a fresh connection when the
+   * connection was reset or closed before an answer arrived.
+   */
+  private async exchangeBody(
+    method: "GET" | "POST",
+    port: number,
+    path: string,
+    body: Buffer | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Buffer> {
     try {
       return await this.attempt(this.#dispatcher(method, port), method, port, path, body, signal);
     } catch (e) {
@@ -520,7 +550,7 @@ export class GeistClient implements PduDriver {
     if (this.#closed) throw new PduError("unreachable", `cannot reach ${this.where(port)}: client closed`);
     const fresh = new Client(this.#origin(port), this.clientOptions);
     try {
-      return await this.attempt(fresh, "POST", port, path, body, signal);
+      return this.#decode(await this.attempt(fresh, "POST", port, path, body, signal), "POST", path, port);
     } catch (e) {
       const error = e instanceof RetryableError ? e.error : e;
       if (!(error instanceof PduError)) throw error; // the caller's abort, as is
@@ -544,7 +574,7 @@ export class GeistClient implements PduDriver {
     path: string,
     body: Buffer | undefined,
     signal: AbortSignal | undefined,
-  ): Promise<Envelope> {
+  ): Promise<Buffer> {
     const where = this.where(port);
     const url = `${this.#origin(port)}${path}`;
     // A timer cleared with the answer, not AbortSignal.timeout: that one stays armed for the whole
@@ -566,9 +596,9 @@ export class GeistClient implements PduDriver {
         discard(response.body);
         throw new PduError("http-status", `HTTP ${status} from ${where} (${method} ${path})`, { status });
       }
-      const text = await this.readBody(response, `${where} (${method} ${path})`);
+      const answer = await this.readBody(response, `${where} (${method} ${path})`);
       this.logger.debug({ method, url, status, ms: Math.round(performance.now() - started) }, "PDU request");
-      return decodeEnvelope(text, `${where} (${method} ${path})`);
+      return answer;
     } catch (e) {
       const ms = Math.round(performance.now() - started);
       this.logger.debug({ method, url, status, ms, error: describeError(e) }, "PDU request failed");
