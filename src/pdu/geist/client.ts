@@ -218,7 +218,7 @@ export class GeistClient implements PduDriver {
   readonly #logins = new Map<number, Promise<string>>();
   /**
    * The last successful poll: its path, the SHA-256 of its answer (32 bytes, not the answer) and its
-   * snapshot (the one the store holds anyway). Null before the first and after a failed poll.
+   * snapshot (the one the store holds anyway). Null before the first and after an answer that failed.
    */
   #lastPoll: { readonly path: string; readonly digest: Buffer; readonly snapshot: Snapshot } | null = null;
   /** Answer of /api/conf/oneview/enabled once it succeeded. */
