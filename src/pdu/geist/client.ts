@@ -166,33 +166,54 @@ interface Credentials {
 }
 
 /**
- * One signal that aborts when `signal` or `deadline` does; `release` detaches it from both. Not
- * `AbortSignal.any`: on Node 20 each call leaves an entry in a long-lived input's set of dependants
- * that is never pruned (nodejs/node#55351), and the poller's and control's signals live as long as
- * the service, so every PDU request would leak one (test/faults/soak-regressions.test.ts).
+ * The signal of one request: aborts when the caller's `signal` does (with its reason) or when `ms`
+ * pass (`timedOut` then says so); {@link release} detaches it from both. One AbortController and no
+ * closures per request (the object is its own listener and timer argument). Not `AbortSignal.any`:
+ * on Node 20 each call leaves an entry in a long-lived input's set of dependants that is never
+ * pruned (nodejs/node#55351), and the poller's and control's signals live as long as the service,
+ * so every PDU request would leak one (test/faults/soak-regressions.test.ts).
  */
-export function eitherSignal(
-  signal: AbortSignal | undefined,
-  deadline: AbortSignal,
-): { signal: AbortSignal; release: () => void } {
-  if (signal === undefined) return { signal: deadline, release: () => undefined };
-  // A long-lived signal carries one listener per request in flight (one per instance polling at
-  // once): more than EventTarget's default of 10 is expected, and every one is removed again.
-  setMaxListeners(0, signal);
-  const controller = new AbortController();
-  const onSignal = () => controller.abort(signal.reason);
-  const onDeadline = () => controller.abort(deadline.reason);
-  if (signal.aborted) onSignal();
-  else if (deadline.aborted) onDeadline();
-  signal.addEventListener("abort", onSignal, { once: true });
-  deadline.addEventListener("abort", onDeadline, { once: true });
-  return {
-    signal: controller.signal,
-    release: () => {
-      signal.removeEventListener("abort", onSignal);
-      deadline.removeEventListener("abort", onDeadline);
-    },
-  };
+export class RequestSignal {
+  readonly #controller = new AbortController();
+  readonly #outer: AbortSignal | undefined;
+  readonly #timer: NodeJS.Timeout;
+  timedOut = false;
+
+  constructor(signal: AbortSignal | undefined, ms: number) {
+    this.#outer = signal;
+    if (signal !== undefined) {
+      // A long-lived signal carries one listener per request in flight (one per instance polling
+      // at once): more than EventTarget's default of 10 is expected, and every one is removed again.
+      setMaxListeners(0, signal);
+      if (signal.aborted) this.#controller.abort(signal.reason);
+      else signal.addEventListener("abort", this, { once: true });
+    }
+    this.#timer = setTimeout(expire, ms, this);
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** The caller's signal aborted (EventListener object form). */
+  handleEvent(): void {
+    this.#controller.abort(this.#outer?.reason);
+  }
+
+  /** Stops the timer and detaches from the caller's signal; call once the request settled. */
+  release(): void {
+    clearTimeout(this.#timer);
+    this.#outer?.removeEventListener("abort", this);
+  }
+
+  expire(): void {
+    this.timedOut = true;
+    this.#controller.abort();
+  }
+}
+
+function expire(request: RequestSignal): void {
+  request.expire();
 }
 
 export class GeistClient implements PduDriver {
@@ -579,9 +600,7 @@ export class GeistClient implements PduDriver {
     const url = `${this.#origin(port)}${path}`;
     // A timer cleared with the answer, not AbortSignal.timeout: that one stays armed for the whole
     // timeout after every answered request and then builds a DOMException, old-generation garbage.
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), this.timeoutMs);
-    const { signal: combined, release } = eitherSignal(signal, deadline.signal);
+    const deadline = new RequestSignal(signal, this.timeoutMs);
     const started = performance.now();
     let status: number | undefined;
     try {
@@ -590,7 +609,7 @@ export class GeistClient implements PduDriver {
         headers["content-type"] = "application/json";
         headers["content-length"] = String(body.length);
       }
-      const response = await request(url, { dispatcher, method, headers, body, signal: combined });
+      const response = await request(url, { dispatcher, method, headers, body, signal: deadline.signal });
       status = response.statusCode;
       if (status < 200 || status > 299) {
         discard(response.body);
@@ -604,10 +623,9 @@ export class GeistClient implements PduDriver {
       this.logger.debug({ method, url, status, ms, error: describeError(e) }, "PDU request failed");
       if (signal?.aborted === true) throw signal.reason;
       if (e instanceof PduError) throw e;
-      throw this.transportError(e, where, deadline.signal.aborted, status === undefined);
+      throw this.transportError(e, where, deadline.timedOut, status === undefined);
     } finally {
-      clearTimeout(timer);
-      release();
+      deadline.release();
     }
   }
 
