@@ -288,7 +288,9 @@ export class GeistClient implements PduDriver {
     const path = this.oneview ? "/oneview" : "/api";
     const body = await this.exchangeBody("GET", this.port, path, undefined, signal);
     const timestamp = Date.now();
-    const digest = createHash("sha256").update(body).digest();
+    const hash = createHash("sha256");
+    for (const chunk of body) hash.update(chunk);
+    const digest = hash.digest();
     const last = this.#lastPoll;
     if (last !== null && last.path === path && last.digest.equals(digest)) {
       return restamp(last.snapshot, timestamp);
@@ -522,12 +524,12 @@ export class GeistClient implements PduDriver {
     return this.#decode(await this.exchangeBody(method, port, path, body, signal), method, path, port);
   }
 
-  #decode(answer: Buffer, method: string, path: string, port: number): Envelope {
-    return decodeEnvelope(answer, `${this.where(port)} (${method} ${path})`);
+  #decode(answer: Answer, method: string, path: string, port: number): Envelope {
+    return decodeEnvelope(joined(answer), `${this.where(port)} (${method} ${path})`);
   }
 
   /**
-   * One request and its answer's body (a 2xx). Retries once on a fresh connection when the
+   * One request and its answer's body (a 2xx), in chunks. Retries once on a fresh connection when the
    * connection was reset or closed before an answer arrived.
    */
   private async exchangeBody(
@@ -536,7 +538,7 @@ export class GeistClient implements PduDriver {
     path: string,
     body: Buffer | undefined,
     signal: AbortSignal | undefined,
-  ): Promise<Buffer> {
+  ): Promise<Answer> {
     try {
       return await this.attempt(this.#dispatcher(method, port), method, port, path, body, signal);
     } catch (e) {
@@ -595,7 +597,7 @@ export class GeistClient implements PduDriver {
     path: string,
     body: Buffer | undefined,
     signal: AbortSignal | undefined,
-  ): Promise<Buffer> {
+  ): Promise<Answer> {
     const where = this.where(port);
     const url = `${this.#origin(port)}${path}`;
     // A timer cleared with the answer, not AbortSignal.timeout: that one stays armed for the whole
@@ -645,7 +647,7 @@ export class GeistClient implements PduDriver {
   }
 
   /** Reads the body up to maxBodyBytes; a bigger one is destroyed unread (declared) or mid-way. */
-  private async readBody(response: Dispatcher.ResponseData, where: string): Promise<Buffer> {
+  private async readBody(response: Dispatcher.ResponseData, where: string): Promise<Answer> {
     const limit = this.maxBodyBytes;
     const tooLarge = () =>
       new PduError("malformed", `answer from ${where} is larger than the limit of ${limit} bytes`);
@@ -664,8 +666,18 @@ export class GeistClient implements PduDriver {
       }
       chunks.push(chunk);
     }
-    return chunks.length === 1 && chunks[0] !== undefined ? chunks[0] : Buffer.concat(chunks, total);
+    return chunks;
   }
+}
+
+/**
+ * An answer's body as read, in the chunks it came in: a poll only hashes them when the answer is
+ * the previous one, without copying them into one buffer.
+ */
+type Answer = readonly Buffer[];
+
+function joined(answer: Answer): Buffer {
+  return answer.length === 1 && answer[0] !== undefined ? answer[0] : Buffer.concat(answer);
 }
 
 /** Internal: a transport failure worth one retry on a fresh connection; carries the final error. */
