@@ -238,10 +238,11 @@ export class GeistClient implements PduDriver {
   /** Logins in flight per target port, shared by concurrent writes. */
   readonly #logins = new Map<number, Promise<string>>();
   /**
-   * The last successful poll: its path, the SHA-256 of its answer (32 bytes, not the answer) and its
-   * snapshot (the one the store holds anyway). Null before the first and after an answer that failed.
+   * The last successful poll: its path, the SHA-256 of its answer (base64, 44 characters: not the
+   * answer) and its snapshot (the one the store holds anyway). Null before the first and after an
+   * answer that failed.
    */
-  #lastPoll: { readonly path: string; readonly digest: Buffer; readonly snapshot: Snapshot } | null = null;
+  #lastPoll: { readonly path: string; readonly digest: string; readonly snapshot: Snapshot } | null = null;
   /** Answer of /api/conf/oneview/enabled once it succeeded. */
   private oneview: boolean | undefined;
 
@@ -290,9 +291,9 @@ export class GeistClient implements PduDriver {
     const timestamp = Date.now();
     const hash = createHash("sha256");
     for (const chunk of body) hash.update(chunk);
-    const digest = hash.digest();
+    const digest = hash.digest("base64");
     const last = this.#lastPoll;
-    if (last !== null && last.path === path && last.digest.equals(digest)) {
+    if (last !== null && last.path === path && last.digest === digest) {
       return restamp(last.snapshot, timestamp);
     }
     this.#lastPoll = null;
