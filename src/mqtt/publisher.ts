@@ -94,6 +94,13 @@ interface InstanceState {
   /** Polls since the discovery shape was last compared. */
   quietPolls: number;
   /**
+   * Until when (epoch ms) no value topic is due for its periodic refresh, as of the last poll's walk;
+   * 0 before one and while one is running (a walk that threw leaves it so).
+   */
+  refreshAt: number;
+  /** The discovery shape was compared since the content last changed. */
+  shapeChecked: boolean;
+  /**
    * Discovery config topics published (and not cleared since), NUL-separated (NUL cannot be in a
    * topic) and deflated, or null before the first. Only read when discovery changes, and deflated
    * they take under 1 KB per 24-outlet PDU instead of 20 KB (a tenth of the live heap at 1000 PDUs).
@@ -196,12 +203,22 @@ export class Publisher {
       return;
     }
     this.#setStatus(event.instanceId, state, "online", false);
-    const reshaped = this.#walk(event.instanceId, state, snapshot, "poll");
+    // The same content as the last poll's (the PDU answered exactly as before): the walk would send
+    // nothing unless values are stale or a refresh is due, so it is skipped; the discovery shape of
+    // this content still gets its one check below.
+    const skip = event.unchanged && !state.valuesStale && this.#now() < state.refreshAt;
+    if (!skip) {
+      state.shapeChecked = false;
+      state.refreshAt = 0;
+      const reshaped = this.#walk(event.instanceId, state, snapshot, "poll");
+      if (reshaped) state.quietPolls = DISCOVERY_RECHECK_POLLS;
+    }
     // Comparing the discovery shape costs about as much as the rest of the walk, and it almost never
     // changes: check it when topics came or went or a retained payload (label, state) changed, and
     // otherwise every few polls, which is how soon a changed name, unit or firmware version shows.
-    if (reshaped || ++state.quietPolls >= DISCOVERY_RECHECK_POLLS) {
+    if (!state.shapeChecked && ++state.quietPolls >= DISCOVERY_RECHECK_POLLS) {
       state.quietPolls = 0;
+      state.shapeChecked = true;
       if (this.#discoveryChanged(event.instanceId, state, snapshot)) this.#enqueue(event.instanceId);
     }
   }
@@ -292,6 +309,8 @@ export class Publisher {
         valuesStale: true,
         resyncDue: false,
         quietPolls: 0,
+        refreshAt: 0,
+        shapeChecked: false,
         discovery: null,
         signature: null,
       };
@@ -356,6 +375,8 @@ export class Publisher {
     const v = state.values;
 
     let reshaped = false;
+    /** When the least recently sent value topic that was not sent now was sent. */
+    let oldest = now;
     const retained = (slot: Slot | null, payload: string) => {
       if (slot === null) return;
       if (slot.payload !== payload) {
@@ -369,7 +390,10 @@ export class Publisher {
     const text = (slot: Slot | null, payload: string) => {
       if (slot === null) return;
       if (slot.payload === null) reshaped = true;
-      else if (!refreshAll && now - slot.at < refreshMs && slot.payload === payload) return;
+      else if (!refreshAll && now - slot.at < refreshMs && slot.payload === payload) {
+        if (slot.at < oldest) oldest = slot.at;
+        return;
+      }
       slot.payload = payload;
       slot.num = null;
       slot.at = now;
@@ -379,7 +403,10 @@ export class Publisher {
     const number = (slot: Slot | null, num: number) => {
       if (slot === null) return;
       if (slot.payload === null) reshaped = true;
-      else if (!refreshAll && now - slot.at < refreshMs && slot.num === num) return;
+      else if (!refreshAll && now - slot.at < refreshMs && slot.num === num) {
+        if (slot.at < oldest) oldest = slot.at;
+        return;
+      }
       const payload = slot.num === num && slot.payload !== null ? slot.payload : String(num);
       slot.payload = payload;
       slot.num = num;
@@ -446,6 +473,7 @@ export class Publisher {
     if (values) {
       if (v.end().length > 0) reshaped = true;
       state.valuesStale = false;
+      state.refreshAt = oldest + refreshMs;
     }
     return reshaped;
   }
