@@ -7,7 +7,8 @@
  *
  * OPTIONS are the variant's node options, given on its command line (some V8 flags, such as
  * --heap-growing-percent, are not allowed in NODE_OPTIONS); "" or "plain": none at all, as
- * `node dist/src/main.js` runs. RSS is the process tree's (a service that starts itself again counts both processes),
+ * `node dist/src/main.js` runs. "@DIR OPTIONS": the build in DIR (another dist/, e.g. of the commit
+ * before a change) with those options. RSS is the process tree's (a service that starts itself again counts both processes),
  * sampled every 500 ms; CPU is the tree's over the window, per poll of the variant.
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -36,8 +37,14 @@ const pdus = Number(values.pdus);
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const variants = values.variant.map((v) => {
   const eq = v.indexOf("=");
-  const options = eq < 0 ? "" : v.slice(eq + 1);
-  return { name: eq < 0 ? v : v.slice(0, eq), options: options === "plain" ? "" : options };
+  let options = eq < 0 ? "" : v.slice(eq + 1);
+  let dist = DIST;
+  if (options.startsWith("@")) {
+    const space = options.indexOf(" ");
+    dist = resolve(options.slice(1, space < 0 ? undefined : space));
+    options = space < 0 ? "" : options.slice(space + 1);
+  }
+  return { name: eq < 0 ? v : v.slice(0, eq), options: options === "plain" ? "" : options, dist };
 });
 if (variants.length === 0) throw new Error("give at least one --variant NAME=OPTIONS");
 
@@ -59,7 +66,7 @@ const bridges: LoggedChild[] = [];
 try {
   for (const v of variants) {
     const config = writeBridgeConfig({ dir, name: v.name, ports, broker, pollIntervalS: INTERVAL_S });
-    const child = spawnNode(resolve(DIST, "src/main.js"), ["--config", config], {
+    const child = spawnNode(resolve(v.dist, "src/main.js"), ["--config", config], {
       logFile: join(dir, `${v.name}.log`),
       env,
       nodeArgs: v.options.split(" ").filter((w) => w !== ""),

@@ -53,8 +53,8 @@ export class Track {
   #pos = 0;
   #walk = 0;
   /** By slot index: the number last published (NaN until then), and when (epoch ms). */
-  #nums = new Float64Array(64);
-  #ats = new Float64Array(64);
+  #nums = new Float64Array(32);
+  #ats = new Float64Array(32);
   /** Slot indexes free for reuse (their slots were forgotten), and the next never used. */
   readonly #free: number[] = [];
   #next = 0;
@@ -120,8 +120,10 @@ export class Track {
   #index(): number {
     const index = this.#free.pop() ?? this.#next++;
     if (index >= this.#nums.length) {
-      const nums = new Float64Array(this.#nums.length * 2);
-      const ats = new Float64Array(this.#ats.length * 2);
+      // By a quarter: a PDU's topics stop growing after its first walk, and what is not used stays.
+      const length = Math.ceil(this.#nums.length * 1.25);
+      const nums = new Float64Array(length);
+      const ats = new Float64Array(length);
       nums.set(this.#nums);
       ats.set(this.#ats);
       this.#nums = nums;
