@@ -106,6 +106,13 @@ export interface AppHarness<S extends string> {
   logText(): string;
   /** The control audit lines (`audit: "control"`) so far. */
   audits(): LogLine[];
+  /** The audit lines of MQTT commands so far, without the probes of {@link commandsReady}. */
+  mqttAudits(): LogLine[];
+  /**
+   * Publishes one command (as {@link mqtt}) and returns the audit line it leaves: the next MQTT
+   * audit line of `topic` (waiting for it).
+   */
+  publishCommand(topic: string, payload: string): Promise<LogLine>;
   /** Another subscriber (closed by `close()`). */
   subscribe(topics: readonly string[]): Promise<Recorder>;
   /** Waits until the instance has a snapshot polled at or after `since` (epoch ms, default: any). */
@@ -177,6 +184,8 @@ export async function startAppHarness<S extends string = never>(
     const health = healthPort === null ? null : new Client(healthPort);
     const audits = (): LogLine[] => capture.audits;
     const probeTopic = (id: string) => `${parent}/${id}/probe/outlets/0/set`;
+    const mqttAudits = (): LogLine[] =>
+      audits().filter((l) => l.source === "mqtt" && !String(l.topic).includes("/probe/"));
     if (options.waitForFirstPolls === true) {
       await waitFor(
         () => config.instances.every((i) => started.store.get(i.id)?.snapshot),
@@ -203,6 +212,13 @@ export async function startAppHarness<S extends string = never>(
       logs: () => capture.lines,
       logText: () => capture.text(),
       audits,
+      mqttAudits,
+      async publishCommand(topic, payload) {
+        const ofTopic = () => mqttAudits().filter((l) => l.topic === topic);
+        const seen = ofTopic().length;
+        await mqtt.publish(topic, payload);
+        return waitFor(() => ofTopic()[seen], `the audit line of ${topic} ${payload}`);
+      },
       subscribe,
       async waitForPoll(instanceId, since = 0, timeoutMs = 15_000) {
         await waitFor(

@@ -49,7 +49,12 @@ interface DeviceShape {
     readonly label: string;
     readonly name: string;
     readonly measurements: readonly MeasurementShape[];
-    /** The settings the PDU reports a value of (the others would have no state in Home Assistant). */
+    /**
+     * The settings the PDU reports a value of (the others would have no state in Home Assistant).
+     * Not the label of an outlet renamed by an override: its label topic carries the override's Name,
+     * not the PDU's label, so a `text` entity would show the Name and saving it unchanged would write
+     * the Name to the PDU (which keeps its own label, contract §11).
+     */
     readonly settings: readonly SettingName[];
   }[];
   readonly entities: readonly {
@@ -97,7 +102,9 @@ export function discoveryShape(instanceId: string, snapshot: Snapshot, guard: To
         label: o.renamed === true ? o.displayName : o.label,
         name: o.displayName,
         measurements: measurements(o.measurements),
-        settings: OUTLET_SETTINGS.filter((row) => row.current(o) !== null).map((row) => row.name),
+        settings: OUTLET_SETTINGS.filter(
+          (row) => row.current(o) !== null && !(row.kind === "label" && o.renamed === true),
+        ).map((row) => row.name),
       })),
       entities: d.entities
         .filter((e) => guard.ok(instanceId, "entity key", e.key))

@@ -26,8 +26,6 @@ describe("MQTT commands through the composed App", () => {
   let h: AppHarness<Sims>;
   /** Every command published by the tests, in order, with the status its audit line must carry. */
   const attempts: { topic: string; status: number }[] = [];
-  const mqttAudits = (): LogLine[] =>
-    h.audits().filter((l) => l.source === "mqtt" && !String(l.topic).includes("/probe/"));
 
   before(async () => {
     h = await startAppHarness<Sims>({
@@ -53,10 +51,8 @@ describe("MQTT commands through the composed App", () => {
 
   /** Publishes one command and returns its audit line (waiting for it). */
   async function command(topic: string, payload: string, status: number): Promise<LogLine> {
-    const before = mqttAudits().length;
     attempts.push({ topic, status });
-    await h.mqtt.publish(topic, payload);
-    const line = await waitFor(() => mqttAudits()[before], `the audit line of ${topic} ${payload}`);
+    const line = await h.publishCommand(topic, payload);
     assert.equal(line.topic, topic);
     assert.equal(line.status, status, JSON.stringify(line));
     assert.equal(line.outcome, status === 200 ? "done" : status >= 500 ? "failed" : "refused");
@@ -153,7 +149,7 @@ describe("MQTT commands through the composed App", () => {
   });
 
   it("every attempt produced exactly one audit line, from mqtt, never with the API key", () => {
-    const lines = mqttAudits();
+    const lines = h.mqttAudits();
     assert.deepEqual(
       lines.map((l) => ({ topic: l.topic, status: l.status })),
       attempts,

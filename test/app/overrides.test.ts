@@ -10,13 +10,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { OutletRef } from "../../src/pdu/model.js";
 import type { Simulator } from "../../src/simulator/index.js";
-import {
-  appYaml,
-  pduYaml,
-  startAppHarness,
-  type AppHarness,
-  type LogLine,
-} from "../../testkit/app-harness.js";
+import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
 import type { HttpResponse } from "../../testkit/http-harness.js";
 import { waitFor, type Recorder } from "../../testkit/mqtt-client.js";
 
@@ -142,12 +136,20 @@ describe("overrides through the composed App", () => {
       () => [...configs().values()].some((p) => p.includes(`"name":"Left bank real power"`)),
       "the total0 sensor named after the override",
     );
+    // The label text entity of a renamed outlet would show the Name and write it back: there is none.
+    const labelText = (index: number) => (p: string) => p.includes(`_outlet_${dev}_${index}_label"`);
+    await waitFor(() => [...configs().values()].some(labelText(2)), "the label text of outlet 2");
+    assert.ok(![...configs().values()].some(labelText(0)), "no label text for the renamed outlet");
     const rows = await readings("lab");
     assert.ok(rows.some((r) => r.outletIndex === 0 && r.source === "core-switch"));
     assert.ok(rows.some((r) => r.entityKey === "total0" && r.source === "Left bank"));
     assert.notEqual(h.sims.main.outlet(dev, 0).label, "core-switch", "nothing was written to the PDU");
     // The group's Home Assistant device carries the override's name too.
-    assert.ok([...configs().values()].some((p) => p.includes(`"name":"db-cluster"`)));
+    // (Another instance: its discovery may arrive after lab's.)
+    await waitFor(
+      () => [...configs().values()].some((p) => p.includes(`"name":"db-cluster"`)),
+      "the group's Home Assistant device named db-cluster",
+    );
   });
 
   it("hides an outlet and an entity from MQTT and discovery; REST lists them with hidden: true", async () => {
@@ -219,24 +221,16 @@ describe("overrides through the composed App", () => {
     assert.equal(h.sims.main.outlet(dev, 2).state, "off");
   });
 
-  /** Publishes a command and returns its audit line. */
-  async function command(topic: string, payload: string): Promise<LogLine> {
-    const mqttAudits = () => h.audits().filter((l) => l.source === "mqtt" && l.topic === topic);
-    const seen = mqttAudits().length;
-    await h.mqtt.publish(topic, payload);
-    return waitFor(() => mqttAudits()[seen], `the audit line of ${topic} ${payload}`);
-  }
-
   it("protected outlet: MQTT set off and reboot refused and audited, nothing sent; set on allowed", async () => {
     const base = `${h.parent}/lab/${dev}/outlets/0`;
     const before = writes(h.sims.main);
-    const off = await command(`${base}/set`, "OFF");
+    const off = await h.publishCommand(`${base}/set`, "OFF");
     assert.equal(off.status, 409);
     assert.equal(off.outcome, "refused");
-    const reboot = await command(`${base}/reboot`, "");
+    const reboot = await h.publishCommand(`${base}/reboot`, "");
     assert.equal(reboot.status, 409);
     assert.equal(writes(h.sims.main), before, "zero writes at the simulator");
-    const on = await command(`${base}/set`, "on");
+    const on = await h.publishCommand(`${base}/set`, "on");
     assert.equal(on.status, 200);
     assert.equal(writes(h.sims.main), before + 1);
   });
@@ -252,9 +246,9 @@ describe("overrides through the composed App", () => {
       new RegExp(`protected outlets ${name}`),
     );
     problemOf(await h.api.post(path, { action: "reboot" }, withKey), 409, new RegExp(name));
-    const mqttOff = await command(`${h.parent}/cluster/groups/2/set`, "off");
+    const mqttOff = await h.publishCommand(`${h.parent}/cluster/groups/2/set`, "off");
     assert.equal(mqttOff.status, 409);
-    const mqttReboot = await command(`${h.parent}/cluster/groups/2/set`, "reboot");
+    const mqttReboot = await h.publishCommand(`${h.parent}/cluster/groups/2/set`, "reboot");
     assert.equal(mqttReboot.status, 409);
     assert.equal(writes(sim), before, "zero writes at the simulator for the whole group");
     for (const m of group2) assert.equal(sim.outlet(m.deviceId, m.index).state, "on");
@@ -272,9 +266,9 @@ describe("overrides through the composed App", () => {
       409,
       /group 9 is protected/,
     );
-    assert.equal((await command(`${h.parent}/cluster/groups/9/set`, "off")).status, 409);
+    assert.equal((await h.publishCommand(`${h.parent}/cluster/groups/9/set`, "off")).status, 409);
     assert.equal(writes(sim), before);
-    assert.equal((await command(`${h.parent}/cluster/groups/9/set`, "on")).status, 200);
+    assert.equal((await h.publishCommand(`${h.parent}/cluster/groups/9/set`, "on")).status, 200);
     assert.equal(writes(sim), before + group9.length);
   });
 

@@ -9,13 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { OUTLET_SETTINGS, type SettingRow } from "../../src/control/settings.js";
 import type { RecordedRequest, Simulator } from "../../src/simulator/index.js";
-import {
-  appYaml,
-  pduYaml,
-  startAppHarness,
-  type AppHarness,
-  type LogLine,
-} from "../../testkit/app-harness.js";
+import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
 import { waitFor, type Recorder } from "../../testkit/mqtt-client.js";
 import { getJson } from "../../testkit/sim-http.js";
 
@@ -57,8 +51,6 @@ describe("settings writes through the composed App", () => {
   /** A subscriber to the discovery configs. */
   let ha: Recorder;
   let dev: string;
-  const mqttAudits = (): LogLine[] =>
-    h.audits().filter((l) => l.source === "mqtt" && !String(l.topic).includes("/probe/"));
 
   before(async () => {
     h = await startAppHarness<Sims>({
@@ -91,13 +83,6 @@ describe("settings writes through the composed App", () => {
     `${h.parent}/lab/${dev}/outlets/${index}/${row.name}`;
   const simValue = (index: number, row: SettingRow): unknown => h.sims.main.outlet(dev, index)[row.name];
 
-  /** Publishes one MQTT message and returns its audit line. */
-  async function publish(topic: string, payload: string): Promise<LogLine> {
-    const before = mqttAudits().length;
-    await h.mqtt.publish(topic, payload);
-    return waitFor(() => mqttAudits()[before], `the audit line of ${topic}`);
-  }
-
   for (const row of OUTLET_SETTINGS) {
     it(`REST: ${row.name} is written with one set, and its retained topic and entity follow`, async () => {
       const value = NEW_VALUES[row.name]![0]!;
@@ -127,7 +112,7 @@ describe("settings writes through the composed App", () => {
     it(`MQTT: ${row.name}/set is written with one set, and its retained topic follows`, async () => {
       const value = NEW_VALUES[row.name]![1]!;
       const before = h.sims.main.writes().length;
-      const line = await publish(`${settingTopic(2, row)}/set`, String(value));
+      const line = await h.publishCommand(`${settingTopic(2, row)}/set`, String(value));
       assert.equal(line.status, 200, JSON.stringify(line));
       assert.equal(line.action, "set");
       assert.equal(line.target, `outlet ${dev}/2`);
@@ -318,7 +303,7 @@ describe("settings writes through the composed App", () => {
   for (const [name, payload] of BAD_PAYLOADS) {
     it(`MQTT: ${name}/set ${JSON.stringify(payload)} is refused (400) with no write`, async () => {
       const before = h.sims.main.writes().length;
-      const line = await publish(`${h.parent}/lab/${dev}/outlets/3/${name}/set`, payload);
+      const line = await h.publishCommand(`${h.parent}/lab/${dev}/outlets/3/${name}/set`, payload);
       assert.equal(line.status, 400, JSON.stringify(line));
       assert.equal(line.action, "set");
       assert.equal(h.sims.main.writes().length, before, "nothing was written");
@@ -327,7 +312,7 @@ describe("settings writes through the composed App", () => {
 
   it("MQTT: a setting of an instance without ActionsEnabled is refused (409) with no write", async () => {
     const ro = h.sims.readonly;
-    const line = await publish(`${h.parent}/ro/${ro.deviceIds()[0]!}/outlets/0/onDelay/set`, "5");
+    const line = await h.publishCommand(`${h.parent}/ro/${ro.deviceIds()[0]!}/outlets/0/onDelay/set`, "5");
     assert.equal(line.status, 409, JSON.stringify(line));
     assert.equal(ro.writes().length, 0);
   });

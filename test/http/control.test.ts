@@ -394,6 +394,13 @@ test("every outcome of the core maps to its status", async () => {
   const absent = await unavailable.client.post(OUTLET, { action: "on" }, withKey());
   problemOf(absent, 503, "control is not available");
   assert.ok(absent.headers["retry-after"]);
+  const noSettings = await unavailable.client.send("/api/v1/instances/lab/outlets/DEV1/3", {
+    method: "PATCH",
+    body: { label: "web-01" },
+    headers: withKey(),
+  });
+  problemOf(noSettings, 503, "writing settings is not available");
+  assert.ok(noSettings.headers["retry-after"]);
 });
 
 test("every control request is audited once, with client, target, action and outcome, never the key", () => {

@@ -1,12 +1,14 @@
 /**
  * Home Assistant discovery of outlet settings (contract §10): a `number` per delay, a `select` for
  * the power-on action and a `text` for the label, only where ActionsEnabled, each accepted by Home
- * Assistant's own discovery rules (as transcribed in testkit/ha-mqtt-rules.ts).
+ * Assistant's own discovery rules (as transcribed in testkit/ha-mqtt-rules.ts); no label `text` for
+ * an outlet renamed by an override.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { DELAY_MAX, LABEL_MAX, OUTLET_SETTINGS, POA_ACTIONS } from "../../src/control/settings.js";
 import { silentLogger } from "../../src/log.js";
+import { applyOverrides } from "../../src/pdu/overrides.js";
 import { buildDiscovery, discoveryShape } from "../../src/mqtt/discovery.js";
 import { TopicIdGuard, Topics } from "../../src/mqtt/topics.js";
 import { haDiscoveryProblems } from "../../testkit/ha-mqtt-rules.js";
@@ -79,6 +81,32 @@ describe("discovery of outlet settings", () => {
       "offDelay",
       "rebootDelay",
     ]);
+  });
+
+  it("gives an outlet renamed by an override no label text (its label topic carries the Name, not the PDU's label)", () => {
+    const snap = singleUnit("rack", "DEV1", 2);
+    const renamed = applyOverrides(snap, {
+      id: "rack",
+      Overrides: { Outlets: { DEV1: { "0": { Name: "core-switch" } } }, Entities: {}, Groups: {} },
+    });
+    const configs = settingConfigs(true, renamed);
+    for (const [component, config] of configs) assert.deepEqual(haDiscoveryProblems(component, config), []);
+    const ids = (index: number) =>
+      configs
+        .map(([, c]) => String(c.unique_id))
+        .filter((id) => id.startsWith(`pdu-bridge_rack_outlet_DEV1_${index}_`))
+        .map((id) => id.split("_").at(-1))
+        .sort();
+    assert.deepEqual(
+      ids(0),
+      ["offDelay", "onDelay", "poaAction", "rebootDelay"],
+      "no text: saving it would write the Name",
+    );
+    assert.deepEqual(
+      ids(1),
+      ["label", "offDelay", "onDelay", "poaAction", "rebootDelay"],
+      "the other outlet keeps it",
+    );
   });
 
   it("the transcribed rules refuse what Home Assistant refuses", () => {

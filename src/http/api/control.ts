@@ -21,6 +21,8 @@ import {
   GROUP_ACTIONS,
   OUTLET_ACTIONS,
   type ControlOutcome,
+  type ControlService,
+  type ControlSource,
   type ControlTarget,
   type OutletResult,
   type SettingsOutcome,
@@ -242,6 +244,29 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
       outcome.ok ? undefined : outcome.problem,
     );
 
+  /**
+   * One request through the control core, the same for commands and settings writes: 503 (audited)
+   * when this process has no core or `call` finds nothing to call there (it returns undefined);
+   * else the outcome is audited, a refusal answered as a problem and a success as `answer` builds it.
+   */
+  const throughCore = async <O extends ControlOutcome | SettingsOutcome>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    action: string,
+    what: string,
+    call: (control: ControlService, source: ControlSource) => Promise<O> | undefined,
+    answer: (done: Extract<O, { ok: true }>) => object,
+  ): Promise<FastifyReply | object> => {
+    const source: ControlSource = { surface: "rest", client: clientOf(request) };
+    const pending = deps.control === undefined ? undefined : call(deps.control, source);
+    if (pending === undefined) return unavailable(request, reply, action, what);
+    const outcome = await pending;
+    auditOutcome(request, action, outcome);
+    if (!outcome.ok) return sendRefusal(reply, outcome);
+    // Narrowing on `ok` does not reach the type parameter, so the success is named here.
+    return answer(outcome as Extract<O, { ok: true }>);
+  };
+
   /** A settings write (contract §10) through the core; 200 echoes the settings written. */
   const applySettings = async (
     request: FastifyRequest,
@@ -253,55 +278,49 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
     const instanceId = params.id ?? "";
     const settings = request.body as Readonly<Record<string, unknown>>;
     if (target === null) throw new Error("settings route without a target");
-    const control = deps.control;
-    if (control?.applySettings === undefined)
-      return unavailable(request, reply, SETTINGS_ACTION, "writing settings");
-    const outcome: SettingsOutcome = await control.applySettings({
-      instanceId,
-      target,
-      settings,
-      source: { surface: "rest", client: clientOf(request) },
-    });
-    auditOutcome(request, SETTINGS_ACTION, outcome);
-    if (!outcome.ok) return sendRefusal(reply, outcome);
-    const { kind: _kind, ...where } = outcome.target;
-    return { ok: true, instanceId: outcome.instanceId, ...where, settings: outcome.settings };
+    return throughCore(
+      request,
+      reply,
+      SETTINGS_ACTION,
+      "writing settings",
+      (control, source) => control.applySettings?.({ instanceId, target, settings, source }),
+      (done) => {
+        const { kind: _kind, ...where } = done.target;
+        return { ok: true, instanceId: done.instanceId, ...where, settings: done.settings };
+      },
+    );
   };
 
-  const execute = async (
+  const execute = (
     request: FastifyRequest,
     reply: FastifyReply,
     instanceId: string,
     target: ControlTarget,
     action: string,
-  ): Promise<FastifyReply | object> => {
-    if (!deps.control) return unavailable(request, reply, action, "control");
-    const outcome: ControlOutcome = await deps.control.execute({
-      instanceId,
-      target,
+  ): Promise<FastifyReply | object> =>
+    throughCore(
+      request,
+      reply,
       action,
-      source: { surface: "rest", client: clientOf(request) },
-    });
-    auditOutcome(request, action, outcome);
-    if (!outcome.ok) return sendRefusal(reply, outcome);
-    const done = outcome.target;
-    if (done.kind === "outlet") {
-      return {
-        ok: true,
-        instanceId: outcome.instanceId,
-        deviceId: done.deviceId,
-        index: done.index,
-        action: outcome.action,
-      };
-    }
-    return {
-      ok: true,
-      instanceId: outcome.instanceId,
-      groupKey: done.groupKey,
-      action: outcome.action,
-      outlets: outcome.outlets.map((o) => ({ deviceId: o.deviceId, index: o.index })),
-    };
-  };
+      "control",
+      (control, source) => control.execute({ instanceId, target, action, source }),
+      (done) =>
+        done.target.kind === "outlet"
+          ? {
+              ok: true,
+              instanceId: done.instanceId,
+              deviceId: done.target.deviceId,
+              index: done.target.index,
+              action: done.action,
+            }
+          : {
+              ok: true,
+              instanceId: done.instanceId,
+              groupKey: done.target.groupKey,
+              action: done.action,
+              outlets: done.outlets.map((o) => ({ deviceId: o.deviceId, index: o.index })),
+            },
+    );
 
   // Scoped to this plugin's context: the read routes and the docs never see them.
   app.addHook("onRequest", guard);
