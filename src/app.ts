@@ -204,7 +204,7 @@ export class App {
       "pdu-bridge started",
     );
     const limitMb = heapLimitMb();
-    const flags = heapFlagsReport(process.env, process.execArgv);
+    const flags = heapFlagsReport();
     this.logger.info(
       { heapLimitMb: limitMb, ...flags },
       flags.applied.length > 0 ? `runtime flags applied: ${flags.applied.join(" ")}` : "runtime flags",

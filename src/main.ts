@@ -6,11 +6,10 @@
 import { parseArgs } from "node:util";
 import { ConfigError } from "./config/errors.js";
 import { describeError } from "./pdu/errors.js";
-import { missingHeapFlags, relaunchWithHeapFlags, RUNTIME_FLAGS_ENV, stopWithRelay } from "./runtime.js";
+import { applyHeapFlags } from "./runtime.js";
 
 // The service itself (fastify, MQTT, the simulator) and the configuration loader are imported by the
-// commands that run them, so that `check-config` starts in a fraction of the time and the process
-// that only starts the service with its heap flags (runtime.ts, Node before 22.15) stays small.
+// commands that run them, so that `check-config` starts in a fraction of the time.
 const loadApp = async () => (await import("./app.js")).App;
 
 const USAGE = `usage:
@@ -99,35 +98,6 @@ function isArgsError(error: unknown): error is Error {
   );
 }
 
-/**
- * How many PDUs the configuration file names (its `Pdus` keys), to size the heap cap before the
- * service starts; null when that cannot be told this early (Kubernetes source, no readable file):
- * the service then reports a cap that looks too small at start (runtime.ts, heapNeededMb).
- */
-async function configuredInstances(argv: string[]): Promise<number | null> {
-  try {
-    const { values } = parseArgs({
-      args: argv,
-      options: { config: { type: "string", short: "c" } },
-      strict: false,
-    });
-    const { configSource } = await import("./config/kubernetes.js");
-    if (configSource(process.env) === "kubernetes") return null;
-    const { resolveConfigPath } = await import("./config/load.js");
-    const path = resolveConfigPath(
-      typeof values.config === "string" ? values.config : undefined,
-      process.env,
-    );
-    const { parse } = await import("yaml");
-    const { readFile } = await import("node:fs/promises");
-    const doc: unknown = parse(await readFile(path, "utf8"), { maxAliasCount: 100 });
-    const pdus = typeof doc === "object" && doc !== null ? (doc as { Pdus?: unknown }).Pdus : undefined;
-    return typeof pdus === "object" && pdus !== null ? Object.keys(pdus).length : null;
-  } catch {
-    return null;
-  }
-}
-
 export async function main(argv: string[]): Promise<number> {
   const [first, ...rest] = argv;
   const command =
@@ -140,17 +110,9 @@ export async function main(argv: string[]): Promise<number> {
   try {
     switch (command) {
       case "run": {
-        // The service runs with the heap flags it needs (docs/deployment.md, "Memory"), unless whoever
-        // started it chose their own; started again with them at most once.
-        const flags = missingHeapFlags(
-          process.execArgv,
-          process.env.NODE_OPTIONS,
-          await configuredInstances(args),
-        );
-        if (flags.length > 0 && process.env[RUNTIME_FLAGS_ENV] === undefined) {
-          return await relaunchWithHeapFlags(flags);
-        }
-        stopWithRelay();
+        // The service's GC policy (docs/deployment.md, "Memory"), unless whoever started it chose
+        // their own; set before the service allocates its heap.
+        applyHeapFlags();
         return await runBridge(args);
       }
       case "check-config": {

@@ -1,34 +1,35 @@
 /**
  * Memory sizing of the Node.js process (docs/deployment.md, "Memory").
  *
- * V8 sizes its heap from the machine's memory. On a host with plenty of it the limit is about 4 GB,
- * and V8 then lets garbage grow to up to four times the live heap before a full collection (a
- * 1000-PDU bridge, about 130 MB live, peaks above 500 MB). Under a limit below 512 MB V8 grows the
- * heap by at most about twice the live size instead. The image and the Helm chart therefore run the
- * service with `--max-old-space-size=480` (enough for about 1800 24-outlet PDUs) and a 32 MB young
- * generation, and the service warns at start when the limit it runs with looks too small for the
- * configured fleet.
+ * After a full collection V8 lets the old generation grow by a factor of the live heap before the
+ * next one. It picks the factor from the heap limit, which it sizes from the machine's memory: with
+ * plenty of it (a 4 GB limit) the factor may reach four (a 1000-PDU bridge, about 110 MB live, then
+ * peaked above 500 MB), under a limit of 480 MB it is about 1.5. What a poll replaces (each PDU's
+ * snapshot, every 10 s) lives long enough to reach the old generation and dies there, so that
+ * factor, not the live data, decides the peak.
  *
- * The command itself applies the same flags (`node dist/src/main.js`, `npx pdu-bridge`, a systemd
- * unit): when neither the command line nor `NODE_OPTIONS` sets them, `run` starts the service again
- * with them ({@link relaunchWithHeapFlags}) and logs which flags it runs with and why.
+ * The service sets the factor itself at start, `--heap-growing-percent=50` ({@link applyHeapFlags}),
+ * however it is started: V8 reads it whenever it recomputes the limit, so a flag set at run time
+ * works, and the plain command needs no heap cap (which only a restart of the process could set).
+ * The image and the Helm chart still set one, 480 MB: in a container V8 sizes its limit from the
+ * memory limit, which may be below what the fleet needs. The young generation stays at Node 20's
+ * 16 MB per semi-space (the image pins it, Node 24's default is larger): a larger one costs its size
+ * in RSS twice over and saved no CPU per poll. Flags the user
+ * set on the command line or in NODE_OPTIONS are kept, and the start-up log says which flags the
+ * service applied and why; it warns when a heap limit the user set looks too small for the fleet.
  */
-import { spawn } from "node:child_process";
-import { constants } from "node:os";
-import { getHeapStatistics } from "node:v8";
+import { getHeapStatistics, setFlagsFromString } from "node:v8";
 
-/** The heap cap the container image, the Helm chart and `npm run bench` run the service with. */
+/** The old generation's growth between full collections, in percent of the live heap. */
+export const HEAP_GROWING_PERCENT = 50;
+
+/** The heap cap of the container image and the Helm chart (about 1800 24-outlet PDUs). */
 export const DEFAULT_MAX_OLD_SPACE_MB = 480;
 
-/**
- * Young generation (each semi-space, MB; Node's default is 16). Every request and poll allocates
- * short-lived objects; a small young generation promotes the ones still in flight at each scavenge,
- * which under the heap cap means more full collections. 32 keeps the REST API near a bare node:http
- * server's rate (docs/performance.md, scenario api) for about 30 MB more RSS at 1000 PDUs.
- */
-export const DEFAULT_MAX_SEMI_SPACE_MB = 32;
+/** Young generation (each semi-space, MB): Node 20's default, pinned by the image and the chart. */
+export const DEFAULT_MAX_SEMI_SPACE_MB = 16;
 
-/** `NODE_OPTIONS` of the image and the chart. */
+/** `NODE_OPTIONS` of the image and the chart (V8 refuses --heap-growing-percent there). */
 export const DEFAULT_NODE_OPTIONS = `--max-old-space-size=${DEFAULT_MAX_OLD_SPACE_MB} --max-semi-space-size=${DEFAULT_MAX_SEMI_SPACE_MB}`;
 
 /** Live heap measured with 24-outlet PDUs (npm run bench): a base plus a share per instance. */
@@ -47,21 +48,22 @@ export function heapLimitMb(): number {
   return Math.floor(getHeapStatistics().heap_size_limit / 1024 / 1024);
 }
 
-/** The heap flags the service runs with, by V8 option name. */
-const HEAP_FLAGS: readonly (readonly [string, number])[] = [
-  ["max-old-space-size", DEFAULT_MAX_OLD_SPACE_MB],
-  ["max-semi-space-size", DEFAULT_MAX_SEMI_SPACE_MB],
+/** The flags the service sets on itself, by V8 option name. */
+const RUNTIME_FLAGS: readonly (readonly [string, number])[] = [
+  ["heap-growing-percent", HEAP_GROWING_PERCENT],
 ];
 
-/**
- * Set in the environment of the service started again with the heap flags: the flags it added. Its
- * presence also keeps that process from starting another.
- */
-export const RUNTIME_FLAGS_ENV = "PDU_BRIDGE_HEAP_FLAGS";
+/** The heap flags a user may set that the start-up log reports as kept. */
+const HEAP_FLAG_NAMES = [
+  "heap-growing-percent",
+  "max-old-space-size",
+  "max-semi-space-size",
+  "max-heap-size",
+];
 
 /** Why the flags are applied, for the start-up log. */
 export const HEAP_FLAGS_WHY =
-  "without a heap cap V8 lets garbage grow to about four times the live heap before a full collection";
+  "V8 would let garbage grow to up to four times the live heap before a full collection; 1.5 times keeps the peak near the live heap";
 
 /** Node options given on the command line and in NODE_OPTIONS, as separate words. */
 function nodeOptionWords(execArgv: readonly string[], nodeOptions: string | undefined): string[] {
@@ -76,76 +78,44 @@ function isFlag(word: string, name: string): boolean {
 
 /** The heap flags already set by whoever started the process (kept as they are). */
 export function userHeapFlags(execArgv: readonly string[], nodeOptions: string | undefined): string[] {
-  return nodeOptionWords(execArgv, nodeOptions).filter((w) => HEAP_FLAGS.some(([name]) => isFlag(w, name)));
+  return nodeOptionWords(execArgv, nodeOptions).filter((w) =>
+    HEAP_FLAG_NAMES.some((name) => isFlag(w, name)),
+  );
 }
 
-/**
- * The service's heap flags that neither the command line nor NODE_OPTIONS sets. With the number of
- * configured instances, the old-space cap is raised to what that fleet needs ({@link heapNeededMb})
- * when that is more than the default: a fixed cap would end a large fleet's service out of memory.
- */
-export function missingHeapFlags(
-  execArgv: readonly string[],
-  nodeOptions: string | undefined,
-  instances: number | null = null,
-): string[] {
+/** The service's runtime flags that neither the command line nor NODE_OPTIONS sets. */
+export function missingHeapFlags(execArgv: readonly string[], nodeOptions: string | undefined): string[] {
   const words = nodeOptionWords(execArgv, nodeOptions);
-  return HEAP_FLAGS.filter(([name]) => !words.some((w) => isFlag(w, name))).map(([name, mb]) => {
-    const sized =
-      name === "max-old-space-size" && instances !== null ? Math.max(mb, heapNeededMb(instances)) : mb;
-    return `--${name}=${sized}`;
-  });
+  return RUNTIME_FLAGS.filter(([name]) => !words.some((w) => isFlag(w, name))).map(
+    ([name, value]) => `--${name}=${value}`,
+  );
 }
 
-/** The start-up log line of the heap flags: which ones the service added, which ones it kept. */
+/** The flags {@link applyHeapFlags} set in this process. */
+let applied: readonly string[] = [];
+
+/**
+ * Sets the service's runtime flags the user did not set (`run`, before the service starts), and
+ * returns them.
+ */
+export function applyHeapFlags(
+  execArgv: readonly string[] = process.execArgv,
+  nodeOptions: string | undefined = process.env.NODE_OPTIONS,
+): readonly string[] {
+  const flags = missingHeapFlags(execArgv, nodeOptions);
+  for (const flag of flags) setFlagsFromString(flag);
+  applied = [...applied, ...flags.filter((f) => !applied.includes(f))];
+  return flags;
+}
+
+/** The start-up log line of the heap flags: which ones the service applied, which ones it kept. */
 export function heapFlagsReport(
-  env: NodeJS.ProcessEnv,
-  execArgv: readonly string[],
+  execArgv: readonly string[] = process.execArgv,
+  nodeOptions: string | undefined = process.env.NODE_OPTIONS,
 ): { readonly applied: string[]; readonly kept: string[]; readonly why: string | null } {
-  const applied = (env[RUNTIME_FLAGS_ENV] ?? "").split(" ").filter((w) => w !== "");
-  const kept = userHeapFlags(execArgv, env.NODE_OPTIONS).filter((w) => !applied.includes(w));
-  return { applied, kept, why: applied.length > 0 ? HEAP_FLAGS_WHY : null };
-}
-
-type Execve = (file: string, args: readonly string[], env: NodeJS.ProcessEnv) => never;
-
-/**
- * Starts the service again with `flags` and the same arguments. Node 22.15 and later: the process
- * is replaced (`process.execve`: same pid, nothing returns). Older Node: a child with the same stdio
- * runs it; SIGTERM, SIGINT and SIGHUP are passed on, and the promise resolves to the child's exit
- * code (128 + the signal's number when a signal ended it). Should that first process die without
- * passing a signal on (SIGKILL), the service stops as on SIGTERM ({@link stopWithRelay}).
- */
-export function relaunchWithHeapFlags(flags: readonly string[]): Promise<number> {
-  const args = [...flags, ...process.execArgv, ...process.argv.slice(1)];
-  const env = { ...process.env, [RUNTIME_FLAGS_ENV]: flags.join(" ") };
-  const execve = (process as { execve?: Execve }).execve;
-  if (typeof execve === "function") execve(process.execPath, [process.execPath, ...args], env);
-  // The IPC channel only tells the child when this process is gone ({@link stopWithRelay}).
-  const child = spawn(process.execPath, args, { stdio: ["inherit", "inherit", "inherit", "ipc"], env });
-  const signals: NodeJS.Signals[] = ["SIGTERM", "SIGINT", "SIGHUP"];
-  const pass = (signal: NodeJS.Signals) => child.kill(signal);
-  for (const signal of signals) process.on(signal, pass);
-  return new Promise((resolve) => {
-    child.once("error", (error) => {
-      process.stderr.write(
-        `pdu-bridge: cannot start the service with ${flags.join(" ")}: ${error.message}\n`,
-      );
-      resolve(1);
-    });
-    child.once("exit", (code, signal) => {
-      for (const s of signals) process.off(s, pass);
-      resolve(code ?? (signal === null ? 1 : 128 + constants.signals[signal]));
-    });
-  });
-}
-
-/**
- * In a service started by {@link relaunchWithHeapFlags} as a child (Node before 22.15): stop as on
- * SIGTERM when the process that started it is gone, so that no service is left behind.
- */
-export function stopWithRelay(): void {
-  if (process.env[RUNTIME_FLAGS_ENV] === undefined || process.channel === undefined) return;
-  process.channel.unref();
-  process.once("disconnect", () => process.kill(process.pid, "SIGTERM"));
+  return {
+    applied: [...applied],
+    kept: userHeapFlags(execArgv, nodeOptions),
+    why: applied.length > 0 ? HEAP_FLAGS_WHY : null,
+  };
 }

@@ -44,8 +44,13 @@ export class CliProcess {
   }
 
   /** Runs `node dist/src/main.js ...args` with exactly `env` (see {@link childEnv}). */
-  static spawn(args: readonly string[], env: NodeJS.ProcessEnv, name = "pdu-bridge"): CliProcess {
-    const child = spawn(process.execPath, [MAIN_JS, ...args], {
+  static spawn(
+    args: readonly string[],
+    env: NodeJS.ProcessEnv,
+    name = "pdu-bridge",
+    nodeArgs: readonly string[] = [],
+  ): CliProcess {
+    const child = spawn(process.execPath, [...nodeArgs, MAIN_JS, ...args], {
       env,
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -29,7 +29,7 @@ import type { Alarm, Snapshot } from "../pdu/model.js";
 import { publishedView } from "../pdu/overrides.js";
 import type { SnapshotStore, StoreEvent } from "../poller/store.js";
 import { buildDiscovery, discoveryShape, discoverySignature, type DiscoveryOptions } from "./discovery.js";
-import type { TopicIdGuard, Topics } from "./topics.js";
+import type { TopicIdGuard, TopicKey, Topics } from "./topics.js";
 import { Track, type Slot, type TopicOf } from "./track.js";
 
 /** What the publisher needs of the connection. */
@@ -94,6 +94,13 @@ interface InstanceState {
   /** Polls since the discovery shape was last compared. */
   quietPolls: number;
   /**
+   * Until when (epoch ms) no value topic is due for its periodic refresh, as of the last poll's walk;
+   * 0 before one and while one is running (a walk that threw leaves it so).
+   */
+  refreshAt: number;
+  /** The discovery shape was compared since the content last changed. */
+  shapeChecked: boolean;
+  /**
    * Discovery config topics published (and not cleared since), NUL-separated (NUL cannot be in a
    * topic) and deflated, or null before the first. Only read when discovery changes, and deflated
    * they take under 1 KB per 24-outlet PDU instead of 20 KB (a tenth of the live heap at 1000 PDUs).
@@ -124,10 +131,13 @@ export class Publisher {
   readonly #queue = new Set<string>();
   /** A turn of {@link #pump} is scheduled or waits for the connection to uncongest. */
   #pumping = false;
+  readonly #w: WalkPublishing;
+  readonly #keys = walkKeys();
 
   constructor(options: PublisherOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
+    this.#w = new WalkPublishing(options.sink, options.refreshMs);
     this.#actions = new Map(options.instances.map((i) => [i.id, i.ActionsEnabled]));
   }
 
@@ -196,12 +206,22 @@ export class Publisher {
       return;
     }
     this.#setStatus(event.instanceId, state, "online", false);
-    const reshaped = this.#walk(event.instanceId, state, snapshot, "poll");
+    // The same content as the last poll's (the PDU answered exactly as before): the walk would send
+    // nothing unless values are stale or a refresh is due, so it is skipped; the discovery shape of
+    // this content still gets its one check below.
+    const skip = event.unchanged && !state.valuesStale && this.#now() < state.refreshAt;
+    if (!skip) {
+      state.shapeChecked = false;
+      state.refreshAt = 0;
+      const reshaped = this.#walk(event.instanceId, state, snapshot, "poll");
+      if (reshaped) state.quietPolls = DISCOVERY_RECHECK_POLLS;
+    }
     // Comparing the discovery shape costs about as much as the rest of the walk, and it almost never
     // changes: check it when topics came or went or a retained payload (label, state) changed, and
     // otherwise every few polls, which is how soon a changed name, unit or firmware version shows.
-    if (reshaped || ++state.quietPolls >= DISCOVERY_RECHECK_POLLS) {
+    if (!state.shapeChecked && ++state.quietPolls >= DISCOVERY_RECHECK_POLLS) {
       state.quietPolls = 0;
+      state.shapeChecked = true;
       if (this.#discoveryChanged(event.instanceId, state, snapshot)) this.#enqueue(event.instanceId);
     }
   }
@@ -292,6 +312,8 @@ export class Publisher {
         valuesStale: true,
         resyncDue: false,
         quietPolls: 0,
+        refreshAt: 0,
+        shapeChecked: false,
         discovery: null,
         signature: null,
       };
@@ -347,45 +369,17 @@ export class Publisher {
    * when a topic appeared or went away or a retained payload changed.
    */
   #walk(id: string, state: InstanceState, snapshot: Snapshot, mode: WalkMode): boolean {
-    const { sink, guard, refreshMs } = this.#o;
-    const now = this.#now();
-    const force = mode === "resync";
+    const { guard } = this.#o;
+    const w = this.#w;
+    const keys = this.#keys;
+    w.now = this.#now();
+    w.force = mode === "resync";
+    w.refreshAll = state.valuesStale;
+    w.reshaped = false;
+    w.oldest = w.now;
     const values = mode === "poll";
-    const refreshAll = state.valuesStale;
     const r = state.retained;
     const v = state.values;
-
-    let reshaped = false;
-    const retained = (slot: Slot | null, payload: string) => {
-      if (slot === null) return;
-      if (slot.payload !== payload) {
-        reshaped = true;
-        slot.payload = payload;
-      } else if (!force) return;
-      slot.at = now;
-      sink.publish(slot.topic, payload, 1, true);
-    };
-    /** A text value (device state and alarm, group rollups). */
-    const text = (slot: Slot | null, payload: string) => {
-      if (slot === null) return;
-      if (slot.payload === null) reshaped = true;
-      else if (!refreshAll && now - slot.at < refreshMs && slot.payload === payload) return;
-      slot.payload = payload;
-      slot.num = null;
-      slot.at = now;
-      sink.publish(slot.topic, payload, 0, false);
-    };
-    /** A measurement's number: formatted only when sent, and not again when it did not change. */
-    const number = (slot: Slot | null, num: number) => {
-      if (slot === null) return;
-      if (slot.payload === null) reshaped = true;
-      else if (!refreshAll && now - slot.at < refreshMs && slot.num === num) return;
-      const payload = slot.num === num && slot.payload !== null ? slot.payload : String(num);
-      slot.payload = payload;
-      slot.num = num;
-      slot.at = now;
-      sink.publish(slot.topic, payload, 0, false);
-    };
 
     r.begin();
     if (values) v.begin();
@@ -393,61 +387,158 @@ export class Publisher {
       const d = device.id;
       if (!guard.ok(id, "device id", d)) continue;
       if (values) {
-        if (device.state !== "") text(v.visit({ kind: "deviceState", deviceId: d }), device.state);
-        text(v.visit({ kind: "deviceAlarm", deviceId: d }), alarmPayload(device.alarm));
+        if (device.state !== "") {
+          keys.deviceState.deviceId = d;
+          w.text(v, v.visit(keys.deviceState), device.state);
+        }
+        keys.deviceAlarm.deviceId = d;
+        w.text(v, v.visit(keys.deviceAlarm), alarmPayload(device.alarm));
       }
       for (const outlet of device.outlets) {
         const i = outlet.index;
         if (outlet.state !== "unknown") {
-          retained(r.visit({ kind: "outletState", deviceId: d, index: i }), outlet.state);
+          keys.outletState.deviceId = d;
+          keys.outletState.index = i;
+          w.retained(r, r.visit(keys.outletState), outlet.state);
         }
-        retained(r.visit({ kind: "outletLabel", deviceId: d, index: i }), outlet.displayName);
+        keys.outletLabel.deviceId = d;
+        keys.outletLabel.index = i;
+        w.retained(r, r.visit(keys.outletLabel), outlet.displayName);
         for (const row of PUBLISHED_SETTINGS) {
           const current = row.current(outlet);
           if (current === null) continue;
-          retained(r.visit({ kind: "outletSetting", deviceId: d, index: i, setting: row.name }), current);
+          keys.outletSetting.deviceId = d;
+          keys.outletSetting.index = i;
+          keys.outletSetting.setting = row.name;
+          w.retained(r, r.visit(keys.outletSetting), current);
         }
         if (!values) continue;
+        const key = keys.outletMeasurement;
         for (const m of outlet.measurements) {
           if (m.value === null) continue;
-          number(v.visit({ kind: "outletMeasurement", deviceId: d, index: i, type: m.type }), m.value);
+          key.deviceId = d;
+          key.index = i;
+          key.type = m.type;
+          w.number(v, v.visit(key), m.value);
         }
       }
       if (!values) continue;
       for (const entity of device.entities) {
         if (!guard.ok(id, "entity key", entity.key)) continue;
+        const key = keys.entityMeasurement;
         for (const m of entity.measurements) {
           if (m.value === null) continue;
-          const key = {
-            kind: "entityMeasurement",
-            deviceId: d,
-            entityKey: entity.key,
-            type: m.type,
-          } as const;
-          number(v.visit(key), m.value);
+          key.deviceId = d;
+          key.entityKey = entity.key;
+          key.type = m.type;
+          w.number(v, v.visit(key), m.value);
         }
       }
     }
     if (values) {
+      const key = keys.groupMeasurement;
       for (const group of snapshot.groups) {
         if (!guard.ok(id, "group key", group.key)) continue;
         for (const m of group.measurements) {
           if (m.sum === null && m.avg === null && m.min === null && m.max === null) continue;
           const payload = JSON.stringify({ sum: m.sum, avg: m.avg, min: m.min, max: m.max });
-          text(v.visit({ kind: "groupMeasurement", groupKey: group.key, key: m.key }), payload);
+          key.groupKey = group.key;
+          key.key = m.key;
+          w.text(v, v.visit(key), payload);
         }
       }
     }
 
+    const sink = this.#o.sink;
     for (const slot of r.end()) {
       sink.publish(slot.topic, "", 1, true);
-      reshaped = true;
+      w.reshaped = true;
     }
     if (values) {
-      if (v.end().length > 0) reshaped = true;
+      if (v.end().length > 0) w.reshaped = true;
       state.valuesStale = false;
+      state.refreshAt = w.oldest + this.#o.refreshMs;
     }
-    return reshaped;
+    return w.reshaped;
+  }
+}
+
+/** A key of each kind the walk fills in place for each visit (the track copies it into a new slot). */
+function walkKeys() {
+  return {
+    deviceState: { kind: "deviceState", deviceId: "" },
+    deviceAlarm: { kind: "deviceAlarm", deviceId: "" },
+    outletState: { kind: "outletState", deviceId: "", index: 0 },
+    outletLabel: { kind: "outletLabel", deviceId: "", index: 0 },
+    outletSetting: { kind: "outletSetting", deviceId: "", index: 0, setting: PUBLISHED_SETTINGS[0]!.name },
+    outletMeasurement: { kind: "outletMeasurement", deviceId: "", index: 0, type: "" },
+    entityMeasurement: { kind: "entityMeasurement", deviceId: "", entityKey: "", type: "" },
+    groupMeasurement: { kind: "groupMeasurement", groupKey: "", key: "" },
+  } satisfies { [K in TopicKey["kind"]]: Mutable<Extract<TopicKey, { kind: K }>> };
+}
+
+type Mutable<T> = { -readonly [P in keyof T]: T[P] };
+
+/**
+ * What one walk publishes on a slot, by the rules at the top of this file. One per publisher, set
+ * at the start of each walk (walks never overlap: they run synchronously), so a poll allocates no
+ * closures.
+ */
+class WalkPublishing {
+  now = 0;
+  /** Resync: every retained topic again. */
+  force = false;
+  /** Every value again (after a reconnect, an outage, new discovery). */
+  refreshAll = false;
+  /** A topic appeared or went away, or a retained payload changed. */
+  reshaped = false;
+  /** When the least recently sent value topic that was not sent in this walk was sent. */
+  oldest = 0;
+  readonly #sink: Sink;
+  readonly #refreshMs: number;
+
+  constructor(sink: Sink, refreshMs: number) {
+    this.#sink = sink;
+    this.#refreshMs = refreshMs;
+  }
+
+  /** A retained topic (outlet state, label, settings): published when its payload changed. */
+  retained(track: Track, slot: Slot | null, payload: string): void {
+    if (slot === null) return;
+    if (slot.payload !== payload) {
+      this.reshaped = true;
+      slot.payload = payload;
+    } else if (!this.force) return;
+    track.published(slot, this.now);
+    this.#sink.publish(slot.topic, payload, 1, true);
+  }
+
+  /** A text value (device state and alarm, group rollups). */
+  text(track: Track, slot: Slot | null, payload: string): void {
+    if (slot === null) return;
+    if (!slot.sent) this.reshaped = true;
+    else if (slot.payload === payload && this.#kept(track, slot)) return;
+    slot.payload = payload;
+    track.published(slot, this.now);
+    this.#sink.publish(slot.topic, payload, 0, false);
+  }
+
+  /** A measurement's number: formatted only when sent. */
+  number(track: Track, slot: Slot | null, num: number): void {
+    if (slot === null) return;
+    if (!slot.sent) this.reshaped = true;
+    else if (track.num(slot) === num && this.#kept(track, slot)) return;
+    track.published(slot, this.now, num);
+    this.#sink.publish(slot.topic, String(num), 0, false);
+  }
+
+  /** Whether an unchanged value is left unsent (its refresh is not due); notes when it was sent. */
+  #kept(track: Track, slot: Slot): boolean {
+    if (this.refreshAll) return false;
+    const at = track.at(slot);
+    if (this.now - at >= this.#refreshMs) return false;
+    if (at < this.oldest) this.oldest = at;
+    return true;
   }
 }
 

@@ -57,7 +57,11 @@ export interface PduDriver {
   readonly instanceId: string;
   /** Manufacturer and group model for Home Assistant discovery; every snapshot carries the same. */
   readonly vendor: Vendor;
-  /** One poll: the PDU's state as a frozen {@link Snapshot}. */
+  /**
+   * One poll: the PDU's state as a frozen {@link Snapshot}. When the PDU answered exactly as on the
+   * previous poll, a driver may return the previous snapshot restamped (model.ts `restamp`), so the
+   * store and the publisher see the content is unchanged and skip their work.
+   */
   poll(signal?: AbortSignal): Promise<Snapshot>;
   /** Switches or power-cycles one outlet now. */
   controlOutlet(target: OutletTarget, action: SwitchAction, signal?: AbortSignal): Promise<void>;

@@ -215,6 +215,32 @@ export interface Snapshot {
   readonly warnings?: readonly ParseWarning[];
 }
 
+/**
+ * The same state as `previous`, polled again at `timestamp`: what a driver returns when the PDU's
+ * answer is byte for byte the previous one. Every part is `previous`'s own object, which is how
+ * {@link sameContent} (and so the store and the publisher) know that nothing changed.
+ */
+export function restamp(previous: Snapshot, timestamp: number): Snapshot {
+  return Object.freeze({ ...previous, timestamp });
+}
+
+/**
+ * True when both snapshots are made of the same part objects (snapshots are frozen, so they hold the
+ * same data): one is the other restamped ({@link restamp}), or the same object. Snapshots with equal
+ * data but built separately are not the same content here; that only costs the work it would save.
+ */
+export function sameContent(a: Snapshot, b: Snapshot): boolean {
+  return (
+    a.devices === b.devices &&
+    a.groups === b.groups &&
+    a.system === b.system &&
+    a.warnings === b.warnings &&
+    a.mode === b.mode &&
+    a.vendor === b.vendor &&
+    a.instanceId === b.instanceId
+  );
+}
+
 /** Numeric-aware comparison of outlet indexes and other integer-like keys ("9" < "10"). */
 export function compareKeys(a: string, b: string): number {
   const na = Number(a);

@@ -11,7 +11,7 @@
  * the instance's overrides applied last ({@link SnapshotStore.setView}).
  */
 import { describeError } from "../pdu/errors.js";
-import type { Outlet, OutletState, Snapshot } from "../pdu/model.js";
+import { sameContent, type Outlet, type OutletState, type Snapshot } from "../pdu/model.js";
 
 /** How long a commanded state overrides what the PDU reports (pdu-protocol.md §3). */
 export const LATCH_MS = 120_000;
@@ -36,6 +36,13 @@ export type StoreEvent =
       readonly snapshot: Snapshot;
       /** True when a poll produced it; false when only a latch changed. */
       readonly fromPoll: boolean;
+      /**
+       * True when a poll produced it and its content is that of the instance's previous event,
+       * which a poll produced too ({@link sameContent}: the PDU answered exactly as before and no
+       * latch or view is in the way): only the timestamp is new, so a listener that derives
+       * output from the content alone may skip it.
+       */
+      readonly unchanged: boolean;
     }
   | {
       readonly kind: "failure";
@@ -60,6 +67,8 @@ interface Entry {
   latchTimer: NodeJS.Timeout | null;
   /** The overrides seam (src/pdu/overrides.ts) applied after latches; null: none. */
   view: SnapshotView | null;
+  /** Whether the last snapshot event came from a poll (not a latch or view change). */
+  lastFromPoll: boolean;
 }
 
 /** Turns the latched snapshot into the one every consumer reads (the configured overrides). */
@@ -90,6 +99,7 @@ export class SnapshotStore {
         latches: new Map(),
         latchTimer: null,
         view: null,
+        lastFromPoll: false,
       });
     }
   }
@@ -127,6 +137,9 @@ export class SnapshotStore {
     entry.polled = snapshot;
     this.#dropSettledLatches(entry, snapshot);
     const effective = this.#applyLatches(entry);
+    const previous = entry.status.snapshot;
+    const unchanged = entry.lastFromPoll && previous !== null && sameContent(previous, effective);
+    entry.lastFromPoll = true;
     entry.status = {
       ...entry.status,
       snapshot: effective,
@@ -135,7 +148,7 @@ export class SnapshotStore {
       lastError: null,
       consecutiveFailures: 0,
     };
-    this.#emit({ kind: "snapshot", instanceId: id, snapshot: effective, fromPoll: true });
+    this.#emit({ kind: "snapshot", instanceId: id, snapshot: effective, fromPoll: true, unchanged });
   }
 
   recordFailure(id: string, error: unknown): void {
@@ -204,7 +217,14 @@ export class SnapshotStore {
     if (!entry.polled) return;
     const effective = this.#applyLatches(entry);
     entry.status = { ...entry.status, snapshot: effective };
-    this.#emit({ kind: "snapshot", instanceId: entry.status.id, snapshot: effective, fromPoll: false });
+    entry.lastFromPoll = false;
+    this.#emit({
+      kind: "snapshot",
+      instanceId: entry.status.id,
+      snapshot: effective,
+      fromPoll: false,
+      unchanged: false,
+    });
   }
 
   #dropSettledLatches(entry: Entry, polled: Snapshot): void {

@@ -9,6 +9,7 @@ import type { Config } from "../../src/config/schema.js";
 import { silentLogger } from "../../src/log.js";
 import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
 import { DISCOVERY_RECHECK_POLLS } from "../../src/mqtt/publisher.js";
+import { restamp, type Snapshot } from "../../src/pdu/model.js";
 import { SnapshotStore } from "../../src/poller/store.js";
 import { mqttTestConfig } from "../../testkit/mqtt-config.js";
 import { Recorder, sleep, waitFor } from "../../testkit/mqtt-client.js";
@@ -213,5 +214,63 @@ describe("publisher (embedded broker)", () => {
       await sleep(20);
     }
     await live.waitFor(config, (m) => m.payload.includes("Row 4 PDU"));
+  });
+
+  it("skips a poll whose content is unchanged, yet refreshes, comes back online and rechecks discovery", async () => {
+    const current = `${D}/outlets/0/measurements/current`;
+    const voltage = `${D}/entity/phase0/measurements/voltage`;
+    const config = "homeassistant/switch/pdu-bridge_default/outlet_DEV1_0_power/config";
+    // The devices of the polled snapshot, counting every look at them: a skipped walk takes none.
+    let looks = 0;
+    const counted = (s: Snapshot): Snapshot =>
+      Object.freeze({
+        ...s,
+        devices: new Proxy(s.devices, {
+          get: (target, key, receiver): unknown => {
+            looks++;
+            return Reflect.get(target, key, receiver) as unknown;
+          },
+        }),
+      });
+    const base = counted(steady(118));
+    const again = () => store.recordSuccess("default", restamp(base, Date.now()));
+    store.recordSuccess("default", base);
+    await live.waitFor(voltage, (m) => m.payload === "118");
+    // One look at the shape for discovery within the first few identical polls, then none at all.
+    for (let poll = 0; poll < DISCOVERY_RECHECK_POLLS; poll++) again();
+    looks = 0;
+    live.clear();
+    for (let poll = 0; poll < 5; poll++) again();
+    assert.equal(looks, 0, "identical polls do not walk the snapshot");
+
+    // Past the refresh period the next identical poll sends the unchanged values again.
+    await sleep(1100);
+    again();
+    assert.ok(looks > 0);
+    assert.equal((await live.waitFor(current)).payload, "0.61");
+    assert.equal((await live.waitFor(voltage)).payload, "118");
+
+    // A failure, then the same answer: online again with every value.
+    live.clear();
+    store.recordFailure("default", new Error("PDU did not answer"));
+    await live.waitFor(`${P}/status`, (m) => m.payload === "offline");
+    again();
+    await live.waitFor(`${P}/status`, (m) => m.payload === "online");
+    assert.equal((await live.waitFor(current)).payload, "0.61");
+
+    // A changed answer after identical ones is published.
+    for (let poll = 0; poll < 3; poll++) again();
+    store.recordSuccess("default", steady(117));
+    assert.equal((await live.waitFor(voltage, (m) => m.payload === "117")).payload, "117");
+
+    // A renamed device followed by identical answers still shows in discovery.
+    const renamed = snapshot("default", [
+      device({ id: "DEV1", label: "Row 5 PDU", outlets: [outlet(0, {}), outlet(1, { state: "off" })] }),
+    ]);
+    store.recordSuccess("default", renamed);
+    for (let poll = 0; poll < DISCOVERY_RECHECK_POLLS; poll++) {
+      store.recordSuccess("default", restamp(renamed, Date.now()));
+    }
+    await live.waitFor(config, (m) => m.payload.includes("Row 5 PDU"));
   });
 });

@@ -121,6 +121,8 @@ describe("topic track", () => {
       fc.property(fc.array(walkKeys, { minLength: 1, maxLength: 8 }), (walks) => {
         const { track } = counted();
         const model = new Map<string, Slot>();
+        const sentNum = new Map<string, number>();
+        let n = 0;
         for (const keys of walks) {
           const { slots, gone } = walk(track, keys);
           const visited = new Set<string>();
@@ -131,16 +133,44 @@ describe("topic track", () => {
             assert.equal(slot.topic, topic(k));
             const known = model.get(slot.topic);
             if (known !== undefined) assert.equal(slot, known, "the slot remembered for that topic");
+            // What was published on the topic before, or nothing for a new one (a reused index too).
+            assert.deepEqual(track.num(slot), sentNum.get(slot.topic) ?? NaN);
+            assert.equal(track.at(slot), sentNum.has(slot.topic) ? 1000 + sentNum.get(slot.topic)! : 0);
+            track.published(slot, 1000 + ++n, n);
+            sentNum.set(slot.topic, n);
             model.set(slot.topic, slot);
             visited.add(slot.topic);
           });
           const expectGone = [...model.keys()].filter((t) => !visited.has(t));
           assert.deepEqual([...gone].sort(), expectGone.sort());
-          for (const t of expectGone) model.delete(t);
+          for (const t of expectGone) {
+            model.delete(t);
+            sentNum.delete(t);
+          }
           assert.equal(track.size, model.size);
+          const indexes = [...model.values()].map((slot) => slot.index);
+          assert.equal(new Set(indexes).size, indexes.length, "one index per remembered slot");
         }
       }),
       { numRuns: 300 },
     );
+  });
+
+  it("keeps each slot's number and time as the track grows past its first arrays", () => {
+    const { track } = counted();
+    const many: Key[] = Array.from({ length: 300 }, (_, i) => ({
+      kind: "outletMeasurement",
+      deviceId: "DEV1",
+      index: i,
+      type: "current",
+    }));
+    const first = walk(track, many);
+    first.slots.forEach((slot, i) => track.published(slot!, 5000 + i, i / 10));
+    const second = walk(track, many);
+    assert.deepEqual(
+      second.slots.map((slot) => [track.num(slot!), track.at(slot!)]),
+      many.map((_, i) => [i / 10, 5000 + i]),
+    );
+    assert.ok(second.slots.every((slot) => slot!.sent));
   });
 });

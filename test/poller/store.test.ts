@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { Snapshot } from "../../src/pdu/model.js";
+import { restamp, type Snapshot } from "../../src/pdu/model.js";
 import { LATCH_MS, SnapshotStore, type StoreEvent } from "../../src/poller/store.js";
 import { snapshotWith } from "../../testkit/mqtt-snapshots.js";
 
@@ -93,6 +93,46 @@ describe("SnapshotStore", () => {
     assert.equal(event.kind === "snapshot" && outletState(event.snapshot, 0), "on");
     store.unlatch("a", "DEV0", 0);
     assert.equal(outletState(store.get("a")!.snapshot, 0), "off");
+    store.close();
+  });
+
+  it("marks a poll unchanged only when its content is the previous poll event's", () => {
+    const c = clock();
+    const store = new SnapshotStore(["a"], c.now);
+    const events: StoreEvent[] = [];
+    store.subscribe((e) => events.push(e));
+    const unchangedFlags = () => events.map((e) => (e.kind === "snapshot" ? e.unchanged : "failure"));
+    const first = snapshotWith("a", c.now(), ["on", "off"]);
+    store.recordSuccess("a", first);
+    c.advance(10_000);
+    const again = restamp(first, c.now());
+    store.recordSuccess("a", again);
+    // The store holds the restamped snapshot: times move on although nothing else did.
+    assert.equal(store.get("a")!.snapshot, again);
+    assert.equal(store.get("a")!.lastSuccessUtc, c.now());
+    // The same data built anew is not "unchanged" (only costs the skipped work).
+    store.recordSuccess("a", snapshotWith("a", c.now(), ["on", "off"]));
+    assert.deepEqual(unchangedFlags(), [false, true, false]);
+
+    // A failure in between does not change the content: the next identical poll is unchanged.
+    events.length = 0;
+    const current = store.polled("a")!;
+    store.recordFailure("a", new Error("timeout"));
+    store.recordSuccess("a", restamp(current, c.now()));
+    // A latch changes what listeners saw: the poll after it is not unchanged, nor while it holds.
+    store.latch("a", "DEV0", 1, "on");
+    store.recordSuccess("a", restamp(current, c.now()));
+    store.unlatch("a");
+    store.recordSuccess("a", restamp(current, c.now()));
+    store.recordSuccess("a", restamp(current, c.now()));
+    assert.deepEqual(unchangedFlags(), ["failure", true, false, false, false, false, true]);
+
+    // A view (the overrides) builds its own parts: never unchanged, never wrong.
+    events.length = 0;
+    store.setView("a", (s) => Object.freeze({ ...s, devices: Object.freeze([...s.devices]) }));
+    store.recordSuccess("a", restamp(current, c.now()));
+    store.recordSuccess("a", restamp(current, c.now()));
+    assert.deepEqual(unchangedFlags(), [false, false, false]);
     store.close();
   });
 });

@@ -24,6 +24,7 @@
  *   again and is retried once. Concurrent writes to one port share one login.
  * - Secrets (password, tokens) are never logged nor put in error messages.
  */
+import { createHash } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
@@ -32,7 +33,7 @@ import type { InstanceConfig, PduScheme } from "../../config/schema.js";
 import { silentLogger, type Logger } from "../../log.js";
 import { describeError, ParseError, PduError } from "../errors.js";
 import type { LabelTarget, OutletSettings, OutletTarget, PduDriver, SwitchAction } from "../driver.js";
-import type { DeviceRoute, Snapshot } from "../model.js";
+import { restamp, type DeviceRoute, type Snapshot } from "../model.js";
 import { pathSegment } from "../names.js";
 import { parseApiTree, parseOneView } from "./parse.js";
 import {
@@ -165,33 +166,54 @@ interface Credentials {
 }
 
 /**
- * One signal that aborts when `signal` or `deadline` does; `release` detaches it from both. Not
- * `AbortSignal.any`: on Node 20 each call leaves an entry in a long-lived input's set of dependants
- * that is never pruned (nodejs/node#55351), and the poller's and control's signals live as long as
- * the service, so every PDU request would leak one (test/faults/soak-regressions.test.ts).
+ * The signal of one request: aborts when the caller's `signal` does (with its reason) or when `ms`
+ * pass (`timedOut` then says so); {@link release} detaches it from both. One AbortController and no
+ * closures per request (the object is its own listener and timer argument). Not `AbortSignal.any`:
+ * on Node 20 each call leaves an entry in a long-lived input's set of dependants that is never
+ * pruned (nodejs/node#55351), and the poller's and control's signals live as long as the service,
+ * so every PDU request would leak one (test/faults/soak-regressions.test.ts).
  */
-export function eitherSignal(
-  signal: AbortSignal | undefined,
-  deadline: AbortSignal,
-): { signal: AbortSignal; release: () => void } {
-  if (signal === undefined) return { signal: deadline, release: () => undefined };
-  // A long-lived signal carries one listener per request in flight (one per instance polling at
-  // once): more than EventTarget's default of 10 is expected, and every one is removed again.
-  setMaxListeners(0, signal);
-  const controller = new AbortController();
-  const onSignal = () => controller.abort(signal.reason);
-  const onDeadline = () => controller.abort(deadline.reason);
-  if (signal.aborted) onSignal();
-  else if (deadline.aborted) onDeadline();
-  signal.addEventListener("abort", onSignal, { once: true });
-  deadline.addEventListener("abort", onDeadline, { once: true });
-  return {
-    signal: controller.signal,
-    release: () => {
-      signal.removeEventListener("abort", onSignal);
-      deadline.removeEventListener("abort", onDeadline);
-    },
-  };
+export class RequestSignal {
+  readonly #controller = new AbortController();
+  readonly #outer: AbortSignal | undefined;
+  readonly #timer: NodeJS.Timeout;
+  timedOut = false;
+
+  constructor(signal: AbortSignal | undefined, ms: number) {
+    this.#outer = signal;
+    if (signal !== undefined) {
+      // A long-lived signal carries one listener per request in flight (one per instance polling
+      // at once): more than EventTarget's default of 10 is expected, and every one is removed again.
+      setMaxListeners(0, signal);
+      if (signal.aborted) this.#controller.abort(signal.reason);
+      else signal.addEventListener("abort", this, { once: true });
+    }
+    this.#timer = setTimeout(expire, ms, this);
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** The caller's signal aborted (EventListener object form). */
+  handleEvent(): void {
+    this.#controller.abort(this.#outer?.reason);
+  }
+
+  /** Stops the timer and detaches from the caller's signal; call once the request settled. */
+  release(): void {
+    clearTimeout(this.#timer);
+    this.#outer?.removeEventListener("abort", this);
+  }
+
+  expire(): void {
+    this.timedOut = true;
+    this.#controller.abort();
+  }
+}
+
+function expire(request: RequestSignal): void {
+  request.expire();
 }
 
 export class GeistClient implements PduDriver {
@@ -215,6 +237,12 @@ export class GeistClient implements PduDriver {
   readonly #tokens = new Map<number, string>();
   /** Logins in flight per target port, shared by concurrent writes. */
   readonly #logins = new Map<number, Promise<string>>();
+  /**
+   * The last successful poll: its path, the SHA-256 of its answer (base64, 44 characters: not the
+   * answer) and its snapshot (the one the store holds anyway). Null before the first and after an
+   * answer that failed.
+   */
+  #lastPoll: { readonly path: string; readonly digest: string; readonly snapshot: Snapshot } | null = null;
   /** Answer of /api/conf/oneview/enabled once it succeeded. */
   private oneview: boolean | undefined;
 
@@ -250,19 +278,29 @@ export class GeistClient implements PduDriver {
     };
   }
 
-  /** One poll: probe OneView once (until that succeeds), then GET /oneview or /api and parse. */
+  /**
+   * One poll: probe OneView once (until that succeeds), then GET /oneview or /api and parse. An
+   * answer byte for byte the previous successful one (a Geist answer carries no time of its own) is
+   * not parsed again: the previous snapshot comes back restamped, its parts the same objects
+   * ({@link sameContent}), so the store and the publisher can skip their work too.
+   */
   async poll(signal?: AbortSignal): Promise<Snapshot> {
     this.oneview ??= await this.probeOneView(signal);
     const path = this.oneview ? "/oneview" : "/api";
-    const envelope = this.expectOk(
-      await this.exchange("GET", this.port, path, undefined, signal),
-      "GET",
-      path,
-      this.port,
-    );
+    const body = await this.exchangeBody("GET", this.port, path, undefined, signal);
     const timestamp = Date.now();
+    const hash = createHash("sha256");
+    for (const chunk of body) hash.update(chunk);
+    const digest = hash.digest("base64");
+    const last = this.#lastPoll;
+    if (last !== null && last.path === path && last.digest === digest) {
+      return restamp(last.snapshot, timestamp);
+    }
+    this.#lastPoll = null;
+    const envelope = this.expectOk(this.#decode(body, "GET", path, this.port), "GET", path, this.port);
+    let snapshot: Snapshot;
     try {
-      return this.oneview
+      snapshot = this.oneview
         ? parseOneView(envelope.data, this.instanceId, timestamp)
         : parseApiTree(envelope.data, this.instanceId, timestamp);
     } catch (e) {
@@ -271,9 +309,10 @@ export class GeistClient implements PduDriver {
         throw new ParseError(e.path, e.problem, `GET ${path} from ${this.where(this.port)}`);
       throw e;
     }
+    this.#lastPoll = { path, digest, snapshot };
+    return snapshot;
   }
 
-  /** Switches or power-cycles one outlet now (`delay:false`). */
   async controlOutlet(target: OutletTarget, action: OutletAction, signal?: AbortSignal): Promise<void> {
     if (!OUTLET_ACTIONS.has(action)) throw new RangeError(`unknown outlet action ${JSON.stringify(action)}`);
     await this.write(target, "control", { action, delay: false }, signal);
@@ -473,10 +512,7 @@ export class GeistClient implements PduDriver {
     );
   }
 
-  /**
-   * One request and its envelope (any retCode). Retries once on a fresh connection when the
-   * connection was reset or closed before an answer arrived.
-   */
+  /** One request and its envelope (any retCode); see {@link exchangeBody}. */
   private async exchange(
     method: "GET" | "POST",
     port: number,
@@ -486,6 +522,24 @@ export class GeistClient implements PduDriver {
     once = false,
   ): Promise<Envelope> {
     if (once) return this.#exchangeOnce(port, path, body, signal);
+    return this.#decode(await this.exchangeBody(method, port, path, body, signal), method, path, port);
+  }
+
+  #decode(answer: Answer, method: string, path: string, port: number): Envelope {
+    return decodeEnvelope(joined(answer), `${this.where(port)} (${method} ${path})`);
+  }
+
+  /**
+   * One request and its answer's body (a 2xx), in chunks. Retries once on a fresh connection when the
+   * connection was reset or closed before an answer arrived.
+   */
+  private async exchangeBody(
+    method: "GET" | "POST",
+    port: number,
+    path: string,
+    body: Buffer | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Answer> {
     try {
       return await this.attempt(this.#dispatcher(method, port), method, port, path, body, signal);
     } catch (e) {
@@ -520,7 +574,7 @@ export class GeistClient implements PduDriver {
     if (this.#closed) throw new PduError("unreachable", `cannot reach ${this.where(port)}: client closed`);
     const fresh = new Client(this.#origin(port), this.clientOptions);
     try {
-      return await this.attempt(fresh, "POST", port, path, body, signal);
+      return this.#decode(await this.attempt(fresh, "POST", port, path, body, signal), "POST", path, port);
     } catch (e) {
       const error = e instanceof RetryableError ? e.error : e;
       if (!(error instanceof PduError)) throw error; // the caller's abort, as is
@@ -544,14 +598,12 @@ export class GeistClient implements PduDriver {
     path: string,
     body: Buffer | undefined,
     signal: AbortSignal | undefined,
-  ): Promise<Envelope> {
+  ): Promise<Answer> {
     const where = this.where(port);
     const url = `${this.#origin(port)}${path}`;
     // A timer cleared with the answer, not AbortSignal.timeout: that one stays armed for the whole
     // timeout after every answered request and then builds a DOMException, old-generation garbage.
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), this.timeoutMs);
-    const { signal: combined, release } = eitherSignal(signal, deadline.signal);
+    const deadline = new RequestSignal(signal, this.timeoutMs);
     const started = performance.now();
     let status: number | undefined;
     try {
@@ -560,24 +612,23 @@ export class GeistClient implements PduDriver {
         headers["content-type"] = "application/json";
         headers["content-length"] = String(body.length);
       }
-      const response = await request(url, { dispatcher, method, headers, body, signal: combined });
+      const response = await request(url, { dispatcher, method, headers, body, signal: deadline.signal });
       status = response.statusCode;
       if (status < 200 || status > 299) {
         discard(response.body);
         throw new PduError("http-status", `HTTP ${status} from ${where} (${method} ${path})`, { status });
       }
-      const text = await this.readBody(response, `${where} (${method} ${path})`);
+      const answer = await this.readBody(response, `${where} (${method} ${path})`);
       this.logger.debug({ method, url, status, ms: Math.round(performance.now() - started) }, "PDU request");
-      return decodeEnvelope(text, `${where} (${method} ${path})`);
+      return answer;
     } catch (e) {
       const ms = Math.round(performance.now() - started);
       this.logger.debug({ method, url, status, ms, error: describeError(e) }, "PDU request failed");
       if (signal?.aborted === true) throw signal.reason;
       if (e instanceof PduError) throw e;
-      throw this.transportError(e, where, deadline.signal.aborted, status === undefined);
+      throw this.transportError(e, where, deadline.timedOut, status === undefined);
     } finally {
-      clearTimeout(timer);
-      release();
+      deadline.release();
     }
   }
 
@@ -597,7 +648,7 @@ export class GeistClient implements PduDriver {
   }
 
   /** Reads the body up to maxBodyBytes; a bigger one is destroyed unread (declared) or mid-way. */
-  private async readBody(response: Dispatcher.ResponseData, where: string): Promise<Buffer> {
+  private async readBody(response: Dispatcher.ResponseData, where: string): Promise<Answer> {
     const limit = this.maxBodyBytes;
     const tooLarge = () =>
       new PduError("malformed", `answer from ${where} is larger than the limit of ${limit} bytes`);
@@ -616,8 +667,18 @@ export class GeistClient implements PduDriver {
       }
       chunks.push(chunk);
     }
-    return chunks.length === 1 && chunks[0] !== undefined ? chunks[0] : Buffer.concat(chunks, total);
+    return chunks;
   }
+}
+
+/**
+ * An answer's body as read, in the chunks it came in: a poll only hashes them when the answer is
+ * the previous one, without copying them into one buffer.
+ */
+type Answer = readonly Buffer[];
+
+function joined(answer: Answer): Buffer {
+  return answer.length === 1 && answer[0] !== undefined ? answer[0] : Buffer.concat(answer);
 }
 
 /** Internal: a transport failure worth one retry on a fresh connection; carries the final error. */
