@@ -54,7 +54,8 @@ export async function runApi(ctx: BenchContext): Promise<ScenarioResult> {
   const wrk = ctx.tools.wrk;
   if (wrk === null) throw new Error("wrk is missing");
   ctx.log(
-    `api: bridge polling ${pdus} PDUs every ${intervalS} s; wrk -c64 -t2 -d${seconds}s, ${rounds} round(s)`,
+    `api: bridge polling ${pdus} PDUs every ${intervalS} s (Api.Worker: ${apiWorker()}); ` +
+      `wrk -c64 -t2 -d${seconds}s, ${rounds} round(s)`,
   );
 
   const endpoints: Endpoint[] = [
@@ -71,7 +72,7 @@ export async function runApi(ctx: BenchContext): Promise<ScenarioResult> {
     ports: fleet.ports,
     broker,
     pollIntervalS: intervalS,
-    api: { port: apiPort },
+    api: { port: apiPort, worker: apiWorker() },
   });
   let bridge: Awaited<ReturnType<typeof startBridge>> | null = null;
   let baseline: ReturnType<typeof spawnNode> | null = null;
@@ -276,6 +277,11 @@ export async function runApi(ctx: BenchContext): Promise<ScenarioResult> {
     await fleet.close();
     await broker.close();
   }
+}
+
+/** `BENCH_API_WORKER=0` measures the REST API without its worker thread (`Api.Worker: false`). */
+function apiWorker(): boolean {
+  return process.env.BENCH_API_WORKER !== "0";
 }
 
 /** `BENCH_API_PDUS`: the fleet size (default 1000). */

@@ -14,6 +14,7 @@ import { createLogger, type Logger } from "./log.js";
 import { createControlService, type ControlCore } from "./control/service.js";
 import type { ControlService } from "./control/types.js";
 import { startApiServer } from "./http/api/server.js";
+import { startApiWorker } from "./http/api/worker-host.js";
 import type { RunningListener } from "./http/common.js";
 import { startHealthServer } from "./http/health/server.js";
 import type { HttpDeps } from "./http/types.js";
@@ -188,7 +189,7 @@ export class App {
       this.#parts.push({ name: "health", stop: () => health.close() });
     }
     if (this.config.Api.Enabled) {
-      const api = await startApiServer(deps);
+      const api = this.config.Api.Worker ? await startApiWorker(deps) : await startApiServer(deps);
       this.#api = api;
       this.#parts.push({ name: "api", stop: () => api.close() });
     }

@@ -51,6 +51,11 @@ export interface AppYamlOptions {
     readonly bind?: string;
     readonly port?: number;
     readonly trustedProxies?: readonly string[];
+    /**
+     * `Api.Worker`; default: on when the environment has PDU_BRIDGE_TEST_API_WORKER=1, so that the
+     * whole suite can run against the API worker (`PDU_BRIDGE_TEST_API_WORKER=1 npm test`).
+     */
+    readonly worker?: boolean;
   };
   /** The health listener, default on, port default 0. */
   readonly health?: boolean | { readonly port: number };
@@ -70,7 +75,8 @@ export function appYaml(o: AppYamlOptions): string {
   if (o.api !== undefined) {
     lines.push(
       `Api: { Enabled: true, Bind: ${q(o.api.bind ?? "127.0.0.1")}, Port: ${o.api.port ?? 0}, ApiKey: ${q(o.api.key)}` +
-        `${o.api.trustedProxies === undefined ? "" : `, TrustedProxies: ${JSON.stringify(o.api.trustedProxies)}`} }`,
+        `${o.api.trustedProxies === undefined ? "" : `, TrustedProxies: ${JSON.stringify(o.api.trustedProxies)}`}` +
+        `, Worker: ${o.api.worker ?? process.env.PDU_BRIDGE_TEST_API_WORKER === "1"} }`,
     );
   }
   const health =

@@ -18,7 +18,8 @@ export interface BridgeConfigOptions {
   readonly broker: { readonly host: string; readonly port: number };
   readonly pollIntervalS: number;
   /** REST API on this port (with this key, when given); omitted: API off. */
-  readonly api?: { readonly port: number; readonly apiKey?: string };
+  /** `worker`: Api.Worker (default false). */
+  readonly api?: { readonly port: number; readonly apiKey?: string; readonly worker?: boolean };
   /** ActionsEnabled (with the simulator's admin/admin credentials). */
   readonly actions?: boolean;
   readonly logLevel?: string;
@@ -58,6 +59,7 @@ export function writeBridgeConfig(o: BridgeConfigOptions): string {
       `  Port: ${o.api.port}`,
       "  Bind: 127.0.0.1",
       `  ApiKey: ${JSON.stringify(o.api.apiKey ?? "")}`,
+      `  Worker: ${o.api.worker === true}`,
     );
   } else {
     lines.push("Api: { Enabled: false }");

@@ -154,7 +154,7 @@ export function httpLimits(config: Config): HttpLimits {
  * Node checks the request and header timeouts every `connectionsCheckingInterval` (30 s by
  * default, which would let a 10 s timeout run 40 s), so it is checked at least every second.
  */
-function serverFactory(limits: HttpLimits, fastPath?: FastPath) {
+export function serverFactory(limits: HttpLimits, fastPath?: FastPath) {
   return (
     handler: (request: IncomingMessage, response: ServerResponse) => void,
     options: { http?: object; maxRequestsPerSocket?: number },
@@ -186,7 +186,7 @@ function serverFactory(limits: HttpLimits, fastPath?: FastPath) {
 }
 
 /** Answers malformed HTTP (before fastify sees a request) in the same problem format. */
-function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
   if (error.code === "ECONNRESET" || socket.destroyed) return;
   const tooLarge = error.code === "HPE_HEADER_OVERFLOW";
   const status = tooLarge ? 431 : 400;
@@ -263,6 +263,18 @@ export interface RunningListener {
   close(): Promise<void>;
 }
 
+/** A failed listen as a ConfigError naming the key, when the configuration is the cause. */
+export function listenError(error: unknown, section: "Api" | "Health", host: string, port: number): Error {
+  const code = (error as { code?: unknown }).code;
+  if (code === "EADDRINUSE")
+    return new ConfigError(`${section}.Port`, `port ${port} on ${host} is already in use`);
+  if (code === "EACCES")
+    return new ConfigError(`${section}.Port`, `port ${port} on ${host} may not be used by this user`);
+  if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND" || code === "EAI_AGAIN")
+    return new ConfigError(`${section}.Bind`, `cannot listen on ${host}: no such local address`);
+  return error instanceof Error ? error : new Error(String(error));
+}
+
 /**
  * Listens on `host:port`. A port in use (or not permitted) or an address that cannot be bound is a
  * configuration error naming the key (`Api.Port`, `Health.Bind`, ...); the app exits 2 on it.
@@ -277,15 +289,7 @@ export async function listen(
     await app.listen({ host, port });
   } catch (error) {
     await app.close();
-    const code = (error as { code?: unknown }).code;
-    if (code === "EADDRINUSE")
-      throw new ConfigError(`${section}.Port`, `port ${port} on ${host} is already in use`);
-    if (code === "EACCES")
-      throw new ConfigError(`${section}.Port`, `port ${port} on ${host} may not be used by this user`);
-    if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND" || code === "EAI_AGAIN") {
-      throw new ConfigError(`${section}.Bind`, `cannot listen on ${host}: no such local address`);
-    }
-    throw error;
+    throw listenError(error, section, host, port);
   }
   const address = app.server.address();
   return {

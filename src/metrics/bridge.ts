@@ -218,9 +218,9 @@ export class BridgeMetrics {
   }
 
   /** One answered HTTP request; `route` is the route pattern (bounded), never the raw URL. */
-  observeHttp(listener: "api" | "health", route: string, statusCode: number): void {
+  observeHttp(listener: "api" | "health", route: string, statusCode: number, count = 1): void {
     const klass = statusCode >= 100 && statusCode < 600 ? `${Math.floor(statusCode / 100)}xx` : "other";
-    this.#http.inc({ listener, route, code: klass });
+    this.#http.inc({ listener, route, code: klass }, count);
   }
 
   /** Counts every response of this fastify app (requests answered by a fast path: {@link wrapFastPath}). */

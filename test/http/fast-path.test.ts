@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { connect, type AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { createFastReads, createReadBodies } from "../../src/http/api/bodies.js";
+import { createFastReads, createReadBodies, storeReadSource } from "../../src/http/api/bodies.js";
 import { buildApiServer } from "../../src/http/api/server.js";
 import type { HttpApp } from "../../src/http/common.js";
 import { Client, configFrom, harness, type Harness } from "../../testkit/http-harness.js";
@@ -94,7 +94,8 @@ describe("fast path of the hot read endpoints", () => {
     let server: Server;
     let raw: Client;
     before(async () => {
-      const fast = createFastReads(h.deps, createReadBodies(h.deps));
+      const source = storeReadSource(h.deps);
+      const fast = createFastReads(source, createReadBodies(source));
       // 299: fastify would have answered this request.
       server = createServer((request, response) => {
         if (!fast(request, response)) response.writeHead(299).end();

@@ -16,12 +16,12 @@ import type { HttpDeps } from "../types.js";
 
 export const HEALTH_PATH = "/api/v1/health";
 export const READINGS_PATH = "/api/v1/readings";
-const INSTANCE_QUERY = `${READINGS_PATH}?instance=`;
+export const INSTANCE_QUERY = `${READINGS_PATH}?instance=`;
 
 /** Instance ids the fast path serves: only characters a query string carries as they are. */
 const PLAIN_ID = /^[A-Za-z0-9._~-]+$/;
 
-const EMPTY_ARRAY = Buffer.from("[]");
+export const EMPTY_ARRAY = Buffer.from("[]");
 
 /** API_JSON_HEADERS as a flat name, value list (writeHead takes it as it is; no object per answer). */
 const HEADER_LIST: readonly string[] = Object.entries(API_JSON_HEADERS).flat();
@@ -29,48 +29,77 @@ const HEADER_LIST: readonly string[] = Object.entries(API_JSON_HEADERS).flat();
 export const iso = (ms: number): string => new Date(ms).toISOString();
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms));
 
-export interface ReadBodies {
+/** What a health entry shows of an instance's status. */
+export type HealthStatus = Pick<InstanceStatus, "id" | "lastPollUtc" | "lastError" | "consecutiveFailures">;
+
+/**
+ * Where the read bodies come from: the snapshot store in the main thread (storeReadSource), or its
+ * mirror in the API worker (worker.ts). `list()` returns a new array whenever a status changes, and
+ * a status is a new object whenever it changes: the bodies are cached on those identities.
+ */
+export interface ReadSource<S extends HealthStatus> {
+  list(): readonly S[];
+  get(id: string): S | undefined;
+  /** The status's readings as the members of a JSON array ("" when there are none). */
+  readingsJson(status: S): string;
+  /** The status's readings as a whole body (`[...]`), cached with its snapshot. */
+  readingsBody(status: S): Buffer;
+  readonly startedAt: number;
+  mqttConnected(): boolean;
+  now(): number;
+}
+
+/** The snapshot store as a {@link ReadSource}. */
+export function storeReadSource(deps: HttpDeps): ReadSource<InstanceStatus> {
+  return {
+    list: () => deps.store.list(),
+    get: (id) => deps.store.get(id),
+    readingsJson: (s) => (s.snapshot ? readingsJson(s.snapshot) : ""),
+    readingsBody: (s) => (s.snapshot === null ? EMPTY_ARRAY : instanceReadings(s.snapshot)),
+    startedAt: deps.startedAt,
+    mqttConnected: () => deps.mqttStatus().connected,
+    now: deps.now ?? Date.now,
+  };
+}
+
+export interface ReadBodies<S extends HealthStatus = InstanceStatus> {
   /** The body of `GET /api/v1/health`. */
   health(): Buffer;
   /** The body of `GET /api/v1/readings` (every instance). */
   allReadings(): Buffer;
   /** The readings of these instances (one: cached with its snapshot). */
-  readingsFor(statuses: readonly InstanceStatus[]): Buffer;
+  readingsFor(statuses: readonly S[]): Buffer;
 }
 
-export function createReadBodies(deps: HttpDeps): ReadBodies {
-  const now = deps.now ?? Date.now;
-  // Keyed by the store's list (replaced on every status change), the second of uptime and the
+export function createReadBodies<S extends HealthStatus>(source: ReadSource<S>): ReadBodies<S> {
+  // Keyed by the source's list (replaced on every status change), the second of uptime and the
   // MQTT state: everything the body shows.
   let health:
-    | { statuses: readonly InstanceStatus[]; uptimeSeconds: number; mqttConnected: boolean; body: Buffer }
-    | undefined;
-  const entries = new HealthEntries();
-  let all: { statuses: readonly InstanceStatus[]; body: Buffer } | undefined;
+    { statuses: readonly S[]; uptimeSeconds: number; mqttConnected: boolean; body: Buffer } | undefined;
+  const entries = new HealthEntries<S>();
+  let all: { statuses: readonly S[]; body: Buffer } | undefined;
   return {
     health() {
-      const statuses = deps.store.list();
-      const uptimeSeconds = Math.max(0, Math.floor((now() - deps.startedAt) / 1000));
-      const mqttConnected = deps.mqttStatus().connected;
+      const statuses = source.list();
+      const uptimeSeconds = Math.max(0, Math.floor((source.now() - source.startedAt) / 1000));
+      const mqttConnected = source.mqttConnected();
       if (
         health?.statuses !== statuses ||
         health.uptimeSeconds !== uptimeSeconds ||
         health.mqttConnected !== mqttConnected
       ) {
-        const head = { startedUtc: iso(deps.startedAt), uptimeSeconds, mqttConnected };
+        const head = { startedUtc: iso(source.startedAt), uptimeSeconds, mqttConnected };
         health = { statuses, uptimeSeconds, mqttConnected, body: healthBody(head, statuses, entries) };
       }
       return health.body;
     },
     allReadings() {
-      const statuses = deps.store.list();
-      if (all?.statuses !== statuses) all = { statuses, body: joinReadings(statuses) };
+      const statuses = source.list();
+      if (all?.statuses !== statuses) all = { statuses, body: joinReadings(source, statuses) };
       return all.body;
     },
     readingsFor(statuses) {
-      if (statuses.length !== 1) return joinReadings(statuses);
-      const snapshot = statuses[0]!.snapshot;
-      return snapshot === null ? EMPTY_ARRAY : instanceReadings(snapshot);
+      return statuses.length === 1 ? source.readingsBody(statuses[0]!) : joinReadings(source, statuses);
     },
   };
 }
@@ -80,7 +109,10 @@ export function createReadBodies(deps: HttpDeps): ReadBodies {
  * is as plain as a monitoring probe's (Host present, no body, no other query); anything else goes
  * to fastify's routes, which answer the same bytes (test/http/fast-path.test.ts compares them).
  */
-export function createFastReads(deps: HttpDeps, bodies: ReadBodies): FastPath {
+export function createFastReads<S extends HealthStatus>(
+  source: ReadSource<S>,
+  bodies: ReadBodies<S>,
+): FastPath {
   return (request: IncomingMessage, response: ServerResponse): boolean => {
     if (request.method !== "GET" || !plainHeaders(request.rawHeaders)) return false;
     const url = request.url ?? "";
@@ -89,7 +121,7 @@ export function createFastReads(deps: HttpDeps, bodies: ReadBodies): FastPath {
     else if (url === READINGS_PATH) body = bodies.allReadings();
     else if (url.startsWith(INSTANCE_QUERY)) {
       const id = url.slice(INSTANCE_QUERY.length);
-      const status = PLAIN_ID.test(id) ? deps.store.get(id) : undefined;
+      const status = PLAIN_ID.test(id) ? source.get(id) : undefined;
       if (status === undefined) return false;
       body = bodies.readingsFor([status]);
     } else return false;
@@ -119,10 +151,10 @@ function plainHeaders(raw: readonly string[]): boolean {
  * so ordering the instances orders them all; they are serialised once per snapshot (the schema of
  * the route still documents them, and the contract tests check every answer against it).
  */
-function joinReadings(statuses: readonly InstanceStatus[]): Buffer {
+function joinReadings<S extends HealthStatus>(source: ReadSource<S>, statuses: readonly S[]): Buffer {
   const parts = [...statuses]
     .sort((a, b) => compareOrdinal(a.id, b.id))
-    .flatMap((s) => (s.snapshot ? [readingsJson(s.snapshot)] : []))
+    .map((s) => source.readingsJson(s))
     .filter((json) => json !== "");
   return Buffer.from(`[${parts.join(",")}]`);
 }
@@ -138,10 +170,10 @@ function instanceReadings(snapshot: Snapshot): Buffer {
   return body;
 }
 
-function healthBody(
+function healthBody<S extends HealthStatus>(
   head: { startedUtc: string; uptimeSeconds: number; mqttConnected: boolean },
-  statuses: readonly InstanceStatus[],
-  entries: HealthEntries,
+  statuses: readonly S[],
+  entries: HealthEntries<S>,
 ): Buffer {
   let lastPoll: number | null = null;
   for (const s of statuses)
@@ -167,10 +199,10 @@ const HEALTH_BLOCK = 32;
  * per health request over a bare server; docs/performance.md, scenario api). Bounded by the
  * configured instances: one block per 32 of them.
  */
-class HealthEntries {
-  #blocks: { statuses: readonly InstanceStatus[]; bytes: Buffer }[] = [];
+class HealthEntries<S extends HealthStatus> {
+  #blocks: { statuses: readonly S[]; bytes: Buffer }[] = [];
 
-  blocks(statuses: readonly InstanceStatus[]): Buffer[] {
+  blocks(statuses: readonly S[]): Buffer[] {
     const count = Math.ceil(statuses.length / HEALTH_BLOCK);
     this.#blocks.length = Math.min(this.#blocks.length, count);
     const out: Buffer[] = [];
@@ -188,15 +220,15 @@ class HealthEntries {
   }
 }
 
-const sameStatuses = (a: readonly InstanceStatus[], b: readonly InstanceStatus[]): boolean =>
+const sameStatuses = (a: readonly HealthStatus[], b: readonly HealthStatus[]): boolean =>
   a.length === b.length && a.every((s, i) => s === b[i]);
 
 /**
  * One instance's entry of /api/v1/health, serialised once per status: the store replaces an
  * instance's status object on every change, so an unchanged instance costs a lookup.
  */
-const healthEntries = new WeakMap<InstanceStatus, string>();
-function instanceHealthJson(status: InstanceStatus): string {
+const healthEntries = new WeakMap<HealthStatus, string>();
+function instanceHealthJson(status: HealthStatus): string {
   let json = healthEntries.get(status);
   if (json === undefined) {
     json = JSON.stringify({

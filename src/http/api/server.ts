@@ -16,7 +16,7 @@ import {
 } from "../common.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
-import { createFastReads, createReadBodies, iso, type ReadBodies } from "./bodies.js";
+import { createFastReads, createReadBodies, iso, storeReadSource, type ReadBodies } from "./bodies.js";
 import { controlRoutes } from "./control.js";
 import { INTERNAL_ERROR, json, jsonArray, problemResponse, SHARED_SCHEMAS } from "./schemas.js";
 import { ConsoleFeed } from "../../ui/feed.js";
@@ -229,8 +229,9 @@ function registerDocumentRoutes(app: HttpApp): void {
 
 /** The REST API, ready to listen (or to `inject`). */
 export async function buildApiServer(deps: HttpDeps): Promise<HttpApp> {
-  const bodies = createReadBodies(deps);
-  const fastReads = createFastReads(deps, bodies);
+  const source = storeReadSource(deps);
+  const bodies = createReadBodies(source);
+  const fastReads = createFastReads(source, bodies);
   const app = createHttpApp(
     deps.logger,
     "api",

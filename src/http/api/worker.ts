@@ -1,0 +1,252 @@
+/**
+ * The API worker thread (`Api.Worker`): owns the REST API's listening socket, answers the plain
+ * `GET /api/v1/health` and `GET /api/v1/readings[?instance=]` from its mirror of the snapshot store
+ * (fed by the main thread, mirror.ts), and passes every other request, as it came, to the main
+ * thread's fastify app over a private unix socket. Its requests and collections stay off the
+ * polling loop and out of the main thread's large heap (docs/performance.md, API under fleet load).
+ */
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
+import { parentPort, workerData } from "node:worker_threads";
+import { API_JSON_HEADERS, clientErrorHandler, serverFactory } from "../common.js";
+import { problem, PROBLEM_CONTENT_TYPE } from "../problem.js";
+import {
+  createFastReads,
+  createReadBodies,
+  EMPTY_ARRAY,
+  INSTANCE_QUERY,
+  READINGS_PATH,
+  type ReadSource,
+} from "./bodies.js";
+import {
+  PEER_HEADER,
+  type FromWorker,
+  type MirrorStatus,
+  type ToWorker,
+  type WorkerSetup,
+} from "./mirror.js";
+
+/** One snapshot's readings: asked of the main thread when a request first needs them. */
+interface Readings {
+  json: string | undefined;
+  body?: Buffer;
+}
+
+interface Entry {
+  readonly id: string;
+  readonly lastPollUtc: number | null;
+  readonly lastError: string | null;
+  readonly consecutiveFailures: number;
+  readonly readings: Readings;
+}
+
+/** Headers that belong to one connection, not to the request or answer passed on. */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]);
+
+const port = parentPort!;
+const setup = workerData as WorkerSetup;
+const send = (message: FromWorker): void => port.postMessage(message);
+
+/** The mirror: a new entry object per change and a new list per batch, as the store does. */
+const entries = new Map<string, Entry>();
+let list: readonly Entry[] = [];
+let mqttConnected = setup.mqttConnected;
+const NO_READINGS: Readings = { json: "" };
+
+function apply(statuses: readonly MirrorStatus[]): void {
+  for (const s of statuses) {
+    const readings =
+      s.snapshot === "new"
+        ? { json: undefined }
+        : s.snapshot === "none"
+          ? NO_READINGS
+          : (entries.get(s.id)?.readings ?? { json: undefined });
+    entries.set(s.id, {
+      id: s.id,
+      lastPollUtc: s.lastPollUtc,
+      lastError: s.lastError,
+      consecutiveFailures: s.consecutiveFailures,
+      readings,
+    });
+  }
+  if (statuses.length > 0) list = Object.freeze([...entries.values()]);
+}
+apply(setup.statuses);
+
+const source: ReadSource<Entry> = {
+  list: () => list,
+  get: (id) => entries.get(id),
+  readingsJson: (e) => e.readings.json ?? "",
+  readingsBody: (e) =>
+    !e.readings.json ? EMPTY_ARRAY : (e.readings.body ??= Buffer.from(`[${e.readings.json}]`)),
+  startedAt: setup.startedAt,
+  mqttConnected: () => mqttConnected,
+  now: Date.now,
+};
+
+/** What the worker answered itself, reported to the main thread's metrics once per turn. */
+const served = new Map<string, number>();
+let reportScheduled = false;
+function count(path: string): void {
+  served.set(path, (served.get(path) ?? 0) + 1);
+  if (reportScheduled) return;
+  reportScheduled = true;
+  setImmediate(() => {
+    reportScheduled = false;
+    send({ kind: "served", counts: [...served].map(([p, n]) => [p, 200, n]) });
+    served.clear();
+  });
+}
+
+/** Requests waiting for readings, by instance id (bounded by the open connections). */
+const waiting = new Map<string, (() => void)[]>();
+
+function fetchReadings(ids: readonly string[]): Promise<void> {
+  const asked = ids.filter((id) => !waiting.has(id));
+  const all = ids.map((id) => {
+    const queue = waiting.get(id) ?? [];
+    waiting.set(id, queue);
+    return new Promise<void>((resolve) => queue.push(resolve));
+  });
+  if (asked.length > 0) send({ kind: "readings", ids: asked });
+  return Promise.all(all).then(() => undefined);
+}
+
+function receiveReadings(readings: readonly [string, string][]): void {
+  for (const [id, json] of readings) {
+    const entry = entries.get(id);
+    if (entry !== undefined && entry.readings.json === undefined) entry.readings.json = json;
+    for (const resolve of waiting.get(id) ?? []) resolve();
+    waiting.delete(id);
+  }
+}
+
+/** The entries whose readings this request needs and the mirror does not hold yet. */
+function missingReadings(request: IncomingMessage): string[] {
+  if (request.method !== "GET") return [];
+  const url = request.url ?? "";
+  if (url === READINGS_PATH) return list.filter((e) => e.readings.json === undefined).map((e) => e.id);
+  if (!url.startsWith(INSTANCE_QUERY)) return [];
+  const entry = entries.get(url.slice(INSTANCE_QUERY.length));
+  return entry !== undefined && entry.readings.json === undefined ? [entry.id] : [];
+}
+
+const fastReads = createFastReads(source, createReadBodies(source));
+const answer = (request: IncomingMessage, response: ServerResponse): boolean => {
+  const answered = fastReads(request, response);
+  if (answered) count((request.url ?? "").split("?", 1)[0]!);
+  return answered;
+};
+
+/**
+ * The fast path of the worker: answers at once from the mirror, or once the readings it needs have
+ * come from the main thread; should they have changed again meanwhile, fastify answers instead.
+ */
+const fastPath = (request: IncomingMessage, response: ServerResponse): boolean => {
+  const missing = missingReadings(request);
+  if (missing.length === 0) return answer(request, response);
+  void fetchReadings(missing).then(() => {
+    let answered = false;
+    if (missingReadings(request).length === 0) {
+      try {
+        answered = answer(request, response);
+      } catch {
+        // fastify's route answers (and logs) it
+      }
+    }
+    if (!answered) forward(request, response);
+  });
+  return true;
+};
+
+/**
+ * Passes a request to fastify in the main thread: the same method, path, headers and body, and the
+ * client's address and HTTP version in {@link PEER_HEADER} (one a client sent is dropped); the answer
+ * comes back as it is, streamed (the console's event stream too).
+ */
+function forward(request: IncomingMessage, response: ServerResponse): void {
+  const raw = request.rawHeaders;
+  const headers: string[] = [];
+  let framed = false;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (name === "content-length" || name === "transfer-encoding") framed = true;
+    if (name === PEER_HEADER || (HOP_BY_HOP.has(name) && name !== "transfer-encoding")) continue;
+    headers.push(raw[i]!, raw[i + 1]!);
+  }
+  // Without either header the request has no body; said so, or node would send it chunked.
+  if (!framed) headers.push("content-length", "0");
+  headers.push(PEER_HEADER, `${request.httpVersion} ${request.socket.remoteAddress ?? ""}`);
+  // Keep-alive, so that fastify reads and drops a body it answered without (a 401 before a large
+  // body) instead of closing the socket while the body is still being written. The connection is
+  // still used for this one request only (no agent): the peer address is per connection.
+  headers.push("connection", "keep-alive");
+  const upstream = httpRequest({
+    socketPath: setup.upstream,
+    method: request.method,
+    path: request.url,
+    headers,
+    setHost: false,
+    agent: false,
+  });
+  let answer: IncomingMessage | undefined;
+  upstream.on("response", (received) => {
+    answer = received;
+    const back: string[] = [];
+    const rawBack = received.rawHeaders;
+    for (let i = 0; i < rawBack.length; i += 2)
+      if (!HOP_BY_HOP.has(rawBack[i]!.toLowerCase())) back.push(rawBack[i]!, rawBack[i + 1]!);
+    response.sendDate = false; // fastify's answer has its Date
+    response.writeHead(received.statusCode ?? 502, received.statusMessage, back);
+    received.pipe(response);
+  });
+  upstream.on("error", (error) => {
+    // After a whole answer (a body fastify did not want), nothing is lost; a cut answer cuts the client's.
+    if (answer !== undefined || response.headersSent) {
+      if (answer?.complete !== true) response.destroy();
+      return;
+    }
+    send({ kind: "log", level: "warn", msg: "API worker: passing a request on failed", err: String(error) });
+    const body = JSON.stringify(problem(503, "the service is not ready to answer this request; retry"));
+    response.writeHead(503, { ...API_JSON_HEADERS, "content-type": PROBLEM_CONTENT_TYPE });
+    response.end(body);
+  });
+  // A client that leaves (an event stream closed) ends the request to fastify too.
+  response.on("close", () => {
+    if (!response.writableFinished) upstream.destroy();
+  });
+  request.pipe(upstream);
+}
+
+const server = serverFactory(setup.limits, fastPath)(forward, { http: { requireHostHeader: false } });
+server.on("clientError", clientErrorHandler);
+server.on("error", (error: Error & { code?: string }) => {
+  send({ kind: "listen-failed", code: error.code, message: error.message });
+});
+server.listen({ host: setup.bind, port: setup.port }, () => {
+  const address = server.address();
+  send({
+    kind: "listening",
+    port: typeof address === "object" && address !== null ? address.port : setup.port,
+  });
+});
+
+port.on("message", (message: ToWorker) => {
+  if (message.kind === "statuses") {
+    mqttConnected = message.mqttConnected;
+    apply(message.statuses);
+  } else if (message.kind === "readings") {
+    receiveReadings(message.readings);
+  } else {
+    server.close(() => send({ kind: "closed" }));
+    server.closeIdleConnections();
+  }
+});
+
+process.on("uncaughtException", (error) => {
+  send({
+    kind: "log",
+    level: "error",
+    msg: "API worker: unexpected error",
+    err: error.stack ?? String(error),
+  });
+});
