@@ -279,9 +279,12 @@ export async function runApi(ctx: BenchContext): Promise<ScenarioResult> {
   }
 }
 
-/** `BENCH_API_WORKER=0` measures the REST API without its worker thread (`Api.Worker: false`). */
+/**
+ * The REST API as the service runs it by default (`Api.Worker: false`); `BENCH_API_WORKER=1` measures
+ * it with its worker thread.
+ */
 function apiWorker(): boolean {
-  return process.env.BENCH_API_WORKER !== "0";
+  return process.env.BENCH_API_WORKER === "1";
 }
 
 /** `BENCH_API_PDUS`: the fleet size (default 1000). */
