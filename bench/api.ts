@@ -280,11 +280,11 @@ export async function runApi(ctx: BenchContext): Promise<ScenarioResult> {
 }
 
 /**
- * The REST API as the service runs it by default (`Api.Worker: false`); `BENCH_API_WORKER=1` measures
- * it with its worker thread.
+ * The REST API as the service runs it by default, with its worker thread (`Api.Worker: true`);
+ * `BENCH_API_WORKER=0` measures it without, every request on the main thread beside polling.
  */
 function apiWorker(): boolean {
-  return process.env.BENCH_API_WORKER === "1";
+  return process.env.BENCH_API_WORKER !== "0";
 }
 
 /** `BENCH_API_PDUS`: the fleet size (default 1000). */

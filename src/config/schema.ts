@@ -336,9 +336,9 @@ export const ConfigSchema = Type.Object(
             "Exact IP addresses of reverse proxies (e.g. the Ingress controller) whose X-Forwarded-For names the client, for the lock-out and the audit log; others' X-Forwarded-For is ignored",
         }),
         Worker: Type.Boolean({
-          default: false,
+          default: true,
           description:
-            "Run the REST API listener in a worker thread that answers GET /api/v1/health and /api/v1/readings from a mirror of the snapshots and passes every other request to the main thread (docs/architecture.md)",
+            "Run the REST API listener in a worker thread that answers GET /api/v1/health and /api/v1/readings from a mirror of the snapshots and passes every other request to the main thread (docs/architecture.md); false serves every request on the main thread, beside polling",
         }),
       },
       { additionalProperties: false, default: {}, description: "The REST API listener" },
