@@ -2,7 +2,7 @@
 # pdu-bridge container image (docs/deployment.md).
 #
 #   docker build -t pdu-bridge .
-#   docker run --read-only -v "$PWD/config.yaml:/config/config.yaml:ro" -e SERVICE_API_KEY=... \
+#   docker run --read-only --tmpfs /tmp -v "$PWD/config.yaml:/config/config.yaml:ro" -e SERVICE_API_KEY=... \
 #     -p 8081:8081 -p 8082:8082 pdu-bridge
 #
 # Debian slim rather than Alpine: Node's official builds target glibc (the musl ones are

@@ -208,6 +208,8 @@ async function main(): Promise<void> {
         "--network",
         "host",
         "--read-only",
+        "--tmpfs",
+        "/tmp",
         "--cap-drop",
         "ALL",
         "--security-opt",

@@ -138,7 +138,7 @@ test("a taken Api.Port is a ConfigError naming the key", async () => {
   try {
     const config = await configFrom(`
 Mqtt: { Embedded: { Bind: 127.0.0.1, Port: 0 } }
-Pdus: { a: { Connection: { Host: 192.0.2.1 } } }
+Pdus: { a: { Connection: { Host: 127.0.0.1 } } }
 Api: { Enabled: true, Bind: 127.0.0.1, Port: ${taken}, Worker: true }
 Health: { Enabled: false }
 `);
@@ -149,6 +149,34 @@ Health: { Enabled: false }
     });
   } finally {
     await new Promise<void>((resolve) => blocker.close(() => resolve()));
+  }
+});
+
+test("without a writable temporary directory the REST API runs on the main thread, with a warning", async () => {
+  const config = await configFrom(`
+Mqtt: { Embedded: { Bind: 127.0.0.1, Port: 0 } }
+Pdus: { a: { Connection: { Host: 127.0.0.1 } } }
+Api: { Enabled: true, Bind: 127.0.0.1, Port: 0, Worker: true }
+Health: { Enabled: false }
+`);
+  const saved = process.env.TMPDIR;
+  process.env.TMPDIR = "/nonexistent/pdu-bridge-test";
+  let app: App | undefined;
+  try {
+    app = await App.start(config, { logger: h.log.logger });
+  } finally {
+    if (saved === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = saved;
+  }
+  try {
+    const answer = await fetch(`http://127.0.0.1:${app.endpoints.apiPort!}/api/v1/health`);
+    assert.equal(answer.status, 200);
+    assert.ok(
+      h.logs().some((line) => line.level === "warn" && String(line.msg).includes("runs on the main thread")),
+      "the fallback is logged",
+    );
+  } finally {
+    await app.stop();
   }
 });
 

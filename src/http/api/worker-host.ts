@@ -12,7 +12,7 @@ import { Worker } from "node:worker_threads";
 import { httpLimits, listenError, type RunningListener } from "../common.js";
 import type { HttpDeps } from "../types.js";
 import { MirrorFeed, PEER_HEADER, type FromWorker, type ToWorker, type WorkerSetup } from "./mirror.js";
-import { buildApiServer } from "./server.js";
+import { buildApiServer, startApiServer } from "./server.js";
 
 /** How long the worker gets to finish its open requests on close before it is terminated. */
 const CLOSE_BUDGET_MS = 2000;
@@ -37,9 +37,22 @@ function adoptPeer(request: IncomingMessage): void {
     Object.defineProperty(request.socket, "remoteAddress", { value: address, configurable: true });
 }
 
-/** Starts the worker and the fastify app behind it; a taken port is a ConfigError (`Api.Port`). */
+/**
+ * Starts the worker and the fastify app behind it; a taken port is a ConfigError (`Api.Port`). Where
+ * no private directory can be made for the socket (a read-only root without a writable temporary
+ * directory), the REST API runs on the main thread instead, with a warning.
+ */
 export async function startApiWorker(deps: HttpDeps): Promise<RunningListener> {
-  const dir = await mkdtemp(join(tmpdir(), "pdu-bridge-api-")); // mode 0700
+  let dir: string;
+  try {
+    dir = await mkdtemp(join(tmpdir(), "pdu-bridge-api-")); // mode 0700
+  } catch (error) {
+    deps.logger.warn(
+      { err: error, tmpdir: tmpdir() },
+      "the API worker needs a private directory for its socket and none could be made; the REST API runs on the main thread",
+    );
+    return startApiServer(deps);
+  }
   const upstream = join(dir, "api.sock");
   const app = await buildApiServer(deps);
   app.server.prependListener("request", adoptPeer);
