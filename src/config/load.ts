@@ -38,6 +38,7 @@ import {
   findUnknownKey,
   isPlainObject,
   orderedKeys,
+  showKind,
   showValue,
   type SchemaNode,
 } from "./validate.js";
@@ -109,7 +110,7 @@ export async function parseConfigText(
   // toJS built this data for us alone, so it is filled in place.
   const data = yaml.value;
   if (!isPlainObject(data)) {
-    throw new ConfigError("", `the top level must be a mapping of sections (got ${showValue(data)})`, {
+    throw new ConfigError("", `the top level must be a mapping of sections (got ${showKind(data)})`, {
       file: origin,
       line: 1,
     });

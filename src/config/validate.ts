@@ -145,7 +145,10 @@ export function describeFirstError(
     .slice(1)
     .map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
   const got = valueAt(value, path);
-  const shown = SECRET_KEYS.has(path.at(-1) ?? "") ? "" : ` (got ${showValue(got)})`;
+  const node = schemaAt(schema, error.schemaPath);
+  const shown = SECRET_KEYS.has(path.at(-1) ?? "")
+    ? ""
+    : ` (got ${node !== undefined && holdsSecrets(node) ? showKind(got) : showValue(got)})`;
   switch (error.keyword) {
     case "required": {
       const missing = error.params.requiredProperties.find((k) => !isPlainObject(got) || !(k in got));
@@ -236,6 +239,27 @@ export function valueAt(value: unknown, path: readonly string[]): unknown {
   let node = value;
   for (const key of path) node = isPlainObject(node) ? node[key] : undefined;
   return node;
+}
+
+/**
+ * Whether a secret key may sit under this schema node (Credentials, Api, a PDU, the whole file).
+ * Text found where such a node was expected is not echoed: it may be the node's children folded
+ * into one scalar (`Credentials: >` over an indented `Password: …`), the secret included.
+ */
+function holdsSecrets(node: SchemaNode): boolean {
+  const children = [
+    ...Object.entries(node.properties ?? {}),
+    ...Object.entries(node.patternProperties ?? {}),
+  ];
+  return (
+    children.some(([key, child]) => SECRET_KEYS.has(key) || holdsSecrets(child)) ||
+    (node.anyOf ?? []).some(holdsSecrets)
+  );
+}
+
+/** Like {@link showValue}, but text shows only as "text" (see {@link holdsSecrets}). */
+export function showKind(value: unknown): string {
+  return typeof value === "string" ? "text" : showValue(value);
 }
 
 /** A value as it appears in a message: short, and never more than one line. */

@@ -198,3 +198,33 @@ describe("kubernetes source: secrets do not belong in ConfigMaps", () => {
     assert.deepEqual(config.Mqtt.Credentials, { Username: "bridge", Password: "p" });
   });
 });
+
+const PDUS = "Pdus:\n  a:\n    Connection:\n      Host: 127.0.0.1\n";
+
+// A mapping written as a folded scalar (`Credentials: >` over its indented keys) turns its children,
+// secrets included, into one string: the error says text was found and never echoes it (found by the
+// hostile-config property, seed 2144754888).
+test("text where a mapping holding secrets belongs is not echoed in the error", async () => {
+  const SECRET = "s3cret-Value-9f8e7d";
+  const cases: readonly (readonly [string, string])[] = [
+    [`Mqtt:\n  Credentials:\n    >\n    Password: ${SECRET}\n${PDUS}`, "Mqtt.Credentials"],
+    [`Api:\n  >\n  ApiKey: ${SECRET}\n${PDUS}`, "Api"],
+    [`Pdus:\n  a:\n    >\n    Credentials: { Password: ${SECRET} }\n`, "Pdus.a"],
+    [`>\n  Api: { ApiKey: ${SECRET} }\n`, ""],
+  ];
+  for (const [text, key] of cases) {
+    await assert.rejects(parseConfigText(text, "hostile.yaml", {}), (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.equal(error.key, key, error.message);
+      assert.ok(error.message.includes("got text"), error.message);
+      assert.ok(!error.message.includes(SECRET), error.message);
+      return true;
+    });
+  }
+  // Elsewhere the value is still shown, which is what makes the message useful.
+  await assert.rejects(parseConfigText(`Mqtt:\n  ClientId: [a]\n${PDUS}`, "x.yaml", {}), /got a list/);
+  await assert.rejects(
+    parseConfigText(`Logging:\n  >\n  Level: info\n${PDUS}`, "x.yaml", {}),
+    /got "Level: info/,
+  );
+});
