@@ -253,6 +253,15 @@ async function main(): Promise<void> {
     await recorder.waitFor("pdu-bridge/default/status", (m) => m.payload === "online", 10_000);
     step("pdu-bridge/status and pdu-bridge/default/status are online on the broker");
 
+    // The REST API (its worker thread starts after the health listener, so /readyz may come first).
+    await waitFor(
+      () => get(`http://127.0.0.1:${apiPort}/api/v1/health`).then((r) => (r.status === 200 ? r : undefined)),
+      "/api/v1/health to answer 200",
+      30_000,
+      200,
+    );
+    step("/api/v1/health 200 (the REST API's worker thread is listening)");
+
     // The API key and the PDU credentials from the environment: a control write reaches the PDU.
     const deviceId = sim.deviceIds()[0]!;
     const before = sim.outlet(deviceId, 0).state;
