@@ -7,6 +7,7 @@
  *   node dist/bench/heap-breakdown.js [--pdus 250] [--interval 10] [--polls 3] [--save FILE]
  *   node dist/bench/heap-breakdown.js --snapshot FILE.heapsnapshot --pdus 250   (analyse only)
  *   ... --explain Buffer   (also: who holds the instances of a class, by chain of dominators)
+ *   ... --at 16   (the snapshot 16 s after the bridge started instead of after the polls: start-up)
  *   node dist/bench/heap-breakdown.js --rss [--plain] [--main PATH] --pdus 1000 --polls 6
  *     no snapshot: peak RSS (VmHWM) of the bridge and any child it started, after the polls; with
  *     --plain without NODE_OPTIONS (as `npx pdu-bridge` runs it), else with the image's; --main runs
@@ -18,7 +19,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { startBridge, writeBridgeConfig } from "./lib/bridge.js";
 import { startBroker } from "./lib/broker.js";
-import { DIST, killAllStarted, spawnNode, stopChild, type LoggedChild } from "./lib/child.js";
+import { DIST, killAllStarted, sleep, spawnNode, stopChild, type LoggedChild } from "./lib/child.js";
 import { breakdown, formatBreakdown, takeHeapSnapshot } from "./lib/heap-snapshot.js";
 import { startSimFleet } from "./lib/sim-fleet.js";
 import { DEFAULT_NODE_OPTIONS } from "../src/runtime.js";
@@ -35,6 +36,7 @@ const { values } = parseArgs({
     rss: { type: "boolean", default: false },
     plain: { type: "boolean", default: false },
     main: { type: "string" },
+    at: { type: "string" },
   },
 });
 const pdus = Number(values.pdus);
@@ -85,7 +87,12 @@ async function withFleet<T>(measure: (bridge: LoggedChild) => Promise<T>): Promi
     if (values.rss) await bridge.waitForLog("pdu-bridge started", 60_000);
     try {
       await fleet.reset();
-      await fleet.waitForPolls(Number(values.polls), (Number(values.polls) + 3) * intervalS * 1000 + 60_000);
+      if (values.at !== undefined) await sleep(Number(values.at) * 1000);
+      else
+        await fleet.waitForPolls(
+          Number(values.polls),
+          (Number(values.polls) + 3) * intervalS * 1000 + 60_000,
+        );
       return await measure(bridge);
     } finally {
       await stopChild(bridge.child);

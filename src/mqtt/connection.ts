@@ -162,6 +162,9 @@ export class MqttConnection {
       // mqtt.js logs through `debug` several times per publish; off, that still cost about 3 % of
       // the CPU at 1000 PDUs (npm run bench, fleet profile). The bridge logs what matters itself.
       log: () => undefined,
+      // Otherwise mqtt-packet makes 65,536 two-byte Buffers for packet ids at the first write, 6 MB
+      // of live heap for good (docs/heap-breakdown.md); QoS 0 values are encoded by packet.ts anyway.
+      writeCache: false,
       will: {
         topic: new Topics(config.ParentTopic).bridgeStatus(),
         payload: Buffer.from("offline"),
