@@ -132,7 +132,8 @@ export async function startApiWorker(deps: HttpDeps): Promise<ApiListener> {
       });
       thread.on("exit", (code) => {
         if (current === state) current = null;
-        if (state.listening && !stopping) died(code);
+        if (stopping) closed?.();
+        else if (state.listening) died(code);
         resolve({ error: new Error(`the API worker exited (${code}) before listening`) });
       });
     });
