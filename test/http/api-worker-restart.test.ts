@@ -11,7 +11,7 @@ import { existsSync } from "node:fs";
 import net from "node:net";
 import { dirname } from "node:path";
 import { after, before, test } from "node:test";
-import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
+import { startApiWorkerHarness, type AppHarness } from "../../testkit/app-harness.js";
 import { waitFor } from "../../testkit/wait.js";
 
 const KEY = "worker-restart-key-0123456789abcdef";
@@ -20,15 +20,7 @@ let h: AppHarness<"lab">;
 let port: number;
 
 before(async () => {
-  h = await startAppHarness<"lab">({
-    sims: { lab: { outlets: 3 } },
-    yaml: (sims) =>
-      appYaml({
-        pdus: [pduYaml("lab", sims.lab, { actionsEnabled: true, pollInterval: 60 })],
-        api: { key: KEY, worker: true },
-      }),
-  });
-  await h.waitForPoll("lab");
+  h = await startApiWorkerHarness(KEY);
   port = h.app.endpoints.apiPort!;
 });
 
