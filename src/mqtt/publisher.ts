@@ -30,7 +30,7 @@ import { publishedView } from "../pdu/overrides.js";
 import type { SnapshotStore, StoreEvent } from "../poller/store.js";
 import { buildDiscovery, discoveryShape, discoverySignature, type DiscoveryOptions } from "./discovery.js";
 import type { TopicIdGuard, TopicKey, Topics } from "./topics.js";
-import { Track, type Slot, type TopicOf } from "./track.js";
+import { NO_SLOT, Track, type Slot, type TopicNames } from "./track.js";
 
 /** What the publisher needs of the connection. */
 export interface Sink {
@@ -63,20 +63,23 @@ export interface PublisherOptions {
 const FAILURE_LOG_MS = 60_000;
 
 /**
- * The topic of a key of instance `id`, or null when a measurement type or group measurement key
- * cannot be a topic level (device ids, entity and group keys are checked by the walk itself).
+ * How the tracks of instance `id` name topics: a measurement type or group measurement key that
+ * cannot be a topic level is refused (device ids, entity and group keys are checked by the walk).
  */
-function topicOf(topics: Topics, guard: TopicIdGuard, id: string): TopicOf {
-  return (key) => {
-    switch (key.kind) {
-      case "outletMeasurement":
-      case "entityMeasurement":
-        return guard.ok(id, "measurement type", key.type) ? topics.topic(id, key) : null;
-      case "groupMeasurement":
-        return guard.ok(id, "group measurement key", key.key) ? topics.topic(id, key) : null;
-      default:
-        return topics.topic(id, key);
-    }
+function topicNames(topics: Topics, guard: TopicIdGuard, id: string): TopicNames {
+  return {
+    accepts: (key) => {
+      switch (key.kind) {
+        case "outletMeasurement":
+        case "entityMeasurement":
+          return guard.ok(id, "measurement type", key.type);
+        case "groupMeasurement":
+          return guard.ok(id, "group measurement key", key.key);
+        default:
+          return true;
+      }
+    },
+    topic: (key) => topics.topic(id, key),
   };
 }
 
@@ -304,7 +307,7 @@ export class Publisher {
   #state(id: string): InstanceState {
     let state = this.#states.get(id);
     if (state === undefined) {
-      const topics = topicOf(this.#o.topics, this.#o.guard, id);
+      const topics = topicNames(this.#o.topics, this.#o.guard, id);
       state = {
         retained: new Track(topics),
         values: new Track(topics),
@@ -450,8 +453,8 @@ export class Publisher {
     }
 
     const sink = this.#o.sink;
-    for (const slot of r.end()) {
-      sink.publish(slot.topic, "", 1, true);
+    for (const topic of r.end()) {
+      sink.publish(topic, "", 1, true);
       w.reshaped = true;
     }
     if (values) {
@@ -503,33 +506,31 @@ class WalkPublishing {
   }
 
   /** A retained topic (outlet state, label, settings): published when its payload changed. */
-  retained(track: Track, slot: Slot | null, payload: string): void {
-    if (slot === null) return;
-    if (slot.payload !== payload) {
+  retained(track: Track, slot: Slot, payload: string): void {
+    if (slot === NO_SLOT) return;
+    if (track.payload(slot) !== payload) {
       this.reshaped = true;
-      slot.payload = payload;
     } else if (!this.force) return;
-    track.published(slot, this.now);
-    this.#sink.publish(slot.topic, payload, 1, true);
+    track.published(slot, this.now, NaN, payload);
+    this.#sink.publish(track.topic(slot), payload, 1, true);
   }
 
   /** A text value (device state and alarm, group rollups). */
-  text(track: Track, slot: Slot | null, payload: string): void {
-    if (slot === null) return;
-    if (!slot.sent) this.reshaped = true;
-    else if (slot.payload === payload && this.#kept(track, slot)) return;
-    slot.payload = payload;
-    track.published(slot, this.now);
-    this.#sink.publish(slot.topic, payload, 0, false);
+  text(track: Track, slot: Slot, payload: string): void {
+    if (slot === NO_SLOT) return;
+    if (!track.sent(slot)) this.reshaped = true;
+    else if (track.payload(slot) === payload && this.#kept(track, slot)) return;
+    track.published(slot, this.now, NaN, payload);
+    this.#sink.publish(track.topic(slot), payload, 0, false);
   }
 
   /** A measurement's number: formatted only when sent. */
-  number(track: Track, slot: Slot | null, num: number): void {
-    if (slot === null) return;
-    if (!slot.sent) this.reshaped = true;
+  number(track: Track, slot: Slot, num: number): void {
+    if (slot === NO_SLOT) return;
+    if (!track.sent(slot)) this.reshaped = true;
     else if (track.num(slot) === num && this.#kept(track, slot)) return;
     track.published(slot, this.now, num);
-    this.#sink.publish(slot.topic, String(num), 0, false);
+    this.#sink.publish(track.topic(slot), String(num), 0, false);
   }
 
   /** Whether an unchanged value is left unsent (its refresh is not due); notes when it was sent. */

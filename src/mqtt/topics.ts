@@ -144,28 +144,6 @@ export type TopicKey =
 
 export type TopicKind = TopicKey["kind"];
 
-/** Whether two keys name the same topic (the track's check that a slot is still in its place). */
-export function sameTopicKey(a: TopicKey, b: TopicKey): boolean {
-  switch (a.kind) {
-    case "deviceState":
-    case "deviceAlarm":
-      return b.kind === a.kind && b.deviceId === a.deviceId;
-    case "outletState":
-    case "outletLabel":
-      return b.kind === a.kind && b.index === a.index && b.deviceId === a.deviceId;
-    case "outletSetting":
-      return b.kind === a.kind && b.index === a.index && b.setting === a.setting && b.deviceId === a.deviceId;
-    case "outletMeasurement":
-      return b.kind === a.kind && b.index === a.index && b.type === a.type && b.deviceId === a.deviceId;
-    case "entityMeasurement":
-      return (
-        b.kind === a.kind && b.type === a.type && b.entityKey === a.entityKey && b.deviceId === a.deviceId
-      );
-    case "groupMeasurement":
-      return b.kind === a.kind && b.key === a.key && b.groupKey === a.groupKey;
-  }
-}
-
 export type ParsedCommand =
   | {
       readonly ok: true;

@@ -10,79 +10,154 @@
  * shape changed (something appeared, went away or moved), it falls back to the topic name, and
  * {@link Track.end} reports what was not visited.
  *
- * The topic name itself comes from the caller's {@link TopicOf}, which builds it with
+ * Slots live as long as their topics (hours), so they are the biggest thing the bridge keeps per
+ * PDU (about 300 per 24-outlet PDU). A slot is therefore no object but an index into the track's
+ * columns: its key's fields, the payload and number last published and when. The topic name is not
+ * kept either (it was a third of a slot): it is built when something is published on the slot,
+ * which at about 55 % changing values costs less than the old generation it would take. Anything a
+ * poll replaced in a slot object would be promoted to the old generation and die there, the garbage
+ * that decides how far the heap climbs between full collections; a column holds numbers in place.
+ *
+ * The topic name itself comes from the caller's {@link TopicNames}, which builds it with
  * src/mqtt/topics.ts: this file knows nothing of topic names.
  */
-import { sameTopicKey, type TopicKey } from "./topics.js";
+import type { SettingName } from "../control/settings.js";
+import type { TopicKey, TopicKind } from "./topics.js";
 
-/**
- * One topic and what was last sent on it. Slots live as long as their topic (hours), so a poll puts
- * no new object into them: a measurement's number and the time of the last send are kept in the
- * track's typed arrays (at {@link Slot.index}), and the string sent is made when publishing and dies
- * young. Anything a poll replaced in a slot would be promoted to the old generation and die there,
- * the garbage that decides how far the heap climbs between full collections.
- */
-export interface Slot {
-  readonly topic: string;
-  /** What the topic is for, compared instead of the topic name (the track's own copy). */
-  readonly key: TopicKey;
-  /** Last text payload published (retained topics, device state and alarm, group rollups); null otherwise. */
-  payload: string | null;
-  /** Whether anything was published on the topic yet. */
-  sent: boolean;
-  /** Number of the last walk that visited this slot. */
-  seen: number;
-  /** Where the slot's number and send time are in its track ({@link Track.num}, {@link Track.at}). */
-  readonly index: number;
+/** A slot of a track: an index into its columns. */
+export type Slot = number;
+
+/** What {@link Track.visit} answers for a key that cannot be a topic. */
+export const NO_SLOT: Slot = -1;
+
+/** How a track names its keys' topics. */
+export interface TopicNames {
+  /** Whether the key can be a topic (its ids can be topic levels); asked once per new slot. */
+  accepts(key: TopicKey): boolean;
+  /** The topic of a key it accepted. */
+  topic(key: TopicKey): string;
 }
 
-/** The topic of a key, or null when it cannot be one (an id that is no topic level). */
-export type TopicOf = (key: TopicKey) => string | null;
+const NONE: readonly string[] = Object.freeze([]);
 
-const NONE: readonly Slot[] = Object.freeze([]);
+/**
+ * The columns of a key: `kind`; `a` the device id (the group key of a group measurement); `i` the
+ * outlet index; `b` the measurement type, setting, or the group measurement's key; `c` the entity
+ * key of an entity measurement. Unused fields hold "" and 0.
+ */
+function a(key: TopicKey): string {
+  return key.kind === "groupMeasurement" ? key.groupKey : key.deviceId;
+}
+
+function b(key: TopicKey): string {
+  switch (key.kind) {
+    case "outletSetting":
+      return key.setting;
+    case "outletMeasurement":
+    case "entityMeasurement":
+      return key.type;
+    case "groupMeasurement":
+      return key.key;
+    default:
+      return "";
+  }
+}
 
 export class Track {
-  readonly #topicOf: TopicOf;
-  /** The slots visited by the last walk, in its order: every topic remembered, once. */
-  readonly #order: Slot[] = [];
+  readonly #names: TopicNames;
+  /** Slots visited by the last walk, in its order: every topic remembered, once (`#length` used). */
+  #order = new Int32Array(32);
+  #length = 0;
   /**
    * The slots of the previous walk by topic, built only when a walk leaves its order (a shape
-   * change) and dropped at its end: kept for good it was a seventh of the heap per PDU.
+   * change) and dropped at its end.
    */
   #byTopic: Map<string, Slot> | null = null;
   #pos = 0;
   #walk = 0;
-  /** By slot index: the number last published (NaN until then), and when (epoch ms). */
-  #nums = new Float64Array(32);
-  #ats = new Float64Array(32);
-  /** Slot indexes free for reuse (their slots were forgotten), and the next never used. */
-  readonly #free: number[] = [];
+  // The columns, by slot.
+  #kind: (TopicKind | undefined)[] = [];
+  #a: string[] = [];
+  #b: string[] = [];
+  #c: string[] = [];
+  #i = new Int32Array(32);
+  /** Last text payload published (retained topics, device state and alarm, group rollups), else null. */
+  #payload: (string | null)[] = [];
+  /** 1 once anything was published on the slot. */
+  #sent = new Uint8Array(32);
+  /** Number of the last walk that visited the slot. */
+  #seen = new Float64Array(32);
+  /** The number last published (NaN until then), and when (epoch ms). */
+  #num = new Float64Array(32);
+  #at = new Float64Array(32);
+  /** Slots free for reuse (forgotten), and the next never used. */
+  readonly #free: Slot[] = [];
   #next = 0;
 
-  constructor(topicOf: TopicOf) {
-    this.#topicOf = topicOf;
+  constructor(names: TopicNames) {
+    this.#names = names;
   }
 
   /** Topics remembered. */
   get size(): number {
-    return this.#order.length;
+    return this.#length;
+  }
+
+  /** The key of a slot (a new object). */
+  key(slot: Slot): TopicKey {
+    const kind = this.#kind[slot]!;
+    const deviceId = this.#a[slot]!;
+    const index = this.#i[slot]!;
+    const b = this.#b[slot]!;
+    switch (kind) {
+      case "deviceState":
+      case "deviceAlarm":
+        return { kind, deviceId };
+      case "outletState":
+      case "outletLabel":
+        return { kind, deviceId, index };
+      case "outletSetting":
+        return { kind, deviceId, index, setting: b as SettingName };
+      case "outletMeasurement":
+        return { kind, deviceId, index, type: b };
+      case "entityMeasurement":
+        return { kind, deviceId, entityKey: this.#c[slot]!, type: b };
+      case "groupMeasurement":
+        return { kind, groupKey: deviceId, key: b };
+    }
+  }
+
+  /** The topic of a slot, built now. */
+  topic(slot: Slot): string {
+    return this.#names.topic(this.key(slot));
+  }
+
+  /** The text payload last published on the slot (null for none or a number). */
+  payload(slot: Slot): string | null {
+    return this.#payload[slot]!;
+  }
+
+  /** Whether anything was published on the slot yet. */
+  sent(slot: Slot): boolean {
+    return this.#sent[slot] === 1;
   }
 
   /** The number last published on a measurement's slot; NaN before the first. */
   num(slot: Slot): number {
-    return this.#nums[slot.index]!;
+    return this.#num[slot]!;
   }
 
   /** When the slot was last published (epoch ms); 0 before the first. */
   at(slot: Slot): number {
-    return this.#ats[slot.index]!;
+    return this.#at[slot]!;
   }
 
-  /** Records a publish on the slot at `at`, of `num` for a measurement (NaN for text). */
-  published(slot: Slot, at: number, num = NaN): void {
-    slot.sent = true;
-    this.#ats[slot.index] = at;
-    this.#nums[slot.index] = num;
+  /** Records a publish on the slot at `at`: `num` for a measurement, else the text `payload`. */
+  published(slot: Slot, at: number, num = NaN, payload: string | null = null): void {
+    this.#sent[slot] = 1;
+    this.#at[slot] = at;
+    this.#num[slot] = num;
+    this.#payload[slot] = payload;
   }
 
   /** Starts a walk. */
@@ -93,60 +168,118 @@ export class Track {
   }
 
   /**
-   * The slot of `key`, created (nothing sent yet) when it is new. Null when the thing cannot have a
-   * topic: it then takes no position in the walk. The caller may reuse `key` for the next visit (the
-   * walk fills one object per kind): a new slot keeps a copy.
+   * The slot of `key`, created (nothing sent yet) when it is new; {@link NO_SLOT} when the thing
+   * cannot have a topic: it then takes no position in the walk. The caller may reuse `key` for the
+   * next visit (the walk fills one object per kind): the track copies its fields.
    */
-  visit(key: TopicKey): Slot | null {
+  visit(key: TopicKey): Slot {
     const pos = this.#pos;
-    let slot = this.#order[pos];
-    if (slot === undefined || !sameTopicKey(slot.key, key)) {
-      const topic = this.#topicOf(key);
-      if (topic === null) return null;
-      const byTopic = (this.#byTopic ??= new Map(this.#order.map((s) => [s.topic, s])));
-      slot = byTopic.get(topic);
-      if (slot === undefined) {
-        slot = { topic, key: { ...key }, payload: null, sent: false, seen: 0, index: this.#index() };
+    let slot = pos < this.#length ? this.#order[pos]! : NO_SLOT;
+    if (slot === NO_SLOT || !this.#same(slot, key)) {
+      if (!this.#names.accepts(key)) return NO_SLOT;
+      const topic = this.#names.topic(key);
+      const byTopic = (this.#byTopic ??= this.#mapByTopic());
+      slot = byTopic.get(topic) ?? NO_SLOT;
+      if (slot === NO_SLOT) {
+        slot = this.#create(key);
         byTopic.set(topic, slot);
       }
+      if (pos === this.#order.length) this.#order = grown(this.#order);
       this.#order[pos] = slot;
+      if (pos === this.#length) this.#length++;
     }
-    slot.seen = this.#walk;
+    this.#seen[slot] = this.#walk;
     this.#pos = pos + 1;
     return slot;
   }
 
-  /** A free slot index, its number and time reset. */
-  #index(): number {
-    const index = this.#free.pop() ?? this.#next++;
-    if (index >= this.#nums.length) {
-      // By a quarter: a PDU's topics stop growing after its first walk, and what is not used stays.
-      const length = Math.ceil(this.#nums.length * 1.25);
-      const nums = new Float64Array(length);
-      const ats = new Float64Array(length);
-      nums.set(this.#nums);
-      ats.set(this.#ats);
-      this.#nums = nums;
-      this.#ats = ats;
+  /** Whether the slot holds `key`. */
+  #same(slot: Slot, key: TopicKey): boolean {
+    if (this.#kind[slot] !== key.kind) return false;
+    switch (key.kind) {
+      case "deviceState":
+      case "deviceAlarm":
+        return this.#a[slot] === key.deviceId;
+      case "outletState":
+      case "outletLabel":
+        return this.#i[slot] === key.index && this.#a[slot] === key.deviceId;
+      case "outletSetting":
+        return this.#i[slot] === key.index && this.#b[slot] === key.setting && this.#a[slot] === key.deviceId;
+      case "outletMeasurement":
+        return this.#i[slot] === key.index && this.#b[slot] === key.type && this.#a[slot] === key.deviceId;
+      case "entityMeasurement":
+        return (
+          this.#b[slot] === key.type && this.#c[slot] === key.entityKey && this.#a[slot] === key.deviceId
+        );
+      case "groupMeasurement":
+        return this.#b[slot] === key.key && this.#a[slot] === key.groupKey;
     }
-    this.#nums[index] = NaN;
-    this.#ats[index] = 0;
-    return index;
   }
 
-  /** Ends a walk: forgets the slots it did not visit and returns them. */
-  end(): readonly Slot[] {
-    const order = this.#order;
+  #mapByTopic(): Map<string, Slot> {
+    const map = new Map<string, Slot>();
+    for (let p = 0; p < this.#length; p++) map.set(this.topic(this.#order[p]!), this.#order[p]!);
+    return map;
+  }
+
+  /** A new slot holding `key`, nothing sent. */
+  #create(key: TopicKey): Slot {
+    const slot = this.#free.pop() ?? this.#next++;
+    if (slot >= this.#i.length) {
+      this.#i = grown(this.#i);
+      this.#sent = grown(this.#sent);
+      this.#seen = grown(this.#seen);
+      this.#num = grown(this.#num);
+      this.#at = grown(this.#at);
+    }
+    this.#kind[slot] = key.kind;
+    this.#a[slot] = a(key);
+    this.#b[slot] = b(key);
+    this.#c[slot] = key.kind === "entityMeasurement" ? key.entityKey : "";
+    this.#i[slot] = "index" in key ? key.index : 0;
+    this.#payload[slot] = null;
+    this.#sent[slot] = 0;
+    this.#num[slot] = NaN;
+    this.#at[slot] = 0;
+    return slot;
+  }
+
+  /** Ends a walk: forgets the slots it did not visit and returns their topics. */
+  end(): readonly string[] {
     const byTopic = this.#byTopic;
     this.#byTopic = null;
-    if (byTopic === null && this.#pos === order.length) return NONE;
+    if (byTopic === null && this.#pos === this.#length) return NONE;
     const walk = this.#walk;
     // In order: the walk visited the slots before #pos, the rest are gone. Out of order: any slot
     // of the previous walk or this one may be gone; the map holds them all.
-    const gone =
-      byTopic === null ? order.slice(this.#pos) : [...byTopic.values()].filter((slot) => slot.seen !== walk);
-    order.length = this.#pos;
-    for (const slot of gone) this.#free.push(slot.index);
+    const gone: string[] = [];
+    if (byTopic === null) {
+      for (let p = this.#pos; p < this.#length; p++) gone.push(this.#forget(this.#order[p]!));
+    } else {
+      for (const [topic, slot] of byTopic) {
+        if (this.#seen[slot] === walk) continue;
+        this.#forget(slot);
+        gone.push(topic);
+      }
+    }
+    this.#length = this.#pos;
     return gone;
   }
+
+  /** Frees a slot (its strings too); returns its topic. */
+  #forget(slot: Slot): string {
+    const topic = this.topic(slot);
+    this.#kind[slot] = undefined;
+    this.#a[slot] = this.#b[slot] = this.#c[slot] = "";
+    this.#payload[slot] = null;
+    this.#free.push(slot);
+    return topic;
+  }
+}
+
+/** A column with room for more: by a quarter (a PDU's topics stop growing after its first walk). */
+function grown<T extends Int32Array | Uint8Array | Float64Array>(column: T): T {
+  const bigger = new (column.constructor as new (length: number) => T)(Math.ceil(column.length * 1.25));
+  bigger.set(column);
+  return bigger;
 }

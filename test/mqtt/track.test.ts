@@ -6,8 +6,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
+import { SETTING_NAMES } from "../../src/control/settings.js";
 import type { TopicKey } from "../../src/mqtt/topics.js";
-import { Track, type Slot } from "../../src/mqtt/track.js";
+import { NO_SLOT, Track, type Slot } from "../../src/mqtt/track.js";
 
 type Key = TopicKey;
 
@@ -17,7 +18,7 @@ const topic = (key: Key): string =>
     key.kind,
     "deviceId" in key ? key.deviceId : key.groupKey,
     "index" in key ? String(key.index) : "entityKey" in key ? key.entityKey : "",
-    "type" in key ? key.type : "key" in key ? key.key : "",
+    "type" in key ? key.type : "key" in key ? key.key : "setting" in key ? key.setting : "",
   ].join("/");
 
 /** The id a key's topic cannot hold when it contains "#". */
@@ -26,17 +27,20 @@ const firstId = (key: Key): string => ("deviceId" in key ? key.deviceId : key.gr
 /** A track whose topic names are counted; ids containing "#" cannot be topics. */
 function counted() {
   let named = 0;
-  const track = new Track((key) => {
-    named++;
-    return firstId(key).includes("#") ? null : topic(key);
+  const track = new Track({
+    accepts: (key) => !firstId(key).includes("#"),
+    topic: (key) => {
+      named++;
+      return topic(key);
+    },
   });
   return { track, named: () => named };
 }
 
-function walk(track: Track, keys: readonly Key[]): { slots: (Slot | null)[]; gone: string[] } {
+function walk(track: Track, keys: readonly Key[]): { slots: Slot[]; gone: string[] } {
   track.begin();
   const slots = keys.map((key) => track.visit(key));
-  return { slots, gone: track.end().map((s) => s.topic) };
+  return { slots, gone: [...track.end()] };
 }
 
 describe("topic track", () => {
@@ -55,17 +59,25 @@ describe("topic track", () => {
     const first = walk(track, pdu);
     assert.equal(named(), pdu.length);
     assert.deepEqual(
-      first.slots.map((s) => s?.topic),
+      first.slots.map((s) => track.topic(s)),
       pdu.map(topic),
     );
-    first.slots[3]!.payload = "58";
+    assert.deepEqual(
+      first.slots.map((s) => track.key(s)),
+      pdu,
+      "the key of each slot, as visited",
+    );
+    track.published(first.slots[3]!, 1000, NaN, "58");
+    const names = named();
 
     // Fresh strings, as the next poll's JSON.parse makes them.
     const second = walk(track, JSON.parse(JSON.stringify(pdu)) as Key[]);
-    assert.equal(named(), pdu.length, "no topic named again");
+    assert.equal(named(), names, "no topic named again");
     assert.deepEqual(second.gone, []);
     assert.equal(second.slots[3], first.slots[3], "the same slot, with what was sent on it");
-    assert.equal(second.slots[3]!.payload, "58");
+    assert.equal(track.payload(second.slots[3]!), "58");
+    assert.ok(track.sent(second.slots[3]!));
+    assert.ok(!track.sent(second.slots[2]!));
   });
 
   it("reports what disappeared, and finds what moved by its topic", () => {
@@ -88,7 +100,7 @@ describe("topic track", () => {
     const bad: Key = { kind: "outletMeasurement", deviceId: "DEV#", index: 0, type: "current" };
     const keys = [pdu[0]!, bad, pdu[1]!];
     const first = walk(track, keys);
-    assert.equal(first.slots[1], null);
+    assert.equal(first.slots[1], NO_SLOT);
     assert.equal(track.size, 2);
     const second = walk(track, keys);
     assert.deepEqual(second.slots, first.slots);
@@ -107,6 +119,12 @@ describe("topic track", () => {
         index,
       }),
       fc.record({ kind: fc.constant("outletMeasurement" as const), deviceId: id, index, type }),
+      fc.record({
+        kind: fc.constant("outletSetting" as const),
+        deviceId: id,
+        index,
+        setting: fc.constantFrom(...SETTING_NAMES),
+      }),
       fc.record({
         kind: fc.constant("entityMeasurement" as const),
         deviceId: id,
@@ -128,18 +146,21 @@ describe("topic track", () => {
           const visited = new Set<string>();
           keys.forEach((k, i) => {
             const slot = slots[i];
-            if (firstId(k).includes("#")) return assert.equal(slot, null);
-            assert.ok(slot);
-            assert.equal(slot.topic, topic(k));
-            const known = model.get(slot.topic);
+            if (firstId(k).includes("#")) return assert.equal(slot, NO_SLOT);
+            assert.ok(slot !== undefined && slot >= 0);
+            const name = track.topic(slot);
+            assert.equal(name, topic(k));
+            assert.deepEqual(track.key(slot), { ...k });
+            const known = model.get(name);
             if (known !== undefined) assert.equal(slot, known, "the slot remembered for that topic");
-            // What was published on the topic before, or nothing for a new one (a reused index too).
-            assert.deepEqual(track.num(slot), sentNum.get(slot.topic) ?? NaN);
-            assert.equal(track.at(slot), sentNum.has(slot.topic) ? 1000 + sentNum.get(slot.topic)! : 0);
+            // What was published on the topic before, or nothing for a new one (a reused slot too).
+            assert.deepEqual(track.num(slot), sentNum.get(name) ?? NaN);
+            assert.equal(track.at(slot), sentNum.has(name) ? 1000 + sentNum.get(name)! : 0);
+            assert.equal(track.sent(slot), sentNum.has(name));
             track.published(slot, 1000 + ++n, n);
-            sentNum.set(slot.topic, n);
-            model.set(slot.topic, slot);
-            visited.add(slot.topic);
+            sentNum.set(name, n);
+            model.set(name, slot);
+            visited.add(name);
           });
           const expectGone = [...model.keys()].filter((t) => !visited.has(t));
           assert.deepEqual([...gone].sort(), expectGone.sort());
@@ -148,8 +169,8 @@ describe("topic track", () => {
             sentNum.delete(t);
           }
           assert.equal(track.size, model.size);
-          const indexes = [...model.values()].map((slot) => slot.index);
-          assert.equal(new Set(indexes).size, indexes.length, "one index per remembered slot");
+          const remembered = [...model.values()];
+          assert.equal(new Set(remembered).size, remembered.length, "one slot per remembered topic");
         }
       }),
       { numRuns: 300 },
@@ -165,12 +186,12 @@ describe("topic track", () => {
       type: "current",
     }));
     const first = walk(track, many);
-    first.slots.forEach((slot, i) => track.published(slot!, 5000 + i, i / 10));
+    first.slots.forEach((slot, i) => track.published(slot, 5000 + i, i / 10));
     const second = walk(track, many);
     assert.deepEqual(
-      second.slots.map((slot) => [track.num(slot!), track.at(slot!)]),
+      second.slots.map((slot) => [track.num(slot), track.at(slot)]),
       many.map((_, i) => [i / 10, 5000 + i]),
     );
-    assert.ok(second.slots.every((slot) => slot!.sent));
+    assert.ok(second.slots.every((slot) => track.sent(slot)));
   });
 });
