@@ -14,7 +14,7 @@ import { createLogger, type Logger } from "./log.js";
 import { createControlService, type ControlCore } from "./control/service.js";
 import type { ControlService } from "./control/types.js";
 import { startApiServer } from "./http/api/server.js";
-import { startApiWorker } from "./http/api/worker-host.js";
+import { startApiWorker, type ApiListener } from "./http/api/worker-host.js";
 import type { RunningListener } from "./http/common.js";
 import { startHealthServer } from "./http/health/server.js";
 import type { HttpDeps } from "./http/types.js";
@@ -54,6 +54,8 @@ export class App {
   readonly #shutdown = new AbortController();
   #mqtt: MqttBridge | null = null;
   #api: RunningListener | null = null;
+  /** The REST API's worker side (Api.Worker); null otherwise. */
+  #apiWorker: ApiListener | null = null;
   #health: RunningListener | null = null;
   /** Parts started after the poller, stopped in reverse order. */
   readonly #parts: Part[] = [];
@@ -179,6 +181,7 @@ export class App {
       startedAt: this.startedAt,
       mqttStatus: () => mqtt.status(),
       homeAssistantStatus: () => mqtt.homeAssistant(),
+      apiOutage: () => this.#apiWorker?.outage() ?? null,
       control: this.control,
       ...(this.console ? { console: this.console } : {}),
       ...(this.#metrics === null ? {} : { metrics: this.#metrics }),
@@ -189,7 +192,8 @@ export class App {
       this.#parts.push({ name: "health", stop: () => health.close() });
     }
     if (this.config.Api.Enabled) {
-      const api = this.config.Api.Worker ? await startApiWorker(deps) : await startApiServer(deps);
+      this.#apiWorker = this.config.Api.Worker ? await startApiWorker(deps) : null;
+      const api = this.#apiWorker ?? (await startApiServer(deps));
       this.#api = api;
       this.#parts.push({ name: "api", stop: () => api.close() });
     }
@@ -230,6 +234,11 @@ export class App {
       healthPort: this.#health?.port ?? null,
       embeddedBroker: this.#mqtt?.embeddedBroker ?? null,
     };
+  }
+
+  /** The REST API's worker side when `Api.Worker` (its state; tests end its thread to see it restart). */
+  get apiWorker(): ApiListener | null {
+    return this.#apiWorker;
   }
 
   get mqtt(): MqttBridge | null {

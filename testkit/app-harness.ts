@@ -251,3 +251,20 @@ export async function startAppHarness<S extends string = never>(
     throw error;
   }
 }
+
+/**
+ * The App with the REST API in its worker thread (`Api.Worker`, API key `key`) polling one simulated
+ * PDU, `lab` (3 outlets, control on, a 60 s poll interval), after its first poll.
+ */
+export async function startApiWorkerHarness(key: string): Promise<AppHarness<"lab">> {
+  const h = await startAppHarness<"lab">({
+    sims: { lab: { outlets: 3 } },
+    yaml: (sims) =>
+      appYaml({
+        pdus: [pduYaml("lab", sims.lab, { actionsEnabled: true, pollInterval: 60 })],
+        api: { key, worker: true },
+      }),
+  });
+  await h.waitForPoll("lab");
+  return h;
+}

@@ -101,6 +101,7 @@ export class BridgeMetrics {
   readonly #pollFailures: Counter<"instance">;
   readonly #control: Counter<"source" | "action" | "outcome">;
   readonly #http: Counter<"listener" | "route" | "code">;
+  readonly #apiWorkerRestarts: Counter;
   readonly #unsubscribe: () => void;
 
   constructor(sources: MetricsSources) {
@@ -196,6 +197,11 @@ export class BridgeMetrics {
       labelNames: ["listener", "route", "code"],
       registers,
     });
+    this.#apiWorkerRestarts = new Counter({
+      name: "pdu_bridge_api_worker_restarts_total",
+      help: "Starts of a new REST API worker thread after one exited unexpectedly (every attempt)",
+      registers,
+    });
     // Failures from the store's events (a failed poll is recorded there exactly once).
     this.#unsubscribe = store.subscribe((event) => {
       if (event.kind === "failure") this.#pollFailures.inc({ instance: event.instanceId });
@@ -221,6 +227,11 @@ export class BridgeMetrics {
   observeHttp(listener: "api" | "health", route: string, statusCode: number, count = 1): void {
     const klass = statusCode >= 100 && statusCode < 600 ? `${Math.floor(statusCode / 100)}xx` : "other";
     this.#http.inc({ listener, route, code: klass }, count);
+  }
+
+  /** The REST API's worker thread is being started again (Api.Worker). */
+  observeApiWorkerRestart(): void {
+    this.#apiWorkerRestarts.inc();
   }
 
   /** Counts every response of this fastify app (requests answered by a fast path: {@link wrapFastPath}). */

@@ -13,7 +13,7 @@ import { after, before, test } from "node:test";
 import { App } from "../../src/app.js";
 import { ConfigError } from "../../src/config/errors.js";
 import { PEER_HEADER } from "../../src/http/api/mirror.js";
-import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
+import { startApiWorkerHarness, type AppHarness } from "../../testkit/app-harness.js";
 import { configFrom } from "../../testkit/http-harness.js";
 import { singleUnit } from "../../testkit/mqtt-snapshots.js";
 import { waitFor } from "../../testkit/wait.js";
@@ -26,15 +26,7 @@ let h: AppHarness<"lab">;
 let socketDir: string;
 
 before(async () => {
-  h = await startAppHarness<"lab">({
-    sims: { lab: { outlets: 3 } },
-    yaml: (sims) =>
-      appYaml({
-        pdus: [pduYaml("lab", sims.lab, { actionsEnabled: true, pollInterval: 60 })],
-        api: { key: KEY, worker: true },
-      }),
-  });
-  await h.waitForPoll("lab");
+  h = await startApiWorkerHarness(KEY);
   const listening = h.logs().find((l) => String(l.msg).startsWith("Server listening at /"));
   assert.ok(listening, "fastify listens on a unix socket");
   socketDir = dirname(String(listening.msg).slice("Server listening at ".length));

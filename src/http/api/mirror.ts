@@ -82,8 +82,12 @@ export class MirrorFeed {
     this.#timer.unref();
   }
 
-  /** What the worker starts with: every status, and the MQTT state. */
+  /**
+   * What a worker starts with: every status, and the MQTT state. A worker started again after one
+   * died holds no readings yet: every snapshot is "new" to it.
+   */
   initial(): { statuses: MirrorStatus[]; mqttConnected: boolean } {
+    this.#sent.clear();
     return {
       statuses: this.#deps.store.list().map((s) => this.#status(s.id)!),
       mqttConnected: this.#mqttConnected,

@@ -37,12 +37,30 @@ function adoptPeer(request: IncomingMessage): void {
     Object.defineProperty(request.socket, "remoteAddress", { value: address, configurable: true });
 }
 
+/** The REST API's listener as the main thread holds it: on the worker thread, or on the main thread. */
+export interface ApiListener extends RunningListener {
+  /** Why the REST API does not answer now (its worker thread died and is being started again), else null. */
+  outage(): string | null;
+  /** The worker thread that listens or is being started; null on the main thread and between restarts. */
+  thread(): Worker | null;
+}
+
+/** A worker that died is started again after 1 s, then after 2, 4, … up to 60 s while it keeps dying. */
+const RESTART_FIRST_MS = 1000;
+const RESTART_MAX_MS = 60_000;
+/** A worker that stayed up this long has its successor start again at the first delay. */
+const STAYED_UP_MS = 60_000;
+
+/** What a thread's start came to. */
+type Start = { readonly port: number } | { readonly error: Error };
+
 /**
  * Starts the worker and the fastify app behind it; a taken port is a ConfigError (`Api.Port`). Where
  * no private directory can be made for the socket (a read-only root without a writable temporary
- * directory), the REST API runs on the main thread instead, with a warning.
+ * directory), the REST API runs on the main thread instead, with a warning. A worker that exits
+ * later (not on close) is started again on the same address, with back-off (RESTART_FIRST_MS).
  */
-export async function startApiWorker(deps: HttpDeps): Promise<RunningListener> {
+export async function startApiWorker(deps: HttpDeps): Promise<ApiListener> {
   let dir: string;
   try {
     dir = await mkdtemp(join(tmpdir(), "pdu-bridge-api-")); // mode 0700
@@ -51,87 +69,167 @@ export async function startApiWorker(deps: HttpDeps): Promise<RunningListener> {
       { err: error, tmpdir: tmpdir() },
       "the API worker needs a private directory for its socket and none could be made; the REST API runs on the main thread",
     );
-    return startApiServer(deps);
+    const listener = await startApiServer(deps);
+    return { ...listener, outage: () => null, thread: () => null };
   }
   const upstream = join(dir, "api.sock");
   const app = await buildApiServer(deps);
   app.server.prependListener("request", adoptPeer);
   await app.listen({ path: upstream });
-  // Batches are posted from a later turn of the event loop, when the worker exists.
-  const feed = new MirrorFeed(deps, (message) => thread.postMessage(message));
+
   const { Bind: bind, Port: configuredPort } = deps.config.Api;
-  const setup: WorkerSetup = {
-    bind,
-    port: configuredPort,
-    limits: httpLimits(deps.config),
-    startedAt: deps.startedAt,
-    upstream,
-    ...feed.initial(),
-  };
-  const thread = new Worker(new URL("./worker.js", import.meta.url), { workerData: setup });
+  /** The thread that listens or is being started, and whether it listens. */
+  let current: { readonly thread: Worker; listening: boolean } | null = null;
   let stopping = false;
   let closed: (() => void) | null = null;
+  const feed = new MirrorFeed(deps, (message) => current?.thread.postMessage(message));
+
+  /** Starts a thread on `listenPort` with the mirror as it is now; one that exits after it listened is restarted. */
+  const spawn = (listenPort: number): Promise<Start> => {
+    const setup: WorkerSetup = {
+      bind,
+      port: listenPort,
+      limits: httpLimits(deps.config),
+      startedAt: deps.startedAt,
+      upstream,
+      ...feed.initial(),
+    };
+    let thread: Worker;
+    try {
+      thread = new Worker(new URL("./worker.js", import.meta.url), { workerData: setup });
+    } catch (error) {
+      return Promise.resolve({ error: error instanceof Error ? error : new Error(String(error)) });
+    }
+    const state = { thread, listening: false };
+    current = state;
+    return new Promise<Start>((resolve) => {
+      thread.on("message", (message: FromWorker) => {
+        switch (message.kind) {
+          case "listening":
+            state.listening = true;
+            resolve({ port: message.port });
+            break;
+          case "listen-failed":
+            resolve({ error: Object.assign(new Error(message.message), { code: message.code }) });
+            break;
+          case "served":
+            for (const [path, status, n] of message.counts) deps.metrics?.observeHttp("api", path, status, n);
+            break;
+          case "log":
+            deps.logger[message.level]({ err: message.err }, message.msg);
+            break;
+          case "readings":
+            thread.postMessage(feed.readings(message.ids));
+            break;
+          case "closed":
+            closed?.();
+            break;
+        }
+      });
+      thread.on("error", (error) => {
+        if (!stopping) deps.logger.error({ err: error }, "API worker failed");
+        resolve({ error });
+      });
+      thread.on("exit", (code) => {
+        if (current === state) current = null;
+        if (stopping) closed?.();
+        else if (state.listening) died(code);
+        resolve({ error: new Error(`the API worker exited (${code}) before listening`) });
+      });
+    });
+  };
+
+  /** Ends the current thread (one that did not listen, or on close) and waits until it is gone. */
+  const endThread = async (): Promise<void> => {
+    const thread = current?.thread;
+    current = null;
+    await thread?.terminate();
+  };
+
+  let port = configuredPort;
+  let outage: string | null = null;
+  let upSince = 0;
+  /** Restarts since the last worker that stayed up STAYED_UP_MS. */
+  let attempts = 0;
+  let restarting: Promise<void> = Promise.resolve();
+  /** Ends the back-off wait at once (on close). */
+  let wake: (() => void) | null = null;
+
+  /** Logged, never fatal: polling and MQTT go on without the REST API while it starts again. */
+  const restart = async (code: number): Promise<void> => {
+    if (Date.now() - upSince >= STAYED_UP_MS) attempts = 0;
+    let failed = "";
+    while (!stopping) {
+      attempts++;
+      const delay = Math.min(RESTART_FIRST_MS * 2 ** (attempts - 1), RESTART_MAX_MS);
+      outage = `API worker restarting (attempt ${attempts}) after exit code ${code}${failed}`;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, delay);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = null;
+      if (stopping) return;
+      deps.metrics?.observeApiWorkerRestart();
+      const start = await spawn(port);
+      if ("port" in start && !stopping) {
+        outage = null;
+        upSince = Date.now();
+        deps.logger.info({ port, attempt: attempts }, "API worker listening again; the REST API is back");
+        return;
+      }
+      await endThread();
+      if ("error" in start && !stopping) {
+        failed = `; attempt ${attempts} failed: ${start.error.message}`;
+        deps.logger.error(
+          { err: start.error, attempt: attempts },
+          "API worker restart failed; the REST API stays down until a later attempt listens",
+        );
+      }
+    }
+  };
+  const died = (code: number): void => {
+    deps.logger.error({ code }, "API worker exited; the REST API is down until the worker is started again");
+    restarting = restart(code);
+  };
+
   const cleanup = async () => {
     stopping = true;
+    wake?.();
     feed.stop();
     await app.close();
-    await thread.terminate();
+    await endThread();
+    await restarting;
+    await endThread();
     await rm(dir, { recursive: true, force: true });
   };
-  const port = await new Promise<number>((resolve, reject) => {
-    thread.on("message", (message: FromWorker) => {
-      switch (message.kind) {
-        case "listening":
-          resolve(message.port);
-          break;
-        case "listen-failed":
-          reject(
-            listenError(
-              Object.assign(new Error(message.message), { code: message.code }),
-              "Api",
-              bind,
-              configuredPort,
-            ),
-          );
-          break;
-        case "served":
-          for (const [path, status, n] of message.counts) deps.metrics?.observeHttp("api", path, status, n);
-          break;
-        case "log":
-          deps.logger[message.level]({ err: message.err }, message.msg);
-          break;
-        case "readings":
-          thread.postMessage(feed.readings(message.ids));
-          break;
-        case "closed":
-          closed?.();
-          break;
-      }
-    });
-    // Logged, never fatal: polling and MQTT go on without the REST API.
-    thread.on("error", (error) => {
-      deps.logger.error({ err: error }, "API worker failed; the REST API is down until a restart");
-      reject(error);
-    });
-    thread.on("exit", (code) => {
-      if (!stopping) deps.logger.error({ code }, "API worker exited; the REST API is down until a restart");
-      reject(new Error(`the API worker exited (${code}) before listening`));
-    });
-  }).catch(async (error: unknown) => {
+  const start = await spawn(configuredPort);
+  if ("error" in start) {
     await cleanup();
-    throw error;
-  });
+    throw listenError(start.error, "Api", bind, configuredPort);
+  }
+  // Restarts listen on the port the first worker got (`Api.Port: 0` picks one once).
+  port = start.port;
+  upSince = Date.now();
   return {
     port,
+    outage: () => outage,
+    thread: () => current?.thread ?? null,
     close: async () => {
-      const done = new Promise<void>((resolve) => {
-        closed = resolve;
-        setTimeout(resolve, CLOSE_BUDGET_MS).unref();
-      });
-      const message: ToWorker = { kind: "close" };
-      thread.postMessage(message);
-      await app.close();
-      await done;
+      stopping = true;
+      wake?.();
+      if (current?.listening === true) {
+        const done = new Promise<void>((resolve) => {
+          closed = resolve;
+          setTimeout(resolve, CLOSE_BUDGET_MS).unref();
+        });
+        const message: ToWorker = { kind: "close" };
+        current.thread.postMessage(message);
+        await app.close();
+        await done;
+      }
       await cleanup();
     },
   };

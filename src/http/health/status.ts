@@ -115,12 +115,16 @@ export function integrations(deps: HttpDeps, now: number): IntegrationsReport {
   }
 
   const api = deps.config.Api;
-  report.api = api.Enabled
-    ? {
-        status: "healthy",
-        detail: `enabled on ${api.Bind}:${api.Port}; control ${api.ApiKey === "" ? "disabled (no API key)" : "enabled"}`,
-      }
-    : { status: "healthy", detail: "disabled" };
+  const outage = api.Enabled ? (deps.apiOutage?.() ?? null) : null;
+  report.api =
+    outage !== null
+      ? { status: "unhealthy", detail: outage }
+      : api.Enabled
+        ? {
+            status: "healthy",
+            detail: `enabled on ${api.Bind}:${api.Port}; control ${api.ApiKey === "" ? "disabled (no API key)" : "enabled"}`,
+          }
+        : { status: "healthy", detail: "disabled" };
 
   const ha = deps.homeAssistantStatus();
   if (!ha.enabled) report.homeassistant = { status: "healthy", detail: "disabled" };
