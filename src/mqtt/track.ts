@@ -43,8 +43,21 @@ const NONE: readonly string[] = Object.freeze([]);
 /**
  * The columns of a key: `kind`; `a` the device id (the group key of a group measurement); `i` the
  * outlet index; `b` the measurement type, setting, or the group measurement's key; `c` the entity
- * key of an entity measurement. Unused fields hold "" and 0.
+ * key of an entity measurement. Unused fields hold "" and 0. The strings are kept as numbers into
+ * the track's word list ({@link Track.word}): a few dozen distinct words per PDU.
  */
+const KINDS: readonly TopicKind[] = [
+  "deviceState",
+  "deviceAlarm",
+  "outletState",
+  "outletLabel",
+  "outletSetting",
+  "outletMeasurement",
+  "entityMeasurement",
+  "groupMeasurement",
+];
+const KIND_CODE = new Map(KINDS.map((kind, code) => [kind, code + 1]));
+
 function a(key: TopicKey): string {
   return key.kind === "groupMeasurement" ? key.groupKey : key.deviceId;
 }
@@ -75,18 +88,23 @@ export class Track {
   #byTopic: Map<string, Slot> | null = null;
   #pos = 0;
   #walk = 0;
-  // The columns, by slot.
-  #kind: (TopicKind | undefined)[] = [];
-  #a: string[] = [];
-  #b: string[] = [];
-  #c: string[] = [];
+  // The columns, by slot. Key strings as word numbers; kind as its place in KINDS plus one, 0 free.
+  #kind = new Uint8Array(32);
+  #a = new Int32Array(32);
+  #b = new Int32Array(32);
+  #c = new Int32Array(32);
   #i = new Int32Array(32);
+  /**
+   * The words of the keys (ids, types, settings), each once. Searched only when a slot is made, so
+   * no map: a map per track weighed more than the words.
+   */
+  #words: string[] = [""];
   /** Last text payload published (retained topics, device state and alarm, group rollups), else null. */
   #payload: (string | null)[] = [];
   /** 1 once anything was published on the slot. */
   #sent = new Uint8Array(32);
   /** Number of the last walk that visited the slot. */
-  #seen = new Float64Array(32);
+  #seen = new Uint32Array(32);
   /** The number last published (NaN until then), and when (epoch ms). */
   #num = new Float64Array(32);
   #at = new Float64Array(32);
@@ -105,10 +123,11 @@ export class Track {
 
   /** The key of a slot (a new object). */
   key(slot: Slot): TopicKey {
-    const kind = this.#kind[slot]!;
-    const deviceId = this.#a[slot]!;
+    const kind = KINDS[this.#kind[slot]! - 1]!;
+    const words = this.#words;
+    const deviceId = words[this.#a[slot]!]!;
     const index = this.#i[slot]!;
-    const b = this.#b[slot]!;
+    const b = words[this.#b[slot]!]!;
     switch (kind) {
       case "deviceState":
       case "deviceAlarm":
@@ -121,7 +140,7 @@ export class Track {
       case "outletMeasurement":
         return { kind, deviceId, index, type: b };
       case "entityMeasurement":
-        return { kind, deviceId, entityKey: this.#c[slot]!, type: b };
+        return { kind, deviceId, entityKey: words[this.#c[slot]!]!, type: b };
       case "groupMeasurement":
         return { kind, groupKey: deviceId, key: b };
     }
@@ -163,7 +182,8 @@ export class Track {
   /** Starts a walk. */
   begin(): void {
     this.#pos = 0;
-    this.#walk++;
+    // Never 0, the mark of a slot no walk visited yet.
+    this.#walk = this.#walk === 0xffff_ffff ? 1 : this.#walk + 1;
     this.#byTopic = null;
   }
 
@@ -195,25 +215,70 @@ export class Track {
 
   /** Whether the slot holds `key`. */
   #same(slot: Slot, key: TopicKey): boolean {
-    if (this.#kind[slot] !== key.kind) return false;
+    if (KINDS[this.#kind[slot]! - 1] !== key.kind) return false;
+    const words = this.#words;
     switch (key.kind) {
       case "deviceState":
       case "deviceAlarm":
-        return this.#a[slot] === key.deviceId;
+        return words[this.#a[slot]!] === key.deviceId;
       case "outletState":
       case "outletLabel":
-        return this.#i[slot] === key.index && this.#a[slot] === key.deviceId;
+        return this.#i[slot] === key.index && words[this.#a[slot]!] === key.deviceId;
       case "outletSetting":
-        return this.#i[slot] === key.index && this.#b[slot] === key.setting && this.#a[slot] === key.deviceId;
+        return (
+          this.#i[slot] === key.index &&
+          words[this.#b[slot]!] === key.setting &&
+          words[this.#a[slot]!] === key.deviceId
+        );
       case "outletMeasurement":
-        return this.#i[slot] === key.index && this.#b[slot] === key.type && this.#a[slot] === key.deviceId;
+        return (
+          this.#i[slot] === key.index &&
+          words[this.#b[slot]!] === key.type &&
+          words[this.#a[slot]!] === key.deviceId
+        );
       case "entityMeasurement":
         return (
-          this.#b[slot] === key.type && this.#c[slot] === key.entityKey && this.#a[slot] === key.deviceId
+          words[this.#b[slot]!] === key.type &&
+          words[this.#c[slot]!] === key.entityKey &&
+          words[this.#a[slot]!] === key.deviceId
         );
       case "groupMeasurement":
-        return this.#b[slot] === key.key && this.#a[slot] === key.groupKey;
+        return words[this.#b[slot]!] === key.key && words[this.#a[slot]!] === key.groupKey;
     }
+  }
+
+  /**
+   * The number of a word, added when new. Words of forgotten slots stay until the list holds more
+   * than twice the words in use plus a margin, when it is rebuilt: a PDU that invents new ids poll
+   * after poll cannot grow it without bound.
+   */
+  #word(word: string): number {
+    const n = this.#words.indexOf(word);
+    if (n >= 0) return n;
+    if (this.#words.length > 2 * 3 * this.#next + 64) this.#rebuildWords();
+    return this.#intern(word);
+  }
+
+  #intern(word: string): number {
+    const n = this.#words.indexOf(word);
+    return n >= 0 ? n : this.#words.push(word) - 1;
+  }
+
+  /** Keeps only the words of slots in use, renumbered. */
+  #rebuildWords(): void {
+    const old = this.#words;
+    this.#words = [""];
+    for (let slot = 0; slot < this.#next; slot++) {
+      if (this.#kind[slot] === 0) continue;
+      this.#a[slot] = this.#intern(old[this.#a[slot]!]!);
+      this.#b[slot] = this.#intern(old[this.#b[slot]!]!);
+      this.#c[slot] = this.#intern(old[this.#c[slot]!]!);
+    }
+  }
+
+  /** Words in the list (for tests: it stays bounded). */
+  get words(): number {
+    return this.#words.length;
   }
 
   #mapByTopic(): Map<string, Slot> {
@@ -226,16 +291,20 @@ export class Track {
   #create(key: TopicKey): Slot {
     const slot = this.#free.pop() ?? this.#next++;
     if (slot >= this.#i.length) {
+      this.#kind = grown(this.#kind);
+      this.#a = grown(this.#a);
+      this.#b = grown(this.#b);
+      this.#c = grown(this.#c);
       this.#i = grown(this.#i);
       this.#sent = grown(this.#sent);
       this.#seen = grown(this.#seen);
       this.#num = grown(this.#num);
       this.#at = grown(this.#at);
     }
-    this.#kind[slot] = key.kind;
-    this.#a[slot] = a(key);
-    this.#b[slot] = b(key);
-    this.#c[slot] = key.kind === "entityMeasurement" ? key.entityKey : "";
+    this.#kind[slot] = KIND_CODE.get(key.kind)!;
+    this.#a[slot] = this.#word(a(key));
+    this.#b[slot] = this.#word(b(key));
+    this.#c[slot] = this.#word(key.kind === "entityMeasurement" ? key.entityKey : "");
     this.#i[slot] = "index" in key ? key.index : 0;
     this.#payload[slot] = null;
     this.#sent[slot] = 0;
@@ -269,8 +338,8 @@ export class Track {
   /** Frees a slot (its strings too); returns its topic. */
   #forget(slot: Slot): string {
     const topic = this.topic(slot);
-    this.#kind[slot] = undefined;
-    this.#a[slot] = this.#b[slot] = this.#c[slot] = "";
+    this.#kind[slot] = 0;
+    this.#a[slot] = this.#b[slot] = this.#c[slot] = 0;
     this.#payload[slot] = null;
     this.#free.push(slot);
     return topic;
@@ -278,7 +347,7 @@ export class Track {
 }
 
 /** A column with room for more: by a quarter (a PDU's topics stop growing after its first walk). */
-function grown<T extends Int32Array | Uint8Array | Float64Array>(column: T): T {
+function grown<T extends Int32Array | Uint32Array | Uint8Array | Float64Array>(column: T): T {
   const bigger = new (column.constructor as new (length: number) => T)(Math.ceil(column.length * 1.25));
   bigger.set(column);
   return bigger;

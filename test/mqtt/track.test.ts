@@ -194,4 +194,23 @@ describe("topic track", () => {
     );
     assert.ok(second.slots.every((slot) => track.sent(slot)));
   });
+
+  it("keeps its word list bounded when a PDU invents new ids every poll", () => {
+    const { track } = counted();
+    for (let n = 0; n < 2000; n++) {
+      const keys: Key[] = [
+        { kind: "deviceState", deviceId: `DEV${n}` },
+        { kind: "outletMeasurement", deviceId: `DEV${n}`, index: 0, type: `type${n}` },
+        { kind: "entityMeasurement", deviceId: "DEV", entityKey: `phase${n}`, type: "voltage" },
+      ];
+      const { slots } = walk(track, keys);
+      assert.deepEqual(
+        slots.map((slot) => track.key(slot)),
+        keys,
+        "every slot still names its key after the list was rebuilt",
+      );
+    }
+    assert.equal(track.size, 3);
+    assert.ok(track.words < 200, `${track.words} words for 3 slots`);
+  });
 });
