@@ -6,7 +6,8 @@
  * it finished, so a slow PDU does not drift and a healthy one keeps its rhythm. A poll still running
  * when its next turn comes makes that turn be skipped (counted), not queued. First polls are spread
  * over each instance's interval, at most FIRST_POLL_SPREAD_MS, so 500 instances do not fire together
- * and none waits long for its first snapshot (control answers 503 until then).
+ * and none waits long for its first snapshot (control answers 503 until then); a fleet so large that
+ * this would start more than FIRST_POLLS_PER_S polls a second spreads them over up to its interval.
  */
 import type { Logger } from "../log.js";
 import { describeError } from "../pdu/errors.js";
@@ -14,8 +15,20 @@ import type { Snapshot } from "../pdu/model.js";
 import type { SnapshotStore } from "./store.js";
 import { ParseWarningLog } from "./warnings.js";
 
-/** First polls are spread over the interval, but over no more than this. */
+/** First polls are spread over the interval, but over no more than this... */
 export const FIRST_POLL_SPREAD_MS = 10_000;
+/**
+ * ...unless that would start more first polls a second than this: a first poll costs several times
+ * a later one (every topic and Home Assistant config of the PDU is made and sent), and 4000 PDUs at a
+ * 30 s interval, all first polled within 10 s, peaked at 1 GB RSS (npm run bench, scale).
+ */
+export const FIRST_POLLS_PER_S = 100;
+
+/** When (ms after start) the `i`-th of `count` instances is first polled, given its interval. */
+export function firstPollOffset(i: number, count: number, intervalMs: number): number {
+  const spread = Math.max(FIRST_POLL_SPREAD_MS, (count * 1000) / FIRST_POLLS_PER_S);
+  return Math.floor((Math.min(intervalMs, spread) * i) / count);
+}
 
 export interface PollTarget {
   readonly id: string;
@@ -80,7 +93,7 @@ export class Poller {
     const start = this.#now();
     const slots = [...this.#slots.values()];
     slots.forEach((slot, i) => {
-      slot.due = start + Math.floor((Math.min(slot.intervalMs, FIRST_POLL_SPREAD_MS) * i) / slots.length);
+      slot.due = start + firstPollOffset(i, slots.length, slot.intervalMs);
       this.#push(slot);
     });
     this.#arm();

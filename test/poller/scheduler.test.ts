@@ -2,7 +2,13 @@ import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, it } from "node:test";
 import { silentLogger } from "../../src/log.js";
-import { Poller, type PollTarget } from "../../src/poller/scheduler.js";
+import {
+  FIRST_POLL_SPREAD_MS,
+  FIRST_POLLS_PER_S,
+  firstPollOffset,
+  Poller,
+  type PollTarget,
+} from "../../src/poller/scheduler.js";
 import { SnapshotStore } from "../../src/poller/store.js";
 import { snapshotWith } from "../../testkit/mqtt-snapshots.js";
 
@@ -63,6 +69,29 @@ describe("Poller", () => {
       firsts,
       "in order",
     );
+  });
+
+  it("spreads the first polls of a large fleet over up to its interval, 100 a second if it can", () => {
+    const last = (count: number, intervalMs: number) => firstPollOffset(count - 1, count, intervalMs);
+    // Small fleets: over the interval, but within 10 s.
+    assert.equal(last(4, 400), 300);
+    assert.equal(last(1000, 10_000), 9990);
+    assert.equal(last(1000, 60_000), 9990, "a long interval still starts everything within 10 s");
+    // Large ones: no more first polls a second than the cap, as far as the interval allows.
+    assert.equal(last(4000, 30_000), 29_992);
+    assert.equal(last(4000, 120_000), 39_990);
+    assert.equal(last(2000, 10_000), 9995, "never later than one interval");
+    for (const [count, intervalMs] of [
+      [4000, 30_000],
+      [8000, 300_000],
+      [1500, 60_000],
+    ] as const) {
+      const window = firstPollOffset(count, count, intervalMs);
+      assert.ok(window >= FIRST_POLL_SPREAD_MS);
+      // The cap, or the fleet's own poll rate when that is higher (never later than one interval).
+      const rate = Math.max(FIRST_POLLS_PER_S, count / (intervalMs / 1000));
+      assert.ok(count / (window / 1000) <= rate + 1e-9, `${count} @${intervalMs}: ${window} ms`);
+    }
   });
 
   it("a failing instance does not delay a healthy one; failures are recorded", async () => {
