@@ -116,15 +116,12 @@ export function integrations(deps: HttpDeps, now: number): IntegrationsReport {
 
   const api = deps.config.Api;
   const outage = api.Enabled ? (deps.apiOutage?.() ?? null) : null;
-  report.api =
-    outage !== null
-      ? { status: "unhealthy", detail: outage }
-      : api.Enabled
-        ? {
-            status: "healthy",
-            detail: `enabled on ${api.Bind}:${api.Port}; control ${api.ApiKey === "" ? "disabled (no API key)" : "enabled"}`,
-          }
-        : { status: "healthy", detail: "disabled" };
+  if (!api.Enabled) report.api = { status: "healthy", detail: "disabled" };
+  else if (outage !== null) report.api = { status: "unhealthy", detail: outage };
+  else {
+    const control = api.ApiKey === "" ? "disabled (no API key)" : "enabled";
+    report.api = { status: "healthy", detail: `enabled on ${api.Bind}:${api.Port}; control ${control}` };
+  }
 
   const ha = deps.homeAssistantStatus();
   if (!ha.enabled) report.homeassistant = { status: "healthy", detail: "disabled" };
