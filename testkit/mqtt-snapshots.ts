@@ -35,7 +35,7 @@ export function system(label: string, serial: string): PduSystem {
 }
 
 export function measurement(type: string, value: number | null, units: string): Measurement {
-  return { type, value, raw: value === null ? "n/a" : String(value), units, alarm: null };
+  return { type, value, units, alarm: null };
 }
 
 export interface OutletSpec {

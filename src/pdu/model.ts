@@ -42,8 +42,6 @@ export interface Measurement {
   readonly type: string;
   /** Parsed number, or null when the PDU's string is not a finite number (`"n/a"`, `""`). */
   readonly value: number | null;
-  /** The string the PDU sent, unmodified. */
-  readonly raw: string;
   /** Units exactly as the PDU reports them (`W`, `kWh`, `A`, ...). May be empty. */
   readonly units: string;
   /** Present only where the PDU has a threshold configured. */

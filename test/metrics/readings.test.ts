@@ -11,7 +11,6 @@ const noPromtool = await prometheusUnavailable();
 const m = (type: string, value: number | null, units: string): Measurement => ({
   type,
   value,
-  raw: value === null ? "n/a" : String(value),
   units,
   alarm: null,
 });

@@ -7,7 +7,6 @@
  * - Scalars (names, labels, states, delays, ports, ...) that are missing or of the wrong type get
  *   defaults: "" for strings, null for numbers, false for flags, a clear alarm for alarms.
  * - Numbers may arrive as JSON numbers or as decimal strings; anything else ("n/a", "") is null.
- *   Measurement `raw` keeps the PDU's string.
  *
  * Essential parts (a malformed one throws a {@link ParseError} naming the JSON path, so the poll fails
  * cleanly and the previous snapshot is kept instead of being replaced by a half-empty one):
@@ -186,6 +185,21 @@ const alarmCache = new Map<string, Map<string, Alarm>>();
 const ALARM_CACHE_LIMIT = 32;
 
 /**
+ * Measurement types, each once. JSON.parse shares strings of up to 10 characters between answers
+ * but makes a new `apparentPower` and `powerFactor` for every outlet of every poll, and a snapshot
+ * lives a whole interval. Bounded: a PDU inventing types gets its own strings past the limit.
+ */
+const typeCache = new Map<string, string>();
+const TYPE_CACHE_LIMIT = 256;
+
+function interned(type: string): string {
+  const known = typeCache.get(type);
+  if (known !== undefined) return known;
+  if (typeCache.size < TYPE_CACHE_LIMIT) typeCache.set(type, type);
+  return type;
+}
+
+/**
  * `parent.alarm`: absent/null is clear; a non-object, or a non-string state/severity, is an optional
  * part gone wrong: a warning, and the alarm reads clear (the part that is a string is kept).
  */
@@ -246,7 +260,6 @@ function measurementsOf(parent: Obj, path: Path, w: Warnings, essential: boolean
       w.add(path, "measurement has no string type; dropped", key, "type");
       continue;
     }
-    const value = m.value;
     let alarm: Alarm | null = null;
     if (m.alarm !== undefined && m.alarm !== null) {
       path.push(key);
@@ -254,13 +267,7 @@ function measurementsOf(parent: Obj, path: Path, w: Warnings, essential: boolean
       alarm = isObj(m.alarm) ? read : null;
       path.pop();
     }
-    out.push({
-      type,
-      value: toNumber(value),
-      raw: typeof value === "string" ? value : typeof value === "number" ? String(value) : "",
-      units: str(m.units),
-      alarm,
-    });
+    out.push({ type: interned(type), value: toNumber(m.value), units: str(m.units), alarm });
   }
   path.pop();
   out.sort(byType);

@@ -38,7 +38,7 @@ describe("parseApiTree over the wire fixture api-single-unit.json", () => {
         3,
         "srv-4",
         "on",
-        'apparentPower=54VA current=0.41A energy=134.5kWh powerFactor=null("n/a")% realPower=49W',
+        'apparentPower=54VA current=0.41A energy=134.5kWh powerFactor=null% realPower=49W',
       ),
       OUTLET(4, "", "off", "apparentPower=0VA current=0A energy=146kWh realPower=0W"),
       OUTLET(5, "srv-6", "on", "apparentPower=60VA current=0.46A energy=157.5kWh realPower=55W"),
@@ -54,12 +54,12 @@ describe("parseApiTree over the wire fixture api-single-unit.json", () => {
     ]);
   });
 
-  it("keeps the PDU's raw strings and warns about nothing", () => {
+  it("reads the value strings as numbers, n/a as null, and warns about nothing", () => {
     const snap = parseApiTree(wireApi(), "rack-12", 1);
     const outlet = snap.devices[0]?.outlets[3];
     assert.deepEqual(
-      outlet?.measurements.map((m) => m.raw),
-      ["54", "0.41", "134.500", "n/a", "49"],
+      outlet?.measurements.map((m) => m.value),
+      [54, 0.41, 134.5, null, 49],
     );
     assert.deepEqual(snap.warnings, []);
   });
@@ -227,7 +227,7 @@ function outletValues(s: Snapshot): unknown {
       o.name,
       o.label,
       o.state,
-      o.measurements.map((m) => [m.type, m.value, m.raw, m.units]),
+      o.measurements.map((m) => [m.type, m.value, m.units]),
     ]),
   ]);
 }

@@ -72,10 +72,10 @@ describe("parseApiTree: the protocol page's §7 example", () => {
     assert.ok(phase);
     assert.equal(phase.displayName, "Phase");
     assert.deepEqual(
-      phase.measurements.map((m) => [m.type, m.value, m.raw, m.units, m.alarm?.raised ?? null]),
+      phase.measurements.map((m) => [m.type, m.value, m.units, m.alarm?.raised ?? null]),
       [
-        ["current", 1.1, "1.10", "A", false],
-        ["voltage", 121.4, "121.4", "V", null],
+        ["current", 1.1, "A", false],
+        ["voltage", 121.4, "V", null],
       ],
     );
 
@@ -144,18 +144,18 @@ describe("parseApiTree: tolerance", () => {
     assert.equal(d1.outlets[10]?.displayName, "Outlet 11");
   });
 
-  it("keeps non-numeric values as null with their raw string, sorted by type case-insensitively", () => {
+  it("reads non-numeric values as null, sorted by type case-insensitively", () => {
     const o1 = d1.outlets[1];
     assert.ok(o1);
     assert.equal(o1.displayName, "db-01");
     assert.equal(o1.state, "off");
     assert.deepEqual(
-      o1.measurements.map((m) => [m.type, m.value, m.raw]),
+      o1.measurements.map((m) => [m.type, m.value]),
       [
-        ["apparentPower", 42, "42"],
-        ["current", null, "1e999"],
-        ["Energy", null, ""],
-        ["realPower", null, "n/a"],
+        ["apparentPower", 42],
+        ["current", null],
+        ["Energy", null],
+        ["realPower", null],
       ],
     );
     assert.deepEqual(o1.measurements[1]?.alarm, { state: "ACTIVE", severity: "warning", raised: true });
