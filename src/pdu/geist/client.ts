@@ -238,11 +238,16 @@ export class GeistClient implements PduDriver {
   /** Logins in flight per target port, shared by concurrent writes. */
   readonly #logins = new Map<number, Promise<string>>();
   /**
-   * The last successful poll: its path, the SHA-256 of its answer (base64, 44 characters: not the
-   * answer) and its snapshot (the one the store holds anyway). Null before the first and after an
-   * answer that failed.
+   * The last successful poll: its path, its answer's length, the SHA-256 of its answer (base64, 44
+   * characters: not the answer; null when it was not hashed) and its snapshot (the one the store holds
+   * anyway). Null before the first and after an answer that failed.
    */
-  #lastPoll: { readonly path: string; readonly digest: string; readonly snapshot: Snapshot } | null = null;
+  #lastPoll: {
+    readonly path: string;
+    readonly bytes: number;
+    readonly digest: string | null;
+    readonly snapshot: Snapshot;
+  } | null = null;
   /** Answer of /api/conf/oneview/enabled once it succeeded. */
   private oneview: boolean | undefined;
 
@@ -289,12 +294,20 @@ export class GeistClient implements PduDriver {
     const path = this.oneview ? "/oneview" : "/api";
     const body = await this.exchangeBody("GET", this.port, path, undefined, signal);
     const timestamp = Date.now();
-    const hash = createHash("sha256");
-    for (const chunk of body) hash.update(chunk);
-    const digest = hash.digest("base64");
     const last = this.#lastPoll;
-    if (last !== null && last.path === path && last.digest === digest) {
-      return restamp(last.snapshot, timestamp);
+    let bytes = 0;
+    for (const chunk of body) bytes += chunk.length;
+    // An answer of another length than the last one is another answer: it is not hashed (most
+    // answers of a PDU whose values change are not the same length twice running). The next answer
+    // of its length is then parsed even if it is the same, and hashed for the one after.
+    let digest: string | null = null;
+    if (last === null || last.path !== path || last.bytes === bytes) {
+      const hash = createHash("sha256");
+      for (const chunk of body) hash.update(chunk);
+      digest = hash.digest("base64");
+      if (last !== null && last.path === path && last.digest === digest) {
+        return restamp(last.snapshot, timestamp);
+      }
     }
     this.#lastPoll = null;
     const envelope = this.expectOk(this.#decode(body, "GET", path, this.port), "GET", path, this.port);
@@ -309,7 +322,7 @@ export class GeistClient implements PduDriver {
         throw new ParseError(e.path, e.problem, `GET ${path} from ${this.where(this.port)}`);
       throw e;
     }
-    this.#lastPoll = { path, digest, snapshot };
+    this.#lastPoll = { path, bytes, digest, snapshot };
     return snapshot;
   }
 

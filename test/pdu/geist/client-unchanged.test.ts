@@ -62,6 +62,18 @@ describe("GeistClient: an answer identical to the previous one", () => {
     assert.ok(sameContent(third, await client.poll()));
   });
 
+  it("parses an answer of another length without hashing it, and skips it again once repeated", async () => {
+    pdu.rawTree = answer;
+    await client.poll();
+    pdu.rawTree = answer.replace('"Rack 12 PDU"', '"Rack 12 PDU, row 4"');
+    const changed = await client.poll();
+    assert.equal(changed.system.label, "Rack 12 PDU, row 4");
+    // Not hashed when it came: the first repeat is parsed (the same content), the next one is not.
+    const repeat = await client.poll();
+    assert.deepEqual(content(repeat), content(changed));
+    assert.ok(sameContent(repeat, await client.poll()));
+  });
+
   it("parses again after a malformed or unparsable answer, never reusing an older snapshot", async () => {
     pdu.rawTree = answer;
     const good = await client.poll();
