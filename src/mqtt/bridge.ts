@@ -8,7 +8,7 @@ import type { ControlService } from "../control/types.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
 import type { SnapshotStore } from "../poller/store.js";
-import { startEmbeddedBroker, type EmbeddedBroker } from "./broker.js";
+import type { EmbeddedBroker } from "./broker.js";
 import { CommandHandler } from "./commands.js";
 import { MqttConnection } from "./connection.js";
 import { discoveryNodeId } from "./discovery.js";
@@ -149,6 +149,9 @@ async function startEmbeddedIfConfigured(
   const mqtt = config.Mqtt;
   const ha = config.HomeAssistant;
   if (mqtt.Connection.Host !== null) return null;
+  // Loaded only here: aedes and its dependencies are about 30 modules a bridge with its own broker
+  // never runs, and a module's source and records stay in the heap for the life of the process.
+  const { startEmbeddedBroker } = await import("./broker.js");
   return startEmbeddedBroker({
     bind: mqtt.Embedded.Bind,
     port: mqtt.Embedded.Port,
