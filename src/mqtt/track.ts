@@ -58,6 +58,20 @@ const KINDS: readonly TopicKind[] = [
 ];
 const KIND_CODE = new Map(KINDS.map((kind, code) => [kind, code + 1]));
 
+// A slot's places in the interleaved columns of a track (see Track.#ints).
+const A = 0;
+const B = 1;
+const C = 2;
+const I = 3;
+const SEEN = 4;
+const INTS = 5;
+const KIND = 0;
+const SENT = 1;
+const BYTES = 2;
+const NUM = 0;
+const AT = 1;
+const NUMS = 2;
+
 function a(key: TopicKey): string {
   return key.kind === "groupMeasurement" ? key.groupKey : key.deviceId;
 }
@@ -88,12 +102,21 @@ export class Track {
   #byTopic: Map<string, Slot> | null = null;
   #pos = 0;
   #walk = 0;
-  // The columns, by slot. Key strings as word numbers; kind as its place in KINDS plus one, 0 free.
-  #kind = new Uint8Array(32);
-  #a = new Int32Array(32);
-  #b = new Int32Array(32);
-  #c = new Int32Array(32);
-  #i = new Int32Array(32);
+  /**
+   * The columns, by slot, interleaved in three typed arrays (a typed array and its buffer weigh
+   * about 250 bytes of their own, and a PDU has two tracks): per slot {@link INTS} numbers in
+   * `#ints` (the key's strings as word numbers, the outlet index, the last walk that visited it),
+   * {@link BYTES} in `#bytes` (the kind as its place in KINDS plus one, 0 free; 1 once anything was
+   * published) and {@link NUMS} in `#nums` (the number last published, NaN until then, and when,
+   * epoch ms). Slots beyond `#next` are room to grow into, trimmed after a walk that made slots.
+   */
+  #ints = new Int32Array(32 * INTS);
+  #bytes = new Uint8Array(32 * BYTES);
+  #nums = new Float64Array(32 * NUMS);
+  /** Slots the columns have room for. */
+  #capacity = 32;
+  /** A walk made slots: the columns are trimmed at its end. */
+  #grew = false;
   /**
    * The words of the keys (ids, types, settings), each once. Searched only when a slot is made, so
    * no map: a map per track weighed more than the words.
@@ -101,13 +124,6 @@ export class Track {
   #words: string[] = [""];
   /** Last text payload published (retained topics, device state and alarm, group rollups), else null. */
   #payload: (string | null)[] = [];
-  /** 1 once anything was published on the slot. */
-  #sent = new Uint8Array(32);
-  /** Number of the last walk that visited the slot. */
-  #seen = new Uint32Array(32);
-  /** The number last published (NaN until then), and when (epoch ms). */
-  #num = new Float64Array(32);
-  #at = new Float64Array(32);
   /** Slots free for reuse (forgotten), and the next never used. */
   readonly #free: Slot[] = [];
   #next = 0;
@@ -123,11 +139,12 @@ export class Track {
 
   /** The key of a slot (a new object). */
   key(slot: Slot): TopicKey {
-    const kind = KINDS[this.#kind[slot]! - 1]!;
+    const kind = KINDS[this.#bytes[slot * BYTES + KIND]! - 1]!;
     const words = this.#words;
-    const deviceId = words[this.#a[slot]!]!;
-    const index = this.#i[slot]!;
-    const b = words[this.#b[slot]!]!;
+    const at = slot * INTS;
+    const deviceId = words[this.#ints[at + A]!]!;
+    const index = this.#ints[at + I]!;
+    const b = words[this.#ints[at + B]!]!;
     switch (kind) {
       case "deviceState":
       case "deviceAlarm":
@@ -140,7 +157,7 @@ export class Track {
       case "outletMeasurement":
         return { kind, deviceId, index, type: b };
       case "entityMeasurement":
-        return { kind, deviceId, entityKey: words[this.#c[slot]!]!, type: b };
+        return { kind, deviceId, entityKey: words[this.#ints[at + C]!]!, type: b };
       case "groupMeasurement":
         return { kind, groupKey: deviceId, key: b };
     }
@@ -158,24 +175,24 @@ export class Track {
 
   /** Whether anything was published on the slot yet. */
   sent(slot: Slot): boolean {
-    return this.#sent[slot] === 1;
+    return this.#bytes[slot * BYTES + SENT] === 1;
   }
 
   /** The number last published on a measurement's slot; NaN before the first. */
   num(slot: Slot): number {
-    return this.#num[slot]!;
+    return this.#nums[slot * NUMS + NUM]!;
   }
 
   /** When the slot was last published (epoch ms); 0 before the first. */
   at(slot: Slot): number {
-    return this.#at[slot]!;
+    return this.#nums[slot * NUMS + AT]!;
   }
 
   /** Records a publish on the slot at `at`: `num` for a measurement, else the text `payload`. */
   published(slot: Slot, at: number, num = NaN, payload: string | null = null): void {
-    this.#sent[slot] = 1;
-    this.#at[slot] = at;
-    this.#num[slot] = num;
+    this.#bytes[slot * BYTES + SENT] = 1;
+    this.#nums[slot * NUMS + AT] = at;
+    this.#nums[slot * NUMS + NUM] = num;
     this.#payload[slot] = payload;
   }
 
@@ -183,7 +200,7 @@ export class Track {
   begin(): void {
     this.#pos = 0;
     // Never 0, the mark of a slot no walk visited yet.
-    this.#walk = this.#walk === 0xffff_ffff ? 1 : this.#walk + 1;
+    this.#walk = this.#walk === 0x7fff_ffff ? 1 : this.#walk + 1;
     this.#byTopic = null;
   }
 
@@ -204,46 +221,48 @@ export class Track {
         slot = this.#create(key);
         byTopic.set(topic, slot);
       }
-      if (pos === this.#order.length) this.#order = grown(this.#order);
+      if (pos === this.#order.length) this.#order = resized(this.#order, Math.ceil(pos * 1.25));
       this.#order[pos] = slot;
       if (pos === this.#length) this.#length++;
     }
-    this.#seen[slot] = this.#walk;
+    this.#ints[slot * INTS + SEEN] = this.#walk;
     this.#pos = pos + 1;
     return slot;
   }
 
   /** Whether the slot holds `key`. */
   #same(slot: Slot, key: TopicKey): boolean {
-    if (KINDS[this.#kind[slot]! - 1] !== key.kind) return false;
+    if (KINDS[this.#bytes[slot * BYTES + KIND]! - 1] !== key.kind) return false;
     const words = this.#words;
+    const ints = this.#ints;
+    const at = slot * INTS;
     switch (key.kind) {
       case "deviceState":
       case "deviceAlarm":
-        return words[this.#a[slot]!] === key.deviceId;
+        return words[ints[at + A]!] === key.deviceId;
       case "outletState":
       case "outletLabel":
-        return this.#i[slot] === key.index && words[this.#a[slot]!] === key.deviceId;
+        return ints[at + I] === key.index && words[ints[at + A]!] === key.deviceId;
       case "outletSetting":
         return (
-          this.#i[slot] === key.index &&
-          words[this.#b[slot]!] === key.setting &&
-          words[this.#a[slot]!] === key.deviceId
+          ints[at + I] === key.index &&
+          words[ints[at + B]!] === key.setting &&
+          words[ints[at + A]!] === key.deviceId
         );
       case "outletMeasurement":
         return (
-          this.#i[slot] === key.index &&
-          words[this.#b[slot]!] === key.type &&
-          words[this.#a[slot]!] === key.deviceId
+          ints[at + I] === key.index &&
+          words[ints[at + B]!] === key.type &&
+          words[ints[at + A]!] === key.deviceId
         );
       case "entityMeasurement":
         return (
-          words[this.#b[slot]!] === key.type &&
-          words[this.#c[slot]!] === key.entityKey &&
-          words[this.#a[slot]!] === key.deviceId
+          words[ints[at + B]!] === key.type &&
+          words[ints[at + C]!] === key.entityKey &&
+          words[ints[at + A]!] === key.deviceId
         );
       case "groupMeasurement":
-        return words[this.#b[slot]!] === key.key && words[this.#a[slot]!] === key.groupKey;
+        return words[ints[at + B]!] === key.key && words[ints[at + A]!] === key.groupKey;
     }
   }
 
@@ -268,11 +287,13 @@ export class Track {
   #rebuildWords(): void {
     const old = this.#words;
     this.#words = [""];
+    const ints = this.#ints;
     for (let slot = 0; slot < this.#next; slot++) {
-      if (this.#kind[slot] === 0) continue;
-      this.#a[slot] = this.#intern(old[this.#a[slot]!]!);
-      this.#b[slot] = this.#intern(old[this.#b[slot]!]!);
-      this.#c[slot] = this.#intern(old[this.#c[slot]!]!);
+      if (this.#bytes[slot * BYTES + KIND] === 0) continue;
+      const at = slot * INTS;
+      ints[at + A] = this.#intern(old[ints[at + A]!]!);
+      ints[at + B] = this.#intern(old[ints[at + B]!]!);
+      ints[at + C] = this.#intern(old[ints[at + C]!]!);
     }
   }
 
@@ -290,34 +311,47 @@ export class Track {
   /** A new slot holding `key`, nothing sent. */
   #create(key: TopicKey): Slot {
     const slot = this.#free.pop() ?? this.#next++;
-    if (slot >= this.#i.length) {
-      this.#kind = grown(this.#kind);
-      this.#a = grown(this.#a);
-      this.#b = grown(this.#b);
-      this.#c = grown(this.#c);
-      this.#i = grown(this.#i);
-      this.#sent = grown(this.#sent);
-      this.#seen = grown(this.#seen);
-      this.#num = grown(this.#num);
-      this.#at = grown(this.#at);
-    }
-    this.#kind[slot] = KIND_CODE.get(key.kind)!;
-    this.#a[slot] = this.#word(a(key));
-    this.#b[slot] = this.#word(b(key));
-    this.#c[slot] = this.#word(key.kind === "entityMeasurement" ? key.entityKey : "");
-    this.#i[slot] = "index" in key ? key.index : 0;
+    if (slot >= this.#capacity) this.#resize(Math.ceil(this.#capacity * 1.25));
+    this.#grew = true;
+    const at = slot * INTS;
+    // In use (kind set, words "") before the words are looked up: a lookup may rebuild the word
+    // list, which renumbers the words of every slot in use, this one's written so far too.
+    this.#bytes[slot * BYTES + KIND] = KIND_CODE.get(key.kind)!;
+    this.#bytes[slot * BYTES + SENT] = 0;
+    this.#ints[at + A] = this.#ints[at + B] = this.#ints[at + C] = 0;
+    this.#ints[at + A] = this.#word(a(key));
+    this.#ints[at + B] = this.#word(b(key));
+    this.#ints[at + C] = this.#word(key.kind === "entityMeasurement" ? key.entityKey : "");
+    this.#ints[at + I] = "index" in key ? key.index : 0;
+    this.#ints[at + SEEN] = 0;
+    this.#nums[slot * NUMS + NUM] = NaN;
+    this.#nums[slot * NUMS + AT] = 0;
     this.#payload[slot] = null;
-    this.#sent[slot] = 0;
-    this.#num[slot] = NaN;
-    this.#at[slot] = 0;
     return slot;
+  }
+
+  /** Room for `capacity` slots (at least the slots made so far). */
+  #resize(capacity: number): void {
+    this.#ints = resized(this.#ints, capacity * INTS);
+    this.#bytes = resized(this.#bytes, capacity * BYTES);
+    this.#nums = resized(this.#nums, capacity * NUMS);
+    this.#capacity = capacity;
   }
 
   /** Ends a walk: forgets the slots it did not visit and returns their topics. */
   end(): readonly string[] {
     const byTopic = this.#byTopic;
     this.#byTopic = null;
-    if (byTopic === null && this.#pos === this.#length) return NONE;
+    // A PDU's topics stop growing after its first walk: no room kept past the slots made.
+    const grew = this.#grew;
+    if (grew) {
+      this.#grew = false;
+      if (this.#capacity > this.#next) this.#resize(Math.max(this.#next, 1));
+    }
+    if (byTopic === null && this.#pos === this.#length) {
+      if (grew) this.#trimOrder();
+      return NONE;
+    }
     const walk = this.#walk;
     // In order: the walk visited the slots before #pos, the rest are gone. Out of order: any slot
     // of the previous walk or this one may be gone; the map holds them all.
@@ -326,29 +360,35 @@ export class Track {
       for (let p = this.#pos; p < this.#length; p++) gone.push(this.#forget(this.#order[p]!));
     } else {
       for (const [topic, slot] of byTopic) {
-        if (this.#seen[slot] === walk) continue;
+        if (this.#ints[slot * INTS + SEEN] === walk) continue;
         this.#forget(slot);
         gone.push(topic);
       }
     }
     this.#length = this.#pos;
+    if (grew) this.#trimOrder();
     return gone;
+  }
+
+  #trimOrder(): void {
+    if (this.#order.length > this.#length) this.#order = resized(this.#order, Math.max(this.#length, 1));
   }
 
   /** Frees a slot (its strings too); returns its topic. */
   #forget(slot: Slot): string {
     const topic = this.topic(slot);
-    this.#kind[slot] = 0;
-    this.#a[slot] = this.#b[slot] = this.#c[slot] = 0;
+    const at = slot * INTS;
+    this.#bytes[slot * BYTES + KIND] = 0;
+    this.#ints[at + A] = this.#ints[at + B] = this.#ints[at + C] = 0;
     this.#payload[slot] = null;
     this.#free.push(slot);
     return topic;
   }
 }
 
-/** A column with room for more: by a quarter (a PDU's topics stop growing after its first walk). */
-function grown<T extends Int32Array | Uint32Array | Uint8Array | Float64Array>(column: T): T {
-  const bigger = new (column.constructor as new (length: number) => T)(Math.ceil(column.length * 1.25));
-  bigger.set(column);
-  return bigger;
+/** A column of another length, its values kept as far as they fit. */
+function resized<T extends Int32Array | Uint8Array | Float64Array>(column: T, length: number): T {
+  const other = new (column.constructor as new (length: number) => T)(length);
+  other.set(column.length <= length ? column : column.subarray(0, length));
+  return other;
 }

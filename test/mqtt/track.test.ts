@@ -195,6 +195,32 @@ describe("topic track", () => {
     assert.ok(second.slots.every((slot) => track.sent(slot)));
   });
 
+  it("keeps every slot's state when its arrays are trimmed after a walk and grown again", () => {
+    const { track } = counted();
+    const keys = (n: number): Key[] =>
+      Array.from({ length: n }, (_, i) => ({ kind: "outletMeasurement", deviceId: "D", index: i, type: "w" }));
+    // 37 slots: grown once past the first 32, then trimmed to 37 at the end of the walk.
+    walk(track, keys(37)).slots.forEach((slot, i) => track.published(slot, 100 + i, i));
+    // 80: grown twice more (by a quarter each time), trimmed again.
+    const grown = walk(track, keys(80));
+    grown.slots.slice(37).forEach((slot, i) => track.published(slot, 200 + i, -i, `p${i}`));
+    // 20: 60 slots gone, arrays keep their room; then 90 reuse the freed slots and grow.
+    assert.equal(walk(track, keys(20)).gone.length, 60);
+    const last = walk(track, keys(90));
+    assert.deepEqual(
+      last.slots.slice(0, 20).map((slot) => [track.num(slot), track.at(slot), track.sent(slot)]),
+      keys(20).map((_, i) => [i, 100 + i, true]),
+    );
+    assert.ok(last.slots.slice(20).every((slot) => !track.sent(slot) && Number.isNaN(track.num(slot))));
+    assert.ok(last.slots.slice(20).every((slot) => track.payload(slot) === null && track.at(slot) === 0));
+    assert.deepEqual(
+      last.slots.map((slot) => track.key(slot)),
+      keys(90),
+    );
+    assert.equal(new Set(last.slots).size, 90);
+    assert.equal(walk(track, keys(90)).gone.length, 0);
+  });
+
   it("keeps its word list bounded when a PDU invents new ids every poll", () => {
     const { track } = counted();
     for (let n = 0; n < 2000; n++) {
