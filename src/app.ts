@@ -13,8 +13,7 @@ import { observeControlAudit } from "./control/audit.js";
 import { createLogger, type Logger } from "./log.js";
 import { createControlService, type ControlCore } from "./control/service.js";
 import type { ControlService } from "./control/types.js";
-import { startApiServer } from "./http/api/server.js";
-import { startApiWorker, type ApiListener } from "./http/api/worker-host.js";
+import type { ApiListener } from "./http/api/worker-host.js";
 import type { RunningListener } from "./http/common.js";
 import { startHealthServer } from "./http/health/server.js";
 import type { HttpDeps } from "./http/types.js";
@@ -192,8 +191,12 @@ export class App {
       this.#parts.push({ name: "health", stop: () => health.close() });
     }
     if (this.config.Api.Enabled) {
-      this.#apiWorker = this.config.Api.Worker ? await startApiWorker(deps) : null;
-      const api = this.#apiWorker ?? (await startApiServer(deps));
+      // Loaded only when the API is on: its routes, schemas and control handlers are modules whose
+      // source and records would stay in the heap of every bridge without it.
+      this.#apiWorker = this.config.Api.Worker
+        ? await (await import("./http/api/worker-host.js")).startApiWorker(deps)
+        : null;
+      const api = this.#apiWorker ?? (await (await import("./http/api/server.js")).startApiServer(deps));
       this.#api = api;
       this.#parts.push({ name: "api", stop: () => api.close() });
     }
