@@ -27,6 +27,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
+# `npm run build` bundles the service into dist/src/main.js with this script (compiled by tsc).
+COPY scripts/bundle.ts ./scripts/
 RUN npm run build
 
 # The only optional dependency is helm for the chart's tests (optional so that npm ci works on macOS).

@@ -12,12 +12,13 @@ import { API_CSP, API_JSON_HEADERS, CONSOLE_PREFIX, type HttpApp } from "../http
 import { problem, sendProblem } from "../http/problem.js";
 import { INTERNAL_ERROR, problemResponse, RetryAfterHeader } from "../http/api/schemas.js";
 import type { HttpDeps } from "../http/types.js";
+import { distSrcUrl } from "../paths.js";
 import type { ConsoleFeed } from "./feed.js";
 import type { OutletHistory } from "./wire.js";
 
 export const EVENTS_PATH = "/api/v1/events";
 const ASSET_CACHE = "public, max-age=31536000, immutable";
-const ASSETS_DIR = fileURLToPath(new URL("./assets/", import.meta.url));
+const ASSETS_DIR = fileURLToPath(distSrcUrl("./ui/assets/"));
 
 const CONTENT_TYPES: Record<string, string> = {
   ".js": "text/javascript; charset=utf-8",

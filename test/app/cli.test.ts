@@ -5,9 +5,10 @@
  * message naming the key, and no stack trace.
  */
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
 import { DEFAULT_MAX_OLD_SPACE_MB, HEAP_GROWING_PERCENT } from "../../src/runtime.js";
 import { startSimulator, type Simulator } from "../../src/simulator/index.js";
 import { appYaml, pduYaml } from "../../testkit/app-harness.js";
@@ -199,6 +200,56 @@ describe("the CLI process", () => {
     assert.equal(flags.why, null);
     cli.signal("SIGTERM");
     assert.deepEqual(await cli.waitForExit(5000), { code: 0, signal: null }, cli.output);
+  });
+
+  it("runs as one bundle: its chunks, the REST API's worker, the console's files, the docs page, the embedded broker", async () => {
+    // What `npm run build` makes of main.js (scripts/bundle.ts): the service in chunks beside it,
+    // not tsc's module importing the others one by one.
+    const main = readFileSync(fileURLToPath(new URL("../../src/main.js", import.meta.url)), "utf8");
+    assert.match(main, /from"\.\/bundle-[A-Z0-9]+\.js"/);
+    assert.doesNotMatch(main, /"\.\/app\.js"/);
+
+    const key = "bundle-test-key-0123456789abcdef0";
+    const config = await dir.write(
+      "bundle.yaml",
+      appYaml({ pdus: [pduYaml("lab", sim, { pollInterval: 1 })], api: { key, worker: true } }),
+    );
+    const cli = run(["--config", config]);
+    const { apiPort } = await cli.started();
+    assert.ok(apiPort !== null);
+    const api = new Client(apiPort);
+    const auth = { "x-api-key": key };
+    // The worker thread answers (its file is found beside the bundle), with the polled outlets.
+    await waitFor(
+      async () => (await api.get("/api/v1/readings?instance=lab", auth)).status === 200,
+      "readings",
+    );
+    const readings = (await api.get("/api/v1/readings?instance=lab", auth)).json<{ deviceId: string }[]>();
+    assert.ok(
+      readings.length > 0 && readings.every((r) => sim.deviceIds().includes(r.deviceId)),
+      JSON.stringify(readings),
+    );
+    // The console page and its hashed files (found under dist/src/ui/assets).
+    const page = await api.get("/ui/");
+    assert.equal(page.status, 200);
+    const assets = [...page.text.matchAll(/\/ui\/assets\/(console-[A-Z0-9]+\.(?:js|css))/g)].map(
+      (m) => m[1]!,
+    );
+    assert.ok(assets.length >= 2, page.text);
+    for (const name of assets) assert.equal((await api.get(`/ui/assets/${name}`)).status, 200, name);
+    // swagger-ui's own files (the package is not bundled: it serves them from its directory).
+    const docs = await api.get("/docs/v1/");
+    assert.equal(docs.status, 200);
+    assert.equal((await api.get("/docs/v1/static/swagger-ui.css")).status, 200);
+    // The embedded broker (a chunk loaded on demand) carries the outlets' states.
+    const started = await cli.waitForLog((l) => l.msg === "pdu-bridge started", "started");
+    const port = Number(/:(\d+)$/.exec(String(started.mqtt))?.[1]);
+    assert.ok(port > 0, String(started.mqtt));
+    const watcher = await Recorder.connect({ host: "127.0.0.1", port }, ["pdu-bridge/lab/#"]);
+    cleanups.push(() => watcher.close());
+    await waitFor(() => watcher.messages.some((m) => m.topic.endsWith("/state")), "an outlet state");
+    cli.signal("SIGTERM");
+    assert.deepEqual(await cli.waitForExit(10_000), { code: 0, signal: null }, cli.output);
   });
 
   it("warns at start when the heap limit looks too small for the fleet", async () => {

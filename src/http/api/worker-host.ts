@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { httpLimits, listenError, type RunningListener } from "../common.js";
+import { distSrcUrl } from "../../paths.js";
 import type { HttpDeps } from "../types.js";
 import { MirrorFeed, PEER_HEADER, type FromWorker, type ToWorker, type WorkerSetup } from "./mirror.js";
 import { buildApiServer, startApiServer } from "./server.js";
@@ -96,7 +97,7 @@ export async function startApiWorker(deps: HttpDeps): Promise<ApiListener> {
     };
     let thread: Worker;
     try {
-      thread = new Worker(new URL("./worker.js", import.meta.url), { workerData: setup });
+      thread = new Worker(distSrcUrl("./http/api/worker.js"), { workerData: setup });
     } catch (error) {
       return Promise.resolve({ error: error instanceof Error ? error : new Error(String(error)) });
     }
