@@ -357,8 +357,11 @@ export class Publisher {
         if (!configs.has(topic)) sink.publish(topic, "", 1, true);
       }
     }
-    // A copy: zlib's result is a view of its 16 KiB output chunk.
-    state.discovery = Buffer.from(deflateRawSync(Buffer.from([...configs.keys()].join("\u0000"), "utf8")));
+    // A copy of its own, exactly its size: zlib's result is a view of its 16 KiB output chunk, and a
+    // small Buffer.from() is a slice of Node's shared 8 KiB pool, which this one then keeps alive.
+    const deflated = deflateRawSync(Buffer.from([...configs.keys()].join("\u0000"), "utf8"));
+    state.discovery = Buffer.allocUnsafeSlow(deflated.length);
+    deflated.copy(state.discovery);
     state.signature = signature;
     this.#discoveryConfigs.set(id, configs.size);
     this.#lastDiscoveryUtc = this.#now();
