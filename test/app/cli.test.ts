@@ -206,7 +206,11 @@ describe("the CLI process", () => {
     // What `npm run build` makes of main.js (scripts/bundle.ts): the service in chunks beside it,
     // not tsc's module importing the others one by one.
     const main = readFileSync(fileURLToPath(new URL("../../src/main.js", import.meta.url)), "utf8");
-    assert.match(main, /from"\.\/bundle-[A-Z0-9]+\.js"/);
+    assert.match(
+      main,
+      /from"\.\/bundle-[A-Z0-9]+\.js"/,
+      "dist/src/main.js is not the bundle: run npm run build",
+    );
     assert.doesNotMatch(main, /"\.\/app\.js"/);
 
     const key = "bundle-test-key-0123456789abcdef0";
