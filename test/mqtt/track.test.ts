@@ -198,7 +198,12 @@ describe("topic track", () => {
   it("keeps every slot's state when its arrays are trimmed after a walk and grown again", () => {
     const { track } = counted();
     const keys = (n: number): Key[] =>
-      Array.from({ length: n }, (_, i) => ({ kind: "outletMeasurement", deviceId: "D", index: i, type: "w" }));
+      Array.from({ length: n }, (_, i) => ({
+        kind: "outletMeasurement",
+        deviceId: "D",
+        index: i,
+        type: "w",
+      }));
     // 37 slots: grown once past the first 32, then trimmed to 37 at the end of the walk.
     walk(track, keys(37)).slots.forEach((slot, i) => track.published(slot, 100 + i, i));
     // 80: grown twice more (by a quarter each time), trimmed again.

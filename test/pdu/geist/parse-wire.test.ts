@@ -38,7 +38,7 @@ describe("parseApiTree over the wire fixture api-single-unit.json", () => {
         3,
         "srv-4",
         "on",
-        'apparentPower=54VA current=0.41A energy=134.5kWh powerFactor=null% realPower=49W',
+        "apparentPower=54VA current=0.41A energy=134.5kWh powerFactor=null% realPower=49W",
       ),
       OUTLET(4, "", "off", "apparentPower=0VA current=0A energy=146kWh realPower=0W"),
       OUTLET(5, "srv-6", "on", "apparentPower=60VA current=0.46A energy=157.5kWh realPower=55W"),
