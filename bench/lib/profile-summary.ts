@@ -7,7 +7,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { SourceMap } from "node:module";
-import { resolve } from "node:path";
+import { dirname, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 interface CallFrame {
@@ -69,10 +69,14 @@ export interface ProfileWindow {
 
 const sourceMaps = new Map<string, SourceMap | null>();
 
-/** 1-based line in the TypeScript source for our compiled files (via their .js.map), else in the file. */
-function sourceLine(url: string, line: number, column: number): number {
-  if (!url.startsWith("file://") || url.includes("/node_modules/") || !url.includes("/dist/"))
-    return line + 1;
+/**
+ * Where a frame of our compiled files is in the source (via their .js.map): the origin of the
+ * original file (`src/pdu/geist/wire.ts`, or a dependency's package name for code the bundle took in,
+ * dist/src/main.js and its chunks being one bundle) and its 1-based line; else the frame's own.
+ */
+function sourcePlace(url: string, line: number, column: number): { origin: string; line: number } {
+  const own = { origin: originOf(url), line: line + 1 };
+  if (!url.startsWith("file://") || url.includes("/node_modules/") || !url.includes("/dist/")) return own;
   const file = fileURLToPath(url);
   let map = sourceMaps.get(file);
   if (map === undefined) {
@@ -87,8 +91,16 @@ function sourceLine(url: string, line: number, column: number): number {
     }
     sourceMaps.set(file, map);
   }
-  const entry: { originalLine?: number } | undefined = map?.findEntry(line, column);
-  return entry?.originalLine === undefined ? line + 1 : entry.originalLine + 1;
+  const entry: { originalLine?: number; originalSource?: string } | undefined = map?.findEntry(line, column);
+  if (entry?.originalLine === undefined) return own;
+  const source = entry.originalSource;
+  if (source === undefined || source === "") return { origin: own.origin, line: entry.originalLine + 1 };
+  const original = source.startsWith("file://") ? fileURLToPath(source) : resolve(dirname(file), source);
+  const repo = file.slice(0, file.lastIndexOf("/dist/"));
+  return {
+    origin: original.includes("/node_modules/") ? originOf(original) : relative(repo, original),
+    line: entry.originalLine + 1,
+  };
 }
 
 export function summariseProfile(profile: CpuProfile, top = 25, window: ProfileWindow = {}): ProfileSummary {
@@ -125,12 +137,11 @@ export function summariseProfile(profile: CpuProfile, top = 25, window: ProfileW
       idleUs += us;
       continue;
     }
+    const at = sourcePlace(url, lineNumber, columnNumber);
     const origin =
-      functionName === "(garbage collector)" || functionName === "(program)" ? functionName : originOf(url);
+      functionName === "(garbage collector)" || functionName === "(program)" ? functionName : at.origin;
     const name =
-      url === ""
-        ? functionName || "(anonymous)"
-        : `${functionName || "(anonymous)"} (${origin}:${sourceLine(url, lineNumber, columnNumber)})`;
+      url === "" ? functionName || "(anonymous)" : `${functionName || "(anonymous)"} (${at.origin}:${at.line})`;
     const entry = fn.get(name) ?? { origin, us: 0 };
     entry.us += us;
     fn.set(name, entry);
