@@ -21,6 +21,8 @@ export const MAX_GHOST_TOPICS = 200_000;
 /** Longest topic collected (ours are far shorter). */
 const MAX_TOPIC_CHARS = 1024;
 const TICK_MS = 250;
+/** Collected configs of an instance joined into one string at a time. */
+const JOIN_EVERY = 64;
 
 /** What the sweeper needs of the connection. */
 export interface GhostSink {
@@ -48,8 +50,16 @@ export class GhostSweeper {
   readonly #now: () => number;
   readonly #filters: string[];
   readonly #prefixLevels: number;
-  /** Retained config topics seen, per instance, until the instance is judged. */
-  readonly #collected = new Map<string, Set<string>>();
+  /** instance id → its node id. */
+  readonly #nodeIdOf = new Map<string, string>();
+  /**
+   * Retained configs seen, per instance, until the instance is judged: only their `<component>/
+   * <object_id>` (the rest of the topic is the instance's), joined by NUL in strings of
+   * {@link JOIN_EVERY}. A fleet restarting under its own configs collects about 180 of them per
+   * 24-outlet PDU: as one string and one set entry each they were 18 MB at 1000 PDUs, on top of the
+   * start's first polls and discovery; this way they take their characters.
+   */
+  readonly #collected = new Map<string, { joined: string[]; pending: string[] }>();
   #total = 0;
   #capped = false;
   #phase: Phase = "idle";
@@ -65,6 +75,7 @@ export class GhostSweeper {
     this.#filters = [...options.nodeIds.keys()]
       .filter((nodeId) => !/[+#/]/.test(nodeId))
       .map((nodeId) => `${options.prefix}/+/${nodeId}/+/config`);
+    for (const [nodeId, instanceId] of options.nodeIds) this.#nodeIdOf.set(instanceId, nodeId);
     this.#prefixLevels = options.prefix.split("/").length;
   }
 
@@ -113,20 +124,15 @@ export class GhostSweeper {
     // Our own publishes come back live (not retained); an empty payload is already cleared.
     if (this.#phase !== "collecting" || !retained || payload.length === 0) return;
     this.#lastMessageAt = this.#now();
-    if (topic.length > MAX_TOPIC_CHARS) return;
+    // MQTT forbids U+0000 in a topic; one that has it anyway is not ours (and would split wrongly).
+    if (topic.length > MAX_TOPIC_CHARS || topic.includes("\u0000")) return;
     const levels = topic.split("/");
     if (levels.length !== this.#prefixLevels + 4) return;
+    const component = levels[this.#prefixLevels] ?? "";
     const nodeId = levels[this.#prefixLevels + 1] ?? "";
+    const objectId = levels[this.#prefixLevels + 2] ?? "";
     const instanceId = this.#o.nodeIds.get(nodeId);
-    if (
-      instanceId === undefined ||
-      levels[this.#prefixLevels] === "" ||
-      levels[this.#prefixLevels + 2] === ""
-    ) {
-      return;
-    }
-    let set = this.#collected.get(instanceId);
-    if (set?.has(topic) === true) return;
+    if (instanceId === undefined || component === "" || objectId === "") return;
     if (this.#total >= MAX_GHOST_TOPICS) {
       if (!this.#capped) {
         this.#capped = true;
@@ -137,11 +143,14 @@ export class GhostSweeper {
       }
       return;
     }
-    if (set === undefined) {
-      set = new Set();
-      this.#collected.set(instanceId, set);
+    let seen = this.#collected.get(instanceId);
+    if (seen === undefined) {
+      seen = { joined: [], pending: [] };
+      this.#collected.set(instanceId, seen);
     }
-    set.add(topic);
+    seen.pending.push(`${component}/${objectId}`);
+    // Joined into one flat string: the parts are slices of the topic, which they would keep alive.
+    if (seen.pending.length === JOIN_EVERY) seen.joined.push(seen.pending.splice(0).join("\u0000"));
     this.#total++;
   }
 
@@ -172,15 +181,20 @@ export class GhostSweeper {
 
   /** Clears the instance's collected configs that its current discovery does not produce. */
   #judge(instanceId: string): void {
-    const collected = this.#collected.get(instanceId);
-    if (collected === undefined) return;
+    const seen = this.#collected.get(instanceId);
+    if (seen === undefined) return;
     const current = this.#o.current(instanceId);
     // Not polled successfully yet: its configs stay until it is.
     if (current === null) return;
     this.#collected.delete(instanceId);
-    this.#total -= collected.size;
+    // Each config once (a topic is delivered once per subscription, but nothing relies on it).
+    const parts = new Set([...seen.joined, ...seen.pending].join("\u0000").split("\u0000"));
+    this.#total -= seen.pending.length + seen.joined.length * JOIN_EVERY;
+    const nodeId = this.#nodeIdOf.get(instanceId) ?? "";
     let cleared = 0;
-    for (const topic of collected) {
+    for (const part of parts) {
+      const slash = part.indexOf("/");
+      const topic = `${this.#o.prefix}/${part.slice(0, slash)}/${nodeId}/${part.slice(slash + 1)}/config`;
       if (current.has(topic)) continue;
       if (this.#o.sink.publish(topic, "", 1, true)) cleared++;
     }

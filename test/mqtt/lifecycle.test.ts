@@ -86,7 +86,12 @@ describe("ghost discovery cleanup at start", () => {
   // An instance that is offline at start: not judged until it has been polled.
   const LATE_GHOST = `${D}/switch/pdu-bridge_rack2/outlet_DEV2_9_power/config`;
   const LATE_EXISTING = `${D}/switch/pdu-bridge_rack2/outlet_DEV2_1_power/config`;
-  const planted = [GHOST, GHOST_SENSOR, EXISTING, OTHER, LATE_GHOST, LATE_EXISTING];
+  // More ghosts than the sweeper keeps in one string (64), so that its joined strings are judged too.
+  const MANY = Array.from(
+    { length: 150 },
+    (_, i) => `${D}/sensor/pdu-bridge_default/outlet_DEV1_${100 + i}_power/config`,
+  );
+  const planted = [GHOST, GHOST_SENSOR, ...MANY, EXISTING, OTHER, LATE_GHOST, LATE_EXISTING];
 
   let broker: Mosquitto;
   let bridge: MqttBridge | null = null;
@@ -141,6 +146,14 @@ describe("ghost discovery cleanup at start", () => {
       "the cleanup log line",
     );
     const afterStart = await retainedNow();
+    assert.deepEqual(
+      MANY.filter((topic) => afterStart.has(topic)),
+      [],
+      "every one of many ghosts is gone",
+    );
+    const cleanup = capture.lines.find((l) => String(l.msg).startsWith("cleared retained discovery configs"));
+    assert.equal(cleanup?.instance, "default");
+    assert.equal(cleanup?.cleared, MANY.length + 2, "each ghost cleared once");
     assert.equal(afterStart.has(GHOST), false, "the ghost switch is gone");
     assert.equal(afterStart.has(GHOST_SENSOR), false, "the ghost sensor is gone");
     assert.equal(
