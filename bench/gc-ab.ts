@@ -3,13 +3,16 @@
  * simulated PDUs at the same time, so that each one's peak RSS and CPU per poll compare as ratios in
  * one window whatever else loads the machine (issue 19, item 1: GC policy and heap flags).
  *
- *   node dist/bench/gc-ab.js [--pdus 400] [--warmup 40] [--window 60] --variant NAME=OPTIONS ...
+ *   node dist/bench/gc-ab.js [--pdus 400] [--warmup 40] [--window 60] [--retained] --variant NAME=OPTIONS ...
  *
  * OPTIONS are the variant's node options, given on its command line (some V8 flags, such as
  * --heap-growing-percent, are not allowed in NODE_OPTIONS); "" or "plain": none at all, as
  * `node dist/src/main.js` runs. "@DIR OPTIONS": the build in DIR (another dist/, e.g. of the commit
  * before a change) with those options. RSS is the process tree's (a service that starts itself again counts both processes),
- * sampled every 500 ms; CPU is the tree's over the window, per poll of the variant.
+ * sampled every 500 ms over the window, and its peak over the whole life (VmHWM, start-up included);
+ * CPU is the tree's over the window, per poll of the variant.
+ * --retained: a bridge of this build polls the same PDUs for 40 s first and stops, so that every
+ * variant starts as after a restart, with its retained topics and discovery configs on the broker.
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -31,6 +34,7 @@ const { values } = parseArgs({
     warmup: { type: "string", default: "40" },
     window: { type: "string", default: "60" },
     variant: { type: "string", multiple: true, default: [] },
+    retained: { type: "boolean", default: false },
   },
 });
 const pdus = Number(values.pdus);
@@ -64,6 +68,16 @@ const env = Object.fromEntries(
 );
 const bridges: LoggedChild[] = [];
 try {
+  if (values.retained) {
+    const config = writeBridgeConfig({ dir, name: "before", ports, broker, pollIntervalS: INTERVAL_S });
+    const before = spawnNode(resolve(DIST, "src/main.js"), ["--config", config], {
+      logFile: join(dir, "before.log"),
+      env,
+    });
+    await before.waitForLog("pdu-bridge started", 60_000);
+    await sleep(40_000);
+    await stopChild(before.child);
+  }
   for (const v of variants) {
     const config = writeBridgeConfig({ dir, name: v.name, ports, broker, pollIntervalS: INTERVAL_S });
     const child = spawnNode(resolve(v.dist, "src/main.js"), ["--config", config], {
@@ -93,7 +107,9 @@ try {
   }
   const polls = (await Promise.all(sims.map((s) => s.request<number>("polls")))).reduce((a, b) => a + b, 0);
   const perVariant = polls / variants.length;
-  const cpu = bridges.map((b, i) => sampleProc(b.pid)!.cpuSeconds - first[i]!.cpuSeconds);
+  const last = bridges.map((b) => sampleProc(b.pid)!);
+  const cpu = last.map((s, i) => s.cpuSeconds - first[i]!.cpuSeconds);
+  const hwm = last.map((s) => s.hwmBytes);
   const mb = (n: number) => (n / 2 ** 20).toFixed(0);
   log(
     `load ${load0.toFixed(2)} → ${loadavg()[0]!.toFixed(2)}; polls ${polls} (${perVariant.toFixed(0)} per variant, ${((pdus * Number(values.window)) / INTERVAL_S).toFixed(0)} expected)`,
@@ -101,7 +117,7 @@ try {
   variants.forEach((v, i) => {
     const sawtooth = ((peak[i]! - low[i]!) / peak[i]!) * 100;
     log(
-      `${v.name.padEnd(12)} peak RSS ${mb(peak[i]!)} MB, low ${mb(low[i]!)} MB (sawtooth ${sawtooth.toFixed(0)} %), ` +
+      `${v.name.padEnd(12)} peak RSS ${mb(peak[i]!)} MB (whole life ${mb(hwm[i]!)} MB), low ${mb(low[i]!)} MB (sawtooth ${sawtooth.toFixed(0)} %), ` +
         `CPU ${cpu[i]!.toFixed(2)} s = ${((cpu[i]! * 1000) / perVariant).toFixed(3)} ms/poll, ` +
         `vs first ${(cpu[i]! / cpu[0]!).toFixed(3)}  [${v.options || "plain"}]`,
     );
