@@ -24,7 +24,7 @@ import { getHeapStatistics, setFlagsFromString } from "node:v8";
 /** The old generation's growth between full collections, in percent of the live heap. */
 export const HEAP_GROWING_PERCENT = 50;
 
-/** The heap cap of the container image and the Helm chart (about 1800 24-outlet PDUs). */
+/** The heap cap of the container image and the Helm chart (4000 24-outlet PDUs measured within it). */
 export const DEFAULT_MAX_OLD_SPACE_MB = 480;
 
 /** Young generation (each semi-space, MB) of the image and the chart: half Node 20's default. */
@@ -33,9 +33,12 @@ export const DEFAULT_MAX_SEMI_SPACE_MB = 8;
 /** `NODE_OPTIONS` of the image and the chart (V8 refuses --heap-growing-percent there). */
 export const DEFAULT_NODE_OPTIONS = `--max-old-space-size=${DEFAULT_MAX_OLD_SPACE_MB} --max-semi-space-size=${DEFAULT_MAX_SEMI_SPACE_MB}`;
 
-/** Live heap measured with 24-outlet PDUs (npm run bench): a base plus a share per instance. */
-const BASE_HEAP_MB = 40;
-const HEAP_PER_INSTANCE_MB = 0.15;
+/**
+ * Live heap with 24-outlet PDUs, with a margin: a base plus a share per instance. Measured after a
+ * full collection (docs/heap-breakdown.md, fifth round): 30 MB at 250 PDUs, 53 MB at 1000.
+ */
+const BASE_HEAP_MB = 24;
+const HEAP_PER_INSTANCE_MB = 0.04;
 /** Room for garbage between full collections. */
 const HEADROOM = 1.5;
 
