@@ -141,7 +141,9 @@ export function summariseProfile(profile: CpuProfile, top = 25, window: ProfileW
     const origin =
       functionName === "(garbage collector)" || functionName === "(program)" ? functionName : at.origin;
     const name =
-      url === "" ? functionName || "(anonymous)" : `${functionName || "(anonymous)"} (${at.origin}:${at.line})`;
+      url === ""
+        ? functionName || "(anonymous)"
+        : `${functionName || "(anonymous)"} (${at.origin}:${at.line})`;
     const entry = fn.get(name) ?? { origin, us: 0 };
     entry.us += us;
     fn.set(name, entry);
