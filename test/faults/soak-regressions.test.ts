@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { getEventListeners } from "node:events";
 import { after, before, test } from "node:test";
 import { parseConfigText } from "../../src/config/load.js";
-import { GeistClient, RequestSignal } from "../../src/pdu/geist/client.js";
+import { GeistClient } from "../../src/pdu/geist/client.js";
 import { startSimulator, type Simulator } from "../../src/simulator/index.js";
 import { failOnUnhandled } from "../../testkit/no-unhandled.js";
 
@@ -82,27 +82,4 @@ test("40 requests in flight on one signal: no MaxListenersExceededWarning, nothi
   } finally {
     process.off("warning", onWarning);
   }
-});
-
-test("a request's signal aborts with the caller's signal or its deadline, and release detaches it", async () => {
-  const long = new AbortController();
-  const timed = new RequestSignal(long.signal, 1);
-  await new Promise((resolve) => timed.signal.addEventListener("abort", resolve, { once: true }));
-  assert.equal(timed.timedOut, true);
-  timed.release();
-
-  const first = new RequestSignal(long.signal, 60_000);
-  const second = new RequestSignal(long.signal, 60_000);
-  second.release();
-  long.abort(new Error("stop"));
-  assert.equal(first.signal.aborted, true);
-  assert.match(String(first.signal.reason), /stop/);
-  assert.equal(first.timedOut, false);
-  first.release();
-  assert.equal(second.signal.aborted, false, "a released signal does not follow its source any more");
-  assert.equal(getEventListeners(long.signal, "abort").length, 0);
-
-  const already = new RequestSignal(long.signal, 60_000);
-  assert.equal(already.signal.aborted, true, "an already aborted source aborts it at once");
-  already.release();
 });

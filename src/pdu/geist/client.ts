@@ -25,13 +25,13 @@
  * - Secrets (password, tokens) are never logged nor put in error messages.
  */
 import { createHash } from "node:crypto";
-import { setMaxListeners } from "node:events";
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
-import { Client, Pool, request, type Dispatcher } from "undici";
+import { Client, Pool, type Dispatcher } from "undici";
 import type { InstanceConfig, PduScheme } from "../../config/schema.js";
 import { silentLogger, type Logger } from "../../log.js";
 import { describeError, ParseError, PduError } from "../errors.js";
+import { AnswerTooLarge, Exchange } from "../exchange.js";
 import type { LabelTarget, OutletSettings, OutletTarget, PduDriver, SwitchAction } from "../driver.js";
 import { restamp, type DeviceRoute, type Snapshot } from "../model.js";
 import { pathSegment } from "../names.js";
@@ -78,6 +78,9 @@ export interface GeistClientOptions {
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+/** The headers of a GET (a POST adds its body's type and length). */
+const ACCEPT_JSON: Readonly<Record<string, string>> = { accept: "application/json" };
 
 const OUTLET_ACTIONS: ReadonlySet<string> = new Set<OutletAction>(["on", "off", "reboot"]);
 
@@ -149,13 +152,6 @@ function innermost(e: unknown): { code: string; message: string } {
   return { code: "", message: describeError(e) };
 }
 
-/** Stops reading a response body and closes its connection. */
-function discard(body: Dispatcher.ResponseData["body"]): void {
-  // Destroying an undici body emits an abort error that nobody else listens for.
-  body.on("error", () => undefined);
-  body.destroy();
-}
-
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
@@ -163,57 +159,6 @@ function isObject(v: unknown): v is Record<string, unknown> {
 interface Credentials {
   readonly username: string;
   readonly password: string;
-}
-
-/**
- * The signal of one request: aborts when the caller's `signal` does (with its reason) or when `ms`
- * pass (`timedOut` then says so); {@link release} detaches it from both. One AbortController and no
- * closures per request (the object is its own listener and timer argument). Not `AbortSignal.any`:
- * on Node 20 each call leaves an entry in a long-lived input's set of dependants that is never
- * pruned (nodejs/node#55351), and the poller's and control's signals live as long as the service,
- * so every PDU request would leak one (test/faults/soak-regressions.test.ts).
- */
-export class RequestSignal {
-  readonly #controller = new AbortController();
-  readonly #outer: AbortSignal | undefined;
-  readonly #timer: NodeJS.Timeout;
-  timedOut = false;
-
-  constructor(signal: AbortSignal | undefined, ms: number) {
-    this.#outer = signal;
-    if (signal !== undefined) {
-      // A long-lived signal carries one listener per request in flight (one per instance polling
-      // at once): more than EventTarget's default of 10 is expected, and every one is removed again.
-      setMaxListeners(0, signal);
-      if (signal.aborted) this.#controller.abort(signal.reason);
-      else signal.addEventListener("abort", this, { once: true });
-    }
-    this.#timer = setTimeout(expire, ms, this);
-  }
-
-  get signal(): AbortSignal {
-    return this.#controller.signal;
-  }
-
-  /** The caller's signal aborted (EventListener object form). */
-  handleEvent(): void {
-    this.#controller.abort(this.#outer?.reason);
-  }
-
-  /** Stops the timer and detaches from the caller's signal; call once the request settled. */
-  release(): void {
-    clearTimeout(this.#timer);
-    this.#outer?.removeEventListener("abort", this);
-  }
-
-  expire(): void {
-    this.timedOut = true;
-    this.#controller.abort();
-  }
-}
-
-function expire(request: RequestSignal): void {
-  request.expire();
 }
 
 export class GeistClient implements PduDriver {
@@ -613,35 +558,46 @@ export class GeistClient implements PduDriver {
     signal: AbortSignal | undefined,
   ): Promise<Answer> {
     const where = this.where(port);
-    const url = `${this.#origin(port)}${path}`;
-    // A timer cleared with the answer, not AbortSignal.timeout: that one stays armed for the whole
-    // timeout after every answered request and then builds a DOMException, old-generation garbage.
-    const deadline = new RequestSignal(signal, this.timeoutMs);
     const started = performance.now();
-    let status: number | undefined;
+    const headers =
+      body === undefined
+        ? ACCEPT_JSON
+        : { ...ACCEPT_JSON, "content-type": "application/json", "content-length": String(body.length) };
+    const exchange = new Exchange({
+      method,
+      path,
+      headers,
+      body,
+      maxBodyBytes: this.maxBodyBytes,
+      timeoutMs: this.timeoutMs,
+      signal,
+    });
     try {
-      const headers: Record<string, string> = { accept: "application/json" };
-      if (body !== undefined) {
-        headers["content-type"] = "application/json";
-        headers["content-length"] = String(body.length);
-      }
-      const response = await request(url, { dispatcher, method, headers, body, signal: deadline.signal });
-      status = response.statusCode;
+      const { status, chunks } = await exchange.run(dispatcher);
       if (status < 200 || status > 299) {
-        discard(response.body);
         throw new PduError("http-status", `HTTP ${status} from ${where} (${method} ${path})`, { status });
       }
-      const answer = await this.readBody(response, `${where} (${method} ${path})`);
-      this.logger.debug({ method, url, status, ms: Math.round(performance.now() - started) }, "PDU request");
-      return answer;
+      if (this.logger.isLevelEnabled("debug")) {
+        const ms = Math.round(performance.now() - started);
+        this.logger.debug({ method, url: `${this.#origin(port)}${path}`, status, ms }, "PDU request");
+      }
+      return chunks;
     } catch (e) {
-      const ms = Math.round(performance.now() - started);
-      this.logger.debug({ method, url, status, ms, error: describeError(e) }, "PDU request failed");
+      const { status } = exchange;
+      if (this.logger.isLevelEnabled("debug")) {
+        const ms = Math.round(performance.now() - started);
+        const url = `${this.#origin(port)}${path}`;
+        this.logger.debug({ method, url, status, ms, error: describeError(e) }, "PDU request failed");
+      }
       if (signal?.aborted === true) throw signal.reason;
       if (e instanceof PduError) throw e;
-      throw this.transportError(e, where, deadline.timedOut, status === undefined);
-    } finally {
-      deadline.release();
+      if (e instanceof AnswerTooLarge) {
+        throw new PduError(
+          "malformed",
+          `answer from ${where} (${method} ${path}) is larger than the limit of ${e.limit} bytes`,
+        );
+      }
+      throw this.transportError(e, where, exchange.timedOut, status === undefined);
     }
   }
 
@@ -658,29 +614,6 @@ export class GeistClient implements PduDriver {
     }
     const error = new PduError("unreachable", `cannot reach ${where}: ${reason ?? message}`, { cause: e });
     return beforeAnswer && RETRYABLE_CODES.has(code) ? new RetryableError(error) : error;
-  }
-
-  /** Reads the body up to maxBodyBytes; a bigger one is destroyed unread (declared) or mid-way. */
-  private async readBody(response: Dispatcher.ResponseData, where: string): Promise<Answer> {
-    const limit = this.maxBodyBytes;
-    const tooLarge = () =>
-      new PduError("malformed", `answer from ${where} is larger than the limit of ${limit} bytes`);
-    const declared = Number(response.headers["content-length"]);
-    if (declared > limit) {
-      discard(response.body);
-      throw tooLarge();
-    }
-    const chunks: Buffer[] = [];
-    let total = 0;
-    for await (const chunk of response.body as AsyncIterable<Buffer>) {
-      total += chunk.length;
-      if (total > limit) {
-        discard(response.body);
-        throw tooLarge();
-      }
-      chunks.push(chunk);
-    }
-    return chunks;
   }
 }
 
