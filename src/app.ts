@@ -256,7 +256,10 @@ export class App {
   /** Applies the changes that need no restart: poll intervals, the log level, overrides and Measurements. */
   applyLive(next: Config, live: LiveChanges): void {
     this.#config = next;
-    for (const [id, seconds] of live.pollIntervals) this.poller.setInterval(id, seconds * 1000);
+    for (const [id, seconds] of live.pollIntervals) {
+      this.poller.setInterval(id, seconds * 1000);
+      this.clients.get(id)?.setPollInterval?.(seconds * 1000);
+    }
     if (live.logLevel !== undefined) this.logger.level = live.logLevel;
     for (const id of live.overrides) {
       const instance = next.instances.find((i) => i.id === id);

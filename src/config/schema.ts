@@ -254,7 +254,8 @@ export const PduSchema = Type.Object(
       minimum: 1,
       maximum: 86400,
       default: 5,
-      description: "Seconds between polls",
+      description:
+        "Seconds between polls. At 4 s or more each poll asks the unit to close its connection after the answer (`Connection: close`) rather than hold it idle until the next; shorter intervals reuse one kept-alive connection",
       appliesLive: true,
     }),
     ActionsEnabled: Type.Boolean({

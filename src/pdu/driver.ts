@@ -71,6 +71,11 @@ export interface PduDriver {
   setOutletSettings?(target: OutletTarget, settings: OutletSettings, signal?: AbortSignal): Promise<void>;
   /** Renames a device, an entity or a group; absent: the family cannot, and the request is refused. */
   setLabel?(target: LabelTarget, label: string, signal?: AbortSignal): Promise<void>;
+  /**
+   * The time between polls changed (a live configuration change); a driver may then keep its read
+   * connection between polls or close it after each.
+   */
+  setPollInterval?(ms: number): void;
   /** Closes every connection; requests still in flight fail. */
   close(): Promise<void>;
 }

@@ -26,6 +26,8 @@ export interface ExchangeRequest {
   readonly timeoutMs: number;
   /** The caller's signal: when it aborts, the exchange fails with its reason. */
   readonly signal: AbortSignal | undefined;
+  /** Ask for the connection to be closed after this answer (`Connection: close`) instead of kept. */
+  readonly close?: boolean;
 }
 
 /** An answer: its status and, for a 2xx, its body in the chunks it came in (empty otherwise: not read). */
@@ -99,8 +101,8 @@ export class Exchange implements Dispatcher.DispatchHandler {
       signal.addEventListener("abort", this, { once: true });
     }
     this.#timer = setTimeout(expire, this.#request.timeoutMs, this);
-    const { method, path, headers, body } = this.#request;
-    dispatcher.dispatch({ method, path, headers, body: body ?? null }, this);
+    const { method, path, headers, body, close = false } = this.#request;
+    dispatcher.dispatch({ method, path, headers, body: body ?? null, reset: close }, this);
     return done;
   }
 

@@ -273,6 +273,10 @@ class GeistSimulator implements Simulator, ListenerOwner {
     return this.log;
   }
 
+  get openConnections(): number {
+    return this.listeners.reduce((n, l) => n + l.openConnections, 0);
+  }
+
   clearRequests(): void {
     this.log.length = 0;
   }

@@ -88,6 +88,11 @@ export class Listener {
     return this.boundPort;
   }
 
+  /** TCP connections open now. */
+  get openConnections(): number {
+    return this.sockets.size;
+  }
+
   listen(host: string, port: number): Promise<void> {
     return new Promise((resolve, reject) => {
       const onError = (err: Error): void => reject(err);

@@ -167,6 +167,8 @@ export interface Simulator {
 
   readonly requests: ReadonlyArray<RecordedRequest>;
   clearRequests(): void;
+  /** TCP connections open now, over every unit's port (a client's kept-alive ones included). */
+  readonly openConnections: number;
   /** Recorded POSTs other than login/logout. */
   writes(): RecordedRequest[];
   close(): Promise<void>;

@@ -68,3 +68,44 @@ describe("a live PollInterval change", () => {
     assert.ok(h.logs().some((l) => l.msg === "configuration change applied"));
   });
 });
+
+describe("a live PollInterval change reaches the PDU driver", () => {
+  let h: AppHarness<"unit">;
+  const yaml = (pollInterval: number) => appYaml({ pdus: [pduYaml("unit", h.sims.unit, { pollInterval })] });
+
+  before(async () => {
+    h = await startAppHarness<"unit">({
+      sims: { unit: { outlets: 2 } },
+      yaml: (s) => appYaml({ pdus: [pduYaml("unit", s.unit, { pollInterval: 10 })] }),
+    });
+  });
+
+  after(async () => {
+    await h?.close();
+  });
+
+  const polls = () => h.sims.unit.requests.filter((r) => r.method === "GET" && r.path === "/api").length;
+  /** Waits up to `ms` for `check`; false when it never held. */
+  async function eventually(check: () => boolean, ms: number): Promise<boolean> {
+    for (let waited = 0; waited < ms; waited += 20) {
+      if (check()) return true;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return check();
+  }
+
+  it("polls 10 s apart close their connection; 1 s apart keep it", async () => {
+    assert.ok(await eventually(() => polls() >= 1, 15_000), "first poll");
+    assert.ok(await eventually(() => h.sims.unit.openConnections === 0, 2000), "closed after the answer");
+
+    const next = await parseConfigText(yaml(1), "live.yaml", {});
+    h.app.applyLive(next, diffConfig(h.app.config, next).live);
+    const seen = polls();
+    assert.ok(await eventually(() => polls() >= seen + 2, 5000), "polled every second");
+    // Kept: open all the time between polls, not only while one runs.
+    for (let sample = 0; sample < 25; sample++) {
+      assert.equal(h.sims.unit.openConnections, 1, "the read connection is kept between polls");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  });
+});

@@ -7,10 +7,11 @@
  *   first write, so a group's writes run side by side and a slow poll never holds a command up.
  *   Both are kept for the client's life, with keep-alive, TLS options (ValidateCertificate, CaFile
  *   read once) and connect/header/body timeouts from `Connection.Timeout`, plus an overall deadline
- *   per request. Not an undici Agent: it discards an origin's pool whenever its last connection
- *   closes, with a poll interval longer than the keep-alive that is every poll, and each discarded
- *   pool becomes old-generation garbage. Not a Pool for reads: its 2048-slot queue is 16 KiB per
- *   PDU kept for nothing.
+ *   per request. Polls at least {@link READ_KEEP_ALIVE_MS} apart ask for the read connection to be
+ *   closed after each answer: it would only sit idle until the keep-alive ran out. Not an undici
+ *   Agent: it discards an origin's pool whenever its last connection closes, with a poll interval
+ *   longer than the keep-alive that is every poll, and each discarded pool becomes old-generation
+ *   garbage. Not a Pool for reads: its 2048-slot queue is 16 KiB per PDU kept for nothing.
  * - Every failure is a {@link PduError}: `unreachable`, `timeout`, `http-status`, `ret-code`,
  *   `malformed` (a {@link ParseError} from the parser passes through). When the caller's signal
  *   aborts, its reason is thrown as is.
@@ -69,6 +70,8 @@ export interface ClientInstance {
     readonly CaFile: string | null;
   };
   readonly Credentials: { readonly Username: string | null; readonly Password: string | null };
+  /** Seconds between polls; longer than {@link READ_KEEP_ALIVE_MS}: reads close their connection. */
+  readonly PollInterval?: number;
 }
 
 export interface GeistClientOptions {
@@ -78,6 +81,16 @@ export interface GeistClientOptions {
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+/**
+ * How long an idle connection is kept for the next request (undici's default, set explicitly). A
+ * poll interval at least this long finds the read connection closed anyway, so polls then ask the
+ * unit to close it after each answer (`Connection: close`): the unit gets its connection slot back
+ * at once instead of holding it idle, the next poll never meets a connection the unit dropped in the
+ * meantime, and the connection's objects are garbage while young instead of after four seconds in
+ * the old generation (npm run bench: fewer full collections at 1000 PDUs).
+ */
+export const READ_KEEP_ALIVE_MS = 4000;
 
 /** The headers of a GET (a POST adds its body's type and length). */
 const ACCEPT_JSON: Readonly<Record<string, string>> = { accept: "application/json" };
@@ -152,6 +165,11 @@ function innermost(e: unknown): { code: string; message: string } {
   return { code: "", message: describeError(e) };
 }
 
+/** Whether polls `ms` apart close their connection after each answer. */
+function closesReads(ms: number): boolean {
+  return ms >= READ_KEEP_ALIVE_MS;
+}
+
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
@@ -195,6 +213,8 @@ export class GeistClient implements PduDriver {
   } | null = null;
   /** Answer of /api/conf/oneview/enabled once it succeeded. */
   private oneview: boolean | undefined;
+  /** Reads close their connection after each answer (the poll interval outlasts the keep-alive). */
+  #closeReads: boolean;
 
   constructor(instance: ClientInstance | InstanceConfig, options: GeistClientOptions = {}) {
     const c = instance.Connection;
@@ -205,6 +225,7 @@ export class GeistClient implements PduDriver {
     this.timeoutMs = Math.max(1, Math.round(c.Timeout * 1000));
     this.timeoutText = `${c.Timeout}s`;
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.#closeReads = instance.PollInterval !== undefined && closesReads(instance.PollInterval * 1000);
     this.logger = (options.logger ?? silentLogger()).child({ instance: instance.id });
     const user = instance.Credentials.Username;
     const password = instance.Credentials.Password;
@@ -225,6 +246,7 @@ export class GeistClient implements PduDriver {
       connectTimeout: this.timeoutMs,
       headersTimeout: this.timeoutMs,
       bodyTimeout: this.timeoutMs,
+      keepAliveTimeout: READ_KEEP_ALIVE_MS,
     };
   }
 
@@ -269,6 +291,10 @@ export class GeistClient implements PduDriver {
     }
     this.#lastPoll = { path, bytes, digest, snapshot };
     return snapshot;
+  }
+
+  setPollInterval(ms: number): void {
+    this.#closeReads = closesReads(ms);
   }
 
   async controlOutlet(target: OutletTarget, action: OutletAction, signal?: AbortSignal): Promise<void> {
@@ -571,6 +597,7 @@ export class GeistClient implements PduDriver {
       maxBodyBytes: this.maxBodyBytes,
       timeoutMs: this.timeoutMs,
       signal,
+      close: this.#closeReads && dispatcher === this.#reader,
     });
     try {
       const { status, chunks } = await exchange.run(dispatcher);

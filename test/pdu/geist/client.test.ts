@@ -665,3 +665,53 @@ describe("GeistClient while a poll is stuck", () => {
     }
   });
 });
+
+describe("GeistClient's read connection", () => {
+  let sim: Simulator;
+  before(async () => {
+    sim = await startSimulator({ outlets: 4, seed: 7 });
+  });
+  after(async () => {
+    await sim.close();
+  });
+
+  /** Waits until the simulator holds `n` open connections; false when it does not within 2 s. */
+  async function settlesAt(n: number): Promise<boolean> {
+    for (let waited = 0; waited < 2000; waited += 10) {
+      if (sim.openConnections === n) return true;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return false;
+  }
+
+  it("is closed after each poll when polls are further apart than the keep-alive", async () => {
+    const client = new GeistClient({ ...instanceFor(sim), PollInterval: 10 });
+    try {
+      for (let i = 0; i < 3; i++) {
+        await client.poll();
+        assert.ok(await settlesAt(0), `poll ${i}: the unit holds ${sim.openConnections} idle connections`);
+      }
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("is kept for the next poll when polls come sooner than that", async () => {
+    const live = new GeistClient({ ...instanceFor(sim), PollInterval: 10 });
+    live.setPollInterval(1000); // a live configuration change
+    for (const client of [
+      new GeistClient({ ...instanceFor(sim), PollInterval: 1 }),
+      new GeistClient(instanceFor(sim)),
+      live,
+    ]) {
+      try {
+        await client.poll();
+        await client.poll();
+        assert.ok(await settlesAt(1), `${sim.openConnections} connections open`);
+      } finally {
+        await client.close();
+      }
+      assert.ok(await settlesAt(0));
+    }
+  });
+});
