@@ -6,7 +6,8 @@
  *   node dist/bench/gc-ab.js [--pdus 400] [--warmup 40] [--window 60] [--retained] --variant NAME=OPTIONS ...
  *
  * OPTIONS are the variant's node options, given on its command line (some V8 flags, such as
- * --heap-growing-percent, are not allowed in NODE_OPTIONS); "" or "plain": none at all, as
+ * --heap-growing-percent, are not allowed in NODE_OPTIONS), and NAME=VALUE words its environment
+ * (e.g. MALLOC_ARENA_MAX=2); "" or "plain": none at all, as
  * `node dist/src/main.js` runs. "@DIR OPTIONS": the build in DIR (another dist/, e.g. of the commit
  * before a change) with those options. RSS is the process tree's (a service that starts itself again counts both processes),
  * sampled every 500 ms over the window, and its peak over the whole life (VmHWM, start-up included);
@@ -48,7 +49,15 @@ const variants = values.variant.map((v) => {
     dist = resolve(options.slice(1, space < 0 ? undefined : space));
     options = space < 0 ? "" : options.slice(space + 1);
   }
-  return { name: eq < 0 ? v : v.slice(0, eq), options: options === "plain" ? "" : options, dist };
+  // Words like NAME=VALUE (no leading dashes) are the variant's environment, e.g. MALLOC_ARENA_MAX=2.
+  const words = (options === "plain" ? "" : options).split(" ").filter((w) => w !== "");
+  const env = Object.fromEntries(
+    words
+      .filter((w) => /^[A-Z_][A-Z0-9_]*=/.test(w))
+      .map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)]),
+  );
+  const nodeArgs = words.filter((w) => !/^[A-Z_][A-Z0-9_]*=/.test(w));
+  return { name: eq < 0 ? v : v.slice(0, eq), options: words.join(" "), nodeArgs, env, dist };
 });
 if (variants.length === 0) throw new Error("give at least one --variant NAME=OPTIONS");
 
@@ -82,8 +91,8 @@ try {
     const config = writeBridgeConfig({ dir, name: v.name, ports, broker, pollIntervalS: INTERVAL_S });
     const child = spawnNode(resolve(v.dist, "src/main.js"), ["--config", config], {
       logFile: join(dir, `${v.name}.log`),
-      env,
-      nodeArgs: v.options.split(" ").filter((w) => w !== ""),
+      env: { ...env, ...v.env },
+      nodeArgs: v.nodeArgs,
     });
     bridges.push(child);
   }
