@@ -54,7 +54,7 @@ FROM ${BASE_IMAGE} AS runtime
 # fleets; the service warns at start when it is low. The young generation is 8 MB per semi-space,
 # half Node 20's default: less memory for a little more CPU (docs/deployment.md, Memory).
 ENV NODE_ENV=production \
-    NODE_OPTIONS="--max-old-space-size=480 --max-semi-space-size=8" \
+    NODE_OPTIONS="--max-old-space-size=480 --max-semi-space-size=4" \
     SERVICE_CONFIG=/config/config.yaml
 WORKDIR /app
 # Owned by root and read-only to the service: it writes nothing (works with a read-only root
