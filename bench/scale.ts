@@ -2,8 +2,9 @@
  * Scenario `scale`: the cost curve. At each fleet size (default 250, 500, 1000 and 2000 PDUs polled
  * every 10 s, and 4000 every 30 s, the poll rate of about 1333 at 10 s) a fresh rig (lib/fleet-rig.ts:
  * mosquitto, simulators, traffic counter) runs the naive floor, then the bridge as the plain command,
- * each for a short window after every PDU was polled twice. Recorded per size and poller: CPU per
- * poll, peak RSS (VmHWM of the process tree), MQTT messages/s, poll lateness p50/p99.
+ * each for a window after every PDU was polled twice (at least 30 s and 3000 polls). Recorded per
+ * size and poller: CPU per poll, peak RSS (VmHWM of the process tree), MQTT messages/s, poll
+ * lateness p50/p99.
  *
  * Whether cost grows linearly (lib/linearity.ts): CPU per second against the poll rate (as PDUs at
  * 10 s) and peak RSS against PDUs, the marginal cost of each step between sizes compared with the
@@ -122,6 +123,20 @@ export function scaleChart(points: readonly ScalePoint[], subtitle: string): str
   });
 }
 
+/** Polls a full run's window holds at least, at every size. */
+export const WINDOW_POLLS = 3000;
+
+/**
+ * A size's window: at least 30 s and two poll intervals, and long enough for {@link WINDOW_POLLS}
+ * polls. A small fleet's fixed costs (timers, MQTT keep-alive, a full collection every few tens of
+ * seconds) weigh on few polls: in a 30 s window of 250 PDUs one full collection more or less moved the
+ * CPU per poll by a third between runs, more than any step of the curve.
+ */
+export function scaleWindowSeconds(size: ScaleSize, quick = false): number {
+  if (quick) return Math.max(6, 2 * size.intervalS);
+  return Math.max(30, 2 * size.intervalS, Math.ceil((WINDOW_POLLS * size.intervalS) / size.pdus));
+}
+
 export async function runScale(ctx: BenchContext): Promise<ScenarioResult> {
   const sizes = ctx.scaleSizes ?? parseSizes(ctx.quick ? QUICK_SIZES : DEFAULT_SIZES, ctx.quick ? 2 : 10);
   ctx.log(
@@ -129,7 +144,7 @@ export async function runScale(ctx: BenchContext): Promise<ScenarioResult> {
   );
   const points: ScalePoint[] = [];
   for (const size of sizes) {
-    const windowSeconds = Math.max(ctx.quick ? 6 : 30, 2 * size.intervalS);
+    const windowSeconds = scaleWindowSeconds(size, ctx.quick);
     ctx.log(` ${size.pdus} PDUs every ${size.intervalS} s, ${windowSeconds} s windows`);
     const point = await withRig(
       ctx,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { measurementValues, changedShare } from "../../bench/lib/changes.js";
-import { parseSizes, scaleLinearity } from "../../bench/scale.js";
+import { parseSizes, scaleLinearity, scaleWindowSeconds, WINDOW_POLLS } from "../../bench/scale.js";
 import { startSimulator } from "../../src/simulator/index.js";
 
 describe("bench scale scenario", () => {
@@ -13,6 +13,19 @@ describe("bench scale scenario", () => {
     ]);
     for (const bad of ["", "abc", "0", "250@0", "1e3", "-5", "250@"])
       assert.throws(() => parseSizes(bad, 10), /size|no sizes/, bad);
+  });
+
+  it("each size's window holds the same number of polls at least (30 s and two intervals at least)", () => {
+    const windows = parseSizes("250,500,1000,2000,4000@30", 10).map((size) => ({
+      ...size,
+      seconds: scaleWindowSeconds(size),
+    }));
+    assert.deepEqual(
+      windows.map((w) => w.seconds),
+      [120, 60, 30, 30, 60],
+    );
+    for (const w of windows) assert.ok((w.pdus * w.seconds) / w.intervalS >= WINDOW_POLLS, `${w.pdus}`);
+    assert.equal(scaleWindowSeconds({ pdus: 10, intervalS: 2 }, true), 6, "quick runs stay short");
   });
 
   it("CPU linearity is judged against the poll rate, so 4000 @30 s sits with 1333 @10 s", () => {
