@@ -37,12 +37,19 @@ export const INFLIGHT_LOW = 128;
 /** Largest payload published, in UTF-16 units (3 bytes each at most; MQTT's limit is 256 MiB). */
 export const MAX_PAYLOAD_CHARS = 64 * 1024 * 1024;
 /**
- * QoS 0 messages are encoded into one buffer per event loop turn (src/mqtt/packet.ts) up to this
- * packet size; a larger one (a rare long text value) goes through mqtt.js, after the batch before it.
+ * QoS 0 messages are encoded into one buffer (src/mqtt/packet.ts) up to this packet size; a larger
+ * one (a rare long text value) goes through mqtt.js, after the batch before it.
  */
 const BATCHED_PACKET_MAX = 16 * 1024;
 /** A batch is written at once when it holds this many bytes (bounds the scratch buffer). */
 const BATCH_FLUSH_BYTES = 256 * 1024;
+/**
+ * Otherwise a batch is written this long (ms) after its first message, with the values of the polls
+ * answered meanwhile: fewer, larger socket writes (same-run A/B at 500 PDUs, 20 ms against one write
+ * per event loop turn: 0.97–0.98 times the CPU per poll). QoS 1 messages and a close write the batch
+ * first, so the order on the wire holds.
+ */
+const BATCH_DELAY_MS = 20;
 /** Warnings about dropped messages per window at most (each is counted all the same). */
 const DROP_LOGS_PER_WINDOW = 10;
 const DROP_LOG_WINDOW_MS = 60_000;
@@ -99,9 +106,10 @@ export class MqttConnection {
   #dropLogged = 0;
   /** Messages handed to the client, and dropped or refused (the metrics read them). */
   readonly traffic = { published: 0, failed: 0 };
-  /** QoS 0 messages of this turn, written together by {@link #flush}. */
+  /** QoS 0 messages not written yet, written together by {@link #flush}. */
   readonly #batch: PublishBatch;
-  #flushQueued = false;
+  /** The pending write of the batch ({@link BATCH_DELAY_MS}), null when none is due. */
+  #flushTimer: NodeJS.Timeout | null = null;
   /** Settles the first attempt while `open` waits for it. */
   #startup: { resolve: () => void; reject: (error: Error) => void } | null = null;
 
@@ -215,15 +223,12 @@ export class MqttConnection {
     }
     try {
       if (qos === 0) {
-        // Encoded here and written with the rest of this turn's values in one go (#flush): the
+        // Encoded here and written with the other values of the next few ms in one go (#flush): the
         // same bytes mqtt.js would send, in the same order, for a fraction of the CPU.
         if (this.#batch.add(topic, payload, retain)) {
           this.traffic.published++;
           if (this.#batch.bytes >= BATCH_FLUSH_BYTES) this.#flush();
-          else if (!this.#flushQueued) {
-            this.#flushQueued = true;
-            setImmediate(this.#flushTurn);
-          }
+          else this.#flushTimer ??= setTimeout(this.#flushTurn, BATCH_DELAY_MS);
           return true;
         }
         // Too large for a batch: after the batch, through mqtt.js. No callback: mqtt.js waits for
@@ -280,7 +285,7 @@ export class MqttConnection {
   }
 
   readonly #flushTurn = (): void => {
-    this.#flushQueued = false;
+    this.#flushTimer = null;
     this.#flush();
   };
 
@@ -362,6 +367,8 @@ export class MqttConnection {
     // A broker that stops acknowledging must not eat the whole shutdown budget: when `offline`
     // was not acknowledged in time, a graceful end would wait on that same message, so force it.
     let acknowledged = false;
+    if (this.#flushTimer) clearTimeout(this.#flushTimer);
+    this.#flushTimer = null;
     this.#flush();
     if (this.#connected) {
       try {
