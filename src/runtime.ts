@@ -16,9 +16,9 @@
  * 4 MB per semi-space, a quarter of Node 20's default (Node 24's is larger): a semi-space costs its
  * size in RSS twice over; at 1000 PDUs 8 MB against 16 MB measured 12–18 MB less peak RSS for 1–5 %
  * more CPU per poll, and 4 MB against 8 MB another 12 MB for 2 % (docs/deployment.md, Memory); the
- * plain command keeps Node's default. Flags the user
- * set on the command line or in NODE_OPTIONS are kept, and the start-up log says which flags the
- * service applied and why; it warns when a heap limit the user set looks too small for the fleet.
+ * plain command keeps Node's default. Flags the user set on the command line or in NODE_OPTIONS are
+ * kept, and the start-up log says which flags the service applied and why; it warns when a heap
+ * limit the user set looks too small for the fleet.
  */
 import { getHeapStatistics, setFlagsFromString } from "node:v8";
 

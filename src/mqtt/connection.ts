@@ -228,7 +228,7 @@ export class MqttConnection {
         if (this.#batch.add(topic, payload, retain)) {
           this.traffic.published++;
           if (this.#batch.bytes >= BATCH_FLUSH_BYTES) this.#flush();
-          else this.#flushTimer ??= setTimeout(this.#flushTurn, BATCH_DELAY_MS);
+          else this.#flushTimer ??= setTimeout(this.#flushDue, BATCH_DELAY_MS);
           return true;
         }
         // Too large for a batch: after the batch, through mqtt.js. No callback: mqtt.js waits for
@@ -284,7 +284,7 @@ export class MqttConnection {
     });
   }
 
-  readonly #flushTurn = (): void => {
+  readonly #flushDue = (): void => {
     this.#flushTimer = null;
     this.#flush();
   };

@@ -604,18 +604,11 @@ export class GeistClient implements PduDriver {
       if (status < 200 || status > 299) {
         throw new PduError("http-status", `HTTP ${status} from ${where} (${method} ${path})`, { status });
       }
-      if (this.logger.isLevelEnabled("debug")) {
-        const ms = Math.round(performance.now() - started);
-        this.logger.debug({ method, url: `${this.#origin(port)}${path}`, status, ms }, "PDU request");
-      }
+      this.#logRequest(method, port, path, started, status, null);
       return chunks;
     } catch (e) {
       const { status } = exchange;
-      if (this.logger.isLevelEnabled("debug")) {
-        const ms = Math.round(performance.now() - started);
-        const url = `${this.#origin(port)}${path}`;
-        this.logger.debug({ method, url, status, ms, error: describeError(e) }, "PDU request failed");
-      }
+      this.#logRequest(method, port, path, started, status, e);
       if (signal?.aborted === true) throw signal.reason;
       if (e instanceof PduError) throw e;
       if (e instanceof AnswerTooLarge) {
@@ -626,6 +619,26 @@ export class GeistClient implements PduDriver {
       }
       throw this.transportError(e, where, exchange.timedOut, status === undefined);
     }
+  }
+
+  /** The debug line of one request (`error` null: it succeeded); built only when debug is on. */
+  #logRequest(
+    method: string,
+    port: number,
+    path: string,
+    started: number,
+    status: number | undefined,
+    error: unknown,
+  ): void {
+    if (!this.logger.isLevelEnabled("debug")) return;
+    const fields = {
+      method,
+      url: `${this.#origin(port)}${path}`,
+      status,
+      ms: Math.round(performance.now() - started),
+    };
+    if (error === null) this.logger.debug(fields, "PDU request");
+    else this.logger.debug({ ...fields, error: describeError(error) }, "PDU request failed");
   }
 
   private transportError(e: unknown, where: string, deadlineHit: boolean, beforeAnswer: boolean): Error {
