@@ -9,7 +9,7 @@ import { join, resolve } from "node:path";
 import { startBridge, writeBridgeConfig, type BridgeFlags } from "./bridge.js";
 import { startBroker, type Broker } from "./broker.js";
 import { DIST, IpcChild, spawnNode, stopChild, type LoggedChild } from "./child.js";
-import { measurePoller, type BenchContext, type Poller, type PollerRun } from "./measure.js";
+import { measurePoller, type BenchContext, type Companion, type Poller, type PollerRun } from "./measure.js";
 import { startSimFleet, type SimFleet } from "./sim-fleet.js";
 
 export const OUTLETS = 24;
@@ -22,6 +22,9 @@ export interface Rig {
   readonly intervalMs: number;
   readonly warmupPolls: number;
   readonly fleet: SimFleet;
+  /** Child processes of the fleet, and whether its values stand still: a twin fleet starts alike. */
+  readonly fleetProcesses: number;
+  readonly frozen: boolean;
   readonly broker: Broker;
   readonly counter: IpcChild;
   /** The bridge's configuration for this fleet. */
@@ -56,6 +59,8 @@ export async function withRig<T>(
       intervalMs: o.intervalS * 1000,
       warmupPolls: o.warmupPolls ?? 3,
       fleet,
+      fleetProcesses: processes,
+      frozen: o.frozen === true,
       broker,
       counter,
       configFile,
@@ -82,24 +87,63 @@ const common = (rig: Rig) => ({
 
 /** Measures the naive floor on the rig; `tag` names the run and its log file. */
 export function measureBaseline(rig: Rig, o: { tag: string; windowSeconds: number }): Promise<PollerRun> {
-  const settingsFile = join(rig.ctx.workDir, `${rig.name}-baseline.json`);
-  writeFileSync(
-    settingsFile,
-    JSON.stringify({ ports: rig.fleet.ports, broker: rig.broker.url, intervalMs: rig.intervalMs }),
-  );
   return measurePoller({
     ...common(rig),
     name: `naive floor, ${o.tag}`,
     windowSeconds: o.windowSeconds,
     prefixes: ["baseline"],
-    start: async () => {
-      const child = spawnNode(resolve(DIST, "bench/baseline-fleet.js"), [settingsFile], {
-        logFile: join(rig.ctx.workDir, `${rig.name}-baseline-${o.tag.replace(/\W+/g, "-")}.log`),
-      });
-      await child.waitForLog("ready", 30_000);
-      return { pid: child.pid, stop: () => stopChild(child.child) };
-    },
+    start: () => startBaseline(rig, rig.fleet, o.tag),
   });
+}
+
+/** Spawns the naive floor polling `fleet` and publishing to the rig's broker. */
+async function startBaseline(rig: Rig, fleet: SimFleet, tag: string): Promise<Poller> {
+  const file = `${rig.name}-baseline-${tag.replace(/\W+/g, "-")}`;
+  const settingsFile = join(rig.ctx.workDir, `${file}.json`);
+  writeFileSync(
+    settingsFile,
+    JSON.stringify({ ports: fleet.ports, broker: rig.broker.url, intervalMs: rig.intervalMs }),
+  );
+  const child = spawnNode(resolve(DIST, "bench/baseline-fleet.js"), [settingsFile], {
+    logFile: join(rig.ctx.workDir, `${file}.log`),
+  });
+  await child.waitForLog("ready", 30_000);
+  return { pid: child.pid, stop: () => stopChild(child.child) };
+}
+
+/**
+ * Runs `body` with the naive floor polling a twin of the rig's fleet (the same PDUs: seeds, outlets,
+ * frozen or not; its own simulator processes) and publishing to the same broker, warmed up like a
+ * measured poller: hand the companion to {@link measureBridge} (`beside`) and both are measured over
+ * the same window. Stops the floor and the twin fleet afterwards.
+ */
+export async function withFloorBeside<T>(
+  rig: Rig,
+  tag: string,
+  body: (floor: Companion) => Promise<T>,
+): Promise<T> {
+  const twin = await startSimFleet({
+    pdus: rig.pdus,
+    processes: rig.fleetProcesses,
+    outlets: OUTLETS,
+    frozen: rig.frozen,
+  });
+  try {
+    const floor = await startBaseline(rig, twin, `beside ${tag}`);
+    try {
+      await twin.waitForPolls(rig.warmupPolls, rig.intervalMs * (rig.warmupPolls + 1) + 60_000);
+      return await body({
+        name: `naive floor, beside ${tag}`,
+        pid: floor.pid,
+        fleet: twin,
+        prefixes: ["baseline"],
+      });
+    } finally {
+      await floor.stop();
+    }
+  } finally {
+    await twin.close();
+  }
 }
 
 /**
@@ -114,10 +158,13 @@ export function measureBridge(
     flags: BridgeFlags;
     nodeArgs?: readonly string[];
     attach?: (child: LoggedChild) => Promise<Pick<Poller, "windowStart" | "windowEnd">>;
+    /** A poller running beside the bridge, measured over the same window ({@link withFloorBeside}). */
+    beside?: Companion;
   },
 ): Promise<PollerRun> {
   return measurePoller({
     ...common(rig),
+    ...(o.beside === undefined ? {} : { companion: o.beside }),
     name: `pdu-bridge, ${o.tag}`,
     windowSeconds: o.windowSeconds,
     prefixes: ["pdu-bridge", "homeassistant"],
@@ -133,11 +180,4 @@ export function measureBridge(
       return { pid: child.pid, ...hooks, stop: () => stopChild(child.child) };
     },
   });
-}
-
-/** The mean CPU per poll of two runs of the floor (either alone when the other has none). */
-export function meanCpu(a: PollerRun, b?: PollerRun): number | null {
-  const x = a.cpuMsPerPoll;
-  const y = b?.cpuMsPerPoll ?? null;
-  return x === null || y === null ? (x ?? y) : (x + y) / 2;
 }

@@ -7,7 +7,7 @@
 import { loadavg } from "node:os";
 import type { Broker } from "./broker.js";
 import { sleep, type IpcChild } from "./child.js";
-import { ProcMonitor, sampleProc } from "./proc.js";
+import { ProcMonitor, sampleProc, type WindowUsage } from "./proc.js";
 import type { Row } from "./report.js";
 import type { SimFleet } from "./sim-fleet.js";
 import { percentile, pollLateness, sawtooth } from "./stats.js";
@@ -87,6 +87,22 @@ export interface PollerRun {
   readonly settled: boolean;
   /** The poller's process ended before the window did (crashed): every figure is empty. */
   readonly exited: boolean;
+  /** The {@link Companion} that ran beside this poller, measured over the same window. */
+  readonly companion?: PollerRun;
+}
+
+/**
+ * A second poller already running beside the measured one, on a fleet of its own (the same PDUs:
+ * same seeds, same outlets) and the same broker. It is measured over exactly the same window, so
+ * whatever else loads the machine loads both alike and the ratio of their CPU per poll does not
+ * carry minutes of drift. Its start-up, warm-up and shutdown are not measured.
+ */
+export interface Companion {
+  readonly name: string;
+  readonly pid: number;
+  readonly fleet: SimFleet;
+  /** The first topic levels that count as the companion's own traffic. */
+  readonly prefixes: readonly string[];
 }
 
 export interface Poller {
@@ -123,6 +139,8 @@ export async function measurePoller(options: {
    * interval (the values republished after discovery are out): the window then shows steady state.
    */
   settlePrefix?: string;
+  /** Measure this poller too, over the same window (see {@link Companion}). */
+  companion?: Companion;
 }): Promise<PollerRun> {
   await options.fleet.reset();
   const t0 = performance.now();
@@ -173,66 +191,116 @@ async function measureStarted(options: MeasureOptions, poller: Poller, t0: numbe
     options.log(
       `  ${options.name}: warmed up in ${warmupSeconds.toFixed(1)} s, measuring ${options.windowSeconds} s`,
     );
-    await fleet.reset();
-    await options.counter.request("reset");
-    if (sampleProc(poller.pid) === null) return exited(options, warmupSeconds, startupSeconds);
-    await poller.windowStart?.();
-    monitor.begin();
-    brokerMonitor.begin();
-    await sleep(options.windowSeconds * 1000);
-    if (sampleProc(poller.pid) === null) return exited(options, warmupSeconds, startupSeconds);
-    const usage = monitor.end();
-    const brokerUsage = brokerMonitor.end();
-    await poller.windowEnd?.();
-    const hwm = sampleProc(poller.pid)?.hwmBytes ?? 0;
-    const times = (await fleet.times()).slice(0, options.pdus);
-    const traffic = await options.counter.request<Traffic>("collect");
-    const late = pollLateness(times, intervalMs);
-    const own = options.prefixes.reduce((n, p) => n + (traffic.byPrefix[p] ?? 0), 0);
-    const run: PollerRun = {
-      name: options.name,
-      pdus: options.pdus,
-      windowSeconds: usage.seconds,
-      cpuSeconds: usage.cpuSeconds,
-      intervalMs,
-      polls: late.polls,
-      pollsPerSecond: late.polls / usage.seconds,
-      duePolls: (options.pdus * usage.seconds * 1000) / intervalMs,
-      cpuMsPerPoll: late.polls > 0 ? (usage.cpuSeconds * 1000) / late.polls : null,
-      cpuPercent: (100 * usage.cpuSeconds) / usage.seconds,
-      rssPeakWindowMb: usage.rssPeakBytes / MB,
-      rssLastMb: usage.rssLastBytes / MB,
-      rssHwmMb: hwm / MB,
-      latenessP50Ms: percentile(late.lateness, 50),
-      latenessP99Ms: percentile(late.lateness, 99),
-      latenessMaxMs: percentile(late.lateness, 100),
-      spacingP99Ms: percentile(late.spacing, 99),
-      skippedPolls: late.skipped,
-      messagesPerSecond: traffic.total / traffic.seconds,
-      ownMessagesPerSecond: own / traffic.seconds,
-      traffic,
-      brokerCpuPercent: (100 * brokerUsage.cpuSeconds) / brokerUsage.seconds,
-      warmupSeconds,
-      startupSeconds,
-      shutdownSeconds: null,
-      rssSawtooth: sawtooth(usage.rssSamples),
-      rssSamples: usage.rssSamples.length,
-      rssSampleMs: RSS_SAMPLE_MS,
-      loadavg1: Math.round(loadavg()[0]! * 100) / 100,
-      settled,
-      exited: false,
-    };
-    const f = (v: number | null, digits: number) => (v === null ? "–" : v.toFixed(digits));
-    options.log(
-      `  ${options.name}: ${run.polls} polls, ${f(run.cpuMsPerPoll, 2)} ms CPU/poll, ` +
-        `${run.cpuPercent.toFixed(0)}% CPU, RSS ${run.rssHwmMb.toFixed(0)} MB, ` +
-        `lateness p99 ${f(run.latenessP99Ms, 0)} ms, ${run.ownMessagesPerSecond.toFixed(0)} msg/s`,
-    );
-    return run;
+    const companion = options.companion ?? null;
+    const companionMonitor = companion === null ? null : new ProcMonitor(companion.pid, RSS_SAMPLE_MS);
+    try {
+      await Promise.all([fleet.reset(), companion?.fleet.reset()]);
+      await options.counter.request("reset");
+      if (sampleProc(poller.pid) === null) return exited(options, warmupSeconds, startupSeconds);
+      await poller.windowStart?.();
+      monitor.begin();
+      companionMonitor?.begin();
+      brokerMonitor.begin();
+      await sleep(options.windowSeconds * 1000);
+      if (sampleProc(poller.pid) === null) return exited(options, warmupSeconds, startupSeconds);
+      const usage = monitor.end();
+      const besideUsage = companionMonitor?.end() ?? null;
+      const brokerUsage = brokerMonitor.end();
+      await poller.windowEnd?.();
+      const traffic = await options.counter.request<Traffic>("collect");
+      const common = { pdus: options.pdus, intervalMs, traffic, brokerUsage, warmupSeconds, startupSeconds };
+      const run = windowRun({
+        ...common,
+        name: options.name,
+        pid: poller.pid,
+        usage,
+        times: await fleet.times(),
+        prefixes: options.prefixes,
+        settled,
+      });
+      report(options.log, run);
+      if (companion === null || besideUsage === null) return run;
+      const beside = windowRun({
+        ...common,
+        name: companion.name,
+        pid: companion.pid,
+        usage: besideUsage,
+        times: await companion.fleet.times(),
+        prefixes: companion.prefixes,
+        settled: true,
+      });
+      report(options.log, beside);
+      return { ...run, companion: beside };
+    } finally {
+      companionMonitor?.stop();
+    }
   } finally {
     monitor.stop();
     brokerMonitor.stop();
   }
+}
+
+/** The figures of one poller over a measured window. */
+function windowRun(o: {
+  name: string;
+  pid: number;
+  pdus: number;
+  intervalMs: number;
+  usage: WindowUsage;
+  times: number[][];
+  traffic: Traffic;
+  prefixes: readonly string[];
+  brokerUsage: WindowUsage;
+  warmupSeconds: number;
+  startupSeconds: number | null;
+  settled: boolean;
+}): PollerRun {
+  const { usage, traffic } = o;
+  const hwm = sampleProc(o.pid)?.hwmBytes ?? 0;
+  const late = pollLateness(o.times.slice(0, o.pdus), o.intervalMs);
+  const own = o.prefixes.reduce((n, p) => n + (traffic.byPrefix[p] ?? 0), 0);
+  return {
+    name: o.name,
+    pdus: o.pdus,
+    windowSeconds: usage.seconds,
+    cpuSeconds: usage.cpuSeconds,
+    intervalMs: o.intervalMs,
+    polls: late.polls,
+    pollsPerSecond: late.polls / usage.seconds,
+    duePolls: (o.pdus * usage.seconds * 1000) / o.intervalMs,
+    cpuMsPerPoll: late.polls > 0 ? (usage.cpuSeconds * 1000) / late.polls : null,
+    cpuPercent: (100 * usage.cpuSeconds) / usage.seconds,
+    rssPeakWindowMb: usage.rssPeakBytes / MB,
+    rssLastMb: usage.rssLastBytes / MB,
+    rssHwmMb: hwm / MB,
+    latenessP50Ms: percentile(late.lateness, 50),
+    latenessP99Ms: percentile(late.lateness, 99),
+    latenessMaxMs: percentile(late.lateness, 100),
+    spacingP99Ms: percentile(late.spacing, 99),
+    skippedPolls: late.skipped,
+    messagesPerSecond: traffic.total / traffic.seconds,
+    ownMessagesPerSecond: own / traffic.seconds,
+    traffic,
+    brokerCpuPercent: (100 * o.brokerUsage.cpuSeconds) / o.brokerUsage.seconds,
+    warmupSeconds: o.warmupSeconds,
+    startupSeconds: o.startupSeconds,
+    shutdownSeconds: null,
+    rssSawtooth: sawtooth(usage.rssSamples),
+    rssSamples: usage.rssSamples.length,
+    rssSampleMs: RSS_SAMPLE_MS,
+    loadavg1: Math.round(loadavg()[0]! * 100) / 100,
+    settled: o.settled,
+    exited: false,
+  };
+}
+
+function report(log: (line: string) => void, run: PollerRun): void {
+  const f = (v: number | null, digits: number) => (v === null ? "–" : v.toFixed(digits));
+  log(
+    `  ${run.name}: ${run.polls} polls, ${f(run.cpuMsPerPoll, 2)} ms CPU/poll, ` +
+      `${run.cpuPercent.toFixed(0)}% CPU, RSS ${run.rssHwmMb.toFixed(0)} MB, ` +
+      `lateness p99 ${f(run.latenessP99Ms, 0)} ms, ${run.ownMessagesPerSecond.toFixed(0)} msg/s`,
+  );
 }
 
 /** Resolves true once 2 s pass without a message under `prefix`, false after `timeoutMs`. */

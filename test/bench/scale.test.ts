@@ -1,7 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { measurementValues, changedShare } from "../../bench/lib/changes.js";
-import { parseSizes, scaleLinearity, scaleWindowSeconds, WINDOW_POLLS } from "../../bench/scale.js";
+import {
+  cpuGrowth,
+  describeGrowth,
+  parseSizes,
+  scaleLinearity,
+  scaleWindowSeconds,
+  WINDOW_POLLS,
+} from "../../bench/scale.js";
 import { startSimulator } from "../../src/simulator/index.js";
 
 describe("bench scale scenario", () => {
@@ -44,6 +51,47 @@ describe("bench scale scenario", () => {
     // a bridge that costs twice as much per poll at 2000 PDUs is flagged
     const worse = points.map((p) => (p.pdus === 2000 ? { ...p, cpuMsPerPoll: 4 } : p));
     assert.equal(scaleLinearity(worse).cpu.linear, false);
+  });
+
+  it("CPU growth is the bridge's CPU per poll over the floor's in the same window, by size", () => {
+    const at = (pdus: number, intervalS: number, bridgeMs: number, floorMs: number) => ({
+      pdus,
+      intervalS,
+      bridgeMs,
+      floorMs,
+    });
+    // The machine slows both by a third at 1000 PDUs: the multiple stays, so the growth is linear;
+    // a falling multiple (fixed costs spread over more polls) is linear too.
+    const steady = [
+      at(250, 10, 1.2, 1.0),
+      at(1000, 10, 1.5, 1.4),
+      at(500, 10, 0.9, 0.9),
+      at(4000, 30, 0.8, 1),
+    ];
+    const g = cpuGrowth(steady);
+    assert.deepEqual(
+      g.multiples.map((m) => m.pdus),
+      [250, 500, 1000, 4000],
+      "ordered by PDUs",
+    );
+    assert.equal(g.linear, true, describeGrowth(g).join("\n"));
+    assert.equal(g.steps.length, 4, "three steps between sizes and smallest → largest");
+    // 30 % dearer per poll, relative to the floor, at 4000 PDUs than at 1000: faster than linear
+    const worse = cpuGrowth([...steady.slice(0, 3), at(4000, 30, 1.4, 1)]);
+    assert.equal(worse.linear, false);
+    assert.match(
+      describeGrowth(worse).join("\n"),
+      /1000→4000: ×1\.07 → ×1\.40 \(\+31 %\)  FASTER THAN LINEAR/,
+    );
+    // a slow creep under the step tolerance still shows from the smallest to the largest size
+    const creep = cpuGrowth([at(250, 10, 1, 1), at(500, 10, 1.2, 1), at(1000, 10, 1.44, 1)]);
+    assert.deepEqual(
+      creep.steps.map((s) => s.change > 0.25),
+      [false, false, true],
+    );
+    assert.equal(creep.linear, false);
+    assert.equal(cpuGrowth([at(250, 10, 1, 1)]).linear, false, "one size says nothing");
+    assert.equal(cpuGrowth([at(250, 10, 1, null as unknown as number), at(500, 10, 1, 1)]).linear, false);
   });
 
   it("the share of changing values: a living simulator changes, a frozen one does not", async () => {
