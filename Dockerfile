@@ -48,7 +48,7 @@ COPY .prebuilt/dist/src /app/dist/src
 FROM app-${APP_SOURCE} AS app
 
 FROM ${BASE_IMAGE} AS runtime
-# The service sets its GC policy itself (full collection at 1.5 times the live heap; src/runtime.ts,
+# The service sets its GC policy itself (full collection at 1.3 times the live heap; src/runtime.ts,
 # docs/deployment.md, Memory). The heap cap keeps V8 from sizing the heap from the container's memory
 # limit: enough for about 4000 24-outlet PDUs. Raise it, and the memory limit with it, for larger
 # fleets; the service warns at start when it is low. The young generation is 8 MB per semi-space,
