@@ -48,11 +48,12 @@ COPY .prebuilt/dist/src /app/dist/src
 FROM app-${APP_SOURCE} AS app
 
 FROM ${BASE_IMAGE} AS runtime
-# The service sets its GC policy itself (full collection at 1.3 times the live heap; src/runtime.ts,
-# docs/deployment.md, Memory). The heap cap keeps V8 from sizing the heap from the container's memory
-# limit: enough for about 4000 24-outlet PDUs. Raise it, and the memory limit with it, for larger
-# fleets; the service warns at start when it is low. The young generation is 8 MB per semi-space,
-# half Node 20's default: less memory for a little more CPU (docs/deployment.md, Memory).
+# The service sets its GC policy itself (under this heap cap, a full collection at 1.3 times the
+# live heap; src/runtime.ts, docs/deployment.md, Memory). The heap cap keeps V8 from sizing the heap
+# from the container's memory limit: enough for about 4000 24-outlet PDUs. Raise it, and the memory
+# limit with it, for larger fleets; the service warns at start when it is low. The young generation
+# is 4 MB per semi-space, a quarter of Node 20's default: less memory for a little more CPU
+# (docs/deployment.md, Memory).
 ENV NODE_ENV=production \
     NODE_OPTIONS="--max-old-space-size=480 --max-semi-space-size=4" \
     SERVICE_CONFIG=/config/config.yaml

@@ -9,7 +9,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { DEFAULT_MAX_OLD_SPACE_MB, HEAP_GROWING_PERCENT } from "../../src/runtime.js";
+import {
+  CAPPED_HEAP_GROWING_PERCENT,
+  DEFAULT_MAX_OLD_SPACE_MB,
+  HEAP_GROWING_PERCENT,
+} from "../../src/runtime.js";
 import { startSimulator, type Simulator } from "../../src/simulator/index.js";
 import { appYaml, pduYaml } from "../../testkit/app-harness.js";
 import { childEnv, CliProcess, hasStackTrace, tempDir } from "../../testkit/cli-process.js";
@@ -177,7 +181,9 @@ describe("the CLI process", () => {
     const config = await dir.write("user-heap.yaml", appYaml({ pdus: [pduYaml("own", sim)], health: false }));
     const cli = run(["--config", config], { NODE_OPTIONS: "--max_old_space_size=200" });
     const flags = await cli.waitForLog((l) => /^runtime flags/.test(String(l.msg)), "the flags line");
-    assert.deepEqual(flags.applied, [`--heap-growing-percent=${HEAP_GROWING_PERCENT}`]);
+    // A heap cap: memory is what is limited, so the heap grows less between full collections.
+    assert.deepEqual(flags.applied, [`--heap-growing-percent=${CAPPED_HEAP_GROWING_PERCENT}`]);
+    assert.match(String(flags.why), /under a heap cap/);
     assert.deepEqual(flags.kept, ["--max_old_space_size=200"]);
     assert.ok(Number(flags.heapLimitMb) < DEFAULT_MAX_OLD_SPACE_MB, String(flags.heapLimitMb));
     cli.signal("SIGINT");
