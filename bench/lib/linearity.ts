@@ -53,6 +53,9 @@ export function describeLinearity(l: Linearity, unit: string): string[] {
       s.departure === null
         ? ""
         : ` (${s.departure >= 0 ? "+" : ""}${(s.departure * 100).toFixed(0)} % from the mean)`;
-    return `${s.from}→${s.to}: ${s.slope.toPrecision(3)} ${unit}${dep}${s.linear ? "" : "  NOT LINEAR"}`;
+    return `${round(s.from)}→${round(s.to)}: ${s.slope.toPrecision(3)} ${unit}${dep}${s.linear ? "" : "  NOT LINEAR"}`;
   });
 }
+
+/** A size as a whole number (4000 PDUs every 30 s count as 1333.33… at 10 s). */
+const round = (x: number): string => (Number.isInteger(x) ? String(x) : x.toFixed(0));

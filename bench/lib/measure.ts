@@ -220,8 +220,10 @@ async function measureStarted(options: MeasureOptions, poller: Poller, t0: numbe
       });
       report(options.log, run);
       if (companion === null || besideUsage === null) return run;
+      // Started before the measured poller: its own start-up was not measured.
       const beside = windowRun({
         ...common,
+        startupSeconds: null,
         name: companion.name,
         pid: companion.pid,
         usage: besideUsage,
