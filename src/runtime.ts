@@ -11,9 +11,10 @@
  * The service sets the factor itself at start ({@link applyHeapFlags}), `--heap-growing-percent=50`
  * (1.5 times the live heap), or 30 (1.3 times) when the process runs under a heap cap
  * (`--max-old-space-size` or `--max-heap-size`, as the image and the chart set): a cap says that
- * memory is what is limited, and at 1000 PDUs 1.3 measured 20–25 MB less peak RSS for about 10 %
- * more CPU per poll (docs/deployment.md, "Memory"). It does so however it is started: V8 reads it whenever it recomputes the limit, so a flag set at run time
- * works, and the plain command needs no heap cap (which only a restart of the process could set).
+ * memory is what is limited, and at 1000 PDUs 1.3 measured 10–26 MB less peak RSS for 1.11–1.12
+ * times the CPU per poll (docs/deployment.md, "Memory"). It does so however it is started: V8 reads
+ * the flag whenever it recomputes the limit, so a flag set at run time works, and the plain command
+ * needs no heap cap (which only a restart of the process could set).
  * The image and the Helm chart still set one, 480 MB: in a container V8 sizes its limit from the
  * memory limit, which may be below what the fleet needs. They also set the young generation to
  * 4 MB per semi-space, a quarter of Node 20's default (Node 24's is larger): a semi-space costs its
