@@ -3,9 +3,10 @@
  * stops them in reverse. Nothing else wires parts together.
  *
  * Start order: PDU drivers and store → poller (polling starts at once, so the first snapshots
- * arrive while MQTT connects) → MQTT (embedded broker first when configured) → HTTP listeners.
- * Stop order: control (writes in flight get a budget to finish) with the poller → HTTP listeners → MQTT (`offline`
- * published, embedded broker closed) → PDU clients.
+ * arrive while MQTT connects) → MQTT (embedded broker first when configured) → REST API → health
+ * listener (probes answer only once the API listens).
+ * Stop order: control (writes in flight get a budget to finish) with the poller → health listener →
+ * REST API → MQTT (`offline` published, embedded broker closed) → PDU clients.
  */
 import type { LiveChanges } from "./config/kubernetes.js";
 import type { Config } from "./config/schema.js";
@@ -185,11 +186,6 @@ export class App {
       ...(this.console ? { console: this.console } : {}),
       ...(this.#metrics === null ? {} : { metrics: this.#metrics }),
     };
-    if (this.config.Health.Enabled) {
-      const health = await startHealthServer(deps);
-      this.#health = health;
-      this.#parts.push({ name: "health", stop: () => health.close() });
-    }
     if (this.config.Api.Enabled) {
       // Loaded only when the API is on: its routes, schemas and control handlers are modules whose
       // source and records would stay in the heap of every bridge without it.
@@ -199,6 +195,13 @@ export class App {
       const api = this.#apiWorker ?? (await (await import("./http/api/server.js")).startApiServer(deps));
       this.#api = api;
       this.#parts.push({ name: "api", stop: () => api.close() });
+    }
+    // The health listener last: a readiness probe cannot pass while the API still refuses
+    // connections (the worker thread takes a while to listen).
+    if (this.config.Health.Enabled) {
+      const health = await startHealthServer(deps);
+      this.#health = health;
+      this.#parts.push({ name: "health", stop: () => health.close() });
     }
     this.logger.info(
       {
