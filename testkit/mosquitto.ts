@@ -19,6 +19,8 @@ export interface MosquittoOptions {
   readonly port?: number;
   /** user → password; when given, anonymous clients are refused. */
   readonly users?: Readonly<Record<string, string>>;
+  /** More lines of mosquitto.conf (e.g. `max_packet_size 1024`). */
+  readonly extra?: readonly string[];
 }
 
 export class Mosquitto {
@@ -52,6 +54,7 @@ export class Mosquitto {
     } else {
       lines.push("allow_anonymous true");
     }
+    lines.push(...(options.extra ?? []));
     const conf = join(dir, "mosquitto.conf");
     await writeFile(conf, `${lines.join("\n")}\n`, { mode: 0o644 });
     const broker = new Mosquitto(port, dir, conf);

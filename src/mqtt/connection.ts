@@ -17,7 +17,7 @@ import { ConfigError } from "../config/errors.js";
 import type { MqttConfig, MqttScheme } from "../config/schema.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
-import { PublishBatch } from "./packet.js";
+import { PublishBatch, publishPacketSize } from "./packet.js";
 import { topicProblem, Topics } from "./topics.js";
 import type { MqttStatus } from "./types.js";
 
@@ -108,6 +108,13 @@ export class MqttConnection {
   readonly traffic = { published: 0, failed: 0 };
   /** QoS 0 messages not written yet, written together by {@link #flush}. */
   readonly #batch: PublishBatch;
+  readonly #version: 4 | 5;
+  /**
+   * The largest packet the broker accepts (MQTT 5 CONNACK's Maximum Packet Size; none: unlimited).
+   * A larger one would cost the connection (mosquitto's `max_packet_size` disconnects the client),
+   * and mqtt.js does not check it, so {@link publish} drops such a message itself.
+   */
+  #brokerMaxPacket = Infinity;
   /** The pending write of the batch ({@link BATCH_DELAY_MS}), null when none is due. */
   #flushTimer: NodeJS.Timeout | null = null;
   /** Settles the first attempt while `open` waits for it. */
@@ -121,8 +128,9 @@ export class MqttConnection {
     this.#hooks = options.hooks;
     this.#broker = broker;
     this.#embedded = embedded;
-    this.#batch = new PublishBatch(client.options.protocolVersion === 5 ? 5 : 4, BATCHED_PACKET_MAX);
-    client.on("connect", () => this.#onConnect());
+    this.#version = client.options.protocolVersion === 5 ? 5 : 4;
+    this.#batch = new PublishBatch(this.#version, BATCHED_PACKET_MAX);
+    client.on("connect", (connack) => this.#onConnect(connack.properties?.maximumPacketSize));
     client.on("close", () => this.#onClose());
     client.on("error", (error) => this.#onError(error));
     client.on("message", (topic, payload, packet) => this.#onMessage(topic, payload, packet.retain));
@@ -231,6 +239,7 @@ export class MqttConnection {
           else this.#flushTimer ??= setTimeout(this.#flushDue, BATCH_DELAY_MS);
           return true;
         }
+        if (this.#tooLarge(topic, payload, qos)) return false;
         // Too large for a batch: after the batch, through mqtt.js. No callback: mqtt.js waits for
         // `drain` once per publish that has one while the socket is backed up, and removing each
         // of those listeners is O(n) (npm run bench, fleet). A QoS 0 message is never
@@ -240,6 +249,7 @@ export class MqttConnection {
         this.traffic.published++;
         return true;
       }
+      if (this.#tooLarge(topic, payload, qos)) return false;
       // Every QoS 0 message published before this one goes out before it.
       this.#flush();
       const generation = this.#generation;
@@ -282,6 +292,20 @@ export class MqttConnection {
     this.#client.unsubscribe([...filters], (error) => {
       if (error) this.#logger.debug({ err: describeError(error) }, "MQTT unsubscribe failed");
     });
+  }
+
+  /** True (and the message dropped, logged and counted) when its packet is over the broker's maximum. */
+  #tooLarge(topic: string, payload: string, qos: 0 | 1): boolean {
+    if (this.#brokerMaxPacket === Infinity) return false;
+    const size = publishPacketSize(
+      this.#version,
+      Buffer.byteLength(topic, "utf8"),
+      Buffer.byteLength(payload, "utf8"),
+      qos,
+    );
+    if (size <= this.#brokerMaxPacket) return false;
+    this.#dropped(topic, `packet of ${size} bytes is over the broker's maximum of ${this.#brokerMaxPacket}`);
+    return true;
   }
 
   readonly #flushDue = (): void => {
@@ -400,8 +424,12 @@ export class MqttConnection {
     });
   }
 
-  #onConnect(): void {
+  #onConnect(maximumPacketSize: number | undefined): void {
     this.#resetFlow();
+    // Per connection: a broker restarted with another limit announces it again.
+    this.#brokerMaxPacket =
+      typeof maximumPacketSize === "number" && maximumPacketSize > 0 ? maximumPacketSize : Infinity;
+    this.#batch.maxPacket = Math.min(BATCHED_PACKET_MAX, this.#brokerMaxPacket);
     this.#connected = true;
     this.#since = Date.now();
     this.#lastError = null;

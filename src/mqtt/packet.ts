@@ -20,13 +20,28 @@ function varintSize(n: number): number {
 }
 
 /**
+ * Bytes of a PUBLISH packet with these byte lengths of topic and payload and no properties (MQTT 5:
+ * the property length's one byte); Infinity when MQTT cannot carry it at all.
+ */
+export function publishPacketSize(
+  version: 4 | 5,
+  topicBytes: number,
+  payloadBytes: number,
+  qos: 0 | 1,
+): number {
+  if (topicBytes > 0xffff) return Infinity;
+  const remaining = 2 + topicBytes + (qos > 0 ? 2 : 0) + (version === 5 ? 1 : 0) + payloadBytes;
+  return remaining > MAX_REMAINING ? Infinity : 1 + varintSize(remaining) + remaining;
+}
+
+/**
  * Collects QoS 0 PUBLISH packets in a reused scratch buffer; {@link take} hands them out as one
  * buffer of their own. Messages larger than `maxPacket` are refused (the caller sends them its own
  * way), which also bounds the scratch buffer.
  */
 export class PublishBatch {
   readonly #version: 4 | 5;
-  readonly #maxPacket: number;
+  #maxPacket: number;
   #buf: Buffer;
   #length = 0;
   #count = 0;
@@ -35,6 +50,11 @@ export class PublishBatch {
     this.#version = protocolVersion;
     this.#maxPacket = maxPacket;
     this.#buf = Buffer.allocUnsafe(initialBytes);
+  }
+
+  /** Packets larger than this are refused from now on (a broker's advertised maximum, say). */
+  set maxPacket(bytes: number) {
+    this.#maxPacket = bytes;
   }
 
   /** Bytes waiting. */
@@ -54,10 +74,9 @@ export class PublishBatch {
   add(topic: string, payload: string, retain: boolean): boolean {
     const topicBytes = Buffer.byteLength(topic, "utf8");
     const payloadBytes = Buffer.byteLength(payload, "utf8");
-    if (topicBytes > 0xffff) return false;
+    const size = publishPacketSize(this.#version, topicBytes, payloadBytes, 0);
+    if (size > this.#maxPacket) return false;
     let remaining = 2 + topicBytes + (this.#version === 5 ? 1 : 0) + payloadBytes;
-    const size = 1 + varintSize(remaining) + remaining;
-    if (remaining > MAX_REMAINING || size > this.#maxPacket) return false;
     this.#reserve(size);
     const buf = this.#buf;
     let at = this.#length;

@@ -12,7 +12,7 @@ import { Aedes } from "aedes";
 import mqttPacket from "mqtt-packet";
 import { silentLogger } from "../../src/log.js";
 import { MqttConnection } from "../../src/mqtt/connection.js";
-import { PublishBatch } from "../../src/mqtt/packet.js";
+import { PublishBatch, publishPacketSize } from "../../src/mqtt/packet.js";
 import { Mosquitto } from "../../testkit/mosquitto.js";
 import { Recorder } from "../../testkit/mqtt-client.js";
 import { mqttTestConfig } from "../../testkit/mqtt-config.js";
@@ -181,4 +181,60 @@ brokerSuite("aedes", [4], async () => {
 brokerSuite("mosquitto", [4, 5], async () => {
   const broker = await Mosquitto.start();
   return { host: broker.host, port: broker.port, close: () => broker.close() };
+});
+
+describe("mosquitto announcing a maximum packet size (MQTT 5)", () => {
+  const LIMIT = 1024;
+  let broker: Mosquitto;
+  let recorder: Recorder;
+  let connection: MqttConnection;
+  let connects = 0;
+
+  before(async () => {
+    broker = await Mosquitto.start({ extra: [`max_packet_size ${LIMIT}`] });
+    recorder = await Recorder.connect(broker, ["t/#"], { protocolVersion: 5 });
+    const config = await mqttTestConfig({
+      broker: { host: broker.host, port: broker.port },
+      protocolVersion: 5,
+      instances: { default: false },
+    });
+    connection = await MqttConnection.open({
+      config: config.Mqtt,
+      subscriptions: [],
+      hooks: { onConnect: () => void connects++, onMessage: () => undefined },
+      logger: silentLogger(),
+    });
+  });
+
+  after(async () => {
+    await connection.close();
+    await recorder.close();
+    await broker.close();
+  });
+
+  it("drops a message over the broker's maximum instead of losing the connection for it", async () => {
+    // The largest QoS 0 payload on t/fits that the broker takes, and one byte more.
+    let fits = LIMIT - 100;
+    while (publishPacketSize(5, 6, fits + 1, 0) <= LIMIT) fits++;
+    assert.equal(publishPacketSize(5, 6, fits, 0), LIMIT);
+    const dropped = connection.droppedPublishes;
+    assert.equal(connection.publish("t/a", "before", 0, false), true);
+    assert.equal(connection.publish("t/fits", "f".repeat(fits), 0, false), true);
+    assert.equal(connection.publish("t/over", "o".repeat(fits + 1), 0, false), false);
+    assert.equal(connection.publish("t/big0", "x".repeat(20_000), 0, false), false, "past the batch, too");
+    assert.equal(connection.publish("t/big1", "y".repeat(2000), 1, true), false, "QoS 1 as well");
+    assert.equal(connection.publish("t/b", "after", 1, false), true);
+    assert.equal(connection.droppedPublishes, dropped + 3);
+    await waitFor(() => recorder.messages.some((m) => m.topic === "t/b"), "the QoS 1 message after them");
+    assert.deepEqual(
+      recorder.messages.map((m) => [m.topic, m.payload.length]),
+      [
+        ["t/a", 6],
+        ["t/fits", fits],
+        ["t/b", 5],
+      ],
+    );
+    assert.equal(connection.connected, true);
+    assert.equal(connects, 1, "never disconnected");
+  });
 });
