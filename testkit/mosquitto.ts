@@ -5,8 +5,7 @@
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { connect } from "node:net";
-import { freePort } from "./repo.js";
+import { canConnect, freePort } from "./repo.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -104,20 +103,9 @@ export class Mosquitto {
     for (;;) {
       if (child.exitCode !== null)
         throw new Error(`mosquitto exited with ${child.exitCode}: ${this.#output}`);
-      if (await canConnect(this.host, this.port)) return;
+      if (await canConnect(this.port, this.host)) return;
       if (Date.now() > deadline) throw new Error(`mosquitto did not listen on ${this.port}: ${this.#output}`);
       await new Promise((r) => setTimeout(r, 50));
     }
   }
-}
-
-function canConnect(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host, port });
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
 }

@@ -1,8 +1,8 @@
 /**
  * The basics shared by testkit, bench and scripts (each ran its own copy before): where the
- * repository is, a sleep, and a free loopback port.
+ * repository is, a sleep, a free loopback port and whether a port accepts connections.
  */
-import { createServer, type AddressInfo } from "node:net";
+import { connect, createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -23,4 +23,16 @@ export async function freePort(): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+/** Whether a TCP connection to `host:port` is accepted now (it is closed at once). */
+export function canConnect(port: number, host = "127.0.0.1"): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
 }

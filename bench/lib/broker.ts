@@ -5,10 +5,9 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../../testkit/repo.js";
+import { canConnect, freePort } from "../../testkit/repo.js";
 import { sleep, stopChild } from "./child.js";
 
 export interface Broker {
@@ -58,15 +57,4 @@ export async function startBroker(binary: string): Promise<Broker> {
       await rm(dir, { recursive: true, force: true });
     },
   };
-}
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: "127.0.0.1", port });
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
 }

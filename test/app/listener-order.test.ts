@@ -4,33 +4,11 @@
  * a pod that reads READY finds the API there. Through the real CLI, the API in its worker thread.
  */
 import assert from "node:assert/strict";
-import { connect, createServer } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { startSimulator, type Simulator } from "../../src/simulator/index.js";
 import { appYaml, pduYaml } from "../../testkit/app-harness.js";
 import { childEnv, CliProcess, tempDir } from "../../testkit/cli-process.js";
-
-/** A port free on 127.0.0.1 a moment ago. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === "string") throw new Error("no port");
-  return address.port;
-}
-
-/** Whether a TCP connection to the port is accepted now. */
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: "127.0.0.1", port });
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
-}
+import { canConnect, freePort } from "../../testkit/repo.js";
 
 describe("listener start order", () => {
   let sim: Simulator;
@@ -63,11 +41,11 @@ describe("listener start order", () => {
     // Watch the health port from the moment the process exists; the first accepted connection
     // is the earliest a readiness probe could pass.
     const deadline = Date.now() + 20_000;
-    while (!(await accepts(healthPort))) {
+    while (!(await canConnect(healthPort))) {
       assert.ok(Date.now() < deadline, `the health listener came up: ${cli.output}`);
       await new Promise((resolve) => setTimeout(resolve, 2));
     }
-    assert.equal(await accepts(apiPort), true, "the API port accepts once the health port does");
+    assert.equal(await canConnect(apiPort), true, "the API port accepts once the health port does");
     const { apiPort: logged, healthPort: loggedHealth } = await cli.started();
     assert.deepEqual([logged, loggedHealth], [apiPort, healthPort]);
   });
