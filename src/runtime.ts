@@ -76,13 +76,13 @@ const HEAP_FLAG_NAMES = [
   "max-heap-size",
 ];
 
+const WHY_GROWTH = "V8 would let garbage grow to up to four times the live heap before a full collection";
+
 /** Why the flags are applied, for the start-up log. */
-export const HEAP_FLAGS_WHY =
-  "V8 would let garbage grow to up to four times the live heap before a full collection; 1.5 times keeps the peak near the live heap";
+export const HEAP_FLAGS_WHY = `${WHY_GROWTH}; 1.5 times keeps the peak near the live heap`;
 
 /** ... and under a heap cap. */
-export const CAPPED_HEAP_FLAGS_WHY =
-  "V8 would let garbage grow to up to four times the live heap before a full collection; under a heap cap memory is what is limited, and 1.3 times keeps the peak closer to the live heap";
+export const CAPPED_HEAP_FLAGS_WHY = `${WHY_GROWTH}; under a heap cap memory is what is limited, and 1.3 times keeps the peak closer to the live heap`;
 
 /** Node options given on the command line and in NODE_OPTIONS, as separate words. */
 function nodeOptionWords(execArgv: readonly string[], nodeOptions: string | undefined): string[] {

@@ -29,9 +29,15 @@ export function publishPacketSize(
   payloadBytes: number,
   qos: 0 | 1,
 ): number {
+  const remaining = remainingLength(version, topicBytes, payloadBytes, qos);
+  return remaining === Infinity ? Infinity : 1 + varintSize(remaining) + remaining;
+}
+
+/** The remaining length of such a packet (all but the fixed header); Infinity when MQTT cannot carry it. */
+function remainingLength(version: 4 | 5, topicBytes: number, payloadBytes: number, qos: 0 | 1): number {
   if (topicBytes > 0xffff) return Infinity;
   const remaining = 2 + topicBytes + (qos > 0 ? 2 : 0) + (version === 5 ? 1 : 0) + payloadBytes;
-  return remaining > MAX_REMAINING ? Infinity : 1 + varintSize(remaining) + remaining;
+  return remaining > MAX_REMAINING ? Infinity : remaining;
 }
 
 /**
@@ -74,9 +80,9 @@ export class PublishBatch {
   add(topic: string, payload: string, retain: boolean): boolean {
     const topicBytes = Buffer.byteLength(topic, "utf8");
     const payloadBytes = Buffer.byteLength(payload, "utf8");
-    const size = publishPacketSize(this.#version, topicBytes, payloadBytes, 0);
-    if (size > this.#maxPacket) return false;
-    let remaining = 2 + topicBytes + (this.#version === 5 ? 1 : 0) + payloadBytes;
+    let remaining = remainingLength(this.#version, topicBytes, payloadBytes, 0);
+    const size = 1 + varintSize(remaining) + remaining;
+    if (remaining === Infinity || size > this.#maxPacket) return false;
     this.#reserve(size);
     const buf = this.#buf;
     let at = this.#length;
