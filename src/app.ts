@@ -9,6 +9,7 @@
  * REST API → MQTT (`offline` published, embedded broker closed) → PDU clients.
  */
 import type { LiveChanges } from "./config/kubernetes.js";
+import { apiTlsFiles } from "./config/oidc.js";
 import type { Config } from "./config/schema.js";
 import { observeControlAudit } from "./control/audit.js";
 import { createLogger, type Logger } from "./log.js";
@@ -189,10 +190,11 @@ export class App {
     if (this.config.Api.Enabled) {
       // Loaded only when the API is on: its routes, schemas and control handlers are modules whose
       // source and records would stay in the heap of every bridge without it.
+      const tls = await apiTlsFiles(this.config);
       this.#apiWorker = this.config.Api.Worker
-        ? await (await import("./http/api/worker-host.js")).startApiWorker(deps)
+        ? await (await import("./http/api/worker-host.js")).startApiWorker(deps, tls)
         : null;
-      const api = this.#apiWorker ?? (await (await import("./http/api/server.js")).startApiServer(deps));
+      const api = this.#apiWorker ?? (await (await import("./http/api/server.js")).startApiServer(deps, tls));
       this.#api = api;
       this.#parts.push({ name: "api", stop: () => api.close() });
     }

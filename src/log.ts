@@ -23,6 +23,11 @@ export const REDACT_PATHS = [
   'req.headers["x-api-key"]',
   'request.headers["x-api-key"]',
   "req.headers.authorization",
+  "ClientSecret",
+  "*.ClientSecret",
+  "*.*.ClientSecret",
+  "headers.cookie",
+  "req.headers.cookie",
 ];
 
 export interface LoggerOptions {

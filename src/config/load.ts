@@ -9,6 +9,13 @@ import { isIP } from "node:net";
 import { dirname, resolve } from "node:path";
 import { Value } from "typebox/value";
 import { overrideProblem } from "../pdu/overrides.js";
+import {
+  checkApiAuthRules,
+  checkOidcSecretInFile,
+  OIDC_SECRET_VARIABLE,
+  readApiTls,
+  resolveApiSection,
+} from "./oidc.js";
 import { parseYaml, type KeyPath, type ParsedYaml } from "./document.js";
 import { ConfigError } from "./errors.js";
 import {
@@ -28,6 +35,7 @@ import {
   ioReason,
   mergeSecrets,
   MQTT_VARIABLE_PREFIX,
+  readSecret,
   PDU_VARIABLE_PREFIX,
   secretInConfigMap,
   type Env,
@@ -130,12 +138,14 @@ export async function parseConfigText(
   const problem = describeFirstError(schema, data, Value.Errors(ConfigSchema, data));
   if (problem !== undefined) throw fail(problem.path, problem.problem);
   if (!Value.Check(ConfigSchema, data)) throw new ConfigError("", "invalid configuration", { file: origin });
+  checkOidcSecretInFile(data, fail);
 
   if (options.source === "kubernetes") {
     const secret = secretInConfigMap(data, ids);
     if (secret !== undefined) throw fail(secret.path, secret.problem);
   }
   const secrets = await mergeSecrets(data, ids, env);
+  const clientSecret = (await readSecret(env, OIDC_SECRET_VARIABLE)) ?? null;
   const baseDir = options.baseDir ?? process.cwd();
   const caFile = (file: string | null) => (file === null ? null : resolve(baseDir, file));
 
@@ -175,7 +185,7 @@ export async function parseConfigText(
   const config: Config = {
     ...sections,
     Mqtt: mqtt,
-    Api: { ...data.Api, ApiKey: secrets.apiKey },
+    Api: resolveApiSection({ ...data.Api, ApiKey: secrets.apiKey }, baseDir, clientSecret),
     instances,
     origin,
   };
@@ -184,8 +194,10 @@ export async function parseConfigText(
     if (bad !== undefined) throw fail([...bad.path], bad.problem);
   }
   checkCrossFieldRules(config, yaml, fail);
+  checkApiAuthRules(config, fail);
   checkSecretRules(config, env, fail);
   await checkCaFiles(config, fail);
+  await readApiTls(config, fail);
   return config;
 }
 
@@ -337,6 +349,7 @@ function checkSecretRules(config: Config, env: Env, fail: Fail): void {
 async function checkCaFiles(config: Config, fail: Fail): Promise<void> {
   const files: [KeyPath, string | null][] = [
     [["Mqtt", "Connection", "CaFile"], config.Mqtt.Connection.CaFile],
+    [["Api", "Oidc", "CaFile"], config.Api.Oidc.CaFile],
     ...config.instances.map((i): [KeyPath, string | null] => [
       ["Pdus", i.id, "Connection", "CaFile"],
       i.Connection.CaFile,

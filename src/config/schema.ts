@@ -283,6 +283,96 @@ export const PduSchema = Type.Object(
   { additionalProperties: false, description: "One PDU (a single unit, or the master of a OneView cluster)" },
 );
 
+const groupList = (description: string, defaults: readonly string[]) =>
+  Type.Array(Type.String({ minLength: 1, maxLength: 256 }), {
+    default: [...defaults],
+    maxItems: 64,
+    description,
+  });
+
+/** Signing in to the console with OpenID Connect (docs/console.md, "Signing in"). */
+export const OidcSchema = Type.Object(
+  {
+    Enabled: Type.Boolean({
+      default: false,
+      description: "The console requires signing in at the OpenID provider (Issuer)",
+    }),
+    Issuer: nullableString(
+      "The OpenID provider's issuer URL (https; its /.well-known/openid-configuration is read), e.g. https://id.example.com/realms/ops",
+    ),
+    ClientId: Type.String({
+      minLength: 1,
+      maxLength: 256,
+      default: "pdu-bridge",
+      description: "The client id registered at the provider",
+    }),
+    ClientSecret: nullableString(
+      "Never set here: the client secret comes from SERVICE_OIDC_CLIENT_SECRET or SERVICE_OIDC_CLIENT_SECRET_FILE (unset: a public client with PKCE)",
+    ),
+    Scopes: Type.Array(Type.String({ minLength: 1, maxLength: 128, pattern: "^[!#-\\[\\]-~]+$" }), {
+      default: ["openid", "profile", "email"],
+      minItems: 1,
+      maxItems: 32,
+      description: "Scopes asked for; must include openid (add groups where the provider needs it)",
+    }),
+    RolesClaim: Type.String({
+      minLength: 1,
+      maxLength: 256,
+      default: "groups",
+      description:
+        "The claim (of the ID token, else the userinfo answer) holding the user's groups or roles; a dotted path such as realm_access.roles reaches into objects",
+    }),
+    Roles: Type.Object(
+      {
+        Viewer: groupList("Groups or roles that may see everything and control nothing", ["pdu-viewers"]),
+        Operator: groupList("Groups or roles that may also control outlets and change settings", [
+          "pdu-operators",
+        ]),
+      },
+      {
+        additionalProperties: false,
+        default: {},
+        description: "Which values of RolesClaim give which role; anyone else is refused after signing in",
+      },
+    ),
+    ProtectReads: Type.Boolean({
+      default: false,
+      description:
+        "The REST read endpoints and /api/v1/events need a console session or the API key (default: open, as without sign-in)",
+    }),
+    CaFile: nullableString("PEM file of a private CA for the provider's certificate"),
+    Sessions: Type.Object(
+      {
+        IdleTimeout: Type.Integer({
+          minimum: 1,
+          maximum: 604800,
+          default: 1800,
+          description: "Seconds without a request from the user after which a console session ends",
+        }),
+        AbsoluteTimeout: Type.Integer({
+          minimum: 1,
+          maximum: 2592000,
+          default: 43200,
+          description: "Seconds after signing in at which a console session ends however active",
+        }),
+        Max: Type.Integer({
+          minimum: 1,
+          maximum: 1000000,
+          default: 10000,
+          description:
+            "Console sessions kept at most; beyond it the least recently used one ends (and a user's 17th)",
+        }),
+      },
+      { additionalProperties: false, default: {}, description: "Console sessions (kept in memory)" },
+    ),
+  },
+  {
+    additionalProperties: false,
+    default: {},
+    description: "Signing in to the web console with OpenID Connect (docs/console.md)",
+  },
+);
+
 /** Instance ids: 1–64 characters of A-Za-z0-9_- (they appear in topics, URLs and variable names). */
 export const InstanceIdPattern = "^[A-Za-z0-9_-]{1,64}$";
 
@@ -341,6 +431,23 @@ export const ConfigSchema = Type.Object(
           description:
             "Run the REST API listener in a worker thread that answers GET /api/v1/health and /api/v1/readings from a mirror of the snapshots and passes every other request to the main thread (docs/architecture.md); false serves every request on the main thread, beside polling",
         }),
+        PublicUrl: nullableString(
+          "How browsers reach the REST API and the console (https://pdu.example.com): the origin of the sign-in's redirect URI, the cookies and the cross-site check; needed behind a reverse proxy. null: taken from each request's Host header and Api.Tls",
+        ),
+        Tls: Type.Object(
+          {
+            CertFile: nullableString(
+              "PEM file of the REST API's certificate (and its chain); with KeyFile, Api.Port speaks HTTPS",
+            ),
+            KeyFile: nullableString("PEM file of the certificate's private key"),
+          },
+          {
+            additionalProperties: false,
+            default: {},
+            description: "HTTPS on the REST API listener when both files are set",
+          },
+        ),
+        Oidc: OidcSchema,
       },
       { additionalProperties: false, default: {}, description: "The REST API listener" },
     ),

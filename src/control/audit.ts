@@ -1,7 +1,9 @@
 /**
  * The audit line: every control attempt, from either surface, is logged exactly once with where it
  * came from, what it targeted, the action and the outcome. Surfaces call this with the final
- * outcome (also for requests refused before reaching the core); the key is never passed in.
+ * outcome (also for requests refused before reaching the core); the key is never passed in. A
+ * console command names the signed-in user (`user` is the subject, `userName` the name), one made
+ * with the API key says `user: "api-key"`.
  */
 import type { Logger } from "../log.js";
 import type { ControlSource, SettingsTarget } from "./types.js";
@@ -39,8 +41,9 @@ export function auditControl(logger: Logger, entry: AuditEntry): void {
   const line = {
     audit: "control",
     source: entry.source.surface,
-    client: entry.source.surface === "rest" ? entry.source.client : undefined,
+    client: entry.source.surface === "mqtt" ? undefined : entry.source.client,
     topic: entry.source.surface === "mqtt" ? entry.source.topic : undefined,
+    ...auditUser(entry.source),
     instance: entry.instanceId,
     target: entry.target === null ? null : describeTarget(entry.target),
     action: entry.action,
@@ -51,6 +54,12 @@ export function auditControl(logger: Logger, entry: AuditEntry): void {
   };
   if (entry.status === 200) logger.info(line, "control");
   else logger.warn(line, "control");
+}
+
+/** Who the line names: the console user (subject and name), `api-key` once the key matched, else nobody. */
+function auditUser(source: ControlSource): { user?: string; userName?: string } {
+  if (source.surface === "console") return { user: source.user.sub, userName: source.user.name };
+  return source.surface === "rest" && source.key === true ? { user: "api-key" } : {};
 }
 
 export function describeTarget(target: SettingsTarget): string {

@@ -14,9 +14,19 @@ export type ControlTarget =
   | { readonly kind: "outlet"; readonly deviceId: string; readonly index: number }
   | { readonly kind: "group"; readonly groupKey: string };
 
-/** Who asked: for the audit log. */
+/** A person signed in to the web console (OpenID Connect): the ID token's subject and a display name. */
+export interface ConsoleUser {
+  readonly sub: string;
+  readonly name: string;
+}
+
+/**
+ * Who asked: for the audit log. `rest` is a machine with the API key (`key`: the key matched),
+ * `console` a signed-in user of the web console, `mqtt` a command topic.
+ */
 export type ControlSource =
-  | { readonly surface: "rest"; readonly client: string }
+  | { readonly surface: "rest"; readonly client: string; readonly key?: boolean }
+  | { readonly surface: "console"; readonly client: string; readonly user: ConsoleUser }
   | { readonly surface: "mqtt"; readonly topic: string };
 
 export interface ControlRequest {

@@ -3,6 +3,7 @@
  * headers on every response, and listening with a clear configuration error when a port is taken.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { Socket } from "node:net";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, {
@@ -149,27 +150,33 @@ export function httpLimits(config: Config): HttpLimits {
   };
 }
 
+/** The certificate (with its chain) and private key of an HTTPS listener, PEM text (`Api.Tls`). */
+export interface TlsPair {
+  readonly cert: string;
+  readonly key: string;
+}
+
 /**
- * The node:http server with the limits, and `fastPath` (if any) in front of fastify's handler.
- * Node checks the request and header timeouts every `connectionsCheckingInterval` (30 s by
- * default, which would let a 10 s timeout run 40 s), so it is checked at least every second.
+ * The node:http server (node:https with `tls`) with the limits, and `fastPath` (if any) in front of
+ * fastify's handler. Node checks the request and header timeouts every `connectionsCheckingInterval`
+ * (30 s by default, which would let a 10 s timeout run 40 s), so it is checked at least every second.
  */
-export function serverFactory(limits: HttpLimits, fastPath?: FastPath) {
+export function serverFactory(limits: HttpLimits, fastPath?: FastPath, tls?: TlsPair | null) {
   return (
     handler: (request: IncomingMessage, response: ServerResponse) => void,
     options: { http?: object; maxRequestsPerSocket?: number },
   ) => {
-    const server = createServer(
-      {
-        ...(options.http ?? {}),
-        requestTimeout: limits.requestTimeoutMs,
-        headersTimeout: limits.headersTimeoutMs,
-        keepAliveTimeout: limits.keepAliveTimeoutMs,
-        connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
-      },
+    const settings = {
+      ...(options.http ?? {}),
+      requestTimeout: limits.requestTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
+    };
+    const listener =
       fastPath === undefined
         ? handler
-        : (request, response) => {
+        : (request: IncomingMessage, response: ServerResponse) => {
             let answered = false;
             try {
               answered = fastPath(request, response);
@@ -177,8 +184,11 @@ export function serverFactory(limits: HttpLimits, fastPath?: FastPath) {
               // The route fails the same way and answers (and logs) it as a problem.
             }
             if (!answered) handler(request, response);
-          },
-    );
+          };
+    const server =
+      tls === undefined || tls === null
+        ? createServer(settings, listener)
+        : createTlsServer({ ...settings, cert: tls.cert, key: tls.key }, listener);
     server.maxConnections = limits.maxConnections;
     if ((options.maxRequestsPerSocket ?? 0) > 0) server.maxRequestsPerSocket = options.maxRequestsPerSocket!;
     return server;
@@ -221,6 +231,7 @@ export function createHttpApp(
   hint: string,
   fastPath?: FastPath,
   limits: HttpLimits = DEFAULT_LIMITS,
+  tls: TlsPair | null = null,
 ): HttpApp {
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: logger.child({ listener }),
@@ -229,7 +240,7 @@ export function createHttpApp(
     // configured, creating one cost more than routing the request (npm run bench, scenario api).
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: (parent) => parent,
-    serverFactory: serverFactory(limits, fastPath),
+    serverFactory: serverFactory(limits, fastPath, tls),
     bodyLimit: BODY_LIMIT,
     // Never converts a value, should a route ever fall back to fastify's own ajv (see strictValidator).
     ajv: { customOptions: { coerceTypes: false } },

@@ -34,7 +34,7 @@ export interface MqttTraffic {
   readonly discoveryConfigs: number;
 }
 
-type Source = "rest" | "mqtt";
+type Source = "rest" | "console" | "mqtt";
 
 const KNOWN_ACTIONS = new Set<string>([...OUTLET_ACTIONS, ...GROUP_ACTIONS, SETTINGS_ACTION]);
 

@@ -328,6 +328,7 @@ export class ConsoleFeed {
       status: outcome.status,
       detail: outcome.ok ? null : outcome.detail,
       source: request.source.surface,
+      user: request.source.surface === "console" ? { ...request.source.user } : null,
       atUtc: iso(this.now),
     };
   }

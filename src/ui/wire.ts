@@ -112,7 +112,7 @@ export interface StatusEventData {
   readonly instances: readonly WireInstanceStatus[];
 }
 
-/** Data of a `control` event: the outcome of a control request (REST or MQTT). */
+/** Data of a `control` event: the outcome of a control request (REST, the signed-in console or MQTT). */
 export interface ControlEventData {
   readonly instanceId: string;
   readonly target:
@@ -123,7 +123,9 @@ export interface ControlEventData {
   readonly status: number;
   /** What went wrong; null when ok. */
   readonly detail: string | null;
-  readonly source: "rest" | "mqtt";
+  readonly source: "rest" | "console" | "mqtt";
+  /** The signed-in console user who asked (source `console`); null otherwise. */
+  readonly user: { readonly sub: string; readonly name: string } | null;
   readonly atUtc: string;
 }
 

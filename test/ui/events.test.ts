@@ -151,6 +151,7 @@ test("control outcomes arrive as control events; snapshots=false leaves snapshot
       status: 200,
       detail: null,
       source: "rest",
+      user: null,
       atUtc: "",
     },
   );

@@ -28,6 +28,7 @@ import {
   type SettingsOutcome,
   type SettingsTarget,
 } from "../../control/types.js";
+import { consolePrincipal } from "../auth/principal.js";
 import { problem, PROBLEM_TYPE_PREFIX, problemSentWith, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
 import { clientAddressResolver, FailedKeyLimiter, keyMatcher } from "./key-guard.js";
@@ -127,20 +128,37 @@ function outletResults(outlets: readonly OutletResult[]) {
 
 export interface ControlRoutesOptions {
   readonly deps: HttpDeps;
+  /** The lock-out of wrong keys, when shared with other key checks of the listener; default its own. */
+  readonly limiter?: FailedKeyLimiter;
 }
 
 /**
  * The control endpoints as a fastify plugin: register it (not wrapped in fastify-plugin) so that its
  * key guard and audit hooks stay in its own context and never run for other routes.
  */
-export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> = (app, { deps }, done) => {
+export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> = (
+  app,
+  { deps, limiter = new FailedKeyLimiter(deps.now) },
+  done,
+) => {
   const configuredKey = deps.config.Api.ApiKey;
   const matches = keyMatcher(configuredKey);
-  const limiter = new FailedKeyLimiter(deps.now);
   const audited = new WeakSet<FastifyRequest>();
+  /** Requests whose API key matched (their audit line says `api-key`). */
+  const keyed = new WeakSet<FastifyRequest>();
   const resolveClient = clientAddressResolver(deps.config.Api.TrustedProxies);
   const clientOf = (request: FastifyRequest): string =>
     resolveClient(request.socket.remoteAddress, request.headers["x-forwarded-for"]);
+  /**
+   * A signed-in console user (web console sessions), else a machine with the API key; `audited`
+   * adds whether the key matched, for the audit line.
+   */
+  const sourceOf = (request: FastifyRequest, audited = false): ControlSource => {
+    const principal = consolePrincipal(request);
+    if (principal !== null) return { surface: "console", client: clientOf(request), user: principal.user };
+    const key = audited && keyed.has(request) ? { key: true } : {};
+    return { surface: "rest", client: clientOf(request), ...key };
+  };
 
   const audit = (
     request: FastifyRequest,
@@ -153,7 +171,7 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
     audited.add(request);
     const params = request.params as Params;
     auditControl(deps.logger, {
-      source: { surface: "rest", client: clientOf(request) },
+      source: sourceOf(request, true),
       instanceId: params.id ?? null,
       target: targetOf(params),
       action,
@@ -163,8 +181,26 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
     });
   };
 
-  /** Runs before the body is read: 403, 429, 401, 415 in the contract's order. */
+  /**
+   * Runs before the body is read: 403, 429, 401, 415 in the contract's order. A signed-in console
+   * user (no X-Api-Key sent; the sign-in plugin has checked the session and the cross-site defence)
+   * may control as an operator only.
+   */
   const guard = (request: FastifyRequest, reply: FastifyReply, done: () => void): void => {
+    const principal = consolePrincipal(request);
+    if (principal !== null) {
+      if (principal.role !== "operator") {
+        const detail = `${principal.user.name} is signed in as a viewer: viewers see everything and control nothing; ask for an operator group`;
+        sendProblem(reply, problem(403, detail));
+        return;
+      }
+      if (!isJson(request.headers["content-type"])) {
+        sendProblem(reply, problem(415, 'send the body as JSON with "Content-Type: application/json"'));
+        return;
+      }
+      done();
+      return;
+    }
     if (configuredKey === "") {
       const detail =
         "control is disabled because no API key is configured; set Api.ApiKey (or SERVICE_API_KEY / " +
@@ -201,6 +237,7 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
       sendProblem(reply, problem(401, detail), { "www-authenticate": 'ApiKey header="X-Api-Key"' });
       return;
     }
+    keyed.add(request);
     if (!isJson(request.headers["content-type"])) {
       sendProblem(reply, problem(415, 'send the body as JSON with "Content-Type: application/json"'));
       return;
@@ -257,7 +294,7 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
     call: (control: ControlService, source: ControlSource) => Promise<O> | undefined,
     answer: (done: Extract<O, { ok: true }>) => object,
   ): Promise<FastifyReply | object> => {
-    const source: ControlSource = { surface: "rest", client: clientOf(request) };
+    const source = sourceOf(request);
     const pending = deps.control === undefined ? undefined : call(deps.control, source);
     if (pending === undefined) return unavailable(request, reply, action, what);
     const outcome = await pending;

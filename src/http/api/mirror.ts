@@ -5,7 +5,7 @@
  */
 import type { Snapshot } from "../../pdu/model.js";
 import { readingsJson } from "../../pdu/readings.js";
-import type { HttpLimits } from "../common.js";
+import type { HttpLimits, TlsPair } from "../common.js";
 import type { HttpDeps } from "../types.js";
 
 /** The private header that carries the client's HTTP version and address from the worker to fastify. */
@@ -51,6 +51,10 @@ export interface WorkerSetup {
   /** Every instance's status, in configuration order. */
   readonly statuses: MirrorStatus[];
   readonly mqttConnected: boolean;
+  /** HTTPS on the listener (`Api.Tls`), or null. */
+  readonly tls: TlsPair | null;
+  /** Answer the plain reads from the mirror; false under `Api.Oidc.ProtectReads` (fastify checks every read). */
+  readonly fastReads: boolean;
 }
 
 /**

@@ -13,11 +13,13 @@ import {
   listen,
   type HttpApp,
   type RunningListener,
+  type TlsPair,
 } from "../common.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
 import { createFastReads, createReadBodies, iso, storeReadSource, type ReadBodies } from "./bodies.js";
 import { controlRoutes } from "./control.js";
+import { FailedKeyLimiter } from "./key-guard.js";
 import { INTERNAL_ERROR, json, jsonArray, problemResponse, SHARED_SCHEMAS } from "./schemas.js";
 import { ConsoleFeed } from "../../ui/feed.js";
 import { registerConsole } from "../../ui/routes.js";
@@ -227,24 +229,38 @@ function registerDocumentRoutes(app: HttpApp): void {
   app.get("/", { schema: { hide: true } }, (_request, reply) => reply.redirect(DOCS_PREFIX, 302));
 }
 
+export interface ApiServerOptions {
+  /** HTTPS (`Api.Tls`) on the listener this app serves; none for the app behind the API worker. */
+  readonly tls?: TlsPair | null;
+}
+
 /** The REST API, ready to listen (or to `inject`). */
-export async function buildApiServer(deps: HttpDeps): Promise<HttpApp> {
+export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions = {}): Promise<HttpApp> {
   const source = storeReadSource(deps);
   const bodies = createReadBodies(source);
-  const fastReads = createFastReads(source, bodies);
+  // With Api.Oidc.ProtectReads every read passes the sign-in's check, so none is answered before routing.
+  const fastReads = deps.config.Api.Oidc.ProtectReads ? undefined : createFastReads(source, bodies);
   const app = createHttpApp(
     deps.logger,
     "api",
     `the endpoints are listed in ${OPENAPI_PATH} and at ${DOCS_PREFIX}`,
-    deps.metrics?.wrapFastPath("api", fastReads) ?? fastReads,
+    fastReads === undefined ? undefined : (deps.metrics?.wrapFastPath("api", fastReads) ?? fastReads),
     httpLimits(deps.config),
+    options.tls ?? null,
   );
   deps.metrics?.instrument(app, "api");
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
+  // One lock-out of wrong keys for the listener: control, and reads under Api.Oidc.ProtectReads.
+  const limiter = new FailedKeyLimiter(deps.now);
+  if (deps.config.Api.Oidc.Enabled) {
+    // Loaded only with sign-in on: the OpenID client stays out of the heap of every other bridge.
+    const { consoleAuth } = await import("../auth/plugin.js");
+    await app.register(consoleAuth, { deps, limiter });
+  }
   await registerDocs(app);
   registerReadRoutes(app, deps, bodies);
   // Awaited, so its routes are added here and the OpenAPI document keeps its order.
-  await app.register(controlRoutes, { deps });
+  await app.register(controlRoutes, { deps, limiter });
   registerDocumentRoutes(app);
   const feed =
     deps.console ??
@@ -264,8 +280,11 @@ export async function buildApiServer(deps: HttpDeps): Promise<HttpApp> {
   return app;
 }
 
-/** Builds the REST API and listens on `Api.Bind:Api.Port`; a taken port is a ConfigError (`Api.Port`). */
-export async function startApiServer(deps: HttpDeps): Promise<RunningListener> {
-  const app = await buildApiServer(deps);
+/**
+ * Builds the REST API and listens on `Api.Bind:Api.Port` (HTTPS with `tls`); a taken port is a
+ * ConfigError (`Api.Port`).
+ */
+export async function startApiServer(deps: HttpDeps, tls: TlsPair | null = null): Promise<RunningListener> {
+  const app = await buildApiServer(deps, { tls });
   return listen(app, "Api", deps.config.Api.Bind, deps.config.Api.Port);
 }

@@ -9,7 +9,7 @@ import type { IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
-import { httpLimits, listenError, type RunningListener } from "../common.js";
+import { httpLimits, listenError, type RunningListener, type TlsPair } from "../common.js";
 import { distSrcUrl } from "../../paths.js";
 import type { HttpDeps } from "../types.js";
 import { MirrorFeed, PEER_HEADER, type FromWorker, type ToWorker, type WorkerSetup } from "./mirror.js";
@@ -61,7 +61,7 @@ type Start = { readonly port: number } | { readonly error: Error };
  * directory), the REST API runs on the main thread instead, with a warning. A worker that exits
  * later (not on close) is started again on the same address, with back-off (RESTART_FIRST_MS).
  */
-export async function startApiWorker(deps: HttpDeps): Promise<ApiListener> {
+export async function startApiWorker(deps: HttpDeps, tls: TlsPair | null = null): Promise<ApiListener> {
   let dir: string;
   try {
     dir = await mkdtemp(join(tmpdir(), "pdu-bridge-api-")); // mode 0700
@@ -70,7 +70,7 @@ export async function startApiWorker(deps: HttpDeps): Promise<ApiListener> {
       { err: error, tmpdir: tmpdir() },
       "the API worker needs a private directory for its socket and none could be made; the REST API runs on the main thread",
     );
-    const listener = await startApiServer(deps);
+    const listener = await startApiServer(deps, tls);
     return { ...listener, outage: () => null, thread: () => null };
   }
   const upstream = join(dir, "api.sock");
@@ -93,6 +93,8 @@ export async function startApiWorker(deps: HttpDeps): Promise<ApiListener> {
       limits: httpLimits(deps.config),
       startedAt: deps.startedAt,
       upstream,
+      tls,
+      fastReads: !deps.config.Api.Oidc.ProtectReads,
       ...feed.initial(),
     };
     let thread: Worker;

@@ -217,7 +217,13 @@ function forward(request: IncomingMessage, response: ServerResponse): void {
   request.pipe(upstream);
 }
 
-const server = serverFactory(setup.limits, fastPath)(forward, { http: { requireHostHeader: false } });
+const server = serverFactory(
+  setup.limits,
+  setup.fastReads ? fastPath : undefined,
+  setup.tls,
+)(forward, {
+  http: { requireHostHeader: false },
+});
 server.on("clientError", clientErrorHandler);
 server.on("error", (error: Error & { code?: string }) => {
   send({ kind: "listen-failed", code: error.code, message: error.message });
