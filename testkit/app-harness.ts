@@ -56,6 +56,8 @@ export interface AppYamlOptions {
      * whole suite can run against the API worker (`PDU_BRIDGE_TEST_API_WORKER=1 npm test`).
      */
     readonly worker?: boolean;
+    /** More keys of the `Api` flow mapping, as YAML (`Oidc: { ... }, PublicUrl: ...`). */
+    readonly more?: string;
   };
   /** The health listener, default on, port default 0. */
   readonly health?: boolean | { readonly port: number };
@@ -76,7 +78,8 @@ export function appYaml(o: AppYamlOptions): string {
     lines.push(
       `Api: { Enabled: true, Bind: ${q(o.api.bind ?? "127.0.0.1")}, Port: ${o.api.port ?? 0}, ApiKey: ${q(o.api.key)}` +
         `${o.api.trustedProxies === undefined ? "" : `, TrustedProxies: ${JSON.stringify(o.api.trustedProxies)}`}` +
-        `, Worker: ${o.api.worker ?? process.env.PDU_BRIDGE_TEST_API_WORKER === "1"} }`,
+        `, Worker: ${o.api.worker ?? process.env.PDU_BRIDGE_TEST_API_WORKER === "1"}` +
+        `${o.api.more === undefined ? "" : `, ${o.api.more}`} }`,
     );
   }
   const health =

@@ -210,6 +210,9 @@ const plugin: FastifyPluginCallbackTypebox<ConsoleAuthOptions> = (app, { deps, l
     return true;
   };
 
+  // For tests of the bound: how many sessions are kept.
+  app.decorate("consoleSessionCount", () => sessions.size);
+
   app.addHook("onRequest", (request, reply, done) => {
     const url = request.url;
     const query = url.indexOf("?");
