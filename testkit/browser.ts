@@ -24,15 +24,22 @@ export interface BrowserSession {
   close(): Promise<void>;
 }
 
+export interface BrowserOptions {
+  /** Accept the self-signed certificates of loopback test servers (an OpenID provider, an HTTPS API). */
+  readonly ignoreHttpsErrors?: boolean;
+}
+
 export async function openBrowser(
   name: string,
   viewport?: { width: number; height: number },
+  options: BrowserOptions = {},
 ): Promise<BrowserSession> {
   const profile = await mkdtemp(join(tmpdir(), `pdu-bridge-${name}-`));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     ...(viewport ? { viewport } : {}),
+    ...(options.ignoreHttpsErrors === true ? { ignoreHTTPSErrors: true } : {}),
     args: [
       "--headless",
       "--no-sandbox",

@@ -3,6 +3,7 @@
  * key lives in sessionStorage only (gone when the tab closes) and is sent as X-Api-Key.
  */
 import type { ControlEventData, OutletHistory, SnapshotEventData, StatusEventData } from "../wire.js";
+import { sessionHeaders, signIn, signInEnabled } from "./session.js";
 
 const KEY_ITEM = "pdu-bridge.apiKey";
 
@@ -37,8 +38,9 @@ export async function control(
   target: { deviceId: string; index: number } | { groupKey: string },
   action: string,
 ): Promise<ControlAnswer> {
-  const key = apiKey.get();
-  if (key === null) return { ok: false, status: 0, detail: "enter the API key first" };
+  // Signed in: the session's cookie and CSRF token; else the API key.
+  const key = signInEnabled() ? null : apiKey.get();
+  if (!signInEnabled() && key === null) return { ok: false, status: 0, detail: "enter the API key first" };
   const path =
     "groupKey" in target
       ? `/api/v1/instances/${seg(instanceId)}/groups/${seg(target.groupKey)}/control`
@@ -46,11 +48,15 @@ export async function control(
   try {
     const response = await fetch(path, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-api-key": key },
+      headers: {
+        "content-type": "application/json",
+        ...(key === null ? sessionHeaders() : { "x-api-key": key }),
+      },
       body: JSON.stringify({ action }),
       cache: "no-store",
     });
     if (response.ok) return { ok: true, status: response.status, detail: "" };
+    if (response.status === 401 && signInEnabled()) signIn();
     let detail = `HTTP ${response.status}`;
     try {
       const body = (await response.json()) as { detail?: unknown };

@@ -12,7 +12,6 @@
  */
 import "./style.css";
 import type {
-  ControlEventData,
   SnapshotEventData,
   WireDevice,
   WireGroup,
@@ -20,10 +19,12 @@ import type {
   WireMeasurement,
   WireOutlet,
 } from "../wire.js";
+import { ActivityPanel } from "./activity.js";
 import { apiKey, Feed, outletHistory } from "./api.js";
 import { PowerChart } from "./chart.js";
 import { ACTION_VERBS, askForKey, confirmAction, ControlState, groupKeyOf, outletKey } from "./control.js";
 import { age, append, h, num, replace, setText } from "./dom.js";
+import { signedIn, signInEnabled, signOut, startSession } from "./session.js";
 
 type Route =
   | { readonly view: "fleet" }
@@ -40,13 +41,10 @@ interface View {
   update(): void;
 }
 
-const MAX_LOG = 5;
-
 const state = {
   statuses: new Map<string, WireInstanceStatus>(),
   snapshot: null as SnapshotEventData | null,
   route: { view: "fleet" } as Route,
-  log: [] as ControlEventData[],
 };
 
 const href = {
@@ -81,7 +79,9 @@ const liveBadge = h("span", { class: "live", role: "status" }, "Connecting…");
 const keyButton = h("button", { type: "button", class: "key-button", onClick: () => void toggleKey() });
 const crumbs = h("nav", { "aria-label": "Breadcrumb", class: "crumbs" });
 const main = h("main", { id: "main", tabindex: "-1" });
-const logList = h("ol", { class: "log" });
+const activity = new ActivityPanel();
+/** Who is signed in (with sign-in on), shown where the key button is otherwise. */
+const userBadge = h("span", { class: "user", hidden: true });
 append(root, [
   h("a", { class: "skip", href: "#main", onClick: skipToMain }, "Skip to content"),
   h(
@@ -89,15 +89,10 @@ append(root, [
     { class: "top" },
     h("a", { class: "brand", href: href.fleet() }, "pdu-bridge"),
     crumbs,
-    h("div", { class: "top-right" }, liveBadge, keyButton),
+    h("div", { class: "top-right" }, liveBadge, userBadge, keyButton),
   ),
   main,
-  h(
-    "aside",
-    { class: "events", "aria-labelledby": "log-title" },
-    h("h2", { id: "log-title" }, "Recent control"),
-    h("div", { "aria-live": "polite" }, logList),
-  ),
+  activity.element,
 ]);
 
 function skipToMain(event: Event): void {
@@ -105,11 +100,24 @@ function skipToMain(event: Event): void {
   main.focus();
 }
 
+/** Whether this page may control: an operator's session with sign-in on, else an entered API key. */
+function mayControl(): boolean {
+  return signInEnabled() ? signedIn()?.role === "operator" : apiKey.get() !== null;
+}
+
 function renderKeyButton(): void {
+  if (signInEnabled()) {
+    const user = signedIn();
+    userBadge.hidden = user === null;
+    setText(userBadge, user === null ? "" : `${user.user.name} · ${user.role}`);
+    setText(keyButton, "Sign out");
+    return;
+  }
   setText(keyButton, apiKey.get() === null ? "Enter API key" : "Forget API key");
 }
 
 async function toggleKey(): Promise<void> {
+  if (signInEnabled()) return signOut();
   if (apiKey.get() === null) await askForKey();
   else apiKey.clear();
   renderKeyButton();
@@ -121,26 +129,6 @@ const controls = new ControlState(() => {
   view?.update();
 });
 
-function logControl(event: ControlEventData): void {
-  state.log.unshift(event);
-  state.log.length = Math.min(state.log.length, MAX_LOG);
-  replace(
-    logList,
-    ...state.log.map((e) => {
-      const target =
-        e.target.kind === "outlet"
-          ? `outlet ${e.target.index + 1} of ${e.target.deviceId}`
-          : `group ${e.target.groupKey}`;
-      const time = new Date(e.atUtc).toLocaleTimeString();
-      return h(
-        "li",
-        { class: e.ok ? "ok" : "bad" },
-        `${time} ${e.action} ${target} on ${e.instanceId} (${e.source}): ${e.ok ? "done" : `${e.status} ${e.detail ?? ""}`}`,
-      );
-    }),
-  );
-}
-
 // ---- shared pieces -----------------------------------------------------------------------------
 
 const measurement = (list: readonly WireMeasurement[], type: string) => list.find((m) => m.type === type);
@@ -150,7 +138,7 @@ function statusText(s: WireInstanceStatus): string {
 }
 
 function canControl(snapshot: SnapshotEventData, device: WireDevice): boolean {
-  return snapshot.actionsEnabled && apiKey.get() !== null && device.outletControlEnabled;
+  return snapshot.actionsEnabled && mayControl() && device.outletControlEnabled;
 }
 
 /** The line above a PDU's content: control on/off and the key. */
@@ -158,7 +146,14 @@ function controlNote(snapshot: SnapshotEventData): HTMLElement {
   if (!snapshot.actionsEnabled) {
     return h("p", { class: "note" }, "Control is off for this PDU (ActionsEnabled: false): values only.");
   }
-  if (apiKey.get() === null) {
+  if (signInEnabled() && !mayControl()) {
+    return h(
+      "p",
+      { class: "note" },
+      `Signed in as ${signedIn()?.user.name ?? "a viewer"} with the viewer role: values only, no control.`,
+    );
+  }
+  if (!mayControl()) {
     return h(
       "p",
       { class: "note" },
@@ -526,7 +521,7 @@ function pduView(instanceId: string): View {
       const next = snapshot
         ? JSON.stringify([
             snapshot.actionsEnabled,
-            apiKey.get() !== null,
+            mayControl(),
             snapshot.mode,
             snapshot.devices.map((d) => [
               d.id,
@@ -603,7 +598,7 @@ function groupsView(instanceId: string): View {
       );
       return;
     }
-    const allowed = snapshot.actionsEnabled && apiKey.get() !== null;
+    const allowed = snapshot.actionsEnabled && mayControl();
     const sections = snapshot.groups.map((group) => {
       const body = h("tbody");
       const note = h("p", { class: "outlet-note", role: "status" });
@@ -668,7 +663,7 @@ function groupsView(instanceId: string): View {
       const next = snapshot
         ? JSON.stringify([
             snapshot.actionsEnabled,
-            apiKey.get() !== null,
+            mayControl(),
             snapshot.mode,
             snapshot.groups.map((g) => [g.key, g.name, g.members]),
           ])
@@ -798,7 +793,7 @@ function outletView(instanceId: string, deviceId: string, index: number): View {
       const next = snapshot
         ? JSON.stringify([
             snapshot.actionsEnabled,
-            apiKey.get() !== null,
+            mayControl(),
             device?.outletControlEnabled,
             outlet !== undefined,
           ])
@@ -851,7 +846,7 @@ const feed = new Feed({
     view?.update();
   },
   control(data) {
-    logControl(data);
+    activity.add(data);
   },
   connection(live) {
     setText(liveBadge, live ? "Live" : "Reconnecting…");
@@ -924,5 +919,6 @@ function navigate(): void {
 
 window.addEventListener("hashchange", navigate);
 window.setInterval(() => view?.update(), 1000);
+await startSession();
 renderKeyButton();
 navigate();
