@@ -234,7 +234,53 @@ describe("Helm chart deploy/helm/pdu-bridge", { skip }, () => {
     }
   });
 
-  it("routes /api, /openapi and /docs through the Ingress to the api Service", () => {
+  it("sign-in: the public URL becomes Api.PublicUrl, the client secret an env from a Secret, never the ConfigMap", async () => {
+    const fromValue = await renderChart([
+      ...API_VALUES,
+      "--set",
+      "oidc.publicUrl=https://pdu.example.com",
+      "--set",
+      "oidc.clientSecret.value=ci-oidc-secret-not-secret",
+    ]);
+    const text = (one(fromValue, "ConfigMap").data as Record<string, string>)["config.yaml"] ?? "";
+    assert.match(text, /PublicUrl: https:\/\/pdu\.example\.com/);
+    assert.equal(text.includes("ci-oidc-secret-not-secret"), false);
+    const secret = one(fromValue, "Secret");
+    const data = secret.data as Record<string, string>;
+    assert.equal(
+      Buffer.from(data.SERVICE_OIDC_CLIENT_SECRET ?? "", "base64").toString(),
+      "ci-oidc-secret-not-secret",
+    );
+    const env = envValue(container(fromValue), "SERVICE_OIDC_CLIENT_SECRET") as unknown as {
+      valueFrom: { secretKeyRef: { name: string; key: string } };
+    };
+    assert.deepEqual(env.valueFrom.secretKeyRef, {
+      name: secret.metadata.name,
+      key: "SERVICE_OIDC_CLIENT_SECRET",
+    });
+
+    const fromExisting = await renderChart([
+      ...API_VALUES,
+      "--set",
+      "oidc.clientSecret.existingSecret=idp-client",
+    ]);
+    const ref = envValue(container(fromExisting), "SERVICE_OIDC_CLIENT_SECRET") as unknown as {
+      valueFrom: { secretKeyRef: { name: string; key: string } };
+    };
+    assert.deepEqual(ref.valueFrom.secretKeyRef, { name: "idp-client", key: "client-secret" });
+
+    const refused = await runHelm([
+      "template",
+      "release",
+      CHART_DIR,
+      "--set",
+      "config.Api.Oidc.ClientSecret=s3cret-key",
+    ]);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /config\.Api\.Oidc\.ClientSecret is set.*SERVICE_OIDC_CLIENT_SECRET/);
+  });
+
+  it("routes /api, /openapi, /docs and /ui through the Ingress to the api Service", () => {
     const spec = one(withApi, "Ingress").spec as {
       ingressClassName: string;
       rules: { host?: string; http: { paths: IngressPath[] } }[];
@@ -252,6 +298,7 @@ describe("Helm chart deploy/helm/pdu-bridge", { skip }, () => {
         ["/api", "Prefix", "api", "api"],
         ["/openapi", "Prefix", "api", "api"],
         ["/docs", "Prefix", "api", "api"],
+        ["/ui", "Prefix", "api", "api"],
       ],
     );
     assert.deepEqual(ofKind(defaults, "Ingress"), []);

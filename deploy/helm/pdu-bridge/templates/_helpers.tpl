@@ -80,6 +80,9 @@ depends on them, so `helm template` and `helm install` stop with one clear messa
 {{- if dig "Api" "ApiKey" "" $config }}
 {{- fail (printf "config.Api.ApiKey is set: %s SERVICE_API_KEY" $hint) }}
 {{- end }}
+{{- if dig "Api" "Oidc" "ClientSecret" "" $config }}
+{{- fail (printf "config.Api.Oidc.ClientSecret is set: %s SERVICE_OIDC_CLIENT_SECRET (or use oidc.clientSecret)" $hint) }}
+{{- end }}
 {{- if dig "Mqtt" "Credentials" "Password" "" $config }}
 {{- fail (printf "config.Mqtt.Credentials.Password is set: %s SERVICE_MQTT_PASSWORD" $hint) }}
 {{- end }}
