@@ -131,6 +131,27 @@ test("an operator signs in, gets a session cookie and switches an outlet; the au
   );
 });
 
+test("an operator's settings write names them in the audit line; a viewer's is refused", async () => {
+  const operator = await signedIn("alice");
+  const url = `${bridge}/api/v1/instances/rack/outlets/${deviceId}/0`;
+  const write = (who: { jar: CookieJar; csrf: string }, label: string) =>
+    request(who.jar, local, url, {
+      method: "PATCH",
+      headers: { "content-type": "application/json", origin: bridge, "x-csrf-token": who.csrf },
+      body: JSON.stringify({ label }),
+    });
+  const done = await write(operator, "web-01");
+  assert.equal(done.status, 200, done.body);
+  await waitFor(() => h.sims.rack.outlet(deviceId, 0).label === "web-01", "the label at the PDU");
+  const line = h.audits().findLast((l) => l.action === "set")!;
+  assert.equal(line.user, "alice");
+  assert.equal(line.source, "console");
+  const viewer = await signedIn("victor");
+  const refused = await write(viewer, "other");
+  assert.equal(refused.status, 403);
+  assert.equal(h.sims.rack.outlet(deviceId, 0).label, "web-01");
+});
+
 test("the sign-in cookie is HttpOnly and SameSite=Lax (no Secure over plain HTTP)", async () => {
   const jar = new CookieJar();
   const start = await request(jar, op.agent, `${bridge}/ui/auth/login`);
