@@ -65,6 +65,46 @@ async function formBody(request: IncomingMessage): Promise<URLSearchParams> {
   return new URLSearchParams(text);
 }
 
+/** The provider's storage: one map per model, in this process (what its own development store does). */
+function memoryAdapter() {
+  const store = new Map<string, Record<string, unknown>>();
+  return class MemoryAdapter {
+    readonly #name: string;
+    constructor(name: string) {
+      this.#name = name;
+    }
+    #key(id: string) {
+      return `${this.#name}:${id}`;
+    }
+    upsert(id: string, payload: Record<string, unknown>): Promise<void> {
+      store.set(this.#key(id), payload);
+      return Promise.resolve();
+    }
+    find(id: string) {
+      return Promise.resolve(store.get(this.#key(id)));
+    }
+    findByUid(uid: string) {
+      return Promise.resolve([...store.values()].find((p) => p.uid === uid));
+    }
+    findByUserCode(code: string) {
+      return Promise.resolve([...store.values()].find((p) => p.userCode === code));
+    }
+    consume(id: string): Promise<void> {
+      const payload = store.get(this.#key(id));
+      if (payload !== undefined) payload.consumed = Math.floor(Date.now() / 1000);
+      return Promise.resolve();
+    }
+    destroy(id: string): Promise<void> {
+      store.delete(this.#key(id));
+      return Promise.resolve();
+    }
+    revokeByGrantId(grantId: string): Promise<void> {
+      for (const [key, payload] of store) if (payload.grantId === grantId) store.delete(key);
+      return Promise.resolve();
+    }
+  };
+}
+
 /**
  * Starts the provider. `redirectUris`: the bridge's callback URLs (its port is chosen before, with
  * freePort); `postLogoutRedirectUris`: where it may send a browser after signing out.
@@ -88,6 +128,7 @@ export async function startTestProvider(options: {
     groupsInIdToken: true,
   };
   const configuration: Configuration = {
+    adapter: memoryAdapter(),
     clients: [
       {
         client_id: CLIENT_ID,
