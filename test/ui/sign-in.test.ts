@@ -198,9 +198,12 @@ test(
       10_000,
     );
     assert.equal(sim.writes().length, writes, "nothing was switched");
-    const line = brief.audits().findLast((l) => l.target === `outlet ${deviceId}/2`);
-    assert.equal(line?.status, 401, "refused before control, and audited");
-    assert.equal(line?.user, undefined);
+    const line = await waitFor(
+      () => brief.audits().findLast((l) => l.target === `outlet ${deviceId}/2`),
+      "the refusal's audit line",
+    );
+    assert.equal(line.status, 401, "refused before control, and audited");
+    assert.equal(line.user, undefined);
     // The provider still knows the browser: the sign-in completes by itself, with a new session.
     await page.waitForURL(`${briefBridge}/ui/#/i/rack`, { timeout: 20_000 });
     await waitFor(
