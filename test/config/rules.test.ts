@@ -401,6 +401,19 @@ const CASES: readonly Case[] = [
     says: "contains '/', '+' or '#'",
   },
   {
+    name: "override Name with a right-to-left override",
+    yaml: `${PDU}    Overrides:\n      Outlets:\n        DEV1:\n          "3": { Name: "core\u202eswitch" }\n`,
+    key: "Pdus.rack-a.Overrides.Outlets.DEV1.3.Name",
+    line: 8,
+    says: "contains U+202E, a bidirectional override: a Name must not change how text is displayed",
+  },
+  {
+    name: "override Name with a line separator",
+    yaml: `${PDU}    Overrides:\n      Groups:\n        "2": { Name: "db\u2028cluster" }\n`,
+    key: "Pdus.rack-a.Overrides.Groups.2.Name",
+    says: "contains U+2028, a line separator",
+  },
+  {
     name: "override device id not a safe name",
     yaml: `${PDU}    Overrides:\n      Outlets:\n        "a#b":\n          "0": { Hidden: true }\n`,
     key: "Pdus.rack-a.Overrides.Outlets.a#b",
