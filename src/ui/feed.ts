@@ -52,7 +52,15 @@ const wireUnit = (system: PduSystem, route: DeviceRoute | null): WireUnit => ({
   hostKey: typeof route?.hostKey === "string" ? route.hostKey : null,
 });
 
-/** The `snapshot` event of an instance: `snapshot` with latches applied, `polled` as the PDU reported it. */
+/** `hidden: true` on what the overrides hide, as REST readings mark it; nothing on the rest. */
+const hiddenMark = (hidden: true | undefined): { hidden?: true } => (hidden === true ? { hidden } : {});
+
+/**
+ * The `snapshot` event of an instance: `snapshot` with latches applied, `polled` as the PDU reported
+ * it. Outlets, entities and groups hidden by the overrides are in it, marked `hidden: true` (a
+ * group's members name them, and a group action switches them); the console leaves them out of its
+ * views.
+ */
 export function snapshotEventData(
   snapshot: Snapshot,
   polled: Snapshot | null,
@@ -83,6 +91,7 @@ export function snapshotEventData(
             reported: was?.index === outlet.index ? was.state : outlet.state,
             alarm: wireAlarm(outlet.alarm),
             measurements: wireMeasurements(outlet.measurements),
+            ...hiddenMark(outlet.hidden),
           };
         }),
         entities: device.entities.map((entity) => ({
@@ -90,6 +99,7 @@ export function snapshotEventData(
           name: entity.displayName,
           alarm: wireAlarm(entity.alarm),
           measurements: wireMeasurements(entity.measurements),
+          ...hiddenMark(entity.hidden),
         })),
       };
     }),
@@ -99,15 +109,18 @@ export function snapshotEventData(
       state: group.state,
       members: group.members.map((m) => ({ deviceId: m.deviceId, index: m.index })),
       measurements: group.measurements.map((m) => ({ ...m })),
+      ...hiddenMark(group.hidden),
     })),
   };
 }
 
+/** The sum of the real power of the outlets the console shows (hidden ones left out), or null. */
 function totalPower(snapshot: Snapshot): number | null {
   let sum = 0;
   let any = false;
   for (const device of snapshot.devices) {
     for (const outlet of device.outlets) {
+      if (outlet.hidden === true) continue;
       const value = outlet.measurements.find((m) => m.type === "realPower")?.value;
       if (typeof value === "number") {
         sum += value;
@@ -133,7 +146,9 @@ export function instanceStatusData(status: InstanceStatus, config: Config): Wire
     lastError: status.lastError,
     consecutiveFailures: status.consecutiveFailures,
     devices: snapshot ? snapshot.devices.length : null,
-    outlets: snapshot ? snapshot.devices.reduce((n, d) => n + d.outlets.length, 0) : null,
+    outlets: snapshot
+      ? snapshot.devices.reduce((n, d) => n + d.outlets.filter((o) => o.hidden !== true).length, 0)
+      : null,
     powerW: snapshot ? totalPower(snapshot) : null,
   };
 }

@@ -27,6 +27,8 @@ export interface WireOutlet {
   readonly reported: "on" | "off" | "unknown";
   readonly alarm: WireAlarm;
   readonly measurements: readonly WireMeasurement[];
+  /** Present (true) only when the configuration's overrides hide the outlet, as in REST readings. */
+  readonly hidden?: true;
 }
 
 export interface WireEntity {
@@ -34,6 +36,8 @@ export interface WireEntity {
   readonly name: string;
   readonly alarm: WireAlarm;
   readonly measurements: readonly WireMeasurement[];
+  /** Present (true) only when the configuration's overrides hide the entity. */
+  readonly hidden?: true;
 }
 
 /** The PDU unit a device lives in (a OneView member, or the polled unit). */
@@ -73,6 +77,8 @@ export interface WireGroup {
   readonly state: string;
   readonly members: readonly { readonly deviceId: string; readonly index: number }[];
   readonly measurements: readonly WireGroupMeasurement[];
+  /** Present (true) only when the configuration's overrides hide the group. */
+  readonly hidden?: true;
 }
 
 /** Data of a `snapshot` event: the latest snapshot of one instance. */

@@ -15,6 +15,7 @@ import type {
   ControlEventData,
   SnapshotEventData,
   WireDevice,
+  WireEntity,
   WireGroup,
   WireInstanceStatus,
   WireMeasurement,
@@ -420,8 +421,20 @@ function updateOutlet(instanceId: string, device: WireDevice, outlet: WireOutlet
   for (const button of refs.buttons) button.disabled = pending;
 }
 
+/**
+ * What the console shows: outlets, entities and groups hidden by the configuration's overrides are
+ * left out of its grids and lists (the event stream marks them `hidden`, as REST does). A group's
+ * member list still names a hidden member, since a group action switches it too.
+ */
+const shownOutlets = (device: WireDevice): readonly WireOutlet[] =>
+  device.outlets.filter((o) => o.hidden !== true);
+const shownEntities = (device: WireDevice): readonly WireEntity[] =>
+  device.entities.filter((e) => e.hidden !== true);
+const shownGroups = (snapshot: SnapshotEventData): readonly WireGroup[] =>
+  snapshot.groups.filter((g) => g.hidden !== true);
+
 function entityRows(device: WireDevice): HTMLTableRowElement[] {
-  return device.entities.map((entity) =>
+  return shownEntities(device).map((entity) =>
     h(
       "tr",
       { class: entity.alarm.raised ? "alarm" : null },
@@ -492,9 +505,13 @@ function pduView(instanceId: string): View {
             )
           : null,
         h("h3", {}, "Outlets"),
-        h("ul", { class: "outlets" }, ...device.outlets.map((o) => outletCard(instanceId, device, o, refs))),
-        device.entities.length > 0 ? h("h3", {}, "Phases, breakers and totals") : null,
-        device.entities.length > 0
+        h(
+          "ul",
+          { class: "outlets" },
+          ...shownOutlets(device).map((o) => outletCard(instanceId, device, o, refs)),
+        ),
+        shownEntities(device).length > 0 ? h("h3", {}, "Phases, breakers and totals") : null,
+        shownEntities(device).length > 0
           ? h(
               "div",
               { class: "scroll" },
@@ -532,8 +549,8 @@ function pduView(instanceId: string): View {
               d.id,
               d.outletControlEnabled,
               d.unit,
-              d.outlets.map((o) => o.index),
-              d.entities.map((e) => e.key),
+              shownOutlets(d).map((o) => o.index),
+              shownEntities(d).map((e) => e.key),
             ]),
           ])
         : "none";
@@ -544,7 +561,7 @@ function pduView(instanceId: string): View {
       header?.update();
       if (!snapshot) return;
       for (const device of snapshot.devices) {
-        for (const outlet of device.outlets) {
+        for (const outlet of shownOutlets(device)) {
           const r = refs.get(outletKey(instanceId, device.id, outlet.index));
           if (r) updateOutlet(instanceId, device, outlet, r);
         }
@@ -560,7 +577,8 @@ function pduView(instanceId: string): View {
 function memberName(snapshot: SnapshotEventData, ref: { deviceId: string; index: number }): string {
   const device = snapshot.devices.find((d) => d.id === ref.deviceId);
   const outlet = device?.outlets.find((o) => o.index === ref.index);
-  return `${device?.unit.label || ref.deviceId} outlet ${ref.index + 1}${outlet ? ` “${outlet.name}”` : ""}`;
+  const hidden = outlet?.hidden === true ? " (hidden)" : "";
+  return `${device?.unit.label || ref.deviceId} outlet ${ref.index + 1}${outlet ? ` “${outlet.name}”` : ""}${hidden}`;
 }
 
 async function groupAction(instanceId: string, group: WireGroup, action: string): Promise<void> {
@@ -595,16 +613,16 @@ function groupsView(instanceId: string): View {
       replace(main, ...header.elements, notReady(instanceId));
       return;
     }
-    if (snapshot.mode !== "oneview" || snapshot.groups.length === 0) {
-      replace(
-        main,
-        ...header.elements,
-        h("p", { class: "note" }, "This PDU is not a OneView cluster: it has no groups."),
-      );
+    if (snapshot.mode !== "oneview" || shownGroups(snapshot).length === 0) {
+      const why =
+        snapshot.mode === "oneview" && snapshot.groups.length > 0
+          ? "Every group of this cluster is hidden by the configuration."
+          : "This PDU is not a OneView cluster: it has no groups.";
+      replace(main, ...header.elements, h("p", { class: "note" }, why));
       return;
     }
     const allowed = snapshot.actionsEnabled && apiKey.get() !== null;
-    const sections = snapshot.groups.map((group) => {
+    const sections = shownGroups(snapshot).map((group) => {
       const body = h("tbody");
       const note = h("p", { class: "outlet-note", role: "status" });
       const stateBadge = h("span", { class: "badge" });
@@ -670,7 +688,7 @@ function groupsView(instanceId: string): View {
             snapshot.actionsEnabled,
             apiKey.get() !== null,
             snapshot.mode,
-            snapshot.groups.map((g) => [g.key, g.name, g.members]),
+            shownGroups(snapshot).map((g) => [g.key, g.name, g.members]),
           ])
         : "none";
       if (next !== shape || !header) {
@@ -679,7 +697,7 @@ function groupsView(instanceId: string): View {
       }
       header?.update();
       if (!snapshot) return;
-      for (const group of snapshot.groups) {
+      for (const group of shownGroups(snapshot)) {
         const part = parts.get(group.key);
         if (!part) continue;
         const key = groupKeyOf(instanceId, group.key);
