@@ -190,9 +190,9 @@ test("an outlet hidden by the overrides is not shown, nor counted in the fleet v
   const deviceId = h.sims.solo.deviceIds()[0]!;
   await page.goto(`${origin}/ui/#/i/solo`);
   await page.locator(`li[data-outlet="${deviceId}/0"]`).waitFor({ timeout: 20_000 });
-  const shown = await page
-    .locator("li[data-outlet]")
-    .evaluateAll((cards) => cards.map((c) => c.getAttribute("data-outlet")));
+  const cards = page.locator("li[data-outlet]");
+  const shown: (string | null)[] = [];
+  for (let i = 0; i < (await cards.count()); i++) shown.push(await cards.nth(i).getAttribute("data-outlet"));
   assert.deepEqual(
     shown,
     [0, 1, 2].map((i) => `${deviceId}/${i}`),
