@@ -26,11 +26,13 @@ import { overridesView, unknownOverrides } from "./pdu/overrides.js";
 import { Poller } from "./poller/scheduler.js";
 import { SnapshotStore } from "./poller/store.js";
 import { heapFlagsReport, heapLimitMb, heapNeededMb } from "./runtime.js";
-import { ConsoleFeed } from "./ui/feed.js";
+import { ConsoleFeed, type ConsoleLimits } from "./ui/feed.js";
 
 export interface AppOptions {
   /** Logger to use (tests pass one that captures lines); default: pino on stdout at Logging.Level. */
   logger?: Logger;
+  /** The console's event-stream bounds; default the documented ones (tests make them small). */
+  consoleLimits?: ConsoleLimits;
 }
 
 /** A part of the running service with a lifecycle. */
@@ -66,7 +68,7 @@ export class App {
   /** null when Metrics.Enabled is false (then nothing is counted). */
   readonly #metrics: BridgeMetrics | null = null;
 
-  private constructor(config: Config, logger: Logger) {
+  private constructor(config: Config, logger: Logger, consoleLimits: ConsoleLimits = {}) {
     this.#config = config;
     this.logger = logger;
     this.clients = new Map(
@@ -121,7 +123,7 @@ export class App {
     });
     const control = this.#controlCore;
     this.console = config.Api.Enabled
-      ? new ConsoleFeed({ store: this.store, config: () => this.config, logger })
+      ? new ConsoleFeed({ ...consoleLimits, store: this.store, config: () => this.config, logger })
       : null;
     // Control outcomes (REST and MQTT) also go to the console's event streams.
     this.control = this.console ? this.console.observe(control) : control;
@@ -129,7 +131,7 @@ export class App {
 
   static async start(config: Config, options: AppOptions = {}): Promise<App> {
     const logger = options.logger ?? createLogger({ level: config.Logging.Level });
-    const app = new App(config, logger);
+    const app = new App(config, logger, options.consoleLimits);
     try {
       await app.#start();
     } catch (error) {

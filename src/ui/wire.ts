@@ -133,6 +133,15 @@ export interface ControlEventData {
   readonly atUtc: string;
 }
 
+/**
+ * Data of a `reconnect` event: the service ends the stream right after it (the stream reached its
+ * maximum age); the client should open a new one at once (the page does; EventSource would after
+ * the `retry:` delay), and gets the full current state again.
+ */
+export interface ReconnectEventData {
+  readonly reason: "age";
+}
+
 /** `GET /api/v1/instances/{id}/outlets/{deviceId}/{index}/history`. */
 export interface OutletHistory {
   readonly instanceId: string;

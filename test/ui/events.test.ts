@@ -1,7 +1,7 @@
 /**
  * `GET /api/v1/events` and the outlet history against the whole service polling the simulator: a
  * change at the simulator reaches an open stream within one poll, control outcomes arrive as
- * `control` events, the number of streams is bounded (503 problem), the history answers the
+ * `control` events, the number of streams per client is bounded (429 problem), the history answers the
  * outlet's polled power, and the console's page and assets carry their cache and CSP headers.
  */
 import assert from "node:assert/strict";
@@ -164,24 +164,24 @@ test("control outcomes arrive as control events; snapshots=false leaves snapshot
   assert.equal(stream.of("snapshot").length, 0, "no snapshot events with snapshots=false");
 });
 
-test("the number of open streams is bounded; beyond it a 503 problem", async (t) => {
+test("the number of open streams per client is bounded; beyond it a 429 problem", async (t) => {
   const feed = h.app.console!;
   const streams: EventStream[] = [];
   t.after(() => streams.forEach((s) => s.close()));
   await waitFor(() => feed.streams === 0, "the streams of earlier tests closed");
-  for (let i = 0; i < feed.maxStreams; i++) {
+  for (let i = 0; i < feed.maxStreamsPerClient; i++) {
     const s = new EventStream("/api/v1/events?snapshots=false");
     streams.push(s);
     await s.ready;
   }
-  await waitFor(() => feed.streams === feed.maxStreams, "every stream open");
+  await waitFor(() => feed.streams === feed.maxStreamsPerClient, "every stream open");
   const refused = await h.api.get("/api/v1/events");
-  assert.equal(refused.status, 503);
+  assert.equal(refused.status, 429);
   assert.match(String(refused.headers["content-type"]), /^application\/problem\+json/);
-  assert.match(refused.json<{ detail: string }>().detail, /event streams are open already/);
+  assert.match(refused.json<{ detail: string }>().detail, /event streams are open from 127\.0\.0\.1 already/);
   assert.ok(Number(refused.headers["retry-after"]) > 0);
   streams.pop()!.close();
-  await waitFor(() => feed.streams < feed.maxStreams, "a stream closed frees a place");
+  await waitFor(() => feed.streams < feed.maxStreamsPerClient, "a stream closed frees a place");
 });
 
 test("hidden outlets are marked hidden in snapshot events, as in REST, and left out of the status counts", async (t) => {
