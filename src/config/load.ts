@@ -169,6 +169,7 @@ export async function parseConfigText(
         CaFile: caFile(pdu.Connection.CaFile),
       },
       Credentials: secrets.pdus.get(id) ?? { Username: null, Password: null },
+      credentialSources: secrets.pduSources.get(id) ?? { Username: null, Password: null },
     };
   });
 

@@ -437,6 +437,11 @@ export interface InstanceConfig extends Omit<PduFileConfig, "Connection"> {
   /** True for the instance named `default`, else the first in the file. */
   readonly primary: boolean;
   readonly Connection: Static<typeof PduConnectionSchema> & { Port: number; Scheme: PduScheme };
+  /**
+   * Where `Credentials` came from (a variable or the file's key), for messages that say what to
+   * fix; absent where an instance was built without the loader.
+   */
+  readonly credentialSources?: { readonly Username: string | null; readonly Password: string | null };
 }
 
 export type MqttConfig = Omit<Static<typeof MqttSchema>, "Connection"> & {

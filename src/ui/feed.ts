@@ -151,7 +151,11 @@ function totalPower(snapshot: Snapshot): number | null {
   return any ? Math.round(sum * 100) / 100 : null;
 }
 
-export function instanceStatusData(status: InstanceStatus, config: Config): WireInstanceStatus {
+export function instanceStatusData(
+  status: InstanceStatus,
+  config: Config,
+  loginProblem: (instanceId: string) => string | null = () => null,
+): WireInstanceStatus {
   const instance = config.instances.find((i) => i.id === status.id);
   const snapshot = status.snapshot;
   return {
@@ -170,6 +174,7 @@ export function instanceStatusData(status: InstanceStatus, config: Config): Wire
       ? snapshot.devices.reduce((n, d) => n + d.outlets.filter((o) => o.hidden !== true).length, 0)
       : null,
     powerW: snapshot ? totalPower(snapshot) : null,
+    loginError: loginProblem(status.id),
   };
 }
 
@@ -211,6 +216,8 @@ export interface ConsoleFeedOptions extends ConsoleLimits {
   readonly config: () => Config;
   readonly logger: Logger;
   readonly now?: () => number;
+  /** Why control of an instance will fail (its login was refused at start), or null. */
+  readonly loginProblem?: (instanceId: string) => string | null;
 }
 
 /** Why a stream was not opened: the answer's status, its detail and its Retry-After. */
@@ -383,7 +390,7 @@ export class ConsoleFeed {
     const config = this.#options.config();
     let text = `retry: ${RETRY_MS}\n\n`;
     text += frame("status", {
-      instances: store.list().map((s) => instanceStatusData(s, config)),
+      instances: store.list().map((s) => this.#statusData(s, config)),
     } satisfies StatusEventData);
     this.#write(stream, text);
     const backlog = store.list().filter((status) => status.snapshot && this.#wants(stream, status.id));
@@ -475,7 +482,7 @@ export class ConsoleFeed {
     if (!status) return;
     this.#broadcast(
       frame("status", {
-        instances: [instanceStatusData(status, this.#options.config())],
+        instances: [this.#statusData(status, this.#options.config())],
       } satisfies StatusEventData),
     );
     if (event.kind !== "snapshot") return;
@@ -485,6 +492,21 @@ export class ConsoleFeed {
       text ??= this.#snapshotFrame(event.instanceId);
       this.#write(stream, text);
     }
+  }
+
+  /** Something of an instance's status other than a poll changed (its login check): a `status` event. */
+  statusChanged(instanceId: string): void {
+    const status = this.#options.store.get(instanceId);
+    if (status === undefined || this.#streams.size === 0) return;
+    this.#broadcast(
+      frame("status", {
+        instances: [this.#statusData(status, this.#options.config())],
+      } satisfies StatusEventData),
+    );
+  }
+
+  #statusData(status: InstanceStatus, config: Config): WireInstanceStatus {
+    return instanceStatusData(status, config, this.#options.loginProblem);
   }
 
   #controlData(request: ControlRequest, outcome: ControlOutcome): ControlEventData {

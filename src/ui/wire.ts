@@ -111,6 +111,11 @@ export interface WireInstanceStatus {
   readonly outlets: number | null;
   /** Sum of the outlets' `realPower` in watts; null when no outlet reports one. */
   readonly powerW: number | null;
+  /**
+   * Why control of the instance will fail: the PDU refused the login checked at start, and what to
+   * fix (the variable or key); null otherwise.
+   */
+  readonly loginError: string | null;
 }
 
 /** Data of a `status` event: every instance on connect, then the ones that changed. */

@@ -194,13 +194,19 @@ function instanceHeader(instanceId: string, snapshot: SnapshotEventData | null, 
       `${unit}${snap ? ` · snapshot ${age(snap.timestampUtc, Date.now())}` : " · not polled yet"}`,
     );
     const failing = status?.status === "failing";
-    banner.hidden = !failing;
-    if (failing) {
-      setText(
-        banner,
-        `Polling fails (${status.consecutiveFailures}×): ${status.lastError ?? "unknown error"}. Values are from the last good poll.`,
-      );
-    }
+    const login = status?.loginError ?? null;
+    banner.hidden = !failing && login === null;
+    setText(
+      banner,
+      [
+        failing
+          ? `Polling fails (${status.consecutiveFailures}×): ${status.lastError ?? "unknown error"}. Values are from the last good poll.`
+          : "",
+        login === null ? "" : `Control will fail: ${login}.`,
+      ]
+        .filter((t) => t !== "")
+        .join(" "),
+    );
   };
   update();
   return { elements: [h("h1", {}, instanceId), meta, banner, tabs], update };
@@ -291,7 +297,15 @@ function fleetView(): View {
         entry.row.className = s.status;
         badge.className = `badge ${s.status}`;
         setText(badge, statusText(s));
-        setText(entry.error, s.status === "failing" ? (s.lastError ?? "") : "");
+        entry.error.className = s.status !== "failing" && s.loginError !== null ? "error login" : "error";
+        setText(
+          entry.error,
+          s.status === "failing"
+            ? (s.lastError ?? "")
+            : s.loginError !== null
+              ? `Control will fail: ${s.loginError}`
+              : "",
+        );
         setText(last, age(s.lastPollUtc, now));
         setText(failures, String(s.consecutiveFailures));
         setText(devices, s.devices === null ? "–" : String(s.devices));
