@@ -191,7 +191,6 @@ interface Stream extends StreamFilter {
   /** The client's address, and the key its streams are counted under ({@link clientKey}). */
   readonly client: string;
   readonly key: string;
-  readonly openedAt: number;
   /** Ends the stream at its maximum age. */
   expiry: NodeJS.Timeout | null;
   /**
@@ -236,7 +235,6 @@ export function clientKey(address: string): string {
   const [head = "", tail = ""] = address.toLowerCase().split("::", 2);
   const left = head === "" ? [] : head.split(":");
   const right = address.includes("::") ? (tail === "" ? [] : tail.split(":")) : [];
-  // An embedded IPv4 tail (::ffff:1.2.3.4) counts as two groups.
   const groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
   return `${groups
     .slice(0, 4)
@@ -375,7 +373,6 @@ export class ConsoleFeed {
       ...filter,
       client,
       key,
-      openedAt: this.now,
       expiry: null,
       backlog: null,
     };
