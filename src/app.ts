@@ -27,11 +27,14 @@ import { overridesView, unknownOverrides } from "./pdu/overrides.js";
 import { Poller } from "./poller/scheduler.js";
 import { SnapshotStore } from "./poller/store.js";
 import { heapFlagsReport, heapLimitMb, heapNeededMb } from "./runtime.js";
-import { ConsoleFeed } from "./ui/feed.js";
+import { ConsoleFeed, type ConsoleLimits } from "./ui/feed.js";
+import { CredentialsCheck } from "./control/credentials.js";
 
 export interface AppOptions {
   /** Logger to use (tests pass one that captures lines); default: pino on stdout at Logging.Level. */
   logger?: Logger;
+  /** The console's event-stream bounds; default the documented ones (tests make them small). */
+  consoleLimits?: ConsoleLimits;
 }
 
 /** A part of the running service with a lifecycle. */
@@ -64,10 +67,12 @@ export class App {
   readonly #online = new Set<string>();
   /** The web console's live feed and outlet history (only with the REST API on). */
   readonly console: ConsoleFeed | null;
+  /** The login check of the instances with control (a wrong password found at start). */
+  readonly credentials: CredentialsCheck;
   /** null when Metrics.Enabled is false (then nothing is counted). */
   readonly #metrics: BridgeMetrics | null = null;
 
-  private constructor(config: Config, logger: Logger) {
+  private constructor(config: Config, logger: Logger, consoleLimits: ConsoleLimits = {}) {
     this.#config = config;
     this.logger = logger;
     this.clients = new Map(
@@ -120,17 +125,34 @@ export class App {
       logger,
       signal: this.#shutdown.signal,
     });
-    const control = this.#controlCore;
+    const credentials = new CredentialsCheck({
+      config: () => this.config,
+      drivers: this.clients,
+      store: this.store,
+      logger,
+      signal: this.#shutdown.signal,
+    });
+    this.credentials = credentials;
+    // A write that succeeds proves the login works (the password was fixed on the PDU).
+    const control = credentials.observe(this.#controlCore);
     this.console = config.Api.Enabled
-      ? new ConsoleFeed({ store: this.store, config: () => this.config, logger })
+      ? new ConsoleFeed({
+          ...consoleLimits,
+          store: this.store,
+          config: () => this.config,
+          logger,
+          loginProblem: (id) => credentials.problem(id),
+        })
       : null;
+    const feed = this.console;
+    if (feed) credentials.onChange((id) => feed.statusChanged(id));
     // Control outcomes (REST and MQTT) also go to the console's event streams.
-    this.control = this.console ? this.console.observe(control) : control;
+    this.control = feed ? feed.observe(control) : control;
   }
 
   static async start(config: Config, options: AppOptions = {}): Promise<App> {
     const logger = options.logger ?? createLogger({ level: config.Logging.Level });
-    const app = new App(config, logger);
+    const app = new App(config, logger, options.consoleLimits);
     try {
       await app.#start();
     } catch (error) {
@@ -165,6 +187,8 @@ export class App {
       this.#warnUnknownOverrides(event.instanceId);
     });
     this.poller.start();
+    // One login per instance with control, now: a wrong password is reported at start.
+    this.credentials.start();
 
     const mqtt = await startMqttBridge({ config: this.config, store: this.store, logger: this.logger });
     this.#mqtt = mqtt;
@@ -183,6 +207,7 @@ export class App {
       mqttStatus: () => mqtt.status(),
       homeAssistantStatus: () => mqtt.homeAssistant(),
       apiOutage: () => this.#apiWorker?.outage() ?? null,
+      loginProblem: (id) => this.credentials.problem(id),
       control: this.control,
       ...(this.console ? { console: this.console } : {}),
       ...(this.#metrics === null ? {} : { metrics: this.#metrics }),
@@ -318,6 +343,7 @@ export class App {
       }
     }
     this.console?.close();
+    this.credentials.close();
     this.store.close();
     await Promise.allSettled([...this.clients.values()].map((c) => c.close()));
     this.logger.info("pdu-bridge stopped");

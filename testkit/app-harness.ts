@@ -10,6 +10,7 @@ import { parseConfigText, type Env } from "../src/config/load.js";
 import type { Config } from "../src/config/schema.js";
 import { startSimulator, type Simulator, type SimulatorOptions } from "../src/simulator/index.js";
 import { silentLogger } from "../src/log.js";
+import type { ConsoleLimits } from "../src/ui/feed.js";
 import { Client } from "./http-harness.js";
 import { LogCapture, type LogLine } from "./log-capture.js";
 import { Recorder } from "./mqtt-client.js";
@@ -147,6 +148,8 @@ export interface AppHarnessOptions<S extends string> {
   readonly env?: Env;
   /** Keep every log line (default true); false logs nothing, for runs too long to keep it all. */
   readonly captureLogs?: boolean;
+  /** The console's event-stream bounds (App option); default the service's. */
+  readonly consoleLimits?: ConsoleLimits;
   /**
    * Subscribe {@link AppHarness.mqtt} to `<parent>/#` (default true); false subscribes it to
    * nothing, for runs whose every published message would otherwise be kept.
@@ -175,7 +178,10 @@ export async function startAppHarness<S extends string = never>(
     await options.beforeStart?.(sims);
     const config = await parseConfigText(options.yaml(sims), "app-test.yaml", options.env ?? {});
     const logger = options.captureLogs === false ? silentLogger() : capture.logger;
-    const started = await App.start(config, { logger });
+    const started = await App.start(config, {
+      logger,
+      ...(options.consoleLimits === undefined ? {} : { consoleLimits: options.consoleLimits }),
+    });
     app = started;
     const { apiPort, healthPort, embeddedBroker } = started.endpoints;
     const broker = embeddedBroker ?? {

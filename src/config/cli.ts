@@ -1,8 +1,9 @@
 /**
  * `pdu-bridge check-config [--config FILE]`: validates the file and the environment and prints the
  * effective configuration with secrets masked (read from the ConfigMap when
- * SERVICE_CONFIG_SOURCE=kubernetes and no --config is given). Exit codes: 0 valid, 2 configuration error (the one
- * message on stderr), 1 anything else.
+ * SERVICE_CONFIG_SOURCE=kubernetes and no --config is given), ending with a YAML comment line that
+ * says the configuration is valid (so stdout stays YAML). Exit codes: 0 valid, 2 configuration
+ * error (every problem on stderr, one line each), 1 anything else.
  *
  * Overrides: check-config does not contact any PDU, so it checks their structure (the schema, safe
  * keys and names: errors) and settings that have no effect as written (warnings on stderr, exit 0);
@@ -53,7 +54,9 @@ export async function runCheckConfig(
         ? (await loadKubernetesConfig(env)).config
         : await loadConfigFile(resolveConfigPath(configArg, env), env);
     out(effectiveConfigYaml(config));
-    for (const line of overrideWarnings(config)) err(`warning: ${line}\n`);
+    const warnings = overrideWarnings(config);
+    for (const line of warnings) err(`warning: ${line}\n`);
+    out(`${validLine(config, warnings.length)}\n`);
     return 0;
   } catch (error) {
     if (error instanceof ConfigError) {
@@ -63,6 +66,13 @@ export async function runCheckConfig(
     err(`pdu-bridge check-config: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   }
+}
+
+/** The last line of a valid configuration's output: `# /etc/pdu-bridge/config.yaml is valid (2 PDU instances)`. */
+export function validLine(config: Config, warnings: number): string {
+  const n = config.instances.length;
+  const note = warnings === 0 ? "" : `; ${warnings} warning${warnings === 1 ? "" : "s"} on stderr`;
+  return `# ${config.origin} is valid (${n} PDU instance${n === 1 ? "" : "s"}${note})`;
 }
 
 /** Warnings about overrides that check-config can give without polling (see the note above). */

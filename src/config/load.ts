@@ -1,7 +1,10 @@
 /**
  * Loading the configuration: find the file, parse the YAML, reject unknown keys, apply defaults,
  * validate with the schema, merge secrets from the environment, infer ports and schemes, and check
- * the rules that span keys. Every problem is a {@link ConfigError} naming the key, file and line.
+ * the rules that span keys. Every problem is a {@link ConfigError} naming the key, file and line,
+ * and a file with several problems gets them all in one error (one line each), in two rounds: the
+ * file's shape (unknown keys, instance ids, every key's type and range), then, once the shape is
+ * right, every rule that reads the values (hosts, ports, secrets, overrides, CA files).
  */
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
@@ -42,8 +45,8 @@ import {
 } from "./secrets.js";
 import {
   asSchemaNode,
-  describeFirstError,
-  findUnknownKey,
+  describeErrors,
+  findUnknownKeys,
   isPlainObject,
   orderedKeys,
   showKind,
@@ -126,17 +129,29 @@ export async function parseConfigText(
   const schema = asSchemaNode(ConfigSchema);
   nullSectionsToEmpty(schema, data);
 
-  const unknown = findUnknownKey(schema, data, (path) => yaml.keysOf(path));
-  if (unknown !== undefined) throw fail(unknown.path, unknown.problem);
+  // Round one: the shape of the file. Every unknown key, bad instance id and bad value is listed.
+  const shape: ConfigError[] = [];
+  const unknown = findUnknownKeys(schema, data, (path) => yaml.keysOf(path));
+  for (const u of unknown) shape.push(fail(u.path, u.problem));
+  // A misspelt required key would also be reported missing: its unknown-key line says it all.
+  const misspelt = new Set(
+    unknown.flatMap((u) =>
+      u.suggestion === undefined ? [] : [[...u.path.slice(0, -1), u.suggestion].join(".")],
+    ),
+  );
 
-  const ids = checkInstanceIds(data, yaml, fail);
+  const ids = checkInstanceIds(data, yaml, fail, shape);
 
   Value.Default(ConfigSchema, data);
-  // typebox leaves the values of a record alone, so each instance gets its defaults here.
-  for (const id of ids) Value.Default(PduSchema, (data.Pdus as Record<string, unknown>)[id]);
+  // typebox leaves the values of a record alone, so each instance gets its defaults here (those
+  // with a bad id too, so that their values are checked as well).
+  if (isPlainObject(data.Pdus)) for (const pdu of Object.values(data.Pdus)) Value.Default(PduSchema, pdu);
 
-  const problem = describeFirstError(schema, data, Value.Errors(ConfigSchema, data));
-  if (problem !== undefined) throw fail(problem.path, problem.problem);
+  for (const problem of describeErrors(schema, data, Value.Errors(ConfigSchema, data))) {
+    if (problem.problem === "is required" && misspelt.has(problem.path.join("."))) continue;
+    shape.push(fail(problem.path, problem.problem));
+  }
+  if (shape.length > 0) throw ConfigError.all(inFileOrder(shape));
   if (!Value.Check(ConfigSchema, data)) throw new ConfigError("", "invalid configuration", { file: origin });
   checkOidcSecretInFile(data, fail);
 
@@ -164,6 +179,7 @@ export async function parseConfigText(
         CaFile: caFile(pdu.Connection.CaFile),
       },
       Credentials: secrets.pdus.get(id) ?? { Username: null, Password: null },
+      credentialSources: secrets.pduSources.get(id) ?? { Username: null, Password: null },
     };
   });
 
@@ -189,16 +205,38 @@ export async function parseConfigText(
     instances,
     origin,
   };
+  // Round two: the rules that read the values, every one of them.
+  const rules: ConfigError[] = [];
   for (const instance of instances) {
     const bad = overrideProblem(instance);
-    if (bad !== undefined) throw fail([...bad.path], bad.problem);
+    if (bad !== undefined) rules.push(fail([...bad.path], bad.problem));
   }
-  checkCrossFieldRules(config, yaml, fail);
-  checkApiAuthRules(config, fail);
-  checkSecretRules(config, env, fail);
-  await checkCaFiles(config, fail);
-  await readApiTls(config, fail);
+  checkHosts(config, fail, rules);
+  checkCrossFieldRules(config, yaml, fail, rules);
+  await collectFirst(rules, () => checkApiAuthRules(config, fail));
+  checkSecretRules(config, env, fail, rules);
+  await checkCaFiles(config, fail, rules);
+  await collectFirst(rules, () => readApiTls(config, fail));
+  if (rules.length > 0) throw ConfigError.all(inFileOrder(rules));
   return config;
+}
+
+/** Runs a check that stops at its first problem, adding that problem (if any) to `problems`. */
+async function collectFirst(problems: ConfigError[], check: () => unknown): Promise<void> {
+  try {
+    await check();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    problems.push(error);
+  }
+}
+
+/** Problems by line (those without one, such as a variable's, after), otherwise as found. */
+function inFileOrder(problems: readonly ConfigError[]): ConfigError[] {
+  return problems
+    .map((problem, i) => ({ problem, i }))
+    .sort((a, b) => (a.problem.line ?? Infinity) - (b.problem.line ?? Infinity) || a.i - b.i)
+    .map((p) => p.problem);
 }
 
 function mqttSchemeForPort(port: number | undefined): MqttScheme {
@@ -221,39 +259,57 @@ function nullSectionsToEmpty(schema: SchemaNode, value: Record<string, unknown>)
 
 type Fail = (path: KeyPath, problem: string, linePath?: KeyPath) => ConfigError;
 
-/** The instance ids in file order, after checking there is one and that they are valid and distinct. */
-function checkInstanceIds(data: Record<string, unknown>, yaml: ParsedYaml, fail: Fail): string[] {
+/**
+ * The valid instance ids in file order; a missing `Pdus`, an invalid id or two ids that collide
+ * are added to `problems`.
+ */
+function checkInstanceIds(
+  data: Record<string, unknown>,
+  yaml: ParsedYaml,
+  fail: Fail,
+  problems: ConfigError[],
+): string[] {
   const pdus = data.Pdus;
   if (pdus === undefined || (isPlainObject(pdus) && Object.keys(pdus).length === 0)) {
-    throw fail(["Pdus"], "at least one PDU instance is required");
+    problems.push(fail(["Pdus"], "at least one PDU instance is required"));
+    return [];
   }
   if (!isPlainObject(pdus)) return []; // the schema reports the wrong type
-  const ids = orderedKeys(pdus, yaml.keysOf(["Pdus"]));
+  const ids: string[] = [];
   const pattern = new RegExp(InstanceIdPattern);
   const seen = new Map<string, string>();
-  for (const id of ids) {
+  for (const id of orderedKeys(pdus, yaml.keysOf(["Pdus"]))) {
     if (!pattern.test(id)) {
-      throw fail(["Pdus", id], `instance ids are 1-64 characters of A-Za-z0-9_- (got ${JSON.stringify(id)})`);
+      problems.push(
+        fail(["Pdus", id], `instance ids are 1-64 characters of A-Za-z0-9_- (got ${JSON.stringify(id)})`),
+      );
+      continue;
     }
     const variableId = instanceVariableId(id);
     const other = seen.get(variableId);
     if (other !== undefined) {
-      throw fail(
-        ["Pdus", id],
-        `instance id collides with \`${other}\`: ids must differ in more than case and - versus _ ` +
-          `(both would read ${PDU_VARIABLE_PREFIX}_${variableId}_* and ?instance= ignores case)`,
+      problems.push(
+        fail(
+          ["Pdus", id],
+          `instance id collides with \`${other}\`: ids must differ in more than case and - versus _ ` +
+            `(both would read ${PDU_VARIABLE_PREFIX}_${variableId}_* and ?instance= ignores case)`,
+        ),
       );
+      continue;
     }
     seen.set(variableId, id);
+    ids.push(id);
   }
   return ids;
 }
 
-function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail): void {
+function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail, problems: ConfigError[]): void {
   const embedded = config.Mqtt.Connection.Host === null;
   const healthPaths = ["/healthz", "/readyz", "/health/integrations"];
   if (config.Metrics.Enabled && healthPaths.includes(config.Metrics.Path)) {
-    throw fail(["Metrics", "Path"], `${config.Metrics.Path} is a health endpoint; choose another path`);
+    problems.push(
+      fail(["Metrics", "Path"], `${config.Metrics.Path} is a health endpoint; choose another path`),
+    );
   }
 
   const listeners = [
@@ -268,35 +324,43 @@ function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail): voi
       const lineA = yaml.has(a.path) ? (yaml.lineOf(a.path) ?? 0) : -1;
       const lineB = yaml.has(b.path) ? (yaml.lineOf(b.path) ?? 0) : -1;
       const [named, other] = lineB > lineA ? [b, a] : [a, b];
-      throw fail(
-        named.path,
-        `port ${named.port} is also used by ${other.path.join(".")}; each listener needs its own port`,
+      problems.push(
+        fail(
+          named.path,
+          `port ${named.port} is also used by ${other.path.join(".")}; each listener needs its own port`,
+        ),
       );
     }
   }
 
   for (const [i, address] of config.Api.TrustedProxies.entries()) {
     if (isIP(address) === 0) {
-      throw fail(
-        ["Api", "TrustedProxies", String(i)],
-        `must be an IP address written out, like 10.0.0.5 or fd00::5 (got ${showValue(address)}); names and ranges are not accepted`,
-        ["Api", "TrustedProxies"],
+      problems.push(
+        fail(
+          ["Api", "TrustedProxies", String(i)],
+          `must be an IP address written out, like 10.0.0.5 or fd00::5 (got ${showValue(address)}); names and ranges are not accepted`,
+          ["Api", "TrustedProxies"],
+        ),
       );
     }
   }
 
   if (config.Http.HeadersTimeout > config.Http.RequestTimeout) {
-    throw fail(
-      ["Http", "HeadersTimeout"],
-      `must not be longer than Http.RequestTimeout (${config.Http.RequestTimeout}): the headers are part of the request`,
+    problems.push(
+      fail(
+        ["Http", "HeadersTimeout"],
+        `must not be longer than Http.RequestTimeout (${config.Http.RequestTimeout}): the headers are part of the request`,
+      ),
     );
   }
 
   if (embedded && config.Mqtt.Connection.ProtocolVersion === 5) {
-    throw fail(
-      ["Mqtt", "Connection", "ProtocolVersion"],
-      "5 needs an external broker: the embedded broker (used because Mqtt.Connection.Host is not set) " +
-        "speaks MQTT 3.1.1 only; use 4 or set Mqtt.Connection.Host",
+    problems.push(
+      fail(
+        ["Mqtt", "Connection", "ProtocolVersion"],
+        "5 needs an external broker: the embedded broker (used because Mqtt.Connection.Host is not set) " +
+          "speaks MQTT 3.1.1 only; use 4 or set Mqtt.Connection.Host",
+      ),
     );
   }
 
@@ -305,10 +369,12 @@ function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail): voi
     if (!instance.ActionsEnabled || (nonEmpty(Username) && nonEmpty(Password))) continue;
     const path = ["Pdus", instance.id, "Credentials"];
     const variables = `${instanceVariablePrefix(instance.id)}_USERNAME/_PASSWORD or ${PDU_VARIABLE_PREFIX}_USERNAME/_PASSWORD`;
-    throw fail(
-      path,
-      `ActionsEnabled is true but Username and Password are not both set (set them here or with ${variables})`,
-      yaml.has(path) ? path : ["Pdus", instance.id, "ActionsEnabled"],
+    problems.push(
+      fail(
+        path,
+        `ActionsEnabled is true but Username and Password are not both set (set them here or with ${variables})`,
+        yaml.has(path) ? path : ["Pdus", instance.id, "ActionsEnabled"],
+      ),
     );
   }
 }
@@ -319,34 +385,149 @@ const nonEmpty = (value: string | null): boolean => value !== null && value !== 
 export const MIN_API_KEY_LENGTH = 16;
 
 /**
- * Secrets that could never work as set (issue 14, item 11): an API key that is short enough to
- * guess or holds whitespace (a key of " " can never be sent), and an MQTT password without a user
- * name (MQTT 3.1.1 cannot send it, so the bridge silently never connected). Named where they came
- * from (the variable or the file's key); the value is never repeated.
+ * Why an API key is too weak or cannot be typed reliably, or null. A key is at least
+ * {@link MIN_API_KEY_LENGTH} printable ASCII characters (`!` to `~`: no whitespace, no control or
+ * invisible characters such as U+200B, no letters outside ASCII that look like others) and not
+ * one character repeated. Only the kind of problem is said, never the key.
  */
-function checkSecretRules(config: Config, env: Env, fail: Fail): void {
+export function apiKeyProblem(key: string): string | null {
+  const characters = [...key];
+  const rule =
+    `the API key must be at least ${MIN_API_KEY_LENGTH} characters without whitespace, printable ASCII ` +
+    "only (! to ~), and not one character repeated";
+  const hint = "; generate one, e.g. with `openssl rand -hex 24`";
+  if (/\s/u.test(key)) return `${rule} (got ${characters.length} characters with whitespace)${hint}`;
+  const outside = characters.find((c) => c < "!" || c > "~");
+  if (outside !== undefined) {
+    const code = `U+${outside.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`;
+    return `${rule} (got ${code}, which is not printable ASCII)${hint}`;
+  }
+  if (characters.length < MIN_API_KEY_LENGTH) return `${rule} (got ${characters.length} characters)${hint}`;
+  if (new Set(characters).size === 1) {
+    return `${rule} (got one character repeated ${characters.length} times)${hint}`;
+  }
+  return null;
+}
+
+/**
+ * Secrets that could never work as set: an API key that is guessable or cannot be typed reliably
+ * ({@link apiKeyProblem}), and an MQTT password without a user name (MQTT 3.1.1 cannot send it, so
+ * the bridge silently never connected). Named where they came from (the variable or the file's
+ * key); the value is never repeated.
+ */
+function checkSecretRules(config: Config, env: Env, fail: Fail, problems: ConfigError[]): void {
   const key = config.Api.ApiKey;
-  if (key !== "" && ([...key].length < MIN_API_KEY_LENGTH || /\s/u.test(key))) {
-    const problem =
-      `the API key must be at least ${MIN_API_KEY_LENGTH} characters without whitespace ` +
-      `(got ${[...key].length} characters${/\s/u.test(key) ? " with whitespace" : ""}); ` +
-      "generate one, e.g. with `openssl rand -hex 24`";
+  const problem = key === "" ? null : apiKeyProblem(key);
+  if (problem !== null) {
     const variable = [`${API_KEY_VARIABLE}_FILE`, API_KEY_VARIABLE].find((v) => (env[v] ?? "") !== "");
-    if (variable !== undefined) throw new ConfigError(variable, problem);
-    throw fail(["Api", "ApiKey"], problem);
+    problems.push(
+      variable !== undefined ? new ConfigError(variable, problem) : fail(["Api", "ApiKey"], problem),
+    );
   }
   const { Username, Password } = config.Mqtt.Credentials;
   if (nonEmpty(Password) && !nonEmpty(Username)) {
-    throw fail(
-      ["Mqtt", "Credentials", "Username"],
-      `is required when an MQTT password is set (Mqtt.Credentials.Password or ${MQTT_VARIABLE_PREFIX}_PASSWORD); ` +
-        `set it here or with ${MQTT_VARIABLE_PREFIX}_USERNAME`,
-      ["Mqtt", "Credentials"],
+    problems.push(
+      fail(
+        ["Mqtt", "Credentials", "Username"],
+        `is required when an MQTT password is set (Mqtt.Credentials.Password or ${MQTT_VARIABLE_PREFIX}_PASSWORD); ` +
+          `set it here or with ${MQTT_VARIABLE_PREFIX}_USERNAME`,
+        ["Mqtt", "Credentials"],
+      ),
     );
   }
 }
 
-async function checkCaFiles(config: Config, fail: Fail): Promise<void> {
+/**
+ * Hosts are a host name or an IP address only: a URL, a port or a path written into `Host` passed
+ * the schema and failed at run time (`Invalid URL`), so each is refused here with where it goes.
+ */
+function checkHosts(config: Config, fail: Fail, problems: ConfigError[]): void {
+  for (const instance of config.instances) {
+    const at = ["Pdus", instance.id, "Connection"];
+    const problem = hostProblem(instance.Connection.Host, {
+      scheme: `${at.join(".")}.Scheme (http or https)`,
+      port: `${at.join(".")}.Port`,
+      path: "the bridge asks for the PDU's API paths itself",
+      brackets: true,
+    });
+    if (problem !== null) problems.push(fail([...at, "Host"], problem));
+  }
+  const host = config.Mqtt.Connection.Host;
+  const problem =
+    host === null
+      ? null
+      : hostProblem(host, {
+          scheme: "Mqtt.Connection.Scheme (mqtt, mqtts, ws or wss)",
+          port: "Mqtt.Connection.Port",
+          path: "a broker is named by its host and port only",
+          brackets: false,
+        });
+  if (problem !== null) problems.push(fail(["Mqtt", "Connection", "Host"], problem));
+}
+
+interface HostKeys {
+  /** Where a scheme goes, e.g. `Pdus.x.Connection.Scheme (http or https)`. */
+  readonly scheme: string;
+  /** Where a port goes. */
+  readonly port: string;
+  /** Why no path is needed. */
+  readonly path: string;
+  /** Whether an IPv6 address may be written in brackets (`[fd00::5]`). */
+  readonly brackets: boolean;
+}
+
+const portAdvice = (port: string, keys: HostKeys): string =>
+  port === "" ? `a port goes in ${keys.port}` : `the port (${port}) goes in ${keys.port}`;
+
+/** Why `host` is not a host name or an IP address alone, saying where its other parts go; or null. */
+export function hostProblem(host: string, keys: HostKeys): string | null {
+  const shown = showValue(host);
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(host);
+  if (scheme !== null) {
+    let parts: { host: string; port: string; path: string } | null = null;
+    try {
+      const url = new URL(host);
+      parts = { host: url.hostname, port: url.port, path: url.pathname === "/" ? "" : url.pathname };
+    } catch {
+      // named below without its parts
+    }
+    const advice = [
+      `the scheme (${scheme[1]!.toLowerCase()}) goes in ${keys.scheme}`,
+      ...(parts !== null && parts.port !== "" ? [`the port (${parts.port}) in ${keys.port}`] : []),
+      ...(parts !== null && parts.path !== "" ? [`and no path (${keys.path})`] : []),
+    ];
+    const alone = parts !== null && parts.host !== "" ? ` (${parts.host})` : "";
+    return `must be a host name or an IP address alone${alone}, not a URL (got ${shown}): ${advice.join(", ")}`;
+  }
+  if (/[\s@?#\\]/u.test(host)) return `must be a host name or an IP address (got ${shown})`;
+  const slash = host.indexOf("/");
+  if (slash >= 0) {
+    return `must be a host name or an IP address without a path (got ${shown}): write ${showValue(host.slice(0, slash))}; ${keys.path}`;
+  }
+  const bracketed = /^\[([^\]]*)\](?::(\d*))?$/.exec(host);
+  if (bracketed !== null) {
+    const inner = bracketed[1]!;
+    if (isIP(inner) !== 6) return `must be a host name or an IP address (got ${shown})`;
+    if (bracketed[2] !== undefined) {
+      const written = keys.brackets ? `[${inner}]` : inner;
+      return `must be a host name or an IP address without a port (got ${shown}): write ${written}; ${portAdvice(bracketed[2], keys)}`;
+    }
+    return keys.brackets
+      ? null
+      : `must be an IPv6 address without brackets here (got ${shown}): write ${inner}`;
+  }
+  if (isIP(host) !== 0) return null;
+  const port = /^([^:]+):(\d*)$/.exec(host);
+  if (port !== null) {
+    return `must be a host name or an IP address without a port (got ${shown}): write ${port[1]}; ${portAdvice(port[2]!, keys)}`;
+  }
+  if (host.includes(":") || !URL.canParse(`http://${host}/`)) {
+    return `must be a host name or an IP address (got ${shown})`;
+  }
+  return null;
+}
+
+async function checkCaFiles(config: Config, fail: Fail, problems: ConfigError[]): Promise<void> {
   const files: [KeyPath, string | null][] = [
     [["Mqtt", "Connection", "CaFile"], config.Mqtt.Connection.CaFile],
     [["Api", "Oidc", "CaFile"], config.Api.Oidc.CaFile],
@@ -360,7 +541,7 @@ async function checkCaFiles(config: Config, fail: Fail): Promise<void> {
     try {
       await readFile(file);
     } catch (cause) {
-      throw fail(path, `cannot read ${file} (${ioReason(cause)})`);
+      problems.push(fail(path, `cannot read ${file} (${ioReason(cause)})`));
     }
   }
 }

@@ -50,7 +50,7 @@ export const MqttConnectionSchema = Type.Object(
     Host: Type.Optional(
       Type.Union([Type.String({ minLength: 1 }), Type.Null()], {
         description:
-          "Broker host name or address; omitted: the service starts its embedded broker and uses it",
+          "Broker host name or IP address alone (no scheme, port or path: those are Scheme and Port); omitted: the service starts its embedded broker and uses it",
       }),
     ),
     Port: Type.Optional(
@@ -127,7 +127,8 @@ export const PduConnectionSchema = Type.Object(
   {
     Host: Type.String({
       minLength: 1,
-      description: "PDU host name or address (the master's, for a OneView cluster)",
+      description:
+        "PDU host name or IP address alone, the master's for a OneView cluster (no scheme, port or path: those are Scheme and Port)",
     }),
     Port: Type.Optional(remotePort("PDU HTTP(S) port; default 443 for https, else 80")),
     Scheme: Type.Optional(
@@ -418,7 +419,7 @@ export const ConfigSchema = Type.Object(
         ApiKey: Type.String({
           default: "",
           description:
-            "Non-empty (at least 16 characters, no whitespace) enables the control endpoints; a secret: set SERVICE_API_KEY or SERVICE_API_KEY_FILE instead",
+            "Non-empty (at least 16 printable ASCII characters, no whitespace, not one character repeated) enables the control endpoints; a secret: set SERVICE_API_KEY or SERVICE_API_KEY_FILE instead",
         }),
         TrustedProxies: Type.Array(Type.String({ minLength: 1 }), {
           default: [],
@@ -543,6 +544,11 @@ export interface InstanceConfig extends Omit<PduFileConfig, "Connection"> {
   /** True for the instance named `default`, else the first in the file. */
   readonly primary: boolean;
   readonly Connection: Static<typeof PduConnectionSchema> & { Port: number; Scheme: PduScheme };
+  /**
+   * Where `Credentials` came from (a variable or the file's key), for messages that say what to
+   * fix; absent where an instance was built without the loader.
+   */
+  readonly credentialSources?: { readonly Username: string | null; readonly Password: string | null };
 }
 
 export type MqttConfig = Omit<Static<typeof MqttSchema>, "Connection"> & {

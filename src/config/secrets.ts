@@ -15,6 +15,16 @@ export interface Credentials {
   Password: string | null;
 }
 
+/**
+ * Where each credential of an instance came from, for messages that say what to fix: a variable
+ * (`SERVICE_PDU_RACK_A_PASSWORD`, `…_FILE`, `SERVICE_PDU_PASSWORD`) or the file's key
+ * (`Pdus.rack-a.Credentials.Password`); null when not set.
+ */
+export interface CredentialSources {
+  readonly Username: string | null;
+  readonly Password: string | null;
+}
+
 export const API_KEY_VARIABLE = "SERVICE_API_KEY";
 export const MQTT_VARIABLE_PREFIX = "SERVICE_MQTT";
 export const PDU_VARIABLE_PREFIX = "SERVICE_PDU";
@@ -28,17 +38,22 @@ export const instanceVariablePrefix = (id: string): string =>
 
 /** The value of secret `name`: from the file `<name>_FILE` names, else `<name>`; undefined when neither is set. */
 export async function readSecret(env: Env, name: string): Promise<string | undefined> {
+  return (await readSecretFrom(env, name))?.value;
+}
+
+/** {@link readSecret}, with the variable the value came from. */
+async function readSecretFrom(env: Env, name: string): Promise<{ value: string; from: string } | undefined> {
   const fileVariable = `${name}_FILE`;
   const path = env[fileVariable];
   if (path !== undefined && path !== "") {
     try {
-      return (await readFile(path, "utf8")).replace(/[\r\n]+$/, "");
+      return { value: (await readFile(path, "utf8")).replace(/[\r\n]+$/, ""), from: fileVariable };
     } catch (cause) {
       throw new ConfigError(fileVariable, `cannot read ${path} (${ioReason(cause)})`);
     }
   }
   const plain = env[name];
-  return plain === undefined || plain === "" ? undefined : plain;
+  return plain === undefined || plain === "" ? undefined : { value: plain, from: name };
 }
 
 export function ioReason(cause: unknown): string {
@@ -61,6 +76,8 @@ export interface MergedSecrets {
   readonly mqtt: Credentials;
   /** By instance id. */
   readonly pdus: ReadonlyMap<string, Credentials>;
+  /** Where each PDU credential came from, by instance id. */
+  readonly pduSources: ReadonlyMap<string, CredentialSources>;
 }
 
 /**
@@ -76,20 +93,25 @@ export async function mergeSecrets(
   const apiKey = await readSecret(env, API_KEY_VARIABLE);
   const mqttUsername = await readSecret(env, `${MQTT_VARIABLE_PREFIX}_USERNAME`);
   const mqttPassword = await readSecret(env, `${MQTT_VARIABLE_PREFIX}_PASSWORD`);
-  const pduUsername = await readSecret(env, `${PDU_VARIABLE_PREFIX}_USERNAME`);
-  const pduPassword = await readSecret(env, `${PDU_VARIABLE_PREFIX}_PASSWORD`);
+  const pduUsername = await readSecretFrom(env, `${PDU_VARIABLE_PREFIX}_USERNAME`);
+  const pduPassword = await readSecretFrom(env, `${PDU_VARIABLE_PREFIX}_PASSWORD`);
 
   const pdus = new Map<string, Credentials>();
+  const pduSources = new Map<string, CredentialSources>();
   for (const id of ids) {
     const own = instanceVariablePrefix(id);
     const fromFile = file.Pdus[id]?.Credentials;
-    const username =
-      (await readSecret(env, `${own}_USERNAME`)) ?? nonEmpty(fromFile?.Username) ?? pduUsername;
-    const password =
-      (await readSecret(env, `${own}_PASSWORD`)) ?? nonEmpty(fromFile?.Password) ?? pduPassword;
-    pdus.set(id, { Username: username ?? null, Password: password ?? null });
+    const inFile = (field: "Username" | "Password") => {
+      const value = nonEmpty(fromFile?.[field]);
+      return value === undefined ? undefined : { value, from: `Pdus.${id}.Credentials.${field}` };
+    };
+    const username = (await readSecretFrom(env, `${own}_USERNAME`)) ?? inFile("Username") ?? pduUsername;
+    const password = (await readSecretFrom(env, `${own}_PASSWORD`)) ?? inFile("Password") ?? pduPassword;
+    pdus.set(id, { Username: username?.value ?? null, Password: password?.value ?? null });
+    pduSources.set(id, { Username: username?.from ?? null, Password: password?.from ?? null });
   }
   return {
+    pduSources,
     apiKey: apiKey ?? file.Api.ApiKey,
     mqtt: {
       Username: mqttUsername ?? nonEmpty(file.Mqtt.Credentials.Username) ?? null,

@@ -1,6 +1,6 @@
 /**
- * Turning schema problems into one plain sentence: unknown keys (with a spelling suggestion) and
- * the first typebox error, each naming the key in dotted form.
+ * Turning schema problems into plain sentences: unknown keys (with a spelling suggestion) and
+ * typebox's errors (one per key), each naming the key in dotted form.
  */
 import type { TLocalizedValidationError } from "typebox/error";
 
@@ -35,6 +35,8 @@ export const asSchemaNode = (schema: object): SchemaNode => schema;
 export interface Problem {
   readonly path: readonly string[];
   readonly problem: string;
+  /** For an unknown key: the known key it is probably a misspelling of. */
+  readonly suggestion?: string;
 }
 
 export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
@@ -44,35 +46,39 @@ export const isPlainObject = (value: unknown): value is Record<string, unknown> 
 export const SECRET_KEYS: ReadonlySet<string> = new Set(["Password", "ApiKey", "ClientSecret"]);
 
 /**
- * The first key not in the schema, walking mappings in `keysOf` order. Under a map with free keys
- * (`patternProperties`, i.e. `Pdus`) the keys are not checked here; their values are.
+ * Every key not in the schema, walking mappings in `keysOf` order. Under a map with free keys
+ * (`patternProperties`, i.e. `Pdus`) the keys are not checked here; their values are. A key below
+ * an unknown key is not looked at (the unknown one says it all).
  */
-export function findUnknownKey(
+export function findUnknownKeys(
   schema: SchemaNode,
   value: unknown,
   keysOf: (path: readonly string[]) => string[],
   path: readonly string[] = [],
-): Problem | undefined {
-  if (!isPlainObject(value)) return undefined;
+): Problem[] {
+  if (!isPlainObject(value)) return [];
   const ordered = orderedKeys(value, keysOf(path));
+  const found: Problem[] = [];
   if (schema.properties !== undefined) {
     const known = Object.keys(schema.properties);
     for (const key of ordered) {
       // Own properties only: `constructor`, `toString`, `__proto__` are unknown keys, not Object's.
       const child = Object.hasOwn(schema.properties, key) ? schema.properties[key] : undefined;
-      if (child === undefined) return { path: [...path, key], problem: unknownKeyProblem(key, known) };
-      const found = findUnknownKey(child, value[key], keysOf, [...path, key]);
-      if (found !== undefined) return found;
+      if (child === undefined) {
+        const suggestion = suggest(key, known);
+        found.push({
+          path: [...path, key],
+          problem: unknownKeyProblem(key, known),
+          ...(suggestion === undefined ? {} : { suggestion }),
+        });
+      } else found.push(...findUnknownKeys(child, value[key], keysOf, [...path, key]));
     }
-    return undefined;
+    return found;
   }
   const itemSchema = Object.values(schema.patternProperties ?? {})[0];
-  if (itemSchema === undefined) return undefined;
-  for (const key of ordered) {
-    const found = findUnknownKey(itemSchema, value[key], keysOf, [...path, key]);
-    if (found !== undefined) return found;
-  }
-  return undefined;
+  if (itemSchema === undefined) return found;
+  for (const key of ordered) found.push(...findUnknownKeys(itemSchema, value[key], keysOf, [...path, key]));
+  return found;
 }
 
 /** `keysOf` order first (file order), then any key only the data has (e.g. from a merge key). */
@@ -127,19 +133,32 @@ export function editDistance(a: string, b: string): number {
 }
 
 /**
- * The first error worth showing. Errors of single `anyOf` branches are skipped (the `anyOf` error
- * itself says it better), as are additional-property errors (unknown keys are reported before).
+ * Every error worth showing, at most one per key, a key's own error before its children's (a
+ * section of the wrong type says it all; its keys are not listed too). Errors of single `anyOf`
+ * branches are skipped (the `anyOf` error itself says it better), as are additional-property
+ * errors (unknown keys are reported before).
  */
-export function describeFirstError(
+export function describeErrors(
   schema: SchemaNode,
   value: unknown,
   errors: readonly TLocalizedValidationError[],
-): Problem | undefined {
-  const error = errors.find(
-    (e) =>
-      !/\/anyOf\/\d+/.test(e.schemaPath) && e.keyword !== "additionalProperties" && e.keyword !== "boolean",
-  );
-  if (error === undefined) return undefined;
+): Problem[] {
+  const problems: Problem[] = [];
+  const seen: string[] = [];
+  for (const error of errors) {
+    if (/\/anyOf\/\d+/.test(error.schemaPath) || error.keyword === "additionalProperties") continue;
+    if (error.keyword === "boolean") continue;
+    const problem = describeError(schema, value, error);
+    const key = problem.path.join("\u0000");
+    // One per key, and none below a key already reported.
+    if (seen.some((s) => key === s || key.startsWith(`${s}\u0000`))) continue;
+    seen.push(key);
+    problems.push(problem);
+  }
+  return problems;
+}
+
+function describeError(schema: SchemaNode, value: unknown, error: TLocalizedValidationError): Problem {
   const path = error.instancePath
     .split("/")
     .slice(1)

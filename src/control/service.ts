@@ -39,7 +39,7 @@ import {
   type DisciplineOptions,
   type Refused,
 } from "./discipline.js";
-import { SETTING_NAMES, settingsProblem, SETTINGS_ACTION } from "./settings.js";
+import { protectedSettingsProblem, SETTING_NAMES, settingsProblem, SETTINGS_ACTION } from "./settings.js";
 import {
   type ControlOutcome,
   type ControlProblem,
@@ -366,6 +366,10 @@ export class ControlCore implements ControlService {
     const { id, snapshot } = polled;
     const planned = planSettings(snapshot, target, id);
     if ("status" in planned) return planned;
+    if (planned.kind === "outlet") {
+      const guarded = protectedSettingsRefusal(snapshot, planned.outlet, settings, id);
+      if (guarded !== null) return guarded;
+    }
     const client = this.#deps.clients.get(id);
     if (client === undefined) {
       const detail = `control of instance ${id} is not available in this process`;
@@ -767,6 +771,29 @@ function protectedRefusal(
     409,
     "Protected",
     `${action} on outlet ${names[0]} of instance ${id} was refused: the outlet is protected; ${fix}`,
+    { problem: "protected" },
+  );
+}
+
+/**
+ * 409 when a settings write would let a `Protected` outlet stay off (the settings table's
+ * `whenProtected`: a power-on action of off, an on or reboot delay): the whole write, nothing sent.
+ */
+function protectedSettingsRefusal(
+  snapshot: Snapshot,
+  outlet: OutletTarget,
+  settings: OutletSettings,
+  id: string,
+): Refusal | null {
+  if (findOutlet(snapshot, outlet.deviceId, outlet.index)?.protected !== true) return null;
+  const problem = protectedSettingsProblem(settings);
+  if (problem === null) return null;
+  return refuse(
+    409,
+    "Protected",
+    `${SETTINGS_ACTION} ${Object.keys(settings).join(", ")} on outlet ${outletName(outlet)} of instance ${id} was refused: ` +
+      `the outlet is protected, which refuses ${problem}; a protected outlet takes a label, offDelay and poaAction on or last; ` +
+      `remove Protected from Pdus.${id}.Overrides to allow it; nothing was sent`,
     { problem: "protected" },
   );
 }

@@ -12,6 +12,7 @@
  */
 import type { OutletSettings, PoaAction } from "../pdu/driver.js";
 import type { Outlet } from "../pdu/model.js";
+import { displaySpoofing } from "../pdu/display.js";
 import { forbiddenCharacter } from "../pdu/names.js";
 
 /** The audit log's (and the control metrics') action of a settings write. */
@@ -37,6 +38,13 @@ export interface SettingRow {
   readonly description: string;
   /** The value the latest snapshot reports for an outlet, as the retained topic's payload; null: none. */
   readonly current: (outlet: Outlet) => string | null;
+  /**
+   * On a `Protected` outlet (overrides): the values refused (`"all"`: any value) and why; null: the
+   * setting is allowed. Protected means the bridge never leaves the outlet off, so what can only
+   * keep it off is refused, and what cannot (a label, an off delay, which only postpones an off the
+   * bridge refuses anyway) is allowed.
+   */
+  readonly whenProtected: { readonly refuses: "all" | readonly string[]; readonly why: string } | null;
 }
 
 const delayOf = (n: number | null): string | null => (n === null ? null : String(n));
@@ -50,6 +58,7 @@ export const OUTLET_SETTINGS: readonly SettingRow[] = [
     title: "Label",
     description: `The label on the PDU: 1 to ${LABEL_MAX} printable characters`,
     current: (o) => o.displayName,
+    whenProtected: null,
   },
   {
     name: "onDelay",
@@ -57,6 +66,7 @@ export const OUTLET_SETTINGS: readonly SettingRow[] = [
     title: "On delay",
     description: `Seconds the outlet waits before switching on (0 to ${DELAY_MAX})`,
     current: (o) => delayOf(o.onDelay),
+    whenProtected: { refuses: "all", why: "it holds the outlet off before each switch on" },
   },
   {
     name: "offDelay",
@@ -64,6 +74,7 @@ export const OUTLET_SETTINGS: readonly SettingRow[] = [
     title: "Off delay",
     description: `Seconds the outlet waits before switching off (0 to ${DELAY_MAX})`,
     current: (o) => delayOf(o.offDelay),
+    whenProtected: null,
   },
   {
     name: "rebootDelay",
@@ -71,6 +82,7 @@ export const OUTLET_SETTINGS: readonly SettingRow[] = [
     title: "Reboot delay",
     description: `Seconds the outlet stays off when rebooted (0 to ${DELAY_MAX})`,
     current: (o) => delayOf(o.rebootDelay),
+    whenProtected: { refuses: "all", why: "it sets how long the outlet stays off in a reboot" },
   },
   {
     name: "poaAction",
@@ -78,6 +90,7 @@ export const OUTLET_SETTINGS: readonly SettingRow[] = [
     title: "Power-on action",
     description: "What the outlet does when the PDU powers up: on, off, or its last state",
     current: (o) => (o.poaAction !== null && isPoaAction(o.poaAction) ? o.poaAction : null),
+    whenProtected: { refuses: ["off"], why: "the outlet would stay off after every power restore" },
   },
 ];
 
@@ -95,14 +108,21 @@ export function setting(name: string): SettingRow | undefined {
 
 export const isPoaAction = (v: unknown): v is PoaAction => POA_ACTIONS.includes(v as PoaAction);
 
-/** Why `value` is not a label (1 to 32 characters, no control characters or noncharacters), or null. */
+/**
+ * Why `value` is not a label (1 to 32 characters, no control characters or noncharacters, nothing
+ * that changes how text is displayed: ../pdu/display.ts), or null.
+ */
 export function labelProblem(value: unknown): string | null {
   if (typeof value !== "string") return "must be a string";
   const length = [...value].length;
   if (length === 0) return "must not be empty";
   if (length > LABEL_MAX) return `must be at most ${LABEL_MAX} characters (got ${length})`;
   const bad = forbiddenCharacter(value);
-  return bad === null ? null : `must be printable characters only (it contains ${bad})`;
+  if (bad !== null) return `must be printable characters only (it contains ${bad})`;
+  const spoofing = displaySpoofing(value);
+  return spoofing === null
+    ? null
+    : `must not contain characters that change how text is displayed (it contains ${spoofing})`;
 }
 
 /** Why `value` is not a value of the setting (a JSON value, never converted), or null. */
@@ -136,6 +156,34 @@ export function settingsProblem(settings: unknown, allowed: readonly SettingName
     if (problem !== null) return `${name} ${problem}`;
   }
   return null;
+}
+
+/** Whether a `Protected` outlet refuses `value` of the setting (see {@link SettingRow.whenProtected}). */
+export function refusedWhenProtected(row: SettingRow, value: unknown): boolean {
+  const rule = row.whenProtected;
+  return rule !== null && (rule.refuses === "all" || rule.refuses.includes(String(value)));
+}
+
+/**
+ * Why a `Protected` outlet refuses these settings (already valid), naming each refused one, or
+ * null when it takes them all.
+ */
+export function protectedSettingsProblem(settings: OutletSettings): string | null {
+  const refused = Object.entries(settings).flatMap(([name, value]) => {
+    const row = setting(name);
+    if (row === undefined || !refusedWhenProtected(row, value)) return [];
+    const what = row.whenProtected?.refuses === "all" ? name : `${name} ${String(value)}`;
+    return [`${what} (${row.whenProtected?.why ?? ""})`];
+  });
+  return refused.length === 0 ? null : refused.join(" and ");
+}
+
+/** The power-on actions a Home Assistant select offers for an outlet (not those it would refuse). */
+export function offeredPoaActions(isProtected: boolean): readonly PoaAction[] {
+  const row = setting("poaAction");
+  return isProtected && row !== undefined
+    ? POA_ACTIONS.filter((a) => !refusedWhenProtected(row, a))
+    : POA_ACTIONS;
 }
 
 /** Plain decimal, no sign, no leading zero: what an MQTT delay payload must be. */

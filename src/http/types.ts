@@ -26,6 +26,11 @@ export interface HttpDeps {
    * null; absent when the REST API is off or runs on the main thread.
    */
   apiOutage?(): string | null;
+  /**
+   * Why control of an instance will fail: the PDU refused the login checked at start (with what
+   * to fix), or null; absent when nothing checks logins.
+   */
+  loginProblem?(instanceId: string): string | null;
   /** Clock, for tests of ages and readiness limits. */
   readonly now?: () => number;
 }

@@ -12,7 +12,13 @@
  */
 import { createHash } from "node:crypto";
 import { commandsFor } from "../control/commands.js";
-import { DELAY_MAX, LABEL_MAX, OUTLET_SETTINGS, POA_ACTIONS, type SettingName } from "../control/settings.js";
+import {
+  DELAY_MAX,
+  LABEL_MAX,
+  offeredPoaActions,
+  OUTLET_SETTINGS,
+  type SettingName,
+} from "../control/settings.js";
 import { RAISED_ALARM_STATES, type Snapshot, type Vendor } from "../pdu/model.js";
 import type { TopicIdGuard, Topics } from "./topics.js";
 
@@ -56,6 +62,8 @@ interface DeviceShape {
      * the Name to the PDU (which keeps its own label, contract §11).
      */
     readonly settings: readonly SettingName[];
+    /** `Protected` (overrides): the settings a protected outlet refuses are not offered. */
+    readonly protected: boolean;
   }[];
   readonly entities: readonly {
     readonly key: string;
@@ -102,9 +110,14 @@ export function discoveryShape(instanceId: string, snapshot: Snapshot, guard: To
         label: o.renamed === true ? o.displayName : o.label,
         name: o.displayName,
         measurements: measurements(o.measurements),
+        // A protected outlet refuses some settings whatever their value: no entity offers them.
         settings: OUTLET_SETTINGS.filter(
-          (row) => row.current(o) !== null && !(row.kind === "label" && o.renamed === true),
+          (row) =>
+            row.current(o) !== null &&
+            !(row.kind === "label" && o.renamed === true) &&
+            !(o.protected === true && row.whenProtected?.refuses === "all"),
         ).map((row) => row.name),
+        protected: o.protected === true,
       })),
       entities: d.entities
         .filter((e) => guard.ok(instanceId, "entity key", e.key))
@@ -384,7 +397,7 @@ function addOutletSettings(b: Builder, deviceId: string, o: OutletShape, outlet:
         });
         break;
       case "poaAction":
-        b.add("select", parts, outlet, { ...common, options: [...POA_ACTIONS] });
+        b.add("select", parts, outlet, { ...common, options: [...offeredPoaActions(o.protected)] });
         break;
       case "label":
         b.add("text", parts, outlet, { ...common, min: 1, max: LABEL_MAX, mode: "text" });

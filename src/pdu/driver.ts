@@ -49,6 +49,17 @@ export type LabelTarget =
   | { readonly kind: "group"; readonly groupKey: string };
 
 /**
+ * What logging in with the configured credentials came to ({@link PduDriver.verifyCredentials}).
+ * `refused` says which credential the PDU refused: `password` (a wrong password) or `user` (an
+ * unknown or disabled user, or one without permission to control); null when the check could not
+ * be made (the PDU did not answer, or answered something else): try again later. `reason` is safe
+ * to show (no secret).
+ */
+export type CredentialsVerdict =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly refused: "password" | "user" | null; readonly reason: string };
+
+/**
  * One configured PDU instance as a family's driver sees it. Every failure is a PduError
  * (./errors.ts) whose kind the control core maps to a status; a caller's abort rejects with its
  * reason. Writes that must not run twice (reboot, statistics reset) are never re-sent by a driver.
@@ -71,6 +82,12 @@ export interface PduDriver {
   setOutletSettings?(target: OutletTarget, settings: OutletSettings, signal?: AbortSignal): Promise<void>;
   /** Renames a device, an entity or a group; absent: the family cannot, and the request is refused. */
   setLabel?(target: LabelTarget, label: string, signal?: AbortSignal): Promise<void>;
+  /**
+   * Logs in with the configured credentials and nothing else, so that a wrong password is found at
+   * start rather than at the first command; absent: the family needs no login, or cannot check it
+   * on its own. Never rejects: every outcome is a {@link CredentialsVerdict}.
+   */
+  verifyCredentials?(signal?: AbortSignal): Promise<CredentialsVerdict>;
   /**
    * The time between polls changed (a live configuration change); a driver may then keep its read
    * connection between polls or close it after each.

@@ -18,6 +18,7 @@
 import { OverrideIndexPattern, type InstanceConfig } from "../config/schema.js";
 import type { Device, Entity, Group, Outlet, Snapshot } from "./model.js";
 import { findDevice, findGroup } from "./model.js";
+import { displaySpoofing } from "./display.js";
 import { nameProblem, quoteName } from "./names.js";
 
 /** What the overrides read of an instance's configuration. */
@@ -188,7 +189,8 @@ export interface OverrideProblem {
 
 /**
  * Keys and names the schema cannot judge: device ids, entity and group keys, and every `Name`, must
- * be safe names (src/pdu/names.ts). The first problem, or undefined.
+ * be safe names (src/pdu/names.ts), and a `Name` must not change how text is displayed
+ * (src/pdu/display.ts). The first problem, or undefined.
  */
 export function overrideProblem(instance: InstanceOverrides): OverrideProblem | undefined {
   const base = ["Pdus", instance.id, "Overrides"];
@@ -199,10 +201,17 @@ export function overrideProblem(instance: InstanceOverrides): OverrideProblem | 
       : { path: [...base, ...path, k], problem: `the ${what} ${quoteName(k)} ${problem}` };
   };
   const name = (path: string[], o: ThingOverride): OverrideProblem | undefined => {
-    const problem = o.Name === undefined ? null : nameProblem(o.Name);
-    return problem === null
+    if (o.Name === undefined) return undefined;
+    const problem = nameProblem(o.Name);
+    if (problem !== null)
+      return { path: [...base, ...path, "Name"], problem: `${problem}: a Name must be a safe name` };
+    const spoofing = displaySpoofing(o.Name);
+    return spoofing === null
       ? undefined
-      : { path: [...base, ...path, "Name"], problem: `${problem}: a Name must be a safe name` };
+      : {
+          path: [...base, ...path, "Name"],
+          problem: `contains ${spoofing}: a Name must not change how text is displayed`,
+        };
   };
   const { Outlets, Entities, Groups } = instance.Overrides;
   for (const [deviceId, outlets] of Object.entries(Outlets)) {

@@ -3,12 +3,22 @@
  * `GET /api/v1/events` (`snapshot`, `status`, `control`), keeps the outlet power history, and observes
  * the outcomes of control requests (REST and MQTT) by wrapping the control core.
  *
- * Bounded everywhere: at most `maxStreams` open streams (more are refused with 503); each event is
- * serialised once, however many streams get it; a stream whose socket buffers more than
- * `maxBufferedBytes` (a consumer that does not read) is closed, never buffered without bound. The
- * page reconnects by itself and gets the full current state again on every connect.
+ * Bounded everywhere, and per client, so that one client cannot lock the others out
+ * (docs/reliability.md, "Console event streams"):
+ * - at most `maxStreamsPerClient` streams per client address (an IPv6 client per /64), the address
+ *   as `Api.TrustedProxies` resolves it (more are refused with 429);
+ * - at most `maxStreams` in all; when they are all open, a client holding k streams takes the
+ *   oldest stream of the client holding the most, if that one holds at least k + 2 (so the streams
+ *   end up shared, never passed back and forth); otherwise 503;
+ * - each stream is ended after `maxStreamAgeMs` (less up to a tenth, so that streams opened
+ *   together do not end together), after a `reconnect` event: the page opens a new one at once and
+ *   gets the full current state again, so nothing holds a stream for good;
+ * - a stream whose socket buffers more than `maxBufferedBytes` (a consumer that does not read) is
+ *   closed, never buffered without bound;
+ * - each event is serialised once, however many streams get it.
  */
 import type { ServerResponse } from "node:http";
+import { isIP } from "node:net";
 import type { Config } from "../config/schema.js";
 import type { ControlOutcome, ControlRequest, ControlService } from "../control/types.js";
 import type { Logger } from "../log.js";
@@ -17,6 +27,7 @@ import type { InstanceStatus, SnapshotStore, StoreEvent } from "../poller/store.
 import { PowerHistory } from "./history.js";
 import type {
   ControlEventData,
+  ReconnectEventData,
   SnapshotEventData,
   StatusEventData,
   WireAlarm,
@@ -26,8 +37,17 @@ import type {
 } from "./wire.js";
 
 export const DEFAULT_MAX_STREAMS = 64;
+/**
+ * Streams one client address may hold: more than a browser opens to one origin over HTTP/1.1 (six
+ * connections), so one person's tabs fit, and a few addresses cannot fill {@link DEFAULT_MAX_STREAMS}.
+ */
+export const DEFAULT_MAX_STREAMS_PER_CLIENT = 8;
+/** How long a stream stays open before the service ends it (the page reconnects at once). */
+export const DEFAULT_MAX_STREAM_AGE_MS = 15 * 60_000;
 /** What a stream may have queued in its socket before it counts as a consumer that does not read. */
 export const DEFAULT_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+/** Retry-After (s) of a stream refused for the per-client or the overall limit. */
+const REFUSED_RETRY_AFTER_S = 10;
 const HEARTBEAT_MS = 15_000;
 /** How long the browser waits before reconnecting (the `retry:` field). */
 const RETRY_MS = 2_000;
@@ -52,7 +72,15 @@ const wireUnit = (system: PduSystem, route: DeviceRoute | null): WireUnit => ({
   hostKey: typeof route?.hostKey === "string" ? route.hostKey : null,
 });
 
-/** The `snapshot` event of an instance: `snapshot` with latches applied, `polled` as the PDU reported it. */
+/** `hidden: true` on what the overrides hide, as REST readings mark it; nothing on the rest. */
+const hiddenMark = (hidden: true | undefined): { hidden?: true } => (hidden === true ? { hidden } : {});
+
+/**
+ * The `snapshot` event of an instance: `snapshot` with latches applied, `polled` as the PDU reported
+ * it. Outlets, entities and groups hidden by the overrides are in it, marked `hidden: true` (a
+ * group's members name them, and a group action switches them); the console leaves them out of its
+ * views.
+ */
 export function snapshotEventData(
   snapshot: Snapshot,
   polled: Snapshot | null,
@@ -83,6 +111,7 @@ export function snapshotEventData(
             reported: was?.index === outlet.index ? was.state : outlet.state,
             alarm: wireAlarm(outlet.alarm),
             measurements: wireMeasurements(outlet.measurements),
+            ...hiddenMark(outlet.hidden),
           };
         }),
         entities: device.entities.map((entity) => ({
@@ -90,6 +119,7 @@ export function snapshotEventData(
           name: entity.displayName,
           alarm: wireAlarm(entity.alarm),
           measurements: wireMeasurements(entity.measurements),
+          ...hiddenMark(entity.hidden),
         })),
       };
     }),
@@ -99,15 +129,18 @@ export function snapshotEventData(
       state: group.state,
       members: group.members.map((m) => ({ deviceId: m.deviceId, index: m.index })),
       measurements: group.measurements.map((m) => ({ ...m })),
+      ...hiddenMark(group.hidden),
     })),
   };
 }
 
+/** The sum of the real power of the outlets the console shows (hidden ones left out), or null. */
 function totalPower(snapshot: Snapshot): number | null {
   let sum = 0;
   let any = false;
   for (const device of snapshot.devices) {
     for (const outlet of device.outlets) {
+      if (outlet.hidden === true) continue;
       const value = outlet.measurements.find((m) => m.type === "realPower")?.value;
       if (typeof value === "number") {
         sum += value;
@@ -118,7 +151,11 @@ function totalPower(snapshot: Snapshot): number | null {
   return any ? Math.round(sum * 100) / 100 : null;
 }
 
-export function instanceStatusData(status: InstanceStatus, config: Config): WireInstanceStatus {
+export function instanceStatusData(
+  status: InstanceStatus,
+  config: Config,
+  loginProblem: (instanceId: string) => string | null = () => null,
+): WireInstanceStatus {
   const instance = config.instances.find((i) => i.id === status.id);
   const snapshot = status.snapshot;
   return {
@@ -133,8 +170,11 @@ export function instanceStatusData(status: InstanceStatus, config: Config): Wire
     lastError: status.lastError,
     consecutiveFailures: status.consecutiveFailures,
     devices: snapshot ? snapshot.devices.length : null,
-    outlets: snapshot ? snapshot.devices.reduce((n, d) => n + d.outlets.length, 0) : null,
+    outlets: snapshot
+      ? snapshot.devices.reduce((n, d) => n + d.outlets.filter((o) => o.hidden !== true).length, 0)
+      : null,
     powerW: snapshot ? totalPower(snapshot) : null,
+    loginError: loginProblem(status.id),
   };
 }
 
@@ -148,6 +188,11 @@ interface StreamFilter {
 
 interface Stream extends StreamFilter {
   readonly response: ServerResponse;
+  /** The client's address, and the key its streams are counted under ({@link clientKey}). */
+  readonly client: string;
+  readonly key: string;
+  /** Ends the stream at its maximum age. */
+  expiry: NodeJS.Timeout | null;
   /**
    * Instances whose current snapshot is still to be sent after the connect (written one at a time,
    * waiting for the socket to drain: a whole fleet's snapshots are megabytes). Live snapshot events
@@ -156,22 +201,58 @@ interface Stream extends StreamFilter {
   backlog: Set<string> | null;
 }
 
-export interface ConsoleFeedOptions {
+/** The bounds of the event streams (defaults: the `DEFAULT_…` constants above). */
+export interface ConsoleLimits {
+  readonly maxStreams?: number;
+  readonly maxStreamsPerClient?: number;
+  readonly maxStreamAgeMs?: number;
+  readonly maxBufferedBytes?: number;
+}
+
+export interface ConsoleFeedOptions extends ConsoleLimits {
   readonly store: SnapshotStore;
   /** The configuration in force (a getter: poll intervals may change live). */
   readonly config: () => Config;
   readonly logger: Logger;
   readonly now?: () => number;
-  readonly maxStreams?: number;
-  readonly maxBufferedBytes?: number;
+  /** Why control of an instance will fail (its login was refused at start), or null. */
+  readonly loginProblem?: (instanceId: string) => string | null;
+}
+
+/** Why a stream was not opened: the answer's status, its detail and its Retry-After. */
+export interface StreamRefusal {
+  readonly status: 429 | 503;
+  readonly detail: string;
+  readonly retryAfter: number;
+}
+
+/**
+ * What a client's streams are counted under: its address, or for IPv6 its /64 prefix (one host
+ * commonly holds a whole /64, so counting single addresses would let it open streams without end).
+ */
+export function clientKey(address: string): string {
+  if (isIP(address) !== 6) return address;
+  const [head = "", tail = ""] = address.toLowerCase().split("::", 2);
+  const left = head === "" ? [] : head.split(":");
+  const right = address.includes("::") ? (tail === "" ? [] : tail.split(":")) : [];
+  const groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ""))
+    .join(":")}::/64`;
 }
 
 export class ConsoleFeed {
   readonly history: PowerHistory;
   readonly maxStreams: number;
+  readonly maxStreamsPerClient: number;
+  readonly maxStreamAgeMs: number;
   readonly #options: ConsoleFeedOptions;
   readonly #maxBuffered: number;
+  /** Open streams, oldest first. */
   readonly #streams = new Set<Stream>();
+  /** Open streams per client key. */
+  readonly #perClient = new Map<string, number>();
   readonly #unsubscribe: () => void;
   #heartbeat: NodeJS.Timeout | null = null;
   #closed = false;
@@ -179,6 +260,8 @@ export class ConsoleFeed {
   constructor(options: ConsoleFeedOptions) {
     this.#options = options;
     this.maxStreams = options.maxStreams ?? DEFAULT_MAX_STREAMS;
+    this.maxStreamsPerClient = options.maxStreamsPerClient ?? DEFAULT_MAX_STREAMS_PER_CLIENT;
+    this.maxStreamAgeMs = options.maxStreamAgeMs ?? DEFAULT_MAX_STREAM_AGE_MS;
     this.#maxBuffered = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
     this.history = new PowerHistory(
       (id) => options.config().instances.find((i) => i.id === id)?.PollInterval ?? 5,
@@ -201,6 +284,11 @@ export class ConsoleFeed {
     return this.#streams.size;
   }
 
+  /** Open streams of one client address (counted under its {@link clientKey}). */
+  streamsOf(client: string): number {
+    return this.#perClient.get(clientKey(client)) ?? 0;
+  }
+
   /** The control core, with every outcome also sent as a `control` event. */
   observe(control: ControlService): ControlService {
     return {
@@ -219,20 +307,87 @@ export class ConsoleFeed {
   }
 
   /**
-   * Starts an event stream on `response` (headers not yet written), or returns false when
-   * `maxStreams` are open. Sends the current status of every instance and the wanted snapshots.
+   * Whether `client` (its address, as `Api.TrustedProxies` resolves it) may open a stream now, or
+   * why not. At the overall limit this may end another client's oldest stream to make room (see the
+   * file's note), so call it only right before {@link open}.
    */
-  open(response: ServerResponse, headers: Record<string, string>, filter: StreamFilter): boolean {
-    if (this.#closed || this.#streams.size >= this.maxStreams) return false;
-    const stream: Stream = { response, ...filter, backlog: null };
+  admit(client: string): StreamRefusal | null {
+    if (this.#closed) {
+      return {
+        status: 503,
+        detail: "the service is stopping; try again shortly",
+        retryAfter: REFUSED_RETRY_AFTER_S,
+      };
+    }
+    const key = clientKey(client);
+    const own = this.#perClient.get(key) ?? 0;
+    if (own >= this.maxStreamsPerClient) {
+      return {
+        status: 429,
+        detail:
+          `${own} event streams are open from ${client} already, the most one client address may hold; ` +
+          "close one (another tab of the console?) or try again later",
+        retryAfter: REFUSED_RETRY_AFTER_S,
+      };
+    }
+    if (this.#streams.size < this.maxStreams) return null;
+    let heaviest: string | null = null;
+    let most = 0;
+    for (const [k, n] of this.#perClient) {
+      if (n > most) [heaviest, most] = [k, n];
+    }
+    if (heaviest === null || most < own + 2) {
+      return {
+        status: 503,
+        detail: `${this.maxStreams} event streams are open already; close one or try again later`,
+        retryAfter: REFUSED_RETRY_AFTER_S,
+      };
+    }
+    const oldest = [...this.#streams].find((s) => s.key === heaviest);
+    if (oldest !== undefined) {
+      this.#options.logger.info(
+        { client: oldest.client, streams: most, for: client },
+        "console feed: ended the oldest event stream of the client holding the most, to make room for another client",
+      );
+      this.#drop(oldest);
+      oldest.response.end();
+    }
+    return null;
+  }
+
+  /**
+   * Starts an event stream on `response` (headers not yet written) for `client` (admitted by
+   * {@link admit} just before), or returns false when the feed is closed. Sends the current status
+   * of every instance and the wanted snapshots.
+   */
+  open(
+    response: ServerResponse,
+    headers: Record<string, string>,
+    filter: StreamFilter,
+    client: string,
+  ): boolean {
+    if (this.#closed) return false;
+    const key = clientKey(client);
+    const stream: Stream = {
+      response,
+      ...filter,
+      client,
+      key,
+      expiry: null,
+      backlog: null,
+    };
     this.#streams.add(stream);
-    response.on("close", () => this.#streams.delete(stream));
+    this.#perClient.set(key, (this.#perClient.get(key) ?? 0) + 1);
+    response.on("close", () => this.#drop(stream));
+    // Streams opened together (after a restart, every console at once) do not all end together.
+    const age = Math.round(this.maxStreamAgeMs * (1 - Math.random() / 10));
+    stream.expiry = setTimeout(() => this.#expire(stream), age).unref();
     response.writeHead(200, headers);
     const { store } = this.#options;
     const config = this.#options.config();
     let text = `retry: ${RETRY_MS}\n\n`;
     text += frame("status", {
-      instances: store.list().map((s) => instanceStatusData(s, config)),
+      instances: store.list().map((s) => this.#statusData(s, config)),
     } satisfies StatusEventData);
     this.#write(stream, text);
     const backlog = store.list().filter((status) => status.snapshot && this.#wants(stream, status.id));
@@ -245,6 +400,25 @@ export class ConsoleFeed {
     }
     this.#heartbeat ??= setInterval(() => this.#broadcast(": ping\n\n"), HEARTBEAT_MS).unref();
     return true;
+  }
+
+  /** Forgets a stream (closed by either side, dropped or expired); safe to call more than once. */
+  #drop(stream: Stream): void {
+    if (!this.#streams.delete(stream)) return;
+    if (stream.expiry !== null) clearTimeout(stream.expiry);
+    stream.expiry = null;
+    const left = (this.#perClient.get(stream.key) ?? 1) - 1;
+    if (left > 0) this.#perClient.set(stream.key, left);
+    else this.#perClient.delete(stream.key);
+  }
+
+  /** The stream reached its maximum age: a `reconnect` event, then the end. */
+  #expire(stream: Stream): void {
+    if (!this.#streams.has(stream)) return;
+    this.#drop(stream);
+    const { response } = stream;
+    if (response.destroyed || response.writableEnded) return;
+    response.end(frame("reconnect", { reason: "age" } satisfies ReconnectEventData));
   }
 
   async #sendBacklog(stream: Stream): Promise<void> {
@@ -277,8 +451,10 @@ export class ConsoleFeed {
 
   /** Ends every open stream (the listener closes: nothing may hold its connections open). */
   closeStreams(): void {
-    for (const stream of this.#streams) stream.response.end();
-    this.#streams.clear();
+    for (const stream of [...this.#streams]) {
+      this.#drop(stream);
+      stream.response.end();
+    }
     if (this.#heartbeat) clearInterval(this.#heartbeat);
     this.#heartbeat = null;
   }
@@ -303,7 +479,7 @@ export class ConsoleFeed {
     if (!status) return;
     this.#broadcast(
       frame("status", {
-        instances: [instanceStatusData(status, this.#options.config())],
+        instances: [this.#statusData(status, this.#options.config())],
       } satisfies StatusEventData),
     );
     if (event.kind !== "snapshot") return;
@@ -313,6 +489,21 @@ export class ConsoleFeed {
       text ??= this.#snapshotFrame(event.instanceId);
       this.#write(stream, text);
     }
+  }
+
+  /** Something of an instance's status other than a poll changed (its login check): a `status` event. */
+  statusChanged(instanceId: string): void {
+    const status = this.#options.store.get(instanceId);
+    if (status === undefined || this.#streams.size === 0) return;
+    this.#broadcast(
+      frame("status", {
+        instances: [this.#statusData(status, this.#options.config())],
+      } satisfies StatusEventData),
+    );
+  }
+
+  #statusData(status: InstanceStatus, config: Config): WireInstanceStatus {
+    return instanceStatusData(status, config, this.#options.loginProblem);
   }
 
   #controlData(request: ControlRequest, outcome: ControlOutcome): ControlEventData {
@@ -341,14 +532,14 @@ export class ConsoleFeed {
   #write(stream: Stream, text: string): void {
     const response = stream.response;
     if (response.destroyed || response.writableEnded) {
-      this.#streams.delete(stream);
+      this.#drop(stream);
       return;
     }
     response.write(text);
     if (response.writableLength > this.#maxBuffered) {
-      this.#streams.delete(stream);
+      this.#drop(stream);
       this.#options.logger.warn(
-        { bufferedBytes: response.writableLength },
+        { client: stream.client, bufferedBytes: response.writableLength },
         "console feed: closed an event stream whose client does not read",
       );
       response.destroy();

@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import Type from "typebox";
 import { API_CSP, API_JSON_HEADERS, CONSOLE_PREFIX, type HttpApp } from "../http/common.js";
 import { problem, sendProblem } from "../http/problem.js";
+import { clientAddressResolver } from "../http/api/key-guard.js";
 import { INTERNAL_ERROR, problemResponse, RetryAfterHeader } from "../http/api/schemas.js";
 import type { HttpDeps } from "../http/types.js";
 import { distSrcUrl } from "../paths.js";
@@ -87,6 +88,9 @@ const INDEX_PATTERN = "^(0|[1-9][0-9]{0,5})$";
 export function registerConsole(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed): void {
   const assets = loadAssets();
   const html = assets.script && assets.stylesheet ? Buffer.from(indexHtml(assets)) : null;
+  // Streams are counted per client, as the key guard's lock-out counts: behind a trusted proxy, per
+  // the client it names. Behind the API worker the request carries the client's own address.
+  const resolveClient = clientAddressResolver(deps.config.Api.TrustedProxies);
 
   app.get(CONSOLE_PREFIX, { schema: { hide: true } }, (_request, reply) =>
     reply.redirect(`${CONSOLE_PREFIX}/`, 302),
@@ -127,8 +131,10 @@ export function registerConsole(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed)
           "consecutive failures, device count, total power), `snapshot` (the latest snapshot of an instance, " +
           "on connect and after every poll or commanded state change) and `control` (the outcome of every " +
           "control request, REST or MQTT). `?instance=` limits the snapshot events to one instance, " +
-          "`?snapshots=false` leaves them out. At most a fixed number of streams are open at once (503 " +
-          "beyond); a client that stops reading is disconnected. Browsers reconnect by themselves.",
+          "`?snapshots=false` leaves them out. A stream is ended after at most 15 minutes, after a " +
+          "`reconnect` event: open a new one (browsers reconnect by themselves). At most 8 streams per " +
+          "client address (429 beyond) and 64 in all (503 beyond, unless another client holds more than " +
+          "its share: its oldest stream is ended to make room); a client that stops reading is disconnected.",
         operationId: "streamEvents",
         tags: ["Status"],
         querystring: Type.Object(
@@ -153,6 +159,9 @@ export function registerConsole(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed)
           },
           400: problemResponse("Unknown query parameter or bad value"),
           404: problemResponse("No such instance"),
+          429: problemResponse("Too many open event streams from this client address", {
+            "Retry-After": RetryAfterHeader,
+          }),
           503: problemResponse("Too many open event streams", { "Retry-After": RetryAfterHeader }),
           500: INTERNAL_ERROR,
         },
@@ -164,16 +173,21 @@ export function registerConsole(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed)
         const detail = `unknown instance ${JSON.stringify(instance)}; configured instances: ${deps.store.ids().join(", ")}`;
         return sendProblem(reply, problem(404, detail));
       }
-      if (feed.streams >= feed.maxStreams) {
-        const detail = `${feed.maxStreams} event streams are open already; close one or try again later`;
-        return sendProblem(reply, problem(503, detail), { "retry-after": "10" });
+      const client = resolveClient(request.socket.remoteAddress, request.headers["x-forwarded-for"]);
+      const refused = feed.admit(client);
+      if (refused !== null) {
+        return sendProblem(reply, problem(refused.status, refused.detail), {
+          "retry-after": String(refused.retryAfter),
+        });
       }
       reply.hijack();
       request.raw.socket.setNoDelay(true);
-      const opened = feed.open(reply.raw, STREAM_HEADERS, {
-        instanceId: instance ?? null,
-        snapshots: snapshots !== "false",
-      });
+      const opened = feed.open(
+        reply.raw,
+        STREAM_HEADERS,
+        { instanceId: instance ?? null, snapshots: snapshots !== "false" },
+        client,
+      );
       if (!opened) reply.raw.destroy();
       return reply;
     },

@@ -27,6 +27,8 @@ export interface WireOutlet {
   readonly reported: "on" | "off" | "unknown";
   readonly alarm: WireAlarm;
   readonly measurements: readonly WireMeasurement[];
+  /** Present (true) only when the configuration's overrides hide the outlet, as in REST readings. */
+  readonly hidden?: true;
 }
 
 export interface WireEntity {
@@ -34,6 +36,8 @@ export interface WireEntity {
   readonly name: string;
   readonly alarm: WireAlarm;
   readonly measurements: readonly WireMeasurement[];
+  /** Present (true) only when the configuration's overrides hide the entity. */
+  readonly hidden?: true;
 }
 
 /** The PDU unit a device lives in (a OneView member, or the polled unit). */
@@ -73,6 +77,8 @@ export interface WireGroup {
   readonly state: string;
   readonly members: readonly { readonly deviceId: string; readonly index: number }[];
   readonly measurements: readonly WireGroupMeasurement[];
+  /** Present (true) only when the configuration's overrides hide the group. */
+  readonly hidden?: true;
 }
 
 /** Data of a `snapshot` event: the latest snapshot of one instance. */
@@ -105,6 +111,11 @@ export interface WireInstanceStatus {
   readonly outlets: number | null;
   /** Sum of the outlets' `realPower` in watts; null when no outlet reports one. */
   readonly powerW: number | null;
+  /**
+   * Why control of the instance will fail: the PDU refused the login checked at start, and what to
+   * fix (the variable or key); null otherwise.
+   */
+  readonly loginError: string | null;
 }
 
 /** Data of a `status` event: every instance on connect, then the ones that changed. */
@@ -127,6 +138,15 @@ export interface ControlEventData {
   /** The signed-in console user who asked (source `console`); null otherwise. */
   readonly user: { readonly sub: string; readonly name: string } | null;
   readonly atUtc: string;
+}
+
+/**
+ * Data of a `reconnect` event: the service ends the stream right after it (the stream reached its
+ * maximum age); the client should open a new one at once (the page does; EventSource would after
+ * the `retry:` delay), and gets the full current state again.
+ */
+export interface ReconnectEventData {
+  readonly reason: "age";
 }
 
 /** `GET /api/v1/instances/{id}/outlets/{deviceId}/{index}/history`. */

@@ -161,6 +161,9 @@ describe("settings writes through the composed App", () => {
     ["a 33-character label", { label: "x".repeat(33) }],
     ["a label with a control character", { label: "web\u000701" }],
     ["a label with a newline", { label: "web\n01" }],
+    ["a label with a right-to-left override (U+202E)", { label: "web-\u202e10-bew" }],
+    ["a label with a line separator (U+2028)", { label: "web\u202801" }],
+    ["a label with a bidirectional isolate (U+2066)", { label: "\u2066web-01\u2069" }],
     ["a numeric label", { label: 5 }],
     ["an unknown field", { label: "ok", colour: "red" }],
     ["an empty body", {}],
@@ -193,6 +196,24 @@ describe("settings writes through the composed App", () => {
       assert.equal(res.status, 400, res.text);
     }
     assert.equal(h.sims.main.writes().length, before);
+  });
+
+  it("REST: a device, entity or group label with a bidirectional override or a line separator is 400, no write", async () => {
+    const cluster = h.sims.cluster;
+    const before = [h.sims.main.writes().length, cluster.writes().length];
+    for (const [path, label] of [
+      [`/api/v1/instances/lab/devices/${dev}`, "Rack 7\u202e"],
+      [`/api/v1/instances/lab/entities/${dev}/breaker0`, "Left\u2028bank"],
+      ["/api/v1/instances/cl/groups/total", "\u2067All racks"],
+    ] as const) {
+      const res = await patch(path, { label });
+      assert.equal(res.status, 400, `${path}: ${res.text}`);
+      assert.match(
+        res.json<{ detail: string }>().detail,
+        /"label" in the body must be 1 to 32 printable characters \(.*nothing that changes how text is displayed: no bidirectional formatting characters such as U\+202E, no line or paragraph separators\)/,
+      );
+    }
+    assert.deepEqual([h.sims.main.writes().length, cluster.writes().length], before, "nothing was written");
   });
 
   it("REST: renames a device and an entity; the readings show the new names after the next poll", async () => {
@@ -298,6 +319,8 @@ describe("settings writes through the composed App", () => {
     ["label", ""],
     ["label", "y".repeat(33)],
     ["label", "a\u0000b"],
+    ["label", "web-\u202e10"],
+    ["label", "web\u202901"],
   ];
 
   for (const [name, payload] of BAD_PAYLOADS) {
@@ -329,5 +352,137 @@ describe("settings writes through the composed App", () => {
       `every outlet of lab has its settings: ${settingConfigs("lab").length}`,
     );
     assert.deepEqual(settingConfigs("ro"), [], `no settings entities for ro (${roDev})`);
+  });
+});
+
+describe("settings of a Protected outlet", () => {
+  let h: AppHarness<"main">;
+  let ha: Recorder;
+  let dev: string;
+  const GUARDED = 0;
+  const FREE = 1;
+
+  before(async () => {
+    h = await startAppHarness<"main">({
+      sims: { main: { outlets: 3, seed: 11 } },
+      yaml: (s) =>
+        appYaml({
+          api: { key: KEY },
+          pdus: [
+            pduYaml("lab", s.main, { actionsEnabled: true, pollInterval: 2 }) +
+              `\n    Overrides:\n      Outlets:\n        ${JSON.stringify(s.main.deviceIds()[0])}:\n` +
+              `          "${GUARDED}": { Protected: true }`,
+          ],
+        }),
+    });
+    await h.waitForPoll("lab");
+    ha = await h.subscribe(["homeassistant/#"]);
+    await h.commandsReady("lab");
+    dev = h.sims.main.deviceIds()[0]!;
+  });
+  after(() => h?.close());
+
+  const patch = (index: number, body: unknown) =>
+    h.api.send(`/api/v1/instances/lab/outlets/${dev}/${index}`, { method: "PATCH", body, headers: AUTH });
+
+  const REFUSED: readonly [string, Record<string, unknown>, RegExp][] = [
+    [
+      "poaAction off with an off delay",
+      { poaAction: "off", offDelay: 3600 },
+      /refuses poaAction off \(the outlet would stay off after every power restore\)/,
+    ],
+    ["an on delay", { onDelay: 600 }, /refuses onDelay \(it holds the outlet off before each switch on\)/],
+    [
+      "a reboot delay",
+      { rebootDelay: 0 },
+      /refuses rebootDelay \(it sets how long the outlet stays off in a reboot\)/,
+    ],
+    ["a label with an on delay", { label: "core", onDelay: 5 }, /refuses onDelay/],
+  ];
+
+  for (const [what, body, says] of REFUSED) {
+    it(`REST: ${what} is 409 protected, nothing sent`, async () => {
+      const before = h.sims.main.writes().length;
+      const res = await patch(GUARDED, body);
+      assert.equal(res.status, 409, res.text);
+      const problem = res.json<{ detail: string; type: string }>();
+      assert.match(problem.type, /protected$/);
+      assert.match(problem.detail, says);
+      assert.match(
+        problem.detail,
+        new RegExp(`outlet ${dev}/${GUARDED} of instance lab was refused: the outlet is protected`),
+      );
+      assert.match(
+        problem.detail,
+        /remove Protected from Pdus\.lab\.Overrides to allow it; nothing was sent/,
+      );
+      assert.equal(h.sims.main.writes().length, before, "nothing was written");
+      const audit = await waitFor(
+        () => h.audits().findLast((l) => l.source === "rest" && l.target === `outlet ${dev}/${GUARDED}`),
+        "the audit line",
+      );
+      assert.equal(audit.status, 409);
+      assert.equal(audit.problem, "protected");
+    });
+  }
+
+  it("REST: the same write on an outlet that is not protected goes through", async () => {
+    const before = h.sims.main.writes().length;
+    const res = await patch(FREE, { poaAction: "off", offDelay: 3600 });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(h.sims.main.writes().length, before + 1);
+    assert.equal(h.sims.main.outlet(dev, FREE).poaAction, "off");
+  });
+
+  it("REST: a protected outlet takes a label, an off delay and poaAction on or last", async () => {
+    for (const body of [
+      { label: "core-switch", offDelay: 3600 },
+      { poaAction: "last" },
+      { poaAction: "on" },
+    ]) {
+      const before = h.sims.main.writes().length;
+      const res = await patch(GUARDED, body);
+      assert.equal(res.status, 200, `${JSON.stringify(body)}: ${res.text}`);
+      assert.equal(h.sims.main.writes().length, before + 1);
+    }
+    assert.equal(h.sims.main.outlet(dev, GUARDED).offDelay, 3600);
+  });
+
+  for (const [name, payload] of [
+    ["poaAction", "off"],
+    ["onDelay", "5"],
+    ["rebootDelay", "30"],
+  ] as const) {
+    it(`MQTT: ${name}/set ${payload} on the protected outlet is refused (409) and logged, nothing sent`, async () => {
+      const before = h.sims.main.writes().length;
+      const line = await h.publishCommand(`${h.parent}/lab/${dev}/outlets/${GUARDED}/${name}/set`, payload);
+      assert.equal(line.status, 409, JSON.stringify(line));
+      assert.equal(line.problem, "protected");
+      assert.match(String(line.detail), /the outlet is protected, which refuses/);
+      assert.equal(h.sims.main.writes().length, before, "nothing was written");
+    });
+  }
+
+  it("MQTT: poaAction/set last on the protected outlet is written", async () => {
+    const before = h.sims.main.writes().length;
+    const line = await h.publishCommand(`${h.parent}/lab/${dev}/outlets/${GUARDED}/poaAction/set`, "last");
+    assert.equal(line.status, 200, JSON.stringify(line));
+    assert.equal(h.sims.main.writes().length, before + 1);
+  });
+
+  it("Home Assistant is not offered what a protected outlet refuses", async () => {
+    const configs = () =>
+      [...ha.latest("homeassistant/").values()]
+        .filter((m) => m.payload !== "")
+        .map((m) => JSON.parse(m.payload) as Record<string, unknown>);
+    const of = (index: number, name: string) =>
+      configs().find((c) => c.command_topic === `${h.parent}/lab/${dev}/outlets/${index}/${name}/set`);
+    await waitFor(() => of(FREE, "poaAction"), "the discovery configs");
+    assert.deepEqual(of(FREE, "poaAction")?.options, ["on", "off", "last"]);
+    assert.ok(of(FREE, "onDelay") && of(FREE, "rebootDelay") && of(FREE, "offDelay"));
+    assert.deepEqual(of(GUARDED, "poaAction")?.options, ["on", "last"], "no off on a protected outlet");
+    assert.equal(of(GUARDED, "onDelay"), undefined, "no on delay entity");
+    assert.equal(of(GUARDED, "rebootDelay"), undefined, "no reboot delay entity");
+    assert.ok(of(GUARDED, "offDelay") && of(GUARDED, "label"), "an off delay and the label are offered");
   });
 });

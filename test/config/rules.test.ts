@@ -211,7 +211,7 @@ const CASES: readonly Case[] = [
     yaml: `${PDU}Api: { ApiKey: k }\n`,
     key: "Api.ApiKey",
     line: 5,
-    says: "at least 16 characters without whitespace (got 1 characters)",
+    says: "at least 16 characters without whitespace, printable ASCII only (! to ~), and not one character repeated (got 1 characters)",
   },
   {
     name: "API key of 15 characters",
@@ -245,6 +245,85 @@ const CASES: readonly Case[] = [
     env: { SERVICE_API_KEY: "0123456789abcdef\tg" },
     key: "SERVICE_API_KEY",
     says: "with whitespace",
+  },
+  {
+    name: "API key of one character repeated",
+    yaml: `${PDU}Api:\n  ApiKey: "${"k".repeat(24)}"\n`,
+    key: "Api.ApiKey",
+    line: 6,
+    says: "(got one character repeated 24 times)",
+  },
+  {
+    name: "SERVICE_API_KEY of one character repeated",
+    yaml: PDU,
+    env: { SERVICE_API_KEY: "a".repeat(40) },
+    key: "SERVICE_API_KEY",
+    says: "not one character repeated (got one character repeated 40 times)",
+  },
+  {
+    name: "SERVICE_API_KEY with a zero-width space",
+    yaml: PDU,
+    env: { SERVICE_API_KEY: "0123456789abcdef\u200bghij" },
+    key: "SERVICE_API_KEY",
+    says: "printable ASCII only (! to ~), and not one character repeated (got U+200B, which is not printable ASCII)",
+  },
+  {
+    name: "API key with a letter outside ASCII",
+    yaml: `${PDU}Api:\n  ApiKey: "0123456789abcdefé"\n`,
+    key: "Api.ApiKey",
+    says: "(got U+00E9, which is not printable ASCII)",
+  },
+  {
+    name: "PDU Host written as a URL",
+    yaml: "Pdus:\n  rack-a:\n    Connection:\n      Host: http://127.0.0.1:18181\n",
+    key: "Pdus.rack-a.Connection.Host",
+    line: 4,
+    says:
+      'must be a host name or an IP address alone (127.0.0.1), not a URL (got "http://127.0.0.1:18181"): ' +
+      "the scheme (http) goes in Pdus.rack-a.Connection.Scheme (http or https), the port (18181) in Pdus.rack-a.Connection.Port",
+  },
+  {
+    name: "PDU Host with a port",
+    yaml: "Pdus:\n  rack-a:\n    Connection: { Host: 10.0.0.7:8080 }\n",
+    key: "Pdus.rack-a.Connection.Host",
+    says: 'without a port (got "10.0.0.7:8080"): write 10.0.0.7; the port (8080) goes in Pdus.rack-a.Connection.Port',
+  },
+  {
+    name: "PDU Host with a path",
+    yaml: "Pdus:\n  rack-a:\n    Connection: { Host: pdu.lan/api }\n",
+    key: "Pdus.rack-a.Connection.Host",
+    says: "without a path",
+  },
+  {
+    name: "PDU Host of an IPv6 address in brackets with a port",
+    yaml: 'Pdus:\n  rack-a:\n    Connection: { Host: "[fd00::5]:443" }\n',
+    key: "Pdus.rack-a.Connection.Host",
+    says: "write [fd00::5]; the port (443) goes in Pdus.rack-a.Connection.Port",
+  },
+  {
+    name: "PDU Host with a space",
+    yaml: 'Pdus:\n  rack-a:\n    Connection: { Host: "pdu lan" }\n',
+    key: "Pdus.rack-a.Connection.Host",
+    says: "must be a host name or an IP address",
+  },
+  {
+    name: "MQTT Host written as a URL",
+    yaml: `Mqtt:\n  Connection:\n    Host: mqtts://broker.lan:8883\n${PDU}`,
+    key: "Mqtt.Connection.Host",
+    line: 3,
+    says: "the scheme (mqtts) goes in Mqtt.Connection.Scheme (mqtt, mqtts, ws or wss), the port (8883) in Mqtt.Connection.Port",
+  },
+  {
+    name: "MQTT Host with a port",
+    yaml: `Mqtt:\n  Connection: { Host: "broker.lan:1884" }\n${PDU}`,
+    key: "Mqtt.Connection.Host",
+    says: "the port (1884) goes in Mqtt.Connection.Port",
+  },
+  {
+    name: "MQTT Host of an IPv6 address in brackets",
+    yaml: `Mqtt:\n  Connection: { Host: "[::1]" }\n${PDU}`,
+    key: "Mqtt.Connection.Host",
+    says: "without brackets here",
   },
   {
     name: "MQTT password without a user name (file)",
@@ -383,6 +462,19 @@ const CASES: readonly Case[] = [
     says: "contains '/', '+' or '#'",
   },
   {
+    name: "override Name with a right-to-left override",
+    yaml: `${PDU}    Overrides:\n      Outlets:\n        DEV1:\n          "3": { Name: "core\u202eswitch" }\n`,
+    key: "Pdus.rack-a.Overrides.Outlets.DEV1.3.Name",
+    line: 8,
+    says: "contains U+202E, a bidirectional override: a Name must not change how text is displayed",
+  },
+  {
+    name: "override Name with a line separator",
+    yaml: `${PDU}    Overrides:\n      Groups:\n        "2": { Name: "db\u2028cluster" }\n`,
+    key: "Pdus.rack-a.Overrides.Groups.2.Name",
+    says: "contains U+2028, a line separator",
+  },
+  {
     name: "override device id not a safe name",
     yaml: `${PDU}    Overrides:\n      Outlets:\n        "a#b":\n          "0": { Hidden: true }\n`,
     key: "Pdus.rack-a.Overrides.Outlets.a#b",
@@ -459,6 +551,112 @@ test("the message format is key, problem, file and line", async () => {
   });
 });
 
+test("hosts written alone are accepted: names, IPv4, IPv6 (in brackets too, for a PDU)", async () => {
+  const file = join(dir, "hosts.yaml");
+  const yaml = [
+    "Mqtt:",
+    '  Connection: { Host: "::1" }',
+    "Pdus:",
+    ...["pdu-1.rack.lan", "10.0.0.5", "fd00::5", "[fd00::6]", "pdu_7"].map(
+      (host, i) => `  p${i}:\n    Connection: { Host: "${host}" }`,
+    ),
+    "",
+  ].join("\n");
+  await writeFile(file, yaml);
+  const config = await loadConfigFile(file, {});
+  assert.deepEqual(
+    config.instances.map((i) => i.Connection.Host),
+    ["pdu-1.rack.lan", "10.0.0.5", "fd00::5", "[fd00::6]", "pdu_7"],
+  );
+});
+
+test("every problem of a file is reported, in file order, by check-config and by the service", async () => {
+  const file = join(dir, "several.yaml");
+  const yaml = [
+    "Mqtt:",
+    "  KeepAlive: 0", // 2
+    "  Colour: blue", // 3
+    "Pdus:",
+    "  rack-a:",
+    "    Conection: { Host: 10.0.0.1 }", // 6: misspelt, so not also "Connection is required"
+    "  rack-b:",
+    "    Connection: { Host: 10.0.0.2 }",
+    "    PollInterval: fast", // 9
+    "  bad id:", // 10
+    "    Connection: { Host: 10.0.0.3 }",
+    "",
+  ].join("\n");
+  await writeFile(file, yaml);
+  const error = await loadConfigFile(file, {}).then(
+    () => assert.fail("expected a ConfigError"),
+    (e: unknown) => e,
+  );
+  assert.ok(error instanceof ConfigError);
+  const lines = error.message.split("\n");
+  assert.deepEqual(
+    lines.map((l) => /^config error: (.+?): .* line (\d+)$/.exec(l)?.slice(1)),
+    [
+      ["Mqtt.KeepAlive", "2"],
+      ["Mqtt.Colour", "3"],
+      ["Pdus.rack-a.Conection", "6"],
+      ["Pdus.rack-b.PollInterval", "9"],
+      ["Pdus.bad id", "10"],
+    ],
+    error.message,
+  );
+  assert.equal(error.problems.length, 5);
+  assert.equal(error.key, "Mqtt.KeepAlive", "the error's own key is the first problem's");
+  const cli = await runCli(["check-config", "--config", file], {}, dir);
+  assert.equal(cli.code, 2);
+  assert.equal(cli.stderr, `${error.message}\n`);
+  assert.equal(cli.stdout, "");
+  const run = await runCli(["--config", file], {}, dir);
+  assert.equal(run.code, 2);
+  assert.equal(run.stderr, `${error.message}\n`);
+});
+
+test("every rule that reads the values is reported once the shape is right", async () => {
+  const file = join(dir, "rules.yaml");
+  const yaml = [
+    "Mqtt:",
+    '  Connection: { Host: "mqtt://broker.lan" }', // 2
+    "Pdus:",
+    "  rack-a:",
+    '    Connection: { Host: "http://10.0.0.1:8080" }', // 5
+    "  rack-b:",
+    '    Connection: { Host: "10.0.0.2:80" }', // 7
+    "Api:",
+    "  Enabled: true",
+    "  Port: 8081", // 10: Health.Port's default
+    "",
+  ].join("\n");
+  await writeFile(file, yaml);
+  const cli = await runCli(["check-config", "--config", file], { SERVICE_API_KEY: "z".repeat(32) }, dir);
+  assert.equal(cli.code, 2);
+  const lines = cli.stderr.trimEnd().split("\n");
+  assert.deepEqual(
+    lines.map((l) => /^config error: (\S+?): /.exec(l)?.[1]),
+    [
+      "Mqtt.Connection.Host",
+      "Pdus.rack-a.Connection.Host",
+      "Pdus.rack-b.Connection.Host",
+      "Api.Port",
+      "SERVICE_API_KEY",
+    ],
+    cli.stderr,
+  );
+  assert.ok(!cli.stderr.includes("z".repeat(32)), "the key is never shown");
+});
+
+test("check-config ends with a line that says the configuration is valid", async () => {
+  const file = join(dir, "valid.yaml");
+  await writeFile(file, PDU);
+  const cli = await runCli(["check-config", "--config", file], {}, dir);
+  assert.equal(cli.code, 0, cli.stderr);
+  assert.equal(cli.stderr, "");
+  assert.equal(cli.stdout.trimEnd().split("\n").at(-1), `# ${file} is valid (1 PDU instance)`);
+});
+
 test("check-config warns (exit 0) about overrides without effect and says ids are checked after a poll", async () => {
   const file = join(dir, "overrides.yaml");
   const yaml = [
@@ -487,4 +685,8 @@ test("check-config warns (exit 0) about overrides without effect and says ids ar
     cli.stderr,
   );
   assert.match(cli.stderr, /not checked here \(check-config does not contact PDUs\)/);
+  assert.equal(
+    cli.stdout.trimEnd().split("\n").at(-1),
+    `# ${file} is valid (1 PDU instance; 4 warnings on stderr)`,
+  );
 });

@@ -67,7 +67,7 @@ describe("PDU token expiry and password change", () => {
     assert.equal(
       expiring.requests.filter((r) => r.cmd === "login").length,
       1,
-      "one login for the first write",
+      "one login: the one at start, whose token the first write uses",
     );
 
     expiring.expireTokens();

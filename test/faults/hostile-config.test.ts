@@ -228,8 +228,23 @@ function certainKey(mutations: readonly Mutation[]): string | null {
   return null;
 }
 
-/** What is wrong with a configuration error's message, or null. */
+/**
+ * What is wrong with a configuration error's message, or null: one line per problem (a file with
+ * several problems lists them all), each leading with its key.
+ */
 function badMessage(error: ConfigError): string | null {
+  const { message } = error;
+  if (message !== error.problems.map((p) => p.message).join("\n"))
+    return `not one line per problem: ${JSON.stringify(message)}`;
+  if (error.problems[0]?.key !== error.key) return "the error's key is not its first problem's";
+  for (const problem of error.problems) {
+    const bad = badLine(problem);
+    if (bad !== null) return bad;
+  }
+  return null;
+}
+
+function badLine(error: ConfigError): string | null {
   const { message } = error;
   if (!message.startsWith("config error: ")) return `does not start with "config error: ": ${message}`;
   if (message.includes("\n")) return `more than one line: ${JSON.stringify(message)}`;

@@ -47,7 +47,9 @@ before(async () => {
       appYaml({
         pdus: [
           pduYaml("rack", sims.rack, { actionsEnabled: true, pollInterval: 1 }),
-          pduYaml("solo", sims.solo, { pollInterval: 1 }),
+          // The last outlet of solo is hidden by the overrides.
+          pduYaml("solo", sims.solo, { pollInterval: 1 }) +
+            `\n    Overrides:\n      Outlets:\n        ${JSON.stringify(sims.solo.deviceIds()[0])}: { "3": { Hidden: true } }`,
           pduYaml("dead", sims.dead, { pollInterval: 1, timeout: 1 }),
         ],
         api: { key: KEY },
@@ -182,6 +184,26 @@ test("an instance without ActionsEnabled shows no control, even with a key", { s
   assert.equal(await page.locator("button[data-action]").count(), 0);
   assert.match((await page.locator("main").textContent()) ?? "", /ActionsEnabled: false/);
   await page.evaluate(`sessionStorage.clear()`);
+});
+
+test("an outlet hidden by the overrides is not shown, nor counted in the fleet view", { skip }, async () => {
+  const deviceId = h.sims.solo.deviceIds()[0]!;
+  await page.goto(`${origin}/ui/#/i/solo`);
+  await page.locator(`li[data-outlet="${deviceId}/0"]`).waitFor({ timeout: 20_000 });
+  const cards = page.locator("li[data-outlet]");
+  const shown: (string | null)[] = [];
+  for (let i = 0; i < (await cards.count()); i++) shown.push(await cards.nth(i).getAttribute("data-outlet"));
+  assert.deepEqual(
+    shown,
+    [0, 1, 2].map((i) => `${deviceId}/${i}`),
+    "outlet 3 is hidden",
+  );
+  const label = h.sims.solo.outlet(deviceId, 3).label;
+  if (label !== "") assert.ok(!((await page.locator("main").textContent()) ?? "").includes(label));
+  await page.goto(`${origin}/ui/`);
+  const cells = page.locator('tr[data-instance="solo"] td');
+  await waitFor(async () => (await cells.allTextContents()).includes("3"), "solo counts 3 outlets", 20_000);
+  assert.ok(!(await cells.allTextContents()).includes("4"));
 });
 
 test("the groups view shows members and rollups of the OneView groups", { skip }, async () => {

@@ -1,7 +1,7 @@
 /**
  * `GET /api/v1/events` and the outlet history against the whole service polling the simulator: a
  * change at the simulator reaches an open stream within one poll, control outcomes arrive as
- * `control` events, the number of streams is bounded (503 problem), the history answers the
+ * `control` events, the number of streams per client is bounded (429 problem), the history answers the
  * outlet's polled power, and the console's page and assets carry their cache and CSP headers.
  */
 import assert from "node:assert/strict";
@@ -14,19 +14,25 @@ import { waitFor } from "../../testkit/wait.js";
 const KEY = "events-test-key-0123456789abcdef"; // 32 characters
 const POLL_S = 1;
 
-let h: AppHarness<"rack">;
+let h: AppHarness<"rack" | "hid">;
 let base: string;
 
 before(async () => {
-  h = await startAppHarness<"rack">({
-    sims: { rack: { outlets: 4, seed: 7 } },
+  h = await startAppHarness<"rack" | "hid">({
+    sims: { rack: { outlets: 4, seed: 7 }, hid: { outlets: 3, seed: 8 } },
     yaml: (sims) =>
       appYaml({
-        pdus: [pduYaml("rack", sims.rack, { actionsEnabled: true, pollInterval: POLL_S })],
+        pdus: [
+          pduYaml("rack", sims.rack, { actionsEnabled: true, pollInterval: POLL_S }),
+          // Outlet 1 and the first entity hidden by the overrides.
+          pduYaml("hid", sims.hid, { pollInterval: POLL_S }) +
+            `\n    Overrides:\n      Outlets:\n        ${JSON.stringify(sims.hid.deviceIds()[0])}: { "1": { Hidden: true } }`,
+        ],
         api: { key: KEY },
       }),
   });
   await h.waitForPoll("rack");
+  await h.waitForPoll("hid");
   base = `http://127.0.0.1:${h.app.endpoints.apiPort}`;
 });
 
@@ -102,7 +108,7 @@ test("a change at the simulator reaches an open event stream within one poll", a
   await waitFor(() => stream.of<SnapshotEventData>("snapshot").length > 0, "the current snapshot on connect");
   const status = stream.of<StatusEventData>("status")[0]!;
   assert.deepEqual(
-    status.instances.map((i) => [i.id, i.status, i.devices, i.outlets]),
+    status.instances.filter((i) => i.id === "rack").map((i) => [i.id, i.status, i.devices, i.outlets]),
     [["rack", "online", 1, 4]],
   );
 
@@ -159,24 +165,56 @@ test("control outcomes arrive as control events; snapshots=false leaves snapshot
   assert.equal(stream.of("snapshot").length, 0, "no snapshot events with snapshots=false");
 });
 
-test("the number of open streams is bounded; beyond it a 503 problem", async (t) => {
+test("the number of open streams per client is bounded; beyond it a 429 problem", async (t) => {
   const feed = h.app.console!;
   const streams: EventStream[] = [];
   t.after(() => streams.forEach((s) => s.close()));
   await waitFor(() => feed.streams === 0, "the streams of earlier tests closed");
-  for (let i = 0; i < feed.maxStreams; i++) {
+  for (let i = 0; i < feed.maxStreamsPerClient; i++) {
     const s = new EventStream("/api/v1/events?snapshots=false");
     streams.push(s);
     await s.ready;
   }
-  await waitFor(() => feed.streams === feed.maxStreams, "every stream open");
+  await waitFor(() => feed.streams === feed.maxStreamsPerClient, "every stream open");
   const refused = await h.api.get("/api/v1/events");
-  assert.equal(refused.status, 503);
+  assert.equal(refused.status, 429);
   assert.match(String(refused.headers["content-type"]), /^application\/problem\+json/);
-  assert.match(refused.json<{ detail: string }>().detail, /event streams are open already/);
+  assert.match(refused.json<{ detail: string }>().detail, /event streams are open from 127\.0\.0\.1 already/);
   assert.ok(Number(refused.headers["retry-after"]) > 0);
   streams.pop()!.close();
-  await waitFor(() => feed.streams < feed.maxStreams, "a stream closed frees a place");
+  await waitFor(() => feed.streams < feed.maxStreamsPerClient, "a stream closed frees a place");
+});
+
+test("hidden outlets are marked hidden in snapshot events, as in REST, and left out of the status counts", async (t) => {
+  const stream = new EventStream("/api/v1/events?instance=hid");
+  t.after(() => stream.close());
+  await stream.ready;
+  const snapshot = await waitFor(
+    () => stream.of<SnapshotEventData>("snapshot")[0],
+    "the snapshot on connect",
+  );
+  const outlets = snapshot.devices[0]!.outlets;
+  assert.deepEqual(
+    outlets.map((o) => [o.index, o.hidden]),
+    [
+      [0, undefined],
+      [1, true],
+      [2, undefined],
+    ],
+  );
+  assert.ok(!("hidden" in outlets[0]!), "no hidden key on what is shown");
+  // REST marks the same outlet.
+  const readings = (await h.api.get("/api/v1/readings?instance=hid")).json<
+    { outletIndex: number | null; hidden?: true }[]
+  >();
+  assert.ok(readings.some((r) => r.outletIndex === 1 && r.hidden === true));
+  assert.ok(readings.every((r) => (r.outletIndex === 1) === (r.hidden === true)));
+  const status = stream.of<StatusEventData>("status")[0]!.instances.find((i) => i.id === "hid")!;
+  assert.equal(status.outlets, 2, "the hidden outlet is not counted");
+  const shown = outlets
+    .filter((o) => o.hidden !== true)
+    .reduce((sum, o) => sum + (o.measurements.find((m) => m.type === "realPower")?.value ?? 0), 0);
+  assert.equal(status.powerW, Math.round(shown * 100) / 100, "nor its power");
 });
 
 test("bad event-stream requests are problems", async () => {

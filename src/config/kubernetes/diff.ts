@@ -108,8 +108,9 @@ function changedPaths(prev: Config, next: Config): string[][] {
       paths.push(["Pdus", id]);
       continue;
     }
-    const { id: _a, primary: _ap, ...aFields } = a;
-    const { id: _b, primary: _bp, ...bFields } = b;
+    // Where the credentials came from is not a key: a change of theirs shows as Credentials.
+    const { id: _a, primary: _ap, credentialSources: _as, ...aFields } = a;
+    const { id: _b, primary: _bp, credentialSources: _bs, ...bFields } = b;
     collectChanges(aFields, bFields, ["Pdus", id], paths);
   }
   // Same instances in another order: the primary and the order of every listing change.

@@ -51,7 +51,9 @@ export const RULE_WORDS: Readonly<Record<string, string>> = {
   [InstanceIdPattern]: "must be an instance id: 1 to 64 characters of A-Z, a-z, 0-9, _ and -",
   [NAME_FORMAT]:
     "must be 1 to 128 bytes of UTF-8, not . or .., without /, control characters, U+FFFE or U+FFFF",
-  [LABEL_FORMAT]: `must be 1 to ${LABEL_MAX} printable characters (no control characters or noncharacters)`,
+  [LABEL_FORMAT]:
+    `must be 1 to ${LABEL_MAX} printable characters (no control characters or noncharacters, and nothing ` +
+    "that changes how text is displayed: no bidirectional formatting characters such as U+202E, no line or paragraph separators)",
 };
 
 export const InstanceIdParam = Type.String({

@@ -198,6 +198,11 @@ function forward(request: IncomingMessage, response: ServerResponse): void {
     response.sendDate = false; // fastify's answer has its Date
     response.writeHead(received.statusCode ?? 502, received.statusMessage, back);
     received.pipe(response);
+    // An answer fastify cut short (an event stream it dropped: a client that stopped reading) ends
+    // the client's connection too; pipe() alone would leave it open, holding a connection for good.
+    received.on("close", () => {
+      if (!received.complete) response.destroy();
+    });
   });
   upstream.on("error", (error) => {
     // After a whole answer (a body fastify did not want), nothing is lost; a cut answer cuts the client's.

@@ -15,6 +15,8 @@ const IntegrationSchema = Type.Object({
   detail: Type.String(),
   /** A PDU's malformed optional parts dropped from its latest snapshot (absent when none). */
   warnings: Type.Optional(Type.Array(Type.Object({ path: Type.String(), problem: Type.String() }))),
+  /** A PDU whose login (checked at start, for control) was refused: why, and what to fix. */
+  login: Type.Optional(Type.String()),
 });
 
 const IntegrationsSchema = Type.Object({

@@ -44,6 +44,11 @@ export interface Integration {
    * present only when there are some. See docs/reliability.md "Essential and optional parts".
    */
   readonly warnings?: ParseWarning[];
+  /**
+   * A PDU whose login (checked at start, for control) was refused: why, and the variable or key to
+   * fix; present only then. Polling needs no login, so the PDU is degraded, not unhealthy.
+   */
+  readonly login?: string;
 }
 
 export interface IntegrationsReport {
@@ -51,8 +56,28 @@ export interface IntegrationsReport {
   readonly integrations: Readonly<Record<string, Integration>>;
 }
 
+/**
+ * The poll rules below, plus the latest snapshot's parse warnings and a refused login (either makes
+ * a healthy PDU degraded).
+ */
+function pduIntegration(
+  status: InstanceStatus,
+  limitMs: number,
+  now: number,
+  login: string | null,
+): Integration {
+  const parsed = parsedIntegration(status, limitMs, now);
+  if (login === null) return parsed;
+  return {
+    ...parsed,
+    status: parsed.status === "healthy" ? "degraded" : parsed.status,
+    detail: `${parsed.detail}; control will fail: ${login}`,
+    login,
+  };
+}
+
 /** The poll rules below, plus the latest snapshot's parse warnings (which make a healthy PDU degraded). */
-function pduIntegration(status: InstanceStatus, limitMs: number, now: number): Integration {
+function parsedIntegration(status: InstanceStatus, limitMs: number, now: number): Integration {
   const polled = pollIntegration(status, limitMs, now);
   const warnings = status.snapshot?.warnings;
   if (warnings === undefined || warnings.length === 0) return polled;
@@ -109,7 +134,7 @@ export function integrations(deps: HttpDeps, now: number): IntegrationsReport {
 
   const pdus: Integration[] = [];
   for (const status of deps.store.list()) {
-    const pdu = pduIntegration(status, limitOf(deps, status.id), now);
+    const pdu = pduIntegration(status, limitOf(deps, status.id), now, deps.loginProblem?.(status.id) ?? null);
     pdus.push(pdu);
     report[`pdu:${status.id}`] = pdu;
   }

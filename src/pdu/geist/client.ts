@@ -31,9 +31,16 @@ import { performance } from "node:perf_hooks";
 import { Client, Pool, type Dispatcher } from "undici";
 import type { InstanceConfig, PduScheme } from "../../config/schema.js";
 import { silentLogger, type Logger } from "../../log.js";
-import { describeError, ParseError, PduError } from "../errors.js";
+import { describeError, isPduError, ParseError, PduError } from "../errors.js";
 import { AnswerTooLarge, Exchange } from "../exchange.js";
-import type { LabelTarget, OutletSettings, OutletTarget, PduDriver, SwitchAction } from "../driver.js";
+import type {
+  CredentialsVerdict,
+  LabelTarget,
+  OutletSettings,
+  OutletTarget,
+  PduDriver,
+  SwitchAction,
+} from "../driver.js";
 import { restamp, type DeviceRoute, type Snapshot } from "../model.js";
 import { pathSegment } from "../names.js";
 import { parseApiTree, parseOneView } from "./parse.js";
@@ -412,6 +419,29 @@ export class GeistClient implements PduDriver {
       envelope = await this.exchange("POST", port, path, commandBody(cmd, token, data), signal, once);
     }
     this.expectOk(envelope, "POST", path, port);
+  }
+
+  /**
+   * One login on the configured port (the one a write to the polled unit uses; a OneView member's
+   * proxy port takes the same user), which also caches its token. A wrong password is retCode 1004,
+   * an unknown or disabled user or one without the Control permission 1001.
+   */
+  async verifyCredentials(signal?: AbortSignal): Promise<CredentialsVerdict> {
+    const credentials = this.#credentials;
+    if (credentials === null) {
+      return { ok: false, refused: "user", reason: `PDU ${this.instanceId} has no credentials` };
+    }
+    try {
+      await this.token(this.port, credentials, signal);
+      return { ok: true };
+    } catch (error) {
+      const reason = describeError(error);
+      if (isPduError(error) && error.kind === "ret-code") {
+        if (error.retCode === RetCode.wrongPassword) return { ok: false, refused: "password", reason };
+        if (error.retCode === RetCode.notAuthorised) return { ok: false, refused: "user", reason };
+      }
+      return { ok: false, refused: null, reason };
+    }
   }
 
   private async token(

@@ -95,7 +95,8 @@ export interface FeedHandlers {
 
 /**
  * One event stream at a time. EventSource reconnects by itself after a dropped connection; when the
- * service refused the stream (503: too many open) it gives up, so this reopens it a little later.
+ * service refused the stream (429 or 503: too many open) it gives up, so this reopens it a little
+ * later. A stream that reached its maximum age ends with a `reconnect` event: reopened at once.
  */
 export class Feed {
   #source: EventSource | null = null;
@@ -132,6 +133,11 @@ export class Feed {
     source.addEventListener("status", parse(this.#handlers.status));
     source.addEventListener("snapshot", parse(this.#handlers.snapshot));
     source.addEventListener("control", parse(this.#handlers.control));
+    // The service ends a stream at its maximum age right after this event: a new one at once, so
+    // the page never shows a gap (the full current state comes with it).
+    source.addEventListener("reconnect", () => {
+      if (this.#source === source) this.#connect();
+    });
     source.addEventListener("open", () => this.#handlers.connection(true));
     source.addEventListener("error", () => {
       this.#handlers.connection(false);

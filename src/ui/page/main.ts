@@ -14,6 +14,7 @@ import "./style.css";
 import type {
   SnapshotEventData,
   WireDevice,
+  WireEntity,
   WireGroup,
   WireInstanceStatus,
   WireMeasurement,
@@ -188,13 +189,19 @@ function instanceHeader(instanceId: string, snapshot: SnapshotEventData | null, 
       `${unit}${snap ? ` · snapshot ${age(snap.timestampUtc, Date.now())}` : " · not polled yet"}`,
     );
     const failing = status?.status === "failing";
-    banner.hidden = !failing;
-    if (failing) {
-      setText(
-        banner,
-        `Polling fails (${status.consecutiveFailures}×): ${status.lastError ?? "unknown error"}. Values are from the last good poll.`,
-      );
-    }
+    const login = status?.loginError ?? null;
+    banner.hidden = !failing && login === null;
+    setText(
+      banner,
+      [
+        failing
+          ? `Polling fails (${status.consecutiveFailures}×): ${status.lastError ?? "unknown error"}. Values are from the last good poll.`
+          : "",
+        login === null ? "" : `Control will fail: ${login}.`,
+      ]
+        .filter((t) => t !== "")
+        .join(" "),
+    );
   };
   update();
   return { elements: [h("h1", {}, instanceId), meta, banner, tabs], update };
@@ -285,7 +292,15 @@ function fleetView(): View {
         entry.row.className = s.status;
         badge.className = `badge ${s.status}`;
         setText(badge, statusText(s));
-        setText(entry.error, s.status === "failing" ? (s.lastError ?? "") : "");
+        entry.error.className = s.status !== "failing" && s.loginError !== null ? "error login" : "error";
+        setText(
+          entry.error,
+          s.status === "failing"
+            ? (s.lastError ?? "")
+            : s.loginError !== null
+              ? `Control will fail: ${s.loginError}`
+              : "",
+        );
         setText(last, age(s.lastPollUtc, now));
         setText(failures, String(s.consecutiveFailures));
         setText(devices, s.devices === null ? "–" : String(s.devices));
@@ -415,8 +430,20 @@ function updateOutlet(instanceId: string, device: WireDevice, outlet: WireOutlet
   for (const button of refs.buttons) button.disabled = pending;
 }
 
+/**
+ * What the console shows: outlets, entities and groups hidden by the configuration's overrides are
+ * left out of its grids and lists (the event stream marks them `hidden`, as REST does). A group's
+ * member list still names a hidden member, since a group action switches it too.
+ */
+const shownOutlets = (device: WireDevice): readonly WireOutlet[] =>
+  device.outlets.filter((o) => o.hidden !== true);
+const shownEntities = (device: WireDevice): readonly WireEntity[] =>
+  device.entities.filter((e) => e.hidden !== true);
+const shownGroups = (snapshot: SnapshotEventData): readonly WireGroup[] =>
+  snapshot.groups.filter((g) => g.hidden !== true);
+
 function entityRows(device: WireDevice): HTMLTableRowElement[] {
-  return device.entities.map((entity) =>
+  return shownEntities(device).map((entity) =>
     h(
       "tr",
       { class: entity.alarm.raised ? "alarm" : null },
@@ -487,9 +514,13 @@ function pduView(instanceId: string): View {
             )
           : null,
         h("h3", {}, "Outlets"),
-        h("ul", { class: "outlets" }, ...device.outlets.map((o) => outletCard(instanceId, device, o, refs))),
-        device.entities.length > 0 ? h("h3", {}, "Phases, breakers and totals") : null,
-        device.entities.length > 0
+        h(
+          "ul",
+          { class: "outlets" },
+          ...shownOutlets(device).map((o) => outletCard(instanceId, device, o, refs)),
+        ),
+        shownEntities(device).length > 0 ? h("h3", {}, "Phases, breakers and totals") : null,
+        shownEntities(device).length > 0
           ? h(
               "div",
               { class: "scroll" },
@@ -527,8 +558,8 @@ function pduView(instanceId: string): View {
               d.id,
               d.outletControlEnabled,
               d.unit,
-              d.outlets.map((o) => o.index),
-              d.entities.map((e) => e.key),
+              shownOutlets(d).map((o) => o.index),
+              shownEntities(d).map((e) => e.key),
             ]),
           ])
         : "none";
@@ -539,7 +570,7 @@ function pduView(instanceId: string): View {
       header?.update();
       if (!snapshot) return;
       for (const device of snapshot.devices) {
-        for (const outlet of device.outlets) {
+        for (const outlet of shownOutlets(device)) {
           const r = refs.get(outletKey(instanceId, device.id, outlet.index));
           if (r) updateOutlet(instanceId, device, outlet, r);
         }
@@ -555,7 +586,8 @@ function pduView(instanceId: string): View {
 function memberName(snapshot: SnapshotEventData, ref: { deviceId: string; index: number }): string {
   const device = snapshot.devices.find((d) => d.id === ref.deviceId);
   const outlet = device?.outlets.find((o) => o.index === ref.index);
-  return `${device?.unit.label || ref.deviceId} outlet ${ref.index + 1}${outlet ? ` “${outlet.name}”` : ""}`;
+  const hidden = outlet?.hidden === true ? " (hidden)" : "";
+  return `${device?.unit.label || ref.deviceId} outlet ${ref.index + 1}${outlet ? ` “${outlet.name}”` : ""}${hidden}`;
 }
 
 async function groupAction(instanceId: string, group: WireGroup, action: string): Promise<void> {
@@ -590,16 +622,16 @@ function groupsView(instanceId: string): View {
       replace(main, ...header.elements, notReady(instanceId));
       return;
     }
-    if (snapshot.mode !== "oneview" || snapshot.groups.length === 0) {
-      replace(
-        main,
-        ...header.elements,
-        h("p", { class: "note" }, "This PDU is not a OneView cluster: it has no groups."),
-      );
+    if (snapshot.mode !== "oneview" || shownGroups(snapshot).length === 0) {
+      const why =
+        snapshot.mode === "oneview" && snapshot.groups.length > 0
+          ? "Every group of this cluster is hidden by the configuration."
+          : "This PDU is not a OneView cluster: it has no groups.";
+      replace(main, ...header.elements, h("p", { class: "note" }, why));
       return;
     }
     const allowed = snapshot.actionsEnabled && mayControl();
-    const sections = snapshot.groups.map((group) => {
+    const sections = shownGroups(snapshot).map((group) => {
       const body = h("tbody");
       const note = h("p", { class: "outlet-note", role: "status" });
       const stateBadge = h("span", { class: "badge" });
@@ -665,7 +697,7 @@ function groupsView(instanceId: string): View {
             snapshot.actionsEnabled,
             mayControl(),
             snapshot.mode,
-            snapshot.groups.map((g) => [g.key, g.name, g.members]),
+            shownGroups(snapshot).map((g) => [g.key, g.name, g.members]),
           ])
         : "none";
       if (next !== shape || !header) {
@@ -674,7 +706,7 @@ function groupsView(instanceId: string): View {
       }
       header?.update();
       if (!snapshot) return;
-      for (const group of snapshot.groups) {
+      for (const group of shownGroups(snapshot)) {
         const part = parts.get(group.key);
         if (!part) continue;
         const key = groupKeyOf(instanceId, group.key);

@@ -408,6 +408,51 @@ describe("GeistClient login failures", () => {
     }
   });
 
+  it("verifyCredentials: one login, and which credential the PDU refused", async () => {
+    const verdicts = [];
+    for (const [user, password] of [
+      ["ops", "s3cret-Pa55"],
+      ["ops", "Wr0ng-Pa55word"],
+      ["nobody", "x"],
+    ] as const) {
+      const client = new GeistClient(instanceFor(h.sim, { Username: user, Password: password }));
+      try {
+        h.sim.clearRequests();
+        verdicts.push(await client.verifyCredentials());
+        assert.deepEqual(
+          h.sim.requests.map((r) => [r.method, r.cmd]),
+          [["POST", "login"]],
+          "one login, nothing else",
+        );
+      } finally {
+        await client.close();
+      }
+    }
+    assert.deepEqual(verdicts[0], { ok: true });
+    assert.deepEqual(
+      verdicts.slice(1).map((v) => (v.ok ? "ok" : v.refused)),
+      ["password", "user"],
+    );
+    const wrong = verdicts[1]!;
+    assert.ok(!wrong.ok && /as "ops" failed: wrong password \(retCode 1004\)/.test(wrong.reason));
+    assert.ok(!JSON.stringify(verdicts).includes("Pa55"), "no password in a verdict");
+  });
+
+  it("verifyCredentials: a PDU that does not answer is no verdict on the credentials", async () => {
+    const client = new GeistClient({
+      ...instanceFor(h.sim),
+      Connection: { ...instanceFor(h.sim).Connection, Port: 1 },
+    });
+    try {
+      const verdict = await client.verifyCredentials();
+      assert.ok(!verdict.ok);
+      assert.equal(verdict.refused, null);
+      assert.match(verdict.reason, /cannot reach 127\.0\.0\.1:1/);
+    } finally {
+      await client.close();
+    }
+  });
+
   it("a write without credentials says credentials are needed, and sends nothing", async () => {
     const client = new GeistClient(instanceFor(h.sim, { Username: null, Password: null }));
     try {
