@@ -128,6 +128,8 @@ export class MqttConnection {
   /** Bumped on every connect and close: acknowledgements of an older connection are not counted. */
   #generation = 0;
   #uncongested: (() => void)[] = [];
+  /** Waiting for {@link whenDrained}. */
+  #drained: (() => void)[] = [];
   #droppedCount = 0;
   #dropWindowStart = -Infinity;
   #dropLogged = 0;
@@ -323,12 +325,24 @@ export class MqttConnection {
     return granted.filter((g) => g.qos !== 128).map((g) => g.topic);
   }
 
-  /** Drops filters of {@link subscribeOnce}. Never throws. */
-  unsubscribe(filters: readonly string[]): void {
-    if (!this.#connected || filters.length === 0) return;
-    this.#client.unsubscribe([...filters], (error) => {
-      if (error) this.#logger.debug({ err: describeError(error) }, "MQTT unsubscribe failed");
+  /** Drops filters of {@link subscribeOnce}; settles when the broker answered or the connection ended. Never rejects. */
+  unsubscribe(filters: readonly string[]): Promise<void> {
+    if (!this.#connected || filters.length === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#client.unsubscribe([...filters], (error) => {
+        if (error) this.#logger.debug({ err: describeError(error) }, "MQTT unsubscribe failed");
+        resolve();
+      });
     });
+  }
+
+  /**
+   * Resolves once every QoS 1 message published so far has been acknowledged (none waiting, none
+   * in flight), on this connection or a later one.
+   */
+  whenDrained(): Promise<void> {
+    if (this.#connected && this.#inflight === 0 && this.#outbox.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#drained.push(resolve));
   }
 
   /**
@@ -388,6 +402,7 @@ export class MqttConnection {
         }
         this.#drain();
         if (this.#inflight + this.#outbox.size <= INFLIGHT_LOW) this.#notifyUncongested();
+        if (this.#inflight === 0 && this.#outbox.size === 0) this.#notifyDrained();
       });
       this.traffic.published++;
     } catch (error) {
@@ -486,6 +501,12 @@ export class MqttConnection {
       return;
     }
     this.#uncongested.push(callback);
+  }
+
+  #notifyDrained(): void {
+    const waiting = this.#drained;
+    this.#drained = [];
+    for (const resolve of waiting) resolve();
   }
 
   #notifyUncongested(): void {

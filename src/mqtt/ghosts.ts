@@ -48,7 +48,7 @@ export interface GhostSink {
   publish(topic: string, payload: string, qos: 0 | 1, retain: boolean): boolean;
   /** `noLocal`: the broker does not echo this client's own publishes (MQTT 5; ignored by 3.1.1). */
   subscribeOnce(filters: readonly string[], options?: { readonly noLocal?: boolean }): Promise<string[]>;
-  unsubscribe(filters: readonly string[]): void;
+  unsubscribe(filters: readonly string[]): Promise<void>;
 }
 
 export interface GhostSweeperOptions {
@@ -106,8 +106,8 @@ export class GhostSweeper {
   #capped = false;
   #phase: Phase = "idle";
   #round: Round | null = null;
-  /** Most configs one instance held so far (sizes the next round). */
-  #perInstance = 1;
+  /** Most configs one instance held so far (sizes the next round); null before the first, which is one instance. */
+  #perInstance: number | null = null;
   /** Markers do not come back (the broker does not let the bridge read its own topic): quiet time ends rounds. */
   #markersLost = false;
   #timer: NodeJS.Timeout | null = null;
@@ -208,10 +208,10 @@ export class GhostSweeper {
   /** Subscribes to the next round of instances, or ends the reading when none is left. */
   #nextRound(): void {
     if (this.#phase !== "reading") return;
-    const size = Math.max(
-      1,
-      Math.min(ROUND_INSTANCES_MAX, Math.floor(this.#roundConfigs / this.#perInstance)),
-    );
+    const size =
+      this.#perInstance === null
+        ? 1
+        : Math.max(1, Math.min(ROUND_INSTANCES_MAX, Math.floor(this.#roundConfigs / this.#perInstance)));
     const instances = this.#unread.splice(0, size);
     if (instances.length === 0) {
       this.#finishReading();
@@ -251,21 +251,23 @@ export class GhostSweeper {
     }
     if (!over && now - round.startedAt < ROUND_MAX_MS) return;
     this.#round = null;
-    this.#o.sink.unsubscribe(round.filters);
+    void this.#o.sink.unsubscribe(round.filters);
+    let largest = this.#perInstance ?? 1;
     for (const id of round.instances) {
       const seen = this.#collected.get(id);
       if (seen === undefined) continue;
       seen.read = true;
-      this.#perInstance = Math.max(this.#perInstance, seen.count);
+      largest = Math.max(largest, seen.count);
       this.#judge(id);
     }
+    this.#perInstance = largest;
     this.#nextRound();
   }
 
   #finishReading(): void {
     if (this.#timer !== null) clearInterval(this.#timer);
     this.#timer = null;
-    this.#o.sink.unsubscribe([this.#marker]);
+    void this.#o.sink.unsubscribe([this.#marker]);
     this.#phase = this.#collected.size === 0 ? "done" : "judging";
   }
 
