@@ -16,6 +16,8 @@ export interface ReceivedPublish {
   readonly payload: string;
   readonly qos: number;
   readonly retain: boolean;
+  /** The packet identifier (QoS 1), else undefined. */
+  readonly messageId: number | undefined;
 }
 
 export class HeldAckBroker {
@@ -24,10 +26,17 @@ export class HeldAckBroker {
   readonly #sockets = new Set<Socket>();
   /** PUBACKs not sent yet, per socket. */
   #held: { socket: Socket; messageId: number }[] = [];
+  /** Identifiers of the held PUBACKs, per socket. */
+  readonly #heldIds = new Map<Socket, Set<number>>();
   /** Every PUBLISH read, in order, over all connections. */
   readonly received: ReceivedPublish[] = [];
   /** CONNECTs accepted so far. */
   connects = 0;
+  /**
+   * QoS 1 PUBLISHes whose packet identifier was already in use by another held (unacknowledged)
+   * PUBLISH of the same connection: the client reused an identifier still in flight.
+   */
+  reusedIds = 0;
   holding: boolean;
 
   private constructor(server: Server, holding: boolean) {
@@ -57,6 +66,7 @@ export class HeldAckBroker {
     this.holding = false;
     const held = this.#held;
     this.#held = [];
+    this.#heldIds.clear();
     for (const { socket, messageId } of held) this.#send(socket, { cmd: "puback", messageId });
   }
 
@@ -70,6 +80,7 @@ export class HeldAckBroker {
   /** Drops every client connection (a broker restart, as the client sees it). Held PUBACKs are lost. */
   dropClients(): void {
     this.#held = [];
+    this.#heldIds.clear();
     for (const socket of this.#sockets) socket.destroy();
   }
 
@@ -101,6 +112,9 @@ export class HeldAckBroker {
           granted: packet.subscriptions.map((s) => s.qos),
         });
         return;
+      case "unsubscribe":
+        this.#send(socket, { cmd: "unsuback", messageId: packet.messageId!, granted: [] });
+        return;
       case "pingreq":
         this.#send(socket, { cmd: "pingresp" });
         return;
@@ -117,10 +131,21 @@ export class HeldAckBroker {
 
   #publish(socket: Socket, packet: IPublishPacket): void {
     const payload = typeof packet.payload === "string" ? packet.payload : packet.payload.toString("utf8");
-    this.received.push({ topic: packet.topic, payload, qos: packet.qos, retain: packet.retain });
-    if (packet.qos === 0 || packet.messageId === undefined) return;
-    if (this.holding) this.#held.push({ socket, messageId: packet.messageId });
-    else this.#send(socket, { cmd: "puback", messageId: packet.messageId });
+    const { messageId } = packet;
+    this.received.push({ topic: packet.topic, payload, qos: packet.qos, retain: packet.retain, messageId });
+    if (packet.qos === 0 || messageId === undefined) return;
+    if (!this.holding) {
+      this.#send(socket, { cmd: "puback", messageId });
+      return;
+    }
+    let ids = this.#heldIds.get(socket);
+    if (ids === undefined) {
+      ids = new Set();
+      this.#heldIds.set(socket, ids);
+    }
+    if (ids.has(messageId)) this.reusedIds++;
+    ids.add(messageId);
+    this.#held.push({ socket, messageId });
   }
 
   #send(socket: Socket, packet: Packet): void {

@@ -18,6 +18,10 @@ export interface MqttTestConfig {
   readonly discoveryEnabled?: boolean;
   readonly expireAfter?: number;
   readonly keepAlive?: number;
+  /** `Mqtt.MaxPacketSize` (an external broker's limit). */
+  readonly maxPacketSize?: number;
+  /** `Mqtt.Embedded.MaxPacketSize`. */
+  readonly embeddedMaxPacketSize?: number;
   /** instance id → ActionsEnabled (file order is kept). */
   readonly instances: Readonly<Record<string, boolean>>;
 }
@@ -46,7 +50,10 @@ export async function mqttTestConfig(options: MqttTestConfig): Promise<Config> {
     `  ClientId: ${q(options.clientId ?? `pdu-bridge-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`)}`,
     `  ParentTopic: ${q(options.parentTopic ?? "pdu-bridge")}`,
     `  KeepAlive: ${options.keepAlive ?? 60}`,
-    "  Embedded: { Bind: 127.0.0.1, Port: 0 }",
+    ...(options.maxPacketSize === undefined ? [] : [`  MaxPacketSize: ${options.maxPacketSize}`]),
+    `  Embedded: { Bind: 127.0.0.1, Port: 0${
+      options.embeddedMaxPacketSize === undefined ? "" : `, MaxPacketSize: ${options.embeddedMaxPacketSize}`
+    } }`,
     "Pdus:",
   );
   let n = 10;

@@ -97,6 +97,11 @@ export const MqttSchema = Type.Object(
       default: 60,
       description: "MQTT keep-alive in seconds",
     }),
+    MaxPacketSize: Type.Union([Type.Integer({ minimum: 1024, maximum: 268435455 }), Type.Null()], {
+      default: null,
+      description:
+        "Largest MQTT packet (bytes) the broker at Connection.Host accepts, for a broker that cannot announce it (MQTT 3.1.1): a larger message is dropped and counted instead of costing the connection; an MQTT 5 broker's own announced limit applies as well; null: no limit. The embedded broker's is Embedded.MaxPacketSize",
+    }),
     Embedded: Type.Object(
       {
         Bind: Type.String({

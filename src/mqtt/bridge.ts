@@ -17,6 +17,14 @@ import { Publisher } from "./publisher.js";
 import { TopicIdGuard, Topics } from "./topics.js";
 import type { HomeAssistantStatus, MqttBridgeHandle, MqttStatus } from "./types.js";
 
+/** The ghost cleanup's settle time after each round's marker on the embedded broker (ms). */
+const EMBEDDED_SWEEP_SETTLE_MS = 100;
+/** Retained configs per round of the ghost cleanup on the embedded broker. */
+const EMBEDDED_ROUND_CONFIGS = 10_000;
+
+/** Home Assistant's `online` republishes everything at most once per this window (ms). */
+export const HA_RESYNC_WINDOW_MS = 30_000;
+
 /** Value refresh period when `SensorExpireAfterSeconds` is 0 (sensors never expire). */
 export const DEFAULT_REFRESH_MS = 300_000;
 
@@ -54,7 +62,7 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
   warnWhenSensorsExpireBetweenPolls(config, logger);
 
   const commands = new CommandHandler({ topics, instances: config.instances, logger });
-  // The bridge's password at its own embedded broker: only it may use its client id (issue 14).
+  // The bridge's password at its own embedded broker: only it may use its client id.
   const bridgeSecret = randomBytes(24).toString("base64url");
   const embedded = await startEmbeddedIfConfigured(config, bridgeSecret, logger);
   // The publisher needs the connection and the connection's hooks need the publisher.
@@ -83,6 +91,12 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
       nodeIds: new Map(config.instances.map((i) => [discoveryNodeId(topics.parent, i.id), i.id])),
       sink: connection,
       current: (id) => active.discoveryTopics(id),
+      markerTopic: topics.sweepMarker(),
+      // aedes streams a subscription's retained messages on their own (its marker may come first)
+      // and holds no per-client queue limit: larger rounds, and a short settle after each marker.
+      ...(embedded === null
+        ? {}
+        : { settleMs: EMBEDDED_SWEEP_SETTLE_MS, roundConfigs: EMBEDDED_ROUND_CONFIGS }),
       logger,
     });
     ghosts = sweeper;
@@ -181,6 +195,12 @@ function connect(
   const ha = config.HomeAssistant;
   const haStatusTopic = Topics.homeAssistantStatus(ha.DiscoveryTopic);
   const mqtt = config.Mqtt;
+  // Each `online` would republish the whole fleet's discovery: at most one per window, and one
+  // more at its end when Home Assistant said `online` again meanwhile (it may have restarted).
+  const birth = atMostOncePer(HA_RESYNC_WINDOW_MS, () => {
+    logger.info("Home Assistant is online: republishing discovery and states");
+    publisher()?.resync();
+  });
   return MqttConnection.open({
     config:
       embedded === null
@@ -199,6 +219,8 @@ function connect(
             port: embedded.port,
             protocolVersion: 4,
             embedded: true,
+            // aedes cannot announce its limit (MQTT 3.1.1) and closes a connection that exceeds it.
+            maxPacketSize: mqtt.Embedded.MaxPacketSize,
           },
         }),
     subscriptions: [...commands.subscriptions(), ...(ha.DiscoveryEnabled ? [haStatusTopic] : [])],
@@ -219,10 +241,7 @@ function connect(
         if (topic.startsWith(`${ha.DiscoveryTopic}/`) && topic.endsWith("/config")) return;
         if (topic === haStatusTopic) {
           // A retained `online` arrives on every subscribe; the connect itself already republished.
-          if (!retained && payload.toString("utf8").trim().toLowerCase() === "online") {
-            logger.info("Home Assistant is online: republishing discovery and states");
-            publisher()?.resync();
-          }
+          if (!retained && payload.toString("utf8").trim().toLowerCase() === "online") birth.trigger();
           return;
         }
         void commands.handle(topic, payload, retained).catch((error: unknown) => {
@@ -256,4 +275,30 @@ function createPublisher(
     logger,
     onDiscovery,
   });
+}
+
+/**
+ * `run` at once when it last ran `windowMs` ago or more; otherwise once when the window is over,
+ * however often it was asked for meanwhile.
+ */
+function atMostOncePer(windowMs: number, run: () => void): { trigger(): void } {
+  let last = -Infinity;
+  let timer: NodeJS.Timeout | null = null;
+  const fire = (): void => {
+    timer = null;
+    last = Date.now();
+    run();
+  };
+  return {
+    trigger() {
+      if (timer !== null) return;
+      const wait = last + windowMs - Date.now();
+      if (wait <= 0) {
+        fire();
+        return;
+      }
+      timer = setTimeout(fire, wait);
+      timer.unref();
+    },
+  };
 }

@@ -3,12 +3,11 @@
  * `Mqtt.Connection.Host` is omitted. Other clients (Home Assistant, mosquitto_sub) connect to it
  * like to any broker. When `Mqtt.Credentials` are set they are required from every client.
  *
- * Hardened (issue 14, item 6): it used to accept anyone, with no access rules and no packet size
- * limit, so any local client could switch outlets, knock the bridge off by connecting with its
- * client id, fake its status and discovery, or send a 100 MB retained message. Now only the
- * bridge's own connection (its client id plus a per-process secret) may use its client id and
- * publish `P/status`, `P/+/status` and discovery; packets over `Mqtt.Embedded.MaxPacketSize` close
- * the connection before they are buffered; other clients' retained messages are bounded.
+ * Access rules: only the bridge's own connection (its client id plus a per-process secret) may use
+ * its client id and publish under the parent topic (other clients only its command topics) and
+ * under the discovery prefix (other clients only `<prefix>/status`, Home Assistant's birth); a
+ * packet over `Mqtt.Embedded.MaxPacketSize` closes the connection before it is buffered (the
+ * bridge itself never sends one: it knows the limit); other clients' retained messages are bounded.
  */
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
@@ -17,6 +16,7 @@ import { Aedes, type AedesOptions, type AuthenticateError, type Client } from "a
 import { ConfigError } from "../config/errors.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
+import { Topics } from "./topics.js";
 
 export interface EmbeddedBrokerOptions {
   readonly bind: string;
@@ -32,7 +32,7 @@ export interface EmbeddedBrokerOptions {
    * bridge's status and discovery topics.
    */
   readonly bridge?: { readonly clientId: string; readonly secret: string };
-  /** `Mqtt.ParentTopic`: `P/status` and `P/+/status` are the bridge's alone. */
+  /** `Mqtt.ParentTopic`: everything under it but the command topics is the bridge's alone. */
   readonly parentTopic?: string;
   /** `HomeAssistant.DiscoveryTopic`: everything under it but `<prefix>/status` is the bridge's alone. */
   readonly discoveryPrefix?: string;
@@ -250,18 +250,20 @@ function sameBytes(a: Buffer, b: Buffer): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-/** `P/status`, `P/<one level>/status`, and everything under the discovery prefix but its `status`. */
+/**
+ * The bridge's topics: everything under the parent topic but the command topics (states, labels,
+ * settings, values, statuses, its markers), and everything under the discovery prefix but its
+ * `status`. Another client publishing one could make Home Assistant show a state the PDU is not in.
+ */
 function protectedTopics(
   parent: string | undefined,
   discovery: string | undefined,
 ): (topic: string) => boolean {
+  const topics = parent === undefined ? null : new Topics(parent);
   return (topic) => {
-    if (parent !== undefined) {
-      if (topic === `${parent}/status`) return true;
-      if (topic.startsWith(`${parent}/`) && topic.endsWith("/status")) {
-        const middle = topic.slice(parent.length + 1, -"/status".length);
-        if (!middle.includes("/")) return true;
-      }
+    if (topics !== null && parent !== undefined) {
+      if (topic === parent) return true;
+      if (topic.startsWith(`${parent}/`) && !topics.isCommandShaped(topic)) return true;
     }
     if (discovery !== undefined) {
       if (topic === discovery) return true;

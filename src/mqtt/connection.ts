@@ -17,6 +17,7 @@ import { ConfigError } from "../config/errors.js";
 import type { MqttConfig, MqttScheme } from "../config/schema.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
+import { PacketIdPool } from "./packet-ids.js";
 import { PublishBatch, publishPacketSize } from "./packet.js";
 import { topicProblem, Topics } from "./topics.js";
 import type { MqttStatus } from "./types.js";
@@ -27,12 +28,19 @@ const CONNECT_TIMEOUT_MS = 10_000;
 /** How long a clean stop waits for `offline` to be acknowledged and for the disconnect. */
 const STOP_WAIT_MS = 2000;
 /**
- * Flow control of bulk publishing (see Publisher): congested from this many unacknowledged QoS 1
- * messages, until they are down to {@link INFLIGHT_LOW}. About 0.5 MB of discovery configs; the
- * broker acknowledges a loopback batch within milliseconds, so the pipe stays full.
+ * QoS 1 flow. Every QoS 1 message the bridge sends is retained state (statuses, discovery configs,
+ * outlet states, labels, settings, and the empty payloads that clear them). At most
+ * {@link INFLIGHT_HIGH} of them (fewer when an MQTT 5 broker announces a lower Receive Maximum) are
+ * handed to mqtt.js unacknowledged; the rest wait in the connection's outbox, in order, and go out
+ * as acknowledgements come, whoever published them. A newer payload for a topic still waiting
+ * replaces the older one in place, so the outbox holds at most one message per topic and the broker
+ * ends with the newest. Bulk producers (discovery, resyncs) pause while the connection is congested
+ * ({@link INFLIGHT_HIGH} messages waiting or in flight) until no more than {@link INFLIGHT_LOW} are.
  */
 export const INFLIGHT_HIGH = 512;
 export const INFLIGHT_LOW = 128;
+/** Messages waiting in the outbox at most; past it one is dropped, logged and counted. */
+export const OUTBOX_MAX = 262_144;
 
 /** Largest payload published, in UTF-16 units (3 bytes each at most; MQTT's limit is 256 MiB). */
 export const MAX_PAYLOAD_CHARS = 64 * 1024 * 1024;
@@ -57,6 +65,15 @@ const DROP_LOG_WINDOW_MS = 60_000;
 /** CONNACK codes that will not get better by retrying (3.1.1 and 5). */
 const FATAL_CONNACK = new Set([1, 2, 4, 5, 132, 133, 134, 135, 138, 140]);
 
+/** A QoS 1 message in the outbox. */
+interface OutMessage {
+  readonly topic: string;
+  payload: string;
+  readonly retain: boolean;
+  /** Its place in publishing order; a replacement takes the newer one's. */
+  seq: number;
+}
+
 /** Where to connect when it is not `Config.Mqtt.Connection` (the embedded broker). */
 export interface BrokerTarget {
   readonly scheme: MqttScheme;
@@ -64,6 +81,8 @@ export interface BrokerTarget {
   readonly port: number;
   readonly protocolVersion: 4 | 5;
   readonly embedded: boolean;
+  /** The largest packet the broker accepts when it does not say so itself (MQTT 3.1.1); null: no limit. */
+  readonly maxPacketSize: number | null;
 }
 
 export interface ConnectionHooks {
@@ -96,11 +115,21 @@ export class MqttConnection {
   #attempt = 0;
   #timer: NodeJS.Timeout | null = null;
   #stopping = false;
-  /** QoS 1 messages of the current connection not acknowledged yet. */
+  /** QoS 1 messages handed to mqtt.js on the current connection and not acknowledged yet. */
   #inflight = 0;
+  /** QoS 1 messages in flight at most on this connection: {@link INFLIGHT_HIGH} or the broker's Receive Maximum. */
+  #window = INFLIGHT_HIGH;
+  /** QoS 1 messages waiting for room in the window, in order; retained ones keyed by topic. */
+  readonly #outbox = new Map<string, OutMessage>();
+  /** Reads {@link #outbox} front to back across deletions and additions; null once it ran out. */
+  #cursor: Iterator<OutMessage> | null = null;
+  /** Numbers QoS 1 messages in publishing order (which of two lost ones for a topic is newer). */
+  #sequence = 0;
   /** Bumped on every connect and close: acknowledgements of an older connection are not counted. */
   #generation = 0;
   #uncongested: (() => void)[] = [];
+  /** Waiting for {@link whenDrained}. */
+  #drained: (() => void)[] = [];
   #droppedCount = 0;
   #dropWindowStart = -Infinity;
   #dropLogged = 0;
@@ -115,12 +144,20 @@ export class MqttConnection {
    * and mqtt.js does not check it, so {@link publish} drops such a message itself.
    */
   #brokerMaxPacket = Infinity;
+  /** The limit known before any CONNACK: the embedded broker's, or `Mqtt.MaxPacketSize`. */
+  readonly #configuredMaxPacket: number;
   /** The pending write of the batch ({@link BATCH_DELAY_MS}), null when none is due. */
   #flushTimer: NodeJS.Timeout | null = null;
   /** Settles the first attempt while `open` waits for it. */
   #startup: { resolve: () => void; reject: (error: Error) => void } | null = null;
 
-  private constructor(client: MqttClient, options: OpenOptions, broker: string, embedded: boolean) {
+  private constructor(
+    client: MqttClient,
+    options: OpenOptions,
+    broker: string,
+    embedded: boolean,
+    maxPacket: number,
+  ) {
     this.#client = client;
     this.#logger = options.logger;
     this.#statusTopic = new Topics(options.config.ParentTopic).bridgeStatus();
@@ -130,7 +167,10 @@ export class MqttConnection {
     this.#embedded = embedded;
     this.#version = client.options.protocolVersion === 5 ? 5 : 4;
     this.#batch = new PublishBatch(this.#version, BATCHED_PACKET_MAX);
-    client.on("connect", (connack) => this.#onConnect(connack.properties?.maximumPacketSize));
+    this.#configuredMaxPacket = maxPacket;
+    client.on("connect", (connack) =>
+      this.#onConnect(connack.properties?.maximumPacketSize, connack.properties?.receiveMaximum),
+    );
     client.on("close", () => this.#onClose());
     client.on("error", (error) => this.#onError(error));
     client.on("message", (topic, payload, packet) => this.#onMessage(topic, payload, packet.retain));
@@ -145,6 +185,7 @@ export class MqttConnection {
       port: config.Connection.Port,
       protocolVersion: config.Connection.ProtocolVersion,
       embedded: false,
+      maxPacketSize: config.MaxPacketSize,
     };
     const secure = target.scheme === "mqtts" || target.scheme === "wss";
     let ca: Buffer | undefined;
@@ -181,6 +222,8 @@ export class MqttConnection {
       // Otherwise mqtt-packet makes 65,536 two-byte Buffers for packet ids at the first write, 6 MB
       // of live heap for good (docs/heap-breakdown.md); QoS 0 values are encoded by packet.ts anyway.
       writeCache: false,
+      // Never an identifier still in flight (src/mqtt/packet-ids.ts).
+      messageIdProvider: new PacketIdPool(),
       will: {
         topic: new Topics(config.ParentTopic).bridgeStatus(),
         payload: Buffer.from("offline"),
@@ -192,7 +235,13 @@ export class MqttConnection {
       ...(secure ? { rejectUnauthorized: config.Connection.ValidateCertificate } : {}),
       ...(ca === undefined ? {} : { ca }),
     };
-    const connection = new MqttConnection(connect(clientOptions), options, broker, target.embedded);
+    const connection = new MqttConnection(
+      connect(clientOptions),
+      options,
+      broker,
+      target.embedded,
+      target.maxPacketSize ?? Infinity,
+    );
     await connection.#firstAttempt();
     return connection;
   }
@@ -250,25 +299,7 @@ export class MqttConnection {
         return true;
       }
       if (this.#tooLarge(topic, payload, qos)) return false;
-      // Every QoS 0 message published before this one goes out before it.
-      this.#flush();
-      const generation = this.#generation;
-      this.#inflight++;
-      let settled = false;
-      try {
-        this.#client.publish(topic, payload, { qos, retain }, (error) => {
-          settled = true;
-          if (error) this.traffic.failed++;
-          if (error) this.#logger.debug({ topic, err: describeError(error) }, "MQTT publish failed");
-          if (generation !== this.#generation) return;
-          this.#inflight--;
-          if (this.#inflight <= INFLIGHT_LOW) this.#notifyUncongested();
-        });
-      } catch (error) {
-        if (!settled && generation === this.#generation) this.#inflight--;
-        throw error;
-      }
-      this.traffic.published++;
+      this.#enqueue(topic, payload, retain);
       return true;
     } catch (error) {
       this.#dropped(topic, describeError(error));
@@ -278,20 +309,127 @@ export class MqttConnection {
 
   /**
    * Subscribes (QoS 1) for this connection only (not renewed after a reconnect); resolves with the
-   * filters the broker granted. Rejects while disconnected or when the broker fails the request.
+   * filters the broker granted. `noLocal`: the broker does not echo the bridge's own publishes (MQTT 5). Rejects while disconnected or when the broker fails the request.
    */
-  async subscribeOnce(filters: readonly string[]): Promise<string[]> {
+  async subscribeOnce(
+    filters: readonly string[],
+    options: { readonly noLocal?: boolean } = {},
+  ): Promise<string[]> {
     if (!this.#connected) throw new Error("not connected");
-    const granted = await this.#client.subscribeAsync([...filters], { qos: 1 });
+    // No Local exists in MQTT 5 only; a 3.1.1 broker echoes the bridge's own publishes regardless.
+    const noLocal = options.noLocal === true && this.#version === 5;
+    const granted = await this.#client.subscribeAsync([...filters], {
+      qos: 1,
+      ...(noLocal ? { nl: true } : {}),
+    });
     return granted.filter((g) => g.qos !== 128).map((g) => g.topic);
   }
 
-  /** Drops filters of {@link subscribeOnce}. Never throws. */
-  unsubscribe(filters: readonly string[]): void {
-    if (!this.#connected || filters.length === 0) return;
-    this.#client.unsubscribe([...filters], (error) => {
-      if (error) this.#logger.debug({ err: describeError(error) }, "MQTT unsubscribe failed");
+  /** Drops filters of {@link subscribeOnce}; settles when the broker answered or the connection ended. Never rejects. */
+  unsubscribe(filters: readonly string[]): Promise<void> {
+    if (!this.#connected || filters.length === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#client.unsubscribe([...filters], (error) => {
+        if (error) this.#logger.debug({ err: describeError(error) }, "MQTT unsubscribe failed");
+        resolve();
+      });
     });
+  }
+
+  /**
+   * Resolves once every QoS 1 message published so far has been acknowledged (none waiting, none
+   * in flight), on this connection or a later one.
+   */
+  whenDrained(): Promise<void> {
+    if (this.#connected && this.#inflight === 0 && this.#outbox.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#drained.push(resolve));
+  }
+
+  /**
+   * Puts a QoS 1 message in the outbox (replacing a retained one still waiting for the same topic)
+   * and sends what the window allows.
+   */
+  #enqueue(topic: string, payload: string, retain: boolean): void {
+    const seq = ++this.#sequence;
+    if (retain) {
+      const waiting = this.#outbox.get(topic);
+      if (waiting !== undefined) {
+        waiting.payload = payload;
+        waiting.seq = seq;
+        return;
+      }
+    }
+    if (this.#outbox.size >= OUTBOX_MAX) {
+      this.#dropped(topic, `${OUTBOX_MAX} QoS 1 messages are already waiting for the broker`);
+      return;
+    }
+    this.#outbox.set(retain ? topic : `\u0000${seq}`, { topic, payload, retain, seq });
+    this.#drain();
+  }
+
+  /** Hands waiting QoS 1 messages to mqtt.js while the window has room. */
+  #drain(): void {
+    if (!this.#connected || this.#client.disconnecting) return;
+    // Every QoS 0 message published before these goes out before them.
+    if (this.#outbox.size > 0 && this.#inflight < this.#window) this.#flush();
+    while (this.#inflight < this.#window && this.#outbox.size > 0) {
+      this.#cursor ??= this.#outbox.values();
+      const next = this.#cursor.next();
+      if (next.done === true) {
+        this.#cursor = null;
+        continue;
+      }
+      const message = next.value;
+      this.#outbox.delete(message.retain ? message.topic : `\u0000${message.seq}`);
+      this.#send(message);
+    }
+  }
+
+  #send(message: OutMessage): void {
+    const generation = this.#generation;
+    this.#inflight++;
+    const { topic, payload, retain } = message;
+    try {
+      this.#client.publish(topic, payload, { qos: 1, retain }, (error) => {
+        if (generation !== this.#generation) {
+          this.#requeueLost(message);
+          return;
+        }
+        this.#inflight--;
+        if (error) {
+          this.traffic.failed++;
+          this.#logger.debug({ topic, err: describeError(error) }, "MQTT publish failed");
+        }
+        this.#drain();
+        if (this.#inflight + this.#outbox.size <= INFLIGHT_LOW) this.#notifyUncongested();
+        if (this.#inflight === 0 && this.#outbox.size === 0) this.#notifyDrained();
+      });
+      this.traffic.published++;
+    } catch (error) {
+      if (generation === this.#generation) this.#inflight--;
+      this.#dropped(topic, describeError(error));
+    }
+  }
+
+  /**
+   * A message lost with its connection (never acknowledged) waits for the next one, unless a newer
+   * payload for its topic already does. Not after a stop, and not a message that is not retained
+   * state.
+   */
+  #requeueLost(message: OutMessage): void {
+    if (this.#stopping || !message.retain) return;
+    const waiting = this.#outbox.get(message.topic);
+    if (waiting === undefined) {
+      if (this.#outbox.size < OUTBOX_MAX) this.#outbox.set(message.topic, message);
+    } else if (waiting.seq < message.seq) {
+      waiting.payload = message.payload;
+      waiting.seq = message.seq;
+    }
+  }
+
+  /** QoS 1 messages waiting in the outbox (not yet handed to mqtt.js). */
+  get waiting(): number {
+    return this.#outbox.size;
   }
 
   /** True (and the message dropped, logged and counted) when its packet is over the broker's maximum. */
@@ -354,7 +492,7 @@ export class MqttConnection {
   }
 
   get congested(): boolean {
-    return this.#connected && this.#inflight >= INFLIGHT_HIGH;
+    return this.#connected && this.#inflight + this.#outbox.size >= INFLIGHT_HIGH;
   }
 
   onceUncongested(callback: () => void): void {
@@ -363,6 +501,12 @@ export class MqttConnection {
       return;
     }
     this.#uncongested.push(callback);
+  }
+
+  #notifyDrained(): void {
+    const waiting = this.#drained;
+    this.#drained = [];
+    for (const resolve of waiting) resolve();
   }
 
   #notifyUncongested(): void {
@@ -376,6 +520,15 @@ export class MqttConnection {
   #resetFlow(): void {
     this.#generation++;
     this.#inflight = 0;
+  }
+
+  /**
+   * After a connection is lost: its QoS 1 messages that were never acknowledged are taken back from
+   * mqtt.js, whose clean session would otherwise keep their callbacks pending for good; each
+   * callback runs once, with an error, and {@link #requeueLost} puts the message in the outbox.
+   */
+  #takeBackUnacknowledged(): void {
+    for (const id of Object.keys(this.#client.outgoing)) this.#client.removeOutgoingMessage(Number(id));
   }
 
   /**
@@ -394,6 +547,10 @@ export class MqttConnection {
     if (this.#flushTimer) clearTimeout(this.#flushTimer);
     this.#flushTimer = null;
     this.#flush();
+    // What still waits is not sent: `offline` goes out now, and the next start publishes everything.
+    this.traffic.failed += this.#outbox.size;
+    this.#outbox.clear();
+    this.#cursor = null;
     if (this.#connected) {
       try {
         // Queued in order (instances first, the bridge last) and acknowledged together.
@@ -424,12 +581,19 @@ export class MqttConnection {
     });
   }
 
-  #onConnect(maximumPacketSize: number | undefined): void {
+  #onConnect(maximumPacketSize: number | undefined, receiveMaximum: number | undefined): void {
     this.#resetFlow();
-    // Per connection: a broker restarted with another limit announces it again.
-    this.#brokerMaxPacket =
-      typeof maximumPacketSize === "number" && maximumPacketSize > 0 ? maximumPacketSize : Infinity;
+    // Per connection: a broker restarted with other limits announces them again.
+    this.#brokerMaxPacket = Math.min(
+      this.#configuredMaxPacket,
+      typeof maximumPacketSize === "number" && maximumPacketSize > 0 ? maximumPacketSize : Infinity,
+    );
     this.#batch.maxPacket = Math.min(BATCHED_PACKET_MAX, this.#brokerMaxPacket);
+    // The `online` status below is one more QoS 1 message in flight: the window leaves it room.
+    this.#window =
+      typeof receiveMaximum === "number" && receiveMaximum > 1
+        ? Math.min(INFLIGHT_HIGH, receiveMaximum - 1)
+        : INFLIGHT_HIGH;
     this.#connected = true;
     this.#since = Date.now();
     this.#lastError = null;
@@ -458,6 +622,7 @@ export class MqttConnection {
     } catch (error) {
       this.#logger.error({ err: describeError(error) }, "MQTT republish after connect failed");
     }
+    this.#drain();
   }
 
   #onError(error: Error & { code?: unknown }): void {
@@ -485,6 +650,7 @@ export class MqttConnection {
     this.traffic.failed += this.#batch.count;
     this.#batch.clear();
     this.#resetFlow();
+    this.#takeBackUnacknowledged();
     this.#notifyUncongested();
     if (wasConnected || this.#since === null) this.#since = Date.now();
     if (this.#stopping) return;

@@ -1,34 +1,54 @@
 /**
  * Ghost discovery cleanup (docs/mqtt.md, "Ghost cleanup"): once, after the first connect, the
- * retained Home Assistant discovery configs under this bridge's own node ids are collected for a short
- * window, and each instance's are judged as soon as the window is over and the instance's discovery
- * has been published from a polled snapshot: configs it no longer produces are cleared (empty
- * retained payload); the others are left alone. An instance that never polls successfully is never
- * judged. What is collected is outside input: only well-formed topics of the subscribed shape, and at
- * most {@link MAX_GHOST_TOPICS} of them.
+ * retained Home Assistant discovery configs under this bridge's own node ids are read, and each
+ * instance's are judged once they are read and the instance's discovery has been published from a
+ * polled snapshot: configs it no longer produces are cleared (empty retained payload); the others
+ * are left alone. An instance that never polls successfully is never judged.
+ *
+ * The configs are read in rounds of a few instances: a broker hands a subscription's retained
+ * messages to the subscriber's one queue and drops what is over its limit (mosquitto's default
+ * `max_queued_messages` is 1000, and a 24-outlet PDU has 177 configs), so each round subscribes to
+ * as many instances as {@link ROUND_CONFIGS} holds by the largest instance read so far. A round ends
+ * when a marker arrives: a message the sweeper publishes (not retained, on a topic of its own) after
+ * the broker acknowledged the round's subscription, which a broker that delivers a client's messages
+ * in order (mosquitto) hands over after the round's retained configs. A broker that streams retained
+ * messages on their own (aedes) may deliver the marker earlier: after the marker the round waits
+ * `settleMs` without a config, and a config of an instance that is still unjudged is collected
+ * whenever it comes. A marker that never comes (a broker that does not let the bridge read its own
+ * topics) ends the round by quiet time. Reading late or missing a config can only leave a ghost in
+ * place; a config the instance still produces is never cleared.
+ *
+ * What is collected is outside input: only well-formed topics of the subscribed shape, and at most
+ * {@link MAX_GHOST_TOPICS} of them.
  */
+import { randomBytes } from "node:crypto";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
 
-/** Retained configs arrive right after the subscription; collect at least this long after it. */
-export const GHOST_WINDOW_MS = 2000;
-/** ... and until none arrived for this long (a large fleet's configs take a while) ... */
+/** Retained configs a round of subscriptions should bring at most (below mosquitto's default queue). */
+export const ROUND_CONFIGS = 500;
+/** Instances in one round at most. */
+const ROUND_INSTANCES_MAX = 100;
+/** A round's marker is awaited this long (ms) at most; then quiet time ends the rounds. */
+export const MARKER_WAIT_MS = 5000;
+/** Without a marker, a round ends when no config arrived for this long (ms) ... */
 export const GHOST_IDLE_MS = 1000;
-/** ... but never longer than this. */
-export const GHOST_WINDOW_MAX_MS = 15_000;
+/** ... but never later than this (ms) after it began. */
+export const ROUND_MAX_MS = 15_000;
 /** Collected config topics over every instance at most (about 1,100 PDUs' worth). */
 export const MAX_GHOST_TOPICS = 200_000;
 /** Longest topic collected (ours are far shorter). */
 const MAX_TOPIC_CHARS = 1024;
-const TICK_MS = 250;
+const TICK_MS = 50;
 /** Collected configs of an instance joined into one string at a time. */
 const JOIN_EVERY = 64;
 
 /** What the sweeper needs of the connection. */
 export interface GhostSink {
   publish(topic: string, payload: string, qos: 0 | 1, retain: boolean): boolean;
-  subscribeOnce(filters: readonly string[]): Promise<string[]>;
-  unsubscribe(filters: readonly string[]): void;
+  /** `noLocal`: the broker does not echo this client's own publishes (MQTT 5; ignored by 3.1.1). */
+  subscribeOnce(filters: readonly string[], options?: { readonly noLocal?: boolean }): Promise<string[]>;
+  unsubscribe(filters: readonly string[]): Promise<void>;
 }
 
 export interface GhostSweeperOptions {
@@ -39,91 +59,108 @@ export interface GhostSweeperOptions {
   readonly sink: GhostSink;
   /** The config topics last published for an instance, null while it has none. */
   readonly current: (instanceId: string) => ReadonlySet<string> | null;
+  /** The topic of the sweeper's markers (the bridge's own, nobody else's); a random level is added. */
+  readonly markerTopic: string;
+  /** After a round's marker, wait this long (ms) without a config (a broker that streams retained messages on their own). */
+  readonly settleMs?: number;
+  /** Retained configs a round should bring at most (default {@link ROUND_CONFIGS}). */
+  readonly roundConfigs?: number;
   readonly logger: Logger;
   readonly now?: () => number;
 }
 
-type Phase = "idle" | "collecting" | "judging" | "done";
+type Phase = "idle" | "reading" | "judging" | "done";
+
+/** One instance's collected configs: `<component>/<object_id>` joined by NUL, {@link JOIN_EVERY} to a string. */
+interface Collected {
+  readonly joined: string[];
+  readonly pending: string[];
+  count: number;
+  /** Its round ended: it may be judged. */
+  read: boolean;
+}
+
+interface Round {
+  readonly instances: readonly string[];
+  readonly filters: readonly string[];
+  readonly startedAt: number;
+  lastConfigAt: number;
+  /** When the marker arrived; null before. */
+  markerAt: number | null;
+}
 
 export class GhostSweeper {
   readonly #o: GhostSweeperOptions;
   readonly #now: () => number;
-  readonly #filters: string[];
   readonly #prefixLevels: number;
-  /** instance id → its node id. */
+  readonly #marker: string;
+  readonly #settleMs: number;
+  readonly #roundConfigs: number;
+  /** instance id → its node id, for instances whose node id can be a subscription level. */
   readonly #nodeIdOf = new Map<string, string>();
-  /**
-   * Retained configs seen, per instance, until the instance is judged: only their `<component>/
-   * <object_id>` (the rest of the topic is the instance's), joined by NUL in strings of
-   * {@link JOIN_EVERY}. A fleet restarting under its own configs collects about 180 of them per
-   * 24-outlet PDU: as one string and one set entry each they were 18 MB at 1000 PDUs, on top of the
-   * start's first polls and discovery; this way they take their characters.
-   */
-  readonly #collected = new Map<string, { joined: string[]; pending: string[] }>();
+  /** Instances not read yet, in configuration order. */
+  readonly #unread: string[] = [];
+  /** Collected configs of instances not judged yet. */
+  readonly #collected = new Map<string, Collected>();
   #total = 0;
   #capped = false;
   #phase: Phase = "idle";
-  #startedAt = 0;
-  #lastMessageAt = 0;
+  #round: Round | null = null;
+  /** Most configs one instance held so far (sizes the next round); null before the first, which is one instance. */
+  #perInstance: number | null = null;
+  /** Markers do not come back (the broker does not let the bridge read its own topic): quiet time ends rounds. */
+  #markersLost = false;
   #timer: NodeJS.Timeout | null = null;
 
   constructor(options: GhostSweeperOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
+    this.#settleMs = options.settleMs ?? 0;
+    this.#roundConfigs = options.roundConfigs ?? ROUND_CONFIGS;
+    this.#marker = `${options.markerTopic}/${randomBytes(6).toString("hex")}`;
     // Node ids are built from the parent topic (escaped) and a validated instance id; one that
     // could be a wildcard or span levels is not subscribed.
-    this.#filters = [...options.nodeIds.keys()]
-      .filter((nodeId) => !/[+#/]/.test(nodeId))
-      .map((nodeId) => `${options.prefix}/+/${nodeId}/+/config`);
-    for (const [nodeId, instanceId] of options.nodeIds) this.#nodeIdOf.set(instanceId, nodeId);
+    for (const [nodeId, instanceId] of options.nodeIds) {
+      if (/[+#/]/.test(nodeId)) continue;
+      this.#nodeIdOf.set(instanceId, nodeId);
+      this.#unread.push(instanceId);
+    }
     this.#prefixLevels = options.prefix.split("/").length;
   }
 
-  /** The filters collected from (one per instance). */
-  get filters(): readonly string[] {
-    return this.#filters;
-  }
-
-  /** Whether a message belongs to the sweeper (it takes every message under the prefix while active). */
+  /** Whether a message belongs to the sweeper (configs under the prefix and its marker, while reading). */
   accepts(topic: string): boolean {
-    return (
-      (this.#phase === "collecting" || this.#phase === "judging") &&
-      topic.startsWith(`${this.#o.prefix}/`) &&
-      topic.endsWith("/config")
-    );
+    if (this.#phase !== "reading" && this.#phase !== "judging") return false;
+    return topic === this.#marker || (topic.startsWith(`${this.#o.prefix}/`) && topic.endsWith("/config"));
   }
 
-  /** After a connect: the first one starts the collection. Never throws. */
+  /** After a connect: the first one starts reading. Never throws. */
   onConnect(): void {
     if (this.#phase !== "idle") return;
-    if (this.#filters.length === 0) {
+    if (this.#unread.length === 0) {
       this.#phase = "done";
       return;
     }
-    this.#phase = "collecting";
-    this.#o.sink.subscribeOnce(this.#filters).then(
+    this.#phase = "reading";
+    this.#o.sink.subscribeOnce([this.#marker]).then(
       () => {
-        this.#startedAt = this.#now();
-        this.#lastMessageAt = this.#startedAt;
         this.#timer = setInterval(() => this.#tick(), TICK_MS);
         this.#timer.unref();
+        this.#nextRound();
       },
-      (error: unknown) => {
-        this.#phase = "done";
-        this.#collected.clear();
-        this.#o.logger.warn(
-          { err: describeError(error) },
-          "could not read retained discovery configs: ghost cleanup skipped",
-        );
-      },
+      (error: unknown) => this.#abandon(error),
     );
   }
 
-  /** A message on one of the filters. Never throws. */
+  /** A message {@link accepts} took. Never throws. */
   collect(topic: string, payload: Buffer, retained: boolean): void {
+    const round = this.#round;
+    if (topic === this.#marker) {
+      if (round !== null && round.markerAt === null) round.markerAt = this.#now();
+      return;
+    }
     // Our own publishes come back live (not retained); an empty payload is already cleared.
-    if (this.#phase !== "collecting" || !retained || payload.length === 0) return;
-    this.#lastMessageAt = this.#now();
+    if (!retained || payload.length === 0) return;
     // MQTT forbids U+0000 in a topic; one that has it anyway is not ours (and would split wrongly).
     if (topic.length > MAX_TOPIC_CHARS || topic.includes("\u0000")) return;
     const levels = topic.split("/");
@@ -133,6 +170,10 @@ export class GhostSweeper {
     const objectId = levels[this.#prefixLevels + 2] ?? "";
     const instanceId = this.#o.nodeIds.get(nodeId);
     if (instanceId === undefined || component === "" || objectId === "") return;
+    // Judged already (a late delivery): nothing more to do for it.
+    const seen = this.#collected.get(instanceId);
+    if (seen === undefined) return;
+    if (round !== null) round.lastConfigAt = this.#now();
     if (this.#total >= MAX_GHOST_TOPICS) {
       if (!this.#capped) {
         this.#capped = true;
@@ -143,40 +184,100 @@ export class GhostSweeper {
       }
       return;
     }
-    let seen = this.#collected.get(instanceId);
-    if (seen === undefined) {
-      seen = { joined: [], pending: [] };
-      this.#collected.set(instanceId, seen);
-    }
     seen.pending.push(`${component}/${objectId}`);
     // Joined into one flat string: the parts are slices of the topic, which they would keep alive.
     if (seen.pending.length === JOIN_EVERY) seen.joined.push(seen.pending.splice(0).join("\u0000"));
+    seen.count++;
     this.#total++;
   }
 
-  /** An instance's discovery was published from a polled snapshot: judge it if the window is over. */
+  /** An instance's discovery was published from a polled snapshot: judge it if it has been read. */
   discovered(instanceId: string): void {
-    if (this.#phase === "judging") this.#judge(instanceId);
+    if (this.#collected.get(instanceId)?.read === true) this.#judge(instanceId);
   }
 
-  /** Stops the window timer (on stop). */
+  /** Stops reading (on stop). */
   close(): void {
     if (this.#timer !== null) clearInterval(this.#timer);
     this.#timer = null;
     this.#phase = "done";
+    this.#round = null;
     this.#collected.clear();
   }
 
-  #tick(): void {
+  /** Subscribes to the next round of instances, or ends the reading when none is left. */
+  #nextRound(): void {
+    if (this.#phase !== "reading") return;
+    const size =
+      this.#perInstance === null
+        ? 1
+        : Math.max(1, Math.min(ROUND_INSTANCES_MAX, Math.floor(this.#roundConfigs / this.#perInstance)));
+    const instances = this.#unread.splice(0, size);
+    if (instances.length === 0) {
+      this.#finishReading();
+      return;
+    }
+    for (const id of instances) this.#collected.set(id, { joined: [], pending: [], count: 0, read: false });
+    const filters = instances.map((id) => `${this.#o.prefix}/+/${this.#nodeIdOf.get(id) ?? ""}/+/config`);
     const now = this.#now();
-    const quiet = now - this.#startedAt >= GHOST_WINDOW_MS && now - this.#lastMessageAt >= GHOST_IDLE_MS;
-    if (!quiet && now - this.#startedAt < GHOST_WINDOW_MAX_MS) return;
+    const round: Round = { instances, filters, startedAt: now, lastConfigAt: now, markerAt: null };
+    this.#round = round;
+    this.#o.sink.subscribeOnce(filters, { noLocal: true }).then(
+      () => {
+        if (this.#round !== round) return;
+        round.lastConfigAt = this.#now();
+        if (!this.#markersLost) this.#o.sink.publish(this.#marker, "", 1, false);
+      },
+      (error: unknown) => this.#abandon(error),
+    );
+  }
+
+  #tick(): void {
+    const round = this.#round;
+    if (round === null) return;
+    const now = this.#now();
+    let over: boolean;
+    if (round.markerAt !== null) {
+      over = now - round.markerAt >= this.#settleMs && now - round.lastConfigAt >= this.#settleMs;
+    } else if (!this.#markersLost && now - round.startedAt >= MARKER_WAIT_MS) {
+      this.#markersLost = true;
+      this.#o.logger.warn(
+        { topic: this.#marker },
+        "the broker does not deliver the bridge's own marker topic: ghost cleanup reads by quiet time",
+      );
+      over = false;
+    } else {
+      over = this.#markersLost && now - round.lastConfigAt >= GHOST_IDLE_MS;
+    }
+    if (!over && now - round.startedAt < ROUND_MAX_MS) return;
+    this.#round = null;
+    void this.#o.sink.unsubscribe(round.filters);
+    let largest = this.#perInstance ?? 1;
+    for (const id of round.instances) {
+      const seen = this.#collected.get(id);
+      if (seen === undefined) continue;
+      seen.read = true;
+      largest = Math.max(largest, seen.count);
+      this.#judge(id);
+    }
+    this.#perInstance = largest;
+    this.#nextRound();
+  }
+
+  #finishReading(): void {
     if (this.#timer !== null) clearInterval(this.#timer);
     this.#timer = null;
-    this.#phase = "judging";
-    this.#o.sink.unsubscribe(this.#filters);
-    for (const instanceId of [...this.#collected.keys()]) this.#judge(instanceId);
-    if (this.#collected.size === 0) this.#phase = "done";
+    void this.#o.sink.unsubscribe([this.#marker]);
+    this.#phase = this.#collected.size === 0 ? "done" : "judging";
+  }
+
+  #abandon(error: unknown): void {
+    if (this.#phase === "done") return;
+    this.close();
+    this.#o.logger.warn(
+      { err: describeError(error) },
+      "could not read retained discovery configs: ghost cleanup skipped",
+    );
   }
 
   /** Clears the instance's collected configs that its current discovery does not produce. */
@@ -187,12 +288,13 @@ export class GhostSweeper {
     // Not polled successfully yet: its configs stay until it is.
     if (current === null) return;
     this.#collected.delete(instanceId);
+    this.#total -= seen.count;
     // Each config once (a topic is delivered once per subscription, but nothing relies on it).
     const parts = new Set([...seen.joined, ...seen.pending].join("\u0000").split("\u0000"));
-    this.#total -= seen.pending.length + seen.joined.length * JOIN_EVERY;
     const nodeId = this.#nodeIdOf.get(instanceId) ?? "";
     let cleared = 0;
     for (const part of parts) {
+      if (part === "") continue;
       const slash = part.indexOf("/");
       const topic = `${this.#o.prefix}/${part.slice(0, slash)}/${nodeId}/${part.slice(slash + 1)}/config`;
       if (current.has(topic)) continue;
@@ -204,6 +306,6 @@ export class GhostSweeper {
         "cleared retained discovery configs of things that no longer exist",
       );
     }
-    if (this.#collected.size === 0) this.#phase = "done";
+    if (this.#phase === "judging" && this.#collected.size === 0) this.#phase = "done";
   }
 }

@@ -25,7 +25,7 @@ import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type { InstanceConfig } from "../config/schema.js";
 import { PUBLISHED_SETTINGS } from "../control/settings.js";
 import type { Logger } from "../log.js";
-import type { Alarm, Snapshot } from "../pdu/model.js";
+import type { Alarm, Outlet, Snapshot } from "../pdu/model.js";
 import { publishedView } from "../pdu/overrides.js";
 import type { SnapshotStore, StoreEvent } from "../poller/store.js";
 import { buildDiscovery, discoveryShape, discoverySignature, type DiscoveryOptions } from "./discovery.js";
@@ -94,6 +94,11 @@ interface InstanceState {
   valuesStale: boolean;
   /** Queued for a resync (status, discovery and retained topics), not only for discovery. */
   resyncDue: boolean;
+  /**
+   * A poll's retained topics were left for the queue: the connection was congested, and a first poll
+   * has about six per outlet (states, labels, settings) that would otherwise wait in its outbox.
+   */
+  retainedDue: boolean;
   /** Polls since the discovery shape was last compared. */
   quietPolls: number;
   /**
@@ -112,7 +117,11 @@ interface InstanceState {
   signature: string | null;
 }
 
-type WalkMode = "poll" | "latch" | "resync";
+/**
+ * `poll`: retained and value topics; `values`: a poll's value topics alone (its retained ones are
+ * queued); `latch`: retained topics that changed; `resync`: every retained topic.
+ */
+type WalkMode = "poll" | "values" | "latch" | "resync";
 
 /** Polls without any change of topics between two checks of an instance's discovery shape. */
 export const DISCOVERY_RECHECK_POLLS = 6;
@@ -216,8 +225,15 @@ export class Publisher {
     if (!skip) {
       state.shapeChecked = false;
       state.refreshAt = 0;
-      const reshaped = this.#walk(event.instanceId, state, snapshot, "poll");
+      // While the connection is congested, the retained topics wait their turn with the bulk work
+      // (their latest state is walked then); the values go now.
+      const defer = this.#o.sink.congested;
+      const reshaped = this.#walk(event.instanceId, state, snapshot, defer ? "values" : "poll");
       if (reshaped) state.quietPolls = DISCOVERY_RECHECK_POLLS;
+      if (defer) {
+        state.retainedDue = true;
+        this.#enqueue(event.instanceId);
+      }
     }
     // Comparing the discovery shape costs about as much as the rest of the walk, and it almost never
     // changes: check it when topics came or went or a retained payload (label, state) changed, and
@@ -291,6 +307,7 @@ export class Publisher {
     const snapshot = status.snapshot === null ? null : publishedView(status.snapshot);
     if (state.resyncDue) {
       state.resyncDue = false;
+      state.retainedDue = false;
       const online = snapshot !== null && status.consecutiveFailures === 0;
       this.#setStatus(id, state, online ? "online" : "offline", true);
       state.valuesStale = true;
@@ -299,9 +316,17 @@ export class Publisher {
       this.#walk(id, state, snapshot, "resync");
       return;
     }
+    if (snapshot === null) return;
+    if (state.retainedDue) {
+      state.retainedDue = false;
+      if (this.#walk(id, state, snapshot, "latch")) {
+        state.quietPolls = DISCOVERY_RECHECK_POLLS;
+        state.shapeChecked = false;
+      }
+    }
     // New or changed entities subscribe only after receiving their config: give them every value
     // with the next poll rather than after a whole refresh period.
-    if (snapshot !== null && this.#discover(id, state, snapshot, false)) state.valuesStale = true;
+    if (this.#discover(id, state, snapshot, false)) state.valuesStale = true;
   }
 
   #state(id: string): InstanceState {
@@ -314,6 +339,7 @@ export class Publisher {
         status: null,
         valuesStale: true,
         resyncDue: false,
+        retainedDue: false,
         quietPolls: 0,
         refreshAt: 0,
         shapeChecked: false,
@@ -383,11 +409,12 @@ export class Publisher {
     w.refreshAll = state.valuesStale;
     w.reshaped = false;
     w.oldest = w.now;
-    const values = mode === "poll";
+    const values = mode === "poll" || mode === "values";
+    const retained = mode !== "values";
     const r = state.retained;
     const v = state.values;
 
-    r.begin();
+    if (retained) r.begin();
     if (values) v.begin();
     for (const device of snapshot.devices) {
       const d = device.id;
@@ -402,22 +429,7 @@ export class Publisher {
       }
       for (const outlet of device.outlets) {
         const i = outlet.index;
-        if (outlet.state !== "unknown") {
-          keys.outletState.deviceId = d;
-          keys.outletState.index = i;
-          w.retained(r, r.visit(keys.outletState), outlet.state);
-        }
-        keys.outletLabel.deviceId = d;
-        keys.outletLabel.index = i;
-        w.retained(r, r.visit(keys.outletLabel), outlet.displayName);
-        for (const row of PUBLISHED_SETTINGS) {
-          const current = row.current(outlet);
-          if (current === null) continue;
-          keys.outletSetting.deviceId = d;
-          keys.outletSetting.index = i;
-          keys.outletSetting.setting = row.name;
-          w.retained(r, r.visit(keys.outletSetting), current);
-        }
+        if (retained) this.#walkOutletRetained(r, d, outlet);
         if (!values) continue;
         const key = keys.outletMeasurement;
         for (const m of outlet.measurements) {
@@ -456,9 +468,11 @@ export class Publisher {
     }
 
     const sink = this.#o.sink;
-    for (const topic of r.end()) {
-      sink.publish(topic, "", 1, true);
-      w.reshaped = true;
+    if (retained) {
+      for (const topic of r.end()) {
+        sink.publish(topic, "", 1, true);
+        w.reshaped = true;
+      }
     }
     if (values) {
       if (v.end().length > 0) w.reshaped = true;
@@ -466,6 +480,29 @@ export class Publisher {
       state.refreshAt = w.oldest + this.#o.refreshMs;
     }
     return w.reshaped;
+  }
+
+  /** An outlet's retained topics: its state, label and settings. */
+  #walkOutletRetained(r: Track, deviceId: string, outlet: Outlet): void {
+    const w = this.#w;
+    const keys = this.#keys;
+    const i = outlet.index;
+    if (outlet.state !== "unknown") {
+      keys.outletState.deviceId = deviceId;
+      keys.outletState.index = i;
+      w.retained(r, r.visit(keys.outletState), outlet.state);
+    }
+    keys.outletLabel.deviceId = deviceId;
+    keys.outletLabel.index = i;
+    w.retained(r, r.visit(keys.outletLabel), outlet.displayName);
+    for (const row of PUBLISHED_SETTINGS) {
+      const current = row.current(outlet);
+      if (current === null) continue;
+      keys.outletSetting.deviceId = deviceId;
+      keys.outletSetting.index = i;
+      keys.outletSetting.setting = row.name;
+      w.retained(r, r.visit(keys.outletSetting), current);
+    }
   }
 }
 

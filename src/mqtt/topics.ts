@@ -171,6 +171,14 @@ export class Topics {
     return `${this.parent}/status`;
   }
 
+  /**
+   * Where the bridge publishes markers for itself (the ghost cleanup's, src/mqtt/ghosts.ts): a level
+   * no instance id can be (`$` is not allowed in one), so no instance's topics are near it.
+   */
+  sweepMarker(): string {
+    return `${this.parent}/$bridge/sweep`;
+  }
+
   /** Home Assistant's own status topic (`online` when it starts) under its discovery prefix. */
   static homeAssistantStatus(discoveryPrefix: string): string {
     return `${discoveryPrefix}/status`;
@@ -255,6 +263,31 @@ export class Topics {
       ...GROUP_COMMANDS.map((c) => `${this.parent}/${instanceId}/groups/+/${c}`),
       ...SETTING_NAMES.map((s) => `${this.parent}/${instanceId}/+/outlets/+/${s}/${SETTING_COMMAND}`),
     ];
+  }
+
+  /**
+   * Whether `topic` has the shape of a command topic of any instance (what other clients may
+   * publish under the parent topic; everything else there is the bridge's).
+   */
+  isCommandShaped(topic: string): boolean {
+    if (!topic.startsWith(this.#prefix)) return false;
+    // Level by level as a broker matches the command subscriptions (`+` matches an empty level too),
+    // so a malformed command still reaches the bridge, which refuses it with a reason.
+    const levels = topic.slice(this.#prefix.length).split("/");
+    switch (levels.length) {
+      case 4:
+        return levels[1] === "groups" && GROUP_COMMANDS.includes(levels[3] ?? "");
+      case 5:
+        return levels[2] === "outlets" && OUTLET_COMMANDS.includes(levels[4] ?? "");
+      case 6:
+        return (
+          levels[2] === "outlets" &&
+          levels[5] === SETTING_COMMAND &&
+          SETTING_NAMES.some((name) => name === levels[4])
+        );
+      default:
+        return false;
+    }
   }
 
   /** A received topic back to (instance, target, command); refuses anything not exactly a command topic. */

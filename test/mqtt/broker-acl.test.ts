@@ -1,7 +1,7 @@
 /**
- * The embedded broker's rules (issue 14, item 6), with the real bridge connected to it: configured
+ * The embedded broker's rules, with the real bridge connected to it: configured
  * credentials are required from everyone; the bridge's client id cannot be taken; only the bridge
- * publishes `P/status`, `P/+/status` and discovery; a packet over `Mqtt.Embedded.MaxPacketSize`
+ * publishes under `P/` (other clients only command topics) and discovery; a packet over `Mqtt.Embedded.MaxPacketSize`
  * closes its connection; other clients' retained messages are bounded; a start off loopback
  * without credentials warns.
  */
@@ -59,7 +59,7 @@ describe("embedded broker rules, with the bridge connected", () => {
       username: USER,
       password: PASSWORD,
     };
-    watcher = await Recorder.connect(embedded, ["pdu-bridge/#", "homeassistant/#"], {
+    watcher = await Recorder.connect(embedded, ["pdu-bridge/#", "homeassistant/#", "junk/#"], {
       username: USER,
       password: PASSWORD,
     });
@@ -90,10 +90,18 @@ describe("embedded broker rules, with the bridge connected", () => {
     assert.equal(bridge.status().since, since, "and did not reconnect");
   });
 
-  it("lets only the bridge publish its status and discovery topics", async () => {
+  it("lets only the bridge publish its topics: statuses, states, labels, settings, alarms, discovery", async () => {
     for (const topic of [
       "pdu-bridge/status",
       "pdu-bridge/default/status",
+      "pdu-bridge/default/E4A1000001000001/outlets/0/state",
+      "pdu-bridge/default/E4A1000001000001/outlets/0/label",
+      "pdu-bridge/default/E4A1000001000001/outlets/0/rebootDelay",
+      "pdu-bridge/default/E4A1000001000001/outlets/0/measurements/realPower",
+      "pdu-bridge/default/E4A1000001000001/alarm",
+      "pdu-bridge/default/groups/1/measurements/realPower",
+      "pdu-bridge/anything/else",
+      "pdu-bridge",
       "homeassistant/switch/pdu_bridge_x/config",
       "homeassistant/sensor/anything/else/config",
     ]) {
@@ -134,13 +142,13 @@ describe("embedded broker rules, with the bridge connected", () => {
   it("closes a connection that sends a packet over MaxPacketSize, before it is delivered", async () => {
     const big = await connect({ clientId: "big-sender" });
     const gone = closed(big);
-    big.publish("pdu-bridge/junk/big", Buffer.alloc(262_144), { retain: true, qos: 0 });
+    big.publish("junk/big", Buffer.alloc(262_144), { retain: true, qos: 0 });
     await gone;
     await sleep(100);
-    assert.ok(!watcher.messages.some((m) => m.topic === "pdu-bridge/junk/big"), "never delivered");
+    assert.ok(!watcher.messages.some((m) => m.topic === "junk/big"), "never delivered");
     const fine = await connect({ clientId: "fine-sender" });
-    await fine.publishAsync("pdu-bridge/junk/small", Buffer.alloc(200_000), { qos: 1 });
-    await watcher.waitFor("pdu-bridge/junk/small");
+    await fine.publishAsync("junk/small", Buffer.alloc(200_000), { qos: 1 });
+    await watcher.waitFor("junk/small");
   });
 });
 

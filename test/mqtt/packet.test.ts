@@ -2,7 +2,9 @@
  * The hand-made QoS 0 PUBLISH batches (src/mqtt/packet.ts) and the connection that writes them:
  * byte for byte what mqtt-packet would send, and through a real aedes (MQTT 3.1.1) and a real
  * mosquitto (3.1.1 and 5) every topic and payload arrives exactly as published, in order, also around QoS 1
- * messages and a message too large to batch.
+ * messages and a message too large to batch; a message over the broker's packet limit (announced
+ * by an MQTT 5 broker, known for the embedded broker, configured for a 3.1.1 one) is dropped and
+ * counted, never a reason to lose the connection.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -11,12 +13,15 @@ import { after, before, describe, it } from "node:test";
 import { Aedes } from "aedes";
 import mqttPacket from "mqtt-packet";
 import { silentLogger } from "../../src/log.js";
+import { startMqttBridge } from "../../src/mqtt/bridge.js";
 import { MqttConnection } from "../../src/mqtt/connection.js";
 import { PublishBatch, publishPacketSize } from "../../src/mqtt/packet.js";
+import { SnapshotStore } from "../../src/poller/store.js";
 import { Mosquitto } from "../../testkit/mosquitto.js";
 import { Recorder } from "../../testkit/mqtt-client.js";
 import { mqttTestConfig } from "../../testkit/mqtt-config.js";
-import { waitFor } from "../../testkit/wait.js";
+import { singleUnit } from "../../testkit/mqtt-snapshots.js";
+import { sleep, waitFor } from "../../testkit/wait.js";
 
 /** Topics with levels the names module allows: Latin-1, CJK, an astral emoji, spaces. */
 const TOPICS = [
@@ -236,5 +241,82 @@ describe("mosquitto announcing a maximum packet size (MQTT 5)", () => {
     );
     assert.equal(connection.connected, true);
     assert.equal(connects, 1, "never disconnected");
+  });
+});
+
+describe("a broker that cannot announce its maximum packet size (MQTT 3.1.1)", () => {
+  const LIMIT = 2048;
+
+  it("Mqtt.MaxPacketSize: mosquitto's max_packet_size is never exceeded, the connection is kept", async () => {
+    const broker = await Mosquitto.start({ extra: [`max_packet_size ${LIMIT}`] });
+    const recorder = await Recorder.connect(broker, ["t/#"]);
+    const config = await mqttTestConfig({
+      broker: { host: broker.host, port: broker.port },
+      maxPacketSize: LIMIT,
+      instances: { default: false },
+    });
+    let connects = 0;
+    const connection = await MqttConnection.open({
+      config: config.Mqtt,
+      subscriptions: [],
+      hooks: { onConnect: () => void connects++, onMessage: () => undefined },
+      logger: silentLogger(),
+    });
+    try {
+      assert.equal(connection.publish("t/a", "before", 0, false), true);
+      assert.equal(connection.publish("t/over0", "o".repeat(LIMIT), 0, false), false);
+      assert.equal(connection.publish("t/over1", "o".repeat(LIMIT), 1, true), false);
+      assert.equal(connection.publish("t/b", "after", 1, true), true);
+      await waitFor(() => recorder.messages.some((m) => m.topic === "t/b"), "the message after them");
+      assert.deepEqual(
+        recorder.messages.map((m) => m.topic),
+        ["t/a", "t/b"],
+      );
+      assert.equal(connection.droppedPublishes, 2);
+      assert.equal(connects, 1, "never disconnected");
+    } finally {
+      await connection.close();
+      await recorder.close();
+      await broker.close();
+    }
+  });
+
+  it("the embedded broker: a 300,000-character device label costs its messages, not the connection", async () => {
+    const config = await mqttTestConfig({ instances: { huge: false, fine: false } });
+    const store = new SnapshotStore(["huge", "fine"]);
+    const bridge = await startMqttBridge({ config, store, logger: silentLogger() });
+    const embedded = bridge.embeddedBroker!;
+    const recorder = await Recorder.connect(embedded, ["pdu-bridge/#", "homeassistant/#"]);
+    try {
+      await waitFor(() => bridge.status().connected, "connected");
+      const since = bridge.status().since;
+      const huge = singleUnit("huge", "DEV1", 2);
+      const device = { ...huge.devices[0]!, label: "L".repeat(300_000), displayName: "L".repeat(300_000) };
+      store.recordSuccess("huge", { ...huge, devices: [device] });
+      store.recordSuccess("fine", singleUnit("fine", "DEV2", 2));
+      await waitFor(
+        () =>
+          recorder.messages.some(
+            (m) => m.topic.startsWith("homeassistant/") && m.topic.includes("pdu-bridge_fine"),
+          ),
+        "the other instance's discovery",
+        10_000,
+      );
+      await waitFor(
+        () => recorder.messages.some((m) => m.topic === "pdu-bridge/huge/DEV1/outlets/0/state"),
+        "the huge instance's small topics",
+      );
+      await sleep(500);
+      assert.equal(bridge.status().connected, true);
+      assert.equal(bridge.status().since, since, "the bridge kept its connection");
+      assert.ok(
+        (bridge.status().droppedMessages ?? 0) > 0,
+        "the oversized messages were dropped and counted",
+      );
+    } finally {
+      await recorder.close();
+      await bridge.stop();
+      store.close();
+    }
   });
 });
