@@ -41,7 +41,14 @@ export const isPlainObject = (value: unknown): value is Record<string, unknown> 
   typeof value === "object" && value !== null && !Array.isArray(value) && !Buffer.isBuffer(value);
 
 /** Keys whose values are never repeated in messages. */
-export const SECRET_KEYS: ReadonlySet<string> = new Set(["Password", "ApiKey"]);
+export const SECRET_KEYS: ReadonlySet<string> = new Set([
+  "Password",
+  "ApiKey",
+  "Community",
+  "WriteCommunity",
+  "AuthKey",
+  "PrivKey",
+]);
 
 /**
  * The first key not in the schema, walking mappings in `keysOf` order. Under a map with free keys
