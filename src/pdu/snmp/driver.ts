@@ -75,6 +75,7 @@ export class SnmpDriver implements PduDriver {
     this.instanceId = instance.id;
     const c = instance.Connection;
     this.#transport = new SnmpTransport({
+      instanceId: instance.id,
       host: c.Host,
       port: c.Port,
       timeout: c.Timeout,

@@ -31,6 +31,8 @@ export interface SnmpAuth {
 }
 
 export interface TransportOptions {
+  /** The configured instance, named in messages. */
+  readonly instanceId?: string;
   readonly host: string;
   readonly port: number;
   /** Seconds per request (both tries together). */
@@ -174,8 +176,14 @@ export class SnmpTransport {
           { cause: e },
         );
       }
-      const hint = this.#options.auth.version === "2c" ? " (a wrong community gets no answer at all)" : "";
-      return new PduError("timeout", `no answer from ${this.where} within ${this.#timeoutText} to ${what}${hint}`, { cause: e });
+      const hint =
+        this.#options.auth.version === "2c"
+          ? " (a wrong community gets no answer at all)"
+          : " (an SNMPv3 agent may not answer a user, key or protocol it does not accept)";
+      const pdu = this.#options.instanceId === undefined ? "" : ` (PDU ${this.#options.instanceId})`;
+      return new PduError("timeout", `no answer from ${this.where}${pdu} within ${this.#timeoutText} to ${what}${hint}`, {
+        cause: e,
+      });
     }
     if (name === "RequestFailedError") {
       const status = (e as { status?: unknown }).status;
@@ -191,9 +199,10 @@ export class SnmpTransport {
       // EAuthFailure (5), ECouldNotDecrypt (4), ENotInTimeWindow (14)
       if (code === 5 || code === 4 || code === 14) {
         const user = this.#options.auth.username ?? "";
+        const instance = this.#options.instanceId === undefined ? "" : ` of PDU ${this.#options.instanceId}`;
         return new PduError(
           "ret-code",
-          `SNMPv3 authentication with ${this.where} as user "${user}" failed (${message}): check the user name, the protocols and the keys`,
+          `SNMPv3 authentication with ${this.where}${instance} as user "${user}" failed (${message}): check the user name, the protocols and the keys`,
           { cause: e },
         );
       }

@@ -6,40 +6,10 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { InstanceConfig } from "../../../src/config/schema.js";
 import { isPduError } from "../../../src/pdu/errors.js";
 import type { Snapshot } from "../../../src/pdu/model.js";
 import { SnmpDriver } from "../../../src/pdu/snmp/driver.js";
-import { readRecording, startSnmpsim, type Snmpsim } from "../../../testkit/snmpsim.js";
-
-export function snmpInstance(
-  id: string,
-  port: number,
-  snmp: Partial<InstanceConfig["Snmp"]> & { Community?: string | null },
-  timeout = 2,
-): InstanceConfig {
-  return {
-    id,
-    primary: true,
-    Connection: { Host: "127.0.0.1", Port: port, Scheme: "http", Timeout: timeout, ValidateCertificate: true, CaFile: null },
-    Credentials: { Username: null, Password: null },
-    PollInterval: 5,
-    ActionsEnabled: true,
-    Overrides: {},
-    Driver: "snmp",
-    Snmp: {
-      Version: "2c",
-      Profile: "auto",
-      Auth: { Username: null, Protocol: "sha", PrivProtocol: "aes" },
-      MaxRepetitions: 24,
-      Community: null,
-      WriteCommunity: null,
-      AuthKey: null,
-      PrivKey: null,
-      ...snmp,
-    },
-  } as InstanceConfig;
-}
+import { readRecording, snmpInstance, startSnmpsim, type Snmpsim } from "../../../testkit/snmpsim.js";
 
 interface Check {
   /** Outlet index (0-based) or entity key. */
