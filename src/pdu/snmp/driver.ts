@@ -70,6 +70,7 @@ export class SnmpDriver implements PduDriver {
   readonly #logger: Logger;
   #profile: SnmpProfile | null;
   #last: { digest: string; snapshot: Snapshot; addressing: Addressing } | null = null;
+  readonly #maxRows: number;
 
   constructor(instance: InstanceConfig, options: SnmpDriverOptions = {}) {
     this.instanceId = instance.id;
@@ -82,7 +83,9 @@ export class SnmpDriver implements PduDriver {
       auth: authOf(instance),
       maxRepetitions: instance.Snmp.MaxRepetitions,
       maxRows: options.maxRows ?? MAX_TABLE_ROWS,
+
     });
+    this.#maxRows = options.maxRows ?? MAX_TABLE_ROWS;
     this.#configured = instance.Snmp.Profile === "auto" ? null : (profileById(instance.Snmp.Profile) ?? null);
     this.#profile = this.#configured;
     this.#logger = (options.logger ?? silentLogger()).child({ instance: instance.id });
@@ -132,7 +135,7 @@ export class SnmpDriver implements PduDriver {
     if (truncated.length > 0) {
       const extra = truncated.map((name) => ({
         path: name,
-        problem: `more than ${MAX_TABLE_ROWS} rows: the rest of the table was not read`,
+        problem: `more than ${this.#maxRows} rows: the rest of the table was not read`,
       }));
       snapshot = Object.freeze({ ...snapshot, warnings: Object.freeze([...(snapshot.warnings ?? []), ...extra]) });
     }
