@@ -209,3 +209,33 @@ describe("SNMP simulator", () => {
     }
   });
 });
+
+describe("pdu-bridge simulate --snmp", () => {
+  it("serves the profile on the port it prints until stopped", async () => {
+    const { runSimulateCommand } = await import("../../src/simulator/cli.js");
+    const lines: string[] = [];
+    const stop = new AbortController();
+    const done = runSimulateCommand(["--snmp", "servertech-sentry4", "--outlets", "4", "--port", "0"], {
+      out: (l) => lines.push(l),
+      err: (l) => lines.push(l),
+      signal: stop.signal,
+    });
+    try {
+      const line = await waitFor(() => lines.find((l) => l.includes("udp 127.0.0.1:")), "the address line");
+      const port = Number(/udp 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
+      const { stdout } = await run("snmpwalk", ["-v2c", "-c", "public", "-On", `127.0.0.1:${port}`, "1.3.6.1.4.1.1718.4.1.8.2.1.3"]);
+      assert.equal(stdout.trim().split("\n").length, 4);
+    } finally {
+      stop.abort();
+      assert.equal(await done, 0);
+    }
+  });
+
+  it("refuses a bad flag with exit code 2 and the usage", async () => {
+    const { runSimulateCommand } = await import("../../src/simulator/cli.js");
+    const lines: string[] = [];
+    const code = await runSimulateCommand(["--snmp", "nope"], { out: (l) => lines.push(l), err: (l) => lines.push(l) });
+    assert.equal(code, 2);
+    assert.match(lines.join("\n"), /--snmp must be one of apc-rpdu2/);
+  });
+});
