@@ -20,7 +20,7 @@ import { ParseError, PduError } from "../errors.js";
 import type { OutletSettings, OutletTarget, PduDriver, SwitchAction } from "../driver.js";
 import { restamp, type Snapshot, type Vendor } from "../model.js";
 import { parsePoll, type Addressing, type PollData, type WalkedVarbind } from "./parse.js";
-import { columnOf, tableOf, type SnmpProfile } from "./profile.js";
+import { columnOf, tableOf, type CellRef, type SnmpProfile } from "./profile.js";
 import { PROFILES, profileById } from "./profiles.js";
 import { SnmpTransport, type SnmpAuth } from "./transport.js";
 
@@ -174,8 +174,8 @@ export class SnmpDriver implements PduDriver {
     return this.#last?.addressing.models.get(deviceId) ?? this.#profile?.family ?? "this SNMP PDU";
   }
 
-  #rowOf(which: "controlRows" | "labelRows" | "outletRows", target: OutletTarget): readonly number[] {
-    const row = this.#last?.addressing[which].get(target.deviceId)?.get(target.index);
+  #rowOf(table: string, target: OutletTarget): readonly number[] {
+    const row = this.#last?.addressing.rows.get(target.deviceId)?.get(table)?.get(target.index);
     if (row === undefined) {
       throw new PduError(
         "refused",
@@ -193,7 +193,7 @@ export class SnmpDriver implements PduDriver {
     }
     const value = control[action];
     const column = columnOf(profile, control);
-    const row = this.#rowOf("controlRows", target);
+    const row = this.#rowOf(control.table, target);
     const oid = `${tableOf(profile, control.table).oid}.${column.id}.${row.join(".")}`;
     await this.#transport.set(
       { oid, type: "Integer", value },
@@ -210,7 +210,7 @@ export class SnmpDriver implements PduDriver {
       const why = profile?.resetStatsRefusal ?? "the family has no energy reset";
       throw new PduError("refused", `${this.#model(target.deviceId)} cannot reset one outlet's statistics: ${why}`);
     }
-    const row = this.#rowOf("outletRows", target);
+    const row = this.#rowOf(profile.outlets.table, target);
     const oid = [reset.oid, ...row, ...reset.suffix].join(".");
     await this.#transport.set(
       { oid, type: "Integer", value: reset.value },
@@ -220,33 +220,64 @@ export class SnmpDriver implements PduDriver {
     );
   }
 
+  /**
+   * Writes an outlet's name and delays where the profile has writable objects for them (one SET
+   * each, in the order label, on, off, reboot delay; each may be sent again, so a retry does no
+   * harm). The power-on action, or a setting the MIB has no object for, is refused before anything
+   * is sent.
+   */
   async setOutletSettings(target: OutletTarget, settings: OutletSettings, signal?: AbortSignal): Promise<void> {
     const profile = this.#profile;
-    const others = Object.keys(settings).filter((k) => k !== "label");
-    if (profile === null || others.length > 0) {
+    if (profile === null) throw new PduError("refused", "the SNMP PDU has not been polled yet");
+    const delays = profile.outlets.delays;
+    const refs: Record<string, CellRef | undefined> = {
+      onDelay: delays?.on,
+      offDelay: delays?.off,
+      rebootDelay: delays?.reboot,
+    };
+    const writes: { ref: CellRef; type: "Integer" | "OctetString"; value: number | Buffer; what: string }[] = [];
+    const unsupported: string[] = [];
+    for (const [key, value] of Object.entries(settings) as [keyof OutletSettings, unknown][]) {
+      if (value === undefined) continue;
+      if (key === "label") {
+        const def = profile.outletLabel;
+        if (def === undefined) {
+          unsupported.push("label");
+          continue;
+        }
+        const bytes = Buffer.from(String(value), "utf8");
+        if (bytes.length > def.maxLength) {
+          throw new PduError(
+            "refused",
+            `${this.#model(target.deviceId)} takes outlet names of at most ${def.maxLength} bytes (${def.column}); this one has ${bytes.length}`,
+          );
+        }
+        writes.push({ ref: def, type: "OctetString", value: bytes, what: "name" });
+        continue;
+      }
+      const ref = refs[key];
+      if (ref === undefined || typeof value !== "number" || !columnOf(profile, ref).writable) {
+        unsupported.push(key);
+        continue;
+      }
+      writes.push({ ref, type: "Integer", value, what: key });
+    }
+    if (unsupported.length > 0) {
       throw new PduError(
         "refused",
-        `${this.#model(target.deviceId)}: the bridge writes only outlet names over SNMP, not ${others.join(", ")}`,
+        `${this.#model(target.deviceId)} has no writable SNMP object for ${unsupported.join(", ")}: nothing was sent`,
       );
     }
-    const def = profile.outletLabel;
-    if (def === undefined) throw new PduError("refused", `${this.#model(target.deviceId)} has no writable outlet name`);
-    const label = settings.label ?? "";
-    const bytes = Buffer.from(label, "utf8");
-    if (bytes.length > def.maxLength) {
-      throw new PduError(
-        "refused",
-        `${this.#model(target.deviceId)} takes outlet names of at most ${def.maxLength} bytes (${def.column}); this one has ${bytes.length}`,
+    for (const w of writes) {
+      const row = this.#rowOf(w.ref.table, target);
+      const oid = `${tableOf(profile, w.ref.table).oid}.${columnOf(profile, w.ref).id}.${row.join(".")}`;
+      await this.#transport.set(
+        { oid, type: w.type, value: w.value },
+        `${w.what} of outlet ${target.index + 1} (SET ${w.ref.column})`,
+        false,
+        signal,
       );
     }
-    const row = this.#rowOf("labelRows", target);
-    const oid = `${tableOf(profile, def.table).oid}.${columnOf(profile, def).id}.${row.join(".")}`;
-    await this.#transport.set(
-      { oid, type: "OctetString", value: bytes },
-      `name of outlet ${target.index + 1} (SET ${def.column})`,
-      false,
-      signal,
-    );
   }
 
   close(): Promise<void> {

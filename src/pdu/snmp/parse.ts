@@ -284,21 +284,26 @@ function delay(t: Tables, ref: CellRef | undefined, unit: number, number: number
 /** Where a device's outlets' writes go: the row index of each outlet in a table, by outlet index. */
 export type RowIndexes = ReadonlyMap<number, readonly number[]>;
 
-/** What the driver keeps of a poll besides the snapshot: the row index of each outlet, per device. */
+/**
+ * What the driver keeps of a poll besides the snapshot, to address writes: the row index of each
+ * outlet in each table a write goes to (the outlets table, the control, label and delay tables).
+ */
 export interface Addressing {
-  /** deviceId → outlet index → row index in the outlets table. */
-  readonly outletRows: ReadonlyMap<string, RowIndexes>;
-  /** deviceId → outlet index → row index in the control table (absent: no control). */
-  readonly controlRows: ReadonlyMap<string, RowIndexes>;
-  /** deviceId → outlet index → row index in the outlet label's table. */
-  readonly labelRows: ReadonlyMap<string, RowIndexes>;
+  /** deviceId → table (entry name) → outlet index → row index. */
+  readonly rows: ReadonlyMap<string, ReadonlyMap<string, RowIndexes>>;
   /** deviceId → model of the unit, for messages. */
   readonly models: ReadonlyMap<string, string>;
 }
 
-function rowIndexes(t: Tables, table: string | undefined, unit: number, outletNumbers: ReadonlyMap<number, number>): RowIndexes {
+/** The tables writes go to: the outlets table and those of control, names and delays. */
+export function writeTables(profile: SnmpProfile): string[] {
+  const d = profile.outlets.delays;
+  const names = [profile.outlets.table, profile.control?.table, profile.outletLabel?.table, d?.on?.table, d?.off?.table, d?.reboot?.table];
+  return [...new Set(names.filter((n): n is string => n !== undefined))];
+}
+
+function rowIndexes(t: Tables, table: string, unit: number, outletNumbers: ReadonlyMap<number, number>): RowIndexes {
   const out = new Map<number, readonly number[]>();
-  if (table === undefined) return out;
   const rows = t.rows(table);
   for (const [index, number] of outletNumbers) {
     const row = rows.get(`${unit}:${number}`);
@@ -331,11 +336,10 @@ export function parsePoll(
   const units = [...new Set([...outletRows.keys()].map((k) => Number(k.split(":")[0])))].sort((a, b) => a - b);
   const devices: Device[] = [];
   const addressing = {
-    outletRows: new Map<string, RowIndexes>(),
-    controlRows: new Map<string, RowIndexes>(),
-    labelRows: new Map<string, RowIndexes>(),
+    rows: new Map<string, ReadonlyMap<string, RowIndexes>>(),
     models: new Map<string, string>(),
   };
+  const writes = writeTables(profile);
   const usedIds = new Set<string>();
   for (const unit of units) {
     const id = identityOf(t, profile, unit);
@@ -381,9 +385,7 @@ export function parsePoll(
         entities: Object.freeze(entities),
       }),
     );
-    addressing.outletRows.set(deviceId, rowIndexes(t, profile.outlets.table, unit, numbers));
-    addressing.controlRows.set(deviceId, rowIndexes(t, profile.control?.table, unit, numbers));
-    addressing.labelRows.set(deviceId, rowIndexes(t, profile.outletLabel?.table, unit, numbers));
+    addressing.rows.set(deviceId, new Map(writes.map((table) => [table, rowIndexes(t, table, unit, numbers)])));
     addressing.models.set(deviceId, id.model !== "" ? `${profile.family} model ${id.model}` : profile.family);
   }
   devices.sort((a, b) => compareKeys(a.id, b.id));
@@ -437,8 +439,8 @@ function identityOf(t: Tables, profile: SnmpProfile, unit: number): PduSystem & 
 function outletOf(t: Tables, profile: SnmpProfile, unit: number, number: number): Outlet {
   const def = profile.outlets;
   const index = number - 1;
-  const name = text(t, def.name, unit, number);
   const label = text(t, def.label, unit, number);
+  const name = def.name === undefined ? `Outlet ${number}` : text(t, def.name, unit, number);
   const rawState = t.cell(def.state, unit, number);
   const state: OutletState =
     typeof rawState === "number" ? (def.state.values[rawState] ?? "unknown") : "unknown";
@@ -448,7 +450,7 @@ function outletOf(t: Tables, profile: SnmpProfile, unit: number, number: number)
     index,
     name,
     label,
-    displayName: label !== "" ? label : name !== "" ? name : `Outlet ${index + 1}`,
+    displayName: label !== "" ? label : name !== "" ? name : `Outlet ${number}`,
     state,
     alarm: alarmOf(t, def.alarm, unit, number),
     onDelay: delay(t, def.delays?.on, unit, number),

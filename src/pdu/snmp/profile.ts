@@ -104,9 +104,9 @@ export type RatingDef = Source & {
 export interface OutletsDef {
   /** The table whose rows are the outlets (essential: a poll without it fails). */
   readonly table: string;
-  /** The outlet's name as the PDU shows it. */
-  readonly name: CellRef;
-  /** A user-set label, when the MIB has one besides the name. */
+  /** The outlet's fixed name (Raritan's printed label, ServerTech's outlet ID); absent: `Outlet <n>`. */
+  readonly name?: CellRef;
+  /** The user-set name (what `outletLabel` writes). */
   readonly label?: CellRef;
   /** On/off: the cell and its enumeration. A value not listed is `unknown`. */
   readonly state: CellRef & { readonly values: Readonly<Record<number, "on" | "off">> };

@@ -328,7 +328,7 @@ export class SimUnit {
       const k = i + 1;
       const name = this.#name(k, o.name);
       control.row([k], [[1, I, k], [2, S, name], [3, I, 1], [4, I, o.on ? 1 : 2, "control"]], k);
-      config.row([k], [[1, I, k], [2, S, name, "name"], [3, I, 1], [4, I, 0], [5, I, 0], [6, I, 5]], k);
+      config.row([k], [[1, I, k], [2, S, name, "name"], [3, I, 1], [4, I, 0, "plain"], [5, I, 0, "plain"], [6, I, 5, "plain"]], k);
       status.row([k], [[1, I, k], [2, S, name], [3, I, 1], [4, I, o.on ? 1 : 2], [5, I, 2]], k);
     });
     return { scalars, tables: [load, control, config, status].map((t) => t.done()) };

@@ -29,11 +29,13 @@ interface Case {
   readonly control: { readonly oid: string; readonly on: number; readonly off: number; readonly reboot: number };
   /** Name object of outlet index 1. */
   readonly name: string;
-  /** The outlet table (snmpwalk cross-check) and the column of the outlet names. */
+  /** The column of the outlets' user-set names (snmpwalk cross-check with the outlets' labels). */
   readonly outletNames: string;
   readonly resetStats: "refused" | { readonly oid: string };
   /** A read-only INTEGER object of outlet 1. */
   readonly readOnly: string;
+  /** The on and reboot delay objects of outlet index 1, where the MIB has them. */
+  readonly delays?: { readonly on: string; readonly reboot: string };
 }
 
 const R2 = "1.3.6.1.4.1.318.1.1.26";
@@ -61,6 +63,7 @@ const CASES: readonly Case[] = [
     outletNames: `${R2}.9.2.3.1.3`,
     resetStats: "refused",
     readOnly: `${R2}.9.2.3.1.5.1`,
+    delays: { on: `${R2}.9.2.1.1.5.2`, reboot: `${R2}.9.2.1.1.7.2` },
   },
   {
     profile: "apc-rpdu",
@@ -71,6 +74,7 @@ const CASES: readonly Case[] = [
     outletNames: `${R1}.3.5.1.1.2`,
     resetStats: "refused",
     readOnly: `${R1}.3.5.1.1.4.1`,
+    delays: { on: `${R1}.3.4.1.1.4.2`, reboot: `${R1}.3.4.1.1.6.2` },
   },
   {
     profile: "raritan-px2",
@@ -85,7 +89,7 @@ const CASES: readonly Case[] = [
     ],
     control: { oid: `${P2}.4.1.2.1.2.1.2`, on: 1, off: 0, reboot: 2 },
     name: `${P2}.3.5.3.1.3.1.2`,
-    outletNames: `${P2}.3.5.3.1.2`,
+    outletNames: `${P2}.3.5.3.1.3`,
     resetStats: { oid: `${P2}.4.7.1.1.1.1.2.8` },
     readOnly: `${P2}.4.1.2.1.3.1.1`,
   },
@@ -176,7 +180,7 @@ describe("SNMP driver against snmpsimd serving the recordings", () => {
         assert.equal(lines.length, 8);
         const names = lines.map((l) => /= STRING: "?(.*?)"?$/.exec(l)?.[1] ?? "");
         const outlets = snapshot.devices[0]?.outlets ?? [];
-        assert.deepEqual(outlets.map((o) => o.name), names);
+        assert.deepEqual(outlets.map((o) => o.label), names);
         assert.ok(outlets.every((o) => o.state === "on" || o.state === "off"));
       });
 
@@ -194,13 +198,18 @@ describe("SNMP driver against snmpsimd serving the recordings", () => {
         }
       });
 
-      it("an outlet name write reaches the agent", async () => {
-        await driver.setOutletSettings({ deviceId: c.serial, index: 1, route: null }, { label: "web-07" });
+      it("an outlet name write reaches the agent; delays only where the MIB has them", async () => {
+        const target = { deviceId: c.serial, index: 1, route: null };
+        await driver.setOutletSettings(target, { label: "web-07" });
         assert.equal(await sim.get(c.profile, c.name), '"web-07"');
-        await assert.rejects(
-          driver.setOutletSettings({ deviceId: c.serial, index: 1, route: null }, { onDelay: 5 }),
-          (e) => isPduError(e) && e.kind === "refused",
-        );
+        await assert.rejects(driver.setOutletSettings(target, { poaAction: "on" }), (e) => isPduError(e) && e.kind === "refused");
+        if (c.delays === undefined) {
+          await assert.rejects(driver.setOutletSettings(target, { onDelay: 5 }), (e) => isPduError(e) && e.kind === "refused");
+        } else {
+          await driver.setOutletSettings(target, { onDelay: 7, rebootDelay: 9 });
+          assert.equal(await sim.get(c.profile, c.delays.on), "7");
+          assert.equal(await sim.get(c.profile, c.delays.reboot), "9");
+        }
       });
 
       it(c.resetStats === "refused" ? "refuses resetStats naming the model" : "resets one outlet's energy", async () => {

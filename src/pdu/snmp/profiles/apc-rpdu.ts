@@ -93,7 +93,7 @@ export const APC_RPDU: SnmpProfile = {
   },
   outlets: {
     table: "rPDUOutletStatusEntry",
-    name: { table: "rPDUOutletStatusEntry", column: "OutletName" },
+    label: { table: "rPDUOutletStatusEntry", column: "OutletName" },
     state: { table: "rPDUOutletStatusEntry", column: "OutletState", values: { 1: "on", 2: "off" } },
     measurements: [{ table: "rPDUOutletStatusEntry", column: "Load", type: "current", units: "A", scale: 0.1 }],
     delays: {

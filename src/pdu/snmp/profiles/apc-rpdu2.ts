@@ -177,7 +177,7 @@ export const APC_RPDU2: SnmpProfile = {
   },
   outlets: {
     table: "rPDU2OutletSwitchedStatusEntry",
-    name: { table: "rPDU2OutletSwitchedStatusEntry", column: "Name" },
+    label: { table: "rPDU2OutletSwitchedStatusEntry", column: "Name" },
     state: { table: "rPDU2OutletSwitchedStatusEntry", column: "State", values: { 1: "off", 2: "on" } },
     measurements: [
       { table: "rPDU2OutletMeteredStatusEntry", column: "Current", type: "current", units: "A", scale: 0.1 },

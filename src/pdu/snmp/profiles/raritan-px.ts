@@ -80,7 +80,7 @@ export const RARITAN_PX: SnmpProfile = {
   },
   outlets: {
     table: outlet,
-    name: { table: outlet, column: "outletLabel" },
+    label: { table: outlet, column: "outletLabel" }, // "A textual string containing information about the outlet", read-write
     state: { table: outlet, column: "outletOperationalState", values: { 0: "off", 1: "on" } },
     measurements: [
       { table: outlet, column: "outletCurrent", type: "current", units: "A", scale: 0.001 },

@@ -120,6 +120,7 @@ export const SERVERTECH_SENTRY4: SnmpProfile = {
       st4OcpStatus: { id: 1, type: "Integer" }, // DeviceStatus
     }),
     cordIndexed(outletCfg, `${ST4}.8.2.1`, "st4OutletIndex", 128, {
+      st4OutletID: { id: 2, type: "OctetString" }, // Format=AAN[N[N]]
       st4OutletName: { id: 3, type: "OctetString", writable: true }, // SIZE(0..32)
       st4OutletCurrentCapacity: { id: 7, type: "Integer" }, // Amps
     }),
@@ -145,7 +146,8 @@ export const SERVERTECH_SENTRY4: SnmpProfile = {
   },
   outlets: {
     table: outletCfg,
-    name: { table: outletCfg, column: "st4OutletName" },
+    name: { table: outletCfg, column: "st4OutletID" },
+    label: { table: outletCfg, column: "st4OutletName" },
     state: { table: outletMon, column: "st4OutletState", values: { 1: "on", 2: "off" } },
     measurements: [
       { table: outletMon, column: "st4OutletCurrent", type: "current", units: "A", scale: 0.01, invalid: NR },
