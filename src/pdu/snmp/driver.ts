@@ -22,7 +22,7 @@ import { restamp, type Snapshot, type Vendor } from "../model.js";
 import { parsePoll, type Addressing, type PollData, type WalkedVarbind } from "./parse.js";
 import { columnOf, tableOf, type CellRef, type SnmpProfile } from "./profile.js";
 import { PROFILES, profileById } from "./profiles.js";
-import { SnmpTransport, type SnmpAuth } from "./transport.js";
+import type { SnmpAuth, SnmpTransport, TransportOptions } from "./transport.js";
 
 /** Most rows read of one table column (a huge table is cut there, with a warning). */
 export const MAX_TABLE_ROWS = 2048;
@@ -65,7 +65,12 @@ function authOf(instance: InstanceConfig): SnmpAuth {
 
 export class SnmpDriver implements PduDriver {
   readonly instanceId: string;
-  readonly #transport: SnmpTransport;
+  readonly #transportOptions: TransportOptions;
+  /** Made on first use: net-snmp is loaded only by a process that has an SNMP instance. */
+  #transportMade: Promise<SnmpTransport> | null = null;
+  #transportNow: SnmpTransport | null = null;
+  #closed = false;
+  readonly #where: string;
   readonly #configured: SnmpProfile | null;
   readonly #logger: Logger;
   #profile: SnmpProfile | null;
@@ -75,7 +80,8 @@ export class SnmpDriver implements PduDriver {
   constructor(instance: InstanceConfig, options: SnmpDriverOptions = {}) {
     this.instanceId = instance.id;
     const c = instance.Connection;
-    this.#transport = new SnmpTransport({
+    this.#where = c.Host.includes(":") ? `[${c.Host}]:${c.Port}` : `${c.Host}:${c.Port}`;
+    this.#transportOptions = {
       instanceId: instance.id,
       host: c.Host,
       port: c.Port,
@@ -83,12 +89,22 @@ export class SnmpDriver implements PduDriver {
       auth: authOf(instance),
       maxRepetitions: instance.Snmp.MaxRepetitions,
       maxRows: options.maxRows ?? MAX_TABLE_ROWS,
-
-    });
+    };
     this.#maxRows = options.maxRows ?? MAX_TABLE_ROWS;
     this.#configured = instance.Snmp.Profile === "auto" ? null : (profileById(instance.Snmp.Profile) ?? null);
     this.#profile = this.#configured;
     this.#logger = (options.logger ?? silentLogger()).child({ instance: instance.id });
+  }
+
+  #transport(): Promise<SnmpTransport> {
+    if (this.#closed) return Promise.reject(new PduError("unreachable", `cannot reach ${this.#where}: closed`));
+    this.#transportMade ??= import("./transport.js").then(({ SnmpTransport }) => {
+      const t = new SnmpTransport(this.#transportOptions);
+      if (this.#closed) t.close();
+      this.#transportNow = t;
+      return t;
+    });
+    return this.#transportMade;
   }
 
   get vendor(): Vendor {
@@ -101,20 +117,21 @@ export class SnmpDriver implements PduDriver {
   }
 
   async poll(signal?: AbortSignal): Promise<Snapshot> {
-    const profile = (this.#profile ??= await this.#detect(signal));
+    const transport = await this.#transport();
+    const profile = (this.#profile ??= await this.#detect(transport, signal));
     const tables = new Map<string, readonly WalkedVarbind[]>();
     const hash = createHash("sha256");
     const truncated: string[] = [];
     for (const table of profile.tables) {
       const ids = Object.values(table.columns).map((c) => c.id);
-      const { varbinds, truncated: cut } = await this.#transport.walkColumns(table.oid, ids, signal);
+      const { varbinds, truncated: cut } = await transport.walkColumns(table.oid, ids, signal);
       if (cut) truncated.push(table.name);
       tables.set(table.name, varbinds);
       for (const vb of varbinds) hash.update(`${vb.oid}|${vb.type}|`).update(cellBytes(vb.value));
     }
     const scalarOids = Object.keys(profile.scalars ?? {});
     const scalars = new Map<string, WalkedVarbind>();
-    for (const vb of await this.#transport.get(scalarOids, signal)) {
+    for (const vb of await transport.get(scalarOids, signal)) {
       scalars.set(vb.oid, vb);
       hash.update(`${vb.oid}|${vb.type}|`).update(cellBytes(vb.value));
     }
@@ -128,7 +145,7 @@ export class SnmpDriver implements PduDriver {
     try {
       parsed = parsePoll(profile, data, this.instanceId, timestamp, vendorOf(profile));
     } catch (e) {
-      if (e instanceof ParseError) throw new ParseError(e.path, e.problem, `SNMP walk of ${this.#transport.where}`);
+      if (e instanceof ParseError) throw new ParseError(e.path, e.problem, `SNMP walk of ${this.#where}`);
       throw e;
     }
     let snapshot = parsed.snapshot;
@@ -144,21 +161,21 @@ export class SnmpDriver implements PduDriver {
   }
 
   /** sysObjectID → the vendor's profiles → the first whose probe table answers a row. */
-  async #detect(signal: AbortSignal | undefined): Promise<SnmpProfile> {
-    const { objectId: sysObjectId, descr } = await this.#transport.identify(signal);
+  async #detect(transport: SnmpTransport, signal: AbortSignal | undefined): Promise<SnmpProfile> {
+    const { objectId: sysObjectId, descr } = await transport.identify(signal);
     const candidates = PROFILES.filter((p) => p.sysObjectIds.some((prefix) => sysObjectId.startsWith(prefix)));
     const description = descr === "" ? "" : ` (sysDescr "${descr}")`;
     if (candidates.length === 0) {
       throw new PduError(
         "malformed",
-        `${this.#transport.where} is not a known SNMP PDU: sysObjectID ${sysObjectId === "" ? "(none)" : sysObjectId}${description} matches no profile; set Snmp.Profile if it is one (docs/snmp.md)`,
+        `${this.#where} is not a known SNMP PDU: sysObjectID ${sysObjectId === "" ? "(none)" : sysObjectId}${description} matches no profile; set Snmp.Profile if it is one (docs/snmp.md)`,
       );
     }
     for (const profile of candidates) {
       const probe = tableOf(profile, profile.probe);
       const first = Object.values(probe.columns)[0];
       if (first === undefined) continue;
-      const { varbinds } = await this.#transport.walkColumns(probe.oid, [first.id], signal);
+      const { varbinds } = await transport.walkColumns(probe.oid, [first.id], signal);
       if (varbinds.length > 0) {
         this.#logger.info({ profile: profile.id, sysObjectId }, "SNMP profile detected");
         return profile;
@@ -166,7 +183,7 @@ export class SnmpDriver implements PduDriver {
     }
     throw new PduError(
       "malformed",
-      `${this.#transport.where} (sysObjectID ${sysObjectId}) answers none of the tables of ${candidates.map((p) => p.id).join(", ")}; set Snmp.Profile if it is one of them`,
+      `${this.#where} (sysObjectID ${sysObjectId}) answers none of the tables of ${candidates.map((p) => p.id).join(", ")}; set Snmp.Profile if it is one of them`,
     );
   }
 
@@ -179,7 +196,7 @@ export class SnmpDriver implements PduDriver {
     if (row === undefined) {
       throw new PduError(
         "refused",
-        `outlet ${target.index + 1} of ${target.deviceId} is not in the last answer of ${this.#transport.where}: nothing was sent`,
+        `outlet ${target.index + 1} of ${target.deviceId} is not in the last answer of ${this.#where}: nothing was sent`,
       );
     }
     return row;
@@ -195,7 +212,7 @@ export class SnmpDriver implements PduDriver {
     const column = columnOf(profile, control);
     const row = this.#rowOf(control.table, target);
     const oid = `${tableOf(profile, control.table).oid}.${column.id}.${row.join(".")}`;
-    await this.#transport.set(
+    await (await this.#transport()).set(
       { oid, type: "Integer", value },
       `${action} of outlet ${target.index + 1} (SET ${control.column}.${row.join(".")} = ${value})`,
       action === "reboot",
@@ -212,7 +229,7 @@ export class SnmpDriver implements PduDriver {
     }
     const row = this.#rowOf(profile.outlets.table, target);
     const oid = [reset.oid, ...row, ...reset.suffix].join(".");
-    await this.#transport.set(
+    await (await this.#transport()).set(
       { oid, type: "Integer", value: reset.value },
       `energy reset of outlet ${target.index + 1} (SET ${reset.name})`,
       true,
@@ -271,7 +288,7 @@ export class SnmpDriver implements PduDriver {
     for (const w of writes) {
       const row = this.#rowOf(w.ref.table, target);
       const oid = `${tableOf(profile, w.ref.table).oid}.${columnOf(profile, w.ref).id}.${row.join(".")}`;
-      await this.#transport.set(
+      await (await this.#transport()).set(
         { oid, type: w.type, value: w.value },
         `${w.what} of outlet ${target.index + 1} (SET ${w.ref.column})`,
         false,
@@ -281,7 +298,8 @@ export class SnmpDriver implements PduDriver {
   }
 
   close(): Promise<void> {
-    this.#transport.close();
+    this.#closed = true;
+    this.#transportNow?.close();
     return Promise.resolve();
   }
 }
