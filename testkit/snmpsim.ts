@@ -22,7 +22,14 @@ export function snmpInstance(
   return {
     id,
     primary: true,
-    Connection: { Host: "127.0.0.1", Port: port, Scheme: "http", Timeout: timeout, ValidateCertificate: true, CaFile: null },
+    Connection: {
+      Host: "127.0.0.1",
+      Port: port,
+      Scheme: "http",
+      Timeout: timeout,
+      ValidateCertificate: true,
+      CaFile: null,
+    },
     Credentials: { Username: null, Password: null },
     PollInterval: 5,
     ActionsEnabled: true,
@@ -69,7 +76,9 @@ export interface Snmpsim {
  * `only`: serve just these recordings (with SNMPv3, the empty context gets one of the data files:
  * give one recording). A v3 user without `privKey` is authNoPriv.
  */
-export async function startSnmpsim(options: { v3?: V3User; only?: readonly string[] } = {}): Promise<Snmpsim> {
+export async function startSnmpsim(
+  options: { v3?: V3User; only?: readonly string[] } = {},
+): Promise<Snmpsim> {
   const dir = await mkdtemp(join(tmpdir(), "snmpsim-"));
   const data = join(dir, "data");
   const cache = join(dir, "cache");
@@ -85,7 +94,10 @@ export async function startSnmpsim(options: { v3?: V3User; only?: readonly strin
   const v3Dir = join(data, "1.3.6.1.6.1.1.0");
   if (options.v3 !== undefined) {
     await run("mkdir", ["-p", v3Dir]);
-    await copyFile(join(RECORDINGS, `${options.only?.[0] ?? "apc-rpdu2"}.snmprec`), join(v3Dir, "127.0.0.1.snmprec"));
+    await copyFile(
+      join(RECORDINGS, `${options.only?.[0] ?? "apc-rpdu2"}.snmprec`),
+      join(v3Dir, "127.0.0.1.snmprec"),
+    );
     await chmod(v3Dir, 0o777);
     await chmod(join(v3Dir, "127.0.0.1.snmprec"), 0o666);
   }
@@ -114,7 +126,18 @@ export async function startSnmpsim(options: { v3?: V3User; only?: readonly strin
     if (stderr.length < 8192) stderr += b.toString();
   });
   const get = async (community: string, oid: string): Promise<string> => {
-    const { stdout } = await run("snmpget", ["-v2c", "-c", community, "-Oqv", "-t", "1", "-r", "0", `127.0.0.1:${port}`, oid]);
+    const { stdout } = await run("snmpget", [
+      "-v2c",
+      "-c",
+      community,
+      "-Oqv",
+      "-t",
+      "1",
+      "-r",
+      "0",
+      `127.0.0.1:${port}`,
+      oid,
+    ]);
     return stdout.trim();
   };
   const deadline = Date.now() + 30_000;
@@ -140,14 +163,30 @@ export async function startSnmpsim(options: { v3?: V3User; only?: readonly strin
       const v = options.v3;
       if (v === undefined) throw new Error("no v3 user");
       const auth = ["-u", v.user, "-a", v.authProto, "-A", v.authKey];
-      const level = v.privKey === undefined ? ["-l", "authNoPriv"] : ["-l", "authPriv", "-x", "AES", "-X", v.privKey];
-      const { stdout } = await run("snmpget", ["-v3", ...auth, ...level, "-Oqv", "-t", "2", "-r", "0", `127.0.0.1:${port}`, oid]);
+      const level =
+        v.privKey === undefined ? ["-l", "authNoPriv"] : ["-l", "authPriv", "-x", "AES", "-X", v.privKey];
+      const { stdout } = await run("snmpget", [
+        "-v3",
+        ...auth,
+        ...level,
+        "-Oqv",
+        "-t",
+        "2",
+        "-r",
+        "0",
+        `127.0.0.1:${port}`,
+        oid,
+      ]);
       return stdout.trim();
     },
     async walk(community, oid) {
-      const { stdout } = await run("snmpwalk", ["-v2c", "-c", community, "-On", "-t", "2", `127.0.0.1:${port}`, oid], {
-        maxBuffer: 16 * 1024 * 1024,
-      });
+      const { stdout } = await run(
+        "snmpwalk",
+        ["-v2c", "-c", community, "-On", "-t", "2", `127.0.0.1:${port}`, oid],
+        {
+          maxBuffer: 16 * 1024 * 1024,
+        },
+      );
       return stdout.split("\n").filter((l) => l !== "");
     },
     async close() {
@@ -173,7 +212,8 @@ export async function readRecording(profile: string): Promise<Map<string, { tag:
     if (oid === undefined || tag === undefined) continue;
     let value = rest.join("|");
     const t = tag.replace(/:writecache$/, "");
-    if (tag.endsWith(":writecache")) value = value.replace(/^(hex)?value=/, (m) => (m === "hexvalue=" ? "\u0000hex:" : ""));
+    if (tag.endsWith(":writecache"))
+      value = value.replace(/^(hex)?value=/, (m) => (m === "hexvalue=" ? "\u0000hex:" : ""));
     if (value.startsWith("\u0000hex:")) value = Buffer.from(value.slice(5), "hex").toString("latin1");
     else if (t.endsWith("x")) value = Buffer.from(value, "hex").toString("latin1");
     out.set(oid, { tag: t.replace(/x$/, ""), value });

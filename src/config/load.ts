@@ -328,12 +328,17 @@ export const MIN_SNMP_KEY_LENGTH = 8;
  */
 function checkSnmp(instance: InstanceConfig, yaml: ParsedYaml, fail: Fail): void {
   const s = instance.Snmp;
-  const variable = (name: string) => `${instanceVariablePrefix(instance.id)}_${name} (or ${instanceVariablePrefix(instance.id)}_${name}_FILE)`;
+  const variable = (name: string) =>
+    `${instanceVariablePrefix(instance.id)}_${name} (or ${instanceVariablePrefix(instance.id)}_${name}_FILE)`;
   const at = (...key: string[]) => ["Pdus", instance.id, "Snmp", ...key];
   const where = (path: string[]) => (yaml.has(path) ? path : ["Pdus", instance.id, "Driver"]);
   if (s.Version === "2c") {
     if (!nonEmpty(s.Community)) {
-      throw fail(at("Community"), `Driver is snmp with Version 2c but no read community is set: set ${variable("COMMUNITY")}`, where(at("Version")));
+      throw fail(
+        at("Community"),
+        `Driver is snmp with Version 2c but no read community is set: set ${variable("COMMUNITY")}`,
+        where(at("Version")),
+      );
     }
     if (instance.ActionsEnabled && !nonEmpty(s.WriteCommunity)) {
       throw fail(
@@ -345,13 +350,22 @@ function checkSnmp(instance: InstanceConfig, yaml: ParsedYaml, fail: Fail): void
     return;
   }
   if (!nonEmpty(s.Auth.Username)) {
-    throw fail(at("Auth", "Username"), "is required with SNMP Version 3 (the USM user name)", where(at("Version")));
+    throw fail(
+      at("Auth", "Username"),
+      "is required with SNMP Version 3 (the USM user name)",
+      where(at("Version")),
+    );
   }
   const key = (name: "AuthKey" | "PrivKey", v: string) => {
     const value = s[name];
-    if (!nonEmpty(value)) throw fail(at(name), `SNMP Version 3 needs it: set ${variable(v)}`, where(at("Version")));
+    if (!nonEmpty(value))
+      throw fail(at(name), `SNMP Version 3 needs it: set ${variable(v)}`, where(at("Version")));
     if ([...(value ?? "")].length < MIN_SNMP_KEY_LENGTH) {
-      throw fail(at(name), `must be at least ${MIN_SNMP_KEY_LENGTH} characters (${variable(v)})`, where(at("Version")));
+      throw fail(
+        at(name),
+        `must be at least ${MIN_SNMP_KEY_LENGTH} characters (${variable(v)})`,
+        where(at("Version")),
+      );
     }
   };
   key("AuthKey", "AUTH_KEY");

@@ -96,14 +96,7 @@ interface PlannedOutlet extends OutletTarget {
  * `busy`, `expired` not sent, refused by the per-outlet discipline.
  */
 type FailureKind =
-  | "timeout"
-  | "failed"
-  | "unknown"
-  | "refused"
-  | "stopped"
-  | "superseded"
-  | "busy"
-  | "expired";
+  "timeout" | "failed" | "unknown" | "refused" | "stopped" | "superseded" | "busy" | "expired";
 
 /** Result of one outlet write. */
 type Written =

@@ -84,7 +84,9 @@ describe("Driver: snmp configuration", () => {
     try {
       await writeFile(join(dir, "auth"), "auth-key-from-file\n");
       const c = await parseConfigText(
-        yaml('{ Version: "3", Profile: apc-rpdu2, Auth: { Username: ops, Protocol: sha256, PrivProtocol: none } }'),
+        yaml(
+          '{ Version: "3", Profile: apc-rpdu2, Auth: { Username: ops, Protocol: sha256, PrivProtocol: none } }',
+        ),
         "snmp.yaml",
         { SERVICE_PDU_RACK_C_AUTH_KEY_FILE: join(dir, "auth") },
       );

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { isPduError } from "../../src/pdu/errors.js";
+import type { Snapshot } from "../../src/pdu/model.js";
 import { SnmpDriver } from "../../src/pdu/snmp/driver.js";
 import {
   SNMP_HOSTILE_MODES,
@@ -35,9 +36,13 @@ const TAGS: Readonly<Record<string, string>> = {
 };
 
 async function walkShape(port: number, community: string): Promise<Map<string, string>> {
-  const { stdout } = await run("snmpwalk", ["-v2c", "-c", community, "-On", "-t", "2", `127.0.0.1:${port}`, "1.3.6.1"], {
-    maxBuffer: 32 * 1024 * 1024,
-  });
+  const { stdout } = await run(
+    "snmpwalk",
+    ["-v2c", "-c", community, "-On", "-t", "2", `127.0.0.1:${port}`, "1.3.6.1"],
+    {
+      maxBuffer: 32 * 1024 * 1024,
+    },
+  );
   const shape = new Map<string, string>();
   for (const line of stdout.split("\n")) {
     const m = /^\.([0-9.]+) = ([A-Za-z0-9-]+):/.exec(line);
@@ -86,7 +91,10 @@ describe("SNMP simulator", () => {
           const target = { deviceId: device.id, index: 1, route: null };
           await driver.controlOutlet(target, "on");
           await waitFor(() => sim.unit.outlets[1]?.on === true, "outlet 2 on");
-          await waitFor(async () => (await driver.poll()).devices[0]?.outlets[1]?.state === "on", "the poll shows it on");
+          await waitFor(
+            async () => (await driver.poll()).devices[0]?.outlets[1]?.state === "on",
+            "the poll shows it on",
+          );
           await driver.controlOutlet(target, "off");
           await waitFor(() => sim.unit.outlets[1]?.on === false, "outlet 2 off");
           await driver.controlOutlet({ ...target, index: 0 }, "reboot");
@@ -138,7 +146,10 @@ describe("SNMP simulator", () => {
       await driver.controlOutlet({ deviceId: s.devices[0]?.id ?? "", index: 1, route: null }, "on");
       await waitFor(() => sim.unit.outlets[1]?.on === true, "outlet 2 on");
       await driver.resetOutletEnergy({ deviceId: s.devices[0]?.id ?? "", index: 1, route: null });
-      await waitFor(() => sim.unit.outlets[1]?.energyWh === 0 || (sim.unit.outlets[1]?.energyWh ?? 1) < 1, "energy reset");
+      await waitFor(
+        () => sim.unit.outlets[1]?.energyWh === 0 || (sim.unit.outlets[1]?.energyWh ?? 1) < 1,
+        "energy reset",
+      );
     } finally {
       await driver.close();
       await sim.close();
@@ -146,7 +157,7 @@ describe("SNMP simulator", () => {
   });
 
   describe("hostile agents: nothing but a PduError ever comes out of a poll", () => {
-    const expectations: Readonly<Record<SnmpHostileMode, (r: PromiseSettledResult<import("../../src/pdu/model.js").Snapshot>) => void>> = {
+    const expectations: Readonly<Record<SnmpHostileMode, (r: PromiseSettledResult<Snapshot>) => void>> = {
       hang: (r) => {
         assert.equal(r.status, "rejected");
         const e: unknown = r.status === "rejected" ? r.reason : null;
@@ -155,7 +166,10 @@ describe("SNMP simulator", () => {
       "wrong-types": (r) => {
         assert.equal(r.status, "fulfilled");
         const s = r.status === "fulfilled" ? r.value : null;
-        assert.ok(s?.warnings?.some((w) => /a value of type OctetString/.test(w.problem)), JSON.stringify(s?.warnings));
+        assert.ok(
+          s?.warnings?.some((w) => /a value of type OctetString/.test(w.problem)),
+          JSON.stringify(s?.warnings),
+        );
       },
       "missing-columns": (r) => {
         assert.equal(r.status, "fulfilled");
@@ -176,8 +190,14 @@ describe("SNMP simulator", () => {
         assert.equal(r.status, "fulfilled");
         const s = r.status === "fulfilled" ? r.value : null;
         assert.ok((s?.devices[0]?.outlets.length ?? 0) <= 512);
-        assert.ok(s?.warnings?.some((w) => /more than 600 rows/.test(w.problem)), JSON.stringify(s?.warnings));
-        assert.ok(s?.warnings?.some((w) => /more than 512 outlets/.test(w.problem)), JSON.stringify(s?.warnings));
+        assert.ok(
+          s?.warnings?.some((w) => /more than 600 rows/.test(w.problem)),
+          JSON.stringify(s?.warnings),
+        );
+        assert.ok(
+          s?.warnings?.some((w) => /more than 512 outlets/.test(w.problem)),
+          JSON.stringify(s?.warnings),
+        );
       },
       "bad-names": (r) => {
         assert.equal(r.status, "fulfilled");
@@ -194,12 +214,18 @@ describe("SNMP simulator", () => {
         it(`${mode}, ${profile}`, async () => {
           const sim = await startSnmpSimulator({ profile, port: 0, hostile: mode });
           // A huge table is cut at 600 rows here (2048 by default) to keep the test short.
-          const driver = driverFor(sim, `hostile-${mode}`, mode === "huge-tables" ? 20 : 1, mode === "huge-tables" ? 600 : undefined);
+          const driver = driverFor(
+            sim,
+            `hostile-${mode}`,
+            mode === "huge-tables" ? 20 : 1,
+            mode === "huge-tables" ? 600 : undefined,
+          );
           try {
             const [result] = await Promise.allSettled([driver.poll()]);
             assert.ok(result);
             if (result.status === "rejected") assert.ok(isPduError(result.reason), String(result.reason));
-            if (profile === "apc-rpdu2" || mode === "hang" || mode === "bad-names") expectations[mode](result);
+            if (profile === "apc-rpdu2" || mode === "hang" || mode === "bad-names")
+              expectations[mode](result);
           } finally {
             await driver.close();
             await sim.close();
@@ -223,7 +249,14 @@ describe("pdu-bridge simulate --snmp", () => {
     try {
       const line = await waitFor(() => lines.find((l) => l.includes("udp 127.0.0.1:")), "the address line");
       const port = Number(/udp 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
-      const { stdout } = await run("snmpwalk", ["-v2c", "-c", "public", "-On", `127.0.0.1:${port}`, "1.3.6.1.4.1.1718.4.1.8.2.1.3"]);
+      const { stdout } = await run("snmpwalk", [
+        "-v2c",
+        "-c",
+        "public",
+        "-On",
+        `127.0.0.1:${port}`,
+        "1.3.6.1.4.1.1718.4.1.8.2.1.3",
+      ]);
       assert.equal(stdout.trim().split("\n").length, 4);
     } finally {
       stop.abort();
@@ -234,7 +267,10 @@ describe("pdu-bridge simulate --snmp", () => {
   it("refuses a bad flag with exit code 2 and the usage", async () => {
     const { runSimulateCommand } = await import("../../src/simulator/cli.js");
     const lines: string[] = [];
-    const code = await runSimulateCommand(["--snmp", "nope"], { out: (l) => lines.push(l), err: (l) => lines.push(l) });
+    const code = await runSimulateCommand(["--snmp", "nope"], {
+      out: (l) => lines.push(l),
+      err: (l) => lines.push(l),
+    });
     assert.equal(code, 2);
     assert.match(lines.join("\n"), /--snmp must be one of apc-rpdu2/);
   });

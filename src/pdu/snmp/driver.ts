@@ -97,7 +97,8 @@ export class SnmpDriver implements PduDriver {
   }
 
   #transport(): Promise<SnmpTransport> {
-    if (this.#closed) return Promise.reject(new PduError("unreachable", `cannot reach ${this.#where}: closed`));
+    if (this.#closed)
+      return Promise.reject(new PduError("unreachable", `cannot reach ${this.#where}: closed`));
     this.#transportMade ??= import("./transport.js").then(({ SnmpTransport }) => {
       const t = new SnmpTransport(this.#transportOptions);
       if (this.#closed) t.close();
@@ -154,7 +155,10 @@ export class SnmpDriver implements PduDriver {
         path: name,
         problem: `more than ${this.#maxRows} rows: the rest of the table was not read`,
       }));
-      snapshot = Object.freeze({ ...snapshot, warnings: Object.freeze([...(snapshot.warnings ?? []), ...extra]) });
+      snapshot = Object.freeze({
+        ...snapshot,
+        warnings: Object.freeze([...(snapshot.warnings ?? []), ...extra]),
+      });
     }
     this.#last = { digest, snapshot, addressing: parsed.addressing };
     return snapshot;
@@ -163,7 +167,9 @@ export class SnmpDriver implements PduDriver {
   /** sysObjectID → the vendor's profiles → the first whose probe table answers a row. */
   async #detect(transport: SnmpTransport, signal: AbortSignal | undefined): Promise<SnmpProfile> {
     const { objectId: sysObjectId, descr } = await transport.identify(signal);
-    const candidates = PROFILES.filter((p) => p.sysObjectIds.some((prefix) => sysObjectId.startsWith(prefix)));
+    const candidates = PROFILES.filter((p) =>
+      p.sysObjectIds.some((prefix) => sysObjectId.startsWith(prefix)),
+    );
     const description = descr === "" ? "" : ` (sysDescr "${descr}")`;
     if (candidates.length === 0) {
       throw new PduError(
@@ -212,7 +218,9 @@ export class SnmpDriver implements PduDriver {
     const column = columnOf(profile, control);
     const row = this.#rowOf(control.table, target);
     const oid = `${tableOf(profile, control.table).oid}.${column.id}.${row.join(".")}`;
-    await (await this.#transport()).set(
+    await (
+      await this.#transport()
+    ).set(
       { oid, type: "Integer", value },
       `${action} of outlet ${target.index + 1} (SET ${control.column}.${row.join(".")} = ${value})`,
       action === "reboot",
@@ -225,11 +233,16 @@ export class SnmpDriver implements PduDriver {
     const reset = profile?.resetEnergy;
     if (profile === null || reset === undefined) {
       const why = profile?.resetStatsRefusal ?? "the family has no energy reset";
-      throw new PduError("refused", `${this.#model(target.deviceId)} cannot reset one outlet's statistics: ${why}`);
+      throw new PduError(
+        "refused",
+        `${this.#model(target.deviceId)} cannot reset one outlet's statistics: ${why}`,
+      );
     }
     const row = this.#rowOf(profile.outlets.table, target);
     const oid = [reset.oid, ...row, ...reset.suffix].join(".");
-    await (await this.#transport()).set(
+    await (
+      await this.#transport()
+    ).set(
       { oid, type: "Integer", value: reset.value },
       `energy reset of outlet ${target.index + 1} (SET ${reset.name})`,
       true,
@@ -243,7 +256,11 @@ export class SnmpDriver implements PduDriver {
    * harm). The power-on action, or a setting the MIB has no object for, is refused before anything
    * is sent.
    */
-  async setOutletSettings(target: OutletTarget, settings: OutletSettings, signal?: AbortSignal): Promise<void> {
+  async setOutletSettings(
+    target: OutletTarget,
+    settings: OutletSettings,
+    signal?: AbortSignal,
+  ): Promise<void> {
     const profile = this.#profile;
     if (profile === null) throw new PduError("refused", "the SNMP PDU has not been polled yet");
     const delays = profile.outlets.delays;
@@ -252,7 +269,8 @@ export class SnmpDriver implements PduDriver {
       offDelay: delays?.off,
       rebootDelay: delays?.reboot,
     };
-    const writes: { ref: CellRef; type: "Integer" | "OctetString"; value: number | Buffer; what: string }[] = [];
+    const writes: { ref: CellRef; type: "Integer" | "OctetString"; value: number | Buffer; what: string }[] =
+      [];
     const unsupported: string[] = [];
     for (const [key, value] of Object.entries(settings) as [keyof OutletSettings, unknown][]) {
       if (value === undefined) continue;
@@ -262,7 +280,7 @@ export class SnmpDriver implements PduDriver {
           unsupported.push("label");
           continue;
         }
-        const bytes = Buffer.from(String(value), "utf8");
+        const bytes = Buffer.from(typeof value === "string" ? value : "", "utf8");
         if (bytes.length > def.maxLength) {
           throw new PduError(
             "refused",
@@ -288,7 +306,9 @@ export class SnmpDriver implements PduDriver {
     for (const w of writes) {
       const row = this.#rowOf(w.ref.table, target);
       const oid = `${tableOf(profile, w.ref.table).oid}.${columnOf(profile, w.ref).id}.${row.join(".")}`;
-      await (await this.#transport()).set(
+      await (
+        await this.#transport()
+      ).set(
         { oid, type: w.type, value: w.value },
         `${w.what} of outlet ${target.index + 1} (SET ${w.ref.column})`,
         false,

@@ -161,10 +161,16 @@ function rowsOf(table: TableDef, varbinds: readonly WalkedVarbind[], warnings: W
     let number = partValue(table.number, row.index, row.cells);
     if (table.sub !== undefined && validNumber(number)) {
       const sub = partValue(table.sub.part, row.index, row.cells);
-      number = validNumber(sub) && sub >= 1 && number <= table.sub.span ? (sub - 1) * table.sub.span + number : undefined;
+      number =
+        validNumber(sub) && sub >= 1 && number <= table.sub.span
+          ? (sub - 1) * table.sub.span + number
+          : undefined;
     }
     if (!validNumber(unit) || number === undefined || !Number.isInteger(number) || number < 0) {
-      warnings.add(`${table.name}[${row.index.join(".")}]`, "a row without a usable unit or number was skipped");
+      warnings.add(
+        `${table.name}[${row.index.join(".")}]`,
+        "a row without a usable unit or number was skipped",
+      );
       continue;
     }
     let key = `${unit}:${number}`;
@@ -186,10 +192,11 @@ class Tables {
     readonly data: PollData,
     readonly warnings: Warnings,
   ) {
-    for (const t of profile.tables) this.#rows.set(t.name, rowsOf(t, data.tables.get(t.name) ?? [], warnings));
+    for (const t of profile.tables)
+      this.#rows.set(t.name, rowsOf(t, data.tables.get(t.name) ?? [], warnings));
   }
   rows(table: string): Rows {
-    return this.#rows.get(table) ?? new Map();
+    return this.#rows.get(table) ?? new Map<string, Row>();
   }
   /** The cell of `ref` for the row (unit, number); undefined when absent. */
   cell(ref: Source, unit: number, number: number): Cell | undefined {
@@ -233,7 +240,10 @@ function measurement(t: Tables, def: MeasurementDef, unit: number, number: numbe
   if (def.decimals !== undefined) {
     const digits = t.cell(def.decimals, unit, number);
     if (typeof digits !== "number" || !Number.isInteger(digits) || digits < 0 || digits > 9) {
-      t.warnings.add(where(def.decimals), `no usable decimal digits for ${def.type}: the reading was left out`);
+      t.warnings.add(
+        where(def.decimals),
+        `no usable decimal digits for ${def.type}: the reading was left out`,
+      );
       return null;
     }
     value = raw / 10 ** digits;
@@ -241,13 +251,20 @@ function measurement(t: Tables, def: MeasurementDef, unit: number, number: numbe
   return Object.freeze({ type: def.type, value: round(value * def.scale), units: def.units, alarm: null });
 }
 
-function measurements(t: Tables, defs: readonly MeasurementDef[], unit: number, number: number): readonly Measurement[] {
+function measurements(
+  t: Tables,
+  defs: readonly MeasurementDef[],
+  unit: number,
+  number: number,
+): readonly Measurement[] {
   const out: Measurement[] = [];
   for (const def of defs) {
     const m = measurement(t, def, unit, number);
     if (m !== null) out.push(m);
   }
-  out.sort((a, b) => (a.type.toLowerCase() < b.type.toLowerCase() ? -1 : a.type.toLowerCase() > b.type.toLowerCase() ? 1 : 0));
+  out.sort((a, b) =>
+    a.type.toLowerCase() < b.type.toLowerCase() ? -1 : a.type.toLowerCase() > b.type.toLowerCase() ? 1 : 0,
+  );
   return Object.freeze(out);
 }
 
@@ -298,11 +315,23 @@ export interface Addressing {
 /** The tables writes go to: the outlets table and those of control, names and delays. */
 export function writeTables(profile: SnmpProfile): string[] {
   const d = profile.outlets.delays;
-  const names = [profile.outlets.table, profile.control?.table, profile.outletLabel?.table, d?.on?.table, d?.off?.table, d?.reboot?.table];
+  const names = [
+    profile.outlets.table,
+    profile.control?.table,
+    profile.outletLabel?.table,
+    d?.on?.table,
+    d?.off?.table,
+    d?.reboot?.table,
+  ];
   return [...new Set(names.filter((n): n is string => n !== undefined))];
 }
 
-function rowIndexes(t: Tables, table: string, unit: number, outletNumbers: ReadonlyMap<number, number>): RowIndexes {
+function rowIndexes(
+  t: Tables,
+  table: string,
+  unit: number,
+  outletNumbers: ReadonlyMap<number, number>,
+): RowIndexes {
   const out = new Map<number, readonly number[]>();
   const rows = t.rows(table);
   for (const [index, number] of outletNumbers) {
@@ -333,7 +362,9 @@ export function parsePoll(
       `the outlet table answered no row: not a ${profile.family} unit, or its agent does not serve the table`,
     );
   }
-  const units = [...new Set([...outletRows.keys()].map((k) => Number(k.split(":")[0])))].sort((a, b) => a - b);
+  const units = [...new Set([...outletRows.keys()].map((k) => Number(k.split(":")[0])))].sort(
+    (a, b) => a - b,
+  );
   const devices: Device[] = [];
   const addressing = {
     rows: new Map<string, ReadonlyMap<string, RowIndexes>>(),
@@ -343,7 +374,10 @@ export function parsePoll(
   const usedIds = new Set<string>();
   for (const unit of units) {
     const id = identityOf(t, profile, unit);
-    let deviceId = safeId(id.serialNumber) ?? safeId(id.macAddress) ?? (units.length > 1 ? `${instanceId}-${unit}` : instanceId);
+    let deviceId =
+      safeId(id.serialNumber) ??
+      safeId(id.macAddress) ??
+      (units.length > 1 ? `${instanceId}-${unit}` : instanceId);
     if (usedIds.has(deviceId)) deviceId = `${deviceId}-${unit}`;
     usedIds.add(deviceId);
 
@@ -385,7 +419,10 @@ export function parsePoll(
         entities: Object.freeze(entities),
       }),
     );
-    addressing.rows.set(deviceId, new Map(writes.map((table) => [table, rowIndexes(t, table, unit, numbers)])));
+    addressing.rows.set(
+      deviceId,
+      new Map(writes.map((table) => [table, rowIndexes(t, table, unit, numbers)])),
+    );
     addressing.models.set(deviceId, id.model !== "" ? `${profile.family} model ${id.model}` : profile.family);
   }
   devices.sort((a, b) => compareKeys(a.id, b.id));
@@ -444,7 +481,8 @@ function outletOf(t: Tables, profile: SnmpProfile, unit: number, number: number)
   const rawState = t.cell(def.state, unit, number);
   const state: OutletState =
     typeof rawState === "number" ? (def.state.values[rawState] ?? "unknown") : "unknown";
-  if (rawState === undefined) t.warnings.add(`${def.state.table}.${def.state.column}`, "an outlet without a state is shown as unknown");
+  if (rawState === undefined)
+    t.warnings.add(`${def.state.table}.${def.state.column}`, "an outlet without a state is shown as unknown");
   const rating = ratingOf(t, def.rating, unit, number);
   return Object.freeze({
     index,
@@ -462,7 +500,12 @@ function outletOf(t: Tables, profile: SnmpProfile, unit: number, number: number)
   });
 }
 
-function entitiesOf(t: Tables, def: SnmpProfile["entities"][number], unit: number, unitCount: number): Entity[] {
+function entitiesOf(
+  t: Tables,
+  def: SnmpProfile["entities"][number],
+  unit: number,
+  unitCount: number,
+): Entity[] {
   const out: Entity[] = [];
   const make = (number: number, entityNumber: number): Entity | null => {
     const ms = measurements(t, def.measurements, unit, number);

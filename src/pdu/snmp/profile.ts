@@ -210,6 +210,7 @@ export function isScalar(ref: Source): ref is ScalarRef {
 
 export function columnOf(profile: SnmpProfile, ref: CellRef): ColumnDef {
   const c = tableOf(profile, ref.table).columns[ref.column];
-  if (c === undefined) throw new Error(`profile ${profile.id}: table ${ref.table} has no column ${ref.column}`);
+  if (c === undefined)
+    throw new Error(`profile ${profile.id}: table ${ref.table} has no column ${ref.column}`);
   return c;
 }

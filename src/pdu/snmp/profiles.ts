@@ -9,7 +9,13 @@ import { RARITAN_PX } from "./profiles/raritan-px.js";
 import { RARITAN_PX2 } from "./profiles/raritan-px2.js";
 import { SERVERTECH_SENTRY4 } from "./profiles/servertech-sentry4.js";
 
-export const PROFILES: readonly SnmpProfile[] = [APC_RPDU2, APC_RPDU, RARITAN_PX2, RARITAN_PX, SERVERTECH_SENTRY4];
+export const PROFILES: readonly SnmpProfile[] = [
+  APC_RPDU2,
+  APC_RPDU,
+  RARITAN_PX2,
+  RARITAN_PX,
+  SERVERTECH_SENTRY4,
+];
 
 export function profileById(id: string): SnmpProfile | undefined {
   return PROFILES.find((p) => p.id === id);

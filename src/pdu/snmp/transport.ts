@@ -100,6 +100,11 @@ const STATUS_NAMES: Readonly<Record<number, string>> = {
   18: "inconsistentName",
 };
 
+/** A rejection reason as an Error (an abort's reason, a library's error, are already one). */
+function asError(reason: unknown): Error {
+  return reason instanceof Error ? reason : new Error(String(reason));
+}
+
 /** Whether a varbind is an exception (noSuchObject, noSuchInstance, endOfMibView). */
 function isException(vb: snmp.Varbind): boolean {
   return snmp.isVarbindError(vb);
@@ -114,7 +119,9 @@ export class SnmpTransport {
 
   constructor(options: TransportOptions) {
     this.#options = options;
-    this.where = isIPv6(options.host) ? `[${options.host}]:${options.port}` : `${options.host}:${options.port}`;
+    this.where = isIPv6(options.host)
+      ? `[${options.host}]:${options.port}`
+      : `${options.host}:${options.port}`;
     this.#timeoutText = `${options.timeout}s`;
   }
 
@@ -143,7 +150,7 @@ export class SnmpTransport {
         authKey: a.authKey ?? "",
         ...(priv ? { privProtocol: snmp.PrivProtocols.aes, privKey: a.privKey ?? "" } : {}),
       };
-      return snmp.createV3Session(o.host, user, { ...common, version: snmp.Version3 } as snmp.SessionOptionsV3);
+      return snmp.createV3Session(o.host, user, { ...common, version: snmp.Version3 });
     }
     const community = write ? (a.writeCommunity ?? "") : (a.community ?? "");
     return snmp.createSession(o.host, community, { ...common, version: snmp.Version2c });
@@ -181,16 +188,24 @@ export class SnmpTransport {
           ? " (a wrong community gets no answer at all)"
           : " (an SNMPv3 agent may not answer a user, key or protocol it does not accept)";
       const pdu = this.#options.instanceId === undefined ? "" : ` (PDU ${this.#options.instanceId})`;
-      return new PduError("timeout", `no answer from ${this.where}${pdu} within ${this.#timeoutText} to ${what}${hint}`, {
-        cause: e,
-      });
+      return new PduError(
+        "timeout",
+        `no answer from ${this.where}${pdu} within ${this.#timeoutText} to ${what}${hint}`,
+        {
+          cause: e,
+        },
+      );
     }
     if (name === "RequestFailedError") {
       const status = (e as { status?: unknown }).status;
       const code = typeof status === "number" ? status : -1;
       const text = STATUS_NAMES[code] ?? `error-status ${code}`;
       if (REFUSED_STATUS.has(code)) {
-        return new PduError("refused", `the PDU at ${this.where} refused ${what}: ${text} (read-only object, or no write access for this community or user)`, { cause: e });
+        return new PduError(
+          "refused",
+          `the PDU at ${this.where} refused ${what}: ${text} (read-only object, or no write access for this community or user)`,
+          { cause: e },
+        );
       }
       return new PduError("ret-code", `the PDU at ${this.where} answered ${text} to ${what}`, { cause: e });
     }
@@ -206,23 +221,28 @@ export class SnmpTransport {
           { cause: e },
         );
       }
-      return new PduError("malformed", `invalid SNMP answer from ${this.where} to ${what}: ${message}`, { cause: e });
+      return new PduError("malformed", `invalid SNMP answer from ${this.where} to ${what}: ${message}`, {
+        cause: e,
+      });
     }
     return new PduError("unreachable", `cannot reach ${this.where} for ${what}: ${message}`, { cause: e });
   }
 
   /** Runs one net-snmp request as a promise that a caller's abort rejects at once. */
-  #request<T>(start: (done: (error: unknown, value?: T) => void) => void, signal: AbortSignal | undefined): Promise<T> {
+  #request<T>(
+    start: (done: (error: unknown, value?: T) => void) => void,
+    signal: AbortSignal | undefined,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       if (signal?.aborted === true) {
-        reject(signal.reason);
+        reject(asError(signal.reason));
         return;
       }
       let settled = false;
       const onAbort = () => {
         if (settled) return;
         settled = true;
-        reject(signal?.reason);
+        reject(asError(signal?.reason));
       };
       signal?.addEventListener("abort", onAbort, { once: true });
       try {
@@ -230,13 +250,13 @@ export class SnmpTransport {
           if (settled) return;
           settled = true;
           signal?.removeEventListener("abort", onAbort);
-          if (error !== null && error !== undefined) reject(error);
+          if (error !== null && error !== undefined) reject(asError(error));
           else resolve(value as T);
         });
       } catch (e) {
         settled = true;
         signal?.removeEventListener("abort", onAbort);
-        reject(e);
+        reject(asError(e));
       }
     });
   }
@@ -269,12 +289,18 @@ export class SnmpTransport {
     }
     const [id, descr] = varbinds;
     const objectId =
-      id !== undefined && id.type === 6 && typeof id.value === "string" && /^[0-9.]{1,256}$/.test(id.value)
+      id !== undefined &&
+      (id.type as number) === 6 &&
+      typeof id.value === "string" &&
+      /^[0-9.]{1,256}$/.test(id.value)
         ? id.value
         : "";
     const text =
       descr !== undefined && Buffer.isBuffer(descr.value)
-        ? descr.value.toString("latin1").replace(/[^\x20-\x7e]/g, "?").slice(0, 80)
+        ? descr.value
+            .toString("latin1")
+            .replace(/[^\x20-\x7e]/g, "?")
+            .slice(0, 80)
         : "";
     return { objectId, descr: text };
   }
@@ -292,7 +318,12 @@ export class SnmpTransport {
     const o = this.#options;
     const session = this.#readSession();
     const out: WalkedVarbind[] = [];
-    const cursors = columnIds.map((id) => ({ prefix: `${entry}.${id}.`, next: `${entry}.${id}`, rows: 0, done: false }));
+    const cursors = columnIds.map((id) => ({
+      prefix: `${entry}.${id}.`,
+      next: `${entry}.${id}`,
+      rows: 0,
+      done: false,
+    }));
     let truncated = false;
     for (let round = 0; ; round++) {
       const active = cursors.filter((c) => !c.done);
@@ -301,7 +332,13 @@ export class SnmpTransport {
       let answer: (snmp.Varbind | snmp.Varbind[])[];
       try {
         answer = await this.#request<(snmp.Varbind | snmp.Varbind[])[]>(
-          (done) => session.getBulk(active.map((c) => c.next), 0, reps, done),
+          (done) =>
+            session.getBulk(
+              active.map((c) => c.next),
+              0,
+              reps,
+              done,
+            ),
           signal,
         );
       } catch (e) {
@@ -343,7 +380,10 @@ export class SnmpTransport {
   async set(varbind: SetVarbind, what: string, once: boolean, signal?: AbortSignal): Promise<void> {
     if (this.#closed) throw new PduError("unreachable", `cannot reach ${this.where}: closed`);
     if (!this.canWrite) {
-      throw new PduError("refused", `${what} on ${this.where} needs a write community: set SERVICE_PDU_<ID>_WRITE_COMMUNITY`);
+      throw new PduError(
+        "refused",
+        `${what} on ${this.where} needs a write community: set SERVICE_PDU_<ID>_WRITE_COMMUNITY`,
+      );
     }
     const session = this.#session(true);
     session.on("error", () => {

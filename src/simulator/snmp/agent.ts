@@ -74,6 +74,31 @@ const TYPES: Readonly<Record<SimType, number>> = {
   TimeTicks: 67,
 };
 
+/** What the simulator uses of net-snmp's agent-side Mib (its typings leave it untyped). */
+interface Mib {
+  registerProvider(definition: Record<string, unknown>): void;
+  setScalarValue(name: string, value: unknown): void;
+  addTableRow(name: string, row: unknown[]): void;
+  setTableSingleCell(name: string, column: number, rowIndex: number[], value: unknown): void;
+  lookup(oid: string): MibNode | null;
+}
+interface MibNode {
+  readonly parent: { pruneUpwards(): void };
+  delete(): void;
+}
+interface Agent {
+  getAuthorizer(): {
+    addCommunity(community: string): void;
+    addUser(user: Record<string, unknown>): void;
+    getAccessControlModel(): {
+      setCommunityAccess(community: string, level: number): void;
+      setUserAccess(user: string, level: number): void;
+    };
+  };
+  close(callback: () => void): void;
+  readonly listener?: { readonly sockets?: Record<string, { address(): { port: number } }> };
+}
+
 /** Index columns get numbers past every real column; they are not-accessible, so never served. */
 const INDEX_COLUMN_BASE = 900;
 
@@ -101,9 +126,10 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
   const community = o.community ?? "public";
   const writeCommunity = o.writeCommunity ?? "private";
   const sets: { oid: string; value: SimValue }[] = [];
-  const mib = snmp.createMib();
+  const mib = snmp.createMib() as Mib;
   const roles = new Map<string, CellRole>(); // "<entry>.<column>" and instance suffix → role
-  const cellKey = (provider: string, column: number, index: readonly number[]) => `${provider}|${column}|${index.join(".")}`;
+  const cellKey = (provider: string, column: number, index: readonly number[]) =>
+    `${provider}|${column}|${index.join(".")}`;
   const served = new Map<string, SimValue>();
 
   // The handler of every provider: answers (or, hanging, never does), and carries out writes.
@@ -239,10 +265,7 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
       const holes = hostile === "no-such-instance" && row.outlet !== undefined && r % 2 === 1;
       for (const c of columns) {
         if (row.cells.has(c.id) && !(holes && hostileColumn(c.id, c.type, c.write))) continue;
-        const node = mib.lookup(`${table.entry}.${c.id}.${row.index.join(".")}`) as {
-          parent: { pruneUpwards(): void };
-          delete(): void;
-        } | null;
+        const node = mib.lookup(`${table.entry}.${c.id}.${row.index.join(".")}`);
         if (node === null) continue;
         const parent = node.parent;
         node.delete();
@@ -264,10 +287,20 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
           const key = cellKey(entry.name, c.id, row.index);
           if (!served.has(key)) continue;
           const v = row.cells.get(c.id);
-          if (v === undefined || v === served.get(key) || (Buffer.isBuffer(v) && Buffer.isBuffer(served.get(key)))) continue;
+          if (
+            v === undefined ||
+            v === served.get(key) ||
+            (Buffer.isBuffer(v) && Buffer.isBuffer(served.get(key)))
+          )
+            continue;
           served.set(key, v);
           try {
-            mib.setTableSingleCell(entry.name, c.id, [...row.index], c.wrong ? `${String(v)} units` : serveValue(c.type, v));
+            mib.setTableSingleCell(
+              entry.name,
+              c.id,
+              [...row.index],
+              c.wrong ? `${String(v)} units` : serveValue(c.type, v),
+            );
           } catch {
             // a cell the hostile modes removed
           }
@@ -287,7 +320,7 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
       // errors of single requests (an unknown community, a bad packet) are answered or dropped by the agent
     },
     mib,
-  );
+  ) as Agent;
   const authorizer = agent.getAuthorizer();
   authorizer.addCommunity(community);
   authorizer.addCommunity(writeCommunity);
@@ -326,7 +359,7 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
 }
 
 /** The UDP port the agent's socket is bound to (port 0 picks one). */
-function boundPort(agent: { listener?: { sockets?: Record<string, { address(): { port: number } }> } }): Promise<number> {
+function boundPort(agent: Agent): Promise<number> {
   return new Promise((resolve, reject) => {
     const deadline = Date.now() + 5000;
     const look = () => {

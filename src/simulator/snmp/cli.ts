@@ -1,6 +1,11 @@
 /** `pdu-bridge simulate --snmp <profile>`: runs the built-in SNMP PDU simulator until SIGINT/SIGTERM. */
 import { parseArgs } from "node:util";
-import { SNMP_HOSTILE_MODES, startSnmpSimulator, type SnmpHostileMode, type SnmpSimulatorOptions } from "./agent.js";
+import {
+  SNMP_HOSTILE_MODES,
+  startSnmpSimulator,
+  type SnmpHostileMode,
+  type SnmpSimulatorOptions,
+} from "./agent.js";
 import { SIM_PROFILES, type SimProfile } from "./units.js";
 
 export const SIMULATE_SNMP_USAGE = `Usage: pdu-bridge simulate --snmp <profile> [options]
@@ -37,14 +42,22 @@ const OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const;
 
-function int(raw: string | undefined, name: string, min: number, max: number, fallback: number): number | string {
+function int(
+  raw: string | undefined,
+  name: string,
+  min: number,
+  max: number,
+  fallback: number,
+): number | string {
   if (raw === undefined) return fallback;
   const n = /^\d+$/.test(raw) ? Number(raw) : NaN;
   return n >= min && n <= max ? n : `--${name} must be an integer from ${min} to ${max}, got "${raw}"`;
 }
 
 /** The simulator's options from the flags, `{ help: true }`, or the message of the first bad flag. */
-export function parseSimulateSnmpArgs(argv: readonly string[]): SnmpSimulatorOptions | { help: true } | string {
+export function parseSimulateSnmpArgs(
+  argv: readonly string[],
+): SnmpSimulatorOptions | { help: true } | string {
   let values;
   try {
     ({ values } = parseArgs({ args: [...argv], options: OPTIONS, strict: true, allowPositionals: false }));
@@ -68,11 +81,18 @@ export function parseSimulateSnmpArgs(argv: readonly string[]): SnmpSimulatorOpt
   if (values["v3-user"] !== undefined) {
     const authKey = values["v3-auth-key"];
     const privKey = values["v3-priv-key"];
-    if (authKey === undefined || authKey.length < 8) return "--v3-user needs --v3-auth-key of 8 characters or more";
+    if (authKey === undefined || authKey.length < 8)
+      return "--v3-user needs --v3-auth-key of 8 characters or more";
     if (privKey !== undefined && privKey.length < 8) return "--v3-priv-key must be 8 characters or more";
     const protocol = values["v3-auth-protocol"] ?? "sha";
-    if (protocol !== "sha" && protocol !== "sha256") return `--v3-auth-protocol must be sha or sha256, got "${protocol}"`;
-    v3 = { user: values["v3-user"], authProtocol: protocol, authKey, ...(privKey === undefined ? {} : { privKey }) };
+    if (protocol !== "sha" && protocol !== "sha256")
+      return `--v3-auth-protocol must be sha or sha256, got "${protocol}"`;
+    v3 = {
+      user: values["v3-user"],
+      authProtocol: protocol,
+      authKey,
+      ...(privKey === undefined ? {} : { privKey }),
+    };
   }
   return {
     profile: profile as SimProfile,
@@ -116,7 +136,10 @@ export async function runSimulateSnmp(argv: readonly string[], io: SimulateSnmpI
   const where = sim.host.includes(":") ? `[${sim.host}]:${sim.port}` : `${sim.host}:${sim.port}`;
   io.out(`SNMP PDU simulator: ${sim.profile}, ${sim.unit.outlets.length} outlets, udp ${where}`);
   io.out(`  communities: read "${sim.community}", write "${sim.writeCommunity}"`);
-  if (parsed.v3 !== undefined) io.out(`  SNMPv3 user "${parsed.v3.user}" (${parsed.v3.privKey === undefined ? "authNoPriv" : "authPriv"})`);
+  if (parsed.v3 !== undefined)
+    io.out(
+      `  SNMPv3 user "${parsed.v3.user}" (${parsed.v3.privKey === undefined ? "authNoPriv" : "authPriv"})`,
+    );
   if (parsed.hostile !== undefined) io.out(`  hostile mode: ${parsed.hostile}`);
   io.out(`  try: snmpwalk -v2c -c ${sim.community} ${where} 1.3.6.1.4.1`);
   io.out("Press Ctrl+C to stop.");

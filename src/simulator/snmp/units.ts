@@ -47,7 +47,13 @@ export interface SimContent {
 }
 
 /** The profiles the simulator serves. */
-export const SIM_PROFILES = ["apc-rpdu2", "apc-rpdu", "raritan-px2", "raritan-px", "servertech-sentry4"] as const;
+export const SIM_PROFILES = [
+  "apc-rpdu2",
+  "apc-rpdu",
+  "raritan-px2",
+  "raritan-px",
+  "servertech-sentry4",
+] as const;
 export type SimProfile = (typeof SIM_PROFILES)[number];
 
 interface OutletState {
@@ -73,7 +79,8 @@ class TableBuilder {
   row(index: readonly number[], cells: readonly Cell[], outlet?: number): this {
     const map = new Map<number, SimValue>();
     for (const [id, type, value, write] of cells) {
-      if (!this.columns.has(id)) this.columns.set(id, { id, type, ...(write === undefined ? {} : { write }) });
+      if (!this.columns.has(id))
+        this.columns.set(id, { id, type, ...(write === undefined ? {} : { write }) });
       map.set(id, value);
     }
     this.rows.push({ index, cells: map, ...(outlet === undefined ? {} : { outlet }) });
@@ -193,7 +200,11 @@ export class SimUnit {
   /** An outlet's name as served: text, or raw bytes in the hostile mode. */
   #name(i: number, text: string): SimValue {
     if (!this.#badNames) return text;
-    return Buffer.concat([Buffer.from([0xff, 0xfe, 0x1b, 0x00]), Buffer.from(`x${i}`), Buffer.from([0xc3, 0x28, 0x7f])]);
+    return Buffer.concat([
+      Buffer.from([0xff, 0xfe, 0x1b, 0x00]),
+      Buffer.from(`x${i}`),
+      Buffer.from([0xc3, 0x28, 0x7f]),
+    ]);
   }
 
   content(now = Date.now()): SimContent {
@@ -242,29 +253,90 @@ export class SimUnit {
       ),
       { oid: `${R}.1.0`, type: I, value: 1 } as SimScalar,
     ];
-    const ident = new TableBuilder(`${R}.2.1`, 1).row([1], [
-      [1, I, 1], [2, I, 1], [3, S, "rack-pdu-b"], [4, S, "Row B Rack 4"], [5, S, "02"], [6, S, "v6.8.2"],
-      [7, S, "08/22/2017"], [8, S, "AP8858"], [9, S, "3F1734A01234"], [10, S, "ops"], [11, S, "v1.1.0.3"],
-      [12, S, "Rack PDU 2G, Metered by Outlet with Switching, ZeroU, 16A, 230V, (21) C13 & (3) C19"],
-    ]);
-    const props = new TableBuilder(`${R}.4.2.1`, 1).row([1], [
-      [1, I, 1], [2, I, 1], [3, S, "rack-pdu-b"], [4, I, n], [5, I, n], [6, I, n], [7, I, 1], [8, I, 0],
-      [9, I, 16], [10, I, 2], [11, I, 1], [12, I, 16], [13, I, 37],
-    ]);
+    const ident = new TableBuilder(`${R}.2.1`, 1).row(
+      [1],
+      [
+        [1, I, 1],
+        [2, I, 1],
+        [3, S, "rack-pdu-b"],
+        [4, S, "Row B Rack 4"],
+        [5, S, "02"],
+        [6, S, "v6.8.2"],
+        [7, S, "08/22/2017"],
+        [8, S, "AP8858"],
+        [9, S, "3F1734A01234"],
+        [10, S, "ops"],
+        [11, S, "v1.1.0.3"],
+        [12, S, "Rack PDU 2G, Metered by Outlet with Switching, ZeroU, 16A, 230V, (21) C13 & (3) C19"],
+      ],
+    );
+    const props = new TableBuilder(`${R}.4.2.1`, 1).row(
+      [1],
+      [
+        [1, I, 1],
+        [2, I, 1],
+        [3, S, "rack-pdu-b"],
+        [4, I, n],
+        [5, I, n],
+        [6, I, n],
+        [7, I, 1],
+        [8, I, 0],
+        [9, I, 16],
+        [10, I, 2],
+        [11, I, 1],
+        [12, I, 16],
+        [13, I, 37],
+      ],
+    );
     const watts = tot * 23;
-    const status = new TableBuilder(`${R}.4.3.1`, 1).row([1], [
-      [1, I, 1], [2, I, 1], [3, S, "rack-pdu-b"], [4, I, tot > 140 ? 3 : 2], [5, I, Math.round(watts / 10)],
-      [6, I, 240], [7, S, "10/02/2025 13:10:44"], [8, S, "01/01/2025 00:00:01"],
-      [9, I, Math.round(this.outlets.reduce((s, o) => s + o.energyWh, 0) / 100) + 40000],
-      [10, S, "01/01/2025 00:00:01"], [11, I, 2], [12, I, 1], [13, I, 1], [14, I, 3], [15, S, "01/01/2025 00:00:01"],
-      [16, I, Math.round((tot * 25) / 10)], [17, I, 95], [18, I, 1],
-    ]);
-    const phaseProps = new TableBuilder(`${R}.6.2.1`, 1).row([1], [[1, I, 1], [2, I, 1], [3, I, 1]]);
-    const phase = new TableBuilder(`${R}.6.3.1`, 1).row([1], [
-      [1, I, 1], [2, I, 1], [3, I, 1], [4, I, 2], [5, I, tot], [6, I, 231], [7, I, Math.round(watts / 10)],
-      [8, I, Math.round((tot * 25) / 10)], [9, I, 95], [10, I, 95], [11, S, "10/02/2025 13:10:44"],
-      [12, S, "01/01/2025 00:00:01"],
-    ]);
+    const status = new TableBuilder(`${R}.4.3.1`, 1).row(
+      [1],
+      [
+        [1, I, 1],
+        [2, I, 1],
+        [3, S, "rack-pdu-b"],
+        [4, I, tot > 140 ? 3 : 2],
+        [5, I, Math.round(watts / 10)],
+        [6, I, 240],
+        [7, S, "10/02/2025 13:10:44"],
+        [8, S, "01/01/2025 00:00:01"],
+        [9, I, Math.round(this.outlets.reduce((s, o) => s + o.energyWh, 0) / 100) + 40000],
+        [10, S, "01/01/2025 00:00:01"],
+        [11, I, 2],
+        [12, I, 1],
+        [13, I, 1],
+        [14, I, 3],
+        [15, S, "01/01/2025 00:00:01"],
+        [16, I, Math.round((tot * 25) / 10)],
+        [17, I, 95],
+        [18, I, 1],
+      ],
+    );
+    const phaseProps = new TableBuilder(`${R}.6.2.1`, 1).row(
+      [1],
+      [
+        [1, I, 1],
+        [2, I, 1],
+        [3, I, 1],
+      ],
+    );
+    const phase = new TableBuilder(`${R}.6.3.1`, 1).row(
+      [1],
+      [
+        [1, I, 1],
+        [2, I, 1],
+        [3, I, 1],
+        [4, I, 2],
+        [5, I, tot],
+        [6, I, 231],
+        [7, I, Math.round(watts / 10)],
+        [8, I, Math.round((tot * 25) / 10)],
+        [9, I, 95],
+        [10, I, 95],
+        [11, S, "10/02/2025 13:10:44"],
+        [12, S, "01/01/2025 00:00:01"],
+      ],
+    );
     const config = new TableBuilder(`${R}.9.2.1.1`, 1);
     const sstatus = new TableBuilder(`${R}.9.2.3.1`, 1);
     const control = new TableBuilder(`${R}.9.2.4.1`, 1);
@@ -273,25 +345,85 @@ export class SimUnit {
       const k = i + 1;
       const name = this.#name(k, o.name);
       const c = this.#tenths(i, now);
-      config.row([k], [
-        [1, I, k], [2, I, 1], [3, S, name, "name"], [4, I, k], [5, I, 0, "plain"], [6, I, 0, "plain"], [7, I, 5, "plain"],
-        [8, S, "https://www.apc.com", "plain"],
-      ], k);
-      sstatus.row([k], [[1, I, k], [2, I, 1], [3, S, name], [4, I, k], [5, I, o.on ? 2 : 1], [6, I, 2], [7, S, "https://www.apc.com"]], k);
-      control.row([k], [[1, I, k], [2, I, 1], [3, S, name], [4, I, k], [5, I, o.on ? 1 : 2, "control"]], k);
-      metered.row([k], [
-        [1, I, k], [2, I, 1], [3, S, name], [4, I, k], [5, I, c === 0 ? 1 : c > 25 ? 4 : 2], [6, I, c], [7, I, c * 23],
-        [8, I, c * 25], [9, S, "10/02/2025 13:10:44"], [10, S, "01/01/2025 00:00:01"], [11, I, Math.round(o.energyWh / 100)],
-        [12, S, "C13"], [13, S, "https://www.apc.com"],
-      ], k);
+      config.row(
+        [k],
+        [
+          [1, I, k],
+          [2, I, 1],
+          [3, S, name, "name"],
+          [4, I, k],
+          [5, I, 0, "plain"],
+          [6, I, 0, "plain"],
+          [7, I, 5, "plain"],
+          [8, S, "https://www.apc.com", "plain"],
+        ],
+        k,
+      );
+      sstatus.row(
+        [k],
+        [
+          [1, I, k],
+          [2, I, 1],
+          [3, S, name],
+          [4, I, k],
+          [5, I, o.on ? 2 : 1],
+          [6, I, 2],
+          [7, S, "https://www.apc.com"],
+        ],
+        k,
+      );
+      control.row(
+        [k],
+        [
+          [1, I, k],
+          [2, I, 1],
+          [3, S, name],
+          [4, I, k],
+          [5, I, o.on ? 1 : 2, "control"],
+        ],
+        k,
+      );
+      metered.row(
+        [k],
+        [
+          [1, I, k],
+          [2, I, 1],
+          [3, S, name],
+          [4, I, k],
+          [5, I, c === 0 ? 1 : c > 25 ? 4 : 2],
+          [6, I, c],
+          [7, I, c * 23],
+          [8, I, c * 25],
+          [9, S, "10/02/2025 13:10:44"],
+          [10, S, "01/01/2025 00:00:01"],
+          [11, I, Math.round(o.energyWh / 100)],
+          [12, S, "C13"],
+          [13, S, "https://www.apc.com"],
+        ],
+        k,
+      );
     });
-    const sensor = new TableBuilder(`${R}.10.2.2.1`, 1).row([1], [
-      [1, I, 1], [2, I, 1], [3, S, "Inlet air"], [4, I, 1], [5, I, 1], [6, I, 2], [7, I, 752], [8, I, 244], [9, I, 4],
-      [10, I, 41], [11, I, 4],
-    ]);
+    const sensor = new TableBuilder(`${R}.10.2.2.1`, 1).row(
+      [1],
+      [
+        [1, I, 1],
+        [2, I, 1],
+        [3, S, "Inlet air"],
+        [4, I, 1],
+        [5, I, 1],
+        [6, I, 2],
+        [7, I, 752],
+        [8, I, 244],
+        [9, I, 4],
+        [10, I, 41],
+        [11, I, 4],
+      ],
+    );
     return {
       scalars,
-      tables: [ident, props, status, phaseProps, phase, config, sstatus, control, metered, sensor].map((t) => t.done()),
+      tables: [ident, props, status, phaseProps, phase, config, sstatus, control, metered, sensor].map((t) =>
+        t.done(),
+      ),
     };
   }
 
@@ -320,16 +452,55 @@ export class SimUnit {
       { oid: `${R}.3.1.4.0`, type: I, value: n },
     ];
     const tot = this.#totalTenths(now);
-    const load = new TableBuilder(`${R}.2.3.1.1`, 1).row([1], [[1, I, 1], [2, G, tot], [3, I, tot > 80 ? 3 : 1], [4, I, 1], [5, I, 0]]);
+    const load = new TableBuilder(`${R}.2.3.1.1`, 1).row(
+      [1],
+      [
+        [1, I, 1],
+        [2, G, tot],
+        [3, I, tot > 80 ? 3 : 1],
+        [4, I, 1],
+        [5, I, 0],
+      ],
+    );
     const control = new TableBuilder(`${R}.3.3.1.1`, 1);
     const config = new TableBuilder(`${R}.3.4.1.1`, 1);
     const status = new TableBuilder(`${R}.3.5.1.1`, 1);
     this.outlets.forEach((o, i) => {
       const k = i + 1;
       const name = this.#name(k, o.name);
-      control.row([k], [[1, I, k], [2, S, name], [3, I, 1], [4, I, o.on ? 1 : 2, "control"]], k);
-      config.row([k], [[1, I, k], [2, S, name, "name"], [3, I, 1], [4, I, 0, "plain"], [5, I, 0, "plain"], [6, I, 5, "plain"]], k);
-      status.row([k], [[1, I, k], [2, S, name], [3, I, 1], [4, I, o.on ? 1 : 2], [5, I, 2]], k);
+      control.row(
+        [k],
+        [
+          [1, I, k],
+          [2, S, name],
+          [3, I, 1],
+          [4, I, o.on ? 1 : 2, "control"],
+        ],
+        k,
+      );
+      config.row(
+        [k],
+        [
+          [1, I, k],
+          [2, S, name, "name"],
+          [3, I, 1],
+          [4, I, 0, "plain"],
+          [5, I, 0, "plain"],
+          [6, I, 5, "plain"],
+        ],
+        k,
+      );
+      status.row(
+        [k],
+        [
+          [1, I, k],
+          [2, S, name],
+          [3, I, 1],
+          [4, I, o.on ? 1 : 2],
+          [5, I, 2],
+        ],
+        k,
+      );
     });
     return { scalars, tables: [load, control, config, status].map((t) => t.done()) };
   }
@@ -342,20 +513,54 @@ export class SimUnit {
       { oid: `${P}.3.1.0`, type: I, value: 1 },
     ];
     const units = { 1: 2, 4: 1, 5: 3, 6: 4, 7: -1, 8: 5 } as Readonly<Record<number, number>>;
-    const nameplate = new TableBuilder(`${P}.3.2.1.1`, 1).row([1], [
-      [2, S, "Raritan"], [3, S, "PX2-1486"], [4, S, "PKE0954001"], [5, S, "200-240V"], [6, S, "16A"], [7, S, "50/60Hz"],
-      [8, S, "3.7-3.8kVA"],
-    ]);
-    const unit = new TableBuilder(`${P}.3.2.2.1`, 1).row([1], [
-      [2, I, 1], [3, I, 0], [4, I, n], [11, S, Buffer.from("000d5d0a1b2c", "hex")], [13, S, "px2-rack-c"],
-    ]);
+    const nameplate = new TableBuilder(`${P}.3.2.1.1`, 1).row(
+      [1],
+      [
+        [2, S, "Raritan"],
+        [3, S, "PX2-1486"],
+        [4, S, "PKE0954001"],
+        [5, S, "200-240V"],
+        [6, S, "16A"],
+        [7, S, "50/60Hz"],
+        [8, S, "3.7-3.8kVA"],
+      ],
+    );
+    const unit = new TableBuilder(`${P}.3.2.2.1`, 1).row(
+      [1],
+      [
+        [2, I, 1],
+        [3, I, 0],
+        [4, I, n],
+        [11, S, Buffer.from("000d5d0a1b2c", "hex")],
+        [13, S, "px2-rack-c"],
+      ],
+    );
     const boards = new TableBuilder(`${P}.3.2.3.1`, 3)
-      .row([1, 1, 1], [[4, S, "0x3F"], [6, S, "3.5.0.5-47173"]])
-      .row([1, 3, 1], [[4, S, "0x21"], [6, S, "0xcb"]]);
+      .row(
+        [1, 1, 1],
+        [
+          [4, S, "0x3F"],
+          [6, S, "3.5.0.5-47173"],
+        ],
+      )
+      .row(
+        [1, 3, 1],
+        [
+          [4, S, "0x21"],
+          [6, S, "0xcb"],
+        ],
+      );
     const tot = this.#totalTenths(now);
-    const inletCfg = new TableBuilder(`${P}.3.3.3.1`, 2).row([1, 1], [
-      [2, S, "I1"], [3, S, ""], [4, S, "IEC 60320 C20"], [6, S, "200-240V"], [7, S, "16A"],
-    ]);
+    const inletCfg = new TableBuilder(`${P}.3.3.3.1`, 2).row(
+      [1, 1],
+      [
+        [2, S, "I1"],
+        [3, S, ""],
+        [4, S, "IEC 60320 C20"],
+        [6, S, "200-240V"],
+        [7, S, "16A"],
+      ],
+    );
     const inletSensorCfg = new TableBuilder(`${P}.3.3.4.1`, 3);
     const inletMeas = new TableBuilder(`${P}.5.2.3.1`, 3);
     const energyWh = Math.round(this.outlets.reduce((s, o) => s + o.energyWh, 0)) + 1_200_000;
@@ -368,20 +573,62 @@ export class SimUnit {
       8: [energyWh, 0, 4],
     };
     for (const [st, [v, d, state]] of Object.entries(inlet).map(([k, x]) => [Number(k), x] as const)) {
-      inletSensorCfg.row([1, 1, st], [[6, I, units[st] ?? 0], [7, G, d]]);
-      inletMeas.row([1, 1, st], [[2, I, 1], [3, I, state], [4, G, v], [5, G, 1759400000], [6, I, v]]);
+      inletSensorCfg.row(
+        [1, 1, st],
+        [
+          [6, I, units[st] ?? 0],
+          [7, G, d],
+        ],
+      );
+      inletMeas.row(
+        [1, 1, st],
+        [
+          [2, I, 1],
+          [3, I, state],
+          [4, G, v],
+          [5, G, 1759400000],
+          [6, I, v],
+        ],
+      );
     }
     const ocpCfg = new TableBuilder(`${P}.3.4.3.1`, 2);
     const ocpSensorCfg = new TableBuilder(`${P}.3.4.4.1`, 3);
     const ocpMeas = new TableBuilder(`${P}.5.3.3.1`, 3);
     for (const b of [1, 2]) {
-      ocpCfg.row([1, b], [[2, S, `C${b}`], [3, S, ""], [5, S, "16A"]]);
-      ocpSensorCfg.row([1, b, 1], [[6, I, 2], [7, G, 2]]);
+      ocpCfg.row(
+        [1, b],
+        [
+          [2, S, `C${b}`],
+          [3, S, ""],
+          [5, S, "16A"],
+        ],
+      );
+      ocpSensorCfg.row(
+        [1, b, 1],
+        [
+          [6, I, 2],
+          [7, G, 2],
+        ],
+      );
       const half = Math.ceil(n / 2);
       let bc = 0;
       for (let i = (b - 1) * half; i < Math.min(n, b * half); i++) bc += this.#tenths(i, now);
-      ocpMeas.row([1, b, 1], [[2, I, 1], [3, I, 4], [4, G, bc * 10], [6, I, bc * 10]]);
-      ocpMeas.row([1, b, 15], [[2, I, 1], [3, I, 1]]);
+      ocpMeas.row(
+        [1, b, 1],
+        [
+          [2, I, 1],
+          [3, I, 4],
+          [4, G, bc * 10],
+          [6, I, bc * 10],
+        ],
+      );
+      ocpMeas.row(
+        [1, b, 15],
+        [
+          [2, I, 1],
+          [3, I, 1],
+        ],
+      );
     }
     const outletCfg = new TableBuilder(`${P}.3.5.3.1`, 2);
     const outletSensorCfg = new TableBuilder(`${P}.3.5.4.1`, 3);
@@ -391,9 +638,17 @@ export class SimUnit {
     this.outlets.forEach((o, i) => {
       const k = i + 1;
       const c = this.#tenths(i, now);
-      outletCfg.row([1, k], [
-        [2, S, String(k)], [3, S, this.#name(k, o.name), "name"], [4, S, "IEC 60320 C13"], [7, S, "10A"], [28, I, 1],
-      ], k);
+      outletCfg.row(
+        [1, k],
+        [
+          [2, S, String(k)],
+          [3, S, this.#name(k, o.name), "name"],
+          [4, S, "IEC 60320 C13"],
+          [7, S, "10A"],
+          [28, I, 1],
+        ],
+        k,
+      );
       const vals: Readonly<Record<number, readonly [number, number]>> = {
         1: [c * 100, 3],
         4: [230, 0],
@@ -403,19 +658,64 @@ export class SimUnit {
         8: [Math.round(o.energyWh), 0],
       };
       for (const [st, [v, d]] of Object.entries(vals).map(([key, x]) => [Number(key), x] as const)) {
-        outletSensorCfg.row([1, k, st], [[6, I, units[st] ?? 0], [7, G, d]], k);
+        outletSensorCfg.row(
+          [1, k, st],
+          [
+            [6, I, units[st] ?? 0],
+            [7, G, d],
+          ],
+          k,
+        );
         const state = st === 1 && c > 25 ? 5 : 4;
-        outletMeas.row([1, k, st], [[2, I, 1], [3, I, state], [4, G, v], [5, G, 1759400000], [6, I, v]], k);
+        outletMeas.row(
+          [1, k, st],
+          [
+            [2, I, 1],
+            [3, I, state],
+            [4, G, v],
+            [5, G, 1759400000],
+            [6, I, v],
+          ],
+          k,
+        );
       }
-      outletMeas.row([1, k, 14], [[2, I, 1], [3, I, o.on ? 7 : 8], [5, G, 1759400000]], k);
-      switchCtl.row([1, k], [[2, I, o.on ? 1 : 0, "control"], [3, I, o.on ? 7 : 8], [4, G, 1759300000]], k);
+      outletMeas.row(
+        [1, k, 14],
+        [
+          [2, I, 1],
+          [3, I, o.on ? 7 : 8],
+          [5, G, 1759400000],
+        ],
+        k,
+      );
+      switchCtl.row(
+        [1, k],
+        [
+          [2, I, o.on ? 1 : 0, "control"],
+          [3, I, o.on ? 7 : 8],
+          [4, G, 1759300000],
+        ],
+        k,
+      );
       sensorCtl.row([1, k, 8], [[1, I, 0, "reset"]], k);
     });
     return {
       scalars,
       tables: [
-        nameplate, unit, boards, inletCfg, inletSensorCfg, ocpCfg, ocpSensorCfg, outletCfg, outletSensorCfg, switchCtl,
-        sensorCtl, inletMeas, ocpMeas, outletMeas,
+        nameplate,
+        unit,
+        boards,
+        inletCfg,
+        inletSensorCfg,
+        ocpCfg,
+        ocpSensorCfg,
+        outletCfg,
+        outletSensorCfg,
+        switchCtl,
+        sensorCtl,
+        inletMeas,
+        ocpMeas,
+        outletMeas,
       ].map((t) => t.done()),
     };
   }
@@ -425,7 +725,11 @@ export class SimUnit {
     const n = this.outlets.length;
     const tot = this.#totalTenths(now);
     const scalars: SimScalar[] = [
-      ...this.#system("Raritan Dominion PX - Firmware Version 010508-10880", "1.3.6.1.4.1.13742.4", "px-rack-d"),
+      ...this.#system(
+        "Raritan Dominion PX - Firmware Version 010508-10880",
+        "1.3.6.1.4.1.13742.4",
+        "px-rack-d",
+      ),
       { oid: `${P}.1.1.1.0`, type: S, value: "1.5.8.10880" },
       { oid: `${P}.1.1.2.0`, type: S, value: "PKL8A00123" },
       { oid: `${P}.1.1.3.0`, type: "IpAddress", value: "10.0.0.14" },
@@ -444,19 +748,47 @@ export class SimUnit {
     this.outlets.forEach((o, i) => {
       const k = i + 1;
       const c = this.#tenths(i, now);
-      outlets.row([k], [
-        [2, S, this.#name(k, o.name), "name"], [3, I, o.on ? 1 : 0, "control"], [4, G, c * 100], [5, G, c * 120],
-        [6, G, 120100], [7, G, c * 12], [8, G, c * 13], [9, G, c === 0 ? 0 : 92], [30, G, 12000],
-        [31, G, Math.round(o.energyWh) + 49000],
-      ], k);
+      outlets.row(
+        [k],
+        [
+          [2, S, this.#name(k, o.name), "name"],
+          [3, I, o.on ? 1 : 0, "control"],
+          [4, G, c * 100],
+          [5, G, c * 120],
+          [6, G, 120100],
+          [7, G, c * 12],
+          [8, G, c * 13],
+          [9, G, c === 0 ? 0 : 92],
+          [30, G, 12000],
+          [31, G, Math.round(o.energyWh) + 49000],
+        ],
+        k,
+      );
     });
-    const breakers = new TableBuilder(`${P}.1.5.2.1`, 1).row([1], [
-      [2, S, "CB1"], [3, I, 0], [4, G, 15000], [5, G, tot * 100], [7, G, 12000], [9, G, 14000], [10, G, 500],
-    ]);
-    const inlets = new TableBuilder(`${P}.1.20.2.1`, 1).row([1], [
-      [4, G, 15000], [7, G, tot * 100], [8, G, 120100], [9, G, tot * 12], [10, G, tot * 13], [11, G, 92],
-      [12, G, Math.round(this.outlets.reduce((s, o) => s + o.energyWh, 0)) + 980000],
-    ]);
+    const breakers = new TableBuilder(`${P}.1.5.2.1`, 1).row(
+      [1],
+      [
+        [2, S, "CB1"],
+        [3, I, 0],
+        [4, G, 15000],
+        [5, G, tot * 100],
+        [7, G, 12000],
+        [9, G, 14000],
+        [10, G, 500],
+      ],
+    );
+    const inlets = new TableBuilder(`${P}.1.20.2.1`, 1).row(
+      [1],
+      [
+        [4, G, 15000],
+        [7, G, tot * 100],
+        [8, G, 120100],
+        [9, G, tot * 12],
+        [10, G, tot * 13],
+        [11, G, 92],
+        [12, G, Math.round(this.outlets.reduce((s, o) => s + o.energyWh, 0)) + 980000],
+      ],
+    );
     return { scalars, tables: [outlets, breakers, inlets].map((t) => t.done()) };
   }
 
@@ -469,15 +801,37 @@ export class SimUnit {
       { oid: `${T}.1.1.3.0`, type: S, value: "Version 8.0q" },
       { oid: `${T}.1.1.21.0`, type: I, value: 1 },
     ];
-    const unitCfg = new TableBuilder(`${T}.2.2.1`, 1).row([1], [
-      [2, S, "A"], [3, S, "Master"], [4, S, "ABEF0001234"], [5, S, "C2W24XE-DQME2M66/C"], [7, I, 0],
-    ]);
+    const unitCfg = new TableBuilder(`${T}.2.2.1`, 1).row(
+      [1],
+      [
+        [2, S, "A"],
+        [3, S, "Master"],
+        [4, S, "ABEF0001234"],
+        [5, S, "C2W24XE-DQME2M66/C"],
+        [7, I, 0],
+      ],
+    );
     const unitMon = new TableBuilder(`${T}.2.3.1`, 1).row([1], [[1, I, 0]]);
-    const cordCfg = new TableBuilder(`${T}.3.2.1`, 2).row([1, 1], [[2, S, "AA"], [3, S, "Master_Cord_A"], [10, I, 30]]);
-    const cordMon = new TableBuilder(`${T}.3.3.1`, 2).row([1, 1], [
-      [1, I, 1], [2, I, 0], [3, I, tot * 23], [4, I, 0], [5, I, tot * 25], [8, I, 92],
-      [10, I, Math.round(this.outlets.reduce((s, o) => s + o.energyWh, 0) / 100) + 23000],
-    ]);
+    const cordCfg = new TableBuilder(`${T}.3.2.1`, 2).row(
+      [1, 1],
+      [
+        [2, S, "AA"],
+        [3, S, "Master_Cord_A"],
+        [10, I, 30],
+      ],
+    );
+    const cordMon = new TableBuilder(`${T}.3.3.1`, 2).row(
+      [1, 1],
+      [
+        [1, I, 1],
+        [2, I, 0],
+        [3, I, tot * 23],
+        [4, I, 0],
+        [5, I, tot * 25],
+        [8, I, 92],
+        [10, I, Math.round(this.outlets.reduce((s, o) => s + o.energyWh, 0) / 100) + 23000],
+      ],
+    );
     const lineCfg = new TableBuilder(`${T}.4.2.1`, 3);
     const lineMon = new TableBuilder(`${T}.4.3.1`, 3);
     const phaseCfg = new TableBuilder(`${T}.5.2.1`, 3);
@@ -487,17 +841,56 @@ export class SimUnit {
       this.outlets.forEach((_o, i) => {
         if (i % 3 === l - 1) lc += this.#tenths(i, now);
       });
-      lineCfg.row([1, 1, l], [[2, S, `AAL${l}`], [4, S, `L${l}`], [6, I, 30]]);
-      lineMon.row([1, 1, l], [[1, I, 1], [2, I, 0], [3, I, lc * 10], [4, I, 0]]);
-      phaseCfg.row([1, 1, l], [[2, S, `AAN${l}`], [4, S, `L${l}-N`]]);
-      phaseMon.row([1, 1, l], [
-        [1, I, 1], [2, I, 0], [3, I, 2301], [6, I, lc * 10], [8, I, lc * 23], [9, I, lc * 25], [10, I, 99], [13, I, 7000 + l],
-      ]);
+      lineCfg.row(
+        [1, 1, l],
+        [
+          [2, S, `AAL${l}`],
+          [4, S, `L${l}`],
+          [6, I, 30],
+        ],
+      );
+      lineMon.row(
+        [1, 1, l],
+        [
+          [1, I, 1],
+          [2, I, 0],
+          [3, I, lc * 10],
+          [4, I, 0],
+        ],
+      );
+      phaseCfg.row(
+        [1, 1, l],
+        [
+          [2, S, `AAN${l}`],
+          [4, S, `L${l}-N`],
+        ],
+      );
+      phaseMon.row(
+        [1, 1, l],
+        [
+          [1, I, 1],
+          [2, I, 0],
+          [3, I, 2301],
+          [6, I, lc * 10],
+          [8, I, lc * 23],
+          [9, I, lc * 25],
+          [10, I, 99],
+          [13, I, 7000 + l],
+        ],
+      );
     }
     const ocpCfg = new TableBuilder(`${T}.6.2.1`, 3);
     const ocpMon = new TableBuilder(`${T}.6.3.1`, 3);
     for (const b of [1, 2, 3]) {
-      ocpCfg.row([1, 1, b], [[2, S, `AA${b}`], [4, S, `BR${b}`], [6, I, 1], [7, I, 20]]);
+      ocpCfg.row(
+        [1, 1, b],
+        [
+          [2, S, `AA${b}`],
+          [4, S, `BR${b}`],
+          [6, I, 1],
+          [7, I, 20],
+        ],
+      );
       ocpMon.row([1, 1, b], [[1, I, 0]]);
     }
     const outletCfg = new TableBuilder(`${T}.8.2.1`, 3);
@@ -506,17 +899,54 @@ export class SimUnit {
     this.outlets.forEach((o, i) => {
       const k = i + 1;
       const c = this.#tenths(i, now);
-      outletCfg.row([1, 1, k], [[2, S, `AA${k}`], [3, S, this.#name(k, o.name), "name"], [7, I, 10]], k);
-      outletMon.row([1, 1, k], [
-        [1, I, o.on ? 1 : 2], [2, I, c > 25 ? 16 : 0], [3, I, c * 10], [6, I, 2301], [7, I, c * 23], [9, I, c * 25],
-        [10, I, c === 0 ? -1 : 92], [14, I, Math.round(o.energyWh) + 2000],
-      ], k);
-      outletCtl.row([1, 1, k], [[1, I, o.on ? 3 : 2], [2, I, 0, "control"], [3, I, 0]], k);
+      outletCfg.row(
+        [1, 1, k],
+        [
+          [2, S, `AA${k}`],
+          [3, S, this.#name(k, o.name), "name"],
+          [7, I, 10],
+        ],
+        k,
+      );
+      outletMon.row(
+        [1, 1, k],
+        [
+          [1, I, o.on ? 1 : 2],
+          [2, I, c > 25 ? 16 : 0],
+          [3, I, c * 10],
+          [6, I, 2301],
+          [7, I, c * 23],
+          [9, I, c * 25],
+          [10, I, c === 0 ? -1 : 92],
+          [14, I, Math.round(o.energyWh) + 2000],
+        ],
+        k,
+      );
+      outletCtl.row(
+        [1, 1, k],
+        [
+          [1, I, o.on ? 3 : 2],
+          [2, I, 0, "control"],
+          [3, I, 0],
+        ],
+        k,
+      );
     });
     return {
       scalars,
       tables: [
-        unitCfg, unitMon, cordCfg, cordMon, lineCfg, lineMon, phaseCfg, phaseMon, ocpCfg, ocpMon, outletCfg, outletMon,
+        unitCfg,
+        unitMon,
+        cordCfg,
+        cordMon,
+        lineCfg,
+        lineMon,
+        phaseCfg,
+        phaseMon,
+        ocpCfg,
+        ocpMon,
+        outletCfg,
+        outletMon,
         outletCtl,
       ].map((t) => t.done()),
     };

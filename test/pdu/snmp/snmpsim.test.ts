@@ -26,7 +26,12 @@ interface Case {
   readonly serial: string;
   readonly checks: readonly Check[];
   /** Control object of outlet index 1 and the values of on, off, reboot. */
-  readonly control: { readonly oid: string; readonly on: number; readonly off: number; readonly reboot: number };
+  readonly control: {
+    readonly oid: string;
+    readonly on: number;
+    readonly off: number;
+    readonly reboot: number;
+  };
   /** Name object of outlet index 1. */
   readonly name: string;
   /** The column of the outlets' user-set names (snmpwalk cross-check with the outlets' labels). */
@@ -82,10 +87,28 @@ const CASES: readonly Case[] = [
     checks: [
       { at: 2, type: "current", oid: `${P2}.5.4.3.1.4.1.3.1`, scale: 1, digits: `${P2}.3.5.4.1.7.1.3.1` },
       { at: 2, type: "realPower", oid: `${P2}.5.4.3.1.4.1.3.5`, scale: 1, digits: `${P2}.3.5.4.1.7.1.3.5` },
-      { at: 2, type: "powerFactor", oid: `${P2}.5.4.3.1.4.1.3.7`, scale: 100, digits: `${P2}.3.5.4.1.7.1.3.7` },
+      {
+        at: 2,
+        type: "powerFactor",
+        oid: `${P2}.5.4.3.1.4.1.3.7`,
+        scale: 100,
+        digits: `${P2}.3.5.4.1.7.1.3.7`,
+      },
       { at: 4, type: "energy", oid: `${P2}.5.4.3.1.4.1.5.8`, scale: 0.001, digits: `${P2}.3.5.4.1.7.1.5.8` },
-      { at: "inlet0", type: "current", oid: `${P2}.5.2.3.1.4.1.1.1`, scale: 1, digits: `${P2}.3.3.4.1.7.1.1.1` },
-      { at: "breaker1", type: "current", oid: `${P2}.5.3.3.1.4.1.2.1`, scale: 1, digits: `${P2}.3.4.4.1.7.1.2.1` },
+      {
+        at: "inlet0",
+        type: "current",
+        oid: `${P2}.5.2.3.1.4.1.1.1`,
+        scale: 1,
+        digits: `${P2}.3.3.4.1.7.1.1.1`,
+      },
+      {
+        at: "breaker1",
+        type: "current",
+        oid: `${P2}.5.3.3.1.4.1.2.1`,
+        scale: 1,
+        digits: `${P2}.3.4.4.1.7.1.2.1`,
+      },
     ],
     control: { oid: `${P2}.4.1.2.1.2.1.2`, on: 1, off: 0, reboot: 2 },
     name: `${P2}.3.5.3.1.3.1.2`,
@@ -129,7 +152,8 @@ const CASES: readonly Case[] = [
 
 function reading(s: Snapshot, at: number | string, type: string): number | null | undefined {
   const d = s.devices[0];
-  const parent = typeof at === "number" ? d?.outlets.find((o) => o.index === at) : d?.entities.find((e) => e.key === at);
+  const parent =
+    typeof at === "number" ? d?.outlets.find((o) => o.index === at) : d?.entities.find((e) => e.key === at);
   return parent?.measurements.find((m) => m.type === type)?.value;
 }
 
@@ -149,7 +173,9 @@ describe("SNMP driver against snmpsimd serving the recordings", () => {
       let driver: SnmpDriver;
       let snapshot: Snapshot;
       before(async () => {
-        driver = new SnmpDriver(snmpInstance(`t-${c.profile}`, sim.port, { Community: c.profile, WriteCommunity: c.profile }));
+        driver = new SnmpDriver(
+          snmpInstance(`t-${c.profile}`, sim.port, { Community: c.profile, WriteCommunity: c.profile }),
+        );
         snapshot = await driver.poll();
       });
       after(async () => {
@@ -171,7 +197,11 @@ describe("SNMP driver against snmpsimd serving the recordings", () => {
           assert.ok(Number.isFinite(raw), `the recording has ${check.oid}`);
           const digits = check.digits === undefined ? 0 : Number(rec.get(check.digits)?.value);
           const expected = round((raw / 10 ** digits) * check.scale);
-          assert.equal(reading(snapshot, check.at, check.type), expected, `${check.at} ${check.type} (${check.oid})`);
+          assert.equal(
+            reading(snapshot, check.at, check.type),
+            expected,
+            `${check.at} ${check.type} (${check.oid})`,
+          );
         }
       });
 
@@ -180,7 +210,10 @@ describe("SNMP driver against snmpsimd serving the recordings", () => {
         assert.equal(lines.length, 8);
         const names = lines.map((l) => /= STRING: "?(.*?)"?$/.exec(l)?.[1] ?? "");
         const outlets = snapshot.devices[0]?.outlets ?? [];
-        assert.deepEqual(outlets.map((o) => o.label), names);
+        assert.deepEqual(
+          outlets.map((o) => o.label),
+          names,
+        );
         assert.ok(outlets.every((o) => o.state === "on" || o.state === "off"));
       });
 
@@ -202,9 +235,15 @@ describe("SNMP driver against snmpsimd serving the recordings", () => {
         const target = { deviceId: c.serial, index: 1, route: null };
         await driver.setOutletSettings(target, { label: "web-07" });
         assert.equal(await sim.get(c.profile, c.name), '"web-07"');
-        await assert.rejects(driver.setOutletSettings(target, { poaAction: "on" }), (e) => isPduError(e) && e.kind === "refused");
+        await assert.rejects(
+          driver.setOutletSettings(target, { poaAction: "on" }),
+          (e) => isPduError(e) && e.kind === "refused",
+        );
         if (c.delays === undefined) {
-          await assert.rejects(driver.setOutletSettings(target, { onDelay: 5 }), (e) => isPduError(e) && e.kind === "refused");
+          await assert.rejects(
+            driver.setOutletSettings(target, { onDelay: 5 }),
+            (e) => isPduError(e) && e.kind === "refused",
+          );
         } else {
           await driver.setOutletSettings(target, { onDelay: 7, rebootDelay: 9 });
           assert.equal(await sim.get(c.profile, c.delays.on), "7");
@@ -212,19 +251,22 @@ describe("SNMP driver against snmpsimd serving the recordings", () => {
         }
       });
 
-      it(c.resetStats === "refused" ? "refuses resetStats naming the model" : "resets one outlet's energy", async () => {
-        const target = { deviceId: c.serial, index: 1, route: null };
-        if (c.resetStats === "refused") {
-          await assert.rejects(driver.resetOutletEnergy(target), (e) => {
-            assert.ok(isPduError(e) && e.kind === "refused", String(e));
-            assert.match(e.message, new RegExp((driver.profile?.family ?? "").replace(/[()]/g, ".")));
-            return true;
-          });
-        } else {
-          await driver.resetOutletEnergy(target);
-          assert.equal(await sim.get(c.profile, c.resetStats.oid), "0");
-        }
-      });
+      it(
+        c.resetStats === "refused" ? "refuses resetStats naming the model" : "resets one outlet's energy",
+        async () => {
+          const target = { deviceId: c.serial, index: 1, route: null };
+          if (c.resetStats === "refused") {
+            await assert.rejects(driver.resetOutletEnergy(target), (e) => {
+              assert.ok(isPduError(e) && e.kind === "refused", String(e));
+              assert.match(e.message, new RegExp((driver.profile?.family ?? "").replace(/[()]/g, ".")));
+              return true;
+            });
+          } else {
+            await driver.resetOutletEnergy(target);
+            assert.equal(await sim.get(c.profile, c.resetStats.oid), "0");
+          }
+        },
+      );
 
       it("a read-only object refuses a SET: the PduError is kind refused (409)", async () => {
         // A status column is read-only: the agent refuses the SET.
@@ -251,11 +293,18 @@ describe("SNMP driver against snmpsimd serving the recordings", () => {
   }
 
   it("an agent of another vendor is an error naming its sysObjectID, never a guess", async () => {
-    const driver = new SnmpDriver(snmpInstance("t-unknown", sim.port, { Community: "apc-rpdu2", Profile: "auto" }));
+    const driver = new SnmpDriver(
+      snmpInstance("t-unknown", sim.port, { Community: "apc-rpdu2", Profile: "auto" }),
+    );
     try {
       // The Raritan PX2 recording with the APC profile forced: its outlet table does not answer.
-      const forced = new SnmpDriver(snmpInstance("t-forced", sim.port, { Community: "raritan-px2", Profile: "apc-rpdu2" }));
-      await assert.rejects(forced.poll(), /rPDU2OutletSwitchedStatusEntry \(1\.3\.6\.1\.4\.1\.318\.1\.1\.26\.9\.2\.3\.1\)/);
+      const forced = new SnmpDriver(
+        snmpInstance("t-forced", sim.port, { Community: "raritan-px2", Profile: "apc-rpdu2" }),
+      );
+      await assert.rejects(
+        forced.poll(),
+        /rPDU2OutletSwitchedStatusEntry \(1\.3\.6\.1\.4\.1\.318\.1\.1\.26\.9\.2\.3\.1\)/,
+      );
       await forced.close();
     } finally {
       await driver.close();

@@ -11,7 +11,11 @@ import { snmpInstance, startSnmpsim, type Snmpsim } from "../../../testkit/snmps
 
 const v3 = (user: string, authKey: string, privKey: string | null, protocol: "sha" | "sha256") => ({
   Version: "3" as const,
-  Auth: { Username: user, Protocol: protocol, PrivProtocol: privKey === null ? ("none" as const) : ("aes" as const) },
+  Auth: {
+    Username: user,
+    Protocol: protocol,
+    PrivProtocol: privKey === null ? ("none" as const) : ("aes" as const),
+  },
   AuthKey: authKey,
   PrivKey: privKey,
 });
@@ -29,7 +33,9 @@ describe("SNMPv3 authPriv (SHA, AES-128)", () => {
   });
 
   it("polls with the right user and keys", async () => {
-    const driver = new SnmpDriver(snmpInstance("v3ok", sim.port, v3("bridge", "auth-secret-1", "priv-secret-1", "sha")));
+    const driver = new SnmpDriver(
+      snmpInstance("v3ok", sim.port, v3("bridge", "auth-secret-1", "priv-secret-1", "sha")),
+    );
     try {
       const s = await driver.poll();
       assert.equal(driver.profile?.id, "servertech-sentry4");
@@ -69,14 +75,19 @@ describe("SNMPv3 authPriv (SHA, AES-128)", () => {
 describe("SNMPv3 authNoPriv (SHA-256)", () => {
   let sim: Snmpsim;
   before(async () => {
-    sim = await startSnmpsim({ only: ["apc-rpdu"], v3: { user: "reader", authKey: "auth-secret-2", authProto: "SHA256" } });
+    sim = await startSnmpsim({
+      only: ["apc-rpdu"],
+      v3: { user: "reader", authKey: "auth-secret-2", authProto: "SHA256" },
+    });
   });
   after(async () => {
     await sim.close();
   });
 
   it("polls and switches", async () => {
-    const driver = new SnmpDriver(snmpInstance("v3np", sim.port, v3("reader", "auth-secret-2", null, "sha256")));
+    const driver = new SnmpDriver(
+      snmpInstance("v3np", sim.port, v3("reader", "auth-secret-2", null, "sha256")),
+    );
     try {
       const s = await driver.poll();
       assert.equal(driver.profile?.id, "apc-rpdu");

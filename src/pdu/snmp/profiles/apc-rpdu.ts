@@ -95,7 +95,9 @@ export const APC_RPDU: SnmpProfile = {
     table: "rPDUOutletStatusEntry",
     label: { table: "rPDUOutletStatusEntry", column: "OutletName" },
     state: { table: "rPDUOutletStatusEntry", column: "OutletState", values: { 1: "on", 2: "off" } },
-    measurements: [{ table: "rPDUOutletStatusEntry", column: "Load", type: "current", units: "A", scale: 0.1 }],
+    measurements: [
+      { table: "rPDUOutletStatusEntry", column: "Load", type: "current", units: "A", scale: 0.1 },
+    ],
     delays: {
       on: { table: "rPDUOutletConfigEntry", column: "PowerOnTime" },
       off: { table: "rPDUOutletConfigEntry", column: "PowerOffTime" },

@@ -112,7 +112,9 @@ export const RARITAN_PX: SnmpProfile = {
       table: breaker,
       name: { table: breaker, column: "circuitBreakerLabel" },
       fallbackName: "Breaker",
-      measurements: [{ table: breaker, column: "circuitBreakerCurrent", type: "current", units: "A", scale: 0.001 }],
+      measurements: [
+        { table: breaker, column: "circuitBreakerCurrent", type: "current", units: "A", scale: 0.001 },
+      ],
       alarm: {
         table: breaker,
         column: "circuitBreakerState",

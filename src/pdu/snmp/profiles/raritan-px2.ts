@@ -233,7 +233,12 @@ export const RARITAN_PX2: SnmpProfile = {
         "Value",
         "DecimalDigits",
       ),
-      alarm: { table: "inletSensorMeasurementsEntry", column: "State", sensorType: 1, states: RARITAN_NUMERIC_STATES },
+      alarm: {
+        table: "inletSensorMeasurementsEntry",
+        column: "State",
+        sensorType: 1,
+        states: RARITAN_NUMERIC_STATES,
+      },
       rating: { table: "inletConfigurationEntry", column: "inletRatedCurrent", scale: 1, text: true },
     },
     {
@@ -249,7 +254,11 @@ export const RARITAN_PX2: SnmpProfile = {
           type: "current",
           units: "A",
           scale: 1,
-          decimals: { table: "overCurrentProtectorSensorConfigurationEntry", column: "DecimalDigits", sensorType: 1 },
+          decimals: {
+            table: "overCurrentProtectorSensorConfigurationEntry",
+            column: "DecimalDigits",
+            sensorType: 1,
+          },
         },
       ],
       alarm: {
