@@ -24,6 +24,48 @@ import { columnOf, tableOf, type CellRef, type SnmpProfile } from "./profile.js"
 import { PROFILES, profileById } from "./profiles.js";
 import type { SnmpAuth, SnmpTransport, TransportOptions } from "./transport.js";
 
+/**
+ * Most SNMP polls in flight at once in the process, over every SNMP instance: a poll waits for a
+ * slot (its caller's abort still ends the wait), so a thousand units due at the same moment never
+ * put thousands of walks, sockets' worth of answers and parses on the event loop together. Each
+ * unit's poll is one walk at a time anyway (one request in flight per unit).
+ */
+export const MAX_CONCURRENT_POLLS = 64;
+
+class Slots {
+  #free: number;
+  readonly #waiting: (() => void)[] = [];
+  constructor(size: number) {
+    this.#free = size;
+  }
+  async acquire(signal: AbortSignal | undefined): Promise<void> {
+    if (this.#free > 0) {
+      this.#free--;
+      return;
+    }
+    await new Promise<void>((resolve, reject) => {
+      const grant = () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      };
+      const onAbort = () => {
+        const i = this.#waiting.indexOf(grant);
+        if (i >= 0) this.#waiting.splice(i, 1);
+        reject(signal?.reason instanceof Error ? signal.reason : new Error("aborted"));
+      };
+      this.#waiting.push(grant);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+  release(): void {
+    const next = this.#waiting.shift();
+    if (next !== undefined) next();
+    else this.#free++;
+  }
+}
+
+const POLL_SLOTS = new Slots(MAX_CONCURRENT_POLLS);
+
 /** Most rows read of one table column (a huge table is cut there, with a warning). */
 export const MAX_TABLE_ROWS = 2048;
 
@@ -118,6 +160,15 @@ export class SnmpDriver implements PduDriver {
   }
 
   async poll(signal?: AbortSignal): Promise<Snapshot> {
+    await POLL_SLOTS.acquire(signal);
+    try {
+      return await this.#poll(signal);
+    } finally {
+      POLL_SLOTS.release();
+    }
+  }
+
+  async #poll(signal: AbortSignal | undefined): Promise<Snapshot> {
     const transport = await this.#transport();
     const profile = (this.#profile ??= await this.#detect(transport, signal));
     const tables = new Map<string, readonly WalkedVarbind[]>();

@@ -13,6 +13,7 @@
  * - `huge-tables`: 1500 outlets (the bridge keeps at most 512 per device).
  * - `bad-names`: outlet names that are not UTF-8 and hold control characters.
  */
+import { createSocket } from "node:dgram";
 import snmp from "net-snmp";
 import { SimUnit, type SimProfile, type SimType, type SimValue, type WriteRole } from "./units.js";
 
@@ -49,6 +50,8 @@ export interface SnmpSimulatorOptions {
   /** Milliseconds between refreshes of the living values (default 1000). */
   readonly refreshMs?: number;
   readonly frozen?: boolean;
+  /** Called for every datagram the agent receives, with its source (benchmarks count polls by it). */
+  readonly onRequest?: (address: string, port: number) => void;
 }
 
 export interface SnmpSimulator {
@@ -96,7 +99,18 @@ interface Agent {
     };
   };
   close(callback: () => void): void;
-  readonly listener?: { readonly sockets?: Record<string, { address(): { port: number } }> };
+  readonly listener?: {
+    readonly sockets?: Record<
+      string,
+      {
+        address(): { port: number };
+        on(
+          event: "message",
+          listener: (message: Buffer, rinfo: { address: string; port: number }) => void,
+        ): void;
+      }
+    >;
+  };
 }
 
 /** Index columns get numbers past every real column; they are not-accessible, so never served. */
@@ -309,9 +323,11 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
     });
   };
 
+  // net-snmp's agent takes port 0 for its default (161): a free port is looked up first.
+  const wanted = o.port ?? 0;
   const agent = snmp.createAgent(
     {
-      port: o.port ?? 0,
+      port: wanted === 0 ? await freeUdpPort(host) : wanted,
       address: host,
       transport: host.includes(":") ? "udp6" : "udp4",
       accessControlModelType: snmp.AccessControlModelType.Simple,
@@ -338,6 +354,12 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
     });
     acm.setUserAccess(v.user, snmp.AccessLevel.ReadWrite);
   }
+  const onRequest = o.onRequest;
+  if (onRequest !== undefined) {
+    for (const socket of Object.values(agent.listener?.sockets ?? {})) {
+      socket.on("message", (_message, rinfo) => onRequest(rinfo.address, rinfo.port));
+    }
+  }
   const port = await boundPort(agent);
   const timer = setInterval(refresh, o.refreshMs ?? 1000);
   timer.unref();
@@ -358,7 +380,19 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
   };
 }
 
-/** The UDP port the agent's socket is bound to (port 0 picks one). */
+/** A UDP port free on `host` now (bound and released). */
+function freeUdpPort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = createSocket(host.includes(":") ? "udp6" : "udp4");
+    socket.once("error", reject);
+    socket.bind(0, host, () => {
+      const { port } = socket.address();
+      socket.close(() => resolve(port));
+    });
+  });
+}
+
+/** The UDP port the agent's socket is bound to. */
 function boundPort(agent: Agent): Promise<number> {
   return new Promise((resolve, reject) => {
     const deadline = Date.now() + 5000;
