@@ -166,7 +166,7 @@ function rowsOf(table: TableDef, varbinds: readonly WalkedVarbind[], warnings: W
           ? (sub - 1) * table.sub.span + number
           : undefined;
     }
-    if (!validNumber(unit) || number === undefined || !Number.isInteger(number) || number < 0) {
+    if (!validNumber(unit) || !validNumber(number)) {
       warnings.add(
         `${table.name}[${row.index.join(".")}]`,
         "a row without a usable unit or number was skipped",
