@@ -2,7 +2,7 @@
  * `npm run bench`: the performance scenarios of pdu-bridge, each against a baseline measured in
  * the same run (the machine is noisy, so only ratios to a same-run baseline mean anything).
  *
- *   node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics] [--no-profile]
+ *   node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics,snmp] [--no-profile]
  *                          [--sizes 250,500,4000@30] [--write-docs]
  *
  * --quick: a few PDUs and short windows (a smoke run of the whole harness, a few minutes).
@@ -36,6 +36,7 @@ import { ensureTools } from "./lib/tools.js";
 import { runMetrics } from "./metrics.js";
 import { runPeer } from "./peer.js";
 import { parseSizes, runScale } from "./scale.js";
+import { runSnmp } from "./snmp.js";
 
 const SCENARIOS: Readonly<Record<string, (ctx: BenchContext) => Promise<ScenarioResult>>> = {
   fleet: runFleet,
@@ -44,6 +45,7 @@ const SCENARIOS: Readonly<Record<string, (ctx: BenchContext) => Promise<Scenario
   control: runControl,
   peer: runPeer,
   metrics: runMetrics,
+  snmp: runSnmp,
 };
 
 const { values } = parseArgs({
@@ -62,7 +64,7 @@ const { values } = parseArgs({
 
 if (values.help) {
   process.stdout.write(
-    "usage: node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics] [--no-profile]\n" +
+    "usage: node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics,snmp] [--no-profile]\n" +
       "                              [--sizes 250,500,4000@30] [--write-docs] [--bridge-node-option OPT]\n",
   );
   process.exit(0);

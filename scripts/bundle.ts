@@ -8,7 +8,8 @@
  * bundle does not have (docs/heap-breakdown.md, fifth round). The other modules under dist/src stay
  * as tsc wrote them: the tests import them, and the API's worker thread runs from them.
  *
- * Not bundled: @fastify/swagger-ui, which serves its files from its own directory.
+ * Not bundled: @fastify/swagger-ui, which serves its files from its own directory, and net-snmp,
+ * whose agent side needs sloppy-mode semantics a strict ES module does not have.
  */
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -35,7 +36,9 @@ await build({
   minifySyntax: true,
   keepNames: true,
   sourcemap: true,
-  external: ["@fastify/swagger-ui"],
+  // net-snmp stays a CommonJS module of its own: its agent-side Mib relies on sloppy-mode
+  // semantics (a Proxy `set` trap that returns nothing), which throw inside a strict ES module.
+  external: ["@fastify/swagger-ui", "net-snmp"],
   // CommonJS dependencies require Node's built-in modules; an ES module has no `require` of its own.
   banner: {
     js: 'import { createRequire as __bundleRequire } from "node:module"; const require = __bundleRequire(import.meta.url);',

@@ -1,7 +1,8 @@
 /**
  * `pdu-bridge demo`: a first look in one command. Starts a simulated OneView cluster (a master and
- * two members), the embedded MQTT broker and the bridge with the REST API on and a freshly
- * generated API key, then prints where to look and a ready-to-paste control command.
+ * two members) and, beside it, a simulated SNMP PDU (an APC AP8858 on the SNMP simulator; `--no-snmp`
+ * leaves it out), the embedded MQTT broker and the bridge with the REST API on and a freshly
+ * generated API key, then prints where to look and ready-to-paste control commands.
  *
  * The configuration goes through the same loader as a real file (the key through
  * SERVICE_API_KEY), so the demo exercises the real paths, not a shortcut.
@@ -13,9 +14,15 @@ import { App } from "./app.js";
 import { parseConfigText } from "./config/load.js";
 import type { Snapshot } from "./pdu/model.js";
 import { startSimulator } from "./simulator/index.js";
+import type { SnmpSimulator } from "./simulator/snmp/agent.js";
 
-export const DEMO_USAGE = `usage: pdu-bridge demo [--api-port N] [--health-port N] [--mqtt-port N] [--pdu-port N]
-  defaults 8082, 8081, 1883 and a free port; a default port that is taken is replaced by a free one`;
+export const DEMO_USAGE = `usage: pdu-bridge demo [--api-port N] [--health-port N] [--mqtt-port N] [--pdu-port N] [--no-snmp]
+  defaults 8082, 8081, 1883 and a free port; a default port that is taken is replaced by a free one;
+  --no-snmp: without the simulated SNMP PDU (instance rack-apc, on a free UDP port)`;
+
+/** The demo's SNMP instance and its communities (given to the loader as SERVICE_PDU_RACK_APC_*). */
+const SNMP_ID = "rack-apc";
+const SNMP_COMMUNITIES = { read: "demo-read", write: "demo-write" } as const;
 
 const DEFAULT_PORTS = { "api-port": 8082, "health-port": 8081, "mqtt-port": 1883, "pdu-port": 0 } as const;
 type PortFlag = keyof typeof DEFAULT_PORTS;
@@ -46,7 +53,21 @@ async function choosePorts(values: Partial<Record<PortFlag, string>>): Promise<R
   return chosen;
 }
 
-export function demoConfigYaml(ports: Record<PortFlag, number>, pduPort: number): string {
+export function demoConfigYaml(
+  ports: Record<PortFlag, number>,
+  pduPort: number,
+  snmpPort: number | null = null,
+): string {
+  const snmp =
+    snmpPort === null
+      ? ""
+      : `  ${SNMP_ID}:
+    Driver: snmp
+    Connection: { Host: ${HOST}, Port: ${snmpPort}, Timeout: 5 }
+    Snmp: { Version: 2c, Profile: auto }
+    PollInterval: 2
+    ActionsEnabled: true
+`;
   return `# The demo's configuration (see config.example.yaml for a real one)
 Mqtt:
   Embedded: { Bind: ${HOST}, Port: ${ports["mqtt-port"]} }
@@ -56,7 +77,7 @@ Pdus:
     Credentials: { Username: admin, Password: admin }
     PollInterval: 2
     ActionsEnabled: true
-Api: { Enabled: true, Bind: ${HOST}, Port: ${ports["api-port"]} }
+${snmp}Api: { Enabled: true, Bind: ${HOST}, Port: ${ports["api-port"]} }
 Health: { Enabled: true, Bind: ${HOST}, Port: ${ports["health-port"]} }
 Logging: { Level: warn }
 `;
@@ -76,6 +97,7 @@ export async function runDemo(argv: string[], io: DemoIo): Promise<number> {
       "health-port": { type: "string" },
       "mqtt-port": { type: "string" },
       "pdu-port": { type: "string" },
+      "no-snmp": { type: "boolean" },
     },
     strict: true,
   });
@@ -86,31 +108,57 @@ export async function runDemo(argv: string[], io: DemoIo): Promise<number> {
     oneview: { members: 2 },
     outlets: 8,
   });
+  let snmp: SnmpSimulator | null = null;
   let app: App;
   try {
+    if (values["no-snmp"] !== true) {
+      const { startSnmpSimulator } = await import("./simulator/snmp/agent.js");
+      snmp = await startSnmpSimulator({
+        profile: "apc-rpdu2",
+        host: HOST,
+        port: 0,
+        community: SNMP_COMMUNITIES.read,
+        writeCommunity: SNMP_COMMUNITIES.write,
+      });
+    }
     const apiKey = randomBytes(18).toString("base64url");
-    const config = await parseConfigText(demoConfigYaml(ports, simulator.port), "demo (built in)", {
-      SERVICE_API_KEY: apiKey,
-    });
+    const config = await parseConfigText(
+      demoConfigYaml(ports, simulator.port, snmp?.port ?? null),
+      "demo (built in)",
+      {
+        SERVICE_API_KEY: apiKey,
+        SERVICE_PDU_RACK_APC_COMMUNITY: SNMP_COMMUNITIES.read,
+        SERVICE_PDU_RACK_APC_WRITE_COMMUNITY: SNMP_COMMUNITIES.write,
+      },
+    );
     app = await App.start(config);
     io.out(
-      instructions(app, simulator.url, simulator.deviceIds()[0] ?? "DEVICE", apiKey, config.Mqtt.ParentTopic),
+      instructions(
+        app,
+        simulator.url,
+        simulator.deviceIds()[0] ?? "DEVICE",
+        apiKey,
+        config.Mqtt.ParentTopic,
+        snmp,
+      ),
     );
     printGroupsOnce(app, io, config.Mqtt.ParentTopic);
   } catch (error) {
     await simulator.close();
+    await snmp?.close();
     throw error;
   }
   return io.until(async () => {
     await app.stop();
     await simulator.close();
+    await snmp?.close();
   });
 }
 
 /** Once the first snapshot is in, prints the cluster's OneView groups with their rollups. */
 function printGroupsOnce(app: App, io: DemoIo, parentTopic: string): void {
   const unsubscribe = app.store.subscribe((event) => {
-    if (event.kind !== "snapshot" || !event.fromPoll) return;
+    if (event.kind !== "snapshot" || !event.fromPoll || event.snapshot.instanceId !== "default") return;
     unsubscribe();
     io.out(groupSummary(event.snapshot, parentTopic));
   });
@@ -140,6 +188,7 @@ function instructions(
   deviceId: string,
   apiKey: string,
   parentTopic: string,
+  snmp: SnmpSimulator | null,
 ): string {
   const { apiPort, healthPort, embeddedBroker } = app.endpoints;
   const api = `http://${HOST}:${apiPort ?? "?"}`;
@@ -148,7 +197,12 @@ function instructions(
 pdu-bridge demo is running. Ctrl-C stops everything.
 
   Simulated OneView cluster  ${pduUrl}  (a master and 2 members; login admin/admin)
-  Embedded MQTT broker       mqtt://${broker.host}:${broker.port}
+${
+  snmp === null
+    ? ""
+    : `  Simulated SNMP PDU         udp ${HOST}:${snmp.port}  (APC AP8858, instance ${SNMP_ID}; communities ${SNMP_COMMUNITIES.read} / ${SNMP_COMMUNITIES.write})
+`
+}  Embedded MQTT broker       mqtt://${broker.host}:${broker.port}
   Web console                ${api}/ui/
   REST API docs              ${api}/docs/v1
   Readings                   ${api}/api/v1/readings
@@ -157,7 +211,14 @@ pdu-bridge demo is running. Ctrl-C stops everything.
 
 Switch the first outlet off:
   curl -sS -X POST -H 'Content-Type: application/json' -H 'X-Api-Key: ${apiKey}' -d '{"action":"off"}' ${api}/api/v1/instances/default/outlets/${deviceId}/0/control
-
+${
+  snmp === null
+    ? ""
+    : `
+Switch the SNMP PDU's first outlet off (same API: nothing above the driver knows it is SNMP):
+  curl -sS -X POST -H 'Content-Type: application/json' -H 'X-Api-Key: ${apiKey}' -d '{"action":"off"}' ${api}/api/v1/instances/${SNMP_ID}/outlets/3F1734A01234/0/control
+`
+}
 Watch the MQTT topics (Debian: apt-get install mosquitto-clients):
   mosquitto_sub -h ${broker.host} -p ${broker.port} -t '${parentTopic}/#' -v
 `;

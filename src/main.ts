@@ -16,6 +16,7 @@ const USAGE = `usage:
   pdu-bridge [run] [--config FILE]         run the bridge
   pdu-bridge check-config [--config FILE]  validate the configuration and print it, secrets masked
   pdu-bridge simulate [--port N] [--devices N] [--outlets N] [--oneview] [--https]
+  pdu-bridge simulate --snmp <profile> [--outlets N] [--port N] [--hostile MODE]
   pdu-bridge demo                          simulator + embedded broker + bridge, for a first look`;
 
 /** How long shutdown may take before the process exits anyway (contract §1: within 5 s). */

@@ -41,6 +41,7 @@ import {
   readSecret,
   PDU_VARIABLE_PREFIX,
   secretInConfigMap,
+  snmpSecretInFile,
   type Env,
 } from "./secrets.js";
 import {
@@ -159,6 +160,10 @@ export async function parseConfigText(
     const secret = secretInConfigMap(data, ids);
     if (secret !== undefined) throw fail(secret.path, secret.problem);
   }
+  for (const id of ids) {
+    const inFile = snmpSecretInFile(data, id);
+    if (inFile !== undefined) throw fail(inFile.path, inFile.problem);
+  }
   const secrets = await mergeSecrets(data, ids, env);
   const clientSecret = (await readSecret(env, OIDC_SECRET_VARIABLE)) ?? null;
   const baseDir = options.baseDir ?? process.cwd();
@@ -168,13 +173,19 @@ export async function parseConfigText(
   const instances = ids.map((id): InstanceConfig => {
     const pdu = data.Pdus[id]!;
     const scheme: PduScheme = pdu.Connection.Scheme ?? (pdu.Connection.Port === 443 ? "https" : "http");
+    const snmp = pdu.Driver === "snmp";
     return {
       id,
       primary: id === primaryId,
       ...pdu,
+      Snmp: {
+        ...pdu.Snmp,
+        Version: pdu.Snmp.Version === 3 ? "3" : pdu.Snmp.Version,
+        ...(secrets.snmp.get(id) ?? {}),
+      },
       Connection: {
         ...pdu.Connection,
-        Port: pdu.Connection.Port ?? (scheme === "https" ? 443 : 80),
+        Port: pdu.Connection.Port ?? (snmp ? 161 : scheme === "https" ? 443 : 80),
         Scheme: scheme,
         CaFile: caFile(pdu.Connection.CaFile),
       },
@@ -365,6 +376,10 @@ function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail, prob
   }
 
   for (const instance of config.instances) {
+    if (instance.Driver === "snmp") {
+      checkSnmp(instance, yaml, fail);
+      continue;
+    }
     const { Username, Password } = instance.Credentials;
     if (!instance.ActionsEnabled || (nonEmpty(Username) && nonEmpty(Password))) continue;
     const path = ["Pdus", instance.id, "Credentials"];
@@ -380,6 +395,60 @@ function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail, prob
 }
 
 const nonEmpty = (value: string | null): boolean => value !== null && value !== "";
+
+/** Shortest SNMPv3 key accepted (USM derives keys from passwords of at least 8 characters). */
+export const MIN_SNMP_KEY_LENGTH = 8;
+
+/**
+ * An SNMP instance's settings that could never work: a v2c instance without its read community (or,
+ * with ActionsEnabled, its write community), a v3 one without a user name or its keys. Secrets are
+ * named by their variables, never shown.
+ */
+function checkSnmp(instance: InstanceConfig, yaml: ParsedYaml, fail: Fail): void {
+  const s = instance.Snmp;
+  const variable = (name: string) =>
+    `${instanceVariablePrefix(instance.id)}_${name} (or ${instanceVariablePrefix(instance.id)}_${name}_FILE)`;
+  const at = (...key: string[]) => ["Pdus", instance.id, "Snmp", ...key];
+  const where = (path: string[]) => (yaml.has(path) ? path : ["Pdus", instance.id, "Driver"]);
+  if (s.Version === "2c") {
+    if (!nonEmpty(s.Community)) {
+      throw fail(
+        at("Community"),
+        `Driver is snmp with Version 2c but no read community is set: set ${variable("COMMUNITY")}`,
+        where(at("Version")),
+      );
+    }
+    if (instance.ActionsEnabled && !nonEmpty(s.WriteCommunity)) {
+      throw fail(
+        at("WriteCommunity"),
+        `ActionsEnabled is true but no SNMP write community is set: set ${variable("WRITE_COMMUNITY")}`,
+        ["Pdus", instance.id, "ActionsEnabled"],
+      );
+    }
+    return;
+  }
+  if (!nonEmpty(s.Auth.Username)) {
+    throw fail(
+      at("Auth", "Username"),
+      "is required with SNMP Version 3 (the USM user name)",
+      where(at("Version")),
+    );
+  }
+  const key = (name: "AuthKey" | "PrivKey", v: string) => {
+    const value = s[name];
+    if (!nonEmpty(value))
+      throw fail(at(name), `SNMP Version 3 needs it: set ${variable(v)}`, where(at("Version")));
+    if ([...(value ?? "")].length < MIN_SNMP_KEY_LENGTH) {
+      throw fail(
+        at(name),
+        `must be at least ${MIN_SNMP_KEY_LENGTH} characters (${variable(v)})`,
+        where(at("Version")),
+      );
+    }
+  };
+  key("AuthKey", "AUTH_KEY");
+  if (s.Auth.PrivProtocol !== "none") key("PrivKey", "PRIV_KEY");
+}
 
 /** Shortest API key accepted, in characters (contract §7). */
 export const MIN_API_KEY_LENGTH = 16;

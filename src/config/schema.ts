@@ -135,7 +135,7 @@ export const PduConnectionSchema = Type.Object(
       description:
         "PDU host name or IP address alone, the master's for a OneView cluster (no scheme, port or path: those are Scheme and Port)",
     }),
-    Port: Type.Optional(remotePort("PDU HTTP(S) port; default 443 for https, else 80")),
+    Port: Type.Optional(remotePort("PDU port; default 443 for https, else 80; 161 with Driver snmp")),
     Scheme: Type.Optional(
       Type.Enum(PduSchemes, { description: "Protocol; default https when Port is 443, else http" }),
     ),
@@ -249,7 +249,68 @@ export const OverridesSchema = Type.Object(
 );
 
 /** PDU families with a driver (src/pdu/drivers.ts). */
-export const PduDrivers = ["geist"] as const;
+export const PduDrivers = ["geist", "snmp"] as const;
+
+/** SNMP profiles (src/pdu/snmp/profiles/, docs/snmp.md); `auto` detects from sysObjectID and the tables that answer. */
+export const SnmpProfileNames = [
+  "auto",
+  "apc-rpdu2",
+  "apc-rpdu",
+  "raritan-px2",
+  "raritan-px",
+  "servertech-sentry4",
+] as const;
+export type SnmpProfileName = (typeof SnmpProfileNames)[number];
+
+/** A secret of the SNMP block: only from the environment, so the file leaves it null. */
+const snmpSecret = (variable: string, what: string) =>
+  Type.Union([Type.String(), Type.Null()], {
+    default: null,
+    description: `${what}; a secret taken only from SERVICE_PDU_<ID>_${variable} (or SERVICE_PDU_<ID>_${variable}_FILE): leave it out of the file`,
+  });
+
+export const SnmpSchema = Type.Object(
+  {
+    Version: Type.Union([Type.Literal("2c"), Type.Literal("3"), Type.Literal(3)], {
+      default: "2c",
+      description: "SNMP version: 2c (communities) or 3 (USM user with keys)",
+    }),
+    Profile: Type.Enum(SnmpProfileNames, {
+      default: "auto",
+      description:
+        "The PDU family's profile (docs/snmp.md); auto picks it from sysObjectID and the tables the agent answers",
+    }),
+    Auth: Type.Object(
+      {
+        Username: nullableString("SNMPv3 user name (required with Version 3)"),
+        Protocol: Type.Enum(["sha", "sha256"] as const, {
+          default: "sha",
+          description: "SNMPv3 authentication protocol: sha (HMAC-SHA-96) or sha256",
+        }),
+        PrivProtocol: Type.Enum(["aes", "none"] as const, {
+          default: "aes",
+          description: "SNMPv3 privacy: aes (AES-128, authPriv) or none (authNoPriv)",
+        }),
+      },
+      { additionalProperties: false, default: {}, description: "SNMPv3 user (Version 3)" },
+    ),
+    MaxRepetitions: Type.Integer({
+      minimum: 1,
+      maximum: 100,
+      default: 24,
+      description: "Most rows asked for in one GETBULK request",
+    }),
+    Community: snmpSecret("COMMUNITY", "SNMPv2c read community"),
+    WriteCommunity: snmpSecret("WRITE_COMMUNITY", "SNMPv2c write community (control and outlet names)"),
+    AuthKey: snmpSecret("AUTH_KEY", "SNMPv3 authentication key (at least 8 characters)"),
+    PrivKey: snmpSecret("PRIV_KEY", "SNMPv3 privacy key (at least 8 characters)"),
+  },
+  {
+    additionalProperties: false,
+    default: {},
+    description: "SNMP settings, used when Driver is snmp (docs/snmp.md)",
+  },
+);
 export type PduDriverName = (typeof PduDrivers)[number];
 
 export const PduSchema = Type.Object(
@@ -283,8 +344,9 @@ export const PduSchema = Type.Object(
     Driver: Type.Enum(PduDrivers, {
       default: "geist",
       description:
-        "The PDU family's driver: geist (Vertiv/Geist units and OneView clusters), the only one so far",
+        "The PDU family's driver: geist (Vertiv/Geist units and OneView clusters, HTTP API) or snmp (APC, Raritan, ServerTech and other SNMP PDUs through profiles, docs/snmp.md)",
     }),
+    Snmp: SnmpSchema,
   },
   { additionalProperties: false, description: "One PDU (a single unit, or the master of a OneView cluster)" },
 );

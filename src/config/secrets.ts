@@ -71,6 +71,22 @@ export function ioReason(cause: unknown): string {
 const nonEmpty = (value: string | null | undefined): string | undefined =>
   value === null || value === undefined || value === "" ? undefined : value;
 
+/** An SNMP instance's secrets, from the environment only. */
+export interface SnmpSecrets {
+  Community: string | null;
+  WriteCommunity: string | null;
+  AuthKey: string | null;
+  PrivKey: string | null;
+}
+
+/** Config key → the variable suffix after `SERVICE_PDU_<ID>_`. */
+export const SNMP_SECRET_VARIABLES: Readonly<Record<keyof SnmpSecrets, string>> = {
+  Community: "COMMUNITY",
+  WriteCommunity: "WRITE_COMMUNITY",
+  AuthKey: "AUTH_KEY",
+  PrivKey: "PRIV_KEY",
+};
+
 export interface MergedSecrets {
   readonly apiKey: string;
   readonly mqtt: Credentials;
@@ -78,6 +94,25 @@ export interface MergedSecrets {
   readonly pdus: ReadonlyMap<string, Credentials>;
   /** Where each PDU credential came from, by instance id. */
   readonly pduSources: ReadonlyMap<string, CredentialSources>;
+  /** By instance id, for instances with Driver snmp. */
+  readonly snmp: ReadonlyMap<string, SnmpSecrets>;
+}
+
+/** An SNMP secret written in the file: they come only from the environment. */
+export function snmpSecretInFile(file: FileConfig, id: string): Problem | undefined {
+  const snmp = file.Pdus[id]?.Snmp;
+  if (snmp === undefined) return undefined;
+  for (const [key, variable] of Object.entries(SNMP_SECRET_VARIABLES)) {
+    const value = snmp[key as keyof SnmpSecrets];
+    if (value !== null && value !== undefined) {
+      const name = `${instanceVariablePrefix(id)}_${variable}`;
+      return {
+        path: ["Pdus", id, "Snmp", key],
+        problem: `is a secret taken only from the environment: remove it from the file and set ${name} or ${name}_FILE`,
+      };
+    }
+  }
+  return undefined;
 }
 
 /**
@@ -98,7 +133,19 @@ export async function mergeSecrets(
 
   const pdus = new Map<string, Credentials>();
   const pduSources = new Map<string, CredentialSources>();
+  const snmp = new Map<string, SnmpSecrets>();
   for (const id of ids) {
+    if (file.Pdus[id]?.Driver === "snmp") {
+      const own = instanceVariablePrefix(id);
+      const read = async (key: keyof SnmpSecrets) =>
+        (await readSecret(env, `${own}_${SNMP_SECRET_VARIABLES[key]}`)) ?? null;
+      snmp.set(id, {
+        Community: await read("Community"),
+        WriteCommunity: await read("WriteCommunity"),
+        AuthKey: await read("AuthKey"),
+        PrivKey: await read("PrivKey"),
+      });
+    }
     const own = instanceVariablePrefix(id);
     const fromFile = file.Pdus[id]?.Credentials;
     const inFile = (field: "Username" | "Password") => {
@@ -118,6 +165,7 @@ export async function mergeSecrets(
       Password: mqttPassword ?? nonEmpty(file.Mqtt.Credentials.Password) ?? null,
     },
     pdus,
+    snmp,
   };
 }
 

@@ -43,7 +43,15 @@ export const isPlainObject = (value: unknown): value is Record<string, unknown> 
   typeof value === "object" && value !== null && !Array.isArray(value) && !Buffer.isBuffer(value);
 
 /** Keys whose values are never repeated in messages. */
-export const SECRET_KEYS: ReadonlySet<string> = new Set(["Password", "ApiKey", "ClientSecret"]);
+export const SECRET_KEYS: ReadonlySet<string> = new Set([
+  "Password",
+  "ApiKey",
+  "ClientSecret",
+  "Community",
+  "WriteCommunity",
+  "AuthKey",
+  "PrivKey",
+]);
 
 /**
  * Every key not in the schema, walking mappings in `keysOf` order. Under a map with free keys

@@ -91,10 +91,12 @@ interface PlannedOutlet extends OutletTarget {
 
 /**
  * Why one outlet was not done: `timeout` no answer in time; `failed` the PDU refused or failed;
- * `unknown` it may or may not have been carried out (never re-sent); `stopped` not sent, the service
- * is stopping; `superseded`, `busy`, `expired` not sent, refused by the per-outlet discipline.
+ * `unknown` it may or may not have been carried out (never re-sent); `refused` the PDU or its family
+ * refused it and nothing was done; `stopped` not sent, the service is stopping; `superseded`,
+ * `busy`, `expired` not sent, refused by the per-outlet discipline.
  */
-type FailureKind = "timeout" | "failed" | "unknown" | "stopped" | "superseded" | "busy" | "expired";
+type FailureKind =
+  "timeout" | "failed" | "unknown" | "refused" | "stopped" | "superseded" | "busy" | "expired";
 
 /** Result of one outlet write. */
 type Written =
@@ -469,7 +471,9 @@ function failureOf(e: unknown, signal: AbortSignal): { kind: FailureKind; error:
       ? "timeout"
       : e.kind === "outcome-unknown"
         ? "unknown"
-        : "failed";
+        : e.kind === "refused"
+          ? "refused"
+          : "failed";
   return { kind, error: describeError(e) };
 }
 
@@ -569,6 +573,8 @@ function settingsFailure(
       return refuse(409, "Busy", why, { problem: "outlet-busy" });
     case "superseded":
       return refuse(409, "Superseded", why, { problem: "superseded" });
+    case "refused":
+      return refuse(409, "Refused by the PDU", why);
     case "timeout":
       return refuse(
         504,
@@ -863,6 +869,9 @@ function conclude(
       retryAfter: 1,
       problem: "expired",
     });
+  }
+  if (refusal === "refused") {
+    return refuse(409, "Refused by the PDU", `${what} was refused: ${why}`, extra);
   }
   if (succeeded.length === 0 && failed.every((f) => f.kind === "timeout")) {
     return refuse(

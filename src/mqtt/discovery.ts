@@ -161,6 +161,8 @@ const SENSOR_CLASSES: ReadonlyMap<string, SensorClass> = new Map([
   ["current", { device_class: "current", state_class: "measurement", unit: "A", stat: "sum" }],
   ["voltage", { device_class: "voltage", state_class: "measurement", unit: "V", stat: "avg" }],
   ["powerfactor", { device_class: "power_factor", state_class: "measurement", unit: "%", stat: "avg" }],
+  ["temperature", { device_class: "temperature", state_class: "measurement", unit: "°C", stat: "avg" }],
+  ["humidity", { device_class: "humidity", state_class: "measurement", unit: "%", stat: "avg" }],
 ]);
 const OTHER: SensorClass = { state_class: "measurement", stat: "avg" };
 

@@ -1,5 +1,6 @@
 /**
- * The driver factory: the one place outside src/pdu/geist/ that knows which families exist. It
+ * The driver factory: the one place outside the family folders (src/pdu/geist/, src/pdu/snmp/) that
+ * knows which families exist. It
  * picks an instance's driver from `Pdus.<id>.Driver` (eslint's no-restricted-imports keeps every
  * other file away from the family code).
  */
@@ -7,6 +8,7 @@ import type { InstanceConfig, PduDriverName } from "../config/schema.js";
 import type { Logger } from "../log.js";
 import type { PduDriver } from "./driver.js";
 import { GeistClient } from "./geist/client.js";
+import { SnmpDriver } from "./snmp/driver.js";
 
 export interface DriverOptions {
   readonly logger?: Logger;
@@ -16,6 +18,7 @@ const FACTORIES: Readonly<
   Record<PduDriverName, (instance: InstanceConfig, options: DriverOptions) => PduDriver>
 > = {
   geist: (instance, options) => new GeistClient(instance, options),
+  snmp: (instance, options) => new SnmpDriver(instance, options),
 };
 
 /** The driver of one configured instance (default `geist`). */

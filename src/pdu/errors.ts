@@ -1,7 +1,8 @@
 /**
  * Typed failures of talking to a PDU. Every error the client raises is a PduError with a `kind`,
  * so callers map them without string matching: the REST control endpoints turn `timeout` into
- * 504 and everything else into 502; the poller records `message` as the instance's `lastError`.
+ * 504, `refused` into 409 and everything else into 502; the poller records `message` as the
+ * instance's `lastError`.
  */
 
 export type PduErrorKind =
@@ -11,8 +12,13 @@ export type PduErrorKind =
   | "timeout"
   /** HTTP status outside 2xx. */
   | "http-status"
-  /** The envelope's retCode was not 0. */
+  /** The PDU answered with an error code (Geist: the envelope's retCode was not 0; SNMP: an error-status). */
   | "ret-code"
+  /**
+   * Nothing was done, and repeating it cannot help: the PDU refused the write (read-only object, no
+   * write access) or its family cannot carry the command out on this model. The message says which.
+   */
+  | "refused"
   /** The body was not JSON, not an envelope, too large, or of the wrong shape. */
   | "malformed"
   /**

@@ -16,11 +16,50 @@
  */
 
 /**
- * The one definition of "alarm raised" (pdu-protocol.md §4): `alarm.state` equal to one of these,
- * ignoring case and surrounding blanks. `none`, blank and anything else is clear. The parser's
- * {@link Alarm.raised} and the Home Assistant alarm template both derive from this list.
+ * The one definition of "alarm raised": `alarm.state` equal to one of these, ignoring case and
+ * surrounding blanks. `none`, blank and anything else is clear. The drivers' {@link Alarm.raised}
+ * and the Home Assistant alarm template both derive from this list: Geist's raised states first,
+ * then the raised states of the SNMP families' enumerations (load states, breaker trips, sensor
+ * thresholds, as the MIBs name them; docs/snmp.md lists them).
  */
-export const RAISED_ALARM_STATES: readonly string[] = Object.freeze(["alarm", "active"]);
+export const RAISED_ALARM_STATES: readonly string[] = Object.freeze([
+  "alarm",
+  "active",
+  // APC PowerNet-MIB load and sensor states
+  "lowload",
+  "nearoverload",
+  "overload",
+  "phaseloadlow",
+  "phaseloadnearoverload",
+  "phaseloadoverload",
+  "belowmin",
+  "belowlow",
+  "abovehigh",
+  "abovemax",
+  // Raritan sensor states and breakers (an open overcurrent protector has tripped)
+  "belowlowercritical",
+  "belowlowerwarning",
+  "aboveupperwarning",
+  "aboveuppercritical",
+  "open",
+  "tripped",
+  // ServerTech DeviceStatus
+  "lost",
+  "readerror",
+  "nocomm",
+  "pwrerror",
+  "breakertripped",
+  "fuseblown",
+  "lowalarm",
+  "lowwarning",
+  "highwarning",
+  "highalarm",
+  "underlimit",
+  "overlimit",
+  "nvmfail",
+  "profileerror",
+  "conflict",
+]);
 
 /** True when an `alarm.state` means raised (see {@link RAISED_ALARM_STATES}). */
 export function isAlarmRaised(state: string): boolean {
@@ -65,6 +104,8 @@ export interface Outlet {
   readonly poaAction: string | null;
   /** Sorted by type (case-insensitive). */
   readonly measurements: readonly Measurement[];
+  /** The outlet's rated current in amps, where the PDU reports one; absent: not reported. */
+  readonly ratedCurrent?: number;
   /** Set by the configured overrides (src/pdu/overrides.ts); absent: not set. */
   readonly renamed?: true;
   readonly hidden?: true;
@@ -81,6 +122,11 @@ export interface Entity {
   readonly alarm: Alarm;
   /** Sorted by type (case-insensitive). May be empty. */
   readonly measurements: readonly Measurement[];
+  /**
+   * Rated current in amps of the breaker, phase, line, inlet or unit, where the PDU reports one;
+   * absent: not reported. Load against it is for a later consumer; nothing reads it yet.
+   */
+  readonly ratedCurrent?: number;
   /** Set by the configured overrides (src/pdu/overrides.ts); absent: not set. */
   readonly renamed?: true;
   readonly hidden?: true;

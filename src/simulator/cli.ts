@@ -18,7 +18,9 @@ export const SIMULATE_USAGE = `Usage: pdu-bridge simulate [options]
   --idle-drop-ms N    drop idle keep-alive connections after N ms
   --frozen            freeze every measurement: reads return the same values until something
                       is written (power, current and voltage at their base, energy not accruing)
-  -h, --help          show this help`;
+  -h, --help          show this help
+
+An SNMP PDU instead: pdu-bridge simulate --snmp <profile> [--outlets N] (--snmp --help for more)`;
 
 export interface SimulateIo {
   /** Where normal output goes, one line per call (default: stdout). */
@@ -119,6 +121,10 @@ function untilStopped(signal: AbortSignal | undefined): Promise<void> {
 export async function runSimulateCommand(argv: string[], io: SimulateIo = {}): Promise<number> {
   const out = io.out ?? ((line: string) => void process.stdout.write(`${line}\n`));
   const err = io.err ?? ((line: string) => void process.stderr.write(`${line}\n`));
+  if (argv.some((a) => a === "--snmp" || a.startsWith("--snmp="))) {
+    const { runSimulateSnmp } = await import("./snmp/cli.js");
+    return runSimulateSnmp(argv, { out, err, until: () => untilStopped(io.signal) });
+  }
   const parsed = parseSimulateArgs(argv);
   if (typeof parsed === "string") {
     err(`simulate: ${parsed}`);

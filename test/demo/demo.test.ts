@@ -94,6 +94,24 @@ describe("pdu-bridge demo", () => {
     assert.ok(outlet.every((r) => r.state === "off"));
     assert.equal(outlet.find((r) => r.type === "realPower")?.value, 0);
 
+    // The SNMP PDU beside the cluster: its printed command switches it through the same API.
+    const snmpCurl = (await printed(/^\s+(curl -sS .+instances\/rack-apc\/.+)$/m))[1]!;
+    const { stdout: snmpAnswer } = await run("sh", ["-c", snmpCurl]);
+    assert.equal((JSON.parse(snmpAnswer) as { ok: boolean }).ok, true, snmpAnswer);
+    const snmpDeadline = Date.now() + 10_000;
+    let snmpOutlet: { state: string }[] = [];
+    for (;;) {
+      const all = (await fetch(readings).then((r) => r.json())) as {
+        instanceId: string;
+        outletIndex: number | null;
+        state: string;
+      }[];
+      snmpOutlet = all.filter((r) => r.instanceId === "rack-apc" && r.outletIndex === 0);
+      if (snmpOutlet.length > 0 && snmpOutlet.every((r) => r.state === "off")) break;
+      assert.ok(Date.now() < snmpDeadline, `the SNMP outlet never showed off: ${JSON.stringify(snmpOutlet)}`);
+      await sleep(250);
+    }
+
     child.kill("SIGINT");
     const [code] = (await once(child, "exit")) as [number | null];
     assert.equal(code, 0, stderr);

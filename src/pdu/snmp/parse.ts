@@ -1,0 +1,550 @@
+/**
+ * SNMP walk results → the vendor-neutral snapshot, driven by a profile (./profile.ts). Pure: no I/O.
+ *
+ * Everything an agent sends is untrusted. Values arrive as they come (INTEGER, Gauge32, Counter32,
+ * OCTET STRING of any bytes, exceptions such as noSuchInstance, a wrong type in a column); rows may
+ * lack columns. None of that throws: the outlets table answering no row fails the poll naming its
+ * OID (essential); anything else missing or malformed is left out with one warning per table
+ * column (optional), like the Geist parser's warnings. Names are decoded as UTF-8 with invalid bytes
+ * replaced, control characters replaced and the length bounded; numbers (outlet, unit) are bounded.
+ */
+import {
+  compareKeys,
+  type Alarm,
+  type Device,
+  type Entity,
+  type Measurement,
+  type Outlet,
+  type OutletState,
+  type ParseWarning,
+  type PduSystem,
+  type Snapshot,
+  type Vendor,
+} from "../model.js";
+import { ParseError } from "../errors.js";
+import { nameProblem } from "../names.js";
+import {
+  isScalar,
+  type AlarmDef,
+  type CellRef,
+  type ColumnType,
+  type IdentityRef,
+  type MeasurementDef,
+  type Part,
+  type RatingDef,
+  type SnmpProfile,
+  type Source,
+  type TableDef,
+} from "./profile.js";
+
+/** A value as the transport hands it over: a number (integer types), bytes (strings), or null (an exception or another type). */
+export type Cell = number | Buffer;
+
+/** One varbind, reduced: its OID, the SNMP type name it came with, its value. */
+export interface WalkedVarbind {
+  readonly oid: string;
+  readonly type: ColumnType | "Other";
+  readonly value: Cell | null;
+}
+
+/** What one poll read: every walked varbind per table entry name, and the scalars by OID. */
+export interface PollData {
+  readonly tables: ReadonlyMap<string, readonly WalkedVarbind[]>;
+  readonly scalars: ReadonlyMap<string, WalkedVarbind>;
+}
+
+/** Most warnings kept per snapshot (the last one says how many more there were). */
+export const MAX_WARNINGS = 20;
+/** Longest name kept, in characters. */
+export const MAX_NAME_CHARS = 128;
+/** Highest unit, outlet or entity number accepted from an agent. */
+export const MAX_NUMBER = 1024;
+/** Most outlets per device. */
+export const MAX_OUTLETS = 512;
+
+const NO_ALARM: Alarm = Object.freeze({ state: "none", severity: "", raised: false });
+
+interface Row {
+  readonly index: readonly number[];
+  readonly cells: Map<string, Cell>;
+}
+
+/** A table's rows by key `unit:number` (or `unit:number:sensor`), first row wins. */
+type Rows = Map<string, Row>;
+
+class Warnings {
+  readonly list: ParseWarning[] = [];
+  #more = 0;
+  readonly #seen = new Set<string>();
+  add(path: string, problem: string): void {
+    if (this.#seen.has(path)) return;
+    this.#seen.add(path);
+    if (this.list.length < MAX_WARNINGS - 1) this.list.push(Object.freeze({ path, problem }));
+    else this.#more++;
+  }
+  done(): readonly ParseWarning[] | undefined {
+    if (this.#more > 0)
+      this.list.push(Object.freeze({ path: "", problem: `${this.#more} more warnings not shown` }));
+    return this.list.length === 0 ? undefined : Object.freeze(this.list);
+  }
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: false });
+
+/** Bytes from an agent as a bounded, printable string: invalid UTF-8 and control characters become U+FFFD. */
+export function decodeText(bytes: Buffer): string {
+  const head = bytes.length > MAX_NAME_CHARS * 4 ? bytes.subarray(0, MAX_NAME_CHARS * 4) : bytes;
+  // eslint-disable-next-line no-control-regex -- control characters are what it replaces
+  const text = utf8.decode(head).replace(/[\u0000-\u001f\u007f-\u009f]/g, "\ufffd");
+  const chars = [...text];
+  return (chars.length > MAX_NAME_CHARS ? chars.slice(0, MAX_NAME_CHARS).join("") : text).trim();
+}
+
+/** Six bytes as `00:C0:B7:12:34:56`; other strings as text. */
+function macText(cell: Cell | undefined): string {
+  if (cell === undefined || typeof cell === "number") return "";
+  if (cell.length === 6) return [...cell].map((b) => b.toString(16).padStart(2, "0").toUpperCase()).join(":");
+  return decodeText(cell);
+}
+
+const NUMERIC: ReadonlySet<string> = new Set(["Integer", "Gauge", "Counter", "Unsigned"]);
+
+function partValue(part: Part, index: readonly number[], cells: Map<string, Cell>): number | undefined {
+  if ("constant" in part) return part.constant;
+  if ("index" in part) return index[part.index];
+  const v = cells.get(part.column);
+  return typeof v === "number" ? v : undefined;
+}
+
+function validNumber(n: number | undefined): n is number {
+  return n !== undefined && Number.isInteger(n) && n >= 0 && n <= MAX_NUMBER;
+}
+
+/**
+ * Rows of one table from its walk. A varbind outside a known column, with another index length,
+ * or of another type than the column's is skipped (one warning per column).
+ */
+function rowsOf(table: TableDef, varbinds: readonly WalkedVarbind[], warnings: Warnings): Rows {
+  const byIndex = new Map<string, Row>();
+  const prefix = `${table.oid}.`;
+  const columns = new Map<number, [string, ColumnType]>();
+  for (const [name, c] of Object.entries(table.columns)) columns.set(c.id, [name, c.type]);
+  for (const vb of varbinds) {
+    if (!vb.oid.startsWith(prefix)) continue;
+    const parts = vb.oid.slice(prefix.length).split(".");
+    const column = columns.get(Number(parts[0]));
+    if (column === undefined) continue;
+    const [name, type] = column;
+    const index = parts.slice(1).map(Number);
+    const path = `${table.name}.${name}`;
+    if (index.length !== table.index.length || index.some((n) => !Number.isSafeInteger(n) || n < 0)) {
+      warnings.add(path, `a row index of another shape than (${table.index.join(", ")}) was skipped`);
+      continue;
+    }
+    if (vb.value === null) continue; // noSuchInstance / noSuchObject / endOfMibView: a hole
+    const numeric = NUMERIC.has(type);
+    if (numeric !== (typeof vb.value === "number") || (!numeric && vb.type !== "OctetString")) {
+      warnings.add(path, `a value of type ${vb.type} where the MIB has ${type} was left out`);
+      continue;
+    }
+    const key = index.join(".");
+    let row = byIndex.get(key);
+    if (row === undefined) {
+      row = { index, cells: new Map() };
+      byIndex.set(key, row);
+    }
+    row.cells.set(name, vb.value);
+  }
+  const rows: Rows = new Map();
+  for (const row of byIndex.values()) {
+    const unit = table.unit === undefined ? 1 : partValue(table.unit, row.index, row.cells);
+    let number = partValue(table.number, row.index, row.cells);
+    if (table.sub !== undefined && validNumber(number)) {
+      const sub = partValue(table.sub.part, row.index, row.cells);
+      number =
+        validNumber(sub) && sub >= 1 && number <= table.sub.span
+          ? (sub - 1) * table.sub.span + number
+          : undefined;
+    }
+    if (!validNumber(unit) || !validNumber(number)) {
+      warnings.add(
+        `${table.name}[${row.index.join(".")}]`,
+        "a row without a usable unit or number was skipped",
+      );
+      continue;
+    }
+    let key = `${unit}:${number}`;
+    if (table.sensor !== undefined) {
+      const sensor = partValue(table.sensor, row.index, row.cells);
+      if (sensor === undefined) continue;
+      key += `:${sensor}`;
+    }
+    if (!rows.has(key)) rows.set(key, row);
+  }
+  return rows;
+}
+
+/** The parsed tables of one poll, and lookups into them. */
+class Tables {
+  readonly #rows = new Map<string, Rows>();
+  constructor(
+    readonly profile: SnmpProfile,
+    readonly data: PollData,
+    readonly warnings: Warnings,
+  ) {
+    for (const t of profile.tables)
+      this.#rows.set(t.name, rowsOf(t, data.tables.get(t.name) ?? [], warnings));
+  }
+  rows(table: string): Rows {
+    return this.#rows.get(table) ?? new Map<string, Row>();
+  }
+  /** The cell of `ref` for the row (unit, number); undefined when absent. */
+  cell(ref: Source, unit: number, number: number): Cell | undefined {
+    if (isScalar(ref)) return this.data.scalars.get(ref.scalar)?.value ?? undefined;
+    const key = ref.sensorType === undefined ? `${unit}:${number}` : `${unit}:${number}:${ref.sensorType}`;
+    return this.rows(ref.table).get(key)?.cells.get(ref.column);
+  }
+  /** The first row (lowest number) of `unit` in `table`. */
+  firstOfUnit(table: string, unit: number): number | undefined {
+    let best: number | undefined;
+    for (const key of this.rows(table).keys()) {
+      const [u, n] = key.split(":").map(Number);
+      if (u === unit && n !== undefined && (best === undefined || n < best)) best = n;
+    }
+    return best;
+  }
+}
+
+function where(ref: Source): string {
+  return isScalar(ref) ? ref.scalar : `${ref.table}.${ref.column}`;
+}
+
+function text(t: Tables, ref: Source | undefined, unit: number, number: number): string {
+  if (ref === undefined) return "";
+  const v = t.cell(ref, unit, number);
+  if (v === undefined) return "";
+  if (typeof v === "number") return String(v);
+  return decodeText(v);
+}
+
+function round(x: number): number {
+  return Math.round(x * 1e6) / 1e6;
+}
+
+function measurement(t: Tables, def: MeasurementDef, unit: number, number: number): Measurement | null {
+  const raw = t.cell(def, unit, number);
+  if (raw === undefined) return null;
+  if (typeof raw !== "number") return null;
+  if (def.invalid?.includes(raw) === true) return null;
+  let value = raw;
+  if (def.decimals !== undefined) {
+    const digits = t.cell(def.decimals, unit, number);
+    if (typeof digits !== "number" || !Number.isInteger(digits) || digits < 0 || digits > 9) {
+      t.warnings.add(
+        where(def.decimals),
+        `no usable decimal digits for ${def.type}: the reading was left out`,
+      );
+      return null;
+    }
+    value = raw / 10 ** digits;
+  }
+  return Object.freeze({ type: def.type, value: round(value * def.scale), units: def.units, alarm: null });
+}
+
+function measurements(
+  t: Tables,
+  defs: readonly MeasurementDef[],
+  unit: number,
+  number: number,
+): readonly Measurement[] {
+  const out: Measurement[] = [];
+  for (const def of defs) {
+    const m = measurement(t, def, unit, number);
+    if (m !== null) out.push(m);
+  }
+  out.sort((a, b) =>
+    a.type.toLowerCase() < b.type.toLowerCase() ? -1 : a.type.toLowerCase() > b.type.toLowerCase() ? 1 : 0,
+  );
+  return Object.freeze(out);
+}
+
+function alarmOf(t: Tables, def: AlarmDef | undefined, unit: number, number: number): Alarm {
+  if (def === undefined) return NO_ALARM;
+  const v = t.cell(def, unit, number);
+  if (typeof v !== "number") return NO_ALARM;
+  const s = def.states[v];
+  if (s === undefined) return Object.freeze({ state: `unknown(${v})`, severity: "", raised: false });
+  return Object.freeze({ state: s.name, severity: s.severity, raised: s.raised });
+}
+
+function ratingOf(t: Tables, def: RatingDef | undefined, unit: number, number: number): number | undefined {
+  if (def === undefined) return undefined;
+  const v = t.cell(def, unit, number);
+  if (v === undefined) return undefined;
+  let n: number;
+  if (typeof v === "number") n = v;
+  else {
+    const m = /^\s*(\d+(?:\.\d+)?)/.exec(decodeText(v));
+    if (m?.[1] === undefined) return undefined;
+    n = Number(m[1]);
+  }
+  const amps = round(n * def.scale);
+  return Number.isFinite(amps) && amps > 0 ? amps : undefined;
+}
+
+function delay(t: Tables, ref: CellRef | undefined, unit: number, number: number): number | null {
+  if (ref === undefined) return null;
+  const v = t.cell(ref, unit, number);
+  return typeof v === "number" ? v : null;
+}
+
+/** Where a device's outlets' writes go: the row index of each outlet in a table, by outlet index. */
+export type RowIndexes = ReadonlyMap<number, readonly number[]>;
+
+/**
+ * What the driver keeps of a poll besides the snapshot, to address writes: the row index of each
+ * outlet in each table a write goes to (the outlets table, the control, label and delay tables).
+ */
+export interface Addressing {
+  /** deviceId → table (entry name) → outlet index → row index. */
+  readonly rows: ReadonlyMap<string, ReadonlyMap<string, RowIndexes>>;
+  /** deviceId → model of the unit, for messages. */
+  readonly models: ReadonlyMap<string, string>;
+}
+
+/** The tables writes go to: the outlets table and those of control, names and delays. */
+export function writeTables(profile: SnmpProfile): string[] {
+  const d = profile.outlets.delays;
+  const names = [
+    profile.outlets.table,
+    profile.control?.table,
+    profile.outletLabel?.table,
+    d?.on?.table,
+    d?.off?.table,
+    d?.reboot?.table,
+  ];
+  return [...new Set(names.filter((n): n is string => n !== undefined))];
+}
+
+function rowIndexes(
+  t: Tables,
+  table: string,
+  unit: number,
+  outletNumbers: ReadonlyMap<number, number>,
+): RowIndexes {
+  const out = new Map<number, readonly number[]>();
+  const rows = t.rows(table);
+  for (const [index, number] of outletNumbers) {
+    const row = rows.get(`${unit}:${number}`);
+    if (row !== undefined) out.set(index, row.index);
+  }
+  return out;
+}
+
+/**
+ * The snapshot of one poll. `instanceId` names the snapshot and is the device id of a unit that
+ * reports neither serial nor MAC; `outletsOid` names the essential table in the error.
+ */
+export function parsePoll(
+  profile: SnmpProfile,
+  data: PollData,
+  instanceId: string,
+  timestamp: number,
+  vendor: Vendor,
+): { snapshot: Snapshot; addressing: Addressing } {
+  const warnings = new Warnings();
+  const t = new Tables(profile, data, warnings);
+  const outletTable = profile.tables.find((x) => x.name === profile.outlets.table);
+  const outletRows = t.rows(profile.outlets.table);
+  if (outletRows.size === 0) {
+    throw new ParseError(
+      `${profile.outlets.table} (${outletTable?.oid ?? "?"})`,
+      `the outlet table answered no row: not a ${profile.family} unit, or its agent does not serve the table`,
+    );
+  }
+  const units = [...new Set([...outletRows.keys()].map((k) => Number(k.split(":")[0])))].sort(
+    (a, b) => a - b,
+  );
+  const devices: Device[] = [];
+  const addressing = {
+    rows: new Map<string, ReadonlyMap<string, RowIndexes>>(),
+    models: new Map<string, string>(),
+  };
+  const writes = writeTables(profile);
+  const usedIds = new Set<string>();
+  for (const unit of units) {
+    const id = identityOf(t, profile, unit);
+    let deviceId =
+      safeId(id.serialNumber) ??
+      safeId(id.macAddress) ??
+      (units.length > 1 ? `${instanceId}-${unit}` : instanceId);
+    if (usedIds.has(deviceId)) deviceId = `${deviceId}-${unit}`;
+    usedIds.add(deviceId);
+
+    const numbers = new Map<number, number>(); // outlet index → MIB number
+    const outlets: Outlet[] = [];
+    for (const [key] of outletRows) {
+      const [u, n] = key.split(":").map(Number);
+      if (u !== unit || n === undefined || n < 1) continue;
+      if (outlets.length >= MAX_OUTLETS) {
+        warnings.add(profile.outlets.table, `more than ${MAX_OUTLETS} outlets: the rest were left out`);
+        break;
+      }
+      numbers.set(n - 1, n);
+      outlets.push(outletOf(t, profile, unit, n));
+    }
+    outlets.sort((a, b) => a.index - b.index);
+
+    const entities: Entity[] = [];
+    for (const def of profile.entities) entities.push(...entitiesOf(t, def, unit, units.length));
+    entities.sort((a, b) => compareKeys(a.key, b.key));
+
+    const system = Object.freeze(id);
+    const name = id.label;
+    devices.push(
+      Object.freeze({
+        id: deviceId,
+        name,
+        label: "",
+        displayName: name !== "" ? name : deviceId,
+        type: profile.id,
+        state: "normal",
+        alarm: NO_ALARM,
+        order: null,
+        outletControlEnabled: true,
+        lifetimeEnergy: null,
+        system,
+        route: null,
+        outlets: Object.freeze(outlets),
+        entities: Object.freeze(entities),
+      }),
+    );
+    addressing.rows.set(
+      deviceId,
+      new Map(writes.map((table) => [table, rowIndexes(t, table, unit, numbers)])),
+    );
+    addressing.models.set(deviceId, id.model !== "" ? `${profile.family} model ${id.model}` : profile.family);
+  }
+  devices.sort((a, b) => compareKeys(a.id, b.id));
+  const first = devices[0];
+  const w = warnings.done();
+  const snapshot: Snapshot = Object.freeze({
+    instanceId,
+    timestamp,
+    mode: "single",
+    vendor,
+    system: first?.system ?? Object.freeze(identityOf(t, profile, 1)),
+    devices: Object.freeze(devices),
+    groups: Object.freeze([]),
+    ...(w === undefined ? {} : { warnings: w }),
+  });
+  return { snapshot, addressing };
+}
+
+function safeId(s: string): string | undefined {
+  const id = s.trim();
+  return id !== "" && nameProblem(id) === null ? id : undefined;
+}
+
+function identityOf(t: Tables, profile: SnmpProfile, unit: number): PduSystem & { label: string } {
+  const read = (ref: IdentityRef | undefined): string => {
+    if (ref === undefined) return "";
+    const number = isScalar(ref) ? 1 : (t.firstOfUnit(ref.table, unit) ?? 1);
+    return text(t, ref, unit, number);
+  };
+  const macRef = profile.identity.mac;
+  let mac = "";
+  if (macRef !== undefined) {
+    const number = isScalar(macRef) ? 1 : (t.firstOfUnit(macRef.table, unit) ?? 1);
+    mac = macText(t.cell(macRef, unit, number));
+  }
+  const model = read(profile.identity.model);
+  return {
+    label: read(profile.identity.name),
+    oem: read(profile.identity.manufacturer),
+    model,
+    modelNumber: model,
+    serialNumber: read(profile.identity.serial),
+    hardwareVersion: read(profile.identity.hardware),
+    firmwareVersion: read(profile.identity.firmware),
+    apiVersion: profile.mibs.join(", "),
+    macAddress: mac,
+    ipAddress: "",
+  };
+}
+
+function outletOf(t: Tables, profile: SnmpProfile, unit: number, number: number): Outlet {
+  const def = profile.outlets;
+  const index = number - 1;
+  const label = text(t, def.label, unit, number);
+  const name = def.name === undefined ? `Outlet ${number}` : text(t, def.name, unit, number);
+  const rawState = t.cell(def.state, unit, number);
+  const state: OutletState =
+    typeof rawState === "number" ? (def.state.values[rawState] ?? "unknown") : "unknown";
+  if (rawState === undefined)
+    t.warnings.add(`${def.state.table}.${def.state.column}`, "an outlet without a state is shown as unknown");
+  const rating = ratingOf(t, def.rating, unit, number);
+  return Object.freeze({
+    index,
+    name,
+    label,
+    displayName: label !== "" ? label : name !== "" ? name : `Outlet ${number}`,
+    state,
+    alarm: alarmOf(t, def.alarm, unit, number),
+    onDelay: delay(t, def.delays?.on, unit, number),
+    offDelay: delay(t, def.delays?.off, unit, number),
+    rebootDelay: delay(t, def.delays?.reboot, unit, number),
+    poaAction: null,
+    measurements: measurements(t, def.measurements, unit, number),
+    ...(rating === undefined ? {} : { ratedCurrent: rating }),
+  });
+}
+
+function entitiesOf(
+  t: Tables,
+  def: SnmpProfile["entities"][number],
+  unit: number,
+  unitCount: number,
+): Entity[] {
+  const out: Entity[] = [];
+  const make = (number: number, entityNumber: number): Entity | null => {
+    const ms = measurements(t, def.measurements, unit, number);
+    const alarm = alarmOf(t, def.alarm, unit, number);
+    const rating = ratingOf(t, def.rating, unit, number);
+    if (ms.length === 0 && def.alarm === undefined && rating === undefined) return null;
+    const key = `${def.prefix}${entityNumber - 1}`;
+    const name = def.name === undefined ? "" : text(t, def.name, unit, number);
+    const fallback = `${def.fallbackName}${def.prefix === "total" ? "" : ` ${entityNumber}`}`;
+    return Object.freeze({
+      key,
+      name: name !== "" ? name : fallback,
+      label: "",
+      displayName: name !== "" ? name : fallback,
+      alarm,
+      measurements: ms,
+      ...(rating === undefined ? {} : { ratedCurrent: rating }),
+    });
+  };
+  if (def.table === undefined) {
+    if (unit !== 1 || unitCount > 1) return out;
+    const e = make(1, 1);
+    if (e !== null) out.push(e);
+    return out;
+  }
+  const seen = new Set<number>();
+  for (const [key, row] of t.rows(def.table)) {
+    const [u, n] = key.split(":").map(Number);
+    if (u !== unit || n === undefined) continue;
+    if (def.where !== undefined) {
+      const v = t.cell(def.where, unit, n);
+      const match = typeof v === "number" && def.where.values.includes(v);
+      if (match === (def.where.not === true)) continue;
+    }
+    const entityNumber = def.number === undefined ? n : partValue(def.number, row.index, row.cells);
+    if (!validNumber(entityNumber) || entityNumber < 1 || seen.has(entityNumber)) continue;
+    seen.add(entityNumber);
+    const e = make(n, entityNumber);
+    if (e !== null) out.push(e);
+  }
+  return out;
+}

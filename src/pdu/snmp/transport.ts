@@ -1,0 +1,416 @@
+/**
+ * SNMP requests for one PDU over net-snmp: v2c (communities) or v3 (USM, authNoPriv or authPriv),
+ * GETBULK walks of table columns (bounded maxRepetitions and rows, stopping at each column's end),
+ * scalar GETs and SETs. Every failure is a PduError; a caller's abort rejects with its reason at
+ * once (the request's late answer is ignored).
+ *
+ * Reads go over one session kept for the driver's life (one UDP socket), with the per-request
+ * timeout and one retry from Connection.Timeout. Writes go over a session of their own with no
+ * retry, so that an unanswered reboot is never sent a second time by the library.
+ */
+import { isIPv6 } from "node:net";
+import snmp from "net-snmp";
+import { PduError } from "../errors.js";
+import type { ColumnType } from "./profile.js";
+import type { Cell, WalkedVarbind } from "./parse.js";
+
+export type SnmpVersion = "2c" | "3";
+
+export interface SnmpAuth {
+  readonly version: SnmpVersion;
+  /** v2c: the read community. */
+  readonly community?: string;
+  /** v2c: the write community (control, labels); absent: writes are refused before sending. */
+  readonly writeCommunity?: string;
+  /** v3 */
+  readonly username?: string;
+  readonly authProtocol?: "sha" | "sha256";
+  readonly authKey?: string;
+  readonly privProtocol?: "aes" | "none";
+  readonly privKey?: string;
+}
+
+export interface TransportOptions {
+  /** The configured instance, named in messages. */
+  readonly instanceId?: string;
+  readonly host: string;
+  readonly port: number;
+  /** Seconds per request (both tries together). */
+  readonly timeout: number;
+  readonly auth: SnmpAuth;
+  /** Largest GETBULK repetition count. */
+  readonly maxRepetitions: number;
+  /** Most rows read of one table column; more is left out (a huge table). */
+  readonly maxRows: number;
+}
+
+/** What a SET sends: the OID and an INTEGER or OCTET STRING value. */
+export interface SetVarbind {
+  readonly oid: string;
+  readonly type: "Integer" | "OctetString";
+  readonly value: number | Buffer;
+}
+
+/** ASN.1 tags (RFC 2578): INTEGER 2, OCTET STRING 4, IpAddress 64, Counter32 65, Gauge32/Unsigned32 66. */
+const TYPE_NAMES: Readonly<Record<number, ColumnType>> = {
+  2: "Integer",
+  4: "OctetString",
+  64: "IpAddress",
+  65: "Counter",
+  66: "Gauge",
+};
+
+/** A varbind from net-snmp as plain data: exceptions (noSuchInstance, ...) and unknown types as null values. */
+function reduce(vb: snmp.Varbind): WalkedVarbind {
+  const type = (vb.type === undefined ? undefined : TYPE_NAMES[vb.type]) ?? "Other";
+  let value: Cell | null = null;
+  if (type === "OctetString" && Buffer.isBuffer(vb.value)) value = vb.value;
+  else if (type === "IpAddress" && typeof vb.value === "string") value = Buffer.from(vb.value);
+  else if (type !== "Other" && typeof vb.value === "number" && Number.isFinite(vb.value)) value = vb.value;
+  return { oid: vb.oid, type: type === "IpAddress" ? "OctetString" : type, value };
+}
+
+const REFUSED_STATUS: ReadonlySet<number> = new Set([
+  snmp.ErrorStatus.NoAccess,
+  snmp.ErrorStatus.NotWritable,
+  snmp.ErrorStatus.AuthorizationError,
+  snmp.ErrorStatus.ReadOnly,
+  snmp.ErrorStatus.NoSuchName,
+  snmp.ErrorStatus.NoCreation,
+]);
+
+const STATUS_NAMES: Readonly<Record<number, string>> = {
+  1: "tooBig",
+  2: "noSuchName",
+  3: "badValue",
+  4: "readOnly",
+  5: "genErr",
+  6: "noAccess",
+  7: "wrongType",
+  8: "wrongLength",
+  9: "wrongEncoding",
+  10: "wrongValue",
+  11: "noCreation",
+  12: "inconsistentValue",
+  13: "resourceUnavailable",
+  14: "commitFailed",
+  15: "undoFailed",
+  16: "authorizationError",
+  17: "notWritable",
+  18: "inconsistentName",
+};
+
+/** A rejection reason as an Error (an abort's reason, a library's error, are already one). */
+function asError(reason: unknown): Error {
+  return reason instanceof Error ? reason : new Error(String(reason));
+}
+
+/** Whether a varbind is an exception (noSuchObject, noSuchInstance, endOfMibView). */
+function isException(vb: snmp.Varbind): boolean {
+  return snmp.isVarbindError(vb);
+}
+
+export class SnmpTransport {
+  readonly where: string;
+  readonly #options: TransportOptions;
+  #reader: snmp.Session | null = null;
+  #closed = false;
+  readonly #timeoutText: string;
+
+  constructor(options: TransportOptions) {
+    this.#options = options;
+    this.where = isIPv6(options.host)
+      ? `[${options.host}]:${options.port}`
+      : `${options.host}:${options.port}`;
+    this.#timeoutText = `${options.timeout}s`;
+  }
+
+  get canWrite(): boolean {
+    const a = this.#options.auth;
+    return a.version === "3" || (a.writeCommunity !== undefined && a.writeCommunity !== "");
+  }
+
+  #session(write: boolean): snmp.Session {
+    const o = this.#options;
+    const common = {
+      port: o.port,
+      transport: isIPv6(o.host) ? "udp6" : "udp4",
+      // Reads: two tries within Timeout. Writes: one try, never re-sent by the library.
+      retries: write ? 0 : 1,
+      timeout: Math.max(1, Math.round((o.timeout * 1000) / (write ? 1 : 2))),
+      backoff: 1,
+    } as const;
+    const a = o.auth;
+    if (a.version === "3") {
+      const priv = a.privProtocol !== "none";
+      const user: snmp.User = {
+        name: a.username ?? "",
+        level: priv ? snmp.SecurityLevel.authPriv : snmp.SecurityLevel.authNoPriv,
+        authProtocol: a.authProtocol === "sha256" ? snmp.AuthProtocols.sha256 : snmp.AuthProtocols.sha,
+        authKey: a.authKey ?? "",
+        ...(priv ? { privProtocol: snmp.PrivProtocols.aes, privKey: a.privKey ?? "" } : {}),
+      };
+      return snmp.createV3Session(o.host, user, { ...common, version: snmp.Version3 });
+    }
+    const community = write ? (a.writeCommunity ?? "") : (a.community ?? "");
+    return snmp.createSession(o.host, community, { ...common, version: snmp.Version2c });
+  }
+
+  #readSession(): snmp.Session {
+    if (this.#closed) throw new PduError("unreachable", `cannot reach ${this.where}: closed`);
+    if (this.#reader === null) {
+      const s = this.#session(false);
+      s.on("error", () => {
+        // A socket error (an ICMP port unreachable, for one) fails the requests in flight through
+        // their callbacks; the session is made again for the next poll.
+        if (this.#reader === s) this.#reader = null;
+        s.close();
+      });
+      this.#reader = s;
+    }
+    return this.#reader;
+  }
+
+  /** The error of a failed request as a PduError naming the agent and what was asked. */
+  error(e: unknown, what: string, once: boolean): PduError {
+    const name = (e as { name?: unknown } | null)?.name;
+    const message = e instanceof Error ? e.message : String(e);
+    if (name === "RequestTimedOutError") {
+      if (once) {
+        return new PduError(
+          "outcome-unknown",
+          `${what} on ${this.where}: no answer within ${this.#timeoutText}; the request may have reached the PDU, so it was not sent again`,
+          { cause: e },
+        );
+      }
+      const hint =
+        this.#options.auth.version === "2c"
+          ? " (a wrong community gets no answer at all)"
+          : " (an SNMPv3 agent may not answer a user, key or protocol it does not accept)";
+      const pdu = this.#options.instanceId === undefined ? "" : ` (PDU ${this.#options.instanceId})`;
+      return new PduError(
+        "timeout",
+        `no answer from ${this.where}${pdu} within ${this.#timeoutText} to ${what}${hint}`,
+        {
+          cause: e,
+        },
+      );
+    }
+    if (name === "RequestFailedError") {
+      const status = (e as { status?: unknown }).status;
+      const code = typeof status === "number" ? status : -1;
+      const text = STATUS_NAMES[code] ?? `error-status ${code}`;
+      if (REFUSED_STATUS.has(code)) {
+        return new PduError(
+          "refused",
+          `the PDU at ${this.where} refused ${what}: ${text} (read-only object, or no write access for this community or user)`,
+          { cause: e },
+        );
+      }
+      return new PduError("ret-code", `the PDU at ${this.where} answered ${text} to ${what}`, { cause: e });
+    }
+    if (name === "ResponseInvalidError") {
+      const code = (e as { code?: unknown }).code;
+      // EAuthFailure (5), ECouldNotDecrypt (4), ENotInTimeWindow (14)
+      if (code === 5 || code === 4 || code === 14) {
+        const user = this.#options.auth.username ?? "";
+        const instance = this.#options.instanceId === undefined ? "" : ` of PDU ${this.#options.instanceId}`;
+        return new PduError(
+          "ret-code",
+          `SNMPv3 authentication with ${this.where}${instance} as user "${user}" failed (${message}): check the user name, the protocols and the keys`,
+          { cause: e },
+        );
+      }
+      return new PduError("malformed", `invalid SNMP answer from ${this.where} to ${what}: ${message}`, {
+        cause: e,
+      });
+    }
+    return new PduError("unreachable", `cannot reach ${this.where} for ${what}: ${message}`, { cause: e });
+  }
+
+  /** Runs one net-snmp request as a promise that a caller's abort rejects at once. */
+  #request<T>(
+    start: (done: (error: unknown, value?: T) => void) => void,
+    signal: AbortSignal | undefined,
+  ): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (signal?.aborted === true) {
+        reject(asError(signal.reason));
+        return;
+      }
+      let settled = false;
+      const onAbort = () => {
+        if (settled) return;
+        settled = true;
+        reject(asError(signal?.reason));
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      try {
+        start((error, value) => {
+          if (settled) return;
+          settled = true;
+          signal?.removeEventListener("abort", onAbort);
+          if (error !== null && error !== undefined) reject(asError(error));
+          else resolve(value as T);
+        });
+      } catch (e) {
+        settled = true;
+        signal?.removeEventListener("abort", onAbort);
+        reject(asError(e));
+      }
+    });
+  }
+
+  /** GET of scalars: each OID's varbind (an exception as a null value). */
+  async get(oids: readonly string[], signal?: AbortSignal): Promise<WalkedVarbind[]> {
+    if (oids.length === 0) return [];
+    const session = this.#readSession();
+    try {
+      const varbinds = await this.#request<snmp.Varbind[]>((done) => session.get([...oids], done), signal);
+      return varbinds.map(reduce);
+    } catch (e) {
+      if (signal?.aborted === true) throw signal.reason;
+      throw this.error(e, `GET ${oids.join(", ")}`, false);
+    }
+  }
+
+  /** sysObjectID.0 and sysDescr.0 (a bounded, printable text), "" for what is not there. */
+  async identify(signal?: AbortSignal): Promise<{ objectId: string; descr: string }> {
+    const session = this.#readSession();
+    let varbinds: snmp.Varbind[];
+    try {
+      varbinds = await this.#request<snmp.Varbind[]>(
+        (done) => session.get(["1.3.6.1.2.1.1.2.0", "1.3.6.1.2.1.1.1.0"], done),
+        signal,
+      );
+    } catch (e) {
+      if (signal?.aborted === true) throw signal.reason;
+      throw this.error(e, "GET sysObjectID.0", false);
+    }
+    const [id, descr] = varbinds;
+    const objectId =
+      id !== undefined &&
+      (id.type as number) === 6 &&
+      typeof id.value === "string" &&
+      /^[0-9.]{1,256}$/.test(id.value)
+        ? id.value
+        : "";
+    const text =
+      descr !== undefined && Buffer.isBuffer(descr.value)
+        ? descr.value
+            .toString("latin1")
+            .replace(/[^\x20-\x7e]/g, "?")
+            .slice(0, 80)
+        : "";
+    return { objectId, descr: text };
+  }
+
+  /**
+   * Walks the columns `entry.<id>` of one table with GETBULK, all columns in each request, each
+   * column until it leaves its subtree (or endOfMibView), at most `maxRows` rows. Returns the
+   * varbinds and whether the table was cut short.
+   */
+  async walkColumns(
+    entry: string,
+    columnIds: readonly number[],
+    signal?: AbortSignal,
+  ): Promise<{ varbinds: WalkedVarbind[]; truncated: boolean }> {
+    const o = this.#options;
+    const session = this.#readSession();
+    const out: WalkedVarbind[] = [];
+    const cursors = columnIds.map((id) => ({
+      prefix: `${entry}.${id}.`,
+      next: `${entry}.${id}`,
+      rows: 0,
+      done: false,
+    }));
+    let truncated = false;
+    for (let round = 0; ; round++) {
+      const active = cursors.filter((c) => !c.done);
+      if (active.length === 0) break;
+      const reps = Math.max(1, Math.min(o.maxRepetitions, Math.floor(60 / active.length) || 1));
+      let answer: (snmp.Varbind | snmp.Varbind[])[];
+      try {
+        answer = await this.#request<(snmp.Varbind | snmp.Varbind[])[]>(
+          (done) =>
+            session.getBulk(
+              active.map((c) => c.next),
+              0,
+              reps,
+              done,
+            ),
+          signal,
+        );
+      } catch (e) {
+        if (signal?.aborted === true) throw signal.reason;
+        throw this.error(e, `GETBULK of ${entry}`, false);
+      }
+      active.forEach((c, i) => {
+        const column = answer[i];
+        const list = Array.isArray(column) ? column : column === undefined ? [] : [column];
+        let advanced = false;
+        for (const vb of list) {
+          if (c.done) break;
+          if (isException(vb) || typeof vb.oid !== "string" || !vb.oid.startsWith(c.prefix)) {
+            c.done = true;
+            break;
+          }
+          if (c.rows >= o.maxRows) {
+            c.done = true;
+            truncated = true;
+            break;
+          }
+          out.push(reduce(vb));
+          c.rows++;
+          c.next = vb.oid;
+          advanced = true;
+        }
+        // An agent that answers nothing new for a column ends that column (no endless loop).
+        if (!advanced) c.done = true;
+      });
+      if (round > o.maxRows) break;
+    }
+    return { varbinds: out, truncated };
+  }
+
+  /**
+   * One SET over a session of its own, never re-sent. `once`: the write must not run twice (a
+   * reboot): a lost answer is then `outcome-unknown`.
+   */
+  async set(varbind: SetVarbind, what: string, once: boolean, signal?: AbortSignal): Promise<void> {
+    if (this.#closed) throw new PduError("unreachable", `cannot reach ${this.where}: closed`);
+    if (!this.canWrite) {
+      throw new PduError(
+        "refused",
+        `${what} on ${this.where} needs a write community: set SERVICE_PDU_<ID>_WRITE_COMMUNITY`,
+      );
+    }
+    const session = this.#session(true);
+    session.on("error", () => {
+      // reported through the request's callback
+    });
+    const type = varbind.type === "Integer" ? snmp.ObjectType.Integer : snmp.ObjectType.OctetString;
+    try {
+      const answer = await this.#request<snmp.Varbind[]>(
+        (done) => session.set([{ oid: varbind.oid, type, value: varbind.value }], done),
+        signal,
+      );
+      const vb = answer[0];
+      if (vb !== undefined && isException(vb)) {
+        throw new PduError("refused", `the PDU at ${this.where} has no ${varbind.oid} for ${what}`);
+      }
+    } catch (e) {
+      if (e instanceof PduError) throw e;
+      if (signal?.aborted === true) throw signal.reason;
+      throw this.error(e, what, once);
+    } finally {
+      session.close();
+    }
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#reader?.close();
+    this.#reader = null;
+  }
+}

@@ -1,0 +1,417 @@
+/**
+ * The built-in SNMP PDU simulator: an agent on net-snmp's agent side serving one simulated unit of a
+ * profile (./units.ts) over UDP, with living values, writable control (a SET of the control object
+ * switches the outlet, and the status tables follow), writable outlet names and, for Raritan PX2,
+ * the energy reset. v2c with a read and a write community, and optionally an SNMPv3 user.
+ *
+ * Hostile modes, for tests of what the bridge does with a bad agent:
+ * - `hang`: never answers.
+ * - `wrong-types`: the outlet tables' numeric readings and states come as OCTET STRINGs.
+ * - `missing-columns`: the outlet tables lack those columns altogether.
+ * - `no-such-instance`: the unit's scalars (besides the system group) answer noSuchInstance, and
+ *   every second outlet row has holes where its readings should be.
+ * - `huge-tables`: 1500 outlets (the bridge keeps at most 512 per device).
+ * - `bad-names`: outlet names that are not UTF-8 and hold control characters.
+ */
+import { createSocket } from "node:dgram";
+import snmp from "net-snmp";
+import { SimUnit, type SimProfile, type SimType, type SimValue, type WriteRole } from "./units.js";
+
+export const SNMP_HOSTILE_MODES = [
+  "hang",
+  "wrong-types",
+  "missing-columns",
+  "no-such-instance",
+  "huge-tables",
+  "bad-names",
+] as const;
+export type SnmpHostileMode = (typeof SNMP_HOSTILE_MODES)[number];
+
+export interface SnmpSimulatorOptions {
+  readonly profile: SimProfile;
+  /** Outlets of the unit (default 8). */
+  readonly outlets?: number;
+  readonly host?: string;
+  /** UDP port; 0 picks a free one. */
+  readonly port?: number;
+  readonly community?: string;
+  readonly writeCommunity?: string;
+  readonly v3?: {
+    readonly user: string;
+    readonly authProtocol: "sha" | "sha256";
+    readonly authKey: string;
+    /** Absent: authNoPriv. */
+    readonly privKey?: string;
+  };
+  readonly hostile?: SnmpHostileMode;
+  readonly seed?: number;
+  /** Seconds a reboot keeps an outlet off (default 2). */
+  readonly rebootSeconds?: number;
+  /** Milliseconds between refreshes of the living values (default 1000). */
+  readonly refreshMs?: number;
+  readonly frozen?: boolean;
+  /** Called for every datagram the agent receives, with its source (benchmarks count polls by it). */
+  readonly onRequest?: (address: string, port: number) => void;
+}
+
+export interface SnmpSimulator {
+  readonly host: string;
+  readonly port: number;
+  readonly profile: SimProfile;
+  readonly community: string;
+  readonly writeCommunity: string;
+  /** The unit's state (outlets on or off, names): what tests check after a write. */
+  readonly unit: SimUnit;
+  /** SETs the agent accepted, in order (OID and value). */
+  readonly sets: readonly { readonly oid: string; readonly value: SimValue }[];
+  close(): Promise<void>;
+}
+
+const TYPES: Readonly<Record<SimType, number>> = {
+  Integer: snmp.ObjectType.Integer,
+  OctetString: snmp.ObjectType.OctetString,
+  Gauge: snmp.ObjectType.Gauge,
+  Counter: snmp.ObjectType.Counter,
+  IpAddress: 64,
+  OID: 6,
+  TimeTicks: 67,
+};
+
+/** What the simulator uses of net-snmp's agent-side Mib (its typings leave it untyped). */
+interface Mib {
+  registerProvider(definition: Record<string, unknown>): void;
+  setScalarValue(name: string, value: unknown): void;
+  addTableRow(name: string, row: unknown[]): void;
+  setTableSingleCell(name: string, column: number, rowIndex: number[], value: unknown): void;
+  lookup(oid: string): MibNode | null;
+}
+interface MibNode {
+  readonly parent: { pruneUpwards(): void };
+  delete(): void;
+}
+interface Agent {
+  getAuthorizer(): {
+    addCommunity(community: string): void;
+    addUser(user: Record<string, unknown>): void;
+    getAccessControlModel(): {
+      setCommunityAccess(community: string, level: number): void;
+      setUserAccess(user: string, level: number): void;
+    };
+  };
+  close(callback: () => void): void;
+  readonly listener?: {
+    readonly sockets?: Record<
+      string,
+      {
+        address(): { port: number };
+        on(
+          event: "message",
+          listener: (message: Buffer, rinfo: { address: string; port: number }) => void,
+        ): void;
+      }
+    >;
+  };
+}
+
+/** Index columns get numbers past every real column; they are not-accessible, so never served. */
+const INDEX_COLUMN_BASE = 900;
+
+interface CellRole {
+  readonly write: WriteRole | undefined;
+  readonly outlet: number | undefined;
+}
+
+/** Whether a column of an outlet row is one the hostile column modes change: numeric readings and states. */
+function hostileColumn(id: number, type: SimType, write: WriteRole | undefined): boolean {
+  return id >= 5 && write === undefined && (type === "Integer" || type === "Gauge");
+}
+
+export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpSimulator> {
+  const hostile = o.hostile;
+  const unit = new SimUnit({
+    profile: o.profile,
+    outlets: hostile === "huge-tables" ? 1500 : (o.outlets ?? 8),
+    ...(o.seed === undefined ? {} : { seed: o.seed }),
+    ...(o.rebootSeconds === undefined ? {} : { rebootSeconds: o.rebootSeconds }),
+    frozen: o.frozen === true,
+    badNames: hostile === "bad-names",
+  });
+  const host = o.host ?? "127.0.0.1";
+  const community = o.community ?? "public";
+  const writeCommunity = o.writeCommunity ?? "private";
+  const sets: { oid: string; value: SimValue }[] = [];
+  const mib = snmp.createMib() as Mib;
+  const roles = new Map<string, CellRole>(); // "<entry>.<column>" and instance suffix → role
+  const cellKey = (provider: string, column: number, index: readonly number[]) =>
+    `${provider}|${column}|${index.join(".")}`;
+  const served = new Map<string, SimValue>();
+
+  // The handler of every provider: answers (or, hanging, never does), and carries out writes.
+  const handler = (request: {
+    oid: string;
+    operation: number;
+    setValue?: unknown;
+    done: (error?: { errorStatus: number }) => void;
+  }) => {
+    if (hostile === "hang") return;
+    if (request.operation !== snmp.PduType.SetRequest) {
+      request.done();
+      return;
+    }
+    const role = roles.get(request.oid);
+    const value = request.setValue;
+    if (role === undefined || role.write === undefined || role.outlet === undefined) {
+      request.done();
+      return;
+    }
+    const outlet = role.outlet;
+    switch (role.write) {
+      case "control": {
+        const action = typeof value === "number" ? unit.commandOf(value) : null;
+        if (action === null) {
+          request.done({ errorStatus: snmp.ErrorStatus.WrongValue });
+          return;
+        }
+        sets.push({ oid: request.oid, value: value as number });
+        request.done();
+        setImmediate(() => {
+          unit.switch(outlet, action);
+          refresh();
+        });
+        return;
+      }
+      case "name": {
+        const bytes = Buffer.isBuffer(value) ? value : Buffer.from(String(value));
+        if (bytes.length > 32 && o.profile === "servertech-sentry4") {
+          request.done({ errorStatus: snmp.ErrorStatus.WrongLength });
+          return;
+        }
+        sets.push({ oid: request.oid, value: bytes });
+        request.done();
+        setImmediate(() => {
+          unit.rename(outlet, bytes.toString("utf8"));
+          refresh();
+        });
+        return;
+      }
+      case "reset":
+        if (value !== 0) {
+          request.done({ errorStatus: snmp.ErrorStatus.WrongValue });
+          return;
+        }
+        sets.push({ oid: request.oid, value: 0 });
+        request.done();
+        setImmediate(() => {
+          unit.resetEnergy(outlet);
+          refresh();
+        });
+        return;
+      case "plain":
+        sets.push({ oid: request.oid, value: value as SimValue });
+        request.done();
+    }
+  };
+
+  const content = unit.content();
+  const serveValue = (type: SimType, value: SimValue): unknown =>
+    type === "IpAddress" && Buffer.isBuffer(value) ? [...value].join(".") : value;
+
+  content.scalars.forEach((s, i) => {
+    const system = s.oid.startsWith("1.3.6.1.2.1.1.");
+    if (hostile === "no-such-instance" && !system) return;
+    const name = `s${i}`;
+    mib.registerProvider({
+      name,
+      type: snmp.MibProviderType.Scalar,
+      oid: s.oid.replace(/\.0$/, ""),
+      scalarType: TYPES[s.type],
+      maxAccess: snmp.MaxAccess["read-only"],
+      handler,
+    });
+    mib.setScalarValue(name, serveValue(s.type, s.value));
+  });
+
+  const tables = content.tables.map((table, t) => {
+    const name = `t${t}`;
+    const outletTable = table.rows.some((r) => r.outlet !== undefined);
+    const columns = table.columns
+      .filter((c) => !(outletTable && hostile === "missing-columns" && hostileColumn(c.id, c.type, c.write)))
+      .map((c) => {
+        const wrong = outletTable && hostile === "wrong-types" && hostileColumn(c.id, c.type, c.write);
+        return { ...c, type: wrong ? ("OctetString" as const) : c.type, wrong };
+      });
+    const indexColumns = Array.from({ length: table.indexLength }, (_, k) => ({
+      number: INDEX_COLUMN_BASE + k,
+      name: `index${k}`,
+      type: snmp.ObjectType.Integer,
+      maxAccess: snmp.MaxAccess["not-accessible"],
+    }));
+    mib.registerProvider({
+      name,
+      type: snmp.MibProviderType.Table,
+      oid: table.entry,
+      maxAccess: snmp.MaxAccess["not-accessible"],
+      tableColumns: [
+        ...columns.map((c) => ({
+          number: c.id,
+          name: `c${c.id}`,
+          type: TYPES[c.type],
+          maxAccess: c.write === undefined ? snmp.MaxAccess["read-only"] : snmp.MaxAccess["read-write"],
+        })),
+        ...indexColumns,
+      ],
+      tableIndex: indexColumns.map((c) => ({ columnName: c.name })),
+      handler,
+    });
+    table.rows.forEach((row, r) => {
+      const values = columns.map((c) => {
+        const v = row.cells.get(c.id) ?? (c.type === "OctetString" ? "" : 0);
+        return c.wrong ? `${String(v)} units` : serveValue(c.type, v);
+      });
+      mib.addTableRow(name, [...values, ...row.index]);
+      for (const c of columns) {
+        const oid = `${table.entry}.${c.id}.${row.index.join(".")}`;
+        roles.set(oid, { write: c.write, outlet: row.outlet });
+        served.set(cellKey(name, c.id, row.index), row.cells.get(c.id) ?? 0);
+      }
+      // A cell the row does not have (a sensor without a reading), and in the no-such-instance mode
+      // every second outlet row's readings: holes in the table.
+      const holes = hostile === "no-such-instance" && row.outlet !== undefined && r % 2 === 1;
+      for (const c of columns) {
+        if (row.cells.has(c.id) && !(holes && hostileColumn(c.id, c.type, c.write))) continue;
+        const node = mib.lookup(`${table.entry}.${c.id}.${row.index.join(".")}`);
+        if (node === null) continue;
+        const parent = node.parent;
+        node.delete();
+        parent.pruneUpwards();
+        served.delete(cellKey(name, c.id, row.index));
+      }
+    });
+    return { name, table, columns };
+  });
+
+  /** Writes the unit's current values into the MIB, cell by cell where they changed. */
+  const refresh = () => {
+    const now = unit.content();
+    now.tables.forEach((table, t) => {
+      const entry = tables[t];
+      if (entry === undefined) return;
+      for (const row of table.rows) {
+        for (const c of entry.columns) {
+          const key = cellKey(entry.name, c.id, row.index);
+          if (!served.has(key)) continue;
+          const v = row.cells.get(c.id);
+          if (
+            v === undefined ||
+            v === served.get(key) ||
+            (Buffer.isBuffer(v) && Buffer.isBuffer(served.get(key)))
+          )
+            continue;
+          served.set(key, v);
+          try {
+            mib.setTableSingleCell(
+              entry.name,
+              c.id,
+              [...row.index],
+              c.wrong ? `${String(v)} units` : serveValue(c.type, v),
+            );
+          } catch {
+            // a cell the hostile modes removed
+          }
+        }
+      }
+    });
+  };
+
+  // net-snmp's agent takes port 0 for its default (161): a free port is looked up first.
+  const wanted = o.port ?? 0;
+  const agent = snmp.createAgent(
+    {
+      port: wanted === 0 ? await freeUdpPort(host) : wanted,
+      address: host,
+      transport: host.includes(":") ? "udp6" : "udp4",
+      accessControlModelType: snmp.AccessControlModelType.Simple,
+    },
+    () => {
+      // errors of single requests (an unknown community, a bad packet) are answered or dropped by the agent
+    },
+    mib,
+  ) as Agent;
+  const authorizer = agent.getAuthorizer();
+  authorizer.addCommunity(community);
+  authorizer.addCommunity(writeCommunity);
+  const acm = authorizer.getAccessControlModel();
+  acm.setCommunityAccess(community, snmp.AccessLevel.ReadOnly);
+  acm.setCommunityAccess(writeCommunity, snmp.AccessLevel.ReadWrite);
+  if (o.v3 !== undefined) {
+    const v = o.v3;
+    authorizer.addUser({
+      name: v.user,
+      level: v.privKey === undefined ? snmp.SecurityLevel.authNoPriv : snmp.SecurityLevel.authPriv,
+      authProtocol: v.authProtocol === "sha256" ? snmp.AuthProtocols.sha256 : snmp.AuthProtocols.sha,
+      authKey: v.authKey,
+      ...(v.privKey === undefined ? {} : { privProtocol: snmp.PrivProtocols.aes, privKey: v.privKey }),
+    });
+    acm.setUserAccess(v.user, snmp.AccessLevel.ReadWrite);
+  }
+  const onRequest = o.onRequest;
+  if (onRequest !== undefined) {
+    for (const socket of Object.values(agent.listener?.sockets ?? {})) {
+      socket.on("message", (_message, rinfo) => onRequest(rinfo.address, rinfo.port));
+    }
+  }
+  const port = await boundPort(agent);
+  const timer = setInterval(refresh, o.refreshMs ?? 1000);
+  timer.unref();
+
+  return {
+    host,
+    port,
+    profile: o.profile,
+    community,
+    writeCommunity,
+    unit,
+    sets,
+    close: () =>
+      new Promise<void>((resolve) => {
+        clearInterval(timer);
+        agent.close(() => resolve());
+      }),
+  };
+}
+
+/** A UDP port free on `host` now (bound and released). */
+function freeUdpPort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = createSocket(host.includes(":") ? "udp6" : "udp4");
+    socket.once("error", reject);
+    socket.bind(0, host, () => {
+      const { port } = socket.address();
+      socket.close(() => resolve(port));
+    });
+  });
+}
+
+/** The UDP port the agent's socket is bound to. */
+function boundPort(agent: Agent): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const deadline = Date.now() + 5000;
+    const look = () => {
+      const sockets = agent.listener?.sockets ?? {};
+      for (const s of Object.values(sockets)) {
+        try {
+          const port = s.address().port;
+          if (port > 0) {
+            resolve(port);
+            return;
+          }
+        } catch {
+          // not bound yet
+        }
+      }
+      if (Date.now() > deadline) reject(new Error("the SNMP agent did not bind its socket"));
+      else setTimeout(look, 10);
+    };
+    look();
+  });
+}

@@ -1,0 +1,966 @@
+/**
+ * The simulated SNMP PDU of each profile: its state (outlets on or off, names, living currents,
+ * accruing energy) and the MIB tables it answers, in the shape of the project's recordings
+ * (testkit/snmprec/: the same tables, columns, types and index structure; a test holds the two
+ * together). Values move with time; writes change the state.
+ */
+import { Wave, hash32, random } from "../living.js";
+
+export type SimType = "Integer" | "OctetString" | "Gauge" | "Counter" | "IpAddress" | "OID" | "TimeTicks";
+
+/** What a write to a column does. */
+export type WriteRole = "control" | "name" | "reset" | "plain";
+
+export interface SimColumn {
+  readonly id: number;
+  readonly type: SimType;
+  readonly write?: WriteRole;
+}
+
+export type SimValue = number | string | Buffer;
+
+export interface SimRow {
+  readonly index: readonly number[];
+  /** The outlet (1-based) a row of an outlet table belongs to. */
+  readonly outlet?: number;
+  readonly cells: ReadonlyMap<number, SimValue>;
+}
+
+export interface SimTable {
+  /** Entry OID. */
+  readonly entry: string;
+  readonly indexLength: number;
+  readonly columns: readonly SimColumn[];
+  readonly rows: readonly SimRow[];
+}
+
+export interface SimScalar {
+  readonly oid: string;
+  readonly type: SimType;
+  readonly value: SimValue;
+  readonly write?: WriteRole;
+}
+
+export interface SimContent {
+  readonly scalars: readonly SimScalar[];
+  readonly tables: readonly SimTable[];
+}
+
+/** The profiles the simulator serves. */
+export const SIM_PROFILES = [
+  "apc-rpdu2",
+  "apc-rpdu",
+  "raritan-px2",
+  "raritan-px",
+  "servertech-sentry4",
+] as const;
+export type SimProfile = (typeof SIM_PROFILES)[number];
+
+interface OutletState {
+  on: boolean;
+  name: string;
+  /** Load in amps while on. */
+  readonly wave: Wave;
+  /** Accrued energy in watt-hours. */
+  energyWh: number;
+  /** Reboot in progress: back on at this time (epoch ms). */
+  backOnAt: number | null;
+}
+
+type Cell = readonly [number, SimType, SimValue, WriteRole?];
+
+class TableBuilder {
+  readonly columns = new Map<number, SimColumn>();
+  readonly rows: SimRow[] = [];
+  constructor(
+    readonly entry: string,
+    readonly indexLength: number,
+  ) {}
+  row(index: readonly number[], cells: readonly Cell[], outlet?: number): this {
+    const map = new Map<number, SimValue>();
+    for (const [id, type, value, write] of cells) {
+      if (!this.columns.has(id))
+        this.columns.set(id, { id, type, ...(write === undefined ? {} : { write }) });
+      map.set(id, value);
+    }
+    this.rows.push({ index, cells: map, ...(outlet === undefined ? {} : { outlet }) });
+    return this;
+  }
+  done(): SimTable {
+    return {
+      entry: this.entry,
+      indexLength: this.indexLength,
+      columns: [...this.columns.values()].sort((a, b) => a.id - b.id),
+      rows: this.rows,
+    };
+  }
+}
+
+const I = "Integer";
+const S = "OctetString";
+const G = "Gauge";
+
+/** Base loads (tenths of amps) of the first outlets, as in the recordings; later ones are seeded. */
+const BASE_TENTHS = [12, 0, 31, 5, 0, 18, 7, 2];
+const BASE_ON = [true, false, true, true, false, true, true, true];
+
+export interface UnitOptions {
+  readonly profile: SimProfile;
+  readonly outlets: number;
+  readonly seed?: number;
+  /** Seconds a reboot keeps an outlet off. Default 2. */
+  readonly rebootSeconds?: number;
+  /** Hold every value still (energy does not accrue). */
+  readonly frozen?: boolean;
+  /** Outlet names as raw bytes (not UTF-8, with control characters): the hostile mode. */
+  readonly badNames?: boolean;
+}
+
+export class SimUnit {
+  readonly profile: SimProfile;
+  readonly outlets: OutletState[];
+  readonly #rebootMs: number;
+  readonly #frozen: boolean;
+  readonly #badNames: boolean;
+  #last = Date.now();
+
+  constructor(o: UnitOptions) {
+    this.profile = o.profile;
+    this.#rebootMs = (o.rebootSeconds ?? 2) * 1000;
+    this.#frozen = o.frozen === true;
+    this.#badNames = o.badNames === true;
+    const r = random(hash32(o.seed ?? 1, SIM_PROFILES.indexOf(o.profile)));
+    this.outlets = Array.from({ length: o.outlets }, (_, i) => {
+      const tenths = i < BASE_TENTHS.length ? (BASE_TENTHS[i] ?? 0) : Math.round(r() * 30);
+      return {
+        on: i < BASE_ON.length ? (BASE_ON[i] ?? true) : r() > 0.2,
+        name: this.defaultName(i + 1),
+        wave: new Wave(tenths / 10, r, [0.08, 0.04], o.frozen === true || tenths === 0),
+        energyWh: 1000 + (i + 1) * 37,
+        backOnAt: null,
+      };
+    });
+  }
+
+  defaultName(n: number): string {
+    switch (this.profile) {
+      case "apc-rpdu2":
+        return n === 3 ? "db-01" : `Outlet ${n}`;
+      case "apc-rpdu":
+        return n === 2 ? "switch-core" : `Outlet ${n}`;
+      case "raritan-px2":
+        return n === 5 ? "nas-01" : "";
+      case "raritan-px":
+        return n === 4 ? "fw-01" : `Outlet ${n}`;
+      case "servertech-sentry4":
+        return n === 6 ? "backup-01" : `Master_Outlet_${n}`;
+    }
+  }
+
+  /** Advances time: energy accrues, reboots finish. */
+  tick(now = Date.now()): void {
+    const dt = now - this.#last;
+    this.#last = now;
+    for (const o of this.outlets) {
+      if (o.backOnAt !== null && now >= o.backOnAt) {
+        o.on = true;
+        o.backOnAt = null;
+      }
+      if (!this.#frozen && o.on && dt > 0) o.energyWh += (this.amps(o, now) * 230 * dt) / 3_600_000;
+    }
+  }
+
+  amps(o: OutletState, now = Date.now()): number {
+    return o.on ? Math.max(0, o.wave.at(now)) : 0;
+  }
+
+  switch(outlet: number, action: "on" | "off" | "reboot"): void {
+    const o = this.outlets[outlet - 1];
+    if (o === undefined) return;
+    this.tick();
+    if (action === "reboot") {
+      o.on = false;
+      o.backOnAt = Date.now() + this.#rebootMs;
+    } else {
+      o.on = action === "on";
+      o.backOnAt = null;
+    }
+  }
+
+  rename(outlet: number, name: string): void {
+    const o = this.outlets[outlet - 1];
+    if (o !== undefined) o.name = name;
+  }
+
+  resetEnergy(outlet: number): void {
+    const o = this.outlets[outlet - 1];
+    if (o !== undefined) o.energyWh = 0;
+  }
+
+  /** An outlet's name as served: text, or raw bytes in the hostile mode. */
+  #name(i: number, text: string): SimValue {
+    if (!this.#badNames) return text;
+    return Buffer.concat([
+      Buffer.from([0xff, 0xfe, 0x1b, 0x00]),
+      Buffer.from(`x${i}`),
+      Buffer.from([0xc3, 0x28, 0x7f]),
+    ]);
+  }
+
+  content(now = Date.now()): SimContent {
+    this.tick(now);
+    switch (this.profile) {
+      case "apc-rpdu2":
+        return this.#apcRpdu2(now);
+      case "apc-rpdu":
+        return this.#apcRpdu(now);
+      case "raritan-px2":
+        return this.#raritanPx2(now);
+      case "raritan-px":
+        return this.#raritanPx(now);
+      case "servertech-sentry4":
+        return this.#sentry4(now);
+    }
+  }
+
+  #tenths(i: number, now: number): number {
+    const o = this.outlets[i];
+    return o === undefined ? 0 : Math.round(this.amps(o, now) * 10);
+  }
+
+  #totalTenths(now: number): number {
+    return this.outlets.reduce((sum, _o, i) => sum + this.#tenths(i, now), 0);
+  }
+
+  #system(descr: string, objectId: string, name: string): SimScalar[] {
+    return [
+      { oid: "1.3.6.1.2.1.1.1.0", type: S, value: descr },
+      { oid: "1.3.6.1.2.1.1.2.0", type: "OID", value: objectId },
+      { oid: "1.3.6.1.2.1.1.3.0", type: "TimeTicks", value: 123456789 },
+      { oid: "1.3.6.1.2.1.1.5.0", type: S, value: name },
+    ];
+  }
+
+  #apcRpdu2(now: number): SimContent {
+    const R = "1.3.6.1.4.1.318.1.1.26";
+    const n = this.outlets.length;
+    const tot = this.#totalTenths(now);
+    const scalars = [
+      ...this.#system(
+        "APC Web/SNMP Management Card (MB:v4.1.0 PF:v6.8.2 PN:apc_hw05_aos_682.bin AF1:v6.8.2 AN1:apc_hw05_rpdu2g_682.bin MN:AP8858 HR:02 SN: 3F1734A01234 MD:08/22/2017)",
+        "1.3.6.1.4.1.318.1.3.4.6",
+        "rack-pdu-b",
+      ),
+      { oid: `${R}.1.0`, type: I, value: 1 } as SimScalar,
+    ];
+    const ident = new TableBuilder(`${R}.2.1`, 1).row(
+      [1],
+      [
+        [1, I, 1],
+        [2, I, 1],
+        [3, S, "rack-pdu-b"],
+        [4, S, "Row B Rack 4"],
+        [5, S, "02"],
+        [6, S, "v6.8.2"],
+        [7, S, "08/22/2017"],
+        [8, S, "AP8858"],
+        [9, S, "3F1734A01234"],
+        [10, S, "ops"],
+        [11, S, "v1.1.0.3"],
+        [12, S, "Rack PDU 2G, Metered by Outlet with Switching, ZeroU, 16A, 230V, (21) C13 & (3) C19"],
+      ],
+    );
+    const props = new TableBuilder(`${R}.4.2.1`, 1).row(
+      [1],
+      [
+        [1, I, 1],
+        [2, I, 1],
+        [3, S, "rack-pdu-b"],
+        [4, I, n],
+        [5, I, n],
+        [6, I, n],
+        [7, I, 1],
+        [8, I, 0],
+        [9, I, 16],
+        [10, I, 2],
+        [11, I, 1],
+        [12, I, 16],
+        [13, I, 37],
+      ],
+    );
+    const watts = tot * 23;
+    const status = new TableBuilder(`${R}.4.3.1`, 1).row(
+      [1],
+      [
+        [1, I, 1],
+        [2, I, 1],
+        [3, S, "rack-pdu-b"],
+        [4, I, tot > 140 ? 3 : 2],
+        [5, I, Math.round(watts / 10)],
+        [6, I, 240],
+        [7, S, "10/02/2025 13:10:44"],
+        [8, S, "01/01/2025 00:00:01"],
+        [9, I, Math.round(this.outlets.reduce((s, o) => s + o.energyWh, 0) / 100) + 40000],
+        [10, S, "01/01/2025 00:00:01"],
+        [11, I, 2],
+        [12, I, 1],
+        [13, I, 1],
+        [14, I, 3],
+        [15, S, "01/01/2025 00:00:01"],
+        [16, I, Math.round((tot * 25) / 10)],
+        [17, I, 95],
+        [18, I, 1],
+      ],
+    );
+    const phaseProps = new TableBuilder(`${R}.6.2.1`, 1).row(
+      [1],
+      [
+        [1, I, 1],
+        [2, I, 1],
+        [3, I, 1],
+      ],
+    );
+    const phase = new TableBuilder(`${R}.6.3.1`, 1).row(
+      [1],
+      [
+        [1, I, 1],
+        [2, I, 1],
+        [3, I, 1],
+        [4, I, 2],
+        [5, I, tot],
+        [6, I, 231],
+        [7, I, Math.round(watts / 10)],
+        [8, I, Math.round((tot * 25) / 10)],
+        [9, I, 95],
+        [10, I, 95],
+        [11, S, "10/02/2025 13:10:44"],
+        [12, S, "01/01/2025 00:00:01"],
+      ],
+    );
+    const config = new TableBuilder(`${R}.9.2.1.1`, 1);
+    const sstatus = new TableBuilder(`${R}.9.2.3.1`, 1);
+    const control = new TableBuilder(`${R}.9.2.4.1`, 1);
+    const metered = new TableBuilder(`${R}.9.4.3.1`, 1);
+    this.outlets.forEach((o, i) => {
+      const k = i + 1;
+      const name = this.#name(k, o.name);
+      const c = this.#tenths(i, now);
+      config.row(
+        [k],
+        [
+          [1, I, k],
+          [2, I, 1],
+          [3, S, name, "name"],
+          [4, I, k],
+          [5, I, 0, "plain"],
+          [6, I, 0, "plain"],
+          [7, I, 5, "plain"],
+          [8, S, "https://www.apc.com", "plain"],
+        ],
+        k,
+      );
+      sstatus.row(
+        [k],
+        [
+          [1, I, k],
+          [2, I, 1],
+          [3, S, name],
+          [4, I, k],
+          [5, I, o.on ? 2 : 1],
+          [6, I, 2],
+          [7, S, "https://www.apc.com"],
+        ],
+        k,
+      );
+      control.row(
+        [k],
+        [
+          [1, I, k],
+          [2, I, 1],
+          [3, S, name],
+          [4, I, k],
+          [5, I, o.on ? 1 : 2, "control"],
+        ],
+        k,
+      );
+      metered.row(
+        [k],
+        [
+          [1, I, k],
+          [2, I, 1],
+          [3, S, name],
+          [4, I, k],
+          [5, I, c === 0 ? 1 : c > 25 ? 4 : 2],
+          [6, I, c],
+          [7, I, c * 23],
+          [8, I, c * 25],
+          [9, S, "10/02/2025 13:10:44"],
+          [10, S, "01/01/2025 00:00:01"],
+          [11, I, Math.round(o.energyWh / 100)],
+          [12, S, "C13"],
+          [13, S, "https://www.apc.com"],
+        ],
+        k,
+      );
+    });
+    const sensor = new TableBuilder(`${R}.10.2.2.1`, 1).row(
+      [1],
+      [
+        [1, I, 1],
+        [2, I, 1],
+        [3, S, "Inlet air"],
+        [4, I, 1],
+        [5, I, 1],
+        [6, I, 2],
+        [7, I, 752],
+        [8, I, 244],
+        [9, I, 4],
+        [10, I, 41],
+        [11, I, 4],
+      ],
+    );
+    return {
+      scalars,
+      tables: [ident, props, status, phaseProps, phase, config, sstatus, control, metered, sensor].map((t) =>
+        t.done(),
+      ),
+    };
+  }
+
+  #apcRpdu(now: number): SimContent {
+    const R = "1.3.6.1.4.1.318.1.1.12";
+    const n = this.outlets.length;
+    const scalars: SimScalar[] = [
+      ...this.#system(
+        "APC Web/SNMP Management Card (MB:v3.9.2 PF:v3.9.4 PN:apc_hw05_aos_394.bin AF1:v3.9.4 AN1:apc_hw05_rpdu_394.bin MN:AP7920 HR:B2 SN: ZA1012345678 MD:03/15/2010)",
+        "1.3.6.1.4.1.318.1.3.4.5",
+        "rack-pdu-a",
+      ),
+      { oid: `${R}.1.1.0`, type: S, value: "rack-pdu-a" },
+      { oid: `${R}.1.2.0`, type: S, value: "B2" },
+      { oid: `${R}.1.3.0`, type: S, value: "v3.9.4" },
+      { oid: `${R}.1.4.0`, type: S, value: "03/15/2010" },
+      { oid: `${R}.1.5.0`, type: S, value: "AP7920" },
+      { oid: `${R}.1.6.0`, type: S, value: "ZA1012345678" },
+      { oid: `${R}.1.7.0`, type: I, value: 10 },
+      { oid: `${R}.1.8.0`, type: I, value: n },
+      { oid: `${R}.1.9.0`, type: I, value: 1 },
+      { oid: `${R}.2.1.1.0`, type: I, value: 10 },
+      { oid: `${R}.2.1.2.0`, type: I, value: 1 },
+      { oid: `${R}.2.1.4.0`, type: I, value: 1 },
+      { oid: `${R}.3.1.1.0`, type: I, value: n },
+      { oid: `${R}.3.1.4.0`, type: I, value: n },
+    ];
+    const tot = this.#totalTenths(now);
+    const load = new TableBuilder(`${R}.2.3.1.1`, 1).row(
+      [1],
+      [
+        [1, I, 1],
+        [2, G, tot],
+        [3, I, tot > 80 ? 3 : 1],
+        [4, I, 1],
+        [5, I, 0],
+      ],
+    );
+    const control = new TableBuilder(`${R}.3.3.1.1`, 1);
+    const config = new TableBuilder(`${R}.3.4.1.1`, 1);
+    const status = new TableBuilder(`${R}.3.5.1.1`, 1);
+    this.outlets.forEach((o, i) => {
+      const k = i + 1;
+      const name = this.#name(k, o.name);
+      control.row(
+        [k],
+        [
+          [1, I, k],
+          [2, S, name],
+          [3, I, 1],
+          [4, I, o.on ? 1 : 2, "control"],
+        ],
+        k,
+      );
+      config.row(
+        [k],
+        [
+          [1, I, k],
+          [2, S, name, "name"],
+          [3, I, 1],
+          [4, I, 0, "plain"],
+          [5, I, 0, "plain"],
+          [6, I, 5, "plain"],
+        ],
+        k,
+      );
+      status.row(
+        [k],
+        [
+          [1, I, k],
+          [2, S, name],
+          [3, I, 1],
+          [4, I, o.on ? 1 : 2],
+          [5, I, 2],
+        ],
+        k,
+      );
+    });
+    return { scalars, tables: [load, control, config, status].map((t) => t.done()) };
+  }
+
+  #raritanPx2(now: number): SimContent {
+    const P = "1.3.6.1.4.1.13742.6";
+    const n = this.outlets.length;
+    const scalars: SimScalar[] = [
+      ...this.#system("PX2 020100 - Raritan PX2-1486", "1.3.6.1.4.1.13742.6", "px2-rack-c"),
+      { oid: `${P}.3.1.0`, type: I, value: 1 },
+    ];
+    const units = { 1: 2, 4: 1, 5: 3, 6: 4, 7: -1, 8: 5 } as Readonly<Record<number, number>>;
+    const nameplate = new TableBuilder(`${P}.3.2.1.1`, 1).row(
+      [1],
+      [
+        [2, S, "Raritan"],
+        [3, S, "PX2-1486"],
+        [4, S, "PKE0954001"],
+        [5, S, "200-240V"],
+        [6, S, "16A"],
+        [7, S, "50/60Hz"],
+        [8, S, "3.7-3.8kVA"],
+      ],
+    );
+    const unit = new TableBuilder(`${P}.3.2.2.1`, 1).row(
+      [1],
+      [
+        [2, I, 1],
+        [3, I, 0],
+        [4, I, n],
+        [11, S, Buffer.from("000d5d0a1b2c", "hex")],
+        [13, S, "px2-rack-c"],
+      ],
+    );
+    const boards = new TableBuilder(`${P}.3.2.3.1`, 3)
+      .row(
+        [1, 1, 1],
+        [
+          [4, S, "0x3F"],
+          [6, S, "3.5.0.5-47173"],
+        ],
+      )
+      .row(
+        [1, 3, 1],
+        [
+          [4, S, "0x21"],
+          [6, S, "0xcb"],
+        ],
+      );
+    const tot = this.#totalTenths(now);
+    const inletCfg = new TableBuilder(`${P}.3.3.3.1`, 2).row(
+      [1, 1],
+      [
+        [2, S, "I1"],
+        [3, S, ""],
+        [4, S, "IEC 60320 C20"],
+        [6, S, "200-240V"],
+        [7, S, "16A"],
+      ],
+    );
+    const inletSensorCfg = new TableBuilder(`${P}.3.3.4.1`, 3);
+    const inletMeas = new TableBuilder(`${P}.5.2.3.1`, 3);
+    const energyWh = Math.round(this.outlets.reduce((s, o) => s + o.energyWh, 0)) + 1_200_000;
+    const inlet: Readonly<Record<number, readonly [number, number, number]>> = {
+      1: [tot * 100, 3, tot > 60 ? 5 : 4],
+      4: [230, 0, 4],
+      5: [tot * 23, 0, 4],
+      6: [tot * 25, 0, 4],
+      7: [92, 2, 4],
+      8: [energyWh, 0, 4],
+    };
+    for (const [st, [v, d, state]] of Object.entries(inlet).map(([k, x]) => [Number(k), x] as const)) {
+      inletSensorCfg.row(
+        [1, 1, st],
+        [
+          [6, I, units[st] ?? 0],
+          [7, G, d],
+        ],
+      );
+      inletMeas.row(
+        [1, 1, st],
+        [
+          [2, I, 1],
+          [3, I, state],
+          [4, G, v],
+          [5, G, 1759400000],
+          [6, I, v],
+        ],
+      );
+    }
+    const ocpCfg = new TableBuilder(`${P}.3.4.3.1`, 2);
+    const ocpSensorCfg = new TableBuilder(`${P}.3.4.4.1`, 3);
+    const ocpMeas = new TableBuilder(`${P}.5.3.3.1`, 3);
+    for (const b of [1, 2]) {
+      ocpCfg.row(
+        [1, b],
+        [
+          [2, S, `C${b}`],
+          [3, S, ""],
+          [5, S, "16A"],
+        ],
+      );
+      ocpSensorCfg.row(
+        [1, b, 1],
+        [
+          [6, I, 2],
+          [7, G, 2],
+        ],
+      );
+      const half = Math.ceil(n / 2);
+      let bc = 0;
+      for (let i = (b - 1) * half; i < Math.min(n, b * half); i++) bc += this.#tenths(i, now);
+      ocpMeas.row(
+        [1, b, 1],
+        [
+          [2, I, 1],
+          [3, I, 4],
+          [4, G, bc * 10],
+          [6, I, bc * 10],
+        ],
+      );
+      ocpMeas.row(
+        [1, b, 15],
+        [
+          [2, I, 1],
+          [3, I, 1],
+        ],
+      );
+    }
+    const outletCfg = new TableBuilder(`${P}.3.5.3.1`, 2);
+    const outletSensorCfg = new TableBuilder(`${P}.3.5.4.1`, 3);
+    const outletMeas = new TableBuilder(`${P}.5.4.3.1`, 3);
+    const switchCtl = new TableBuilder(`${P}.4.1.2.1`, 2);
+    const sensorCtl = new TableBuilder(`${P}.4.7.1.1`, 3);
+    this.outlets.forEach((o, i) => {
+      const k = i + 1;
+      const c = this.#tenths(i, now);
+      outletCfg.row(
+        [1, k],
+        [
+          [2, S, String(k)],
+          [3, S, this.#name(k, o.name), "name"],
+          [4, S, "IEC 60320 C13"],
+          [7, S, "10A"],
+          [28, I, 1],
+        ],
+        k,
+      );
+      const vals: Readonly<Record<number, readonly [number, number]>> = {
+        1: [c * 100, 3],
+        4: [230, 0],
+        5: [c * 23, 0],
+        6: [c * 25, 0],
+        7: [c === 0 ? 0 : 92, 2],
+        8: [Math.round(o.energyWh), 0],
+      };
+      for (const [st, [v, d]] of Object.entries(vals).map(([key, x]) => [Number(key), x] as const)) {
+        outletSensorCfg.row(
+          [1, k, st],
+          [
+            [6, I, units[st] ?? 0],
+            [7, G, d],
+          ],
+          k,
+        );
+        const state = st === 1 && c > 25 ? 5 : 4;
+        outletMeas.row(
+          [1, k, st],
+          [
+            [2, I, 1],
+            [3, I, state],
+            [4, G, v],
+            [5, G, 1759400000],
+            [6, I, v],
+          ],
+          k,
+        );
+      }
+      outletMeas.row(
+        [1, k, 14],
+        [
+          [2, I, 1],
+          [3, I, o.on ? 7 : 8],
+          [5, G, 1759400000],
+        ],
+        k,
+      );
+      switchCtl.row(
+        [1, k],
+        [
+          [2, I, o.on ? 1 : 0, "control"],
+          [3, I, o.on ? 7 : 8],
+          [4, G, 1759300000],
+        ],
+        k,
+      );
+      sensorCtl.row([1, k, 8], [[1, I, 0, "reset"]], k);
+    });
+    return {
+      scalars,
+      tables: [
+        nameplate,
+        unit,
+        boards,
+        inletCfg,
+        inletSensorCfg,
+        ocpCfg,
+        ocpSensorCfg,
+        outletCfg,
+        outletSensorCfg,
+        switchCtl,
+        sensorCtl,
+        inletMeas,
+        ocpMeas,
+        outletMeas,
+      ].map((t) => t.done()),
+    };
+  }
+
+  #raritanPx(now: number): SimContent {
+    const P = "1.3.6.1.4.1.13742.4";
+    const n = this.outlets.length;
+    const tot = this.#totalTenths(now);
+    const scalars: SimScalar[] = [
+      ...this.#system(
+        "Raritan Dominion PX - Firmware Version 010508-10880",
+        "1.3.6.1.4.1.13742.4",
+        "px-rack-d",
+      ),
+      { oid: `${P}.1.1.1.0`, type: S, value: "1.5.8.10880" },
+      { oid: `${P}.1.1.2.0`, type: S, value: "PKL8A00123" },
+      { oid: `${P}.1.1.3.0`, type: "IpAddress", value: "10.0.0.14" },
+      { oid: `${P}.1.1.6.0`, type: S, value: Buffer.from("000d5d012345", "hex") },
+      { oid: `${P}.1.1.7.0`, type: I, value: 4 },
+      { oid: `${P}.1.1.25.0`, type: G, value: 15000 },
+      { oid: `${P}.1.1.26.0`, type: S, value: "100-120V" },
+      { oid: `${P}.1.1.27.0`, type: S, value: "1.4-1.9kVA" },
+      { oid: `${P}.1.1.28.0`, type: S, value: "enabled" },
+      { oid: `${P}.1.1.32.0`, type: S, value: "Yes" },
+      { oid: `${P}.1.2.1.0`, type: I, value: n },
+      { oid: `${P}.1.5.1.0`, type: I, value: 1 },
+      { oid: `${P}.1.20.1.0`, type: I, value: 1 },
+    ];
+    const outlets = new TableBuilder(`${P}.1.2.2.1`, 1);
+    this.outlets.forEach((o, i) => {
+      const k = i + 1;
+      const c = this.#tenths(i, now);
+      outlets.row(
+        [k],
+        [
+          [2, S, this.#name(k, o.name), "name"],
+          [3, I, o.on ? 1 : 0, "control"],
+          [4, G, c * 100],
+          [5, G, c * 120],
+          [6, G, 120100],
+          [7, G, c * 12],
+          [8, G, c * 13],
+          [9, G, c === 0 ? 0 : 92],
+          [30, G, 12000],
+          [31, G, Math.round(o.energyWh) + 49000],
+        ],
+        k,
+      );
+    });
+    const breakers = new TableBuilder(`${P}.1.5.2.1`, 1).row(
+      [1],
+      [
+        [2, S, "CB1"],
+        [3, I, 0],
+        [4, G, 15000],
+        [5, G, tot * 100],
+        [7, G, 12000],
+        [9, G, 14000],
+        [10, G, 500],
+      ],
+    );
+    const inlets = new TableBuilder(`${P}.1.20.2.1`, 1).row(
+      [1],
+      [
+        [4, G, 15000],
+        [7, G, tot * 100],
+        [8, G, 120100],
+        [9, G, tot * 12],
+        [10, G, tot * 13],
+        [11, G, 92],
+        [12, G, Math.round(this.outlets.reduce((s, o) => s + o.energyWh, 0)) + 980000],
+      ],
+    );
+    return { scalars, tables: [outlets, breakers, inlets].map((t) => t.done()) };
+  }
+
+  #sentry4(now: number): SimContent {
+    const T = "1.3.6.1.4.1.1718.4.1";
+    const tot = this.#totalTenths(now);
+    const scalars: SimScalar[] = [
+      ...this.#system("Sentry Switched PDU", "1.3.6.1.4.1.1718.4", "sentry-rack-e"),
+      { oid: `${T}.1.1.1.0`, type: S, value: "Sentry Switched PDU" },
+      { oid: `${T}.1.1.3.0`, type: S, value: "Version 8.0q" },
+      { oid: `${T}.1.1.21.0`, type: I, value: 1 },
+    ];
+    const unitCfg = new TableBuilder(`${T}.2.2.1`, 1).row(
+      [1],
+      [
+        [2, S, "A"],
+        [3, S, "Master"],
+        [4, S, "ABEF0001234"],
+        [5, S, "C2W24XE-DQME2M66/C"],
+        [7, I, 0],
+      ],
+    );
+    const unitMon = new TableBuilder(`${T}.2.3.1`, 1).row([1], [[1, I, 0]]);
+    const cordCfg = new TableBuilder(`${T}.3.2.1`, 2).row(
+      [1, 1],
+      [
+        [2, S, "AA"],
+        [3, S, "Master_Cord_A"],
+        [10, I, 30],
+      ],
+    );
+    const cordMon = new TableBuilder(`${T}.3.3.1`, 2).row(
+      [1, 1],
+      [
+        [1, I, 1],
+        [2, I, 0],
+        [3, I, tot * 23],
+        [4, I, 0],
+        [5, I, tot * 25],
+        [8, I, 92],
+        [10, I, Math.round(this.outlets.reduce((s, o) => s + o.energyWh, 0) / 100) + 23000],
+      ],
+    );
+    const lineCfg = new TableBuilder(`${T}.4.2.1`, 3);
+    const lineMon = new TableBuilder(`${T}.4.3.1`, 3);
+    const phaseCfg = new TableBuilder(`${T}.5.2.1`, 3);
+    const phaseMon = new TableBuilder(`${T}.5.3.1`, 3);
+    for (const l of [1, 2, 3]) {
+      let lc = 0;
+      this.outlets.forEach((_o, i) => {
+        if (i % 3 === l - 1) lc += this.#tenths(i, now);
+      });
+      lineCfg.row(
+        [1, 1, l],
+        [
+          [2, S, `AAL${l}`],
+          [4, S, `L${l}`],
+          [6, I, 30],
+        ],
+      );
+      lineMon.row(
+        [1, 1, l],
+        [
+          [1, I, 1],
+          [2, I, 0],
+          [3, I, lc * 10],
+          [4, I, 0],
+        ],
+      );
+      phaseCfg.row(
+        [1, 1, l],
+        [
+          [2, S, `AAN${l}`],
+          [4, S, `L${l}-N`],
+        ],
+      );
+      phaseMon.row(
+        [1, 1, l],
+        [
+          [1, I, 1],
+          [2, I, 0],
+          [3, I, 2301],
+          [6, I, lc * 10],
+          [8, I, lc * 23],
+          [9, I, lc * 25],
+          [10, I, 99],
+          [13, I, 7000 + l],
+        ],
+      );
+    }
+    const ocpCfg = new TableBuilder(`${T}.6.2.1`, 3);
+    const ocpMon = new TableBuilder(`${T}.6.3.1`, 3);
+    for (const b of [1, 2, 3]) {
+      ocpCfg.row(
+        [1, 1, b],
+        [
+          [2, S, `AA${b}`],
+          [4, S, `BR${b}`],
+          [6, I, 1],
+          [7, I, 20],
+        ],
+      );
+      ocpMon.row([1, 1, b], [[1, I, 0]]);
+    }
+    const outletCfg = new TableBuilder(`${T}.8.2.1`, 3);
+    const outletMon = new TableBuilder(`${T}.8.3.1`, 3);
+    const outletCtl = new TableBuilder(`${T}.8.5.1`, 3);
+    this.outlets.forEach((o, i) => {
+      const k = i + 1;
+      const c = this.#tenths(i, now);
+      outletCfg.row(
+        [1, 1, k],
+        [
+          [2, S, `AA${k}`],
+          [3, S, this.#name(k, o.name), "name"],
+          [7, I, 10],
+        ],
+        k,
+      );
+      outletMon.row(
+        [1, 1, k],
+        [
+          [1, I, o.on ? 1 : 2],
+          [2, I, c > 25 ? 16 : 0],
+          [3, I, c * 10],
+          [6, I, 2301],
+          [7, I, c * 23],
+          [9, I, c * 25],
+          [10, I, c === 0 ? -1 : 92],
+          [14, I, Math.round(o.energyWh) + 2000],
+        ],
+        k,
+      );
+      outletCtl.row(
+        [1, 1, k],
+        [
+          [1, I, o.on ? 3 : 2],
+          [2, I, 0, "control"],
+          [3, I, 0],
+        ],
+        k,
+      );
+    });
+    return {
+      scalars,
+      tables: [
+        unitCfg,
+        unitMon,
+        cordCfg,
+        cordMon,
+        lineCfg,
+        lineMon,
+        phaseCfg,
+        phaseMon,
+        ocpCfg,
+        ocpMon,
+        outletCfg,
+        outletMon,
+        outletCtl,
+      ].map((t) => t.done()),
+    };
+  }
+
+  /** What a control value written to an outlet's control column means, per the profile's MIB. */
+  commandOf(value: number): "on" | "off" | "reboot" | null {
+    const table: Readonly<Record<SimProfile, Readonly<Record<number, "on" | "off" | "reboot">>>> = {
+      "apc-rpdu2": { 1: "on", 2: "off", 3: "reboot" },
+      "apc-rpdu": { 1: "on", 2: "off", 3: "reboot" },
+      "raritan-px2": { 1: "on", 0: "off", 2: "reboot" },
+      "raritan-px": { 1: "on", 0: "off", 2: "reboot" },
+      "servertech-sentry4": { 1: "on", 2: "off", 3: "reboot" },
+    };
+    return table[this.profile][value] ?? null;
+  }
+}

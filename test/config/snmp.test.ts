@@ -1,0 +1,131 @@
+/**
+ * `Driver: snmp` in the configuration: defaults (port 161, v2c, Profile auto), the secrets only from
+ * the environment (and their _FILE forms), exit-2 problems naming the key and the variable, never
+ * the secret, and check-config masking them.
+ */
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runCheckConfig } from "../../src/config/cli.js";
+import { ConfigError } from "../../src/config/errors.js";
+import { parseConfigText } from "../../src/config/load.js";
+
+const yaml = (snmp: string, extra = "") =>
+  [
+    "Pdus:",
+    "  rack-c:",
+    "    Driver: snmp",
+    "    Connection: { Host: 10.0.0.12 }",
+    ...(snmp === "" ? [] : [`    Snmp: ${snmp}`]),
+    ...(extra === "" ? [] : [`    ${extra}`]),
+  ].join("\n");
+
+async function problem(text: string, env: Record<string, string> = {}): Promise<ConfigError> {
+  try {
+    await parseConfigText(text, "snmp.yaml", env);
+  } catch (e) {
+    assert.ok(e instanceof ConfigError, String(e));
+    return e;
+  }
+  throw new Error("the configuration was accepted");
+}
+
+describe("Driver: snmp configuration", () => {
+  it("defaults: port 161, version 2c, profile auto, the community from the environment", async () => {
+    const c = await parseConfigText(yaml(""), "snmp.yaml", { SERVICE_PDU_RACK_C_COMMUNITY: "s3cret-read" });
+    const i = c.instances[0];
+    assert.equal(i?.Connection.Port, 161);
+    assert.equal(i?.Snmp.Version, "2c");
+    assert.equal(i?.Snmp.Profile, "auto");
+    assert.equal(i?.Snmp.Community, "s3cret-read");
+    assert.equal(i?.Snmp.WriteCommunity, null);
+  });
+
+  it("a missing read community names the key and the variable", async () => {
+    const e = await problem(yaml(""));
+    assert.equal(e.key, "Pdus.rack-c.Snmp.Community");
+    assert.match(e.message, /SERVICE_PDU_RACK_C_COMMUNITY/);
+  });
+
+  it("control without a write community names the variable", async () => {
+    const e = await problem(yaml("", "ActionsEnabled: true"), { SERVICE_PDU_RACK_C_COMMUNITY: "r" });
+    assert.equal(e.key, "Pdus.rack-c.Snmp.WriteCommunity");
+    assert.match(e.message, /SERVICE_PDU_RACK_C_WRITE_COMMUNITY/);
+  });
+
+  it("a community written in the file is refused: secrets come only from the environment", async () => {
+    const e = await problem(yaml("{ Community: public-in-file }"), { SERVICE_PDU_RACK_C_COMMUNITY: "r" });
+    assert.equal(e.key, "Pdus.rack-c.Snmp.Community");
+    assert.match(e.message, /only from the environment/);
+    assert.doesNotMatch(e.message, /public-in-file/);
+  });
+
+  it("v3 without a user name, without keys, or with a short key", async () => {
+    const noUser = await problem(yaml("{ Version: 3 }"));
+    assert.equal(noUser.key, "Pdus.rack-c.Snmp.Auth.Username");
+    const noKey = await problem(yaml("{ Version: 3, Auth: { Username: ops } }"));
+    assert.equal(noKey.key, "Pdus.rack-c.Snmp.AuthKey");
+    assert.match(noKey.message, /SERVICE_PDU_RACK_C_AUTH_KEY/);
+    const noPriv = await problem(yaml("{ Version: 3, Auth: { Username: ops } }"), {
+      SERVICE_PDU_RACK_C_AUTH_KEY: "long-enough-key",
+    });
+    assert.equal(noPriv.key, "Pdus.rack-c.Snmp.PrivKey");
+    const short = await problem(yaml("{ Version: 3, Auth: { Username: ops, PrivProtocol: none } }"), {
+      SERVICE_PDU_RACK_C_AUTH_KEY: "short",
+    });
+    assert.equal(short.key, "Pdus.rack-c.Snmp.AuthKey");
+    assert.doesNotMatch(short.message, /short"/);
+  });
+
+  it("v3 authNoPriv needs no privacy key; keys come from _FILE variables too", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "snmp-secret-"));
+    try {
+      await writeFile(join(dir, "auth"), "auth-key-from-file\n");
+      const c = await parseConfigText(
+        yaml(
+          '{ Version: "3", Profile: apc-rpdu2, Auth: { Username: ops, Protocol: sha256, PrivProtocol: none } }',
+        ),
+        "snmp.yaml",
+        { SERVICE_PDU_RACK_C_AUTH_KEY_FILE: join(dir, "auth") },
+      );
+      const s = c.instances[0]?.Snmp;
+      assert.equal(s?.Version, "3");
+      assert.equal(s?.AuthKey, "auth-key-from-file");
+      assert.equal(s?.Auth.Protocol, "sha256");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("an unknown profile or version is refused naming the key", async () => {
+    const e = await problem(yaml("{ Profile: cyberpower }"), { SERVICE_PDU_RACK_C_COMMUNITY: "r" });
+    assert.equal(e.key, "Pdus.rack-c.Snmp.Profile");
+    const v = await problem(yaml("{ Version: 1 }"), { SERVICE_PDU_RACK_C_COMMUNITY: "r" });
+    assert.equal(v.key, "Pdus.rack-c.Snmp.Version");
+  });
+
+  it("check-config masks the communities and keys", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "snmp-check-"));
+    try {
+      const file = join(dir, "config.yaml");
+      await writeFile(file, yaml("", "ActionsEnabled: true"));
+      let out = "";
+      let err = "";
+      const code = await runCheckConfig(
+        ["--config", file],
+        { SERVICE_PDU_RACK_C_COMMUNITY: "read-s3cret", SERVICE_PDU_RACK_C_WRITE_COMMUNITY: "write-s3cret" },
+        (s) => (out += s),
+        (s) => (err += s),
+      );
+      assert.equal(code, 0, err);
+      assert.doesNotMatch(out, /s3cret/);
+      assert.match(out, /Community: "\*\*\*"/);
+      assert.match(out, /WriteCommunity: "\*\*\*"/);
+      assert.match(out, /AuthKey: null/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
