@@ -43,9 +43,19 @@ function matches(filter: string, topic: string): boolean {
   return f.length === t.length && f.every((level, i) => level === "+" || level === t[i]);
 }
 const delivered = (topic: string) => FILTERS.some((f) => matches(f, topic));
-/** Topics only the bridge may publish at its embedded broker (src/mqtt/broker.ts). */
+/** Command topics of any instance, as other clients may publish them (settings included). */
+const ANY_COMMAND = [
+  ...COMMANDS.map((c) => `${P}/+/+/outlets/+/${c}`),
+  `${P}/+/groups/+/set`,
+  ...["label", "onDelay", "offDelay", "rebootDelay", "poaAction"].map((s) => `${P}/+/+/outlets/+/${s}/set`),
+];
+/**
+ * Topics only the bridge may publish at its embedded broker (src/mqtt/broker.ts): everything under
+ * the parent topic but command topics, and the discovery prefix but Home Assistant's status.
+ */
 const bridgeOnly = (topic: string) =>
-  /^pdu-bridge(\/[^/]*)?\/status$/.test(topic) ||
+  topic === P ||
+  (topic.startsWith(`${P}/`) && !ANY_COMMAND.some((f) => matches(f, topic))) ||
   topic === "homeassistant" ||
   (topic.startsWith("homeassistant/") && topic !== "homeassistant/status");
 
@@ -358,9 +368,13 @@ test("wildcards, too many levels, $SYS or a bridge-only topic in a PUBLISH: the 
     "+",
     `${P}/${"x/".repeat(120)}reboot`,
     `$SYS/${P}/lab/${bridge.deviceId}/outlets/0/reboot`,
-    // The bridge's own status and discovery topics at its embedded broker.
+    // The bridge's own topics at its embedded broker: statuses, states, labels, values, discovery.
     `${P}/status`,
     `${P}/lab/status`,
+    `${P}/lab/${bridge.deviceId}/outlets/0/state`,
+    `${P}/lab/${bridge.deviceId}/outlets/0/label`,
+    `${P}/lab/${bridge.deviceId}/outlets/0/measurements/realPower`,
+    `${P}/LAB/${bridge.deviceId}/outlets/0/rebootx`,
     "homeassistant/status/x",
     `homeassistant/switch/${bridge.deviceId}_0/config`,
   ];
@@ -384,8 +398,8 @@ test("the bridge still publishes and still executes a valid command afterwards",
     "a fresh measurement",
     10_000,
   );
-  // Anyone may publish to the status topic (the property above did, not retained): the retained
-  // availability a new subscriber gets is still the bridge's own.
+  // Only the bridge publishes its status (the rogue clients above were dropped for trying): the
+  // retained availability a new subscriber gets is the bridge's own.
   const fresh = await Recorder.connect(bridge.broker, [`${P}/status`]);
   try {
     assert.equal((await fresh.waitFor(`${P}/status`, (m) => m.retain)).payload, "online");
