@@ -18,6 +18,8 @@ export interface Credentials {
 export const API_KEY_VARIABLE = "SERVICE_API_KEY";
 export const MQTT_VARIABLE_PREFIX = "SERVICE_MQTT";
 export const PDU_VARIABLE_PREFIX = "SERVICE_PDU";
+/** The etcd backend's credentials (Cluster.Etcd); there are no keys for them in the file. */
+export const ETCD_VARIABLE_PREFIX = "SERVICE_ETCD";
 
 /** An instance id as it appears in variable names: upper-cased, `-` as `_` (`rack-a` → `RACK_A`). */
 export const instanceVariableId = (id: string): string => id.toUpperCase().replaceAll("-", "_");
@@ -61,6 +63,8 @@ export interface MergedSecrets {
   readonly mqtt: Credentials;
   /** By instance id. */
   readonly pdus: ReadonlyMap<string, Credentials>;
+  /** Only from the environment. */
+  readonly etcd: Credentials;
 }
 
 /**
@@ -78,6 +82,8 @@ export async function mergeSecrets(
   const mqttPassword = await readSecret(env, `${MQTT_VARIABLE_PREFIX}_PASSWORD`);
   const pduUsername = await readSecret(env, `${PDU_VARIABLE_PREFIX}_USERNAME`);
   const pduPassword = await readSecret(env, `${PDU_VARIABLE_PREFIX}_PASSWORD`);
+  const etcdUsername = await readSecret(env, `${ETCD_VARIABLE_PREFIX}_USERNAME`);
+  const etcdPassword = await readSecret(env, `${ETCD_VARIABLE_PREFIX}_PASSWORD`);
 
   const pdus = new Map<string, Credentials>();
   for (const id of ids) {
@@ -96,6 +102,7 @@ export async function mergeSecrets(
       Password: mqttPassword ?? nonEmpty(file.Mqtt.Credentials.Password) ?? null,
     },
     pdus,
+    etcd: { Username: etcdUsername ?? null, Password: etcdPassword ?? null },
   };
 }
 

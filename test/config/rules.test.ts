@@ -337,6 +337,72 @@ const CASES: readonly Case[] = [
     yaml: `${PDU}    Measurements: [real power]\n`,
     key: "Pdus.rack-a.Measurements.0",
   },
+  {
+    name: "Cluster.RenewDeadlineSeconds not below LeaseDurationSeconds",
+    yaml: `${PDU}Cluster:\n  LeaseDurationSeconds: 10\n  RenewDeadlineSeconds: 10\n`,
+    key: "Cluster.RenewDeadlineSeconds",
+    line: 7,
+    says: "must be less than Cluster.LeaseDurationSeconds (10)",
+  },
+  {
+    name: "Cluster.RetryPeriodSeconds * 1.2 not below RenewDeadlineSeconds",
+    yaml: `${PDU}Cluster:\n  RenewDeadlineSeconds: 6\n  RetryPeriodSeconds: 5\n`,
+    key: "Cluster.RetryPeriodSeconds",
+    line: 7,
+    says: "times 1.2 must be less than Cluster.RenewDeadlineSeconds (6)",
+  },
+  {
+    name: "Cluster.RetryPeriodSeconds defaulted against a short RenewDeadlineSeconds",
+    yaml: `${PDU}Cluster:\n  RenewDeadlineSeconds: 2.4\n`,
+    key: "Cluster.RetryPeriodSeconds",
+    line: 5,
+    says: "(2.4)",
+  },
+  {
+    name: "Cluster.MemberName not a valid name",
+    yaml: `${PDU}Cluster:\n  Enabled: true\n  MemberName: Replica_1\n`,
+    key: "Cluster.MemberName",
+    line: 7,
+  },
+  {
+    name: "Cluster on with a host name that is not a member name",
+    yaml: `${PDU}Cluster:\n  Enabled: true\n`,
+    env: { HOSTNAME: "bridge_01" },
+    key: "Cluster.MemberName",
+    line: 5,
+    says: 'the host name "bridge_01" is not a valid member name',
+  },
+  {
+    name: "Cluster.Buckets zero",
+    yaml: `${PDU}Cluster:\n  Buckets: 0\n`,
+    key: "Cluster.Buckets",
+    line: 6,
+  },
+  {
+    name: "Cluster.Backend unknown",
+    yaml: `${PDU}Cluster:\n  Backend: zookeeper\n`,
+    key: "Cluster.Backend",
+    line: 6,
+  },
+  {
+    name: "Cluster.Etcd.Endpoints with a path",
+    yaml: `${PDU}Cluster:\n  Etcd:\n    Endpoints: [http://127.0.0.1:2379/v3]\n`,
+    key: "Cluster.Etcd.Endpoints.0",
+  },
+  {
+    name: "Cluster.Etcd.CaFile that does not exist",
+    yaml: `${PDU}Cluster:\n  Etcd:\n    CaFile: missing-ca.pem\n`,
+    key: "Cluster.Etcd.CaFile",
+    line: 7,
+    says: "no such file",
+  },
+  {
+    name: "etcd password without a user name",
+    yaml: PDU,
+    env: { SERVICE_ETCD_PASSWORD: "etcd-secret-1" },
+    key: "SERVICE_ETCD_USERNAME",
+    says: "is required when SERVICE_ETCD_PASSWORD is set",
+  },
 ];
 
 let dir: string;
