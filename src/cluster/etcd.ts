@@ -42,7 +42,7 @@ export interface EtcdOptions {
   readonly ca?: string | null;
   readonly username?: string | null;
   readonly password?: string | null;
-  /** Time one endpoint gets for one request before the next endpoint is asked (default 2000 ms). */
+  /** Time one endpoint gets for one request before the next endpoint is asked (default 1000 ms). */
   readonly attemptTimeoutMs?: number;
 }
 
@@ -115,7 +115,7 @@ export class EtcdGateway {
     });
     this.#username = options.username ?? null;
     this.#password = options.password ?? null;
-    this.#attemptTimeoutMs = options.attemptTimeoutMs ?? 2000;
+    this.#attemptTimeoutMs = options.attemptTimeoutMs ?? 1000;
   }
 
   /** The endpoint requests go to first. */
@@ -137,14 +137,17 @@ export class EtcdGateway {
   async call(path: string, body: unknown, signal: AbortSignal): Promise<unknown> {
     const failures: string[] = [];
     const count = this.endpoints.length;
+    const first = this.#current;
     for (let i = 0; i < count; i++) {
-      const index = (this.#current + i) % count;
+      const index = (first + i) % count;
       const endpoint = this.endpoints[index]!;
       try {
         const answer = await this.#callOne(endpoint, path, body, signal);
         this.#current = index;
         return answer;
       } catch (error) {
+        // The next call starts at the next endpoint: one that hangs is not asked first again.
+        if (error instanceof Unavailable || signal.aborted) this.#current = (index + 1) % count;
         if (signal.aborted) {
           throw new LeaseStoreError(`etcd ${endpoint}${path}: no answer in time`, { cause: error });
         }
