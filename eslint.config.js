@@ -3,6 +3,18 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
+const GEIST_FILES = ["src/pdu/geist/**", "src/pdu/drivers.ts"];
+const GEIST_RULE = {
+  regex: "(^|/)geist(/|$)",
+  message:
+    "Geist code is reached only through the PduDriver seam: import src/pdu/driver.ts, or add to src/pdu/drivers.ts.",
+};
+const KUBERNETES_ENGINE = "src/cluster/kubernetes.ts";
+const KUBERNETES_RULE = {
+  name: "@kubernetes/client-node",
+  message: "The Kubernetes client is reached only through the LeaseStore seam (src/cluster/kubernetes.ts).",
+};
+
 export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", "coverage/**", "bench/results/**", "deploy/**"] },
   js.configs.recommended,
@@ -31,25 +43,21 @@ export default tseslint.config(
       eqeqeq: ["error", "always"],
     },
   },
+  // The seams (docs/architecture.md): only a PDU family's own files and the driver factory import
+  // its code, the core talks to a PduDriver; only the Kubernetes engine of the lease seam imports
+  // the Kubernetes client (docs/cluster.md). Tests, testkit and bench may import either.
   {
-    // The vendor seam (docs/architecture.md): only a family's own files and the driver factory
-    // import its code; the core talks to a PduDriver. Tests, testkit and bench may.
     files: ["src/**/*.ts"],
-    ignores: ["src/pdu/geist/**", "src/pdu/drivers.ts"],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            {
-              regex: "(^|/)geist(/|$)",
-              message:
-                "Geist code is reached only through the PduDriver seam: import src/pdu/driver.ts, or add to src/pdu/drivers.ts.",
-            },
-          ],
-        },
-      ],
-    },
+    ignores: [...GEIST_FILES, KUBERNETES_ENGINE],
+    rules: { "no-restricted-imports": ["error", { patterns: [GEIST_RULE], paths: [KUBERNETES_RULE] }] },
+  },
+  {
+    files: GEIST_FILES,
+    rules: { "no-restricted-imports": ["error", { paths: [KUBERNETES_RULE] }] },
+  },
+  {
+    files: [KUBERNETES_ENGINE],
+    rules: { "no-restricted-imports": ["error", { patterns: [GEIST_RULE] }] },
   },
   {
     files: ["**/*.js", "**/*.mjs"],
