@@ -4,15 +4,18 @@
  * across its keys are cases of rules.test.ts.
  */
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
 import { runCheckConfig } from "../../src/config/cli.js";
 import { loadConfigFile, parseConfigText } from "../../src/config/load.js";
 import { effectiveConfigYaml } from "../../src/config/mask.js";
 
+const MAIN = fileURLToPath(new URL("../../src/main.js", import.meta.url));
 const PDU = "Pdus:\n  rack-a:\n    Connection: { Host: 127.0.0.1 }\n";
 
 let dir: string;
@@ -121,4 +124,27 @@ test("check-config shows the etcd user and masks the password, and its output lo
 
   const none = effectiveConfigYaml(await parseConfigText(PDU, "t.yaml", {}));
   assert.match(none, /# no etcd credentials \(SERVICE_ETCD_USERNAME \/ SERVICE_ETCD_PASSWORD not set\)/);
+});
+
+test("the service refuses to run with Cluster.Enabled (exit 2 naming the key) rather than own every instance beside others", async () => {
+  const file = join(dir, "refused.yaml");
+  await writeFile(
+    file,
+    `${PDU}Mqtt:\n  Connection: { Host: 127.0.0.1, Port: 1 }\nHealth: { Enabled: false }\nCluster:\n  Enabled: true\n  MemberName: a\n  Backend: etcd\n`,
+  );
+  const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      [MAIN, "--config", file],
+      { env: {}, timeout: 30_000 },
+      (error, _stdout, stderr) => {
+        resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stderr });
+      },
+    );
+  });
+  assert.equal(result.code, 2, result.stderr);
+  assert.match(
+    result.stderr,
+    /^config error: Cluster\.Enabled: is true, but this build of pdu-bridge runs only as the one owner/,
+  );
 });
