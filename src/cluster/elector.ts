@@ -47,6 +47,8 @@ export const ONCE_IDS_KEPT = 100;
 /** Once-only ids: what a caller may use (a UUID fits). */
 export const ONCE_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** Members considered at most (far more than any installation runs; bounds the work of a round). */
+const MAX_MEMBERS = 256;
 const MEMBER_PREFIX = "member-";
 const BUCKET_PREFIX = "bucket-";
 const CONFIG_LEASE = "config";
@@ -734,7 +736,9 @@ export class Elector {
 
     const members: MemberView[] = [];
     const eligible: { name: string; ready: boolean }[] = [];
-    for (const info of alive.values()) {
+    // Member leases come from the engine: a bounded number of them is considered (by name).
+    const considered = [...alive.values()].sort((a, b) => (a.name < b.name ? -1 : 1)).slice(0, MAX_MEMBERS);
+    for (const info of considered) {
       if (info.buckets !== this.buckets) continue;
       members.push({ name: info.name, ready: info.ready, self: false });
       if (!dead.has(info.identity)) eligible.push({ name: info.name, ready: info.ready });
