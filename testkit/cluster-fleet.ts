@@ -10,7 +10,7 @@
 import { createClusterWithStore, type Cluster, type ClusterEvent } from "../src/cluster/index.js";
 import type { LeaseStore } from "../src/cluster/store.js";
 import { silentLogger, type Logger } from "../src/log.js";
-import { waitFor } from "./wait.js";
+import { sleep, waitFor } from "./wait.js";
 
 export interface Timings {
   readonly LeaseDurationSeconds: number;
@@ -125,6 +125,26 @@ export class Fleet {
       `every bucket held by ${names.join(", ")} within one of even (now ${JSON.stringify(this.counts())})`,
       timeoutMs,
     );
+  }
+
+  /**
+   * Waits until the fleet is balanced ({@link waitBalanced}) and no bucket has changed hands for
+   * `quietMs` (replicas that started together may still be handing a few buckets over when the
+   * counts first look even).
+   */
+  async waitSettled(
+    names: readonly string[],
+    timeoutMs = 20_000,
+    quietMs = 1500,
+  ): Promise<Record<string, number>> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const counts = await this.waitBalanced(names, Math.max(1000, deadline - Date.now()));
+      const seq = this.#seq;
+      await sleep(quietMs);
+      if (this.#seq === seq) return counts;
+      if (Date.now() > deadline) throw new Error(`the fleet did not settle within ${timeoutMs} ms`);
+    }
   }
 
   /** Acquisitions since `seq` (each one a bucket that moved or was taken). */
