@@ -153,16 +153,12 @@ export function deadline(signal: AbortSignal, timeoutMs: number): AbortSignal {
   return AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
 }
 
-/** A short text for an error of any kind (for logs and status). */
+/** A short text for an error of any kind (for logs and status): its message, code and cause. */
 export function describeError(error: unknown): string {
-  if (error instanceof Error) {
-    const code = (error as { code?: unknown }).code;
-    const cause = error.cause instanceof Error ? `: ${error.cause.message}` : "";
-    const base =
-      typeof code === "string" && !error.message.includes(code)
-        ? `${error.message} (${code})`
-        : error.message;
-    return base.includes(cause.slice(2)) ? base : `${base}${cause}`;
-  }
-  return String(error);
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as { code?: unknown }).code;
+  let text =
+    typeof code === "string" && !error.message.includes(code) ? `${error.message} (${code})` : error.message;
+  if (error.cause instanceof Error && !text.includes(error.cause.message)) text += `: ${error.cause.message}`;
+  return text;
 }

@@ -341,6 +341,16 @@ function checkClusterRules(config: Config, fail: Fail): void {
       `times 1.2 must be less than Cluster.RenewDeadlineSeconds (${cluster.RenewDeadlineSeconds}): a holder must be able to retry a renewal before its deadline`,
     );
   }
+  for (const [i, endpoint] of cluster.Etcd.Endpoints.entries()) {
+    // The URL is not repeated: it holds a password.
+    if (endpoint.includes("@")) {
+      throw fail(
+        ["Cluster", "Etcd", "Endpoints", String(i)],
+        `must not hold credentials (user:password@): set ${ETCD_VARIABLE_PREFIX}_USERNAME and ${ETCD_VARIABLE_PREFIX}_PASSWORD instead`,
+        ["Cluster", "Etcd", "Endpoints"],
+      );
+    }
+  }
   if (cluster.Enabled && !new RegExp(MemberNamePattern).test(cluster.MemberName)) {
     throw fail(
       ["Cluster", "MemberName"],

@@ -358,7 +358,7 @@ export const ClusterSchema = Type.Object(
           uniqueItems: true,
           default: ["http://127.0.0.1:2379"],
           description:
-            "Client URLs of the etcd members (http:// or https://, no path); requests go to the next one when one fails",
+            "Client URLs of the etcd members (http:// or https://, no path, no credentials: those come from SERVICE_ETCD_USERNAME / _PASSWORD); requests go to the next one when one fails",
         }),
         Prefix: Type.String({
           minLength: 1,

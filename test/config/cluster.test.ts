@@ -148,3 +148,19 @@ test("the service refuses to run with Cluster.Enabled (exit 2 naming the key) ra
     /^config error: Cluster\.Enabled: is true, but this build of pdu-bridge runs only as the one owner/,
   );
 });
+
+test("an etcd endpoint with credentials in it is refused without repeating them", async () => {
+  await assert.rejects(
+    parseConfigText(
+      `${PDU}Cluster:\n  Etcd:\n    Endpoints: ["https://root:etcd-pw-9@10.0.0.5:2379"]\n`,
+      "t.yaml",
+      {},
+    ),
+    (error: unknown) => {
+      assert.ok(error instanceof Error);
+      assert.match(error.message, /Cluster\.Etcd\.Endpoints\.0: must not hold credentials/);
+      assert.ok(!error.message.includes("etcd-pw-9"), error.message);
+      return true;
+    },
+  );
+});

@@ -390,6 +390,13 @@ const CASES: readonly Case[] = [
     key: "Cluster.Etcd.Endpoints.0",
   },
   {
+    name: "Cluster.Etcd.Endpoints with credentials in the URL",
+    yaml: `${PDU}Cluster:\n  Etcd:\n    Endpoints: ["http://root:etcd-pw-9@127.0.0.1:2379"]\n`,
+    key: "Cluster.Etcd.Endpoints.0",
+    line: 7,
+    says: "must not hold credentials (user:password@): set SERVICE_ETCD_USERNAME",
+  },
+  {
     name: "Cluster.Etcd.CaFile that does not exist",
     yaml: `${PDU}Cluster:\n  Etcd:\n    CaFile: missing-ca.pem\n`,
     key: "Cluster.Etcd.CaFile",
