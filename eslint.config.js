@@ -3,15 +3,22 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
+const GEIST_FILES = ["src/pdu/geist/**", "src/pdu/drivers.ts"];
 const GEIST_ONLY = {
   regex: "(^|/)geist(/|$)",
   message:
     "Geist code is reached only through the PduDriver seam: import src/pdu/driver.ts, or add to src/pdu/drivers.ts.",
 };
+const SNMP_FILES = ["src/pdu/snmp/**", "src/pdu/drivers.ts"];
 const SNMP_ONLY = {
   regex: "(^|/)pdu/snmp(/|$)|^\\./snmp/(driver|parse|profile|profiles|transport)",
   message:
     "SNMP driver code is reached only through the PduDriver seam: import src/pdu/driver.ts, or add to src/pdu/drivers.ts.",
+};
+const KUBERNETES_ENGINE = "src/cluster/kubernetes.ts";
+const KUBERNETES_CLIENT = {
+  name: "@kubernetes/client-node",
+  message: "The Kubernetes client is reached only through the LeaseStore seam (src/cluster/kubernetes.ts).",
 };
 
 export default tseslint.config(
@@ -42,20 +49,27 @@ export default tseslint.config(
       eqeqeq: ["error", "always"],
     },
   },
-  // The vendor seam (docs/architecture.md): only a family's own files and the driver factory
-  // import its code; the core talks to a PduDriver. Tests, testkit and bench may.
+  // The seams (docs/architecture.md): only a PDU family's own files and the driver factory import
+  // its code, the core talks to a PduDriver; only the Kubernetes engine of the lease seam imports
+  // the Kubernetes client (docs/cluster.md). Tests, testkit and bench may import any of them.
   {
     files: ["src/**/*.ts"],
-    ignores: ["src/pdu/geist/**", "src/pdu/snmp/**", "src/pdu/drivers.ts"],
-    rules: { "no-restricted-imports": ["error", { patterns: [GEIST_ONLY, SNMP_ONLY] }] },
+    ignores: [...GEIST_FILES, ...SNMP_FILES, KUBERNETES_ENGINE],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [GEIST_ONLY, SNMP_ONLY], paths: [KUBERNETES_CLIENT] }],
+    },
   },
   {
     files: ["src/pdu/geist/**/*.ts"],
-    rules: { "no-restricted-imports": ["error", { patterns: [SNMP_ONLY] }] },
+    rules: { "no-restricted-imports": ["error", { patterns: [SNMP_ONLY], paths: [KUBERNETES_CLIENT] }] },
   },
   {
     files: ["src/pdu/snmp/**/*.ts"],
-    rules: { "no-restricted-imports": ["error", { patterns: [GEIST_ONLY] }] },
+    rules: { "no-restricted-imports": ["error", { patterns: [GEIST_ONLY], paths: [KUBERNETES_CLIENT] }] },
+  },
+  {
+    files: [KUBERNETES_ENGINE],
+    rules: { "no-restricted-imports": ["error", { patterns: [GEIST_ONLY, SNMP_ONLY] }] },
   },
   {
     files: ["**/*.js", "**/*.mjs"],

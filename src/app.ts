@@ -10,6 +10,7 @@
  */
 import type { LiveChanges } from "./config/kubernetes.js";
 import { apiTlsFiles } from "./config/oidc.js";
+import { ConfigError } from "./config/errors.js";
 import type { Config } from "./config/schema.js";
 import { observeControlAudit } from "./control/audit.js";
 import { createLogger, type Logger } from "./log.js";
@@ -151,6 +152,15 @@ export class App {
   }
 
   static async start(config: Config, options: AppOptions = {}): Promise<App> {
+    // This build runs only as the one owner of the fleet: as one of several replicas it would poll
+    // and write to every PDU beside the others. The coordination layer (src/cluster/) is not part
+    // of the service's parts, so the cluster is refused rather than silently ignored.
+    if (config.Cluster.Enabled) {
+      throw new ConfigError(
+        "Cluster.Enabled",
+        "is true, but this build of pdu-bridge runs only as the one owner of the fleet (docs/cluster.md): set it to false and run one replica",
+      );
+    }
     const logger = options.logger ?? createLogger({ level: config.Logging.Level });
     const app = new App(config, logger, options.consoleLimits);
     try {

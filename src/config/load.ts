@@ -9,6 +9,7 @@
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { isIP } from "node:net";
+import { hostname } from "node:os";
 import { dirname, resolve } from "node:path";
 import { Value } from "typebox/value";
 import { overrideProblem } from "../pdu/overrides.js";
@@ -24,7 +25,9 @@ import { ConfigError } from "./errors.js";
 import {
   ConfigSchema,
   InstanceIdPattern,
+  MemberNamePattern,
   PduSchema,
+  type ClusterConfig,
   type Config,
   type InstanceConfig,
   type MqttConfig,
@@ -33,6 +36,7 @@ import {
 } from "./schema.js";
 import {
   API_KEY_VARIABLE,
+  ETCD_VARIABLE_PREFIX,
   instanceVariableId,
   instanceVariablePrefix,
   ioReason,
@@ -208,10 +212,17 @@ export async function parseConfigText(
     Credentials: secrets.mqtt,
   };
 
-  const { Pdus: _pdus, Mqtt: _mqtt, ...sections } = data;
+  const cluster: ClusterConfig = {
+    ...data.Cluster,
+    MemberName: data.Cluster.MemberName ?? defaultMemberName(env),
+    Etcd: { ...data.Cluster.Etcd, CaFile: caFile(data.Cluster.Etcd.CaFile), Credentials: secrets.etcd },
+  };
+
+  const { Pdus: _pdus, Mqtt: _mqtt, Cluster: _cluster, ...sections } = data;
   const config: Config = {
     ...sections,
     Mqtt: mqtt,
+    Cluster: cluster,
     Api: resolveApiSection({ ...data.Api, ApiKey: secrets.apiKey }, baseDir, clientSecret),
     instances,
     origin,
@@ -248,6 +259,12 @@ function inFileOrder(problems: readonly ConfigError[]): ConfigError[] {
     .map((problem, i) => ({ problem, i }))
     .sort((a, b) => (a.problem.line ?? Infinity) - (b.problem.line ?? Infinity) || a.i - b.i)
     .map((p) => p.problem);
+}
+
+/** HOSTNAME (a pod's name), else the system's host name; lower-cased, as member names are. */
+function defaultMemberName(env: Env): string {
+  const fromEnv = env.HOSTNAME;
+  return (fromEnv === undefined || fromEnv === "" ? hostname() : fromEnv).toLowerCase();
 }
 
 function mqttSchemeForPort(port: number | undefined): MqttScheme {
@@ -375,6 +392,8 @@ function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail, prob
     );
   }
 
+  checkClusterRules(config, fail);
+
   for (const instance of config.instances) {
     if (instance.Driver === "snmp") {
       checkSnmp(instance, yaml, fail);
@@ -450,6 +469,44 @@ function checkSnmp(instance: InstanceConfig, yaml: ParsedYaml, fail: Fail): void
   if (s.Auth.PrivProtocol !== "none") key("PrivKey", "PRIV_KEY");
 }
 
+/**
+ * The timing rules of the lease algorithm (docs/cluster.md): a holder gives a lease up before the
+ * others may take it, and retries at least once before it gives up. A default member name that is
+ * not a valid one (a host name with `_`, say) matters only when the cluster is on.
+ */
+function checkClusterRules(config: Config, fail: Fail): void {
+  const cluster = config.Cluster;
+  if (cluster.RenewDeadlineSeconds >= cluster.LeaseDurationSeconds) {
+    throw fail(
+      ["Cluster", "RenewDeadlineSeconds"],
+      `must be less than Cluster.LeaseDurationSeconds (${cluster.LeaseDurationSeconds}): a holder gives a lease up before another replica may take it`,
+    );
+  }
+  if (cluster.RetryPeriodSeconds * 1.2 >= cluster.RenewDeadlineSeconds) {
+    throw fail(
+      ["Cluster", "RetryPeriodSeconds"],
+      `times 1.2 must be less than Cluster.RenewDeadlineSeconds (${cluster.RenewDeadlineSeconds}): a holder must be able to retry a renewal before its deadline`,
+    );
+  }
+  for (const [i, endpoint] of cluster.Etcd.Endpoints.entries()) {
+    // The URL is not repeated: it holds a password.
+    if (endpoint.includes("@")) {
+      throw fail(
+        ["Cluster", "Etcd", "Endpoints", String(i)],
+        `must not hold credentials (user:password@): set ${ETCD_VARIABLE_PREFIX}_USERNAME and ${ETCD_VARIABLE_PREFIX}_PASSWORD instead`,
+        ["Cluster", "Etcd", "Endpoints"],
+      );
+    }
+  }
+  if (cluster.Enabled && !new RegExp(MemberNamePattern).test(cluster.MemberName)) {
+    throw fail(
+      ["Cluster", "MemberName"],
+      `not set, and the host name ${showValue(cluster.MemberName)} is not a valid member name ` +
+        "(lower-case letters, digits, - and ., at most 63, starting and ending with a letter or digit): set Cluster.MemberName",
+    );
+  }
+}
+
 /** Shortest API key accepted, in characters (contract §7). */
 export const MIN_API_KEY_LENGTH = 16;
 
@@ -491,6 +548,13 @@ function checkSecretRules(config: Config, env: Env, fail: Fail, problems: Config
     const variable = [`${API_KEY_VARIABLE}_FILE`, API_KEY_VARIABLE].find((v) => (env[v] ?? "") !== "");
     problems.push(
       variable !== undefined ? new ConfigError(variable, problem) : fail(["Api", "ApiKey"], problem),
+    );
+  }
+  const etcd = config.Cluster.Etcd.Credentials;
+  if (nonEmpty(etcd.Password) && !nonEmpty(etcd.Username)) {
+    throw new ConfigError(
+      `${ETCD_VARIABLE_PREFIX}_USERNAME`,
+      `is required when ${ETCD_VARIABLE_PREFIX}_PASSWORD is set (etcd authenticates a user name and password)`,
     );
   }
   const { Username, Password } = config.Mqtt.Credentials;
@@ -600,6 +664,7 @@ async function checkCaFiles(config: Config, fail: Fail, problems: ConfigError[])
   const files: [KeyPath, string | null][] = [
     [["Mqtt", "Connection", "CaFile"], config.Mqtt.Connection.CaFile],
     [["Api", "Oidc", "CaFile"], config.Api.Oidc.CaFile],
+    [["Cluster", "Etcd", "CaFile"], config.Cluster.Etcd.CaFile],
     ...config.instances.map((i): [KeyPath, string | null] => [
       ["Pdus", i.id, "Connection", "CaFile"],
       i.Connection.CaFile,

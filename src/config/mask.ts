@@ -2,7 +2,7 @@
  * The effective configuration as YAML in the file's own shape, for `check-config`: every default
  * filled in, ports and schemes inferred, secrets merged and then masked.
  */
-import { Document, isScalar, YAMLMap } from "yaml";
+import { Document, isMap, isScalar, YAMLMap } from "yaml";
 import { ConfigSchema, PduSchema, type Config } from "./schema.js";
 import { asSchemaNode, isPlainObject, SECRET_KEYS, type SchemaNode } from "./validate.js";
 
@@ -45,6 +45,20 @@ export function effectiveConfigYaml(config: Config): string {
 
   const host = doc.getIn(["Mqtt", "Connection", "Host"], true);
   if (config.Mqtt.Connection.Host === null && isScalar(host)) host.comment = " the embedded broker";
+
+  // The etcd credentials have no key in the file (they come only from the environment): a comment
+  // says what is set, the password masked like every other secret.
+  const { Username, Password } = config.Cluster.Etcd.Credentials;
+  const cluster = doc.get("Cluster", true);
+  const etcdKey = isMap(cluster)
+    ? cluster.items.find((pair) => isScalar(pair.key) && pair.key.value === "Etcd")?.key
+    : undefined;
+  if (isScalar(etcdKey)) {
+    etcdKey.commentBefore =
+      Username === null && Password === null
+        ? " no etcd credentials (SERVICE_ETCD_USERNAME / SERVICE_ETCD_PASSWORD not set)"
+        : ` etcd credentials from the environment: user ${JSON.stringify(Username)}, password ${Password === null ? "null" : `"${MASK}"`}`;
+  }
 
   const primary = instances.find((i) => i.primary)?.id ?? "(none)";
   doc.commentBefore = [

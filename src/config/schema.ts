@@ -441,6 +441,104 @@ export const OidcSchema = Type.Object(
   },
 );
 
+/** Coordination engines a cluster can keep its leases in (src/cluster/engines.ts). */
+export const ClusterBackends = ["kubernetes", "etcd"] as const;
+export type ClusterBackend = (typeof ClusterBackends)[number];
+
+/**
+ * A replica's member name: an RFC 1123 subdomain of at most 63 characters (lower-case letters,
+ * digits, `-` and `.`), so that it fits a Kubernetes Lease name, an MQTT client id and a label.
+ */
+export const MemberNamePattern = "^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$";
+
+const clusterSeconds = (description: string, minimum: number, defaultSeconds: number) =>
+  Type.Number({ minimum, maximum: 3600, default: defaultSeconds, description });
+
+export const ClusterSchema = Type.Object(
+  {
+    Enabled: Type.Boolean({
+      default: false,
+      description:
+        "Run as one of several replicas sharing the fleet through leases (docs/cluster.md); false: this process owns every instance",
+    }),
+    Backend: Type.Enum(ClusterBackends, {
+      default: "kubernetes",
+      description:
+        "Where the leases live: kubernetes (coordination.k8s.io/v1 Leases, in a cluster) or etcd (v3, anywhere else)",
+    }),
+    MemberName: Type.Union([Type.String({ pattern: MemberNamePattern }), Type.Null()], {
+      default: null,
+      description:
+        "This replica's name, unique among the replicas (lower-case letters, digits, - and ., at most 63); null: HOSTNAME (the pod name), else the host name, lower-cased",
+    }),
+    Buckets: Type.Integer({
+      minimum: 1,
+      maximum: 1024,
+      default: 64,
+      description:
+        "Number of bucket leases the instances are spread over (an instance's bucket is a hash of its id); fixed for an installation; 1: active/standby",
+    }),
+    LeaseDurationSeconds: clusterSeconds(
+      "How long a lease stays with a holder that stopped renewing it, as seen by the other replicas",
+      1,
+      15,
+    ),
+    RenewDeadlineSeconds: clusterSeconds(
+      "A holder that has not renewed a lease within this time stops polling, publishing and writing for it; less than LeaseDurationSeconds",
+      0.5,
+      10,
+    ),
+    RetryPeriodSeconds: clusterSeconds(
+      "Time between renewals and attempts to acquire; RetryPeriodSeconds * 1.2 must be less than RenewDeadlineSeconds",
+      0.1,
+      2,
+    ),
+    Kubernetes: Type.Object(
+      {
+        Namespace: Type.Union(
+          [Type.String({ pattern: "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$" }), Type.Null()],
+          { default: null, description: "Namespace of the Leases; null: the pod's own" },
+        ),
+        LeasePrefix: Type.String({
+          pattern: "^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
+          default: "pdu-bridge",
+          description:
+            "Start of every Lease name (<prefix>-member-<name>, <prefix>-bucket-<n>, <prefix>-config) and the value of their pdu-bridge/lease-prefix label",
+        }),
+      },
+      { additionalProperties: false, default: {}, description: "The Kubernetes backend" },
+    ),
+    Etcd: Type.Object(
+      {
+        Endpoints: Type.Array(Type.String({ pattern: "^https?://[^/?#\\s]+/?$" }), {
+          minItems: 1,
+          maxItems: 16,
+          uniqueItems: true,
+          default: ["http://127.0.0.1:2379"],
+          description:
+            "Client URLs of the etcd members (http:// or https://, no path, no credentials: those come from SERVICE_ETCD_USERNAME / _PASSWORD); requests go to the next one when one fails",
+        }),
+        Prefix: Type.String({
+          minLength: 1,
+          maxLength: 200,
+          pattern: "^/(.*/)?$",
+          default: "/pdu-bridge/",
+          description: "Key prefix of every lease (starts and ends with /)",
+        }),
+        CaFile: nullableString(
+          "PEM file of the CA for https:// endpoints; credentials come from SERVICE_ETCD_USERNAME and SERVICE_ETCD_PASSWORD",
+        ),
+      },
+      { additionalProperties: false, default: {}, description: "The etcd v3 backend" },
+    ),
+  },
+  {
+    additionalProperties: false,
+    default: {},
+    description: "Several replicas sharing the fleet through leases (docs/cluster.md)",
+  },
+);
+
 /** Instance ids: 1–64 characters of A-Za-z0-9_- (they appear in topics, URLs and variable names). */
 export const InstanceIdPattern = "^[A-Za-z0-9_-]{1,64}$";
 
@@ -585,6 +683,7 @@ export const ConfigSchema = Type.Object(
         description: "Limits of both HTTP listeners (REST API and health), against slow or idle clients",
       },
     ),
+    Cluster: ClusterSchema,
     Logging: Type.Object(
       {
         Level: Type.Enum(LogLevels, {
@@ -627,9 +726,19 @@ export type MqttConfig = Omit<Static<typeof MqttSchema>, "Connection"> & {
   };
 };
 
+/** `Cluster` resolved: the member name filled in, the etcd credentials merged from the environment. */
+export type ClusterConfig = Omit<Static<typeof ClusterSchema>, "MemberName" | "Etcd"> & {
+  readonly MemberName: string;
+  readonly Etcd: Static<typeof ClusterSchema>["Etcd"] & {
+    /** From SERVICE_ETCD_USERNAME / SERVICE_ETCD_PASSWORD (or their _FILE forms); never in the file. */
+    readonly Credentials: { readonly Username: string | null; readonly Password: string | null };
+  };
+};
+
 /** The effective configuration the service runs with. */
-export interface Config extends Omit<FileConfig, "Pdus" | "Mqtt"> {
+export interface Config extends Omit<FileConfig, "Pdus" | "Mqtt" | "Cluster"> {
   readonly Mqtt: MqttConfig;
+  readonly Cluster: ClusterConfig;
   /** Instances in file order (a map would reorder integer-like ids). */
   readonly instances: readonly InstanceConfig[];
   /** Where the configuration came from, for messages (`/config/config.yaml`, `configmap ns/name`). */

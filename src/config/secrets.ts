@@ -28,6 +28,8 @@ export interface CredentialSources {
 export const API_KEY_VARIABLE = "SERVICE_API_KEY";
 export const MQTT_VARIABLE_PREFIX = "SERVICE_MQTT";
 export const PDU_VARIABLE_PREFIX = "SERVICE_PDU";
+/** The etcd backend's credentials (Cluster.Etcd); there are no keys for them in the file. */
+export const ETCD_VARIABLE_PREFIX = "SERVICE_ETCD";
 
 /** An instance id as it appears in variable names: upper-cased, `-` as `_` (`rack-a` → `RACK_A`). */
 export const instanceVariableId = (id: string): string => id.toUpperCase().replaceAll("-", "_");
@@ -96,6 +98,8 @@ export interface MergedSecrets {
   readonly pduSources: ReadonlyMap<string, CredentialSources>;
   /** By instance id, for instances with Driver snmp. */
   readonly snmp: ReadonlyMap<string, SnmpSecrets>;
+  /** Only from the environment. */
+  readonly etcd: Credentials;
 }
 
 /** An SNMP secret written in the file: they come only from the environment. */
@@ -130,6 +134,8 @@ export async function mergeSecrets(
   const mqttPassword = await readSecret(env, `${MQTT_VARIABLE_PREFIX}_PASSWORD`);
   const pduUsername = await readSecretFrom(env, `${PDU_VARIABLE_PREFIX}_USERNAME`);
   const pduPassword = await readSecretFrom(env, `${PDU_VARIABLE_PREFIX}_PASSWORD`);
+  const etcdUsername = await readSecret(env, `${ETCD_VARIABLE_PREFIX}_USERNAME`);
+  const etcdPassword = await readSecret(env, `${ETCD_VARIABLE_PREFIX}_PASSWORD`);
 
   const pdus = new Map<string, Credentials>();
   const pduSources = new Map<string, CredentialSources>();
@@ -166,6 +172,7 @@ export async function mergeSecrets(
     },
     pdus,
     snmp,
+    etcd: { Username: etcdUsername ?? null, Password: etcdPassword ?? null },
   };
 }
 

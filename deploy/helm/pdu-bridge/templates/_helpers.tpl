@@ -71,6 +71,42 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/*
+Several replicas share the fleet through leases (config.Cluster, docs/cluster.md): on when
+replicaCount is above 1, cluster.enabled is true or config.Cluster.Enabled is true. "true" or empty.
+*/}}
+{{- define "pdu-bridge.clusterEnabled" -}}
+{{- if or (gt (int .Values.replicaCount) 1) .Values.cluster.enabled (dig "Cluster" "Enabled" false (.Values.config | default dict)) }}true{{ end }}
+{{- end }}
+
+{{/* The cluster keeps its leases in the Kubernetes API (the chart's default backend): it needs the Role. */}}
+{{- define "pdu-bridge.leaseRbac" -}}
+{{- if and (include "pdu-bridge.clusterEnabled" .) (eq (dig "Cluster" "Backend" "kubernetes" (.Values.config | default dict)) "kubernetes") }}true{{ end }}
+{{- end }}
+
+{{/*
+The configuration file the chart renders: `config`, with Cluster on (Backend kubernetes unless set)
+when the cluster is. The member name is left to the service: HOSTNAME, which the chart sets to the
+pod's name.
+*/}}
+{{- define "pdu-bridge.renderedConfig" -}}
+{{- $config := deepCopy (.Values.config | default dict) }}
+{{- if include "pdu-bridge.clusterEnabled" . }}
+{{- $cluster := deepCopy (get $config "Cluster" | default dict) }}
+{{- $_ := set $cluster "Enabled" true }}
+{{- if not (get $cluster "Backend") }}
+{{- $_ := set $cluster "Backend" "kubernetes" }}
+{{- end }}
+{{- $_ := set $config "Cluster" $cluster }}
+{{- end }}
+{{- with .Values.oidc.publicUrl }}
+{{- $api := deepCopy (get $config "Api" | default dict) }}
+{{- $_ := set $api "PublicUrl" . }}
+{{- $_ := set $config "Api" $api }}
+{{- end }}
+{{- toYaml $config }}
+{{- end }}
+
+{{/*
 Refuses values that would deploy something broken or leak a secret. Included by every template that
 depends on them, so `helm template` and `helm install` stop with one clear message.
 */}}
@@ -114,6 +150,15 @@ depends on them, so `helm template` and `helm install` stop with one clear messa
 {{- if not (dig "Metrics" "Enabled" true $config) }}
 {{- fail "metrics.serviceMonitor.enabled needs config.Metrics.Enabled" }}
 {{- end }}
+{{- end }}
+{{- if and (gt (int .Values.replicaCount) 1) (eq (toString (dig "Cluster" "Enabled" "unset" $config)) "false") }}
+{{- fail "replicaCount above 1 needs the cluster: remove config.Cluster.Enabled=false (replicas without it would all poll and write to the same PDUs)" }}
+{{- end }}
+{{- if and (include "pdu-bridge.clusterEnabled" .) (not (dig "Mqtt" "Connection" "Host" "" $config)) }}
+{{- fail "the cluster (replicaCount above 1, cluster.enabled or config.Cluster.Enabled) needs an external broker in config.Mqtt.Connection.Host: each replica's embedded broker would be its own" }}
+{{- end }}
+{{- if lt (int .Values.replicaCount) 0 }}
+{{- fail "replicaCount must not be negative" }}
 {{- end }}
 {{- if and .Values.ingress.enabled (not (include "pdu-bridge.apiEnabled" .)) }}
 {{- fail "ingress.enabled needs config.Api.Enabled: the Ingress routes to the api Service" }}

@@ -1,0 +1,69 @@
+/**
+ * The lease store for a `Cluster` configuration: etcd (etcd.ts) or Kubernetes (kubernetes.ts,
+ * imported only for that backend: @kubernetes/client-node is large). What is missing to reach the
+ * engine is a {@link ConfigError} naming the key or variable, as for every configuration problem.
+ */
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { ConfigError } from "../config/errors.js";
+import type { ClusterConfig } from "../config/schema.js";
+import { ioReason, type Env } from "../config/secrets.js";
+import { EtcdLeaseStore } from "./etcd.js";
+import type { LeaseStore } from "./store.js";
+
+/** Where a pod's service-account token, CA and namespace are (SERVICE_K8S_SA_DIR overrides it). */
+export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+export async function createLeaseStore(cluster: ClusterConfig, env: Env): Promise<LeaseStore> {
+  if (cluster.Backend === "etcd") {
+    const etcd = cluster.Etcd;
+    let ca: string | null = null;
+    if (etcd.CaFile !== null) {
+      try {
+        ca = await readFile(etcd.CaFile, "utf8");
+      } catch (cause) {
+        throw new ConfigError("Cluster.Etcd.CaFile", `cannot read ${etcd.CaFile} (${ioReason(cause)})`);
+      }
+    }
+    return new EtcdLeaseStore({
+      endpoints: etcd.Endpoints,
+      prefix: etcd.Prefix,
+      ca,
+      username: etcd.Credentials.Username,
+      password: etcd.Credentials.Password,
+      // Half a retry period per endpoint (at most 1 s): a hung member leaves time for the next.
+      attemptTimeoutMs: Math.min(1000, Math.max(200, (cluster.RetryPeriodSeconds * 1000) / 2)),
+    });
+  }
+
+  const saDir = nonEmpty(env.SERVICE_K8S_SA_DIR) ?? SERVICE_ACCOUNT_DIR;
+  const host = nonEmpty(env.KUBERNETES_SERVICE_HOST);
+  if (host === undefined) {
+    throw new ConfigError(
+      "Cluster.Backend",
+      "is kubernetes, but KUBERNETES_SERVICE_HOST is not set: the Kubernetes backend works inside a pod (use etcd elsewhere)",
+    );
+  }
+  const server = `https://${host.includes(":") ? `[${host}]` : host}:${nonEmpty(env.KUBERNETES_SERVICE_PORT) ?? "443"}`;
+  let namespace = cluster.Kubernetes.Namespace;
+  if (namespace === null) {
+    const file = join(saDir, "namespace");
+    try {
+      namespace = (await readFile(file, "utf8")).trim();
+    } catch (cause) {
+      throw new ConfigError(
+        "Cluster.Kubernetes.Namespace",
+        `not set, and the pod's namespace cannot be read from ${file} (${ioReason(cause)})`,
+      );
+    }
+  }
+  const { KubernetesLeaseStore } = await import("./kubernetes.js");
+  return new KubernetesLeaseStore({
+    server,
+    serviceAccountDir: saDir,
+    namespace,
+    leasePrefix: cluster.Kubernetes.LeasePrefix,
+  });
+}
+
+const nonEmpty = (value: string | undefined): string | undefined => (value === "" ? undefined : value);

@@ -1,0 +1,151 @@
+/**
+ * The coordination layer for several replicas (`Cluster.Enabled`, docs/cluster.md): which replica
+ * polls, publishes and writes for which instance, and the fencing that keeps two replicas from ever
+ * writing to one PDU at once. A self-contained library: it knows instance ids, not PDUs, MQTT or
+ * HTTP. This is everything the service calls; nothing else in src/cluster/ is meant for it.
+ *
+ * Life cycle
+ * - `createCluster(config.Cluster, { logger, env, instanceIds })` builds it (a ConfigError when the
+ *   engine cannot be set up: no namespace, no CA file); `createClusterWithStore` takes a LeaseStore
+ *   (tests give each in-process replica its own client).
+ * - `start()` joins: writes this replica's member lease and runs the loop (renewals every
+ *   RetryPeriod, acquisitions, handovers). It resolves after the first round; the first buckets come
+ *   a settling time later (2 × RetryPeriod, so that replicas started together spread at once).
+ * - `stop()` leaves (SIGTERM): holds nothing from that moment, lets writes in flight end (their
+ *   deadlines bound this), deletes the member lease and releases every bucket, so the others take
+ *   them within a round (well inside the 5 s handover).
+ * - `setReady(ready)`: readiness is published in the member lease (the service says ready when its
+ *   MQTT connection is up); buckets go to ready replicas, and to any live one when none is ready.
+ *
+ * Asking, for an instance (each belongs to bucket `bucketOf(id)`)
+ * - `holds(id)`: this replica holds the instance's bucket and its lease is valid on the monotonic
+ *   clock right now. Poll, publish, take its MQTT commands and run its REST writes only while true;
+ *   the `lost` event says when to stop (at once, whatever is in flight).
+ * - `holderOf(id)`: the member name holding it as last seen, or null (for forwarding; 503 while null).
+ * - `beforeWrite(id, { onceId })`: call before every PDU write (control or settings). Renews the
+ *   bucket's lease with a conditional write and returns a `WriteGrant`: call `assertMayStart()`
+ *   right before sending (throws when the write could no longer end before another replica might
+ *   take the lease, e.g. after an event-loop stall), pass `signal` to the request (aborted at the
+ *   lease's validity end or when the bucket is lost), and `done()` when it ended. Throws
+ *   `FencingError` (`reason`: not-holder with `holder` for forwarding, renewal-failed, once-used,
+ *   late, stopping). With `onceId` (reboot, resetStats: an id made once per accepted command, kept
+ *   across forwarding retries) the same renewal records the id in the lease; an id recorded before,
+ *   here or by a previous holder, is refused with `once-used`, so a command never runs twice. A
+ *   failed beforeWrite with an onceId may have recorded it: report the outcome as unknown.
+ * - `onceUsed(id, onceId)`: the id is recorded in the bucket's lease as last seen (no engine call).
+ *
+ * Telling
+ * - `on(listener)`: `{ type: "acquired", bucket }`, `{ type: "lost", bucket, reason }` (handover,
+ *   stopping, renew-deadline, conflict, blocked) and `{ type: "members", members }`. Listeners run
+ *   synchronously; `instancesOf(bucket)` maps a bucket to the configured instance ids.
+ * - `status()`: member, engine, state, blocked, reachable (for /readyz), ready, buckets, instances
+ *   held, members, transitions (for /health/integrations and the metrics
+ *   pdu_bridge_cluster_buckets_held, pdu_bridge_cluster_lease_transitions_total,
+ *   pdu_bridge_cluster_members).
+ */
+import type { ClusterConfig } from "../config/schema.js";
+import type { Env } from "../config/secrets.js";
+import type { Logger } from "../log.js";
+import { bucketOf } from "./assign.js";
+import { createLeaseStore } from "./engines.js";
+import { Elector, type ClusterEvent, type ClusterStatus, type WriteGrant } from "./elector.js";
+import type { LeaseStore } from "./store.js";
+
+export { bucketOf } from "./assign.js";
+export {
+  FencingError,
+  ONCE_ID_PATTERN,
+  type ClusterEvent,
+  type ClusterStatus,
+  type LossReason,
+  type MemberView,
+  type WriteGrant,
+} from "./elector.js";
+export type { LeaseStore } from "./store.js";
+
+export interface ClusterOptions {
+  readonly logger: Logger;
+  /** The configured instance ids (for `instancesOf` and the status). */
+  readonly instanceIds?: readonly string[];
+  /** Ready from the start (default false). */
+  readonly ready?: boolean;
+}
+
+export interface Cluster {
+  readonly member: string;
+  readonly buckets: number;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  setReady(ready: boolean): void;
+  bucketOf(instanceId: string): number;
+  instancesOf(bucket: number): readonly string[];
+  holds(instanceId: string): boolean;
+  holderOf(instanceId: string): string | null;
+  beforeWrite(instanceId: string, options?: { onceId?: string }): Promise<WriteGrant>;
+  onceUsed(instanceId: string, onceId: string): boolean;
+  on(listener: (event: ClusterEvent) => void): () => void;
+  status(): ClusterStatus & { readonly instances: readonly string[] };
+  /** Freezes the loop without releasing anything, as a paused or killed process would (for tests). */
+  halt(): void;
+}
+
+/** The cluster of a `Cluster` configuration, on its engine. */
+export async function createCluster(
+  config: ClusterConfig,
+  options: ClusterOptions & { readonly env?: Env },
+): Promise<Cluster> {
+  const store = await createLeaseStore(config, options.env ?? process.env);
+  return createClusterWithStore(store, config, options);
+}
+
+/** The cluster on a given lease store; `stop()` closes it. */
+export function createClusterWithStore(
+  store: LeaseStore,
+  config: Pick<
+    ClusterConfig,
+    "MemberName" | "Buckets" | "LeaseDurationSeconds" | "RenewDeadlineSeconds" | "RetryPeriodSeconds"
+  >,
+  options: ClusterOptions,
+): Cluster {
+  const elector = new Elector({
+    store,
+    member: config.MemberName,
+    buckets: config.Buckets,
+    leaseDurationMs: config.LeaseDurationSeconds * 1000,
+    renewDeadlineMs: config.RenewDeadlineSeconds * 1000,
+    retryPeriodMs: config.RetryPeriodSeconds * 1000,
+    logger: options.logger,
+    ...(options.ready === undefined ? {} : { ready: options.ready }),
+  });
+  const byBucket = new Map<number, string[]>();
+  for (const id of options.instanceIds ?? []) {
+    const bucket = bucketOf(id, config.Buckets);
+    byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), id]);
+  }
+  const bucket = (id: string) => bucketOf(id, config.Buckets);
+  return {
+    member: elector.member,
+    buckets: elector.buckets,
+    start: () => elector.start(),
+    stop: async () => {
+      try {
+        await elector.stop();
+      } finally {
+        await store.close();
+      }
+    },
+    halt: () => elector.halt(),
+    setReady: (ready) => elector.setReady(ready),
+    bucketOf: bucket,
+    instancesOf: (b) => byBucket.get(b) ?? [],
+    holds: (id) => elector.holdsBucket(bucket(id)),
+    holderOf: (id) => elector.holderOf(bucket(id)),
+    beforeWrite: (id, writeOptions) => elector.beforeWrite(bucket(id), writeOptions),
+    onceUsed: (id, onceId) => elector.onceUsed(bucket(id), onceId),
+    on: (listener) => elector.on(listener),
+    status: () => {
+      const status = elector.status();
+      return { ...status, instances: status.buckets.flatMap((b) => byBucket.get(b) ?? []) };
+    },
+  };
+}

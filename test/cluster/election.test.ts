@@ -1,0 +1,238 @@
+/**
+ * The election algorithm with several replicas in one process, each with its own etcd client, on a
+ * real 3-member etcd: spread, joining, leaving, dying, active/standby, a bucket count that differs,
+ * the etcd leader stopped and all of etcd down for 20 s. Throughout, a monitor checks that no two
+ * replicas ever hold one bucket at the same instant. Timings are short leases (3 s, renew deadline
+ * 2 s, retry 0.5 s) and only appear as waits with deadlines.
+ */
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, afterEach, before, describe, it } from "node:test";
+import { EtcdLeaseStore } from "../../src/cluster/etcd.js";
+import { FencingError } from "../../src/cluster/index.js";
+import { EtcdCluster } from "../../testkit/etcd.js";
+import { Fleet, type Timings } from "../../testkit/cluster-fleet.js";
+import { sleep, waitFor } from "../../testkit/wait.js";
+
+let etcd: EtcdCluster;
+before(async () => {
+  etcd = await EtcdCluster.start({ members: 3 });
+});
+after(async () => {
+  await etcd?.close();
+});
+
+let fleet: Fleet | null = null;
+afterEach(async () => {
+  const f = fleet;
+  fleet = null;
+  if (f === null) return;
+  await f.close();
+  assert.deepEqual(f.overlaps.slice(0, 5), [], "never two holders of one bucket at once");
+});
+
+/** A fleet on its own key prefix; each replica's client starts at a different etcd member. */
+function newFleet(buckets: number, timings?: Timings): Fleet {
+  const prefix = `/election-${randomUUID()}/`;
+  let n = 0;
+  fleet = new Fleet(
+    () => {
+      const endpoints = etcd.endpoints;
+      const shift = n++ % endpoints.length;
+      return new EtcdLeaseStore({
+        endpoints: [...endpoints.slice(shift), ...endpoints.slice(0, shift)],
+        prefix,
+        attemptTimeoutMs: 400,
+      });
+    },
+    { buckets, ...(timings === undefined ? {} : { timings }) },
+  );
+  return fleet;
+}
+
+describe("spread and movement", () => {
+  it("three replicas hold 64 buckets within one of even, each bucket by one", async () => {
+    const f = newFleet(64);
+    await Promise.all(["a", "b", "c"].map((n) => f.add(n)));
+    const counts = await f.waitBalanced(["a", "b", "c"]);
+    assert.deepEqual(Object.values(counts).sort(), [21, 21, 22]);
+  });
+
+  it("every replica names an instance's holder; a write asked of another is refused with that name", async () => {
+    const f = newFleet(64);
+    await Promise.all(["a", "b", "c"].map((n) => f.add(n)));
+    await f.waitSettled(["a", "b", "c"]);
+    const holders = f.holders();
+    for (const id of ["rack-1", "rack-2", "row-7-pdu-3", "default"]) {
+      const bucket = f.get("a").bucketOf(id);
+      const holder = holders.get(bucket)![0]!;
+      for (const name of ["a", "b", "c"]) {
+        const cluster = f.get(name);
+        assert.equal(cluster.holds(id), name === holder);
+        assert.equal(cluster.holderOf(id), holder, `${name} on ${id}`);
+        if (name === holder) continue;
+        await assert.rejects(cluster.beforeWrite(id), (error: unknown) => {
+          assert.ok(error instanceof FencingError);
+          assert.equal(error.reason, "not-holder");
+          assert.equal(error.holder, holder);
+          return true;
+        });
+      }
+    }
+  });
+
+  it("a fourth replica joining moves at most ceil(64/4)+2 buckets, all to it", async () => {
+    const f = newFleet(64);
+    await Promise.all(["a", "b", "c"].map((n) => f.add(n)));
+    await f.waitSettled(["a", "b", "c"]);
+    const before = f.lastSeq;
+    await f.add("d");
+    const counts = await f.waitSettled(["a", "b", "c", "d"]);
+    assert.deepEqual(counts, { a: 16, b: 16, c: 16, d: 16 });
+    const moves = f.acquiredSince(before);
+    assert.ok(moves.length <= Math.ceil(64 / 4) + 2, `${moves.length} buckets moved`);
+    assert.deepEqual([...new Set(moves.map((m) => m.member))], ["d"], "only the new replica took buckets");
+  });
+
+  it("a replica stopping (SIGTERM) hands its buckets over within 5 s, to the others only", async () => {
+    const f = newFleet(64);
+    await Promise.all(["a", "b", "c"].map((n) => f.add(n)));
+    await f.waitSettled(["a", "b", "c"]);
+    const before = f.lastSeq;
+    const leaving = f.get("c").status().buckets.length;
+    await f.stop("c");
+    await f.waitBalanced(["a", "b"], 5000);
+    const moves = f.acquiredSince(before);
+    assert.equal(moves.length, leaving, "only the leaving replica's buckets moved");
+    const lost = f.events.filter((e) => e.seq > before && e.event.type === "lost");
+    assert.ok(
+      lost.every((e) => e.member === "c" && e.event.type === "lost" && e.event.reason === "stopping"),
+    );
+  });
+
+  it("a replica that stops renewing (frozen, not released) has its buckets taken after the lease runs out", async () => {
+    const f = newFleet(64);
+    await Promise.all(["a", "b", "c"].map((n) => f.add(n)));
+    await f.waitSettled(["a", "b", "c"]);
+    const frozen = f.get("b").status().buckets;
+    f.halt("b");
+    // Its holds turn false at its renew deadline; the others wait a whole lease from its last renewal.
+    await waitFor(() => f.get("b").status().buckets.length === 0, "the frozen replica to stop holding", 5000);
+    await waitFor(
+      () => {
+        const holders = f.holders();
+        return frozen.every((b) => {
+          const who = holders.get(b);
+          return who !== undefined && who.length === 1 && who[0] !== "b";
+        });
+      },
+      "the frozen replica's buckets taken by the others",
+      // LeaseDuration + RetryPeriod, and room for a loaded machine.
+      3000 + 500 + 5000,
+    );
+    const lost = f.events.filter((e) => e.member === "b" && e.event.type === "lost");
+    assert.ok(
+      lost.length > 0 && lost.every((e) => e.event.type === "lost" && e.event.reason === "renew-deadline"),
+    );
+  });
+
+  it("Buckets: 1 is active/standby", async () => {
+    const f = newFleet(1);
+    await Promise.all(["active", "standby"].map((n) => f.add(n)));
+    const holder = await waitFor(() => f.holders().get(0)?.[0], "the one bucket held");
+    const other = holder === "active" ? "standby" : "active";
+    f.halt(holder);
+    await waitFor(() => f.holders().get(0)?.[0] === other, "the standby to take over", 10_000);
+  });
+
+  it("buckets go to ready replicas; an unready one hands its buckets over", async () => {
+    const f = newFleet(16);
+    await f.add("a");
+    await f.waitBalanced(["a"]);
+    await f.add("b", { ready: false });
+    await sleep(2500);
+    assert.equal(
+      f.get("b").status().buckets.length,
+      0,
+      "an unready replica takes nothing while a ready one exists",
+    );
+    f.get("b").setReady(true);
+    await f.waitBalanced(["a", "b"]);
+    f.get("a").setReady(false);
+    await waitFor(
+      () => f.get("b").status().buckets.length === 16,
+      "every bucket with the ready replica",
+      10_000,
+    );
+  });
+});
+
+describe("a bucket count that differs", () => {
+  it("a replica with another count holds nothing while the installation's replicas live, then takes over", async () => {
+    const f = newFleet(8);
+    await f.add("old");
+    await f.waitBalanced(["old"]);
+    const newer = await f.add("new", { buckets: 4 });
+    await sleep(2500);
+    assert.equal(newer.cluster.status().buckets.length, 0);
+    assert.match(newer.cluster.status().blocked ?? "", /Cluster\.Buckets is 4 here but 8 in the engine/);
+    assert.equal(f.get("old").status().buckets.length, 8, "the running replicas are not disturbed");
+    await f.stop("old");
+    await waitFor(() => newer.cluster.status().buckets.length === 4, "the new count to take over", 15_000);
+    assert.equal(newer.cluster.status().blocked, null);
+  });
+});
+
+describe("etcd failures", () => {
+  const SLOWER: Timings = { LeaseDurationSeconds: 6, RenewDeadlineSeconds: 4, RetryPeriodSeconds: 1 };
+
+  it("the etcd leader stopped: the replicas go on against the other members", async () => {
+    const f = newFleet(16, SLOWER);
+    await Promise.all(["a", "b", "c"].map((n) => f.add(n)));
+    await f.waitSettled(["a", "b", "c"]);
+    const leader = await etcd.leader();
+    const before = f.lastSeq;
+    await etcd.stop(leader);
+    try {
+      const newLeader = await etcd.leader();
+      assert.notEqual(newLeader, leader);
+      // Renewals go on through the other members; rounds after the election find every bucket
+      // held (again, if an election outlasted a renew deadline), by one replica each.
+      await sleep(3000);
+      await f.waitSettled(["a", "b", "c"], 20_000);
+      for (const { cluster } of f.replicas.values()) assert.equal(cluster.status().reachable, true);
+      const lost = f.events.filter((e) => e.seq > before && e.event.type === "lost").length;
+      if (lost > 0) process.stderr.write(`note: ${lost} bucket(s) lost during the etcd election\n`);
+    } finally {
+      etcd.restart(leader);
+      await etcd.waitHealthy();
+    }
+  });
+
+  it("all of etcd down for 20 s: holders stop holding after RenewDeadline, and hold again when it is back", async () => {
+    const f = newFleet(16);
+    await Promise.all(["a", "b", "c"].map((n) => f.add(n)));
+    await f.waitBalanced(["a", "b", "c"]);
+    for (let i = 0; i < etcd.size; i++) await etcd.stop(i);
+    try {
+      await waitFor(
+        () => [...f.replicas.values()].every((r) => r.cluster.status().buckets.length === 0),
+        "every replica to stop holding",
+        // RenewDeadline, and room for a loaded machine.
+        2000 + 3000,
+      );
+      for (const r of f.replicas.values()) {
+        assert.equal(r.cluster.status().reachable, false);
+        assert.match(r.cluster.status().lastError ?? "", /etcd/);
+      }
+      const lost = f.events.filter((e) => e.event.type === "lost");
+      assert.ok(lost.every((e) => e.event.type === "lost" && e.event.reason === "renew-deadline"));
+      await sleep(20_000 - 5000);
+      assert.equal(f.holders().size, 0, "nothing is held while etcd is down");
+    } finally {
+      for (let i = 0; i < etcd.size; i++) etcd.restart(i);
+      await etcd.waitHealthy();
+    }
+    await f.waitBalanced(["a", "b", "c"], 30_000);
+  });
+});
