@@ -302,11 +302,13 @@ describe("a client that stops reading", () => {
       assert.equal(stalled.status, 200);
       const feed = h.app.console!;
       await waitFor(() => feed.streams === 2, "both streams open");
-      // Snapshot events as fast as the store takes them (each one a few KB to every stream): the
-      // stalled client's kernel buffers fill, then the worker's, then the service's.
+      // Snapshot events a millisecond apart (each one a few KB to every stream): the stalled
+      // client's kernel buffers fill, then the worker's, then the service's, while the reading
+      // client keeps up even when the machine is busy (as fast as the store takes them, a starved
+      // worker thread could back up both).
       for (let i = 0; i < 100_000 && feed.streams === 2; i++) {
         h.app.store.recordSuccess("rack", parseApiTree(singleUnitTree(), "rack", Date.now()));
-        await new Promise((resolve) => setImmediate(resolve));
+        await new Promise((resolve) => setTimeout(resolve, 1));
       }
       assert.equal(feed.streams, 1, "the stalled stream was dropped");
       assert.equal(feed.streamsOf("127.0.0.6"), 0);
