@@ -76,7 +76,11 @@ export async function startApiWorker(deps: HttpDeps, tls: TlsPair | null = null)
   const upstream = join(dir, "api.sock");
   const app = await buildApiServer(deps);
   app.server.prependListener("request", adoptPeer);
-  await app.listen({ path: upstream });
+  // Not the API's address: requests reach this socket only through the worker (logged when it listens).
+  await app.listen({
+    path: upstream,
+    listenTextResolver: (address) => `REST API: main-thread socket for the worker thread at ${address}`,
+  });
 
   const { Bind: bind, Port: configuredPort } = deps.config.Api;
   /** The thread that listens or is being started, and whether it listens. */
@@ -215,6 +219,11 @@ export async function startApiWorker(deps: HttpDeps, tls: TlsPair | null = null)
   }
   // Restarts listen on the port the first worker got (`Api.Port: 0` picks one once).
   port = start.port;
+  const shownHost = bind.includes(":") ? `[${bind}]` : bind;
+  deps.logger.info(
+    { listener: "api", port },
+    `REST API listening at ${tls === null ? "http" : "https"}://${shownHost}:${port} (worker thread)`,
+  );
   upSince = Date.now();
   return {
     port,
