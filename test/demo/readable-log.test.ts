@@ -17,9 +17,9 @@ describe("readable log lines (the demo)", () => {
     const [first, second] = text.split("\n");
     assert.match(
       first!,
-      /^\d\d:\d\d:\d\d warn  poll failed \(instance=default failures=2 password=\[redacted\]\)$/,
+      /^\d\d:\d\d:\d\d warn {2}poll failed \(instance=default failures=2 password=\[redacted\]\)$/,
     );
-    assert.match(second!, /^\d\d:\d\d:\d\d info  instance online$/);
+    assert.match(second!, /^\d\d:\d\d:\d\d info {2}instance online$/);
     assert.ok(!text.includes("{"), "no JSON");
     assert.ok(!text.includes("hunter2"), "no secret");
   });

@@ -38,6 +38,9 @@ function adoptPeer(request: IncomingMessage): void {
     Object.defineProperty(request.socket, "remoteAddress", { value: address, configurable: true });
 }
 
+/** How the start-up log names the socket behind the worker (followed by its path). */
+export const SOCKET_LINE = "REST API: main-thread socket for the worker thread at ";
+
 /** The REST API's listener as the main thread holds it: on the worker thread, or on the main thread. */
 export interface ApiListener extends RunningListener {
   /** Why the REST API does not answer now (its worker thread died and is being started again), else null. */
@@ -79,7 +82,7 @@ export async function startApiWorker(deps: HttpDeps, tls: TlsPair | null = null)
   // Not the API's address: requests reach this socket only through the worker (logged when it listens).
   await app.listen({
     path: upstream,
-    listenTextResolver: (address) => `REST API: main-thread socket for the worker thread at ${address}`,
+    listenTextResolver: (address) => `${SOCKET_LINE}${address}`,
   });
 
   const { Bind: bind, Port: configuredPort } = deps.config.Api;
