@@ -12,6 +12,7 @@ import { createServer } from "node:net";
 import { parseArgs } from "node:util";
 import { App } from "./app.js";
 import { parseConfigText } from "./config/load.js";
+import { createLogger, readableLines } from "./log.js";
 import type { Snapshot } from "./pdu/model.js";
 import { startSimulator } from "./simulator/index.js";
 import type { SnmpSimulator } from "./simulator/snmp/agent.js";
@@ -131,7 +132,10 @@ export async function runDemo(argv: string[], io: DemoIo): Promise<number> {
         SERVICE_PDU_RACK_APC_WRITE_COMMUNITY: SNMP_COMMUNITIES.write,
       },
     );
-    app = await App.start(config);
+    // Readable lines among the demo's own text, not JSON (the service proper logs JSON).
+    app = await App.start(config, {
+      logger: createLogger({ level: config.Logging.Level, destination: readableLines(io.out) }),
+    });
     io.out(
       instructions(
         app,

@@ -3,6 +3,7 @@
  * construction (nothing logs a config object whole), the redaction is the second line of defence.
  */
 import { pino, type Logger, type DestinationStream } from "pino";
+import { Writable } from "node:stream";
 
 export type { Logger };
 
@@ -52,4 +53,39 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 /** A logger that drops everything (for library use and tests that do not look at logs). */
 export function silentLogger(): Logger {
   return pino({ level: "silent" });
+}
+
+/** Fields every line has, which a reader of {@link readableLines} does not need to see. */
+const ROUTINE_FIELDS = new Set(["level", "time", "pid", "hostname", "name", "msg"]);
+
+/**
+ * Log lines for a person at a terminal (the demo): `12:03:07 warn  poll failed (instance=default …)`
+ * instead of JSON. The service itself always logs JSON, for log collectors.
+ */
+export function readableLines(out: (text: string) => void): DestinationStream {
+  return new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString("utf8").split("\n")) {
+        if (line === "") continue;
+        out(`${readableLine(line)}\n`);
+      }
+      done();
+    },
+  });
+}
+
+function readableLine(json: string): string {
+  let record: Record<string, unknown>;
+  try {
+    record = JSON.parse(json) as Record<string, unknown>;
+  } catch {
+    return json;
+  }
+  const time = typeof record.time === "string" ? record.time.slice(11, 19) : "";
+  const level = typeof record.level === "string" ? record.level.padEnd(5) : "";
+  const fields = Object.entries(record)
+    .filter(([key]) => !ROUTINE_FIELDS.has(key))
+    .map(([key, value]) => `${key}=${typeof value === "string" ? value : JSON.stringify(value)}`);
+  const message = typeof record.msg === "string" ? record.msg : "";
+  return `${time} ${level} ${message}${fields.length > 0 ? ` (${fields.join(" ")})` : ""}`;
 }

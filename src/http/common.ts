@@ -297,7 +297,12 @@ export async function listen(
   port: number,
 ): Promise<RunningListener> {
   try {
-    await app.listen({ host, port });
+    await app.listen({
+      host,
+      port,
+      listenTextResolver: (address) =>
+        `${section === "Api" ? "REST API" : "health endpoints and metrics"} listening at ${address}`,
+    });
   } catch (error) {
     await app.close();
     throw listenError(error, section, host, port);

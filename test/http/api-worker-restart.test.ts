@@ -13,6 +13,7 @@ import { dirname } from "node:path";
 import { after, before, test } from "node:test";
 import { startApiWorkerHarness, type AppHarness } from "../../testkit/app-harness.js";
 import { waitFor } from "../../testkit/wait.js";
+import { SOCKET_LINE } from "../../src/http/api/worker-host.js";
 
 const KEY = "worker-restart-key-0123456789abcdef";
 
@@ -135,9 +136,9 @@ test("a dead worker is started again: reported while down, then the REST API and
 });
 
 test("stopping while the worker waits to be started again finishes and frees the port", async () => {
-  const listening = h.logs().find((l) => String(l.msg).startsWith("Server listening at /"));
+  const listening = h.logs().find((l) => String(l.msg).startsWith(`${SOCKET_LINE}/`));
   assert.ok(listening, "fastify listens on a unix socket");
-  const socketDir = dirname(String(listening.msg).slice("Server listening at ".length));
+  const socketDir = dirname(String(listening.msg).slice(SOCKET_LINE.length));
   const blocker = await killAndHold();
   try {
     assert.notEqual(h.app.apiWorker!.outage(), null, "the worker is down when the stop begins");

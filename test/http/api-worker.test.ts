@@ -17,6 +17,7 @@ import { startApiWorkerHarness, type AppHarness } from "../../testkit/app-harnes
 import { configFrom } from "../../testkit/http-harness.js";
 import { singleUnit } from "../../testkit/mqtt-snapshots.js";
 import { waitFor } from "../../testkit/wait.js";
+import { SOCKET_LINE } from "../../src/http/api/worker-host.js";
 
 const KEY = "worker-test-key-0123456789abcdef";
 /** Sent by the client: the request then is not plain, so the worker passes it to fastify's route. */
@@ -27,9 +28,9 @@ let socketDir: string;
 
 before(async () => {
   h = await startApiWorkerHarness(KEY);
-  const listening = h.logs().find((l) => String(l.msg).startsWith("Server listening at /"));
+  const listening = h.logs().find((l) => String(l.msg).startsWith(`${SOCKET_LINE}/`));
   assert.ok(listening, "fastify listens on a unix socket");
-  socketDir = dirname(String(listening.msg).slice("Server listening at ".length));
+  socketDir = dirname(String(listening.msg).slice(SOCKET_LINE.length));
 });
 
 after(async () => {

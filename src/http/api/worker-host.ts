@@ -38,6 +38,9 @@ function adoptPeer(request: IncomingMessage): void {
     Object.defineProperty(request.socket, "remoteAddress", { value: address, configurable: true });
 }
 
+/** How the start-up log names the socket behind the worker (followed by its path). */
+export const SOCKET_LINE = "REST API: main-thread socket for the worker thread at ";
+
 /** The REST API's listener as the main thread holds it: on the worker thread, or on the main thread. */
 export interface ApiListener extends RunningListener {
   /** Why the REST API does not answer now (its worker thread died and is being started again), else null. */
@@ -76,7 +79,11 @@ export async function startApiWorker(deps: HttpDeps, tls: TlsPair | null = null)
   const upstream = join(dir, "api.sock");
   const app = await buildApiServer(deps);
   app.server.prependListener("request", adoptPeer);
-  await app.listen({ path: upstream });
+  // Not the API's address: requests reach this socket only through the worker (logged when it listens).
+  await app.listen({
+    path: upstream,
+    listenTextResolver: (address) => `${SOCKET_LINE}${address}`,
+  });
 
   const { Bind: bind, Port: configuredPort } = deps.config.Api;
   /** The thread that listens or is being started, and whether it listens. */
@@ -215,6 +222,11 @@ export async function startApiWorker(deps: HttpDeps, tls: TlsPair | null = null)
   }
   // Restarts listen on the port the first worker got (`Api.Port: 0` picks one once).
   port = start.port;
+  const shownHost = bind.includes(":") ? `[${bind}]` : bind;
+  deps.logger.info(
+    { listener: "api", port },
+    `REST API listening at ${tls === null ? "http" : "https"}://${shownHost}:${port} (worker thread)`,
+  );
   upSince = Date.now();
   return {
     port,
