@@ -1,0 +1,247 @@
+/**
+ * The service's one event bus, owned by the composition root (src/app.ts): what happened, told to
+ * every part that cares, so that no part reaches into another to learn it. The events and who emits
+ * and listens to each are listed in docs/architecture.md ("The event bus").
+ *
+ * - Typed: `bus.on("snapshot", (e) => …)` knows `e` is a {@link SnapshotEvent}; `on` returns the
+ *   function that removes the listener, and {@link EventBus.listen} takes several at once.
+ * - Synchronous: `emit` calls the event's listeners in registration order before it returns, so a
+ *   part that emits knows every listener has seen the event (the store's snapshot is the one they
+ *   read). A listener added during an emit hears the next event; one removed during it is not called.
+ * - Isolated: a listener that throws is logged (once a minute per listener at most, with the count
+ *   of the failures in between) and never stops the other listeners or the emitter, so a failing
+ *   listener cannot take down polling or MQTT.
+ */
+import type { LiveChanges } from "./config/kubernetes/diff.js";
+import type { Config } from "./config/schema.js";
+import type { ControlSource, SettingsTarget } from "./control/types.js";
+import type { Logger } from "./log.js";
+import type { Snapshot } from "./pdu/model.js";
+
+/** A new snapshot of an instance: from a poll, or a latch or overrides view that changed what it shows. */
+export interface SnapshotEvent {
+  /** Shared with {@link PollFailedEvent}, so that a listener of both handles them as one union. */
+  readonly kind: "snapshot";
+  readonly instanceId: string;
+  /** The snapshot every consumer reads: latches applied, then the instance's overrides. */
+  readonly snapshot: Snapshot;
+  /** True when a poll produced it; false when only a latch or the view changed. */
+  readonly fromPoll: boolean;
+  /**
+   * True when a poll produced it and its content is that of the instance's previous event, which a
+   * poll produced too (`sameContent` in src/pdu/model.ts: the PDU answered exactly as before and no
+   * latch or view is in the way): only the timestamp is new, so a listener that derives output
+   * from the content alone may skip it.
+   */
+  readonly unchanged: boolean;
+}
+
+/** A poll of an instance failed (its last good snapshot stays). */
+export interface PollFailedEvent {
+  readonly kind: "failure";
+  readonly instanceId: string;
+  /** Readable message of the failure. */
+  readonly error: string;
+  /** True when the instance was online (its previous poll succeeded). */
+  readonly wasOnline: boolean;
+}
+
+/** A poll ended (succeeded or failed; not aborted by a stop), before its outcome is recorded. */
+export interface PollDoneEvent {
+  readonly instanceId: string;
+  readonly ms: number;
+}
+
+/** Something wrote to an instance's PDU: poll it after `delayMs`, so its report confirms the write. */
+export interface PollSoonEvent {
+  readonly instanceId: string;
+  readonly delayMs: number | undefined;
+}
+
+/**
+ * An instance came online (its first successful poll, or the first after failures) or went
+ * offline (the first failed poll after a success).
+ */
+export type InstanceStatusEvent =
+  | { readonly instanceId: string; readonly online: true; readonly snapshot: Snapshot }
+  | { readonly instanceId: string; readonly online: false; readonly error: string };
+
+/**
+ * One control attempt, from either surface, as audited (src/control/audit.ts): every command and
+ * settings write, refused or not, exactly once.
+ */
+export interface ControlEvent {
+  readonly source: ControlSource;
+  readonly instanceId: string | null;
+  /** A control target, or (for a settings write) also a device or an entity. */
+  readonly target: SettingsTarget | null;
+  /** The command's name, `set` for a settings write; null when the request named none this service knows. */
+  readonly action: string | null;
+  /** HTTP-style status of the outcome (200 done; 4xx refused; 5xx failed). */
+  readonly status: number;
+  readonly detail?: string;
+  /** The outcome's specific problem (e.g. `outcome-unknown`), when it has one. */
+  readonly problem?: string;
+  /**
+   * True when the control core decided the outcome; false when the surface refused the request
+   * before it (a wrong key, a bad payload, control off for the instance, no core in this process).
+   */
+  readonly fromCore: boolean;
+}
+
+/** The login check's verdict on an instance changed: `problem` appeared (the PDU refused the login) or went (null). */
+export interface CredentialsEvent {
+  readonly instanceId: string;
+  readonly problem: string | null;
+}
+
+export interface MqttConnectedEvent {
+  /** Broker URL without credentials. */
+  readonly broker: string;
+}
+
+export interface MqttLostEvent {
+  readonly broker: string;
+  /** True when the bridge itself closed the connection (stopping); false when it was lost. */
+  readonly stopping: boolean;
+}
+
+/** A live configuration change was applied (src/config/kubernetes/diff.ts decides what is live). */
+export interface ConfigAppliedEvent {
+  /** The configuration in force from now on. */
+  readonly config: Config;
+  readonly live: LiveChanges;
+}
+
+/** Instances this process took over or gave up (src/ownership.ts). */
+export interface OwnershipChangedEvent {
+  readonly gained: readonly string[];
+  readonly lost: readonly string[];
+}
+
+/** Every event of the bus by name. */
+export interface BusEvents {
+  snapshot: SnapshotEvent;
+  pollFailed: PollFailedEvent;
+  pollDone: PollDoneEvent;
+  pollSoon: PollSoonEvent;
+  instanceStatus: InstanceStatusEvent;
+  control: ControlEvent;
+  credentials: CredentialsEvent;
+  mqttConnected: MqttConnectedEvent;
+  mqttLost: MqttLostEvent;
+  configApplied: ConfigAppliedEvent;
+  ownershipChanged: OwnershipChangedEvent;
+}
+
+export type BusEventName = keyof BusEvents;
+
+/** Every event's name (docs/architecture.md lists each with who emits and who listens). */
+export const BUS_EVENT_NAMES = [
+  "snapshot",
+  "pollFailed",
+  "pollDone",
+  "pollSoon",
+  "instanceStatus",
+  "control",
+  "credentials",
+  "mqttConnected",
+  "mqttLost",
+  "configApplied",
+  "ownershipChanged",
+] as const satisfies readonly BusEventName[];
+// An event missing from the list above fails to compile here.
+const _everyEventListed: Record<Exclude<BusEventName, (typeof BUS_EVENT_NAMES)[number]>, never> = {};
+void _everyEventListed;
+export type BusListener<K extends BusEventName> = (event: BusEvents[K]) => void;
+/** Listeners of several events at once ({@link EventBus.listen}). */
+export type BusListeners = { readonly [K in BusEventName]?: BusListener<K> };
+
+/** At most one line per listener per this period about its failures (ms). */
+export const LISTENER_FAILURE_LOG_MS = 60_000;
+
+interface Entry {
+  readonly listener: (event: never) => void;
+  active: boolean;
+  /** Failures since the last line about them. */
+  failures: number;
+  loggedAt: number;
+}
+
+export interface EventBusOptions {
+  /** Where a failing listener is reported; default: a process warning. */
+  readonly logger?: Logger;
+  readonly now?: () => number;
+}
+
+export class EventBus {
+  /** Per event, its listeners in registration order; replaced, never changed, while emits run. */
+  readonly #entries = new Map<BusEventName, readonly Entry[]>();
+  readonly #logger: Logger | undefined;
+  readonly #now: () => number;
+
+  constructor(options: EventBusOptions = {}) {
+    this.#logger = options.logger;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Calls `listener` with every `name` event from now on, until the returned function is called. */
+  on<K extends BusEventName>(name: K, listener: BusListener<K>): () => void {
+    const entry: Entry = { listener, active: true, failures: 0, loggedAt: -Infinity };
+    this.#entries.set(name, [...(this.#entries.get(name) ?? []), entry]);
+    return () => {
+      if (!entry.active) return;
+      entry.active = false;
+      const left = (this.#entries.get(name) ?? []).filter((e) => e !== entry);
+      if (left.length > 0) this.#entries.set(name, left);
+      else this.#entries.delete(name);
+    };
+  }
+
+  /** {@link on} for each of `listeners` (in their order); the returned function removes them all. */
+  listen(listeners: BusListeners): () => void {
+    const offs: (() => void)[] = [];
+    for (const name of Object.keys(listeners) as BusEventName[]) {
+      const listener = listeners[name] as BusListener<BusEventName> | undefined;
+      if (listener !== undefined) offs.push(this.on(name, listener));
+    }
+    return () => {
+      for (const off of offs) off();
+    };
+  }
+
+  /** Tells every listener of `name`, in registration order. Never throws. */
+  emit<K extends BusEventName>(name: K, event: BusEvents[K]): void {
+    const entries = this.#entries.get(name);
+    if (entries === undefined) return;
+    for (const entry of entries) {
+      if (!entry.active) continue;
+      try {
+        (entry.listener as BusListener<K>)(event);
+      } catch (error) {
+        this.#failed(name, entry, error);
+      }
+    }
+  }
+
+  /** Listeners of `name` now. */
+  listenerCount(name: BusEventName): number {
+    return this.#entries.get(name)?.length ?? 0;
+  }
+
+  #failed(name: BusEventName, entry: Entry, error: unknown): void {
+    entry.failures++;
+    const now = this.#now();
+    if (now - entry.loggedAt < LISTENER_FAILURE_LOG_MS) return;
+    const failures = entry.failures;
+    entry.loggedAt = now;
+    entry.failures = 0;
+    const message = `a listener of the bus's ${name} event failed; the other listeners and its emitter went on`;
+    try {
+      if (this.#logger !== undefined) this.#logger.error({ event: name, err: error, failures }, message);
+      else process.emitWarning(`${message}: ${error instanceof Error ? error.message : String(error)}`);
+    } catch {
+      // Reporting must never take the emitter down either.
+    }
+  }
+}
