@@ -12,6 +12,7 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
+import { EventBus } from "../src/bus.js";
 import { parseConfigText } from "../src/config/load.js";
 import { buildHealthServer } from "../src/http/health/server.js";
 import { createLogger } from "../src/log.js";
@@ -70,7 +71,8 @@ if (values.mode === "baseline") {
   const polled = await client.poll(new AbortController().signal);
   await client.close();
   await sim.close();
-  const store = new SnapshotStore(ids);
+  const bus = new EventBus({ logger });
+  const store = new SnapshotStore(ids, { bus });
   ids.forEach((id, i) => {
     const snapshot: Snapshot = {
       ...polled,
@@ -82,10 +84,11 @@ if (values.mode === "baseline") {
     };
     store.recordSuccess(id, snapshot);
   });
-  const metrics = new BridgeMetrics({ store, skippedPolls: () => 0, mqtt: () => null });
+  const metrics = new BridgeMetrics({ store, bus, skippedPolls: () => 0, mqtt: () => null });
   const app = await buildHealthServer({
     config,
     store,
+    bus,
     logger,
     startedAt: Date.now(),
     metrics,

@@ -115,9 +115,11 @@ async function main(): Promise<void> {
     logger: createLogger({ level: config.Logging.Level, destination }),
   });
   const polls = { ok: 0, failed: 0 };
-  app.store.subscribe((event) => {
-    if (event.kind === "failure") polls.failed++;
-    else if (event.fromPoll) polls.ok++;
+  app.bus.listen({
+    pollFailed: () => polls.failed++,
+    snapshot: (event) => {
+      if (event.fromPoll) polls.ok++;
+    },
   });
 
   const interval = monitorEventLoopDelay({ resolution: RESOLUTION_MS });

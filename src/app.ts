@@ -1,27 +1,41 @@
 /**
- * Composition root: builds the parts from a validated configuration, starts them in order and
- * stops them in reverse. Nothing else wires parts together.
+ * Composition root: builds the parts from a validated configuration, owns the event bus they talk
+ * over (src/bus.ts), and starts them in order and stops them in reverse (src/lifecycle.ts). Nothing
+ * else wires parts together; no part calls into another. docs/architecture.md ("Parts", "The event
+ * bus") says what each part does and which events it emits and hears.
  *
- * Start order: PDU drivers and store → poller (polling starts at once, so the first snapshots
- * arrive while MQTT connects) → MQTT (embedded broker first when configured) → REST API → health
- * listener (probes answer only once the API listens).
- * Stop order: control (writes in flight get a budget to finish) with the poller → health listener →
- * REST API → MQTT (`offline` published, embedded broker closed) → PDU clients.
+ * Start order (stopped in reverse):
+ *   pdus → instance-log → metrics → console → credentials → poller → mqtt → api → health → control
+ *
+ * What the order guarantees:
+ * - Every part that counts or shows polls (metrics, the console's history, the login check, the
+ *   instance log) listens before the poller starts; polling starts before MQTT connects, so the
+ *   first snapshots arrive while it connects (each connect publishes what the store holds).
+ * - The health listener starts after the REST API: a readiness probe cannot pass while the API
+ *   still refuses connections (the worker thread takes a while to listen).
+ * - Control is last, so it stops first: new commands are refused and writes in flight get the stop
+ *   budget to finish (what is still unfinished then is reported as outcome unknown, never as
+ *   "retry"). Its start does nothing: the core answers from the moment MQTT and the API take requests.
+ * - Then the listeners close (health, then the REST API), then MQTT publishes `offline` for every
+ *   instance it owns and for the bridge before it closes (and the embedded broker with it); the
+ *   poller stops after it, and the PDU drivers and the store close last.
  */
-import type { LiveChanges } from "./config/kubernetes.js";
+import { EventBus } from "./bus.js";
+import type { LiveChanges } from "./config/kubernetes/diff.js";
 import { apiTlsFiles } from "./config/oidc.js";
 import { ConfigError } from "./config/errors.js";
 import type { Config } from "./config/schema.js";
-import { observeControlAudit } from "./control/audit.js";
-import { createLogger, type Logger } from "./log.js";
+import { CredentialsCheck } from "./control/credentials.js";
 import { createControlService, type ControlCore } from "./control/service.js";
-import type { ControlService } from "./control/types.js";
 import type { ApiListener } from "./http/api/worker-host.js";
 import type { RunningListener } from "./http/common.js";
 import { startHealthServer } from "./http/health/server.js";
 import type { HttpDeps } from "./http/types.js";
+import { Lifecycle, type Part } from "./lifecycle.js";
+import { createLogger, type Logger } from "./log.js";
 import { BridgeMetrics } from "./metrics/bridge.js";
-import { startMqttBridge, type MqttBridge } from "./mqtt/bridge.js";
+import { MqttBridge } from "./mqtt/bridge.js";
+import { OWN_ALL, type Ownership } from "./ownership.js";
 import type { PduDriver } from "./pdu/driver.js";
 import { createDriver } from "./pdu/drivers.js";
 import { overridesView, unknownOverrides } from "./pdu/overrides.js";
@@ -29,7 +43,8 @@ import { Poller } from "./poller/scheduler.js";
 import { SnapshotStore } from "./poller/store.js";
 import { heapFlagsReport, heapLimitMb, heapNeededMb } from "./runtime.js";
 import { ConsoleFeed, type ConsoleLimits } from "./ui/feed.js";
-import { CredentialsCheck } from "./control/credentials.js";
+
+export type { Part } from "./lifecycle.js";
 
 export interface AppOptions {
   /** Logger to use (tests pass one that captures lines); default: pino on stdout at Logging.Level. */
@@ -38,117 +53,103 @@ export interface AppOptions {
   consoleLimits?: ConsoleLimits;
 }
 
-/** A part of the running service with a lifecycle. */
-export interface Part {
-  readonly name: string;
-  stop(): Promise<void>;
-}
-
 export class App {
   #config: Config;
   readonly logger: Logger;
+  /** What the parts tell each other. */
+  readonly bus: EventBus;
+  /** Which instances this process polls, publishes and writes to: all of them. */
+  readonly ownership: Ownership = OWN_ALL;
   readonly store: SnapshotStore;
   readonly poller: Poller;
   /** One driver per instance (its PDU family, `Pdus.<id>.Driver`). */
   readonly clients: ReadonlyMap<string, PduDriver>;
   readonly startedAt = Date.now();
-  /** What the surfaces (REST, MQTT) call: the core, observed by the console when it is on. */
-  readonly control: ControlService;
-  readonly #controlCore: ControlCore;
-  /** Aborted on shutdown once control has stopped (a hard stop of anything still writing). */
-  readonly #shutdown = new AbortController();
-  #mqtt: MqttBridge | null = null;
-  #api: RunningListener | null = null;
-  /** The REST API's worker side (Api.Worker); null otherwise. */
-  #apiWorker: ApiListener | null = null;
-  #health: RunningListener | null = null;
-  /** Parts started after the poller, stopped in reverse order. */
-  readonly #parts: Part[] = [];
-  #stopping: Promise<void> | null = null;
-  readonly #online = new Set<string>();
+  /** What the surfaces (REST, MQTT) call. */
+  readonly control: ControlCore;
   /** The web console's live feed and outlet history (only with the REST API on). */
   readonly console: ConsoleFeed | null;
   /** The login check of the instances with control (a wrong password found at start). */
   readonly credentials: CredentialsCheck;
-  /** null when Metrics.Enabled is false (then nothing is counted). */
-  readonly #metrics: BridgeMetrics | null = null;
+  readonly #mqtt: MqttBridge;
+  readonly #api: ApiPart | null;
+  readonly #health: ListenerPart | null;
+  readonly #lifecycle: Lifecycle;
+  #stopping: Promise<void> | null = null;
 
   private constructor(config: Config, logger: Logger, consoleLimits: ConsoleLimits = {}) {
     this.#config = config;
     this.logger = logger;
-    this.clients = new Map(
-      config.instances.map((instance) => [instance.id, createDriver(instance, { logger })]),
+    const bus = new EventBus({ logger });
+    this.bus = bus;
+    const current = (): Config => this.config;
+    const ownership = this.ownership;
+    const clients = new Map(config.instances.map((i) => [i.id, createDriver(i, { logger })]));
+    this.clients = clients;
+    const store = new SnapshotStore(
+      config.instances.map((i) => i.id),
+      { bus },
     );
-    this.store = new SnapshotStore(config.instances.map((i) => i.id));
+    this.store = store;
     // The overrides seam: every consumer of the store reads snapshots with them applied.
-    for (const instance of config.instances) this.store.setView(instance.id, overridesView(instance));
-    this.poller = new Poller(
-      config.instances.map((instance) => {
-        const client = this.clients.get(instance.id)!;
-        return {
-          id: instance.id,
-          intervalMs: instance.PollInterval * 1000,
-          poll: (signal: AbortSignal) => client.poll(signal),
-        };
-      }),
-      this.store,
-      { logger, onPollDone: (id, ms) => this.#metrics?.observePoll(id, ms) },
-    );
-    if (config.Metrics.Enabled) {
-      const metrics = new BridgeMetrics({
-        store: this.store,
-        skippedPolls: (id) => this.poller.skippedPolls(id),
-        mqtt: () =>
-          this.#mqtt === null ? null : { ...this.#mqtt.traffic(), connected: this.#mqtt.status().connected },
-      });
-      this.#metrics = metrics;
-      const unobserve = observeControlAudit((e) =>
-        metrics.observeControl(e.source.surface, e.action, e.status),
-      );
-      this.#parts.push({
-        name: "metrics",
-        stop: () => {
-          unobserve();
-          metrics.close();
-          return Promise.resolve();
-        },
-      });
-    }
-    const app = () => this.config;
-    this.#controlCore = createControlService({
-      // A getter, like the listeners': live changes (poll intervals) reach control's Retry-After.
-      get config() {
-        return app();
-      },
-      store: this.store,
-      clients: this.clients,
-      pollSoon: (id, delayMs) => this.poller.pollSoon(id, delayMs),
-      logger,
-      signal: this.#shutdown.signal,
-    });
-    const credentials = new CredentialsCheck({
-      config: () => this.config,
-      drivers: this.clients,
-      store: this.store,
-      logger,
-      signal: this.#shutdown.signal,
-    });
-    this.credentials = credentials;
-    // A write that succeeds proves the login works (the password was fixed on the PDU).
-    const control = credentials.observe(this.#controlCore);
+    for (const instance of config.instances) store.setView(instance.id, overridesView(instance));
+    this.poller = new Poller(pollTargets(config, clients), store, { logger, bus, ownership });
+    const control = new ControlPart(current, store, clients, bus, logger, ownership);
+    this.control = control.core;
+    this.credentials = new CredentialsCheck({ config: current, drivers: clients, bus, logger });
+    const credentials = this.credentials;
+    this.#mqtt = new MqttBridge({ config, store, bus, logger, control: this.control, ownership });
+    const mqtt = this.#mqtt;
+    const metrics = config.Metrics.Enabled ? bridgeMetrics(store, bus, this.poller, mqtt) : null;
     this.console = config.Api.Enabled
       ? new ConsoleFeed({
           ...consoleLimits,
-          store: this.store,
-          config: () => this.config,
+          bus,
+          store,
+          config: current,
           logger,
           loginProblem: (id) => credentials.problem(id),
         })
       : null;
-    const feed = this.console;
-    if (feed) credentials.onChange((id) => feed.statusChanged(id));
-    // Control outcomes (REST and MQTT) also go to the console's event streams.
-    this.control = feed ? feed.observe(control) : control;
+    const httpDeps = (more: Partial<HttpDeps>): HttpDeps => ({
+      // A getter, so live configuration changes (poll intervals) show in the listeners.
+      get config() {
+        return current();
+      },
+      store,
+      bus,
+      logger,
+      startedAt: this.startedAt,
+      mqttStatus: () => mqtt.status(),
+      homeAssistantStatus: () => mqtt.homeAssistant(),
+      loginProblem: (id) => credentials.problem(id),
+      ...(metrics === null ? {} : { metrics }),
+      ...more,
+    });
+    const api = config.Api.Enabled
+      ? new ApiPart(httpDeps({ control: this.control, ...(this.console ? { console: this.console } : {}) }))
+      : null;
+    this.#api = api;
+    // The health listener reports the API's outage (its worker restarting).
+    const healthDeps = httpDeps({ apiOutage: () => api?.outage() ?? null });
+    this.#health = config.Health.Enabled
+      ? new ListenerPart("health", () => startHealthServer(healthDeps))
+      : null;
+    this.#lifecycle = new Lifecycle(
+      [
+        pdusPart(store, clients, bus),
+        instanceLog(store, current, bus, logger),
+        ...(metrics === null ? [] : [metrics]),
+        ...(this.console === null ? [] : [this.console]),
+        this.credentials,
+        this.poller,
+        this.#mqtt,
+        ...(api === null ? [] : [api]),
+        ...(this.#health === null ? [] : [this.#health]),
+        control,
+      ],
+      logger,
+    );
   }
 
   static async start(config: Config, options: AppOptions = {}): Promise<App> {
@@ -164,87 +165,21 @@ export class App {
     const logger = options.logger ?? createLogger({ level: config.Logging.Level });
     const app = new App(config, logger, options.consoleLimits);
     try {
-      await app.#start();
+      await app.#lifecycle.start();
     } catch (error) {
       await app.stop();
       throw error;
     }
+    app.#logStarted();
     return app;
   }
 
-  async #start(): Promise<void> {
-    // One line per instance when it comes online (first poll, or first after failures); the poller
-    // logs the failures themselves.
-    this.store.subscribe((event) => {
-      if (event.kind !== "snapshot" || !event.fromPoll) return;
-      if (this.store.get(event.instanceId)?.lastSuccessUtc !== event.snapshot.timestamp) return;
-      if (this.#online.has(event.instanceId)) return;
-      this.#online.add(event.instanceId);
-      const devices = event.snapshot.devices;
-      const outlets = devices.reduce((n, d) => n + d.outlets.length, 0);
-      this.logger.info(
-        { instance: event.instanceId, mode: event.snapshot.mode, devices: devices.length, outlets },
-        "instance online",
-      );
-    });
-    this.store.subscribe((event) => {
-      if (event.kind === "failure") this.#online.delete(event.instanceId);
-    });
-    // Overrides naming things the PDU does not have: warned once, after the instance's first poll.
-    const unchecked = new Set(this.config.instances.map((i) => i.id));
-    this.store.subscribe((event) => {
-      if (event.kind !== "snapshot" || !event.fromPoll || !unchecked.delete(event.instanceId)) return;
-      this.#warnUnknownOverrides(event.instanceId);
-    });
-    this.poller.start();
-    // One login per instance with control, now: a wrong password is reported at start.
-    this.credentials.start();
-
-    const mqtt = await startMqttBridge({ config: this.config, store: this.store, logger: this.logger });
-    this.#mqtt = mqtt;
-    this.#parts.push({ name: "mqtt", stop: () => mqtt.stop() });
-    mqtt.attachControl(this.control);
-
-    const currentConfig = () => this.config;
-    const deps: HttpDeps = {
-      // A getter, so live configuration changes (poll intervals) show in the listeners.
-      get config() {
-        return currentConfig();
-      },
-      store: this.store,
-      logger: this.logger,
-      startedAt: this.startedAt,
-      mqttStatus: () => mqtt.status(),
-      homeAssistantStatus: () => mqtt.homeAssistant(),
-      apiOutage: () => this.#apiWorker?.outage() ?? null,
-      loginProblem: (id) => this.credentials.problem(id),
-      control: this.control,
-      ...(this.console ? { console: this.console } : {}),
-      ...(this.#metrics === null ? {} : { metrics: this.#metrics }),
-    };
-    if (this.config.Api.Enabled) {
-      // Loaded only when the API is on: its routes, schemas and control handlers are modules whose
-      // source and records would stay in the heap of every bridge without it.
-      const tls = await apiTlsFiles(this.config);
-      this.#apiWorker = this.config.Api.Worker
-        ? await (await import("./http/api/worker-host.js")).startApiWorker(deps, tls)
-        : null;
-      const api = this.#apiWorker ?? (await (await import("./http/api/server.js")).startApiServer(deps, tls));
-      this.#api = api;
-      this.#parts.push({ name: "api", stop: () => api.close() });
-    }
-    // The health listener last: a readiness probe cannot pass while the API still refuses
-    // connections (the worker thread takes a while to listen).
-    if (this.config.Health.Enabled) {
-      const health = await startHealthServer(deps);
-      this.#health = health;
-      this.#parts.push({ name: "health", stop: () => health.close() });
-    }
+  #logStarted(): void {
     this.logger.info(
       {
         instances: this.config.instances.map((i) => i.id),
         origin: this.config.origin,
-        mqtt: mqtt.status().broker,
+        mqtt: this.#mqtt.status().broker,
         apiPort: this.#api?.port ?? null,
         healthPort: this.#health?.port ?? null,
       },
@@ -266,6 +201,11 @@ export class App {
     }
   }
 
+  /** The parts' names in start order. */
+  get parts(): string[] {
+    return this.#lifecycle.names;
+  }
+
   /** Where the listeners and the embedded broker actually listen (ports resolved when 0 was configured). */
   get endpoints(): {
     apiPort: number | null;
@@ -275,16 +215,16 @@ export class App {
     return {
       apiPort: this.#api?.port ?? null,
       healthPort: this.#health?.port ?? null,
-      embeddedBroker: this.#mqtt?.embeddedBroker ?? null,
+      embeddedBroker: this.#mqtt.embeddedBroker,
     };
   }
 
   /** The REST API's worker side when `Api.Worker` (its state; tests end its thread to see it restart). */
   get apiWorker(): ApiListener | null {
-    return this.#apiWorker;
+    return this.#api?.worker ?? null;
   }
 
-  get mqtt(): MqttBridge | null {
+  get mqtt(): MqttBridge {
     return this.#mqtt;
   }
 
@@ -293,23 +233,15 @@ export class App {
     return this.#config;
   }
 
-  /** Applies the changes that need no restart: poll intervals, the log level, overrides and Measurements. */
+  /**
+   * Applies the changes that need no restart: the log level here, and through the bus's
+   * `configApplied` poll intervals (poller, drivers), overrides and Measurements (the store's view,
+   * MQTT's discovery, the instance log's warnings).
+   */
   applyLive(next: Config, live: LiveChanges): void {
     this.#config = next;
-    for (const [id, seconds] of live.pollIntervals) {
-      this.poller.setInterval(id, seconds * 1000);
-      this.clients.get(id)?.setPollInterval?.(seconds * 1000);
-    }
     if (live.logLevel !== undefined) this.logger.level = live.logLevel;
-    for (const id of live.overrides) {
-      const instance = next.instances.find((i) => i.id === id);
-      if (instance === undefined) continue;
-      // Re-derives the snapshot (REST, control's Protected, MQTT retained topics at once), then
-      // discovery: renamed things republished, hidden things' configs cleared.
-      this.store.setView(id, overridesView(instance));
-      this.#mqtt?.refresh(id);
-      this.#warnUnknownOverrides(id);
-    }
+    this.bus.emit("configApplied", { config: next, live });
     this.logger.info(
       {
         pollIntervals: Object.fromEntries(live.pollIntervals),
@@ -320,42 +252,216 @@ export class App {
     );
   }
 
-  /** One warning per override that names nothing in the instance's latest snapshot (none before a poll). */
-  #warnUnknownOverrides(id: string): void {
-    const snapshot = this.store.get(id)?.snapshot ?? null;
-    const instance = this.config.instances.find((i) => i.id === id);
-    if (snapshot === null || instance === undefined) return;
-    for (const problem of unknownOverrides(snapshot, instance)) {
-      this.logger.warn(
-        { instance: id, problem },
-        "override names nothing on the PDU (ignored until it does)",
-      );
-    }
-  }
-
   /** Stops every part; safe to call more than once (later calls wait for the first). */
   stop(): Promise<void> {
-    this.#stopping ??= this.#stop();
+    this.#stopping ??= (async () => {
+      await this.#lifecycle.stop();
+      this.logger.info("pdu-bridge stopped");
+    })();
     return this.#stopping;
   }
+}
 
-  async #stop(): Promise<void> {
-    // Control first: nothing new is sent, and writes in flight get the stop budget to finish (what
-    // is still unfinished then is reported as outcome unknown, never as "retry").
-    this.#mqtt?.attachControl(null);
-    await Promise.all([this.#controlCore.stop(), this.poller.stop()]);
-    this.#shutdown.abort();
-    for (const part of [...this.#parts].reverse()) {
-      try {
-        await part.stop();
-      } catch (error) {
-        this.logger.warn({ part: part.name, err: error }, "error while stopping");
-      }
+/** The bridge's own metrics: what they count comes over the bus, the rest is read at scrape time. */
+function bridgeMetrics(store: SnapshotStore, bus: EventBus, poller: Poller, mqtt: MqttBridge): BridgeMetrics {
+  return new BridgeMetrics({
+    store,
+    bus,
+    skippedPolls: (id) => poller.skippedPolls(id),
+    mqtt: () => {
+      const traffic = mqtt.traffic();
+      return traffic === null ? null : { ...traffic, connected: mqtt.status().connected };
+    },
+  });
+}
+
+/** What the poller polls: every instance, at its interval, through its driver. */
+function pollTargets(config: Config, clients: ReadonlyMap<string, PduDriver>) {
+  return config.instances.map((instance) => {
+    const client = clients.get(instance.id)!;
+    return {
+      id: instance.id,
+      intervalMs: instance.PollInterval * 1000,
+      poll: (signal: AbortSignal) => client.poll(signal),
+    };
+  });
+}
+
+/**
+ * The PDU drivers and the snapshot store (built with the App: the other parts read the store from
+ * the start). Live changes reach the drivers' poll intervals and the instances' overrides views;
+ * stopped last, when nothing polls or writes any more.
+ */
+function pdusPart(store: SnapshotStore, clients: ReadonlyMap<string, PduDriver>, bus: EventBus): Part {
+  let unlisten = (): void => undefined;
+  return {
+    name: "pdus",
+    start() {
+      unlisten = bus.listen({
+        configApplied: ({ config, live }) => {
+          for (const [id, seconds] of live.pollIntervals) clients.get(id)?.setPollInterval?.(seconds * 1000);
+          // Re-derives the snapshot: REST, control's Protected and MQTT's retained topics at once.
+          for (const id of live.overrides) {
+            const instance = config.instances.find((i) => i.id === id);
+            if (instance !== undefined) store.setView(id, overridesView(instance));
+          }
+        },
+      });
+    },
+    async stop() {
+      unlisten();
+      store.close();
+      await Promise.allSettled([...clients.values()].map((c) => c.close()));
+    },
+  };
+}
+
+/**
+ * The instance log: one line per instance when it comes online (its first poll, or the first after
+ * failures; the poller logs the failures themselves), and one warning per override that names
+ * nothing on the PDU, after the instance's first poll and after a live change of its overrides.
+ */
+function instanceLog(store: SnapshotStore, config: () => Config, bus: EventBus, logger: Logger): Part {
+  let unlisten = (): void => undefined;
+  const warnUnknownOverrides = (id: string): void => {
+    const snapshot = store.get(id)?.snapshot ?? null;
+    const instance = config().instances.find((i) => i.id === id);
+    if (snapshot === null || instance === undefined) return;
+    for (const problem of unknownOverrides(snapshot, instance)) {
+      logger.warn({ instance: id, problem }, "override names nothing on the PDU (ignored until it does)");
     }
-    this.console?.close();
-    this.credentials.close();
-    this.store.close();
-    await Promise.allSettled([...this.clients.values()].map((c) => c.close()));
-    this.logger.info("pdu-bridge stopped");
+  };
+  return {
+    name: "instance-log",
+    start() {
+      const unchecked = new Set(config().instances.map((i) => i.id));
+      unlisten = bus.listen({
+        instanceStatus: (event) => {
+          if (!event.online) return;
+          const devices = event.snapshot.devices;
+          const outlets = devices.reduce((n, d) => n + d.outlets.length, 0);
+          logger.info(
+            { instance: event.instanceId, mode: event.snapshot.mode, devices: devices.length, outlets },
+            "instance online",
+          );
+          if (unchecked.delete(event.instanceId)) warnUnknownOverrides(event.instanceId);
+        },
+        configApplied: ({ live }) => {
+          for (const id of live.overrides) warnUnknownOverrides(id);
+        },
+      });
+    },
+    stop() {
+      unlisten();
+    },
+  };
+}
+
+/**
+ * The control core as a part: it answers from its construction (the surfaces call it), and its
+ * stop refuses new commands, lets writes in flight finish within the stop budget, and then cuts
+ * whatever still writes (reported as outcome unknown).
+ */
+class ControlPart implements Part {
+  readonly name = "control";
+  readonly core: ControlCore;
+  /** Aborted once the graceful stop is over: a hard stop of anything still writing. */
+  readonly #hardStop = new AbortController();
+
+  constructor(
+    config: () => Config,
+    store: SnapshotStore,
+    clients: ReadonlyMap<string, PduDriver>,
+    bus: EventBus,
+    logger: Logger,
+    ownership: Ownership,
+  ) {
+    this.core = createControlService({
+      // A getter, like the listeners': live changes (poll intervals) reach control's Retry-After.
+      get config() {
+        return config();
+      },
+      store,
+      clients,
+      ownership,
+      // A write's early re-poll: the poller hears it.
+      pollSoon: (instanceId, delayMs) => bus.emit("pollSoon", { instanceId, delayMs }),
+      logger,
+      signal: this.#hardStop.signal,
+    });
+  }
+
+  start(): void {}
+
+  async stop(): Promise<void> {
+    await this.core.stop();
+    this.#hardStop.abort();
+  }
+}
+
+/** A listener of the service (the health listener) as a part: listens on start, closes on stop. */
+class ListenerPart implements Part {
+  readonly name: string;
+  readonly #listen: () => Promise<RunningListener>;
+  #listener: RunningListener | null = null;
+
+  constructor(name: string, listen: () => Promise<RunningListener>) {
+    this.name = name;
+    this.#listen = listen;
+  }
+
+  /** Where it listens; null before it does. */
+  get port(): number | null {
+    return this.#listener?.port ?? null;
+  }
+
+  async start(): Promise<void> {
+    this.#listener = await this.#listen();
+  }
+
+  async stop(): Promise<void> {
+    await this.#listener?.close();
+  }
+}
+
+/** The REST API (`Api.Enabled`): in its worker thread (`Api.Worker`), else on the main thread. */
+class ApiPart implements Part {
+  readonly name = "api";
+  readonly #deps: HttpDeps;
+  #listener: RunningListener | null = null;
+  #worker: ApiListener | null = null;
+
+  constructor(deps: HttpDeps) {
+    this.#deps = deps;
+  }
+
+  /** Where it listens; null before it does. */
+  get port(): number | null {
+    return this.#listener?.port ?? null;
+  }
+
+  /** The worker side when `Api.Worker`, once started; else null. */
+  get worker(): ApiListener | null {
+    return this.#worker;
+  }
+
+  /** Why the REST API does not answer now (its worker restarting), else null. */
+  outage(): string | null {
+    return this.#worker?.outage() ?? null;
+  }
+
+  async start(): Promise<void> {
+    const deps = this.#deps;
+    // Loaded only when the API is on: its routes, schemas and control handlers are modules whose
+    // source and records would stay in the heap of every bridge without it.
+    const tls = await apiTlsFiles(deps.config);
+    this.#worker = deps.config.Api.Worker
+      ? await (await import("./http/api/worker-host.js")).startApiWorker(deps, tls)
+      : null;
+    this.#listener = this.#worker ?? (await (await import("./http/api/server.js")).startApiServer(deps, tls));
+  }
+
+  async stop(): Promise<void> {
+    await this.#listener?.close();
   }
 }

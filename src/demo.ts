@@ -161,8 +161,8 @@ export async function runDemo(argv: string[], io: DemoIo): Promise<number> {
 
 /** Once the first snapshot is in, prints the cluster's OneView groups with their rollups. */
 function printGroupsOnce(app: App, io: DemoIo, parentTopic: string): void {
-  const unsubscribe = app.store.subscribe((event) => {
-    if (event.kind !== "snapshot" || !event.fromPoll || event.snapshot.instanceId !== "default") return;
+  const unsubscribe = app.bus.on("snapshot", (event) => {
+    if (!event.fromPoll || event.snapshot.instanceId !== "default") return;
     unsubscribe();
     io.out(groupSummary(event.snapshot, parentTopic));
   });

@@ -2,6 +2,7 @@
  * The control core against the real simulator: a real Config (from YAML through the real loader),
  * real GeistClients, a real SnapshotStore filled by real polls, and a recorder for pollSoon.
  */
+import { EventBus } from "../src/bus.js";
 import { parseConfigText } from "../src/config/load.js";
 import type { Config } from "../src/config/schema.js";
 import { createControlService } from "../src/control/service.js";
@@ -77,7 +78,10 @@ export async function startControlHarness(options: ControlHarnessOptions): Promi
   try {
     const config = await configFor(sim, options.instances);
     for (const instance of config.instances) clients.set(instance.id, new GeistClient(instance));
-    const theStore = new SnapshotStore(config.instances.map((i) => i.id));
+    const theStore = new SnapshotStore(
+      config.instances.map((i) => i.id),
+      { bus: new EventBus() },
+    );
     store = theStore;
     const pollSoonCalls: { instanceId: string; delayMs: number | undefined }[] = [];
     const service = createControlService({

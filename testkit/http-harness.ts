@@ -5,6 +5,7 @@
  */
 import http from "node:http";
 import type { IncomingHttpHeaders } from "node:http";
+import { EventBus } from "../src/bus.js";
 import { parseConfigText } from "../src/config/load.js";
 import type { Config } from "../src/config/schema.js";
 import type { ControlService } from "../src/control/types.js";
@@ -21,6 +22,8 @@ export function configFrom(yaml: string, env: Record<string, string> = {}): Prom
 export interface Harness {
   readonly deps: HttpDeps;
   readonly store: SnapshotStore;
+  /** The store's bus, also the deps'. */
+  readonly bus: EventBus;
   /** Current time of the deps' clock (epoch ms); assign to move it. */
   clock: { now: number };
   mqtt: MqttStatus;
@@ -56,13 +59,15 @@ export function harness(config: Config, options: HarnessOptions = {}): Harness {
       lastDiscoveryUtc: null,
     } as HomeAssistantStatus,
   };
+  const bus = new EventBus({ logger });
   const store = new SnapshotStore(
     config.instances.map((i) => i.id),
-    () => state.clock.now,
+    { bus, now: () => state.clock.now },
   );
   const deps: HttpDeps = {
     config,
     store,
+    bus,
     logger,
     startedAt: options.startedAt ?? start,
     mqttStatus: () => state.mqtt,
@@ -70,7 +75,7 @@ export function harness(config: Config, options: HarnessOptions = {}): Harness {
     now: () => state.clock.now,
     ...(options.control ? { control: options.control } : {}),
   };
-  return Object.assign(state, { deps, store, log });
+  return Object.assign(state, { deps, store, bus, log });
 }
 
 export interface HttpResponse {

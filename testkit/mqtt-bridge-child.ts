@@ -3,6 +3,7 @@
  * Run as `node dist/testkit/mqtt-bridge-child.js`; env: BROKER_HOST, BROKER_PORT, PARENT_TOPIC,
  * PROTOCOL_VERSION (4 or 5). Prints `ready` once connected with a snapshot published.
  */
+import { EventBus } from "../src/bus.js";
 import { silentLogger } from "../src/log.js";
 import { startMqttBridge } from "../src/mqtt/bridge.js";
 import { SnapshotStore } from "../src/poller/store.js";
@@ -15,8 +16,9 @@ const config = await mqttTestConfig({
   protocolVersion: process.env.PROTOCOL_VERSION === "5" ? 5 : 4,
   instances: { default: false },
 });
-const store = new SnapshotStore(["default"]);
-const bridge = await startMqttBridge({ config, store, logger: silentLogger() });
+const bus = new EventBus();
+const store = new SnapshotStore(["default"], { bus: bus });
+const bridge = await startMqttBridge({ config, store, bus, logger: silentLogger() });
 store.recordSuccess("default", singleUnit("default", "DEV1", 1));
 if (!bridge.status().connected) throw new Error(`not connected: ${bridge.status().lastError}`);
 process.stdout.write("ready\n");

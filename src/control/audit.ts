@@ -1,43 +1,26 @@
 /**
  * The audit line: every control attempt, from either surface, is logged exactly once with where it
- * came from, what it targeted, the action and the outcome. Surfaces call this with the final
- * outcome (also for requests refused before reaching the core); the key is never passed in. A
- * console command names the signed-in user (`user` is the subject, `userName` the name), one made
- * with the API key says `user: "api-key"`.
+ * came from, what it targeted, the action and the outcome, and told to the bus as a `control` event
+ * (the metrics count them, the console shows them, the login check learns from them). Surfaces call
+ * this with the final outcome (also for requests refused before reaching the core); the key is never
+ * passed in. A console command names the signed-in user (`user` is the subject, `userName` the
+ * name), one made with the API key says `user: "api-key"`.
  */
+import type { ControlEvent, EventBus } from "../bus.js";
 import type { Logger } from "../log.js";
 import type { ControlSource, SettingsTarget } from "./types.js";
 
-export interface AuditEntry {
-  readonly source: ControlSource;
-  readonly instanceId: string | null;
-  /** A control target, or (for a settings write) also a device or an entity. */
-  readonly target: SettingsTarget | null;
-  readonly action: string | null;
-  /** HTTP-style status of the outcome (200 done; 4xx refused; 5xx failed). */
-  readonly status: number;
-  readonly detail?: string;
-  /** The outcome's specific problem (e.g. `outcome-unknown`), when it has one. */
-  readonly problem?: string;
+/** One audited attempt: the bus's {@link ControlEvent}, `fromCore` false unless said. */
+export type AuditEntry = Omit<ControlEvent, "fromCore"> & { readonly fromCore?: boolean };
+
+/** Where the audit goes: the log line, and the bus. */
+export interface AuditSink {
+  readonly logger: Logger;
+  readonly bus: EventBus;
 }
 
-/** Told of every audited attempt (the metrics count them); see {@link observeControlAudit}. */
-const observers = new Set<(entry: AuditEntry) => void>();
-
-/** Calls `observer` for every audited control attempt until the returned function is called. */
-export function observeControlAudit(observer: (entry: AuditEntry) => void): () => void {
-  observers.add(observer);
-  return () => observers.delete(observer);
-}
-
-export function auditControl(logger: Logger, entry: AuditEntry): void {
-  for (const observer of observers) {
-    try {
-      observer(entry);
-    } catch {
-      // Counting must never keep an attempt from its audit line.
-    }
-  }
+export function auditControl(to: AuditSink, entry: AuditEntry): void {
+  to.bus.emit("control", { ...entry, fromCore: entry.fromCore === true });
   const line = {
     audit: "control",
     source: entry.source.surface,
@@ -52,8 +35,8 @@ export function auditControl(logger: Logger, entry: AuditEntry): void {
     detail: entry.detail,
     problem: entry.problem,
   };
-  if (entry.status === 200) logger.info(line, "control");
-  else logger.warn(line, "control");
+  if (entry.status === 200) to.logger.info(line, "control");
+  else to.logger.warn(line, "control");
 }
 
 /** Who the line names: the console user (subject and name), `api-key` once the key matched, else nobody. */

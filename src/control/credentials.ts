@@ -11,19 +11,16 @@
  *   that locks a user out after failed logins is not pushed towards it.
  * - Could not ask (the PDU did not answer): tried again after the instance's next successful poll
  *   that follows a failed one (the PDU is back), else at most once a minute, until it gets an answer.
+ *
+ * A part of the service (src/lifecycle.ts): from `start` it hears the bus's `snapshot` and
+ * `pollFailed` (when to try again) and `control` (a write the core carried out), and tells it
+ * `credentials` whenever an instance's problem appears or goes.
  */
+import type { EventBus } from "../bus.js";
 import type { Config, InstanceConfig } from "../config/schema.js";
 import { instanceVariablePrefix } from "../config/secrets.js";
 import type { Logger } from "../log.js";
 import type { CredentialsVerdict, PduDriver } from "../pdu/driver.js";
-import type { SnapshotStore } from "../poller/store.js";
-import type {
-  ControlOutcome,
-  ControlRequest,
-  ControlService,
-  SettingsOutcome,
-  SettingsRequest,
-} from "./types.js";
 
 /** Least time between two checks of an instance whose PDU did not answer the login. */
 export const RECHECK_MIN_MS = 60_000;
@@ -32,10 +29,8 @@ export interface CredentialsCheckOptions {
   /** The configuration in force. */
   readonly config: () => Config;
   readonly drivers: ReadonlyMap<string, PduDriver>;
-  readonly store: SnapshotStore;
+  readonly bus: EventBus;
   readonly logger: Logger;
-  /** Aborted on stop: a login in flight is cut. */
-  readonly signal: AbortSignal;
   readonly now?: () => number;
 }
 
@@ -46,11 +41,13 @@ type State =
   | { readonly kind: "refused"; readonly problem: string };
 
 export class CredentialsCheck {
+  readonly name = "credentials";
   readonly #o: CredentialsCheckOptions;
   readonly #states = new Map<string, State>();
   readonly #running = new Set<string>();
-  readonly #listeners = new Set<(instanceId: string) => void>();
-  #unsubscribe: (() => void) | null = null;
+  /** Aborted on stop: a login in flight is cut. */
+  readonly #stop = new AbortController();
+  #unlisten: (() => void) | null = null;
 
   constructor(options: CredentialsCheckOptions) {
     this.#o = options;
@@ -64,17 +61,29 @@ export class CredentialsCheck {
       this.#states.set(instance.id, { kind: "unknown", checkedAt: null, outage: false });
       this.#run(instance.id);
     }
-    this.#unsubscribe = this.#o.store.subscribe((event) => {
-      const id = event.instanceId;
-      const state = this.#states.get(id);
-      if (state?.kind !== "unknown") return;
-      if (event.kind === "failure") {
-        if (!state.outage) this.#states.set(id, { ...state, outage: true });
-        return;
-      }
-      if (!event.fromPoll || this.#running.has(id)) return;
-      const due = state.checkedAt === null || state.outage || this.#now() - state.checkedAt >= RECHECK_MIN_MS;
-      if (due) this.#run(id);
+    this.#unlisten = this.#o.bus.listen({
+      pollFailed: ({ instanceId }) => {
+        const state = this.#states.get(instanceId);
+        if (state?.kind === "unknown" && !state.outage)
+          this.#states.set(instanceId, { ...state, outage: true });
+      },
+      snapshot: ({ instanceId, fromPoll }) => {
+        const state = this.#states.get(instanceId);
+        if (state?.kind !== "unknown" || !fromPoll || this.#running.has(instanceId)) return;
+        const due =
+          state.checkedAt === null || state.outage || this.#now() - state.checkedAt >= RECHECK_MIN_MS;
+        if (due) this.#run(instanceId);
+      },
+      // A command or settings write the core carried out needed the login: it works. The request
+      // may name the instance in another case (the core takes the configured id equal ignoring case).
+      control: ({ fromCore, status, instanceId }) => {
+        if (!fromCore || status !== 200 || instanceId === null) return;
+        const lower = instanceId.toLowerCase();
+        const id = this.#states.has(instanceId)
+          ? instanceId
+          : [...this.#states.keys()].find((k) => k.toLowerCase() === lower);
+        if (id !== undefined) this.#worked(id);
+      },
     });
   }
 
@@ -84,37 +93,11 @@ export class CredentialsCheck {
     return state?.kind === "refused" ? state.problem : null;
   }
 
-  /** Calls `listener` with the instance id whenever an instance's problem appears or goes. */
-  onChange(listener: (instanceId: string) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
-  }
-
-  /** The control service, with every successful write taken as proof that the login works. */
-  observe(control: ControlService): ControlService {
-    const applySettings = control.applySettings?.bind(control);
-    return {
-      execute: async (request: ControlRequest): Promise<ControlOutcome> => {
-        const outcome = await control.execute(request);
-        if (outcome.ok) this.#worked(outcome.instanceId);
-        return outcome;
-      },
-      ...(applySettings === undefined
-        ? {}
-        : {
-            applySettings: async (request: SettingsRequest): Promise<SettingsOutcome> => {
-              const outcome = await applySettings(request);
-              if (outcome.ok) this.#worked(outcome.instanceId);
-              return outcome;
-            },
-          }),
-    };
-  }
-
-  close(): void {
-    this.#unsubscribe?.();
-    this.#unsubscribe = null;
-    this.#listeners.clear();
+  /** Stops following the bus and cuts a login in flight. */
+  stop(): void {
+    this.#unlisten?.();
+    this.#unlisten = null;
+    this.#stop.abort();
   }
 
   #now(): number {
@@ -123,10 +106,11 @@ export class CredentialsCheck {
 
   #run(id: string): void {
     const driver = this.#o.drivers.get(id);
-    if (driver?.verifyCredentials === undefined || this.#o.signal.aborted) return;
+    const signal = this.#stop.signal;
+    if (driver?.verifyCredentials === undefined || signal.aborted) return;
     this.#running.add(id);
     driver
-      .verifyCredentials(this.#o.signal)
+      .verifyCredentials(signal)
       .then(
         (verdict) => this.#settle(id, verdict),
         (error: unknown) => this.#o.logger.warn({ instance: id, err: error }, "PDU login check failed"),
@@ -136,7 +120,7 @@ export class CredentialsCheck {
   }
 
   #settle(id: string, verdict: CredentialsVerdict): void {
-    if (this.#o.signal.aborted || !this.#states.has(id)) return;
+    if (this.#stop.signal.aborted || !this.#states.has(id)) return;
     if (verdict.ok) {
       this.#worked(id);
       return;
@@ -169,13 +153,7 @@ export class CredentialsCheck {
   }
 
   #changed(id: string): void {
-    for (const listener of this.#listeners) {
-      try {
-        listener(id);
-      } catch (error) {
-        this.#o.logger.warn({ err: error }, "PDU login check: a listener failed");
-      }
-    }
+    this.#o.bus.emit("credentials", { instanceId: id, problem: this.problem(id) });
   }
 }
 

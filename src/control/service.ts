@@ -26,6 +26,7 @@
  */
 import type { Config, InstanceConfig } from "../config/schema.js";
 import type { Logger } from "../log.js";
+import { OWN_ALL, type Ownership } from "../ownership.js";
 import type { LabelTarget, OutletSettings, OutletTarget } from "../pdu/driver.js";
 import { describeError, isPduError } from "../pdu/errors.js";
 import { findDevice, findGroup, findOutlet, type Snapshot } from "../pdu/model.js";
@@ -70,6 +71,8 @@ export interface ControlDeps {
   readonly config: Config;
   readonly store: SnapshotStore;
   readonly clients: ReadonlyMap<string, ControlClient>;
+  /** Which instances this process may write to now (src/ownership.ts); default all. */
+  readonly ownership?: Ownership;
   pollSoon(instanceId: string, delayMs?: number): void;
   readonly logger: Logger;
   /**
@@ -217,7 +220,7 @@ export class ControlCore implements ControlService {
       ? protectedRefusal(snapshot, resolved, targets, action, id)
       : null;
     if (guarded !== null) return guarded;
-    const client = this.#deps.clients.get(id);
+    const client = this.#client(id);
     if (client === undefined) {
       const detail = `control of instance ${id} is not available in this process`;
       return refuse(503, "Control unavailable", detail, { retryAfter: STOPPING_RETRY_AFTER });
@@ -252,6 +255,11 @@ export class ControlCore implements ControlService {
 
   #stopping(): boolean {
     return this.#closing || this.#deps.signal?.aborted === true;
+  }
+
+  /** The instance's driver, while this process owns the instance; else undefined (503). */
+  #client(id: string): ControlClient | undefined {
+    return (this.#deps.ownership ?? OWN_ALL).owns(id) ? this.#deps.clients.get(id) : undefined;
   }
 
   /**
@@ -372,7 +380,7 @@ export class ControlCore implements ControlService {
       const guarded = protectedSettingsRefusal(snapshot, planned.outlet, settings, id);
       if (guarded !== null) return guarded;
     }
-    const client = this.#deps.clients.get(id);
+    const client = this.#client(id);
     if (client === undefined) {
       const detail = `control of instance ${id} is not available in this process`;
       return refuse(503, "Control unavailable", detail, { retryAfter: STOPPING_RETRY_AFTER });

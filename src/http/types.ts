@@ -1,4 +1,5 @@
 /** What the HTTP listeners read from the running service. */
+import type { EventBus } from "../bus.js";
 import type { Config } from "../config/schema.js";
 import type { ControlService } from "../control/types.js";
 import type { Logger } from "../log.js";
@@ -10,6 +11,8 @@ import type { ConsoleFeed } from "../ui/feed.js";
 export interface HttpDeps {
   readonly config: Config;
   readonly store: SnapshotStore;
+  /** The service's bus: what the listeners follow (snapshots, for the worker's mirror) and tell (control attempts). */
+  readonly bus: EventBus;
   readonly logger: Logger;
   /** Process start (epoch ms). */
   readonly startedAt: number;

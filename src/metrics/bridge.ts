@@ -2,9 +2,13 @@
  * `/metrics` (contract §8): the bridge's own metrics (prom-client), the process metrics, and the
  * reading families of the latest snapshots (./readings.ts), in the Prometheus text format or
  * OpenMetrics. One instance per running App; the process metrics are shared by the process.
+ *
+ * A part of the service (src/lifecycle.ts): from `start` it counts what the bus tells (`pollDone`,
+ * `pollFailed`, `control`); everything else it reads at scrape time.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { EventBus } from "../bus.js";
 import { GROUP_ACTIONS, OUTLET_ACTIONS } from "../control/types.js";
 import { SETTINGS_ACTION } from "../control/settings.js";
 import type { FastPath, HttpApp } from "../http/common.js";
@@ -18,6 +22,8 @@ export const OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1
 /** What the metrics read from the running service at scrape time. */
 export interface MetricsSources {
   readonly store: SnapshotStore;
+  /** Polls, their failures and control attempts are counted from its events. */
+  readonly bus: EventBus;
   /** Polls skipped so far because the previous poll of the instance was still running. */
   skippedPolls(instanceId: string): number;
   /** The MQTT side, or null before it is started. */
@@ -95,6 +101,7 @@ export function wantsOpenMetrics(accept: string | undefined): boolean {
 }
 
 export class BridgeMetrics {
+  readonly name = "metrics";
   readonly #sources: MetricsSources;
   readonly #registry = new Registry();
   readonly #pollDuration: Histogram<"instance">;
@@ -102,7 +109,7 @@ export class BridgeMetrics {
   readonly #control: Counter<"source" | "action" | "outcome">;
   readonly #http: Counter<"listener" | "route" | "code">;
   readonly #apiWorkerRestarts: Counter;
-  readonly #unsubscribe: () => void;
+  #unlisten: (() => void) | null = null;
 
   constructor(sources: MetricsSources) {
     this.#sources = sources;
@@ -202,16 +209,26 @@ export class BridgeMetrics {
       help: "Starts of a new REST API worker thread after one exited unexpectedly (every attempt)",
       registers,
     });
-    // Failures from the store's events (a failed poll is recorded there exactly once).
-    this.#unsubscribe = store.subscribe((event) => {
-      if (event.kind === "failure") this.#pollFailures.inc({ instance: event.instanceId });
-    });
     for (const id of ids) {
       this.#pollFailures.inc({ instance: id }, 0);
     }
   }
 
-  /** A finished poll (from the poller), successful or not. */
+  /** Counts from now on. */
+  start(): void {
+    this.#unlisten ??= this.#sources.bus.listen({
+      pollDone: ({ instanceId, ms }) => this.observePoll(instanceId, ms),
+      // A failed poll is recorded by the store exactly once.
+      pollFailed: ({ instanceId }) => this.#pollFailures.inc({ instance: instanceId }),
+      control: (e) => this.observeControl(e.source.surface, e.action, e.status),
+    });
+  }
+
+  stop(): void {
+    this.close();
+  }
+
+  /** A finished poll, successful or not. */
   observePoll(instanceId: string, ms: number): void {
     this.#pollDuration.observe({ instance: instanceId }, Math.max(0, ms) / 1000);
   }
@@ -278,8 +295,10 @@ export class BridgeMetrics {
     return { contentType, body: [...chunks].join("") };
   }
 
+  /** Stops counting. */
   close(): void {
-    this.#unsubscribe();
+    this.#unlisten?.();
+    this.#unlisten = null;
   }
 }
 

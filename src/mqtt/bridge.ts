@@ -1,16 +1,25 @@
 /**
- * The MQTT side of the service: embedded broker (when `Mqtt.Connection.Host` is omitted), the
- * connection, the publisher fed by the snapshot store, Home Assistant discovery and commands.
+ * The MQTT side of the service, one part (src/lifecycle.ts): the embedded broker (when
+ * `Mqtt.Connection.Host` is omitted), the connection, the publisher of the snapshots, Home Assistant
+ * discovery and its ghost cleanup, and the command topics.
+ *
+ * What it hears on the bus: `snapshot` and `pollFailed` (published), `mqttConnected` from its own
+ * connection (every instance republished, the ghost cleanup begun), `configApplied` (an instance
+ * whose overrides changed is republished) and `ownershipChanged` (an instance taken over is
+ * published at once). It publishes, takes commands for and clears ghosts of only the instances its
+ * {@link Ownership} owns, and on stop marks only those `offline`.
  */
 import { randomBytes } from "node:crypto";
+import type { EventBus } from "../bus.js";
 import type { Config } from "../config/schema.js";
 import type { ControlService } from "../control/types.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
-import type { SnapshotStore } from "../poller/store.js";
+import { OWN_ALL, type Ownership } from "../ownership.js";
+import type { SnapshotStore, StoreEvent } from "../poller/store.js";
 import type { EmbeddedBroker } from "./broker.js";
 import { CommandHandler } from "./commands.js";
-import { MqttConnection } from "./connection.js";
+import { MqttConnection, type CreateOptions } from "./connection.js";
 import { discoveryNodeId } from "./discovery.js";
 import { GhostSweeper } from "./ghosts.js";
 import { Publisher } from "./publisher.js";
@@ -31,18 +40,28 @@ export const DEFAULT_REFRESH_MS = 300_000;
 export interface MqttBridgeDeps {
   readonly config: Config;
   readonly store: SnapshotStore;
+  readonly bus: EventBus;
   readonly logger: Logger;
+  /** What commands are executed by; none: refused until {@link MqttBridge.attachControl}. */
+  readonly control?: ControlService | null;
+  /** Which instances are published and commanded here; default all. */
+  readonly ownership?: Ownership;
 }
 
-export interface MqttBridge extends MqttBridgeHandle {
-  /** Commands are executed only while a control service is attached (null detaches). */
-  attachControl(control: ControlService | null): void;
-  /** Messages handed to the MQTT client and dropped or refused since start, discovery configs retained. */
-  traffic(): { readonly published: number; readonly failed: number; readonly discoveryConfigs: number };
-  /** Republishes one instance's discovery and retained topics (after a live change of its overrides). */
-  refresh(instanceId: string): void;
-  /** Where the embedded broker listens, or null when an external broker is used. */
-  readonly embeddedBroker: { readonly host: string; readonly port: number } | null;
+/** Messages handed to the MQTT client and dropped or refused since start, discovery configs retained. */
+export interface MqttTraffic {
+  readonly published: number;
+  readonly failed: number;
+  readonly discoveryConfigs: number;
+}
+
+/** What {@link MqttBridge.start} builds. */
+interface Running {
+  readonly embedded: EmbeddedBroker | null;
+  readonly connection: MqttConnection;
+  readonly publisher: Publisher;
+  readonly ghosts: GhostSweeper | null;
+  readonly unlisten: () => void;
 }
 
 /** How often values are republished at least: half of `expire_after`, or 5 minutes when it is 0. */
@@ -50,92 +69,220 @@ export function refreshPeriodMs(sensorExpireAfterSeconds: number): number {
   return sensorExpireAfterSeconds > 0 ? (sensorExpireAfterSeconds * 1000) / 2 : DEFAULT_REFRESH_MS;
 }
 
-/**
- * Starts the embedded broker if configured, then connects. Throws when the embedded broker cannot
- * listen (ConfigError naming `Mqtt.Embedded.Port`) or the broker refuses the credentials; a broker
- * that is down is not an error (the bridge keeps reconnecting).
- */
+/** Builds the MQTT part and starts it ({@link MqttBridge.start}). */
 export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge> {
-  const { config, store } = deps;
-  const logger = deps.logger.child({ part: "mqtt" });
-  const topics = new Topics(config.Mqtt.ParentTopic);
-  warnWhenSensorsExpireBetweenPolls(config, logger);
+  const bridge = new MqttBridge(deps);
+  await bridge.start();
+  return bridge;
+}
 
-  const commands = new CommandHandler({ topics, instances: config.instances, logger });
-  // The bridge's password at its own embedded broker: only it may use its client id.
-  const bridgeSecret = randomBytes(24).toString("base64url");
-  const embedded = await startEmbeddedIfConfigured(config, bridgeSecret, logger);
-  // The publisher needs the connection and the connection's hooks need the publisher.
-  let publisher: Publisher | null = null;
-  let ghosts: GhostSweeper | null = null;
-  let connection: MqttConnection;
-  try {
-    connection = await connect(
-      config,
-      embedded,
-      bridgeSecret,
-      commands,
-      () => publisher,
-      () => ghosts,
-      logger,
-    );
-  } catch (error) {
-    await embedded?.close();
-    throw error;
-  }
-  const active = createPublisher(config, connection, store, topics, logger, (id) => ghosts?.discovered(id));
-  publisher = active;
-  if (config.HomeAssistant.DiscoveryEnabled) {
-    const sweeper = new GhostSweeper({
-      prefix: config.HomeAssistant.DiscoveryTopic,
-      nodeIds: new Map(config.instances.map((i) => [discoveryNodeId(topics.parent, i.id), i.id])),
-      sink: connection,
-      current: (id) => active.discoveryTopics(id),
-      markerTopic: topics.sweepMarker(),
-      // aedes streams a subscription's retained messages on their own (its marker may come first)
-      // and holds no per-client queue limit: larger rounds, and a short settle after each marker.
-      ...(embedded === null
-        ? {}
-        : { settleMs: EMBEDDED_SWEEP_SETTLE_MS, roundConfigs: EMBEDDED_ROUND_CONFIGS }),
-      logger,
+export class MqttBridge implements MqttBridgeHandle {
+  readonly name = "mqtt";
+  readonly #deps: MqttBridgeDeps;
+  readonly #logger: Logger;
+  readonly #topics: Topics;
+  readonly #ownership: Ownership;
+  readonly #commands: CommandHandler;
+  #running: Running | null = null;
+  #stopping: Promise<void> | null = null;
+
+  constructor(deps: MqttBridgeDeps) {
+    this.#deps = deps;
+    this.#logger = deps.logger.child({ part: "mqtt" });
+    this.#topics = new Topics(deps.config.Mqtt.ParentTopic);
+    this.#ownership = deps.ownership ?? OWN_ALL;
+    this.#commands = new CommandHandler({
+      topics: this.#topics,
+      instances: deps.config.instances,
+      logger: this.#logger,
+      bus: deps.bus,
+      ownership: this.#ownership,
     });
-    ghosts = sweeper;
-    // Connected before the sweeper existed: start collecting now (later connects do nothing).
-    if (connection.connected) sweeper.onConnect();
+    this.#commands.attach(deps.control ?? null);
   }
-  const unsubscribe = store.subscribe((event) => active.handle(event));
-  // Connected before the publisher existed: publish what the store already holds.
-  if (connection.connected) active.resync();
 
-  let stopping: Promise<void> | null = null;
-  const ha = config.HomeAssistant;
-  return {
-    embeddedBroker: embedded === null ? null : { host: embedded.host, port: embedded.port },
-    attachControl: (control) => commands.attach(control),
-    refresh: (instanceId) => active.refresh(instanceId),
-    status: (): MqttStatus => {
-      const status = connection.status();
-      const dropped = (status.droppedMessages ?? 0) + active.failed;
-      return dropped > 0 ? { ...status, droppedMessages: dropped } : status;
-    },
-    traffic: () => ({ ...connection.traffic, discoveryConfigs: active.discoveryConfigs }),
-    homeAssistant: (): HomeAssistantStatus => ({
+  /**
+   * Starts the embedded broker if configured, then connects. Throws when the embedded broker cannot
+   * listen (ConfigError naming `Mqtt.Embedded.Port`) or the broker refuses the credentials, leaving
+   * nothing running; a broker that is down is not an error (the bridge keeps reconnecting).
+   */
+  async start(): Promise<void> {
+    const { config } = this.#deps;
+    const logger = this.#logger;
+    warnWhenSensorsExpireBetweenPolls(config, logger);
+    // The bridge's password at its own embedded broker: only it may use its client id.
+    const bridgeSecret = randomBytes(24).toString("base64url");
+    const embedded = await startEmbeddedIfConfigured(config, bridgeSecret, logger);
+    let unlisten = (): void => undefined;
+    try {
+      const connection = await MqttConnection.create({
+        ...connectionTarget(config, embedded, bridgeSecret),
+        subscriptions: [...this.#commands.subscriptions(), ...this.#haStatusSubscription()],
+        logger,
+        bus: this.#deps.bus,
+      });
+      const ghosts = this.#ghostSweeper(connection, embedded !== null, (id) => publisher.discoveryTopics(id));
+      const publisher = createPublisher(config, connection, this.#deps.store, this.#topics, logger, (id) =>
+        ghosts?.discovered(id),
+      );
+      unlisten = this.#listen(publisher, ghosts);
+      await connection.connect({ onMessage: this.#router(publisher, ghosts) });
+      this.#running = { embedded, connection, publisher, ghosts, unlisten };
+    } catch (error) {
+      unlisten();
+      await embedded?.close();
+      throw error;
+    }
+  }
+
+  /** Executes commands with `control` from now on (null: refuses them, "not available"). */
+  attachControl(control: ControlService | null): void {
+    this.#commands.attach(control);
+  }
+
+  /** Where the embedded broker listens, or null when an external broker is used (or before start). */
+  get embeddedBroker(): { readonly host: string; readonly port: number } | null {
+    const embedded = this.#running?.embedded ?? null;
+    return embedded === null ? null : { host: embedded.host, port: embedded.port };
+  }
+
+  status(): MqttStatus {
+    const running = this.#running;
+    if (running === null) {
+      return { connected: false, broker: "", embedded: false, lastError: null, since: null };
+    }
+    const status = running.connection.status();
+    const dropped = (status.droppedMessages ?? 0) + running.publisher.failed;
+    return dropped > 0 ? { ...status, droppedMessages: dropped } : status;
+  }
+
+  /** What was sent since start; null before it. */
+  traffic(): MqttTraffic | null {
+    const running = this.#running;
+    if (running === null) return null;
+    return { ...running.connection.traffic, discoveryConfigs: running.publisher.discoveryConfigs };
+  }
+
+  homeAssistant(): HomeAssistantStatus {
+    const ha = this.#deps.config.HomeAssistant;
+    return {
       enabled: ha.DiscoveryEnabled,
       discoveryTopic: ha.DiscoveryTopic,
-      lastDiscoveryUtc: active.lastDiscoveryUtc,
-    }),
-    stop() {
-      stopping ??= (async () => {
-        unsubscribe();
-        ghosts?.close();
-        commands.attach(null);
-        // Every instance goes `offline` with the bridge (contract section 11), not only `P/status`.
-        await connection.close(config.instances.map((instance) => topics.instanceStatus(instance.id)));
-        await embedded?.close();
-      })();
-      return stopping;
-    },
-  };
+      lastDiscoveryUtc: this.#running?.publisher.lastDiscoveryUtc ?? null,
+    };
+  }
+
+  /** Republishes one instance's discovery and retained topics (after a live change of its overrides). */
+  refresh(instanceId: string): void {
+    if (this.#ownership.owns(instanceId)) this.#running?.publisher.refresh(instanceId);
+  }
+
+  /** Publishes `offline` for every instance it owns and the bridge, then disconnects. */
+  stop(): Promise<void> {
+    this.#stopping ??= (async () => {
+      const running = this.#running;
+      this.#commands.attach(null);
+      if (running === null) return;
+      running.unlisten();
+      running.ghosts?.close();
+      // Every instance goes `offline` with the bridge, not only `P/status`: the ones it owns.
+      const owned = this.#deps.config.instances.filter((i) => this.#ownership.owns(i.id));
+      await running.connection.close(owned.map((i) => this.#topics.instanceStatus(i.id)));
+      await running.embedded?.close();
+    })();
+    return this.#stopping;
+  }
+
+  /** The instances owned now, in configuration order. */
+  #owned(): string[] {
+    return this.#deps.store.ids().filter((id) => this.#ownership.owns(id));
+  }
+
+  #haStatusSubscription(): string[] {
+    const ha = this.#deps.config.HomeAssistant;
+    return ha.DiscoveryEnabled ? [Topics.homeAssistantStatus(ha.DiscoveryTopic)] : [];
+  }
+
+  #ghostSweeper(
+    connection: MqttConnection,
+    embedded: boolean,
+    published: (instanceId: string) => ReadonlySet<string> | null,
+  ): GhostSweeper | null {
+    const { config } = this.#deps;
+    if (!config.HomeAssistant.DiscoveryEnabled) return null;
+    return new GhostSweeper({
+      prefix: config.HomeAssistant.DiscoveryTopic,
+      nodeIds: new Map(config.instances.map((i) => [discoveryNodeId(this.#topics.parent, i.id), i.id])),
+      sink: connection,
+      // An instance another process owns is never judged here: its configs are its owner's.
+      current: (id) => (this.#ownership.owns(id) ? published(id) : null),
+      markerTopic: this.#topics.sweepMarker(),
+      // aedes streams a subscription's retained messages on their own (its marker may come first)
+      // and holds no per-client queue limit: larger rounds, and a short settle after each marker.
+      ...(embedded ? { settleMs: EMBEDDED_SWEEP_SETTLE_MS, roundConfigs: EMBEDDED_ROUND_CONFIGS } : {}),
+      logger: this.#logger,
+    });
+  }
+
+  /** The part's bus listeners: what it publishes, and when it republishes. */
+  #listen(publisher: Publisher, ghosts: GhostSweeper | null): () => void {
+    const publish = (event: StoreEvent): void => {
+      if (this.#ownership.owns(event.instanceId)) publisher.handle(event);
+    };
+    return this.#deps.bus.listen({
+      snapshot: publish,
+      pollFailed: publish,
+      // Every connect: every instance's status, discovery and retained topics again.
+      mqttConnected: () => {
+        publisher.resync(this.#owned());
+        ghosts?.onConnect();
+      },
+      // Re-derived snapshots (REST, control's Protected and MQTT retained topics came with the
+      // store's event), then discovery: renamed things republished, hidden things' configs cleared.
+      configApplied: ({ live }) => {
+        for (const id of live.overrides) this.refresh(id);
+      },
+      ownershipChanged: ({ gained }) => {
+        for (const id of gained) this.refresh(id);
+      },
+    });
+  }
+
+  /**
+   * What the connection's messages go to: the ghost cleanup's reading, Home Assistant's status
+   * (its `online` republishes everything, at most once per window), and the command topics.
+   */
+  #router(
+    publisher: Publisher,
+    ghosts: GhostSweeper | null,
+  ): (topic: string, payload: Buffer, retained: boolean) => void {
+    const ha = this.#deps.config.HomeAssistant;
+    const haStatusTopic = Topics.homeAssistantStatus(ha.DiscoveryTopic);
+    const logger = this.#logger;
+    // Each `online` would republish the whole fleet's discovery: at most one per window, and one
+    // more at its end when Home Assistant said `online` again meanwhile (it may have restarted).
+    const birth = atMostOncePer(HA_RESYNC_WINDOW_MS, () => {
+      logger.info("Home Assistant is online: republishing discovery and states");
+      publisher.resync(this.#owned());
+    });
+    return (topic, payload, retained) => {
+      if (ghosts?.accepts(topic) === true) {
+        ghosts.collect(topic, payload, retained);
+        return;
+      }
+      // Our own discovery configs still arriving on the sweeper's filters after its window closed
+      // (the unsubscribe was in flight): never commands, so not audited as refused ones.
+      if (topic.startsWith(`${ha.DiscoveryTopic}/`) && topic.endsWith("/config")) return;
+      if (topic === haStatusTopic) {
+        // A retained `online` arrives on every subscribe; the connect itself already republished.
+        if (!retained && payload.toString("utf8").trim().toLowerCase() === "online") birth.trigger();
+        return;
+      }
+      void this.#commands.handle(topic, payload, retained).catch((error: unknown) => {
+        logger.error({ topic, err: describeError(error) }, "MQTT command handling failed");
+      });
+    };
+  }
 }
 
 /** One warning per instance that polls no faster than Home Assistant lets its sensors expire. */
@@ -180,76 +327,32 @@ async function startEmbeddedIfConfigured(
 }
 
 /**
- * Connects to the configured broker, or to the embedded one, subscribed to the command topics (and
- * Home Assistant's status topic); every connect, and Home Assistant coming online, resyncs the publisher.
+ * Where the connection goes: the configured broker, or the embedded one with the bridge's own
+ * credentials.
  */
-function connect(
+function connectionTarget(
   config: Config,
   embedded: EmbeddedBroker | null,
   bridgeSecret: string,
-  commands: CommandHandler,
-  publisher: () => Publisher | null,
-  ghosts: () => GhostSweeper | null,
-  logger: Logger,
-): Promise<MqttConnection> {
-  const ha = config.HomeAssistant;
-  const haStatusTopic = Topics.homeAssistantStatus(ha.DiscoveryTopic);
+): Pick<CreateOptions, "config" | "target"> {
   const mqtt = config.Mqtt;
-  // Each `online` would republish the whole fleet's discovery: at most one per window, and one
-  // more at its end when Home Assistant said `online` again meanwhile (it may have restarted).
-  const birth = atMostOncePer(HA_RESYNC_WINDOW_MS, () => {
-    logger.info("Home Assistant is online: republishing discovery and states");
-    publisher()?.resync();
-  });
-  return MqttConnection.open({
-    config:
-      embedded === null
-        ? mqtt
-        : {
-            ...mqtt,
-            Credentials: { Username: mqtt.Credentials.Username ?? mqtt.ClientId, Password: bridgeSecret },
-          },
-    ...(embedded === null
-      ? {}
-      : {
-          // aedes speaks MQTT 3.1.1 only (the loader refuses ProtocolVersion 5 without a Host).
-          target: {
-            scheme: "mqtt",
-            host: embedded.host,
-            port: embedded.port,
-            protocolVersion: 4,
-            embedded: true,
-            // aedes cannot announce its limit (MQTT 3.1.1) and closes a connection that exceeds it.
-            maxPacketSize: mqtt.Embedded.MaxPacketSize,
-          },
-        }),
-    subscriptions: [...commands.subscriptions(), ...(ha.DiscoveryEnabled ? [haStatusTopic] : [])],
-    logger,
-    hooks: {
-      onConnect: () => {
-        publisher()?.resync();
-        ghosts()?.onConnect();
-      },
-      onMessage: (topic, payload, retained) => {
-        const sweeper = ghosts();
-        if (sweeper?.accepts(topic) === true) {
-          sweeper.collect(topic, payload, retained);
-          return;
-        }
-        // Our own discovery configs still arriving on the sweeper's filters after its window closed
-        // (the unsubscribe was in flight): never commands, so not audited as refused ones.
-        if (topic.startsWith(`${ha.DiscoveryTopic}/`) && topic.endsWith("/config")) return;
-        if (topic === haStatusTopic) {
-          // A retained `online` arrives on every subscribe; the connect itself already republished.
-          if (!retained && payload.toString("utf8").trim().toLowerCase() === "online") birth.trigger();
-          return;
-        }
-        void commands.handle(topic, payload, retained).catch((error: unknown) => {
-          logger.error({ topic, err: describeError(error) }, "MQTT command handling failed");
-        });
-      },
+  if (embedded === null) return { config: mqtt };
+  return {
+    config: {
+      ...mqtt,
+      Credentials: { Username: mqtt.Credentials.Username ?? mqtt.ClientId, Password: bridgeSecret },
     },
-  });
+    // aedes speaks MQTT 3.1.1 only (the loader refuses ProtocolVersion 5 without a Host).
+    target: {
+      scheme: "mqtt",
+      host: embedded.host,
+      port: embedded.port,
+      protocolVersion: 4,
+      embedded: true,
+      // aedes cannot announce its limit (MQTT 3.1.1) and closes a connection that exceeds it.
+      maxPacketSize: mqtt.Embedded.MaxPacketSize,
+    },
+  };
 }
 
 /** The publisher of states, availability and (when enabled) Home Assistant discovery. */

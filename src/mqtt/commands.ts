@@ -5,15 +5,19 @@
  * rest with the control core's outcome. Refused commands never reach the control service:
  * too large (> 1 KiB), retained (a retained command would replay on every reconnect), not a command
  * topic, unknown instance, instance without `ActionsEnabled`, bad payload, no control attached.
+ * A command for an instance this process does not own (src/ownership.ts) is left to its owner,
+ * which takes and audits it.
  */
+import type { EventBus } from "../bus.js";
 import type { InstanceConfig } from "../config/schema.js";
-import { auditControl } from "../control/audit.js";
+import { auditControl, type AuditSink } from "../control/audit.js";
 import { acceptedPayloads, commandFromMqtt } from "../control/commands.js";
 import { SETTINGS_ACTION, setting, valueFromMqtt } from "../control/settings.js";
 import { actionsDisabled } from "../control/service.js";
 import type { ControlService, ControlSource, ControlTarget } from "../control/types.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
+import { OWN_ALL, type Ownership } from "../ownership.js";
 import type { Topics } from "./topics.js";
 
 export const MAX_COMMAND_PAYLOAD = 1024;
@@ -22,17 +26,23 @@ export interface CommandHandlerOptions {
   readonly topics: Topics;
   readonly instances: readonly InstanceConfig[];
   readonly logger: Logger;
+  /** Where the audit of every command goes (as `control` events). */
+  readonly bus: EventBus;
+  /** Whose commands are taken here; default all. */
+  readonly ownership?: Ownership;
 }
 
 export class CommandHandler {
   readonly #topics: Topics;
-  readonly #logger: Logger;
+  readonly #audit: AuditSink;
+  readonly #ownership: Ownership;
   readonly #instances: ReadonlyMap<string, InstanceConfig>;
   #control: ControlService | null = null;
 
   constructor(options: CommandHandlerOptions) {
     this.#topics = options.topics;
-    this.#logger = options.logger;
+    this.#audit = { logger: options.logger, bus: options.bus };
+    this.#ownership = options.ownership ?? OWN_ALL;
     this.#instances = new Map(options.instances.map((i) => [i.id, i]));
   }
 
@@ -57,7 +67,7 @@ export class CommandHandler {
       instanceId: string | null = null,
       target: ControlTarget | null = null,
       action: string | null = null,
-    ) => auditControl(this.#logger, { source, instanceId, target, action, status, detail });
+    ) => auditControl(this.#audit, { source, instanceId, target, action, status, detail });
 
     if (payload.length > MAX_COMMAND_PAYLOAD) {
       refuse(413, `payload of ${payload.length} bytes is over the ${MAX_COMMAND_PAYLOAD}-byte limit`);
@@ -69,6 +79,7 @@ export class CommandHandler {
       return;
     }
     const { instanceId, target, command } = parsed;
+    if (this.#instances.has(instanceId) && !this.#ownership.owns(instanceId)) return;
     const text = payload.toString("utf8").trim();
     if (retained) {
       refuse(400, "retained command ignored (it would repeat on every reconnect)", instanceId, target);
@@ -105,7 +116,7 @@ export class CommandHandler {
       const outcome = await control.execute({ instanceId, target, action, source });
       const detail = outcome.ok ? undefined : outcome.detail;
       const problem = outcome.ok ? undefined : outcome.problem;
-      auditControl(this.#logger, {
+      auditControl(this.#audit, {
         source,
         instanceId,
         target,
@@ -113,6 +124,7 @@ export class CommandHandler {
         status: outcome.status,
         detail,
         problem,
+        fromCore: true,
       });
     } catch (error) {
       refuse(500, `control failed: ${describeError(error)}`, instanceId, target, action);
@@ -127,8 +139,8 @@ export class CommandHandler {
     name: string,
     payload: string,
   ): Promise<void> {
-    const audit = (status: number, detail?: string, problem?: string) =>
-      auditControl(this.#logger, {
+    const audit = (status: number, detail?: string, problem?: string, fromCore = false) =>
+      auditControl(this.#audit, {
         source,
         instanceId,
         target,
@@ -136,6 +148,7 @@ export class CommandHandler {
         status,
         detail,
         problem,
+        fromCore,
       });
     const row = setting(name);
     const parsed = row === undefined ? null : valueFromMqtt(row, payload);
@@ -160,6 +173,7 @@ export class CommandHandler {
         outcome.status,
         outcome.ok ? undefined : outcome.detail,
         outcome.ok ? undefined : outcome.problem,
+        true,
       );
     } catch (error) {
       audit(500, `settings write failed: ${describeError(error)}`);

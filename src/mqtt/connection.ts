@@ -4,8 +4,13 @@
  *
  * Reconnects are ours, not mqtt.js's (its period is fixed): 1 s doubling to a 2 s cap, reset by a
  * successful connect, so the bridge is back within about 2 s of a broker's return however long it
- * was gone. After every connect the subscriptions are made again (clean sessions) and `onConnect`
- * runs, which republishes availability, discovery and retained states.
+ * was gone. After every connect the subscriptions are made again (clean sessions), then `onConnect`
+ * runs and the bus hears `mqttConnected` (the MQTT part republishes availability, discovery and
+ * retained states); a connection that was up and closes tells it `mqttLost`.
+ *
+ * {@link MqttConnection.create} builds it without connecting, so that what publishes through it
+ * can exist before the first connect; {@link MqttConnection.connect} then takes its hooks and
+ * connects ({@link MqttConnection.open} does both).
  *
  * Start-up: a broker that refuses the connection for good (bad credentials, not authorised,
  * unsupported protocol, rejected client id) makes {@link MqttConnection.open} throw; a broker that
@@ -13,6 +18,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { connect, type IClientOptions, type MqttClient } from "mqtt";
+import type { EventBus } from "../bus.js";
 import { ConfigError } from "../config/errors.js";
 import type { MqttConfig, MqttScheme } from "../config/schema.js";
 import { describeError } from "../pdu/errors.js";
@@ -86,27 +92,35 @@ export interface BrokerTarget {
 }
 
 export interface ConnectionHooks {
-  /** After each (re)connect, once `online` is published and the subscriptions are sent. */
-  onConnect(): void;
+  /** After each (re)connect, once `online` is published and the subscriptions are sent (before `mqttConnected`). */
+  onConnect?(): void;
   onMessage(topic: string, payload: Buffer, retained: boolean): void;
 }
 
-export interface OpenOptions {
+export interface CreateOptions {
   readonly config: MqttConfig;
   /** Default: `config.Connection`. */
   readonly target?: BrokerTarget;
   /** Topic filters subscribed (QoS 1) after every connect. */
   readonly subscriptions: readonly string[];
-  readonly hooks: ConnectionHooks;
   readonly logger: Logger;
+  /** Told `mqttConnected` after every connect and `mqttLost` when a connection that was up closes. */
+  readonly bus?: EventBus;
 }
+
+export interface OpenOptions extends CreateOptions {
+  readonly hooks: ConnectionHooks;
+}
+
+const NO_HOOKS: ConnectionHooks = { onMessage: () => undefined };
 
 export class MqttConnection {
   readonly #client: MqttClient;
   readonly #logger: Logger;
   readonly #statusTopic: string;
   readonly #subscriptions: readonly string[];
-  readonly #hooks: ConnectionHooks;
+  #hooks: ConnectionHooks = NO_HOOKS;
+  readonly #bus: EventBus | undefined;
   readonly #broker: string;
   readonly #embedded: boolean;
   #connected = false;
@@ -153,7 +167,7 @@ export class MqttConnection {
 
   private constructor(
     client: MqttClient,
-    options: OpenOptions,
+    options: CreateOptions,
     broker: string,
     embedded: boolean,
     maxPacket: number,
@@ -162,7 +176,7 @@ export class MqttConnection {
     this.#logger = options.logger;
     this.#statusTopic = new Topics(options.config.ParentTopic).bridgeStatus();
     this.#subscriptions = options.subscriptions;
-    this.#hooks = options.hooks;
+    this.#bus = options.bus;
     this.#broker = broker;
     this.#embedded = embedded;
     this.#version = client.options.protocolVersion === 5 ? 5 : 4;
@@ -178,6 +192,13 @@ export class MqttConnection {
 
   /** Connects; resolves once the first attempt ended (connected or not), rejects on a fatal refusal. */
   static async open(options: OpenOptions): Promise<MqttConnection> {
+    const connection = await MqttConnection.create(options);
+    await connection.connect(options.hooks);
+    return connection;
+  }
+
+  /** The connection, not connected yet (reads `Mqtt.Connection.CaFile`: a ConfigError when it cannot). */
+  static async create(options: CreateOptions): Promise<MqttConnection> {
     const { config } = options;
     const target: BrokerTarget = options.target ?? {
       scheme: config.Connection.Scheme,
@@ -235,15 +256,22 @@ export class MqttConnection {
       ...(secure ? { rejectUnauthorized: config.Connection.ValidateCertificate } : {}),
       ...(ca === undefined ? {} : { ca }),
     };
-    const connection = new MqttConnection(
+    return new MqttConnection(
       connect(clientOptions),
       options,
       broker,
       target.embedded,
       target.maxPacketSize ?? Infinity,
     );
-    await connection.#firstAttempt();
-    return connection;
+  }
+
+  /**
+   * Takes `hooks` and connects; resolves once the first attempt ended (connected or not), rejects
+   * on a fatal refusal. Called once.
+   */
+  async connect(hooks: ConnectionHooks): Promise<void> {
+    this.#hooks = hooks;
+    await this.#firstAttempt();
   }
 
   get connected(): boolean {
@@ -618,10 +646,11 @@ export class MqttConnection {
       this.#settleStartup();
     }
     try {
-      this.#hooks.onConnect();
+      this.#hooks.onConnect?.();
     } catch (error) {
       this.#logger.error({ err: describeError(error) }, "MQTT republish after connect failed");
     }
+    this.#bus?.emit("mqttConnected", { broker: this.#broker });
     this.#drain();
   }
 
@@ -653,6 +682,7 @@ export class MqttConnection {
     this.#takeBackUnacknowledged();
     this.#notifyUncongested();
     if (wasConnected || this.#since === null) this.#since = Date.now();
+    if (wasConnected) this.#bus?.emit("mqttLost", { broker: this.#broker, stopping: this.#stopping });
     if (this.#stopping) return;
     if (wasConnected) this.#logger.warn({ broker: this.#broker }, "MQTT connection lost, reconnecting");
     this.#lastError ??= "connection closed";

@@ -248,10 +248,11 @@ export class Publisher {
   /**
    * After a (re)connect, or when Home Assistant comes online: every instance's status, discovery
    * and retained states again, and every value with its next poll. Queued like discovery: a few
-   * instances per event loop turn, while the connection keeps up.
+   * instances per event loop turn, while the connection keeps up. `ids`: the instances to resync
+   * (those this process owns); default every configured one.
    */
-  resync(): void {
-    for (const id of this.#o.store.ids()) {
+  resync(ids: Iterable<string> = this.#o.store.ids()): void {
+    for (const id of ids) {
       this.#state(id).resyncDue = true;
       this.#enqueue(id);
     }

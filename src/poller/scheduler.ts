@@ -8,8 +8,16 @@
  * over each instance's interval, at most FIRST_POLL_SPREAD_MS, so 500 instances do not fire together
  * and none waits long for its first snapshot (control answers 503 until then); a fleet so large that
  * this would start more than FIRST_POLLS_PER_S polls a second spreads them over up to its interval.
+ *
+ * A part of the service (src/lifecycle.ts): it records each poll's outcome in the store, tells the
+ * bus `pollDone`, and listens to `configApplied` (poll intervals), `pollSoon` (a write wants its
+ * outcome polled) and `ownershipChanged` (an instance taken over is polled at once). It polls only
+ * the instances its {@link Ownership} owns at each turn; an instance it does not own keeps its
+ * cadence without being polled.
  */
+import type { EventBus } from "../bus.js";
 import type { Logger } from "../log.js";
+import { OWN_ALL, type Ownership } from "../ownership.js";
 import { describeError } from "../pdu/errors.js";
 import type { Snapshot } from "../pdu/model.js";
 import type { SnapshotStore } from "./store.js";
@@ -38,9 +46,11 @@ export interface PollTarget {
 
 export interface PollerOptions {
   logger: Logger;
+  /** Told `pollDone` of every poll that finished (succeeded or failed, not aborted); heard from. */
+  bus: EventBus;
+  /** Which instances to poll at each turn; default all. */
+  ownership?: Ownership;
   now?: () => number;
-  /** Told of every poll that finished (succeeded or failed, not aborted), with its duration (metrics). */
-  onPollDone?: (id: string, ms: number) => void;
 }
 
 interface Slot {
@@ -56,14 +66,17 @@ interface Slot {
 }
 
 export class Poller {
+  readonly name = "poller";
   readonly #slots = new Map<string, Slot>();
   readonly #heap: Slot[] = [];
   readonly #store: SnapshotStore;
   readonly #logger: Logger;
   readonly #warnings: ParseWarningLog;
   readonly #now: () => number;
-  readonly #onPollDone: ((id: string, ms: number) => void) | undefined;
+  readonly #bus: EventBus;
+  readonly #ownership: Ownership;
   readonly #abort = new AbortController();
+  #unlisten: (() => void) | null = null;
   #timer: NodeJS.Timeout | null = null;
   #timerAt = Infinity;
   #running = false;
@@ -73,7 +86,8 @@ export class Poller {
     this.#logger = options.logger;
     this.#warnings = new ParseWarningLog(options.logger);
     this.#now = options.now ?? Date.now;
-    this.#onPollDone = options.onPollDone;
+    this.#bus = options.bus;
+    this.#ownership = options.ownership ?? OWN_ALL;
     for (const target of targets) {
       this.#slots.set(target.id, {
         target,
@@ -90,6 +104,15 @@ export class Poller {
   start(): void {
     if (this.#running) return;
     this.#running = true;
+    this.#unlisten = this.#bus.listen({
+      configApplied: ({ live }) => {
+        for (const [id, seconds] of live.pollIntervals) this.setInterval(id, seconds * 1000);
+      },
+      pollSoon: ({ instanceId, delayMs }) => this.pollSoon(instanceId, delayMs),
+      ownershipChanged: ({ gained }) => {
+        for (const id of gained) this.pollSoon(id);
+      },
+    });
     const start = this.#now();
     const slots = [...this.#slots.values()];
     slots.forEach((slot, i) => {
@@ -102,6 +125,8 @@ export class Poller {
   /** Abort in-flight polls and wait for them to settle. */
   async stop(): Promise<void> {
     this.#running = false;
+    this.#unlisten?.();
+    this.#unlisten = null;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     this.#abort.abort();
@@ -154,6 +179,11 @@ export class Poller {
       this.#push(slot);
       return;
     }
+    // Another process polls it now: its turn passes, its cadence stays.
+    if (!this.#ownership.owns(slot.target.id)) {
+      this.#push(slot);
+      return;
+    }
     slot.inFlight = this.#pollOnce(slot).finally(() => {
       slot.inFlight = null;
       if (!this.#running) return;
@@ -171,13 +201,13 @@ export class Poller {
     try {
       const snapshot = await slot.target.poll(this.#abort.signal);
       if (!this.#running && this.#abort.signal.aborted) return;
-      this.#onPollDone?.(id, this.#now() - started);
+      this.#bus.emit("pollDone", { instanceId: id, ms: this.#now() - started });
       this.#store.recordSuccess(id, snapshot);
       this.#warnings.note(id, snapshot);
       this.#logger.debug({ instance: id, ms: this.#now() - started }, "poll ok");
     } catch (error) {
       if (this.#abort.signal.aborted) return;
-      this.#onPollDone?.(id, this.#now() - started);
+      this.#bus.emit("pollDone", { instanceId: id, ms: this.#now() - started });
       const before = this.#store.get(id)?.consecutiveFailures ?? 0;
       this.#store.recordFailure(id, error);
       // Log the first failure of a run at warn, the rest at debug, so a dead PDU does not flood the log.

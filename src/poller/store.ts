@@ -1,6 +1,7 @@
 /**
  * The latest snapshot and poll status of every configured instance, and the one place that
- * decides what the "current" state of an outlet is.
+ * decides what the "current" state of an outlet is. The store keeps state; it tells what changed
+ * through the bus it is given (src/bus.ts): `snapshot`, `pollFailed` and `instanceStatus`.
  *
  * A failed poll never replaces a snapshot: it only records the error, so downstream keeps the
  * last good values (aging) instead of seeing every outlet drop to 0 W.
@@ -10,6 +11,7 @@
  * latch expires. Every consumer (MQTT, REST readings, control checks) reads the latched view, with
  * the instance's overrides applied last ({@link SnapshotStore.setView}).
  */
+import type { BusEvents, EventBus, PollFailedEvent, SnapshotEvent } from "../bus.js";
 import { describeError } from "../pdu/errors.js";
 import { sameContent, type Outlet, type OutletState, type Snapshot } from "../pdu/model.js";
 
@@ -29,29 +31,14 @@ export interface InstanceStatus {
   readonly consecutiveFailures: number;
 }
 
-export type StoreEvent =
-  | {
-      readonly kind: "snapshot";
-      readonly instanceId: string;
-      readonly snapshot: Snapshot;
-      /** True when a poll produced it; false when only a latch changed. */
-      readonly fromPoll: boolean;
-      /**
-       * True when a poll produced it and its content is that of the instance's previous event,
-       * which a poll produced too ({@link sameContent}: the PDU answered exactly as before and no
-       * latch or view is in the way): only the timestamp is new, so a listener that derives
-       * output from the content alone may skip it.
-       */
-      readonly unchanged: boolean;
-    }
-  | {
-      readonly kind: "failure";
-      readonly instanceId: string;
-      readonly error: string;
-      readonly wasOnline: boolean;
-    };
+/** What the store emits about an instance's snapshot: the bus's `snapshot` and `pollFailed` events. */
+export type StoreEvent = SnapshotEvent | PollFailedEvent;
 
-export type StoreListener = (event: StoreEvent) => void;
+export interface SnapshotStoreOptions {
+  /** Where the store's events go. */
+  readonly bus: EventBus;
+  readonly now?: () => number;
+}
 
 interface Latch {
   readonly state: "on" | "off";
@@ -78,13 +65,14 @@ const latchKey = (deviceId: string, index: number) => `${deviceId}\u0000${index}
 
 export class SnapshotStore {
   readonly #entries = new Map<string, Entry>();
-  readonly #listeners = new Set<StoreListener>();
+  readonly #bus: EventBus;
   readonly #now: () => number;
   /** What {@link list} returns until a status changes (the HTTP bodies are cached against it). */
   #list: readonly InstanceStatus[] | null = null;
 
-  constructor(instanceIds: readonly string[], now: () => number = Date.now) {
-    this.#now = now;
+  constructor(instanceIds: readonly string[], options: SnapshotStoreOptions) {
+    this.#bus = options.bus;
+    this.#now = options.now ?? Date.now;
     for (const id of instanceIds) {
       this.#entries.set(id, {
         status: {
@@ -127,11 +115,6 @@ export class SnapshotStore {
     return [...this.#entries.keys()];
   }
 
-  subscribe(listener: StoreListener): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
-  }
-
   recordSuccess(id: string, snapshot: Snapshot): void {
     const entry = this.#require(id);
     entry.polled = snapshot;
@@ -139,6 +122,7 @@ export class SnapshotStore {
     const effective = this.#applyLatches(entry);
     const previous = entry.status.snapshot;
     const unchanged = entry.lastFromPoll && previous !== null && sameContent(previous, effective);
+    const cameOnline = entry.status.consecutiveFailures > 0 || entry.status.lastSuccessUtc === null;
     entry.lastFromPoll = true;
     entry.status = {
       ...entry.status,
@@ -148,7 +132,14 @@ export class SnapshotStore {
       lastError: null,
       consecutiveFailures: 0,
     };
-    this.#emit({ kind: "snapshot", instanceId: id, snapshot: effective, fromPoll: true, unchanged });
+    this.#emit("snapshot", {
+      kind: "snapshot",
+      instanceId: id,
+      snapshot: effective,
+      fromPoll: true,
+      unchanged,
+    });
+    if (cameOnline) this.#emit("instanceStatus", { instanceId: id, online: true, snapshot: effective });
   }
 
   recordFailure(id: string, error: unknown): void {
@@ -161,7 +152,8 @@ export class SnapshotStore {
       lastError: message,
       consecutiveFailures: entry.status.consecutiveFailures + 1,
     };
-    this.#emit({ kind: "failure", instanceId: id, error: message, wasOnline });
+    this.#emit("pollFailed", { kind: "failure", instanceId: id, error: message, wasOnline });
+    if (wasOnline) this.#emit("instanceStatus", { instanceId: id, online: false, error: message });
   }
 
   /**
@@ -198,7 +190,6 @@ export class SnapshotStore {
       if (entry.latchTimer) clearTimeout(entry.latchTimer);
       entry.latchTimer = null;
     }
-    this.#listeners.clear();
   }
 
   #require(id: string): Entry {
@@ -207,9 +198,9 @@ export class SnapshotStore {
     return entry;
   }
 
-  #emit(event: StoreEvent): void {
+  #emit<K extends "snapshot" | "pollFailed" | "instanceStatus">(name: K, event: BusEvents[K]): void {
     this.#list = null; // every event follows a status change
-    for (const listener of this.#listeners) listener(event);
+    this.#bus.emit(name, event);
   }
 
   /** Re-derive the latched view after a latch change and tell listeners. */
@@ -218,7 +209,7 @@ export class SnapshotStore {
     const effective = this.#applyLatches(entry);
     entry.status = { ...entry.status, snapshot: effective };
     entry.lastFromPoll = false;
-    this.#emit({
+    this.#emit("snapshot", {
       kind: "snapshot",
       instanceId: entry.status.id,
       snapshot: effective,

@@ -1,7 +1,9 @@
 /**
- * The console's live feed: turns store events into server-sent events for the open streams of
- * `GET /api/v1/events` (`snapshot`, `status`, `control`), keeps the outlet power history, and observes
- * the outcomes of control requests (REST and MQTT) by wrapping the control core.
+ * The console's live feed: turns the bus's events into server-sent events for the open streams of
+ * `GET /api/v1/events` (`snapshot`, `status`, `control`) and keeps the outlet power history. A part
+ * of the service (src/lifecycle.ts): from `start` it hears `snapshot` and `pollFailed` (status and
+ * snapshot events, the history), `control` (the control core's outcomes, from REST and MQTT) and
+ * `credentials` (an instance's login problem, in its status).
  *
  * Bounded everywhere, and per client, so that one client cannot lock the others out
  * (docs/reliability.md, "Console event streams"):
@@ -19,8 +21,9 @@
  */
 import type { ServerResponse } from "node:http";
 import { isIP } from "node:net";
+import type { ControlEvent, EventBus } from "../bus.js";
 import type { Config } from "../config/schema.js";
-import type { ControlOutcome, ControlRequest, ControlService } from "../control/types.js";
+import { SETTINGS_ACTION } from "../control/settings.js";
 import type { Logger } from "../log.js";
 import type { Alarm, DeviceRoute, Measurement, PduSystem, Snapshot } from "../pdu/model.js";
 import type { InstanceStatus, SnapshotStore, StoreEvent } from "../poller/store.js";
@@ -210,6 +213,8 @@ export interface ConsoleLimits {
 }
 
 export interface ConsoleFeedOptions extends ConsoleLimits {
+  /** What the feed follows. */
+  readonly bus: EventBus;
   readonly store: SnapshotStore;
   /** The configuration in force (a getter: poll intervals may change live). */
   readonly config: () => Config;
@@ -243,6 +248,7 @@ export function clientKey(address: string): string {
 }
 
 export class ConsoleFeed {
+  readonly name = "console";
   readonly history: PowerHistory;
   readonly maxStreams: number;
   readonly maxStreamsPerClient: number;
@@ -253,7 +259,7 @@ export class ConsoleFeed {
   readonly #streams = new Set<Stream>();
   /** Open streams per client key. */
   readonly #perClient = new Map<string, number>();
-  readonly #unsubscribe: () => void;
+  #unlisten: (() => void) | null = null;
   #heartbeat: NodeJS.Timeout | null = null;
   #closed = false;
 
@@ -266,13 +272,23 @@ export class ConsoleFeed {
     this.history = new PowerHistory(
       (id) => options.config().instances.find((i) => i.id === id)?.PollInterval ?? 5,
     );
-    this.#unsubscribe = options.store.subscribe((event) => {
-      try {
-        this.#onStoreEvent(event);
-      } catch (error) {
-        options.logger.warn({ err: error }, "console feed: could not forward a store event");
-      }
+  }
+
+  /** Follows the bus from now on. */
+  start(): void {
+    if (this.#unlisten !== null || this.#closed) return;
+    const onStoreEvent = (event: StoreEvent): void => this.#onStoreEvent(event);
+    this.#unlisten = this.#options.bus.listen({
+      snapshot: onStoreEvent,
+      pollFailed: onStoreEvent,
+      control: (event) => this.#onControl(event),
+      credentials: ({ instanceId }) => this.statusChanged(instanceId),
     });
+  }
+
+  /** {@link close}. */
+  stop(): void {
+    this.close();
   }
 
   get now(): number {
@@ -287,23 +303,6 @@ export class ConsoleFeed {
   /** Open streams of one client address (counted under its {@link clientKey}). */
   streamsOf(client: string): number {
     return this.#perClient.get(clientKey(client)) ?? 0;
-  }
-
-  /** The control core, with every outcome also sent as a `control` event. */
-  observe(control: ControlService): ControlService {
-    return {
-      execute: async (request: ControlRequest): Promise<ControlOutcome> => {
-        const outcome = await control.execute(request);
-        try {
-          this.#broadcast(frame("control", this.#controlData(request, outcome)));
-        } catch (error) {
-          this.#options.logger.warn({ err: error }, "console feed: could not send a control event");
-        }
-        return outcome;
-      },
-      // Settings writes pass through: the console shows switching, not settings.
-      ...(control.applySettings === undefined ? {} : { applySettings: control.applySettings.bind(control) }),
-    };
   }
 
   /**
@@ -442,11 +441,12 @@ export class ConsoleFeed {
     stream.backlog = null;
   }
 
-  /** Ends every stream and stops listening to the store (on shutdown). */
+  /** Ends every stream and stops following the bus (on shutdown). */
   close(): void {
     this.#closed = true;
     this.closeStreams();
-    this.#unsubscribe();
+    this.#unlisten?.();
+    this.#unlisten = null;
   }
 
   /** Ends every open stream (the listener closes: nothing may hold its connections open). */
@@ -506,22 +506,32 @@ export class ConsoleFeed {
     return instanceStatusData(status, config, this.#options.loginProblem);
   }
 
-  #controlData(request: ControlRequest, outcome: ControlOutcome): ControlEventData {
-    const target = request.target;
-    return {
-      instanceId: request.instanceId,
+  /**
+   * A control attempt: the control core's outcome of a command (not a settings write: the console
+   * shows switching) goes to every stream as a `control` event.
+   */
+  #onControl(event: ControlEvent): void {
+    const { target, instanceId } = event;
+    if (!event.fromCore || event.action === null || event.action === SETTINGS_ACTION) return;
+    if (instanceId === null || target === null || (target.kind !== "outlet" && target.kind !== "group"))
+      return;
+    if (this.#streams.size === 0) return;
+    const ok = event.status === 200;
+    const data: ControlEventData = {
+      instanceId,
       target:
         target.kind === "outlet"
           ? { kind: "outlet", deviceId: target.deviceId, index: target.index }
           : { kind: "group", groupKey: target.groupKey },
-      action: request.action,
-      ok: outcome.ok,
-      status: outcome.status,
-      detail: outcome.ok ? null : outcome.detail,
-      source: request.source.surface,
-      user: request.source.surface === "console" ? { ...request.source.user } : null,
+      action: event.action,
+      ok,
+      status: event.status,
+      detail: ok ? null : (event.detail ?? null),
+      source: event.source.surface,
+      user: event.source.surface === "console" ? { ...event.source.user } : null,
       atUtc: iso(this.now),
     };
+    this.#broadcast(frame("control", data));
   }
 
   #broadcast(text: string): void {

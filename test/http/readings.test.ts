@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { EventBus } from "../../src/bus.js";
 import { parseApiTree, parseOneView } from "../../src/pdu/geist/parse.js";
 import { readingsOf, type Reading } from "../../src/pdu/readings.js";
 import { SnapshotStore } from "../../src/poller/store.js";
@@ -103,7 +104,7 @@ test("OneView: outlets of every member device, sorted by device id, and no group
 });
 
 test("a latched switch shows as the reading's state until a poll agrees", () => {
-  const store = new SnapshotStore(["rack-a"], () => T);
+  const store = new SnapshotStore(["rack-a"], { bus: new EventBus(), now: () => T });
   store.recordSuccess("rack-a", parseApiTree(singleUnitTree(), "rack-a", T));
   const stateOf = () => {
     const snapshot = store.get("rack-a")?.snapshot;

@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { connectAsync, type IClientOptions, type MqttClient } from "mqtt";
+import { EventBus } from "../../src/bus.js";
 import { ConfigError } from "../../src/config/errors.js";
 import { startEmbeddedBroker } from "../../src/mqtt/broker.js";
 import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
@@ -48,8 +49,9 @@ describe("embedded broker rules, with the bridge connected", () => {
       password: PASSWORD,
       clientId: CLIENT_ID,
     });
-    store = new SnapshotStore(["default"]);
-    bridge = await startMqttBridge({ config, store, logger: capture.logger });
+    const bus = new EventBus();
+    store = new SnapshotStore(["default"], { bus: bus });
+    bridge = await startMqttBridge({ config, store, bus, logger: capture.logger });
     const embedded = bridge.embeddedBroker!;
     options = {
       host: embedded.host,

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { createServer, type AddressInfo, type Server } from "node:net";
 import { after, describe, it } from "node:test";
 import { connectAsync } from "mqtt";
+import { EventBus } from "../../src/bus.js";
 import { ConfigError } from "../../src/config/errors.js";
 import { silentLogger } from "../../src/log.js";
 import { startEmbeddedBroker } from "../../src/mqtt/broker.js";
@@ -21,8 +22,9 @@ describe("embedded broker", () => {
   it("listens on the actual port for port 0, serves other clients and is used by the bridge", async () => {
     const capture = new LogCapture();
     const config = await mqttTestConfig({ instances: { default: false } });
-    const store = new SnapshotStore(["default"]);
-    const bridge: MqttBridge = await startMqttBridge({ config, store, logger: capture.logger });
+    const bus = new EventBus();
+    const store = new SnapshotStore(["default"], { bus: bus });
+    const bridge: MqttBridge = await startMqttBridge({ config, store, bus, logger: capture.logger });
     cleanup.push(() => bridge.stop());
     const embedded = bridge.embeddedBroker;
     assert.ok(embedded);

@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, it } from "node:test";
+import { EventBus } from "../../src/bus.js";
 import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
 import { CommandHandler } from "../../src/mqtt/commands.js";
 import { Topics } from "../../src/mqtt/topics.js";
@@ -31,8 +32,9 @@ describe("MQTT commands (embedded broker)", () => {
 
   before(async () => {
     const config = await mqttTestConfig({ instances: { switchable: true, readonly: false } });
-    store = new SnapshotStore(["switchable", "readonly"]);
-    bridge = await startMqttBridge({ config, store, logger: capture.logger });
+    const bus = new EventBus();
+    store = new SnapshotStore(["switchable", "readonly"], { bus: bus });
+    bridge = await startMqttBridge({ config, store, bus, logger: capture.logger });
     store.recordSuccess("switchable", singleUnit("switchable", "DEV1", 2));
     store.recordSuccess("readonly", cluster("readonly", "DEV1", "DEV2"));
     client = await Recorder.connect(bridge.embeddedBroker!, []);
@@ -121,6 +123,7 @@ describe("MQTT commands (embedded broker)", () => {
       topics: new Topics("pdu-bridge"),
       instances: config.instances,
       logger: local.logger,
+      bus: new EventBus(),
     });
     handler.attach(control);
     for (const topic of [

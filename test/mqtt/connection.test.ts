@@ -7,6 +7,7 @@ import { spawn } from "node:child_process";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { EventBus } from "../../src/bus.js";
 import type { Config } from "../../src/config/schema.js";
 import { silentLogger } from "../../src/log.js";
 import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
@@ -47,9 +48,10 @@ for (const version of [4, 5] as const) {
         protocolVersion: version,
         instances: { default: true },
       });
-      store = new SnapshotStore(["default"]);
+      const bus = new EventBus();
+      store = new SnapshotStore(["default"], { bus: bus });
       store.recordSuccess("default", singleUnit("default", "DEV1", 2));
-      bridge = await startMqttBridge({ config, store, logger: capture.logger });
+      bridge = await startMqttBridge({ config, store, bus, logger: capture.logger });
       bridge.attachControl(control);
     });
 
@@ -186,13 +188,17 @@ describe("mosquitto with credentials", () => {
         password: "wrong-staple-9876",
         instances: { default: false },
       });
-      const store = new SnapshotStore(["default"]);
-      await assert.rejects(startMqttBridge({ config, store, logger: capture.logger }), (error: Error) => {
-        assert.match(error.message, /refused the connection: (Not authorized|Bad user ?name or password)/i);
-        assert.match(error.message, new RegExp(`mqtt://127.0.0.1:${broker.port}`));
-        assert.ok(!error.message.includes("wrong-staple-9876"));
-        return true;
-      });
+      const bus = new EventBus();
+      const store = new SnapshotStore(["default"], { bus: bus });
+      await assert.rejects(
+        startMqttBridge({ config, store, bus, logger: capture.logger }),
+        (error: Error) => {
+          assert.match(error.message, /refused the connection: (Not authorized|Bad user ?name or password)/i);
+          assert.match(error.message, new RegExp(`mqtt://127.0.0.1:${broker.port}`));
+          assert.ok(!error.message.includes("wrong-staple-9876"));
+          return true;
+        },
+      );
       assert.ok(!capture.text().includes("wrong-staple-9876"));
       store.close();
     });
@@ -205,8 +211,9 @@ describe("mosquitto with credentials", () => {
       password: "right-horse-battery",
       instances: { default: false },
     });
-    const store = new SnapshotStore(["default"]);
-    const bridge = await startMqttBridge({ config, store, logger: silentLogger() });
+    const bus = new EventBus();
+    const store = new SnapshotStore(["default"], { bus: bus });
+    const bridge = await startMqttBridge({ config, store, bus, logger: silentLogger() });
     bridges.push(bridge);
     assert.equal(bridge.status().connected, true);
     store.close();
@@ -230,8 +237,9 @@ describe("a broker that is down at start-up", () => {
       broker: { host: "127.0.0.1", port },
       instances: { default: false },
     });
-    store = new SnapshotStore(["default"]);
-    bridge = await startMqttBridge({ config, store, logger: silentLogger() });
+    const bus = new EventBus();
+    store = new SnapshotStore(["default"], { bus: bus });
+    bridge = await startMqttBridge({ config, store, bus, logger: silentLogger() });
     const status = bridge.status();
     assert.equal(status.connected, false);
     assert.match(String(status.lastError), /ECONNREFUSED/);

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { EventBus } from "../../src/bus.js";
 import { silentLogger } from "../../src/log.js";
 import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
 import { buildDiscovery, discoveryShape } from "../../src/mqtt/discovery.js";
@@ -48,8 +49,9 @@ describe("Home Assistant discovery (embedded broker, two instances)", () => {
 
   before(async () => {
     const config = await mqttTestConfig({ instances: { "rack-a": true, cluster: false }, expireAfter: 120 });
-    store = new SnapshotStore(["rack-a", "cluster"]);
-    bridge = await startMqttBridge({ config, store, logger: silentLogger() });
+    const bus = new EventBus();
+    store = new SnapshotStore(["rack-a", "cluster"], { bus: bus });
+    bridge = await startMqttBridge({ config, store, bus, logger: silentLogger() });
     states = await connect(["pdu-bridge/#"]);
     // The same device id in both instances: only the instance keeps them apart.
     store.recordSuccess("rack-a", singleUnit("rack-a", "DEV1", 2));

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { EventBus } from "../../src/bus.js";
 import type { Config } from "../../src/config/schema.js";
 import { PUBLISHED_SETTINGS } from "../../src/control/settings.js";
 import { silentLogger } from "../../src/log.js";
@@ -62,13 +63,14 @@ describe("flow control of discovery and resyncs", () => {
       broker: { host: broker.host, port: broker.port },
       instances: Object.fromEntries(IDS.map((id) => [id, false])),
     });
-    store = new SnapshotStore(IDS);
+    const bus = new EventBus();
+    store = new SnapshotStore(IDS, { bus: bus });
     for (const id of IDS) store.recordSuccess(id, singleUnit(id, "DEV1", OUTLETS));
     expected = expectedDiscovery(config, store);
     // Per outlet: its state, label and the settings' retained topics.
     perInstance = expected.size / IDS.length + 1 + (2 + PUBLISHED_SETTINGS.length) * OUTLETS;
     // The connect resyncs every instance: about 40 × 150 QoS 1 messages, far above the mark.
-    bridge = await startMqttBridge({ config, store, logger: silentLogger() });
+    bridge = await startMqttBridge({ config, store, bus, logger: silentLogger() });
   });
 
   after(async () => {

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { EventBus } from "../../src/bus.js";
 import { silentLogger } from "../../src/log.js";
 import { startMqttBridge } from "../../src/mqtt/bridge.js";
 import { SnapshotStore } from "../../src/poller/store.js";
@@ -55,9 +56,10 @@ describe("ghost cleanup of more configs than one subscription is handed (default
       instances: Object.fromEntries(IDS.map((id) => [id, true])),
     });
     // First life: every PDU with 24 outlets.
-    const first = new SnapshotStore(IDS);
+    const firstBus = new EventBus();
+    const first = new SnapshotStore(IDS, { bus: firstBus });
     for (const id of IDS) first.recordSuccess(id, singleUnit(id, "DEV1", OUTLETS));
-    const bridge1 = await startMqttBridge({ config, store: first, logger: silentLogger() });
+    const bridge1 = await startMqttBridge({ config, store: first, bus: firstBus, logger: silentLogger() });
     const before = await waitFor(
       async () => {
         const configs = await retainedConfigs(broker);
@@ -78,10 +80,11 @@ describe("ghost cleanup of more configs than one subscription is handed (default
     assert.ok(lost(IDS[0]!).length > 0);
 
     // Second life: outlet 24 is gone from every PDU.
-    const second = new SnapshotStore(IDS);
+    const secondBus = new EventBus();
+    const second = new SnapshotStore(IDS, { bus: secondBus });
     for (const id of IDS) second.recordSuccess(id, singleUnit(id, "DEV1", OUTLETS - 1));
     const capture = new LogCapture();
-    const bridge2 = await startMqttBridge({ config, store: second, logger: capture.logger });
+    const bridge2 = await startMqttBridge({ config, store: second, bus: secondBus, logger: capture.logger });
     try {
       await waitFor(
         () =>

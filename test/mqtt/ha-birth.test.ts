@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { EventBus } from "../../src/bus.js";
 import { silentLogger } from "../../src/log.js";
 import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
 import { SnapshotStore } from "../../src/poller/store.js";
@@ -23,9 +24,10 @@ describe("Home Assistant's online message, repeated", () => {
 
   before(async () => {
     const config = await mqttTestConfig({ instances: { default: true } });
-    store = new SnapshotStore(["default"]);
+    const bus = new EventBus();
+    store = new SnapshotStore(["default"], { bus: bus });
     store.recordSuccess("default", singleUnit("default", "DEV1", 24));
-    bridge = await startMqttBridge({ config, store, logger: silentLogger() });
+    bridge = await startMqttBridge({ config, store, bus, logger: silentLogger() });
     watcher = await Recorder.connect(bridge.embeddedBroker!, ["homeassistant/#"]);
     ha = await Recorder.connect(bridge.embeddedBroker!, []);
   });

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { EventBus } from "../../src/bus.js";
 import { silentLogger } from "../../src/log.js";
 import { LogCapture } from "../../testkit/log-capture.js";
 import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
@@ -41,11 +42,12 @@ describe("clean stop", () => {
       broker: { host: broker.host, port: broker.port },
       instances: { rack1: false, rack2: false, rack3: false },
     });
-    const store = new SnapshotStore(["rack1", "rack2", "rack3"]);
+    const bus = new EventBus();
+    const store = new SnapshotStore(["rack1", "rack2", "rack3"], { bus: bus });
     stores.push(store);
     store.recordSuccess("rack1", singleUnit("rack1", "DEV1", 2));
     store.recordSuccess("rack2", singleUnit("rack2", "DEV2", 2));
-    const bridge = await startMqttBridge({ config, store, logger: silentLogger() });
+    const bridge = await startMqttBridge({ config, store, bus, logger: silentLogger() });
     bridges.push(bridge);
     const live = await subscribe(["pdu-bridge/+/status", "pdu-bridge/status"]);
     await live.waitFor("pdu-bridge/rack1/status", (m) => m.payload === "online");
@@ -135,9 +137,10 @@ describe("ghost discovery cleanup at start", () => {
       broker: { host: broker.host, port: broker.port },
       instances: { default: true, rack2: true },
     });
-    store = new SnapshotStore(["default", "rack2"]);
+    const bus = new EventBus();
+    store = new SnapshotStore(["default", "rack2"], { bus: bus });
     store.recordSuccess("default", singleUnit("default", "DEV1", 2));
-    bridge = await startMqttBridge({ config, store, logger: capture.logger });
+    bridge = await startMqttBridge({ config, store, bus, logger: capture.logger });
 
     await watcher.waitFor(GHOST, (m) => m.payload === "", 15_000);
     await watcher.waitFor(GHOST_SENSOR, (m) => m.payload === "", 15_000);

@@ -12,6 +12,7 @@ import { createServer, type AddressInfo, type Server } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { Aedes } from "aedes";
 import mqttPacket from "mqtt-packet";
+import { EventBus } from "../../src/bus.js";
 import { silentLogger } from "../../src/log.js";
 import { startMqttBridge } from "../../src/mqtt/bridge.js";
 import { MqttConnection } from "../../src/mqtt/connection.js";
@@ -283,8 +284,9 @@ describe("a broker that cannot announce its maximum packet size (MQTT 3.1.1)", (
 
   it("the embedded broker: a 300,000-character device label costs its messages, not the connection", async () => {
     const config = await mqttTestConfig({ instances: { huge: false, fine: false } });
-    const store = new SnapshotStore(["huge", "fine"]);
-    const bridge = await startMqttBridge({ config, store, logger: silentLogger() });
+    const bus = new EventBus();
+    const store = new SnapshotStore(["huge", "fine"], { bus: bus });
+    const bridge = await startMqttBridge({ config, store, bus, logger: silentLogger() });
     const embedded = bridge.embeddedBroker!;
     const recorder = await Recorder.connect(embedded, ["pdu-bridge/#", "homeassistant/#"]);
     try {

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { EventBus } from "../../src/bus.js";
 import type { Config } from "../../src/config/schema.js";
 import { silentLogger } from "../../src/log.js";
 import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
@@ -44,8 +45,9 @@ describe("publisher (embedded broker)", () => {
   before(async () => {
     // expire_after 2 s: values are refreshed after 1 s.
     config = await mqttTestConfig({ instances: { default: true }, expireAfter: 2 });
-    store = new SnapshotStore(["default"]);
-    bridge = await startMqttBridge({ config, store, logger: silentLogger() });
+    const bus = new EventBus();
+    store = new SnapshotStore(["default"], { bus: bus });
+    bridge = await startMqttBridge({ config, store, bus, logger: silentLogger() });
     live = await Recorder.connect(bridge.embeddedBroker!, ["pdu-bridge/#", "homeassistant/#"]);
     recorders.push(live);
   });

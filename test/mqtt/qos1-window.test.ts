@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
+import { EventBus } from "../../src/bus.js";
 import type { Config } from "../../src/config/schema.js";
 import { silentLogger } from "../../src/log.js";
 import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
@@ -103,9 +104,10 @@ describe("QoS 1 window and packet identifiers", () => {
       broker: { host: broker.host, port: broker.port },
       instances: Object.fromEntries(ids.map((id) => [id, false])),
     });
-    const store = new SnapshotStore(ids);
+    const bus = new EventBus();
+    const store = new SnapshotStore(ids, { bus: bus });
     closers.push(() => Promise.resolve(store.close()));
-    const bridge: MqttBridge = await startMqttBridge({ config, store, logger: silentLogger() });
+    const bridge: MqttBridge = await startMqttBridge({ config, store, bus, logger: silentLogger() });
     closers.push(() => bridge.stop());
     await waitFor(() => bridge.status().connected, "connected");
     // First polls: each walks 200 outlets' state, label and settings (QoS 1, retained) at once.

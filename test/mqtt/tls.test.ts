@@ -8,6 +8,7 @@ import { after, before, describe, it } from "node:test";
 import { createServer, type Server } from "node:tls";
 import { Aedes } from "aedes";
 import { generate } from "selfsigned";
+import { EventBus } from "../../src/bus.js";
 import { silentLogger } from "../../src/log.js";
 import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
 import { SnapshotStore } from "../../src/poller/store.js";
@@ -59,8 +60,9 @@ describe("mqtts", () => {
       instances: { default: false },
       ...options,
     });
-    const store = new SnapshotStore(["default"]);
-    const bridge = await startMqttBridge({ config, store, logger: silentLogger() });
+    const bus = new EventBus();
+    const store = new SnapshotStore(["default"], { bus: bus });
+    const bridge = await startMqttBridge({ config, store, bus, logger: silentLogger() });
     running.push({ bridge, store });
     return bridge;
   };

@@ -77,6 +77,7 @@ Health: { Bind: 127.0.0.1, Port: 0 }
     client = new GeistClient(instance);
     poller = new Poller([{ id: "row3", intervalMs: 60, poll: (signal) => client.poll(signal) }], h.store, {
       logger: log.logger,
+      bus: h.bus,
     });
     health = await startHealthServer(h.deps);
   });

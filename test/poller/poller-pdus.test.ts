@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import { after, before, describe, it } from "node:test";
+import { EventBus } from "../../src/bus.js";
 import { silentLogger } from "../../src/log.js";
 import { GeistClient, type ClientInstance } from "../../src/pdu/geist/client.js";
 import { Poller } from "../../src/poller/scheduler.js";
@@ -49,13 +50,14 @@ describe("Poller with real PDUs", () => {
 
   it("keeps the healthy PDU's cadence while the others fail and keep their snapshots", async () => {
     const ids = ["healthy", "dead", "hanging"] as const;
-    const store = new SnapshotStore([...ids]);
+    const bus = new EventBus();
+    const store = new SnapshotStore([...ids], { bus });
     const targets = ids.map((id) => {
       const client = new GeistClient(instanceFor(id, sims[id], 0.5));
       clients.push(client);
       return { id, intervalMs: INTERVAL_MS, poll: (signal: AbortSignal) => client.poll(signal) };
     });
-    const poller = new Poller(targets, store, { logger: silentLogger() });
+    const poller = new Poller(targets, store, { logger: silentLogger(), bus });
     poller.start();
     // Every instance gets one good snapshot first.
     const deadline = Date.now() + 5000;

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, it } from "node:test";
+import { EventBus } from "../../src/bus.js";
 import { silentLogger } from "../../src/log.js";
 import {
   FIRST_POLL_SPREAD_MS,
@@ -43,8 +44,9 @@ function probe(id: string, intervalMs: number, workMs: number | (() => Promise<v
 describe("Poller", () => {
   it("never runs two polls of one instance at once and skips turns instead", async () => {
     const slow = probe("slow", 50, 180);
-    const store = new SnapshotStore(["slow"]);
-    const poller = new Poller([slow], store, { logger: silentLogger() });
+    const bus = new EventBus();
+    const store = new SnapshotStore(["slow"], { bus });
+    const poller = new Poller([slow], store, { logger: silentLogger(), bus });
     poller.start();
     await sleep(600);
     await poller.stop();
@@ -55,8 +57,12 @@ describe("Poller", () => {
 
   it("spreads first polls over the interval", async () => {
     const targets = ["a", "b", "c", "d"].map((id) => probe(id, 400, 0));
-    const store = new SnapshotStore(targets.map((t) => t.id));
-    const poller = new Poller(targets, store, { logger: silentLogger() });
+    const bus = new EventBus();
+    const store = new SnapshotStore(
+      targets.map((t) => t.id),
+      { bus },
+    );
+    const poller = new Poller(targets, store, { logger: silentLogger(), bus });
     const t0 = Date.now();
     poller.start();
     await sleep(380);
@@ -101,8 +107,9 @@ describe("Poller", () => {
       intervalMs: 100,
       poll: () => Promise.reject(new Error("connection refused")),
     };
-    const store = new SnapshotStore(["ok", "bad"]);
-    const poller = new Poller([healthy, broken], store, { logger: silentLogger() });
+    const bus = new EventBus();
+    const store = new SnapshotStore(["ok", "bad"], { bus });
+    const poller = new Poller([healthy, broken], store, { logger: silentLogger(), bus });
     poller.start();
     await sleep(1050);
     await poller.stop();
@@ -116,8 +123,9 @@ describe("Poller", () => {
 
   it("pollSoon brings the next poll forward; setInterval changes the cadence", async () => {
     const p = probe("x", 10_000, 0);
-    const store = new SnapshotStore(["x"]);
-    const poller = new Poller([p], store, { logger: silentLogger() });
+    const bus = new EventBus();
+    const store = new SnapshotStore(["x"], { bus });
+    const poller = new Poller([p], store, { logger: silentLogger(), bus });
     poller.start();
     await sleep(50);
     assert.equal(p.starts.length, 1);
@@ -132,8 +140,9 @@ describe("Poller", () => {
 
   it("stop aborts an in-flight poll without recording a failure", async () => {
     const hanging = probe("h", 1000, 60_000);
-    const store = new SnapshotStore(["h"]);
-    const poller = new Poller([hanging], store, { logger: silentLogger() });
+    const bus = new EventBus();
+    const store = new SnapshotStore(["h"], { bus });
+    const poller = new Poller([hanging], store, { logger: silentLogger(), bus });
     poller.start();
     await sleep(30);
     await poller.stop();

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { EventBus } from "../../src/bus.js";
 import { restamp, type Snapshot } from "../../src/pdu/model.js";
 import { LATCH_MS, SnapshotStore, type StoreEvent } from "../../src/poller/store.js";
 import { snapshotWith } from "../../testkit/mqtt-snapshots.js";
@@ -9,14 +10,20 @@ function clock(start = 1_700_000_000_000) {
   return { now: () => t, advance: (ms: number) => (t += ms) };
 }
 
+/** A store on its own bus, and the store's events (`snapshot` and `pollFailed`) as they come. */
+function storeOf(ids: string[], now?: () => number): { store: SnapshotStore; events: StoreEvent[] } {
+  const bus = new EventBus();
+  const events: StoreEvent[] = [];
+  bus.listen({ snapshot: (e) => events.push(e), pollFailed: (e) => events.push(e) });
+  return { store: new SnapshotStore(ids, { bus, ...(now === undefined ? {} : { now }) }), events };
+}
+
 const outletState = (s: Snapshot | null, index: number) => s?.devices[0]?.outlets[index]?.state;
 
 describe("SnapshotStore", () => {
   it("keeps the last snapshot on failure and counts failures", () => {
     const c = clock();
-    const store = new SnapshotStore(["a", "b"], c.now);
-    const events: StoreEvent[] = [];
-    store.subscribe((e) => events.push(e));
+    const { store, events } = storeOf(["a", "b"], c.now);
     const first = snapshotWith("a", c.now(), ["on", "off"]);
     store.recordSuccess("a", first);
     c.advance(5000);
@@ -40,7 +47,7 @@ describe("SnapshotStore", () => {
   });
 
   it("lists instances in configuration order", () => {
-    const store = new SnapshotStore(["z", "1", "a"]);
+    const { store } = storeOf(["z", "1", "a"]);
     assert.deepEqual(
       store.list().map((s) => s.id),
       ["z", "1", "a"],
@@ -49,7 +56,7 @@ describe("SnapshotStore", () => {
 
   it("reports a latched state until a poll agrees", () => {
     const c = clock();
-    const store = new SnapshotStore(["a"], c.now);
+    const { store } = storeOf(["a"], c.now);
     store.recordSuccess("a", snapshotWith("a", c.now(), ["on", "off"]));
     store.latch("a", "DEV0", 1, "on");
     assert.equal(outletState(store.get("a")!.snapshot, 1), "on", "commanded state shows at once");
@@ -68,7 +75,7 @@ describe("SnapshotStore", () => {
 
   it("drops a latch after LATCH_MS even if the PDU never agrees", () => {
     const c = clock();
-    const store = new SnapshotStore(["a"], c.now);
+    const { store } = storeOf(["a"], c.now);
     store.recordSuccess("a", snapshotWith("a", c.now(), ["on"]));
     store.latch("a", "DEV0", 0, "off");
     c.advance(LATCH_MS - 1);
@@ -81,10 +88,9 @@ describe("SnapshotStore", () => {
   });
 
   it("emits a non-poll snapshot event when a latch changes the view", () => {
-    const store = new SnapshotStore(["a"]);
+    const { store, events } = storeOf(["a"]);
     store.recordSuccess("a", snapshotWith("a", Date.now(), ["off"]));
-    const events: StoreEvent[] = [];
-    store.subscribe((e) => events.push(e));
+    events.length = 0;
     store.latch("a", "DEV0", 0, "on");
     assert.equal(events.length, 1);
     const event = events[0]!;
@@ -98,9 +104,7 @@ describe("SnapshotStore", () => {
 
   it("marks a poll unchanged only when its content is the previous poll event's", () => {
     const c = clock();
-    const store = new SnapshotStore(["a"], c.now);
-    const events: StoreEvent[] = [];
-    store.subscribe((e) => events.push(e));
+    const { store, events } = storeOf(["a"], c.now);
     const unchangedFlags = () => events.map((e) => (e.kind === "snapshot" ? e.unchanged : "failure"));
     const first = snapshotWith("a", c.now(), ["on", "off"]);
     store.recordSuccess("a", first);

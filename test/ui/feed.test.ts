@@ -33,11 +33,13 @@ const sockets: Socket[] = [];
 before(async () => {
   h = harness(await configFrom(CONFIG));
   feed = new ConsoleFeed({
+    bus: h.bus,
     store: h.store,
     config: () => h.deps.config,
     logger: h.deps.logger,
     maxBufferedBytes: 64 * 1024,
   });
+  feed.start();
   h.store.recordSuccess("rack", parseApiTree(singleUnitTree(), "rack", h.clock.now));
   api = await startApiServer({ ...h.deps, console: feed });
 });
@@ -95,11 +97,13 @@ test("a new stream gets every instance's current snapshot, however many, without
   const fleet = harness(await configFrom(yaml));
   for (const id of ids) fleet.store.recordSuccess(id, parseApiTree(singleUnitTree(), id, fleet.clock.now));
   const small = new ConsoleFeed({
+    bus: fleet.bus,
     store: fleet.store,
     config: () => fleet.deps.config,
     logger: fleet.deps.logger,
     maxBufferedBytes: 16 * 1024, // far less than the 40 snapshots together
   });
+  small.start();
   const listener = await startApiServer({ ...fleet.deps, console: small });
   t.after(async () => {
     await listener.close();

@@ -166,11 +166,12 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
     action: string | null,
     detail?: string,
     problemKind?: string,
+    fromCore = false,
   ): void => {
     if (audited.has(request)) return;
     audited.add(request);
     const params = request.params as Params;
-    auditControl(deps.logger, {
+    auditControl(deps, {
       source: sourceOf(request, true),
       instanceId: params.id ?? null,
       target: targetOf(params),
@@ -178,6 +179,7 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
       status,
       ...(detail === undefined ? {} : { detail }),
       ...(problemKind === undefined ? {} : { problem: problemKind }),
+      fromCore,
     });
   };
 
@@ -279,6 +281,7 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
       action,
       outcome.ok ? undefined : outcome.detail,
       outcome.ok ? undefined : outcome.problem,
+      true,
     );
 
   /**

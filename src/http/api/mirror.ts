@@ -76,10 +76,11 @@ export class MirrorFeed {
     this.#deps = deps;
     this.#post = post;
     this.#mqttConnected = deps.mqttStatus().connected;
-    this.#unsubscribe = deps.store.subscribe((event) => {
+    const changed = (event: { readonly instanceId: string }): void => {
       this.#changed.add(event.instanceId);
       this.#schedule();
-    });
+    };
+    this.#unsubscribe = deps.bus.listen({ snapshot: changed, pollFailed: changed });
     this.#timer = setInterval(() => {
       if (deps.mqttStatus().connected !== this.#mqttConnected) this.#schedule();
     }, 1000);

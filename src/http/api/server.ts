@@ -262,9 +262,7 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
   // Awaited, so its routes are added here and the OpenAPI document keeps its order.
   await app.register(controlRoutes, { deps, limiter });
   registerDocumentRoutes(app);
-  const feed =
-    deps.console ??
-    new ConsoleFeed({ store: deps.store, config: () => deps.config, logger: deps.logger, now: deps.now });
+  const feed = deps.console ?? ownConsoleFeed(deps);
   registerConsole(app, deps, feed);
   // Open event streams would hold the listener's close: end them first.
   app.addHook("preClose", (done) => {
@@ -278,6 +276,19 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
     });
   await app.ready();
   return app;
+}
+
+/** The console feed of an API built without the service's (it follows the bus until the app closes). */
+function ownConsoleFeed(deps: HttpDeps): ConsoleFeed {
+  const feed = new ConsoleFeed({
+    bus: deps.bus,
+    store: deps.store,
+    config: () => deps.config,
+    logger: deps.logger,
+    now: deps.now,
+  });
+  feed.start();
+  return feed;
 }
 
 /**
