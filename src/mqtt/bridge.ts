@@ -3,10 +3,11 @@
  * `Mqtt.Connection.Host` is omitted), the connection, the publisher of the snapshots, Home Assistant
  * discovery and its ghost cleanup, and the command topics.
  *
- * What it hears on the bus: `snapshot` and `pollFailed` (published), `mqttConnected` from its own
- * connection (every instance republished, the ghost cleanup begun), `configApplied` (an instance
+ * What it hears on the bus: `snapshot` and `pollFailed` (published), `configApplied` (an instance
  * whose overrides changed is republished) and `ownershipChanged` (an instance taken over is
- * published at once). It publishes, takes commands for and clears ghosts of only the instances its
+ * published at once). Its connection tells the bus `mqttConnected` and `mqttLost`; the connection's
+ * own hooks, taken once everything that publishes exists, republish every instance after each
+ * connect and route the messages received. It publishes, takes commands for and clears ghosts of only the instances its
  * {@link Ownership} owns, and on stop marks only those `offline`.
  */
 import { randomBytes } from "node:crypto";
@@ -126,7 +127,15 @@ export class MqttBridge implements MqttBridgeHandle {
         ghosts?.discovered(id),
       );
       unlisten = this.#listen(publisher, ghosts);
-      await connection.connect({ onMessage: this.#router(publisher, ghosts) });
+      await connection.connect({
+        // Every connect: every instance's status, discovery and retained topics again; the first
+        // starts the ghost cleanup.
+        onConnect: () => {
+          publisher.resync(this.#owned());
+          ghosts?.onConnect();
+        },
+        onMessage: this.#router(publisher, ghosts),
+      });
       this.#running = { embedded, connection, publisher, ghosts, unlisten };
     } catch (error) {
       unlisten();
@@ -232,11 +241,6 @@ export class MqttBridge implements MqttBridgeHandle {
     return this.#deps.bus.listen({
       snapshot: publish,
       pollFailed: publish,
-      // Every connect: every instance's status, discovery and retained topics again.
-      mqttConnected: () => {
-        publisher.resync(this.#owned());
-        ghosts?.onConnect();
-      },
       // Re-derived snapshots (REST, control's Protected and MQTT retained topics came with the
       // store's event), then discovery: renamed things republished, hidden things' configs cleared.
       configApplied: ({ live }) => {

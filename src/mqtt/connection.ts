@@ -5,8 +5,8 @@
  * Reconnects are ours, not mqtt.js's (its period is fixed): 1 s doubling to a 2 s cap, reset by a
  * successful connect, so the bridge is back within about 2 s of a broker's return however long it
  * was gone. After every connect the subscriptions are made again (clean sessions), then `onConnect`
- * runs and the bus hears `mqttConnected` (the MQTT part republishes availability, discovery and
- * retained states); a connection that was up and closes tells it `mqttLost`.
+ * runs (the MQTT part republishes availability, discovery and retained states) and the bus hears
+ * `mqttConnected`; a connection that was up and closes tells it `mqttLost`.
  *
  * {@link MqttConnection.create} builds it without connecting, so that what publishes through it
  * can exist before the first connect; {@link MqttConnection.connect} then takes its hooks and
