@@ -80,7 +80,6 @@ interface InstanceView {
 }
 
 interface Round {
-  readonly ids: readonly string[];
   readonly collected: Map<string, Map<number, number>>;
   markerSeen: () => void;
 }
@@ -174,7 +173,7 @@ class Watch {
         markerSeen = () => resolve(true);
         setTimeout(() => resolve(false), MARKER_TIMEOUT_MS).unref();
       });
-      const round: Round = { ids: roundIds, collected, markerSeen };
+      const round: Round = { collected, markerSeen };
       this.round = round;
       const at = Date.now();
       const filters = roundIds.map((id) => `${discoveryPrefix}/+/${byInstance.get(id)!.nodeId}/+/config`);
