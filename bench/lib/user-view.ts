@@ -81,6 +81,8 @@ interface InstanceView {
 
 interface Round {
   readonly collected: Map<string, Map<number, number>>;
+  /** The payload of this round's marker (a late marker of an earlier round does not end it). */
+  readonly token: string;
   markerSeen: () => void;
 }
 
@@ -92,6 +94,7 @@ class Watch {
   values: RawMqttClient | null = null;
   round: Round | null = null;
   passes = 0;
+  rounds = 0;
   lastPassMs = 0;
   markerTimeouts = 0;
   largestSeen = largestExpected;
@@ -118,7 +121,7 @@ class Watch {
     const round = this.round;
     if (round === null) return;
     if (topic === this.marker) {
-      round.markerSeen();
+      if (payload.toString("utf8") === round.token) round.markerSeen();
       return;
     }
     const parts = splitConfigTopic(topic, prefixLevels);
@@ -173,12 +176,13 @@ class Watch {
         markerSeen = () => resolve(true);
         setTimeout(() => resolve(false), MARKER_TIMEOUT_MS).unref();
       });
-      const round: Round = { collected, markerSeen };
+      const round: Round = { collected, token: String(++this.rounds), markerSeen };
       this.round = round;
-      const at = Date.now();
       const filters = roundIds.map((id) => `${discoveryPrefix}/+/${byInstance.get(id)!.nodeId}/+/config`);
       await client.subscribe(filters);
-      client.publish(this.marker, "");
+      // What the round reads was retained when the broker took the subscription: by this time.
+      const at = Date.now();
+      client.publish(this.marker, round.token);
       const complete = await marked;
       this.round = null;
       void client.unsubscribe(filters);
