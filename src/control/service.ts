@@ -11,7 +11,7 @@
  *   409 the device (or a group member's device) reports conf.outletControlEnabled: false
  *   409 off or reboot of a `Protected` outlet or group, or of a group with a protected outlet
  *       (overrides, src/pdu/overrides.ts): the whole request, nothing sent
- * then writes to the PDU (each outlet under the per-outlet discipline of ./discipline.ts, a group's
+ * then writes to the PDU (each outlet under the per-outlet discipline of ./outlet-turns.ts, a group's
  * members at most GROUP_CONCURRENCY at a time, each through its own device's route) and reports:
  *   200 every outlet done; 502 the PDU refused or failed (a group lists which outlets succeeded and
  *   which failed); 502 `outcome-unknown` a reboot/resetStats whose request may have reached the PDU
@@ -38,7 +38,7 @@ import {
   type DisciplineAction,
   type DisciplineOptions,
   type Refused,
-} from "./discipline.js";
+} from "./outlet-turns.js";
 import { protectedSettingsProblem, SETTING_NAMES, settingsProblem, SETTINGS_ACTION } from "./settings.js";
 import {
   type ControlOutcome,
@@ -292,7 +292,7 @@ export class ControlCore implements ControlService {
   }
 
   /**
-   * One outlet's write in that outlet's turn (./discipline.ts). The latch (or its removal, after a
+   * One outlet's write in that outlet's turn (./outlet-turns.ts). The latch (or its removal, after a
    * failed on/off) happens within the turn too, so the store ends with the state of the last
    * command written.
    */
@@ -412,7 +412,7 @@ export class ControlCore implements ControlService {
     return settingsFailure(what, result);
   }
 
-  /** One write in the turn of `key` (./discipline.ts), tracked as in flight; never rejects. */
+  /** One write in the turn of `key` (./outlet-turns.ts), tracked as in flight; never rejects. */
   async #inTurn(
     key: string,
     action: DisciplineAction,
@@ -444,7 +444,7 @@ export class ControlCore implements ControlService {
   }
 }
 
-/** Why a write was not sent: the per-outlet discipline's refusal (./discipline.ts) as a failure. */
+/** Why a write was not sent: the per-outlet discipline's refusal (./outlet-turns.ts) as a failure. */
 function notSent(refused: Refused): { kind: FailureKind; error: string } {
   switch (refused.kind) {
     case "superseded":

@@ -30,7 +30,7 @@ import { publishedView } from "../pdu/overrides.js";
 import type { SnapshotStore, StoreEvent } from "../poller/store.js";
 import { buildDiscovery, discoveryShape, discoverySignature, type DiscoveryOptions } from "./discovery.js";
 import type { TopicIdGuard, TopicKey, Topics } from "./topics.js";
-import { NO_SLOT, Track, type Slot, type TopicNames } from "./track.js";
+import { NO_SLOT, Track, type Slot, type TopicNames } from "./published-state.js";
 
 /** What the publisher needs of the connection. */
 export interface Sink {

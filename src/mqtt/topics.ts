@@ -172,7 +172,7 @@ export class Topics {
   }
 
   /**
-   * Where the bridge publishes markers for itself (the ghost cleanup's, src/mqtt/ghosts.ts): a level
+   * Where the bridge publishes markers for itself (the ghost cleanup's, src/mqtt/ghost-cleanup.ts): a level
    * no instance id can be (`$` is not allowed in one), so no instance's topics are near it.
    */
   sweepMarker(): string {

@@ -8,7 +8,7 @@ import { describe, it } from "node:test";
 import fc from "fast-check";
 import { SETTING_NAMES } from "../../src/control/settings.js";
 import type { TopicKey } from "../../src/mqtt/topics.js";
-import { NO_SLOT, Track, type Slot } from "../../src/mqtt/track.js";
+import { NO_SLOT, Track, type Slot } from "../../src/mqtt/published-state.js";
 
 type Key = TopicKey;
 
