@@ -1,22 +1,19 @@
 /**
- * The topics one instance publishes, remembered in the order the publisher's walk visits them, so
- * that a poll of an unchanged shape reaches each topic's state without building its name.
+ * What one instance published on each of its topics, remembered in the order the publisher's walk
+ * visits them, so that a poll of an unchanged shape reaches each topic's state without building its
+ * name.
  *
- * Building the topic string of every measurement (about 200 per 24-outlet PDU, each poll) and
- * hashing it into a Map would be the publisher's biggest cost at 1000 PDUs (npm run bench, fleet).
  * A PDU reports the same devices, outlets and measurement types in the same order poll after poll,
  * so the walk asks for "the slot of this {@link TopicKey}" and the track answers with the slot at the
- * same position as last time when its key is the same: a few comparisons, no string built. When the
- * shape changed (something appeared, went away or moved), it falls back to the topic name, and
- * {@link Track.end} reports what was not visited.
+ * same position as last time when its key is the same: a few comparisons, no string built, no map
+ * lookup. When the shape changed (something appeared, went away or moved), it falls back to the
+ * topic name, and {@link Track.end} reports what was not visited.
  *
- * Slots live as long as their topics (hours), so they are the biggest thing the bridge keeps per
- * PDU (about 300 per 24-outlet PDU). A slot is therefore no object but an index into the track's
- * columns: its key's fields, the payload and number last published and when. The topic name is not
- * kept either (it was a third of a slot): it is built when something is published on the slot,
- * which at about 55 % changing values costs less than the old generation it would take. Anything a
- * poll replaced in a slot object would be promoted to the old generation and die there, the garbage
- * that decides how far the heap climbs between full collections; a column holds numbers in place.
+ * Slots live as long as their topics (hours), so they are the biggest thing the bridge keeps per PDU
+ * (about 300 per 24-outlet PDU). A slot is therefore no object but an index into the track's
+ * columns, typed arrays that hold each slot's fields in place: whatever a poll stored in an object
+ * would outlive the young generation and die in the old one. The topic name is not kept either: it
+ * is built when something is published on the slot. docs/heap-breakdown.md has the measurements.
  *
  * The topic name itself comes from the caller's {@link TopicNames}, which builds it with
  * src/mqtt/topics.ts: this file knows nothing of topic names.
@@ -40,12 +37,7 @@ export interface TopicNames {
 
 const NONE: readonly string[] = Object.freeze([]);
 
-/**
- * The columns of a key: `kind`; `a` the device id (the group key of a group measurement); `i` the
- * outlet index; `b` the measurement type, setting, or the group measurement's key; `c` the entity
- * key of an entity measurement. Unused fields hold "" and 0. The strings are kept as numbers into
- * the track's word list ({@link Track.word}): a few dozen distinct words per PDU.
- */
+/** The kinds of key, by code: a slot stores its kind as its place here plus one (0: a free slot). */
 const KINDS: readonly TopicKind[] = [
   "deviceState",
   "deviceAlarm",
@@ -56,27 +48,35 @@ const KINDS: readonly TopicKind[] = [
   "entityMeasurement",
   "groupMeasurement",
 ];
-const KIND_CODE = new Map(KINDS.map((kind, code) => [kind, code + 1]));
+const CODE_OF_KIND = new Map(KINDS.map((kind, code) => [kind, code + 1]));
 
-// A slot's places in the interleaved columns of a track (see Track.#ints).
-const A = 0;
-const B = 1;
-const C = 2;
-const I = 3;
-const SEEN = 4;
-const INTS = 5;
-const KIND = 0;
-const SENT = 1;
-const BYTES = 2;
-const NUM = 0;
-const AT = 1;
-const NUMS = 2;
+// A slot's fields in the track's columns: field `F` of slot `s` is at `s * <FIELDS> + F` of its
+// column. A key's strings are stored as numbers into the track's word list (`#words`); a field a
+// kind does not use holds the word "" (0) or the index 0.
 
-function a(key: TopicKey): string {
+/** The `Int32Array` column (`#ints`): the key's strings and outlet index, and the last walk's mark. */
+const ID_WORD = 0; // the device id; the group key of a group measurement
+const DETAIL_WORD = 1; // the measurement type, the setting, or a group measurement's key
+const ENTITY_WORD = 2; // the entity key of an entity measurement
+const OUTLET_INDEX = 3;
+const LAST_WALK = 4; // the number of the last walk that visited the slot (0: none yet)
+const INT_FIELDS = 5;
+/** The `Uint8Array` column (`#bytes`). */
+const KIND_CODE = 0; // the key's kind (see KINDS); 0: the slot is free
+const PUBLISHED = 1; // 1 once anything was published on the slot, else 0
+const BYTE_FIELDS = 2;
+/** The `Float64Array` column (`#nums`). */
+const LAST_NUMBER = 0; // the number last published on a measurement's slot; NaN: none
+const LAST_PUBLISHED_AT = 1; // when the slot was last published (epoch ms); 0: never
+const NUMBER_FIELDS = 2;
+
+/** The key's first id: its device id, or the group key of a group measurement. */
+function idOf(key: TopicKey): string {
   return key.kind === "groupMeasurement" ? key.groupKey : key.deviceId;
 }
 
-function b(key: TopicKey): string {
+/** What the key names within its device or group: a type, a setting or a key; "" when nothing. */
+function detailOf(key: TopicKey): string {
   switch (key.kind) {
     case "outletSetting":
       return key.setting;
@@ -100,30 +100,30 @@ export class Track {
    * change) and dropped at its end.
    */
   #byTopic: Map<string, Slot> | null = null;
-  #pos = 0;
+  /** The walk's position in `#order`. */
+  #position = 0;
+  /** The number of the walk under way, never 0 (the mark of a slot no walk visited). */
   #walk = 0;
   /**
-   * The columns, by slot, interleaved in three typed arrays (a typed array and its buffer weigh
-   * about 250 bytes of their own, and a PDU has two tracks): per slot {@link INTS} numbers in
-   * `#ints` (the key's strings as word numbers, the outlet index, the last walk that visited it),
-   * {@link BYTES} in `#bytes` (the kind as its place in KINDS plus one, 0 free; 1 once anything was
-   * published) and {@link NUMS} in `#nums` (the number last published, NaN until then, and when,
-   * epoch ms). Slots beyond `#next` are room to grow into, trimmed after a walk that made slots.
+   * The columns, by slot, interleaved (a typed array and its buffer weigh about 250 bytes of their
+   * own, and a PDU has two tracks): {@link INT_FIELDS}, {@link BYTE_FIELDS} and
+   * {@link NUMBER_FIELDS} per slot, named above. Slots beyond `#next` are room to grow into, given
+   * back after a walk that made slots.
    */
-  #ints = new Int32Array(32 * INTS);
-  #bytes = new Uint8Array(32 * BYTES);
-  #nums = new Float64Array(32 * NUMS);
+  #ints = new Int32Array(32 * INT_FIELDS);
+  #bytes = new Uint8Array(32 * BYTE_FIELDS);
+  #nums = new Float64Array(32 * NUMBER_FIELDS);
   /** Slots the columns have room for. */
   #capacity = 32;
   /** A walk made slots: the columns are trimmed at its end. */
   #grew = false;
   /**
    * The words of the keys (ids, types, settings), each once. Searched only when a slot is made, so
-   * no map: a map per track weighed more than the words.
+   * no map: a map per track weighs more than the words.
    */
   #words: string[] = [""];
-  /** Last text payload published (retained topics, device state and alarm, group rollups), else null. */
-  #payload: (string | null)[] = [];
+  /** The text last published on each slot (retained topics, device state and alarm, group rollups), else null. */
+  #texts: (string | null)[] = [];
   /** Slots free for reuse (forgotten), and the next never used. */
   readonly #free: Slot[] = [];
   #next = 0;
@@ -139,27 +139,26 @@ export class Track {
 
   /** The key of a slot (a new object). */
   key(slot: Slot): TopicKey {
-    const kind = KINDS[this.#bytes[slot * BYTES + KIND]! - 1]!;
-    const words = this.#words;
-    const at = slot * INTS;
-    const deviceId = words[this.#ints[at + A]!]!;
-    const index = this.#ints[at + I]!;
-    const b = words[this.#ints[at + B]!]!;
+    const kind = KINDS[this.#bytes[slot * BYTE_FIELDS + KIND_CODE]! - 1]!;
+    const fields = slot * INT_FIELDS;
+    const id = this.#wordAt(fields + ID_WORD);
+    const index = this.#ints[fields + OUTLET_INDEX]!;
+    const detail = this.#wordAt(fields + DETAIL_WORD);
     switch (kind) {
       case "deviceState":
       case "deviceAlarm":
-        return { kind, deviceId };
+        return { kind, deviceId: id };
       case "outletState":
       case "outletLabel":
-        return { kind, deviceId, index };
+        return { kind, deviceId: id, index };
       case "outletSetting":
-        return { kind, deviceId, index, setting: b as SettingName };
+        return { kind, deviceId: id, index, setting: detail as SettingName };
       case "outletMeasurement":
-        return { kind, deviceId, index, type: b };
+        return { kind, deviceId: id, index, type: detail };
       case "entityMeasurement":
-        return { kind, deviceId, entityKey: words[this.#ints[at + C]!]!, type: b };
+        return { kind, deviceId: id, entityKey: this.#wordAt(fields + ENTITY_WORD), type: detail };
       case "groupMeasurement":
-        return { kind, groupKey: deviceId, key: b };
+        return { kind, groupKey: id, key: detail };
     }
   }
 
@@ -168,102 +167,112 @@ export class Track {
     return this.#names.topic(this.key(slot));
   }
 
-  /** The text payload last published on the slot (null for none or a number). */
-  payload(slot: Slot): string | null {
-    return this.#payload[slot]!;
-  }
-
   /** Whether anything was published on the slot yet. */
-  sent(slot: Slot): boolean {
-    return this.#bytes[slot * BYTES + SENT] === 1;
+  isPublished(slot: Slot): boolean {
+    return this.#bytes[slot * BYTE_FIELDS + PUBLISHED] === 1;
   }
 
-  /** The number last published on a measurement's slot; NaN before the first. */
-  num(slot: Slot): number {
-    return this.#nums[slot * NUMS + NUM]!;
+  /** The text last published on the slot; null when none was (nothing yet, or a measurement's slot). */
+  lastText(slot: Slot): string | null {
+    return this.#texts[slot]!;
   }
 
-  /** When the slot was last published (epoch ms); 0 before the first. */
-  at(slot: Slot): number {
-    return this.#nums[slot * NUMS + AT]!;
+  /** The number last published on a measurement's slot; NaN when none was. */
+  lastNumber(slot: Slot): number {
+    return this.#nums[slot * NUMBER_FIELDS + LAST_NUMBER]!;
   }
 
-  /** Records a publish on the slot at `at`: `num` for a measurement, else the text `payload`. */
-  published(slot: Slot, at: number, num = NaN, payload: string | null = null): void {
-    this.#bytes[slot * BYTES + SENT] = 1;
-    this.#nums[slot * NUMS + AT] = at;
-    this.#nums[slot * NUMS + NUM] = num;
-    this.#payload[slot] = payload;
+  /** When the slot was last published (epoch ms); 0 when it never was. */
+  lastPublishedAt(slot: Slot): number {
+    return this.#nums[slot * NUMBER_FIELDS + LAST_PUBLISHED_AT]!;
+  }
+
+  /** Records that `text` was published on the slot at `at` (epoch ms). */
+  recordText(slot: Slot, at: number, text: string): void {
+    this.#bytes[slot * BYTE_FIELDS + PUBLISHED] = 1;
+    this.#nums[slot * NUMBER_FIELDS + LAST_PUBLISHED_AT] = at;
+    this.#texts[slot] = text;
+  }
+
+  /** Records that a measurement's `value` was published on the slot at `at` (epoch ms). */
+  recordNumber(slot: Slot, at: number, value: number): void {
+    this.#bytes[slot * BYTE_FIELDS + PUBLISHED] = 1;
+    this.#nums[slot * NUMBER_FIELDS + LAST_PUBLISHED_AT] = at;
+    this.#nums[slot * NUMBER_FIELDS + LAST_NUMBER] = value;
   }
 
   /** Starts a walk. */
   begin(): void {
-    this.#pos = 0;
-    // Never 0, the mark of a slot no walk visited yet.
+    this.#position = 0;
     this.#walk = this.#walk === 0x7fff_ffff ? 1 : this.#walk + 1;
     this.#byTopic = null;
   }
 
   /**
-   * The slot of `key`, created (nothing sent yet) when it is new; {@link NO_SLOT} when the thing
-   * cannot have a topic: it then takes no position in the walk. The caller may reuse `key` for the
-   * next visit (the walk fills one object per kind): the track copies its fields.
+   * The slot of `key`, created (nothing published yet) when it is new; {@link NO_SLOT} when the
+   * thing cannot have a topic: it then takes no position in the walk. The caller may reuse `key` for
+   * the next visit (the walk fills one object per kind): the track copies its fields.
    */
   visit(key: TopicKey): Slot {
-    const pos = this.#pos;
-    let slot = pos < this.#length ? this.#order[pos]! : NO_SLOT;
-    if (slot === NO_SLOT || !this.#same(slot, key)) {
+    const position = this.#position;
+    let slot = position < this.#length ? this.#order[position]! : NO_SLOT;
+    if (slot === NO_SLOT || !this.#holds(slot, key)) {
       if (!this.#names.accepts(key)) return NO_SLOT;
-      const topic = this.#names.topic(key);
-      const byTopic = (this.#byTopic ??= this.#mapByTopic());
-      slot = byTopic.get(topic) ?? NO_SLOT;
-      if (slot === NO_SLOT) {
-        slot = this.#create(key);
-        byTopic.set(topic, slot);
+      slot = this.#slotByTopic(key);
+      if (position === this.#order.length) {
+        this.#order = resized(this.#order, Math.ceil(position * 1.25));
       }
-      if (pos === this.#order.length) this.#order = resized(this.#order, Math.ceil(pos * 1.25));
-      this.#order[pos] = slot;
-      if (pos === this.#length) this.#length++;
+      this.#order[position] = slot;
+      if (position === this.#length) this.#length++;
     }
-    this.#ints[slot * INTS + SEEN] = this.#walk;
-    this.#pos = pos + 1;
+    this.#ints[slot * INT_FIELDS + LAST_WALK] = this.#walk;
+    this.#position = position + 1;
     return slot;
   }
 
-  /** Whether the slot holds `key`. */
-  #same(slot: Slot, key: TopicKey): boolean {
-    if (KINDS[this.#bytes[slot * BYTES + KIND]! - 1] !== key.kind) return false;
+  /** Off the previous walk's order: the slot of the key's topic, made when there is none. */
+  #slotByTopic(key: TopicKey): Slot {
+    const topic = this.#names.topic(key);
+    const byTopic = (this.#byTopic ??= this.#mapByTopic());
+    let slot = byTopic.get(topic);
+    if (slot === undefined) {
+      slot = this.#create(key);
+      byTopic.set(topic, slot);
+    }
+    return slot;
+  }
+
+  /** Whether the slot holds `key` (the walk's hot comparison: the cheapest fields first). */
+  #holds(slot: Slot, key: TopicKey): boolean {
+    if (KINDS[this.#bytes[slot * BYTE_FIELDS + KIND_CODE]! - 1] !== key.kind) return false;
     const words = this.#words;
     const ints = this.#ints;
-    const at = slot * INTS;
+    const fields = slot * INT_FIELDS;
+    const id = words[ints[fields + ID_WORD]!];
+    const detail = words[ints[fields + DETAIL_WORD]!];
     switch (key.kind) {
       case "deviceState":
       case "deviceAlarm":
-        return words[ints[at + A]!] === key.deviceId;
+        return id === key.deviceId;
       case "outletState":
       case "outletLabel":
-        return ints[at + I] === key.index && words[ints[at + A]!] === key.deviceId;
+        return ints[fields + OUTLET_INDEX] === key.index && id === key.deviceId;
       case "outletSetting":
-        return (
-          ints[at + I] === key.index &&
-          words[ints[at + B]!] === key.setting &&
-          words[ints[at + A]!] === key.deviceId
-        );
+        return ints[fields + OUTLET_INDEX] === key.index && detail === key.setting && id === key.deviceId;
       case "outletMeasurement":
-        return (
-          ints[at + I] === key.index &&
-          words[ints[at + B]!] === key.type &&
-          words[ints[at + A]!] === key.deviceId
-        );
+        return ints[fields + OUTLET_INDEX] === key.index && detail === key.type && id === key.deviceId;
       case "entityMeasurement":
         return (
-          words[ints[at + B]!] === key.type &&
-          words[ints[at + C]!] === key.entityKey &&
-          words[ints[at + A]!] === key.deviceId
+          detail === key.type && words[ints[fields + ENTITY_WORD]!] === key.entityKey && id === key.deviceId
         );
       case "groupMeasurement":
-        return words[ints[at + B]!] === key.key && words[ints[at + A]!] === key.groupKey;
+        return detail === key.key && id === key.groupKey;
     }
+  }
+
+  /** The word whose number is at `place` of `#ints`. */
+  #wordAt(place: number): string {
+    return this.#words[this.#ints[place]!]!;
   }
 
   /**
@@ -289,11 +298,11 @@ export class Track {
     this.#words = [""];
     const ints = this.#ints;
     for (let slot = 0; slot < this.#next; slot++) {
-      if (this.#bytes[slot * BYTES + KIND] === 0) continue;
-      const at = slot * INTS;
-      ints[at + A] = this.#intern(old[ints[at + A]!]!);
-      ints[at + B] = this.#intern(old[ints[at + B]!]!);
-      ints[at + C] = this.#intern(old[ints[at + C]!]!);
+      if (this.#bytes[slot * BYTE_FIELDS + KIND_CODE] === 0) continue;
+      const fields = slot * INT_FIELDS;
+      ints[fields + ID_WORD] = this.#intern(old[ints[fields + ID_WORD]!]!);
+      ints[fields + DETAIL_WORD] = this.#intern(old[ints[fields + DETAIL_WORD]!]!);
+      ints[fields + ENTITY_WORD] = this.#intern(old[ints[fields + ENTITY_WORD]!]!);
     }
   }
 
@@ -308,33 +317,34 @@ export class Track {
     return map;
   }
 
-  /** A new slot holding `key`, nothing sent. */
+  /** A new slot holding `key`, nothing published. */
   #create(key: TopicKey): Slot {
     const slot = this.#free.pop() ?? this.#next++;
     if (slot >= this.#capacity) this.#resize(Math.ceil(this.#capacity * 1.25));
     this.#grew = true;
-    const at = slot * INTS;
+    const ints = this.#ints;
+    const fields = slot * INT_FIELDS;
     // In use (kind set, words "") before the words are looked up: a lookup may rebuild the word
     // list, which renumbers the words of every slot in use, this one's written so far too.
-    this.#bytes[slot * BYTES + KIND] = KIND_CODE.get(key.kind)!;
-    this.#bytes[slot * BYTES + SENT] = 0;
-    this.#ints[at + A] = this.#ints[at + B] = this.#ints[at + C] = 0;
-    this.#ints[at + A] = this.#word(a(key));
-    this.#ints[at + B] = this.#word(b(key));
-    this.#ints[at + C] = this.#word(key.kind === "entityMeasurement" ? key.entityKey : "");
-    this.#ints[at + I] = "index" in key ? key.index : 0;
-    this.#ints[at + SEEN] = 0;
-    this.#nums[slot * NUMS + NUM] = NaN;
-    this.#nums[slot * NUMS + AT] = 0;
-    this.#payload[slot] = null;
+    this.#bytes[slot * BYTE_FIELDS + KIND_CODE] = CODE_OF_KIND.get(key.kind)!;
+    this.#bytes[slot * BYTE_FIELDS + PUBLISHED] = 0;
+    ints[fields + ID_WORD] = ints[fields + DETAIL_WORD] = ints[fields + ENTITY_WORD] = 0;
+    ints[fields + ID_WORD] = this.#word(idOf(key));
+    ints[fields + DETAIL_WORD] = this.#word(detailOf(key));
+    ints[fields + ENTITY_WORD] = this.#word(key.kind === "entityMeasurement" ? key.entityKey : "");
+    ints[fields + OUTLET_INDEX] = "index" in key ? key.index : 0;
+    ints[fields + LAST_WALK] = 0;
+    this.#nums[slot * NUMBER_FIELDS + LAST_NUMBER] = NaN;
+    this.#nums[slot * NUMBER_FIELDS + LAST_PUBLISHED_AT] = 0;
+    this.#texts[slot] = null;
     return slot;
   }
 
   /** Room for `capacity` slots (at least the slots made so far). */
   #resize(capacity: number): void {
-    this.#ints = resized(this.#ints, capacity * INTS);
-    this.#bytes = resized(this.#bytes, capacity * BYTES);
-    this.#nums = resized(this.#nums, capacity * NUMS);
+    this.#ints = resized(this.#ints, capacity * INT_FIELDS);
+    this.#bytes = resized(this.#bytes, capacity * BYTE_FIELDS);
+    this.#nums = resized(this.#nums, capacity * NUMBER_FIELDS);
     this.#capacity = capacity;
   }
 
@@ -348,24 +358,23 @@ export class Track {
       this.#grew = false;
       if (this.#capacity > this.#next) this.#resize(Math.max(this.#next, 1));
     }
-    if (byTopic === null && this.#pos === this.#length) {
+    if (byTopic === null && this.#position === this.#length) {
       if (grew) this.#trimOrder();
       return NONE;
     }
-    const walk = this.#walk;
-    // In order: the walk visited the slots before #pos, the rest are gone. Out of order: any slot
-    // of the previous walk or this one may be gone; the map holds them all.
+    // In order: the walk visited the slots before its position, the rest are gone. Out of order:
+    // any slot of the previous walk or this one may be gone; the map holds them all.
     const gone: string[] = [];
     if (byTopic === null) {
-      for (let p = this.#pos; p < this.#length; p++) gone.push(this.#forget(this.#order[p]!));
+      for (let p = this.#position; p < this.#length; p++) gone.push(this.#forget(this.#order[p]!));
     } else {
       for (const [topic, slot] of byTopic) {
-        if (this.#ints[slot * INTS + SEEN] === walk) continue;
+        if (this.#ints[slot * INT_FIELDS + LAST_WALK] === this.#walk) continue;
         this.#forget(slot);
         gone.push(topic);
       }
     }
-    this.#length = this.#pos;
+    this.#length = this.#position;
     if (grew) this.#trimOrder();
     return gone;
   }
@@ -377,10 +386,10 @@ export class Track {
   /** Frees a slot (its strings too); returns its topic. */
   #forget(slot: Slot): string {
     const topic = this.topic(slot);
-    const at = slot * INTS;
-    this.#bytes[slot * BYTES + KIND] = 0;
-    this.#ints[at + A] = this.#ints[at + B] = this.#ints[at + C] = 0;
-    this.#payload[slot] = null;
+    const fields = slot * INT_FIELDS;
+    this.#bytes[slot * BYTE_FIELDS + KIND_CODE] = 0;
+    this.#ints[fields + ID_WORD] = this.#ints[fields + DETAIL_WORD] = this.#ints[fields + ENTITY_WORD] = 0;
+    this.#texts[slot] = null;
     this.#free.push(slot);
     return topic;
   }
