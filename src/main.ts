@@ -19,7 +19,7 @@ const USAGE = `usage:
   pdu-bridge simulate --snmp <profile> [--outlets N] [--port N] [--hostile MODE]
   pdu-bridge demo                          simulator + embedded broker + bridge, for a first look`;
 
-/** How long shutdown may take before the process exits anyway (contract §1: within 5 s). */
+/** How long shutdown may take before the process exits anyway (docs/deployment.md: it exits within 5 s). */
 const STOP_DEADLINE_MS = 4500;
 
 export async function runBridge(argv: string[]): Promise<number> {

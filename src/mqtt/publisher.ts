@@ -111,7 +111,7 @@ interface InstanceState {
   /**
    * Discovery config topics published (and not cleared since), NUL-separated (NUL cannot be in a
    * topic) and deflated, or null before the first. Only read when discovery changes, and deflated
-   * they take under 1 KB per 24-outlet PDU instead of 20 KB (a tenth of the live heap at 1000 PDUs).
+   * they take a small part of their plain size (docs/heap-breakdown.md).
    */
   discovery: Buffer | null;
   signature: string | null;
