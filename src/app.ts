@@ -8,7 +8,7 @@
  * Stop order: control (writes in flight get a budget to finish) with the poller → health listener →
  * REST API → MQTT (`offline` published, embedded broker closed) → PDU clients.
  */
-import type { LiveChanges } from "./config/kubernetes.js";
+import type { LiveChanges } from "./config/kubernetes/source.js";
 import { apiTlsFiles } from "./config/oidc.js";
 import { ConfigError } from "./config/errors.js";
 import type { Config } from "./config/schema.js";

@@ -19,7 +19,7 @@ const USAGE = `usage:
   pdu-bridge simulate --snmp <profile> [--outlets N] [--port N] [--hostile MODE]
   pdu-bridge demo                          simulator + embedded broker + bridge, for a first look`;
 
-/** How long shutdown may take before the process exits anyway (contract §1: within 5 s). */
+/** How long shutdown may take before the process exits anyway (docs/deployment.md: it exits within 5 s). */
 const STOP_DEADLINE_MS = 4500;
 
 export async function runBridge(argv: string[]): Promise<number> {
@@ -28,7 +28,7 @@ export async function runBridge(argv: string[]): Promise<number> {
     options: { config: { type: "string", short: "c" } },
     strict: true,
   });
-  const { configSource } = await import("./config/kubernetes.js");
+  const { configSource } = await import("./config/kubernetes/source.js");
   if (configSource(process.env) === "kubernetes") return runFromKubernetes();
   const { loadConfigFile, resolveConfigPath } = await import("./config/load.js");
   const config = await loadConfigFile(resolveConfigPath(values.config, process.env), process.env);
@@ -42,7 +42,7 @@ export async function runBridge(argv: string[]): Promise<number> {
  * change stops the service cleanly with exit 0 so the orchestrator starts it again on the new one.
  */
 async function runFromKubernetes(): Promise<number> {
-  const { loadKubernetesConfig } = await import("./config/kubernetes.js");
+  const { loadKubernetesConfig } = await import("./config/kubernetes/source.js");
   const source = await loadKubernetesConfig(process.env);
   const App = await loadApp();
   const app = await App.start(source.config);

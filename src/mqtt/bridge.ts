@@ -12,7 +12,7 @@ import type { EmbeddedBroker } from "./broker.js";
 import { CommandHandler } from "./commands.js";
 import { MqttConnection } from "./connection.js";
 import { discoveryNodeId } from "./discovery.js";
-import { GhostSweeper } from "./ghosts.js";
+import { GhostSweeper } from "./ghost-cleanup.js";
 import { Publisher } from "./publisher.js";
 import { TopicIdGuard, Topics } from "./topics.js";
 import type { HomeAssistantStatus, MqttBridgeHandle, MqttStatus } from "./types.js";
@@ -129,7 +129,7 @@ export async function startMqttBridge(deps: MqttBridgeDeps): Promise<MqttBridge>
         unsubscribe();
         ghosts?.close();
         commands.attach(null);
-        // Every instance goes `offline` with the bridge (contract section 11), not only `P/status`.
+        // Every instance goes `offline` with the bridge (docs/mqtt.md, "Availability"), not only `P/status`.
         await connection.close(config.instances.map((instance) => topics.instanceStatus(instance.id)));
         await embedded?.close();
       })();
