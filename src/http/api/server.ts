@@ -12,6 +12,7 @@ import {
   httpLimits,
   listen,
   type HttpApp,
+  type HttpLimits,
   type RunningListener,
 } from "../common.js";
 import { problem, sendProblem } from "../problem.js";
@@ -228,7 +229,10 @@ function registerDocumentRoutes(app: HttpApp): void {
 }
 
 /** The REST API, ready to listen (or to `inject`). */
-export async function buildApiServer(deps: HttpDeps): Promise<HttpApp> {
+export async function buildApiServer(
+  deps: HttpDeps,
+  limits: HttpLimits = httpLimits(deps.config),
+): Promise<HttpApp> {
   const source = storeReadSource(deps);
   const bodies = createReadBodies(source);
   const fastReads = createFastReads(source, bodies);
@@ -237,7 +241,7 @@ export async function buildApiServer(deps: HttpDeps): Promise<HttpApp> {
     "api",
     `the endpoints are listed in ${OPENAPI_PATH} and at ${DOCS_PREFIX}`,
     deps.metrics?.wrapFastPath("api", fastReads) ?? fastReads,
-    httpLimits(deps.config),
+    limits,
   );
   deps.metrics?.instrument(app, "api");
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);

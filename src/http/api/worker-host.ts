@@ -5,7 +5,7 @@
  * mirror is fed from the snapshot store (mirror.ts).
  */
 import { mkdtemp, rm } from "node:fs/promises";
-import type { IncomingMessage } from "node:http";
+import { maxHeaderSize as httpMaxHeaderSize, type IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
@@ -14,6 +14,9 @@ import { distSrcUrl } from "../../paths.js";
 import type { HttpDeps } from "../types.js";
 import { MirrorFeed, PEER_HEADER, type FromWorker, type ToWorker, type WorkerSetup } from "./mirror.js";
 import { buildApiServer, startApiServer } from "./server.js";
+
+/** Bytes the worker may add to a request head it passes on (the peer and connection lines). */
+const UPSTREAM_HEAD_ROOM = 1024;
 
 /** How long the worker gets to finish its open requests on close before it is terminated. */
 const CLOSE_BUDGET_MS = 2000;
@@ -74,7 +77,12 @@ export async function startApiWorker(deps: HttpDeps): Promise<ApiListener> {
     return { ...listener, outage: () => null, thread: () => null };
   }
   const upstream = join(dir, "api.sock");
-  const app = await buildApiServer(deps);
+  // The worker adds a few header lines to every request it passes on (UPSTREAM_HEAD_ROOM): a request
+  // head its listener accepted must not be too large for fastify's.
+  const app = await buildApiServer(deps, {
+    ...httpLimits(deps.config),
+    maxHeaderBytes: httpMaxHeaderSize + UPSTREAM_HEAD_ROOM,
+  });
   app.server.prependListener("request", adoptPeer);
   await app.listen({ path: upstream });
 

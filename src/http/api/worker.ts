@@ -5,10 +5,15 @@
  * thread's fastify app over a private unix socket. Its requests and collections stay off the
  * polling loop and out of the main thread's large heap (docs/performance.md, API under fleet load).
  */
-import { request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
+import {
+  request as httpRequest,
+  type ClientRequest,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
 import { parentPort, workerData } from "node:worker_threads";
 import { API_JSON_HEADERS, clientErrorHandler, serverFactory } from "../common.js";
-import { problem, PROBLEM_CONTENT_TYPE } from "../problem.js";
+import { BODY_LIMIT, problem, PROBLEM_CONTENT_TYPE } from "../problem.js";
 import {
   createFastReads,
   createReadBodies,
@@ -45,6 +50,37 @@ const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "tra
 const port = parentPort!;
 const setup = workerData as WorkerSetup;
 const send = (message: FromWorker): void => port.postMessage(message);
+
+/** Lines the worker logs (through the main thread) per minute; past that, they are counted. */
+const LOG_LINES_PER_MINUTE = 20;
+/** An error's text is cut to this many characters in a log line. */
+const LOG_ERROR_CHARS = 2000;
+let logWindow = 0;
+let logged = 0;
+let unlogged = 0;
+
+/**
+ * Logs a line through the main thread's logger, at most {@link LOG_LINES_PER_MINUTE} a minute (the
+ * first line after a full minute says how many were left out), so that a flood of failing requests
+ * cannot flood the log.
+ */
+function log(level: "warn" | "error", msg: string, error: unknown): void {
+  const now = Date.now();
+  if (now - logWindow >= 60_000) {
+    logWindow = now;
+    logged = 0;
+  }
+  if (logged >= LOG_LINES_PER_MINUTE) {
+    unlogged++;
+    return;
+  }
+  logged++;
+  let err = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  if (err.length > LOG_ERROR_CHARS) err = `${err.slice(0, LOG_ERROR_CHARS)}…`;
+  const note = unlogged > 0 ? ` (${unlogged} earlier lines of the API worker left out)` : "";
+  unlogged = 0;
+  send({ kind: "log", level, msg: `${msg}${note}`, err });
+}
 
 /** The mirror: a new entry object per change and a new list per batch, as the store does. */
 const entries = new Map<string, Entry>();
@@ -195,9 +231,14 @@ function forward(request: IncomingMessage, response: ServerResponse): void {
     const rawBack = received.rawHeaders;
     for (let i = 0; i < rawBack.length; i += 2)
       if (!HOP_BY_HOP.has(rawBack[i]!.toLowerCase())) back.push(rawBack[i]!, rawBack[i + 1]!);
+    // fastify closes the connection after an answer to a body it would not read to the end (a body
+    // it cannot parse, one over the limit): so does the worker, rather than read the rest for nothing.
+    if (/\bclose\b/i.test(received.headers.connection ?? "")) back.push("connection", "close");
     response.sendDate = false; // fastify's answer has its Date
     response.writeHead(received.statusCode ?? 502, received.statusMessage, back);
     received.pipe(response);
+    // The request may still be unfinished (its body cut at the limit): the answer is all it gets.
+    received.on("end", () => upstream.destroy());
   });
   upstream.on("error", (error) => {
     // After a whole answer (a body fastify did not want), nothing is lost; a cut answer cuts the client's.
@@ -205,16 +246,65 @@ function forward(request: IncomingMessage, response: ServerResponse): void {
       if (answer?.complete !== true) response.destroy();
       return;
     }
-    send({ kind: "log", level: "warn", msg: "API worker: passing a request on failed", err: String(error) });
+    log("warn", "API worker: passing a request on failed", error);
     const body = JSON.stringify(problem(503, "the service is not ready to answer this request; retry"));
-    response.writeHead(503, { ...API_JSON_HEADERS, "content-type": PROBLEM_CONTENT_TYPE });
+    response.writeHead(503, {
+      ...API_JSON_HEADERS,
+      "content-type": PROBLEM_CONTENT_TYPE,
+      "retry-after": "1",
+    });
     response.end(body);
   });
   // A client that leaves (an event stream closed) ends the request to fastify too.
   response.on("close", () => {
     if (!response.writableFinished) upstream.destroy();
   });
-  request.pipe(upstream);
+  passBody(request, upstream);
+}
+
+/**
+ * Writes the client's body to the request to fastify, with back-pressure, and ends that request only
+ * once every byte written has been flushed: ending a request whose writes are still queued makes
+ * node write one more (empty) chunk, and should fastify have answered and closed the connection in
+ * between (it closes after refusing a body), that write fails with EPIPE and fastify's answer is
+ * lost. No more than {@link BODY_LIMIT} + 1 bytes are passed: that is all fastify needs to answer
+ * 413, so nothing is still being written when it closes.
+ */
+function passBody(request: IncomingMessage, upstream: ClientRequest): void {
+  let passed = 0;
+  let inFlight = 0;
+  let ended = false;
+  const finish = () => {
+    if (ended && inFlight === 0 && !upstream.destroyed) upstream.end();
+  };
+  // The head goes at once: fastify may answer from it alone (a declared length over the limit).
+  upstream.flushHeaders();
+  request.on("data", (chunk: Buffer) => {
+    if (passed > BODY_LIMIT || upstream.destroyed) return;
+    const part = chunk.length > BODY_LIMIT + 1 - passed ? chunk.subarray(0, BODY_LIMIT + 1 - passed) : chunk;
+    passed += part.length;
+    inFlight++;
+    const more = upstream.write(part, () => {
+      inFlight--;
+      finish();
+    });
+    // Over the limit, nothing more is read until the answer: node then closes the connection as
+    // fastify did, or reads and drops the rest to keep it.
+    if (passed > BODY_LIMIT) request.pause();
+    else if (!more) {
+      request.pause();
+      upstream.once("drain", () => request.resume());
+    }
+  });
+  // Gone (answered, failed, the client left) with the body still wanted: the rest is read and dropped.
+  upstream.once("close", () => {
+    if (passed <= BODY_LIMIT) request.resume();
+  });
+  request.on("end", () => {
+    ended = true;
+    // A body cut at the limit never ends: fastify has answered 413 by then.
+    if (passed <= BODY_LIMIT) finish();
+  });
 }
 
 const server = serverFactory(setup.limits, fastPath)(forward, { http: { requireHostHeader: false } });
