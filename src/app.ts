@@ -91,6 +91,7 @@ export class App {
       const metrics = new BridgeMetrics({
         store: this.store,
         skippedPolls: (id) => this.poller.skippedPolls(id),
+        logger,
         mqtt: () =>
           this.#mqtt === null ? null : { ...this.#mqtt.traffic(), connected: this.#mqtt.status().connected },
       });
