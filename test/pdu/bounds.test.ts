@@ -114,7 +114,10 @@ describe("bounds on what a PDU sends", () => {
     assert.equal(d.system.model, "");
     assert.equal(d.system.serialNumber, "");
     assert.equal(d.system.label, "Rack");
-    assert.ok(bounded.system === d.system, "one identity object, bounded once for the snapshot and its device");
+    assert.ok(
+      bounded.system === d.system,
+      "one identity object, bounded once for the snapshot and its device",
+    );
     const o = d.outlets[0]!;
     assert.equal(o.label, "");
     assert.equal(o.displayName, "Outlet 1");

@@ -147,13 +147,19 @@ function fetchReadings(ids: readonly string[]): Promise<void> {
   return Promise.all(all).then(() => undefined);
 }
 
-function receiveReadings(readings: readonly [string, string][]): void {
+/** Readings asked of the main thread have come (or `failed`: their requests go to fastify, which answers 500). */
+function receiveReadings(readings: readonly [string, string][], failed: readonly string[]): void {
   for (const [id, json] of readings) {
     const entry = entries.get(id);
     if (entry !== undefined && entry.readings.json === undefined) entry.readings.json = json;
-    for (const resolve of waiting.get(id) ?? []) resolve();
-    waiting.delete(id);
+    release(id);
   }
+  for (const id of failed) release(id);
+}
+
+function release(id: string): void {
+  for (const resolve of waiting.get(id) ?? []) resolve();
+  waiting.delete(id);
 }
 
 /** The entries whose readings this request needs and the mirror does not hold yet. */
@@ -185,8 +191,9 @@ const fastPath = (request: IncomingMessage, response: ServerResponse): boolean =
     if (missingReadings(request).length === 0) {
       try {
         answered = answer(request, response);
-      } catch {
-        // fastify's route answers (and logs) it
+      } catch (error) {
+        // fastify's route answers it (a 500 problem, logged there too)
+        log("error", "API worker: answering a read failed", error);
       }
     }
     if (!answered) forward(request, response);
@@ -310,6 +317,7 @@ function passBody(request: IncomingMessage, upstream: ClientRequest): void {
 const server = serverFactory(setup.limits, fastPath)(forward, { http: { requireHostHeader: false } });
 server.on("clientError", clientErrorHandler);
 server.on("error", (error: Error & { code?: string }) => {
+  // Before listening: the main thread reports the failed start; after: it logs the error.
   send({ kind: "listen-failed", code: error.code, message: error.message });
 });
 server.listen({ host: setup.bind, port: setup.port }, () => {
@@ -320,23 +328,46 @@ server.listen({ host: setup.bind, port: setup.port }, () => {
   });
 });
 
+function onMessage(message: ToWorker): void {
+  switch (message.kind) {
+    case "statuses":
+      mqttConnected = message.mqttConnected;
+      apply(message.statuses);
+      break;
+    case "readings":
+      receiveReadings(message.readings, message.failed);
+      break;
+    case "beat":
+      send({ kind: "beat" });
+      break;
+    case "close":
+      server.close(() => send({ kind: "closed" }));
+      server.closeIdleConnections();
+      break;
+  }
+}
+
 port.on("message", (message: ToWorker) => {
-  if (message.kind === "statuses") {
-    mqttConnected = message.mqttConnected;
-    apply(message.statuses);
-  } else if (message.kind === "readings") {
-    receiveReadings(message.readings);
-  } else {
-    server.close(() => send({ kind: "closed" }));
-    server.closeIdleConnections();
+  try {
+    onMessage(message);
+  } catch (error) {
+    log("error", "API worker: handling a message from the main thread failed", error);
   }
 });
 
+// A rejection nothing handled: logged, the worker keeps serving (the request it was for has failed).
+process.on("unhandledRejection", (reason) => {
+  log("error", "API worker: unhandled rejection", reason);
+});
+
+// An exception nothing caught may have left the worker half updated: it is logged and the thread
+// ends; the main thread starts a new one with a full mirror (worker-host.ts).
 process.on("uncaughtException", (error) => {
   send({
     kind: "log",
     level: "error",
-    msg: "API worker: unexpected error",
-    err: error.stack ?? String(error),
+    msg: "API worker: uncaught exception; the worker ends and is started again",
+    err: (error.stack ?? String(error)).slice(0, LOG_ERROR_CHARS),
   });
+  process.exit(1);
 });
