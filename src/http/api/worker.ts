@@ -196,7 +196,7 @@ const fastPath = (request: IncomingMessage, response: ServerResponse): boolean =
         log("error", "API worker: answering a read failed", error);
       }
     }
-    if (!answered) forward(request, response);
+    if (!answered) forwardSafely(request, response);
   });
   return true;
 };
@@ -254,19 +254,35 @@ function forward(request: IncomingMessage, response: ServerResponse): void {
       return;
     }
     log("warn", "API worker: passing a request on failed", error);
-    const body = JSON.stringify(problem(503, "the service is not ready to answer this request; retry"));
-    response.writeHead(503, {
-      ...API_JSON_HEADERS,
-      "content-type": PROBLEM_CONTENT_TYPE,
-      "retry-after": "1",
-    });
-    response.end(body);
+    unavailable(response);
   });
   // A client that leaves (an event stream closed) ends the request to fastify too.
   response.on("close", () => {
     if (!response.writableFinished) upstream.destroy();
   });
   passBody(request, upstream);
+}
+
+/** The worker's own answer when fastify cannot be reached: 503, to be retried. */
+function unavailable(response: ServerResponse): void {
+  const body = JSON.stringify(problem(503, "the service is not ready to answer this request; retry"));
+  response.writeHead(503, {
+    ...API_JSON_HEADERS,
+    "content-type": PROBLEM_CONTENT_TYPE,
+    "retry-after": "1",
+  });
+  response.end(body);
+}
+
+/** {@link forward}, whose failure is an answer (503, or the connection cut) and a log line, never thrown. */
+function forwardSafely(request: IncomingMessage, response: ServerResponse): void {
+  try {
+    forward(request, response);
+  } catch (error) {
+    log("error", "API worker: passing a request on failed", error);
+    if (response.headersSent) response.destroy();
+    else unavailable(response);
+  }
 }
 
 /**
@@ -314,7 +330,7 @@ function passBody(request: IncomingMessage, upstream: ClientRequest): void {
   });
 }
 
-const server = serverFactory(setup.limits, fastPath)(forward, { http: { requireHostHeader: false } });
+const server = serverFactory(setup.limits, fastPath)(forwardSafely, { http: { requireHostHeader: false } });
 server.on("clientError", clientErrorHandler);
 server.on("error", (error: Error & { code?: string }) => {
   // Before listening: the main thread reports the failed start; after: it logs the error.
