@@ -260,6 +260,9 @@ function forward(request: IncomingMessage, response: ServerResponse): void {
   response.on("close", () => {
     if (!response.writableFinished) upstream.destroy();
   });
+  // Answered: whatever is left of a body no longer read (cut at the limit) is read and dropped, to
+  // keep the connection, unless the answer closes it (as fastify's does after refusing a body).
+  response.on("finish", () => request.resume());
   passBody(request, upstream);
 }
 
@@ -297,8 +300,9 @@ function passBody(request: IncomingMessage, upstream: ClientRequest): void {
   let passed = 0;
   let inFlight = 0;
   let ended = false;
+  // A body cut at the limit is never ended: fastify has answered 413 (and closed) by then.
   const finish = () => {
-    if (ended && inFlight === 0 && !upstream.destroyed) upstream.end();
+    if (ended && inFlight === 0 && passed <= BODY_LIMIT && !upstream.destroyed) upstream.end();
   };
   // The head goes at once: fastify may answer from it alone (a declared length over the limit).
   upstream.flushHeaders();
@@ -311,8 +315,7 @@ function passBody(request: IncomingMessage, upstream: ClientRequest): void {
       inFlight--;
       finish();
     });
-    // Over the limit, nothing more is read until the answer: node then closes the connection as
-    // fastify did, or reads and drops the rest to keep it.
+    // Over the limit, nothing more is read until the answer is out (see forward).
     if (passed > BODY_LIMIT) request.pause();
     else if (!more) {
       request.pause();
@@ -325,8 +328,7 @@ function passBody(request: IncomingMessage, upstream: ClientRequest): void {
   });
   request.on("end", () => {
     ended = true;
-    // A body cut at the limit never ends: fastify has answered 413 by then.
-    if (passed <= BODY_LIMIT) finish();
+    finish();
   });
 }
 
