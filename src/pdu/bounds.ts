@@ -186,7 +186,7 @@ function boundSnapshot(s: Snapshot): Snapshot {
   checkCounts(s);
   const notes = new Notes(s.warnings);
   const systems = new Map<PduSystem, PduSystem>();
-  const system = boundSystem(s.system, systems, notes, "system");
+  const system = boundSystem(s.system, systems, notes, () => "system");
   const left = new Set<string>();
   let devices: Device[] | null = null;
   for (let i = 0; i < s.devices.length; i++) {
@@ -272,7 +272,7 @@ function boundSystem(
   system: PduSystem,
   seen: Map<PduSystem, PduSystem>,
   notes: Notes,
-  path: string,
+  path: () => string,
 ): PduSystem {
   const known = seen.get(system);
   if (known !== undefined) return known;
@@ -281,11 +281,51 @@ function boundSystem(
     const value = system[field];
     if (value.length <= PDU_BOUNDS.textChars) continue;
     out ??= { ...system };
-    out[field] = text(value, PDU_BOUNDS.textChars, notes, () => path, field);
+    out[field] = text(value, PDU_BOUNDS.textChars, notes, path, field);
   }
   const bounded = out === null ? system : (Object.freeze(out) as unknown as PduSystem);
   seen.set(system, bounded);
   return bounded;
+}
+
+// ---- fast checks: reads only, no allocation; the copying paths below run only when one fails ----
+
+const TEXT = PDU_BOUNDS.textChars;
+
+function alarmFits(alarm: Alarm): boolean {
+  return alarm.state.length <= TEXT && alarm.severity.length <= TEXT;
+}
+
+function measurementsFit(list: readonly Measurement[]): boolean {
+  for (const m of list) {
+    if (m.type.length > PDU_BOUNDS.idChars || m.units.length > PDU_BOUNDS.unitsChars) return false;
+    if (m.alarm !== null && !alarmFits(m.alarm)) return false;
+  }
+  return true;
+}
+
+function outletFits(o: Outlet): boolean {
+  return (
+    Number.isSafeInteger(o.index) &&
+    o.index >= 0 &&
+    o.name.length <= TEXT &&
+    o.label.length <= TEXT &&
+    o.displayName.length <= TEXT &&
+    (o.poaAction === null || o.poaAction.length <= TEXT) &&
+    alarmFits(o.alarm) &&
+    measurementsFit(o.measurements)
+  );
+}
+
+function entityFits(e: Entity): boolean {
+  return (
+    e.key.length <= PDU_BOUNDS.idChars &&
+    e.name.length <= TEXT &&
+    e.label.length <= TEXT &&
+    e.displayName.length <= TEXT &&
+    alarmFits(e.alarm) &&
+    measurementsFit(e.measurements)
+  );
 }
 
 function boundAlarm(alarm: Alarm, notes: Notes, path: () => string): Alarm {
@@ -343,11 +383,12 @@ function textsOver(...values: readonly string[]): boolean {
   return false;
 }
 
-function boundOutlet(o: Outlet, notes: Notes, devicePath: string): Outlet | null {
-  const path = () => `${devicePath}.outlets[${o.index}]`;
+function boundOutlet(o: Outlet, notes: Notes, devicePath: () => string): Outlet | null {
+  if (outletFits(o)) return o;
+  const path = () => `${devicePath()}.outlets[${o.index}]`;
   if (!Number.isSafeInteger(o.index) || o.index < 0) {
     notes.add(
-      `${devicePath}.outlets`,
+      `${devicePath()}.outlets`,
       `outlet index ${String(o.index)} is not a whole number from 0; the outlet is left out`,
     );
     return null;
@@ -372,13 +413,14 @@ function boundOutlet(o: Outlet, notes: Notes, devicePath: string): Outlet | null
   return { ...o, name, label, displayName, poaAction, alarm, measurements };
 }
 
-function boundEntity(e: Entity, i: number, notes: Notes, devicePath: string): Entity | null {
+function boundEntity(e: Entity, i: number, notes: Notes, devicePath: () => string): Entity | null {
+  if (entityFits(e)) return e;
   if (e.key.length > PDU_BOUNDS.idChars) {
     const problem = tooLong("entity key", e.key.length, PDU_BOUNDS.idChars, "the entity is left out");
-    notes.add(`${devicePath}.entities[${i}]`, problem);
+    notes.add(`${devicePath()}.entities[${i}]`, problem);
     return null;
   }
-  const path = () => `${devicePath}.entities.${quoteName(e.key)}`;
+  const path = () => `${devicePath()}.entities.${quoteName(e.key)}`;
   const measurements = boundMeasurements(e.measurements, notes, path);
   const alarm = boundAlarm(e.alarm, notes, path);
   if (measurements === e.measurements && alarm === e.alarm && !textsOver(e.name, e.label, e.displayName))
@@ -394,23 +436,22 @@ function boundEntity(e: Entity, i: number, notes: Notes, devicePath: string): En
 }
 
 function boundDevice(d: Device, systems: Map<PduSystem, PduSystem>, notes: Notes): Device {
-  const devicePath = `devices.${idPath(d.id)}`;
-  const path = () => devicePath;
+  const path = () => `devices.${idPath(d.id)}`;
   let outlets: Outlet[] | null = null;
   for (let i = 0; i < d.outlets.length; i++) {
     const o = d.outlets[i]!;
-    const next = boundOutlet(o, notes, devicePath);
+    const next = boundOutlet(o, notes, path);
     if (outlets === null && next !== o) outlets = d.outlets.slice(0, i);
     if (outlets !== null && next !== null) outlets.push(next);
   }
   let entities: Entity[] | null = null;
   for (let i = 0; i < d.entities.length; i++) {
     const e = d.entities[i]!;
-    const next = boundEntity(e, i, notes, devicePath);
+    const next = boundEntity(e, i, notes, path);
     if (entities === null && next !== e) entities = d.entities.slice(0, i);
     if (entities !== null && next !== null) entities.push(next);
   }
-  const system = boundSystem(d.system, systems, notes, `${devicePath}.system`);
+  const system = boundSystem(d.system, systems, notes, () => `${path()}.system`);
   const alarm = boundAlarm(d.alarm, notes, path);
   if (
     outlets === null &&
