@@ -61,8 +61,8 @@ export const PDU_BOUNDS = Object.freeze({
   entitiesPerDevice: 256,
   /** Measurements of one outlet, entity or group. */
   measurementsPerPart: 64,
-  /** Measurements of one answer (outlets, entities and group rollups). */
-  measurements: 65_536,
+  /** Measurements of one answer (outlets, entities and group rollups): 4096 outlets of 6 and more. */
+  measurements: 32_768,
   /** OneView groups of one answer. */
   groups: 256,
   /** Warnings kept on a snapshot (the driver's and these); the last one counts the rest. */
