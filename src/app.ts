@@ -98,6 +98,7 @@ export class App {
       const metrics = new BridgeMetrics({
         store: this.store,
         skippedPolls: (id) => this.poller.skippedPolls(id),
+        logger,
         mqtt: () =>
           this.#mqtt === null ? null : { ...this.#mqtt.traffic(), connected: this.#mqtt.status().connected },
       });

@@ -10,6 +10,7 @@
  * this would start more than FIRST_POLLS_PER_S polls a second spreads them over up to its interval.
  */
 import type { Logger } from "../log.js";
+import { SnapshotBounds } from "../pdu/bounds.js";
 import { describeError } from "../pdu/errors.js";
 import type { Snapshot } from "../pdu/model.js";
 import type { SnapshotStore } from "./store.js";
@@ -45,6 +46,8 @@ export interface PollerOptions {
 
 interface Slot {
   target: PollTarget;
+  /** The bounds on what the instance's PDU sends (src/pdu/bounds.ts), applied to every snapshot. */
+  readonly bounds: SnapshotBounds;
   intervalMs: number;
   due: number;
   inFlight: Promise<void> | null;
@@ -77,6 +80,7 @@ export class Poller {
     for (const target of targets) {
       this.#slots.set(target.id, {
         target,
+        bounds: new SnapshotBounds(),
         intervalMs: target.intervalMs,
         due: 0,
         inFlight: null,
@@ -169,8 +173,11 @@ export class Poller {
     const id = slot.target.id;
     const started = this.#now();
     try {
-      const snapshot = await slot.target.poll(this.#abort.signal);
+      const polled = await slot.target.poll(this.#abort.signal);
       if (!this.#running && this.#abort.signal.aborted) return;
+      // Where a driver's snapshot enters the service: over a bound, parts are left out or the
+      // answer is refused (thrown, a failed poll like any other).
+      const snapshot = slot.bounds.apply(polled);
       this.#onPollDone?.(id, this.#now() - started);
       this.#store.recordSuccess(id, snapshot);
       this.#warnings.note(id, snapshot);
