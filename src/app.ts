@@ -100,7 +100,7 @@ export class App {
     const credentials = this.credentials;
     this.#mqtt = new MqttBridge({ config, store, bus, logger, control: this.control, ownership });
     const mqtt = this.#mqtt;
-    const metrics = config.Metrics.Enabled ? bridgeMetrics(store, bus, this.poller, mqtt) : null;
+    const metrics = config.Metrics.Enabled ? bridgeMetrics(store, bus, this.poller, mqtt, logger) : null;
     this.console = config.Api.Enabled
       ? new ConsoleFeed({
           ...consoleLimits,
@@ -263,10 +263,17 @@ export class App {
 }
 
 /** The bridge's own metrics: what they count comes over the bus, the rest is read at scrape time. */
-function bridgeMetrics(store: SnapshotStore, bus: EventBus, poller: Poller, mqtt: MqttBridge): BridgeMetrics {
+function bridgeMetrics(
+  store: SnapshotStore,
+  bus: EventBus,
+  poller: Poller,
+  mqtt: MqttBridge,
+  logger: Logger,
+): BridgeMetrics {
   return new BridgeMetrics({
     store,
     bus,
+    logger,
     skippedPolls: (id) => poller.skippedPolls(id),
     mqtt: () => {
       const traffic = mqtt.traffic();

@@ -2,8 +2,9 @@
  * The command table: every command the service accepts, one row each, and everything each surface
  * needs to know of it. Topic parsing and building (src/mqtt/topics.ts), the MQTT handler
  * (src/mqtt/commands.ts), the REST routes and their OpenAPI schemas (src/http/api/), the control
- * core (./service.ts) and Home Assistant discovery (src/mqtt/discovery.ts) all read it, so adding a
- * command is a row here, the driver call it makes, and a test (docs/architecture.md, "Adding a command").
+ * core (./service.ts and its parts, the outlet's turns in ./outlet-turns.ts among them) and Home
+ * Assistant discovery (src/mqtt/discovery.ts) all read it, so adding a command is a row here, the
+ * driver call it makes, and a test (docs/architecture.md, "Adding a command").
  */
 import type { OutletTarget, PduDriver } from "../pdu/driver.js";
 
@@ -49,10 +50,22 @@ export interface CommandRow {
   /** On every member outlet of a group; null: not for groups. */
   readonly group: CommandForm | null;
   /**
-   * Sending it twice does no harm: a timed-out one may simply be sent again, and a later one
-   * supersedes one still waiting. Otherwise it is never repeated (sent once, over a fresh connection).
+   * Sending it twice does no harm: a timed-out one may simply be sent again. Otherwise it is never
+   * repeated (sent once, over a fresh connection).
    */
   readonly idempotent: boolean;
+  /**
+   * In the outlet's turns (./outlet-turns.ts): it takes the place of a command already waiting for
+   * the outlet, which ends `superseded` unsent, so the last state asked for is the one written.
+   * Otherwise it is refused (`busy`) while another command waits.
+   */
+  readonly supersedesWaiting: boolean;
+  /**
+   * In the outlet's turns: refused (`busy`) while a command with this rule runs or waits for the
+   * outlet, or was sent less than the outlet's reboot delay ago, so a flood of them reaches the PDU
+   * as one.
+   */
+  readonly oncePerRebootDelay: boolean;
   /** The outlet state shown at once after it succeeded (until a poll agrees), or null. */
   readonly latches: "on" | "off" | null;
   /** Refused (409, nothing sent) for a `Protected` outlet or group, or a group with a protected outlet. */
@@ -70,6 +83,8 @@ export const COMMANDS = [
     outlet: { mqtt: SET("on"), homeAssistant: powerSwitch },
     group: { mqtt: SET("on"), homeAssistant: { entity: "button", objectId: "on", name: "All outlets on" } },
     idempotent: true,
+    supersedesWaiting: true,
+    oncePerRebootDelay: false,
     latches: "on",
     refusedWhenProtected: false,
     call: (driver, target, signal) => driver.controlOutlet(target, "on", signal),
@@ -82,6 +97,8 @@ export const COMMANDS = [
       homeAssistant: { entity: "button", objectId: "off", name: "All outlets off" },
     },
     idempotent: true,
+    supersedesWaiting: true,
+    oncePerRebootDelay: false,
     latches: "off",
     refusedWhenProtected: true,
     call: (driver, target, signal) => driver.controlOutlet(target, "off", signal),
@@ -107,6 +124,8 @@ export const COMMANDS = [
       },
     },
     idempotent: false,
+    supersedesWaiting: false,
+    oncePerRebootDelay: true,
     latches: null,
     refusedWhenProtected: true,
     call: (driver, target, signal) => driver.controlOutlet(target, "reboot", signal),
@@ -124,6 +143,8 @@ export const COMMANDS = [
     },
     group: null,
     idempotent: false,
+    supersedesWaiting: false,
+    oncePerRebootDelay: false,
     latches: null,
     refusedWhenProtected: false,
     call: (driver, target, signal) => driver.resetOutletEnergy(target, signal),

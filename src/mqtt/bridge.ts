@@ -22,7 +22,7 @@ import type { EmbeddedBroker } from "./broker.js";
 import { CommandHandler } from "./commands.js";
 import { MqttConnection, type CreateOptions } from "./connection.js";
 import { discoveryNodeId } from "./discovery.js";
-import { GhostSweeper } from "./ghosts.js";
+import { GhostSweeper } from "./ghost-cleanup.js";
 import { Publisher } from "./publisher.js";
 import { TopicIdGuard, Topics } from "./topics.js";
 import type { HomeAssistantStatus, MqttBridgeHandle, MqttStatus } from "./types.js";

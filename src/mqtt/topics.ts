@@ -1,5 +1,5 @@
 /**
- * MQTT topic names (contract §3): the one place that builds them, and the parser that turns a
+ * MQTT topic names (docs/mqtt.md, "Topics"): the one place that builds them, and the parser that turns a
  * received command topic back into (instance, target, command).
  *
  * Ids are used exactly as the PDU reports them. An id that cannot safely be a topic level
@@ -172,7 +172,7 @@ export class Topics {
   }
 
   /**
-   * Where the bridge publishes markers for itself (the ghost cleanup's, src/mqtt/ghosts.ts): a level
+   * Where the bridge publishes markers for itself (the ghost cleanup's, src/mqtt/ghost-cleanup.ts): a level
    * no instance id can be (`$` is not allowed in one), so no instance's topics are near it.
    */
   sweepMarker(): string {

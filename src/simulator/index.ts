@@ -7,7 +7,7 @@ import { performance } from "node:perf_hooks";
 import type { TlsMaterial } from "./cert.js";
 import { selfSignedCertificate } from "./cert.js";
 import type { ListenerOwner } from "./listener.js";
-import { Listener, parseFault } from "./listener.js";
+import { Listener, parseFaults } from "./listener.js";
 import type { SimOutlet, SimUnit } from "./state.js";
 import { ENTITY_KEYS, SimState } from "./state.js";
 import { outletReading } from "./tree.js";
@@ -26,6 +26,7 @@ import type {
 export type * from "./types.js";
 export { RET } from "./api.js";
 export { HUGE_BODY_BYTES } from "./listener.js";
+export { MAX_HOSTILE_SIZE } from "./hostile.js";
 
 const monotonicClock = (): number => performance.timeOrigin + performance.now();
 
@@ -262,8 +263,8 @@ class GeistSimulator implements Simulator, ListenerOwner {
     this.state.users.set(user, password);
   }
 
-  async setFault(fault: SimulatorFault | null, unit?: number): Promise<void> {
-    const parsed = fault === null ? null : parseFault(fault);
+  async setFault(fault: SimulatorFault | readonly SimulatorFault[] | null, unit?: number): Promise<void> {
+    const parsed = parseFaults(fault);
     const one = unit === undefined ? undefined : this.listeners[unit];
     if (unit !== undefined && !one) throw new RangeError(`simulator: no unit ${unit}`);
     await Promise.all((one ? [one] : this.listeners).map((l) => l.setFault(parsed)));

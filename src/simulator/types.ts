@@ -1,8 +1,9 @@
 /** Public types of the built-in Geist PDU simulator (re-exported by `index.ts`). */
 
 import type { OutletRef } from "../pdu/model.js";
+import type { HostileMode } from "./hostile.js";
 
-export type { OutletRef };
+export type { HostileMode, OutletRef };
 
 export type OutletSwitch = "on" | "off";
 
@@ -16,9 +17,11 @@ export type OutletSwitch = "on" | "off";
  * - `wrong-shape`: a valid envelope with `data` of the wrong shape (`dev`/`host` as arrays, a
  *   non-boolean for `oneview/enabled`, a numeric login token, else `data` wrapped in an array).
  * - `huge`: a >50 MB body, streamed (chunked, no Content-Length) without being built in memory.
+ * - the hostile answers of ./hostile.ts (`huge-id:<n>`, `huge-label:<n>`, `outlets:<n>`, `new-id`):
+ *   `GET /api` and `GET /oneview` answer what a broken or malicious PDU could.
  */
 export type SimulatorFault =
-  "refuse" | "hang" | `slow:${number}` | "http500" | "truncated" | "wrong-shape" | "huge";
+  "refuse" | "hang" | `slow:${number}` | "http500" | "truncated" | "wrong-shape" | "huge" | HostileMode;
 
 export interface SimulatorOptions {
   /** Listening address of every unit, default "127.0.0.1". */
@@ -162,8 +165,12 @@ export interface Simulator {
   expireTokens(): void;
   /** Change (or add) a user's password. Existing tokens stay valid until `expireTokens()`. */
   setPassword(user: string, password: string): void;
-  /** Inject a fault on every unit, or only on `units[unit]`; null clears. Resolves once in effect. */
-  setFault(fault: SimulatorFault | null, unit?: number): Promise<void>;
+  /**
+   * Inject a fault on every unit, or only on `units[unit]`; null (or `[]`) clears. A list combines
+   * faults: any number of hostile answer modes and at most one of the others. Resolves once in
+   * effect.
+   */
+  setFault(fault: SimulatorFault | readonly SimulatorFault[] | null, unit?: number): Promise<void>;
 
   readonly requests: ReadonlyArray<RecordedRequest>;
   clearRequests(): void;

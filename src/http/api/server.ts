@@ -12,6 +12,7 @@ import {
   httpLimits,
   listen,
   type HttpApp,
+  type HttpLimits,
   type RunningListener,
   type TlsPair,
 } from "../common.js";
@@ -232,6 +233,8 @@ function registerDocumentRoutes(app: HttpApp): void {
 export interface ApiServerOptions {
   /** HTTPS (`Api.Tls`) on the listener this app serves; none for the app behind the API worker. */
   readonly tls?: TlsPair | null;
+  /** The listener's limits; the config's (`httpLimits`) when not given. */
+  readonly limits?: HttpLimits;
 }
 
 /** The REST API, ready to listen (or to `inject`). */
@@ -245,7 +248,7 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
     "api",
     `the endpoints are listed in ${OPENAPI_PATH} and at ${DOCS_PREFIX}`,
     fastReads === undefined ? undefined : (deps.metrics?.wrapFastPath("api", fastReads) ?? fastReads),
-    httpLimits(deps.config),
+    options.limits ?? httpLimits(deps.config),
     options.tls ?? null,
   );
   deps.metrics?.instrument(app, "api");
