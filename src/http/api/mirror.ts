@@ -67,7 +67,8 @@ export interface WorkerSetup {
 /**
  * Feeds the worker's mirror: the statuses that changed, batched once per event-loop turn, and the
  * readings of a snapshot when the worker asks for them (serialised once per snapshot, the same
- * cache the REST routes use). The MQTT state is checked with every batch and once a second.
+ * cache the REST routes use). The MQTT state goes with every batch; the bus's `mqttConnected` and
+ * `mqttLost` send a batch of their own.
  */
 export class MirrorFeed {
   readonly #deps: HttpDeps;
@@ -79,7 +80,6 @@ export class MirrorFeed {
   #scheduled = false;
   #mqttConnected: boolean;
   readonly #unsubscribe: () => void;
-  readonly #timer: NodeJS.Timeout;
 
   constructor(deps: HttpDeps, post: (message: ToWorker) => void) {
     this.#deps = deps;
@@ -89,11 +89,12 @@ export class MirrorFeed {
       this.#changed.add(event.instanceId);
       this.#schedule();
     };
-    this.#unsubscribe = deps.bus.listen({ snapshot: changed, pollFailed: changed });
-    this.#timer = setInterval(() => {
-      if (deps.mqttStatus().connected !== this.#mqttConnected) this.#schedule();
-    }, 1000);
-    this.#timer.unref();
+    this.#unsubscribe = deps.bus.listen({
+      snapshot: changed,
+      pollFailed: changed,
+      mqttConnected: () => this.#mqtt(true),
+      mqttLost: () => this.#mqtt(false),
+    });
   }
 
   /**
@@ -110,7 +111,11 @@ export class MirrorFeed {
 
   stop(): void {
     this.#unsubscribe();
-    clearInterval(this.#timer);
+  }
+
+  #mqtt(connected: boolean): void {
+    this.#mqttConnected = connected;
+    this.#schedule();
   }
 
   #schedule(): void {
@@ -127,7 +132,6 @@ export class MirrorFeed {
       if (status !== undefined) statuses.push(status);
     }
     this.#changed.clear();
-    this.#mqttConnected = this.#deps.mqttStatus().connected;
     const message: ToWorker = { kind: "statuses", mqttConnected: this.#mqttConnected, statuses };
     this.#post(message);
   }
