@@ -8,6 +8,7 @@ import { readFile } from "node:fs/promises";
 import { isIP } from "node:net";
 import { dirname, resolve } from "node:path";
 import { Value } from "typebox/value";
+import { ratingKeyProblem } from "../pdu/load.js";
 import { overrideProblem } from "../pdu/overrides.js";
 import {
   checkApiAuthRules,
@@ -192,6 +193,10 @@ export async function parseConfigText(
   for (const instance of instances) {
     const bad = overrideProblem(instance);
     if (bad !== undefined) throw fail([...bad.path], bad.problem);
+    for (const key of Object.keys(instance.Ratings.Entities ?? {})) {
+      const problem = ratingKeyProblem(key);
+      if (problem !== null) throw fail(["Pdus", instance.id, "Ratings", "Entities", key], problem);
+    }
   }
   checkCrossFieldRules(config, yaml, fail);
   checkApiAuthRules(config, fail);
@@ -289,6 +294,16 @@ function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail): voi
     throw fail(
       ["Http", "HeadersTimeout"],
       `must not be longer than Http.RequestTimeout (${config.Http.RequestTimeout}): the headers are part of the request`,
+    );
+  }
+
+  if (config.Alarms.CriticalPercent <= config.Alarms.WarnPercent) {
+    const [named, other] = yaml.has(["Alarms", "CriticalPercent"])
+      ? (["CriticalPercent", "WarnPercent"] as const)
+      : (["WarnPercent", "CriticalPercent"] as const);
+    throw fail(
+      ["Alarms", named],
+      `must be ${named === "CriticalPercent" ? "above" : "below"} Alarms.${other} (${config.Alarms[other]}): critical is the higher line`,
     );
   }
 
