@@ -376,3 +376,37 @@ export function deviceState(report: LoadReport, deviceId: string): LoadState {
   for (const a of report.alarms) if (a.deviceId === deviceId) state = worse(state, a.severity);
   return state;
 }
+
+/** An active alarm as every surface writes it (MQTT, REST, the console). */
+export interface AlarmJson {
+  readonly instanceId: string;
+  readonly id: string;
+  readonly deviceId: string;
+  readonly target: ActiveAlarm["target"];
+  readonly name: string;
+  readonly source: AlarmSource;
+  readonly severity: AlarmSeverity;
+  readonly percent: number | null;
+  readonly reported: string | null;
+  readonly sinceUtc: string;
+}
+
+export function alarmJson(instanceId: string, alarm: ActiveAlarm): AlarmJson {
+  return {
+    instanceId,
+    id: alarm.id,
+    deviceId: alarm.deviceId,
+    target: alarm.target,
+    name: alarm.name,
+    source: alarm.source,
+    severity: alarm.severity,
+    percent: alarm.percent,
+    reported: alarm.reported,
+    sinceUtc: new Date(alarm.since).toISOString(),
+  };
+}
+
+/** A load as the `load` topics and the console write it: whole percent and the state. */
+export function loadJson(point: LoadPoint): { readonly percent: number | null; readonly state: LoadState } {
+  return { percent: point.ratio === null ? null : Math.round(point.ratio * 100), state: point.state };
+}

@@ -17,6 +17,7 @@ import {
 } from "../common.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
+import { registerAlarmsRoute } from "./alarms.js";
 import { createFastReads, createReadBodies, iso, storeReadSource, type ReadBodies } from "./bodies.js";
 import { controlRoutes } from "./control.js";
 import { FailedKeyLimiter } from "./key-guard.js";
@@ -49,6 +50,7 @@ async function registerDocs(app: HttpApp): Promise<void> {
       tags: [
         { name: "Status", description: "Instances, health and snapshot ages" },
         { name: "Readings", description: "Measurements of the latest snapshots" },
+        { name: "Alarms", description: "Loads against ratings and active alarms" },
         { name: "Control", description: "Switch, reboot or reset outlets and groups (needs X-Api-Key)" },
         { name: "Documentation", description: "This document" },
       ],
@@ -93,6 +95,7 @@ function registerReadRoutes(app: HttpApp, deps: HttpDeps, bodies: ReadBodies): v
   registerHealthRoute(app, bodies);
   registerSnapshotsRoute(app, deps);
   registerReadingsRoute(app, deps, bodies);
+  registerAlarmsRoute(app, deps);
 }
 
 function registerInstancesRoute(app: HttpApp, deps: HttpDeps): void {
