@@ -250,7 +250,11 @@ export class LoadTracker {
 
   #device(run: Assessment, device: Device): void {
     const now: DeviceStates = { outlets: new Map(), entities: new Map() };
+    const outletsRated = this.#ratings.Outlets !== undefined;
     for (const outlet of device.outlets) {
+      // Most outlets have no rating and nothing raised: nothing to assess, nothing allocated.
+      if (!outletsRated && outlet.ratedCurrent === undefined && !anyRaised(outlet.alarm, outlet.measurements))
+        continue;
       this.#thing(run, device, now, {
         target: { kind: "outlet", index: outlet.index },
         name: outlet.displayName,
@@ -358,6 +362,13 @@ export class LoadTracker {
     });
     run.alarms.set(id, alarm);
   }
+}
+
+/** Whether the thing's alarm or a measurement's threshold alarm is raised. */
+function anyRaised(alarm: Alarm, measurements: readonly Measurement[]): boolean {
+  if (alarm.raised) return true;
+  for (const m of measurements) if (m.alarm?.raised === true) return true;
+  return false;
 }
 
 function worseSeverity(a: AlarmSeverity, b: AlarmSeverity): AlarmSeverity {

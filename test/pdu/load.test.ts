@@ -105,8 +105,8 @@ describe("nextLoadState", () => {
         (t, which, wobble) => {
           const line = which === "warn" ? t.warnPercent : t.criticalPercent;
           let s: LoadState = which === "warn" ? "normal" : "warning";
-          // Start below the line so the first state is the one below it.
-          if (which === "critical" && t.criticalPercent - t.warnPercent < 2.5) return;
+          // One line at a time: the other one out of the wobble's reach.
+          if (t.criticalPercent - t.warnPercent < 2.5) return;
           let changes = 0;
           for (const d of wobble) {
             const next = nextLoadState(line + d, s, t);
