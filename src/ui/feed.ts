@@ -1,6 +1,7 @@
 /**
  * The console's live feed: turns store events into server-sent events for the open streams of
- * `GET /api/v1/events` (`snapshot`, `status`, `control`), keeps the outlet power history, and observes
+ * `GET /api/v1/events` (`snapshot`, `status`, `control`, `alarm`; on connect also `alarms` and
+ * `recent`), keeps the outlet power history and the recent events (src/ui/alarms.ts), and observes
  * the outcomes of control requests (REST and MQTT) by wrapping the control core.
  *
  * Bounded everywhere: at most `maxStreams` open streams (more are refused with 503); each event is
@@ -12,11 +13,15 @@ import type { ServerResponse } from "node:http";
 import type { Config } from "../config/schema.js";
 import type { ControlOutcome, ControlRequest, ControlService } from "../control/types.js";
 import type { Logger } from "../log.js";
-import type { Alarm, DeviceRoute, Measurement, PduSystem, Snapshot } from "../pdu/model.js";
+import { EMPTY_REPORT } from "../pdu/load.js";
+import type { Alarm, DeviceRoute, LoadReport, Measurement, PduSystem, Snapshot } from "../pdu/model.js";
 import type { InstanceStatus, SnapshotStore, StoreEvent } from "../poller/store.js";
+import { alarmCounts, alarmEvent, loadsByThing, peakLoad, RecentEvents, shownAlarms } from "./alarms.js";
 import { PowerHistory } from "./history.js";
 import type {
+  AlarmsEventData,
   ControlEventData,
+  RecentEventData,
   SnapshotEventData,
   StatusEventData,
   WireAlarm,
@@ -57,7 +62,9 @@ export function snapshotEventData(
   snapshot: Snapshot,
   polled: Snapshot | null,
   actionsEnabled: boolean,
+  load: LoadReport = EMPTY_REPORT,
 ): SnapshotEventData {
+  const loads = loadsByThing(load);
   return {
     instanceId: snapshot.instanceId,
     timestampUtc: iso(snapshot.timestamp),
@@ -83,6 +90,8 @@ export function snapshotEventData(
             reported: was?.index === outlet.index ? was.state : outlet.state,
             alarm: wireAlarm(outlet.alarm),
             measurements: wireMeasurements(outlet.measurements),
+            load: loads.outlet(device.id, outlet.index),
+            ...(outlet.hidden === true ? { hidden: true as const } : {}),
           };
         }),
         entities: device.entities.map((entity) => ({
@@ -90,6 +99,8 @@ export function snapshotEventData(
           name: entity.displayName,
           alarm: wireAlarm(entity.alarm),
           measurements: wireMeasurements(entity.measurements),
+          load: loads.entity(device.id, entity.key),
+          ...(entity.hidden === true ? { hidden: true as const } : {}),
         })),
       };
     }),
@@ -99,7 +110,9 @@ export function snapshotEventData(
       state: group.state,
       members: group.members.map((m) => ({ deviceId: m.deviceId, index: m.index })),
       measurements: group.measurements.map((m) => ({ ...m })),
+      ...(group.hidden === true ? { hidden: true as const } : {}),
     })),
+    alarms: shownAlarms(snapshot.instanceId, load),
   };
 }
 
@@ -135,6 +148,10 @@ export function instanceStatusData(status: InstanceStatus, config: Config): Wire
     devices: snapshot ? snapshot.devices.length : null,
     outlets: snapshot ? snapshot.devices.reduce((n, d) => n + d.outlets.length, 0) : null,
     powerW: snapshot ? totalPower(snapshot) : null,
+    label: snapshot ? snapshot.system.label : null,
+    model: snapshot ? snapshot.system.model : null,
+    alarms: alarmCounts(status.load),
+    peak: peakLoad(status.load),
   };
 }
 
@@ -172,6 +189,8 @@ export class ConsoleFeed {
   readonly #options: ConsoleFeedOptions;
   readonly #maxBuffered: number;
   readonly #streams = new Set<Stream>();
+  /** Alarm changes and control outcomes, sent to a page when it connects. */
+  readonly #recent = new RecentEvents();
   readonly #unsubscribe: () => void;
   #heartbeat: NodeJS.Timeout | null = null;
   #closed = false;
@@ -207,7 +226,9 @@ export class ConsoleFeed {
       execute: async (request: ControlRequest): Promise<ControlOutcome> => {
         const outcome = await control.execute(request);
         try {
-          this.#broadcast(frame("control", this.#controlData(request, outcome)));
+          const data = this.#controlData(request, outcome);
+          this.#recent.add({ kind: "control", ...data });
+          this.#broadcast(frame("control", data));
         } catch (error) {
           this.#options.logger.warn({ err: error }, "console feed: could not send a control event");
         }
@@ -234,6 +255,13 @@ export class ConsoleFeed {
     text += frame("status", {
       instances: store.list().map((s) => instanceStatusData(s, config)),
     } satisfies StatusEventData);
+    text += frame("alarms", {
+      alarms: store
+        .list()
+        .flatMap((s) => shownAlarms(s.id, s.load))
+        .sort((a, b) => (a.severity === b.severity ? 0 : a.severity === "critical" ? -1 : 1)),
+    } satisfies AlarmsEventData);
+    text += frame("recent", { events: this.#recent.list() } satisfies RecentEventData);
     this.#write(stream, text);
     const backlog = store.list().filter((status) => status.snapshot && this.#wants(stream, status.id));
     if (backlog.length > 0) {
@@ -293,12 +321,25 @@ export class ConsoleFeed {
     if (!status?.snapshot) return "";
     const actionsEnabled =
       this.#options.config().instances.find((i) => i.id === instanceId)?.ActionsEnabled ?? false;
-    return frame("snapshot", snapshotEventData(status.snapshot, store.polled(instanceId), actionsEnabled));
+    return frame(
+      "snapshot",
+      snapshotEventData(status.snapshot, store.polled(instanceId), actionsEnabled, status.load),
+    );
   }
 
   #onStoreEvent(event: StoreEvent): void {
     if (event.kind === "snapshot" && event.fromPoll) this.history.record(event.snapshot);
+    let alarms = "";
+    if (event.kind === "snapshot") {
+      for (const change of event.alarmChanges) {
+        if (change.alarm.hidden === true) continue;
+        const data = alarmEvent(event.instanceId, change);
+        this.#recent.add({ kind: "alarm", ...data });
+        alarms += frame("alarm", data);
+      }
+    }
     if (this.#streams.size === 0) return;
+    if (alarms !== "") this.#broadcast(alarms);
     const status = this.#options.store.get(event.instanceId);
     if (!status) return;
     this.#broadcast(

@@ -20,6 +20,7 @@ import type { HttpDeps } from "../types.js";
 import { registerAlarmsRoute } from "./alarms.js";
 import { createFastReads, createReadBodies, iso, storeReadSource, type ReadBodies } from "./bodies.js";
 import { controlRoutes } from "./control.js";
+import { registerKeyCheck } from "./key-check.js";
 import { FailedKeyLimiter } from "./key-guard.js";
 import { INTERNAL_ERROR, json, jsonArray, problemResponse, SHARED_SCHEMAS } from "./schemas.js";
 import { ConsoleFeed } from "../../ui/feed.js";
@@ -264,6 +265,7 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
   registerReadRoutes(app, deps, bodies);
   // Awaited, so its routes are added here and the OpenAPI document keeps its order.
   await app.register(controlRoutes, { deps, limiter });
+  registerKeyCheck(app, deps, limiter);
   registerDocumentRoutes(app);
   const feed =
     deps.console ??
