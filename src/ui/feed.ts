@@ -262,7 +262,9 @@ export class ConsoleFeed {
         .sort((a, b) => (a.severity === b.severity ? 0 : a.severity === "critical" ? -1 : 1)),
     } satisfies AlarmsEventData);
     text += frame("recent", { events: this.#recent.list() } satisfies RecentEventData);
-    this.#write(stream, text);
+    // The state on connect is written whole (its size follows the fleet's, which may be more than
+    // the limit); what comes after it counts against the limit.
+    response.write(text);
     const backlog = store.list().filter((status) => status.snapshot && this.#wants(stream, status.id));
     if (backlog.length > 0) {
       stream.backlog = new Set(backlog.map((status) => status.id));

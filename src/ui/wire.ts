@@ -93,6 +93,8 @@ export interface WireGroup {
   readonly state: string;
   readonly members: readonly { readonly deviceId: string; readonly index: number }[];
   readonly measurements: readonly WireGroupMeasurement[];
+  /** Present (true) only when the configuration's overrides hide the group. */
+  readonly hidden?: true;
 }
 
 /** Data of a `snapshot` event: the latest snapshot of one instance. */
