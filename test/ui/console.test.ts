@@ -110,6 +110,16 @@ async function screenshots(name: string): Promise<void> {
 
 const row = (id: string) => page.locator(`.fleet-table .rows [data-instance="${id}"]`);
 
+/** The instance ids of the fleet's rows, top to bottom as they are shown. */
+async function visibleOrder(): Promise<string[]> {
+  return page.evaluate<string[]>(
+    `[...document.querySelectorAll(".fleet-table .rows [data-instance]")]
+      .map((r) => ({ id: r.dataset.instance, top: r.getBoundingClientRect().top }))
+      .sort((a, b) => a.top - b.top)
+      .map((r) => r.id)`,
+  );
+}
+
 test("on load the skip link is the first Tab stop, and it moves to the content", { skip }, async () => {
   await page.goto(`${origin}/ui/`);
   await row("rack").waitFor({ timeout: 20_000 });
@@ -130,12 +140,7 @@ test(
       "fading offline",
       20_000,
     );
-    const order = await page.locator(".fleet-table .rows [data-instance]").evaluateAll((rows) =>
-      rows
-        .map((r) => ({ id: r.getAttribute("data-instance") ?? "", top: r.getBoundingClientRect().top }))
-        .sort((a, b) => a.top - b.top)
-        .map((r) => r.id),
-    );
+    const order = await visibleOrder();
     assert.deepEqual(order.slice(0, 2).sort(), ["dead", "fading"], `problems first: ${order.join(", ")}`);
     const fading = (await row("fading").textContent()) ?? "";
     assert.match(fading, /data \d+ s old/, "the stale values say how old they are");
@@ -347,14 +352,16 @@ test(
     await page.locator("dialog#key-dialog[open]").waitFor({ state: "detached" });
     assert.equal(await page.locator("header button.key-button").textContent(), "Forget API key");
     await card.locator("button[data-action=off]").waitFor();
-    assert.deepEqual(
-      await card
-        .locator("button[data-action]")
-        .evaluateAll((b) => b.map((x) => `${x.getAttribute("data-action")}:${x.textContent}`)),
-      ["on:On", "off:Off", "reboot:Reboot", "resetStats:Reset energy"],
-    );
-    const classes = await card.locator("button[data-action]").evaluateAll((b) => b.map((x) => x.className));
-    assert.equal(new Set(classes).size, 4, "each command looks different");
+    const buttons = card.locator("button[data-action]");
+    const seen: string[] = [];
+    const classes = new Set<string>();
+    for (let i = 0; i < (await buttons.count()); i++) {
+      const button = buttons.nth(i);
+      seen.push(`${await button.getAttribute("data-action")}:${await button.textContent()}`);
+      classes.add((await button.getAttribute("class")) ?? "");
+    }
+    assert.deepEqual(seen, ["on:On", "off:Off", "reboot:Reboot", "resetStats:Reset energy"]);
+    assert.equal(classes.size, 4, "each command looks different");
   },
 );
 

@@ -5,11 +5,10 @@
  * configured, 429 locked out, 401 missing or wrong), with the listener's one lock-out: a wrong key
  * here counts as one there.
  */
-import Type from "typebox";
 import type { HttpApp } from "../common.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
-import { clientAddressResolver, FailedKeyLimiter, keyMatcher } from "./key-guard.js";
+import { clientAddressResolver, keyMatcher, type FailedKeyLimiter } from "./key-guard.js";
 import { INTERNAL_ERROR, problemResponse, RetryAfterHeader } from "./schemas.js";
 
 export const KEY_CHECK_PATH = "/api/v1/key";
