@@ -11,7 +11,9 @@ import { href, state } from "./state.js";
 
 const SHOWN = 25;
 
-function entry(a: WireActiveAlarm, now: number): HTMLElement {
+function entry(a: WireActiveAlarm, now: number, ages: Map<HTMLElement, string>): HTMLElement {
+  const since = h("span", { class: "sub" }, `since ${ago(a.sinceUtc, now)}`);
+  ages.set(since, a.sinceUtc);
   return h(
     "li",
     { class: `alarm-item ${a.severity}`, "data-alarm": `${a.instanceId}/${a.id}` },
@@ -21,7 +23,7 @@ function entry(a: WireActiveAlarm, now: number): HTMLElement {
       { class: "what" },
       h("a", { href: href.pdu(a.instanceId) }, a.instanceId),
       `: ${alarmPlace(a)}, ${alarmCause(a)}`,
-      h("span", { class: "sub" }, `since ${ago(a.sinceUtc, now)}`),
+      since,
     ),
   );
 }
@@ -32,6 +34,8 @@ export class AlarmsPanel {
   readonly #list = h("ul", { class: "alarm-list" });
   readonly #more = h("p", { class: "note" });
   #scheduled = false;
+  /** The "since" texts of the entries shown, with their start. */
+  readonly #ages = new Map<HTMLElement, string>();
 
   constructor() {
     this.element = h(
@@ -41,6 +45,12 @@ export class AlarmsPanel {
       this.#list,
       this.#more,
     );
+  }
+
+  /** A second passed: the ages. */
+  tick(): void {
+    const now = Date.now();
+    for (const [element, since] of this.#ages) setText(element, `since ${ago(since, now)}`);
   }
 
   /** Renders with the next frame (the alarms live in the page state). */
@@ -69,7 +79,8 @@ export class AlarmsPanel {
         : `Active alarms: ${critical} critical, ${all.length - critical} warning`,
     );
     const now = Date.now();
-    replace(this.#list, ...all.slice(0, SHOWN).map((a) => entry(a, now)));
+    this.#ages.clear();
+    replace(this.#list, ...all.slice(0, SHOWN).map((a) => entry(a, now, this.#ages)));
     setText(
       this.#more,
       all.length > SHOWN ? `and ${all.length - SHOWN} more (GET /api/v1/alarms lists them all)` : "",

@@ -319,9 +319,13 @@ export function fleetView(main: HTMLElement): View {
     );
   }
 
+  let rowsHeight = "";
+
   function frame(): void {
     scheduled = false;
     const now = Date.now();
+    // Layout is read before anything is written in this frame (no forced synchronous layout).
+    const top = rows.getBoundingClientRect().top;
     if (orderDirty) {
       orderDirty = false;
       recompute();
@@ -336,8 +340,11 @@ export function fleetView(main: HTMLElement): View {
       }
       for (const r of visible.values()) r.top = -1;
     }
-    rows.style.setProperty("height", `${order.length * rowHeight}px`);
-    const top = rows.getBoundingClientRect().top;
+    const height = `${order.length * rowHeight}px`;
+    if (height !== rowsHeight) {
+      rowsHeight = height;
+      rows.style.setProperty("height", height);
+    }
     const first = Math.max(0, Math.floor(-top / rowHeight) - OVERSCAN);
     const last = Math.min(order.length, Math.ceil((window.innerHeight - top) / rowHeight) + OVERSCAN);
     const wanted = new Set<string>();
