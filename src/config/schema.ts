@@ -249,6 +249,7 @@ const amps = (what: string) =>
   Type.Number({
     exclusiveMinimum: 0,
     maximum: MAX_RATING_AMPS,
+    whenAbsent: "none",
     description: `Rated current in amps of ${what}, where the PDU reports none`,
   });
 
@@ -283,6 +284,7 @@ export const RatingsSchema = Type.Object(
     Entities: Type.Optional(
       Type.Record(Type.String({ pattern: RatingEntityKeyPattern }), amps("this entity"), {
         keyName: "entityKey",
+        whenAbsent: "none",
         description:
           "By entity key (breaker0), or device id and entity key (A0AE260C851900C4/breaker0) for one device of a OneView cluster; before the kind's value",
       }),
