@@ -350,7 +350,11 @@ test(
     await page.locator("#key-input").fill(KEY);
     await page.keyboard.press("Enter");
     await page.locator("dialog#key-dialog[open]").waitFor({ state: "detached" });
-    assert.equal(await page.locator("header button.key-button").textContent(), "Forget API key");
+    await waitFor(
+      async () => (await page.locator("header button.key-button").textContent()) === "Forget API key",
+      "the key kept",
+      5000,
+    );
     await card.locator("button[data-action=off]").waitFor();
     const buttons = card.locator("button[data-action]");
     const seen: string[] = [];

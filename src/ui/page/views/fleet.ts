@@ -171,256 +171,317 @@ function fill(r: RowElement, e: Entry, now: number): void {
 /** Once per page load: when the first fleet with rows was on screen (the console benchmark reads it). */
 let firstRenderMarked = false;
 
-export function fleetView(main: HTMLElement): View {
-  const entries = new Map<string, Entry>();
-  let order: Entry[] = [];
-  let orderDirty = true;
-  const dirty = new Set<string>();
-  let scheduled = false;
-  let rowHeight = 0;
-  const visible = new Map<string, RowElement>();
-  const spare: RowElement[] = [];
+/** The filter, the state chips, "Problems first" and the column headers; `changed` on any choice. */
+class FleetControls {
+  readonly element: HTMLElement;
+  readonly headers: HTMLElement[];
+  readonly counts = new Map<FilterName, HTMLElement>();
+  /** Jumps to the alarms panel (below the table on narrow screens). */
+  readonly toAlarms: HTMLButtonElement;
 
-  const summary = h("p", { class: "meta fleet-summary" });
-  const announce = h("p", { class: "sr-only", "aria-live": "polite" });
-  const input = h("input", {
-    id: "fleet-filter",
-    type: "search",
-    value: prefs.text,
-    placeholder: "id, host, label or model",
-    autocomplete: "off",
-    spellcheck: "false",
-  });
-  const counts = new Map<FilterName, HTMLElement>();
-  const chips = h(
-    "fieldset",
-    { class: "chips" },
-    h("legend", { class: "sr-only" }, "Show"),
-    ...FILTERS.map((f) => {
-      const count = h("span", { class: "count" });
-      counts.set(f, count);
-      const radio = h("input", { type: "radio", name: "fleet-state", value: f, checked: prefs.filter === f });
-      radio.addEventListener("change", () => {
-        prefs.filter = f;
-        orderDirty = true;
-        schedule(true);
-      });
-      return h("label", { class: `chip f-${f}` }, radio, h("span", {}, FILTER_TEXT[f], " ", count));
-    }),
-  );
-  const problemsFirst = h("input", { type: "checkbox", id: "problems-first", checked: prefs.problemsFirst });
-  problemsFirst.addEventListener("change", () => {
-    prefs.problemsFirst = problemsFirst.checked;
-    orderDirty = true;
-    schedule(true);
-  });
-  input.addEventListener("input", () => {
-    prefs.text = input.value;
-    orderDirty = true;
-    schedule(true);
-  });
-  const headers = COLUMNS.map((c) => {
-    const button = h("button", { type: "button", class: "sort", "data-sort": c.key }, c.title);
-    button.addEventListener("click", () => {
-      if (prefs.sort === c.key) prefs.descending = !prefs.descending;
-      else {
-        prefs.sort = c.key;
-        prefs.descending = c.descending;
-      }
-      orderDirty = true;
-      schedule(true);
+  constructor(changed: () => void) {
+    const input = h("input", {
+      id: "fleet-filter",
+      type: "search",
+      value: prefs.text,
+      placeholder: "id, host, label or model",
+      autocomplete: "off",
+      spellcheck: "false",
     });
-    return h("div", { class: `cell ${c.cls}`, role: "columnheader" }, button);
-  });
-  const rows = h("div", { class: "rows", role: "rowgroup" });
-  const table = h(
-    "div",
-    { class: "fleet-table", role: "table", "aria-label": "PDU instances", "aria-rowcount": "1" },
-    h(
-      "div",
-      { class: "head", role: "rowgroup" },
-      h("div", { class: "row", role: "row", "aria-rowindex": "1" }, ...headers),
-    ),
-    rows,
-  );
-  const empty = h("p", { class: "note", hidden: true });
-  // The alarms panel sits beside the table on wide screens and below it on narrow ones.
-  const toAlarms = h("button", {
-    type: "button",
-    class: "to-alarms",
-    onClick: () => document.querySelector(".panel.alarms")?.scrollIntoView({ block: "start" }),
-  });
-  replace(
-    main,
-    h("h1", {}, "Fleet"),
-    summary,
-    h(
+    input.addEventListener("input", () => {
+      prefs.text = input.value;
+      changed();
+    });
+    const problemsFirst = h("input", {
+      type: "checkbox",
+      id: "problems-first",
+      checked: prefs.problemsFirst,
+    });
+    problemsFirst.addEventListener("change", () => {
+      prefs.problemsFirst = problemsFirst.checked;
+      changed();
+    });
+    this.toAlarms = h("button", {
+      type: "button",
+      class: "to-alarms",
+      onClick: () => document.querySelector(".panel.alarms")?.scrollIntoView({ block: "start" }),
+    });
+    this.element = h(
       "div",
       { class: "fleet-controls" },
       h("label", { for: "fleet-filter", class: "filter-label" }, "Filter"),
       input,
-      chips,
+      this.#chips(changed),
       h("label", { class: "check" }, problemsFirst, " Problems first"),
-      toAlarms,
-    ),
-    announce,
-    table,
-    empty,
-  );
-
-  const onScroll = () => schedule(false);
-  const onResize = () => {
-    rowHeight = 0;
-    schedule(true);
-  };
-  window.addEventListener("scroll", onScroll, { passive: true });
-  window.addEventListener("resize", onResize, { passive: true });
-
-  function schedule(all: boolean): void {
-    if (all) for (const id of visible.keys()) dirty.add(id);
-    if (scheduled) return;
-    scheduled = true;
-    requestAnimationFrame(frame);
+      this.toAlarms,
+    );
+    this.headers = COLUMNS.map((c) => {
+      const button = h("button", { type: "button", class: "sort", "data-sort": c.key }, c.title);
+      button.addEventListener("click", () => {
+        if (prefs.sort === c.key) prefs.descending = !prefs.descending;
+        else {
+          prefs.sort = c.key;
+          prefs.descending = c.descending;
+        }
+        changed();
+      });
+      return h("div", { class: `cell ${c.cls}`, role: "columnheader" }, button);
+    });
   }
 
-  function recompute(): void {
-    const terms = prefs.text.toLowerCase().split(/\s+/).filter(Boolean);
-    order = [...entries.values()].filter((e) => matches(e, terms)).sort(compare);
-    setAttr(table, "aria-rowcount", String(order.length + 1));
-    for (const [i, c] of COLUMNS.entries()) {
-      setAttr(
-        headers[i]!,
-        "aria-sort",
-        prefs.sort === c.key ? (prefs.descending ? "descending" : "ascending") : null,
-      );
-    }
-    empty.hidden = order.length > 0 || entries.size === 0;
-    setText(empty, "No instance matches the filter.");
-    setText(announce, `${order.length} of ${entries.size} instances shown`);
-    for (const id of visible.keys()) dirty.add(id);
-  }
-
-  function updateCounts(): void {
-    const n = new Map<FilterName, number>(FILTERS.map((f) => [f, 0]));
-    let power = 0;
-    for (const e of entries.values()) {
-      n.set(e.health, (n.get(e.health) ?? 0) + 1);
-      if (PROBLEMS.has(e.health)) n.set("problems", (n.get("problems") ?? 0) + 1);
-      power += e.s.status === "failing" ? 0 : (e.s.powerW ?? 0);
-    }
-    n.set("all", entries.size);
-    setText(toAlarms, `Active alarms: ${state.alarms.size}`);
-    for (const [f, el] of counts) setText(el, String(n.get(f) ?? 0));
-    const pending = n.get("pending") ?? 0;
-    setText(
-      summary,
-      `${entries.size} instances · ${watts(power)} in all (online instances)` +
-        (pending > 0 ? ` · ${pending} not polled yet` : ""),
+  #chips(changed: () => void): HTMLElement {
+    return h(
+      "fieldset",
+      { class: "chips" },
+      h("legend", { class: "sr-only" }, "Show"),
+      ...FILTERS.map((f) => {
+        const count = h("span", { class: "count" });
+        this.counts.set(f, count);
+        const radio = h("input", {
+          type: "radio",
+          name: "fleet-state",
+          value: f,
+          checked: prefs.filter === f,
+        });
+        radio.addEventListener("change", () => {
+          prefs.filter = f;
+          changed();
+        });
+        return h("label", { class: `chip f-${f}` }, radio, h("span", {}, FILTER_TEXT[f], " ", count));
+      }),
     );
   }
 
-  let rowsHeight = "";
+  /** Marks the sorted column. */
+  sorted(): void {
+    for (const [i, c] of COLUMNS.entries()) {
+      const sort = prefs.sort === c.key ? (prefs.descending ? "descending" : "ascending") : null;
+      setAttr(this.headers[i]!, "aria-sort", sort);
+    }
+  }
+}
 
-  function frame(): void {
-    scheduled = false;
-    const now = Date.now();
-    // Layout is read before anything is written in this frame (no forced synchronous layout).
-    const top = rows.getBoundingClientRect().top;
-    if (orderDirty) {
-      orderDirty = false;
-      recompute();
+/**
+ * The rows of the table, windowed over the page's scroll: an element per row in view (plus
+ * {@link OVERSCAN} above and below), reused as the window moves; a row is refilled when it shows
+ * another instance or its instance changed.
+ */
+class FleetRows {
+  readonly element = h("div", { class: "rows", role: "rowgroup" });
+  readonly #visible = new Map<string, RowElement>();
+  readonly #spare: RowElement[] = [];
+  #rowHeight = 0;
+  #height = "";
+
+  /** The ids of the instances on screen. */
+  ids(): IterableIterator<string> {
+    return this.#visible.keys();
+  }
+
+  /** The row height changes with the layout (a phone's rows are taller): measured again. */
+  remeasure(): void {
+    this.#rowHeight = 0;
+  }
+
+  /** Renders the window of `order` on screen; `top` is the rows' top on screen, read before any write. */
+  render(order: readonly Entry[], top: number, dirty: ReadonlySet<string>, now: number): void {
+    const height = this.#measure();
+    const total = `${order.length * height}px`;
+    if (total !== this.#height) {
+      this.#height = total;
+      this.element.style.setProperty("height", total);
     }
-    if (rowHeight === 0) {
-      const probe = visible.values().next().value ?? spare[0] ?? rowElement();
-      if (!probe.row.isConnected) rows.appendChild(probe.row);
-      rowHeight = probe.row.getBoundingClientRect().height || 52;
-      if (!visible.has(probe.id)) {
-        probe.row.remove();
-        if (!spare.includes(probe)) spare.push(probe);
-      }
-      for (const r of visible.values()) r.top = -1;
-    }
-    const height = `${order.length * rowHeight}px`;
-    if (height !== rowsHeight) {
-      rowsHeight = height;
-      rows.style.setProperty("height", height);
-    }
-    const first = Math.max(0, Math.floor(-top / rowHeight) - OVERSCAN);
-    const last = Math.min(order.length, Math.ceil((window.innerHeight - top) / rowHeight) + OVERSCAN);
+    const first = Math.max(0, Math.floor(-top / height) - OVERSCAN);
+    const last = Math.min(order.length, Math.ceil((window.innerHeight - top) / height) + OVERSCAN);
     const wanted = new Set<string>();
     for (let i = first; i < last; i++) wanted.add(order[i]!.s.id);
-    for (const [id, r] of visible) {
+    for (const [id, r] of this.#visible) {
       if (wanted.has(id)) continue;
-      visible.delete(id);
+      this.#visible.delete(id);
       r.row.remove();
-      spare.push(r);
+      this.#spare.push(r);
     }
     for (let i = first; i < last; i++) {
       const e = order[i]!;
-      let r = visible.get(e.s.id);
+      let r = this.#visible.get(e.s.id);
       if (r === undefined) {
-        r = spare.pop() ?? rowElement();
+        r = this.#spare.pop() ?? rowElement();
         r.id = e.s.id;
-        visible.set(e.s.id, r);
+        this.#visible.set(e.s.id, r);
         fill(r, e, now);
-        rows.appendChild(r.row);
+        this.element.appendChild(r.row);
       } else if (dirty.has(e.s.id)) fill(r, e, now);
-      const y = i * rowHeight;
+      const y = i * height;
       if (r.top !== y) {
         r.top = y;
         r.row.style.setProperty("transform", `translateY(${y}px)`);
         r.row.setAttribute("aria-rowindex", String(i + 2));
       }
     }
-    dirty.clear();
-    updateCounts();
-    if (!firstRenderMarked && visible.size > 0) {
+  }
+
+  /** The height of a row, from one in the page (once per layout). */
+  #measure(): number {
+    if (this.#rowHeight > 0) return this.#rowHeight;
+    const probe = this.#visible.values().next().value ?? this.#spare[0] ?? rowElement();
+    if (!probe.row.isConnected) this.element.appendChild(probe.row);
+    this.#rowHeight = probe.row.getBoundingClientRect().height || 52;
+    if (!this.#visible.has(probe.id)) {
+      probe.row.remove();
+      if (!this.#spare.includes(probe)) this.#spare.push(probe);
+    }
+    for (const r of this.#visible.values()) r.top = -1;
+    return this.#rowHeight;
+  }
+}
+
+class FleetView implements View {
+  readonly #entries = new Map<string, Entry>();
+  #order: Entry[] = [];
+  #orderDirty = true;
+  readonly #dirty = new Set<string>();
+  #scheduled = false;
+  readonly #controls: FleetControls;
+  readonly #rows = new FleetRows();
+  readonly #table: HTMLElement;
+  readonly #summary = h("p", { class: "meta fleet-summary" });
+  readonly #announce = h("p", { class: "sr-only", "aria-live": "polite" });
+  readonly #empty = h("p", { class: "note", hidden: true });
+  readonly #onScroll = () => this.#schedule(false);
+  readonly #onResize = () => {
+    this.#rows.remeasure();
+    this.#schedule(true);
+  };
+
+  constructor(main: HTMLElement) {
+    this.#controls = new FleetControls(() => {
+      this.#orderDirty = true;
+      this.#schedule(true);
+    });
+    this.#table = h(
+      "div",
+      { class: "fleet-table", role: "table", "aria-label": "PDU instances", "aria-rowcount": "1" },
+      h(
+        "div",
+        { class: "head", role: "rowgroup" },
+        h("div", { class: "row", role: "row", "aria-rowindex": "1" }, ...this.#controls.headers),
+      ),
+      this.#rows.element,
+    );
+    replace(
+      main,
+      h("h1", {}, "Fleet"),
+      this.#summary,
+      this.#controls.element,
+      this.#announce,
+      this.#table,
+      this.#empty,
+    );
+    window.addEventListener("scroll", this.#onScroll, { passive: true });
+    window.addEventListener("resize", this.#onResize, { passive: true });
+  }
+
+  update(changed: ReadonlySet<string> | null): void {
+    const now = Date.now();
+    if (changed === null) {
+      // A second passed: ages, and data that went stale.
+      for (const e of this.#entries.values()) {
+        if (healthOf(e.s, now) === e.health) continue;
+        Object.assign(e, entryOf(e.s, now));
+        this.#orderDirty = true;
+      }
+      this.#schedule(true);
+      return;
+    }
+    for (const id of changed) {
+      const s = state.statuses.get(id);
+      if (s !== undefined) this.#status(s, now);
+    }
+    this.#schedule(false);
+  }
+
+  destroy(): void {
+    window.removeEventListener("scroll", this.#onScroll);
+    window.removeEventListener("resize", this.#onResize);
+  }
+
+  /** A new status of an instance: its entry, and whether the order may have changed. */
+  #status(s: WireInstanceStatus, now: number): void {
+    const before = this.#entries.get(s.id);
+    const next = entryOf(s, now);
+    if (before === undefined) {
+      this.#entries.set(s.id, next);
+      this.#orderDirty = true;
+    } else {
+      const dataSort = prefs.sort !== "instance" && prefs.sort !== "health";
+      if (
+        before.rank !== next.rank ||
+        before.search !== next.search ||
+        (dataSort && sortValue(before, prefs.sort) !== sortValue(next, prefs.sort))
+      )
+        this.#orderDirty = true;
+      Object.assign(before, next);
+    }
+    this.#dirty.add(s.id);
+  }
+
+  #schedule(all: boolean): void {
+    if (all) for (const id of this.#rows.ids()) this.#dirty.add(id);
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    requestAnimationFrame(() => this.#frame());
+  }
+
+  #frame(): void {
+    this.#scheduled = false;
+    // Layout is read before anything is written in this frame (no forced synchronous layout).
+    const top = this.#rows.element.getBoundingClientRect().top;
+    if (this.#orderDirty) {
+      this.#orderDirty = false;
+      this.#recompute();
+    }
+    this.#rows.render(this.#order, top, this.#dirty, Date.now());
+    this.#dirty.clear();
+    this.#counts();
+    if (!firstRenderMarked && this.#order.length > 0) {
       firstRenderMarked = true;
       performance.mark("pdu-bridge:fleet-first-render");
     }
   }
 
-  return {
-    update(changed) {
-      const now = Date.now();
-      if (changed === null) {
-        // A second passed: ages, and data that went stale.
-        for (const e of entries.values()) {
-          const health = healthOf(e.s, now);
-          if (health !== e.health) {
-            Object.assign(e, entryOf(e.s, now));
-            orderDirty = true;
-          }
-        }
-        schedule(true);
-        return;
-      }
-      for (const id of changed) {
-        const s = state.statuses.get(id);
-        if (s === undefined) continue;
-        const before = entries.get(id);
-        const next = entryOf(s, now);
-        if (before === undefined) {
-          entries.set(id, next);
-          orderDirty = true;
-        } else {
-          if (
-            before.rank !== next.rank ||
-            before.search !== next.search ||
-            (prefs.sort !== "instance" &&
-              prefs.sort !== "health" &&
-              sortValue(before, prefs.sort) !== sortValue(next, prefs.sort))
-          )
-            orderDirty = true;
-          Object.assign(before, next);
-        }
-        dirty.add(id);
-      }
-      schedule(false);
-    },
-    destroy() {
-      window.removeEventListener("scroll", onScroll);
-      window.removeEventListener("resize", onResize);
-    },
-  };
+  /** Filters and sorts. */
+  #recompute(): void {
+    const terms = prefs.text.toLowerCase().split(/\s+/).filter(Boolean);
+    this.#order = [...this.#entries.values()].filter((e) => matches(e, terms)).sort(compare);
+    setAttr(this.#table, "aria-rowcount", String(this.#order.length + 1));
+    this.#controls.sorted();
+    this.#empty.hidden = this.#order.length > 0 || this.#entries.size === 0;
+    setText(this.#empty, "No instance matches the filter.");
+    setText(this.#announce, `${this.#order.length} of ${this.#entries.size} instances shown`);
+    for (const id of this.#rows.ids()) this.#dirty.add(id);
+  }
+
+  /** The chips' counts and the summary line. */
+  #counts(): void {
+    const n = new Map<FilterName, number>(FILTERS.map((f) => [f, 0]));
+    let power = 0;
+    for (const e of this.#entries.values()) {
+      n.set(e.health, (n.get(e.health) ?? 0) + 1);
+      if (PROBLEMS.has(e.health)) n.set("problems", (n.get("problems") ?? 0) + 1);
+      power += e.s.status === "failing" ? 0 : (e.s.powerW ?? 0);
+    }
+    n.set("all", this.#entries.size);
+    setText(this.#controls.toAlarms, `Active alarms: ${state.alarms.size}`);
+    for (const [f, el] of this.#controls.counts) setText(el, String(n.get(f) ?? 0));
+    const pending = n.get("pending") ?? 0;
+    setText(
+      this.#summary,
+      `${this.#entries.size} instances · ${watts(power)} in all (online instances)` +
+        (pending > 0 ? ` · ${pending} not polled yet` : ""),
+    );
+  }
+}
+
+export function fleetView(main: HTMLElement): View {
+  return new FleetView(main);
 }

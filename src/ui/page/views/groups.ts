@@ -102,6 +102,40 @@ function rollupRows(group: WireGroup): HTMLTableRowElement[] {
   );
 }
 
+function membersTable(body: HTMLTableSectionElement): HTMLElement {
+  const col = (title: string, cls?: string) =>
+    h("th", { scope: "col", ...(cls ? { class: cls } : {}) }, title);
+  return h(
+    "div",
+    { class: "scroll" },
+    h(
+      "table",
+      { class: "members-table" },
+      h("thead", {}, h("tr", {}, col("Unit"), col("Outlet"), col("State"), col("Power", "n"))),
+      body,
+    ),
+  );
+}
+
+function rollupsTable(body: HTMLTableSectionElement): HTMLElement {
+  return h(
+    "table",
+    { class: "rollups" },
+    h("caption", {}, "Rollups of the group's outlets"),
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        h("th", { scope: "col" }, "Measurement"),
+        ...["Sum", "Average", "Min", "Max"].map((t) => h("th", { scope: "col", class: "n" }, t)),
+      ),
+    ),
+    body,
+  );
+}
+
 function groupSection(
   controls: ControlState,
   instanceId: string,
@@ -141,46 +175,9 @@ function groupSection(
           ? "No outlets are in this group."
           : `${members.length} member outlet${members.length === 1 ? "" : "s"}.`,
     ),
-    memberBody
-      ? h(
-          "div",
-          { class: "scroll" },
-          h(
-            "table",
-            { class: "members-table" },
-            h(
-              "thead",
-              {},
-              h(
-                "tr",
-                {},
-                h("th", { scope: "col" }, "Unit"),
-                h("th", { scope: "col" }, "Outlet"),
-                h("th", { scope: "col" }, "State"),
-                h("th", { scope: "col", class: "n" }, "Power"),
-              ),
-            ),
-            memberBody,
-          ),
-        )
-      : null,
+    memberBody ? membersTable(memberBody) : null,
     rollupBody
-      ? h(
-          "table",
-          { class: "rollups" },
-          h("caption", {}, "Rollups of the group's outlets"),
-          h(
-            "thead",
-            {},
-            h(
-              "tr",
-              {},
-              h("th", { scope: "col" }, "Measurement"),
-              ...["Sum", "Average", "Min", "Max"].map((t) => h("th", { scope: "col", class: "n" }, t)),
-            ),
-          ),
-          rollupBody,
-        )
+      ? rollupsTable(rollupBody)
       : h("p", { class: "note" }, "The PDU reports no rollups for this group."),
     buttons.length > 0 ? h("div", { class: "actions" }, ...buttons) : null,
     note,

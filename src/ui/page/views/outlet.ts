@@ -10,6 +10,77 @@ import { href, state, type View } from "../state.js";
 import { controlNote, instanceHeader, notReady, type InstanceHeader } from "./common.js";
 import { hasOwnName, outletCard, type OutletCard } from "./outlet-card.js";
 
+interface OutletPage {
+  readonly header: InstanceHeader;
+  readonly card: OutletCard | null;
+}
+
+/** The view's elements for this snapshot: the outlet's card, the chart and the measurements table. */
+function outletPage(
+  main: HTMLElement,
+  controls: ControlState,
+  where: { instanceId: string; deviceId: string; index: number },
+  snapshot: SnapshotEventData | null,
+  parts: { chart: PowerChart; caption: HTMLElement; values: HTMLElement },
+): OutletPage {
+  const { instanceId, deviceId, index } = where;
+  const header = instanceHeader(instanceId, snapshot, "pdu");
+  const device = snapshot?.devices.find((d) => d.id === deviceId);
+  const outlet = device?.outlets.find((o) => o.index === index);
+  if (!snapshot || !device || !outlet) {
+    const why = snapshot
+      ? h("p", { class: "note" }, `No outlet ${index + 1} on device ${deviceId}.`)
+      : notReady(instanceId);
+    replace(main, ...header.elements, why);
+    return { header, card: null };
+  }
+  const controllable = snapshot.actionsEnabled && mayControl() && device.outletControlEnabled;
+  const card = outletCard(controls, instanceId, device, outlet, controllable);
+  const { chart, caption, values } = parts;
+  replace(
+    main,
+    h(
+      "h1",
+      {},
+      `Outlet ${index + 1}`,
+      hasOwnName(outlet) ? h("span", { class: "outlet-title" }, ` · ${outlet.name}`) : "",
+    ),
+    h(
+      "p",
+      { class: "meta" },
+      "PDU ",
+      h("a", { href: href.pdu(instanceId) }, instanceId),
+      ` · device ${device.name} (${device.id}) · index ${index}`,
+    ),
+    // The header's banner: offline or stale, with the data's age.
+    ...header.elements.slice(2, 3),
+    controlNote(snapshot),
+    h("ul", { class: "outlets single" }, card.element),
+    h("figure", { class: "chart-box" }, chart.element, chart.readout, caption),
+    h("h2", {}, "All measurements"),
+    h(
+      "div",
+      { class: "scroll" },
+      h(
+        "table",
+        { class: "values" },
+        h(
+          "thead",
+          {},
+          h(
+            "tr",
+            {},
+            h("th", { scope: "col" }, "Measurement"),
+            h("th", { scope: "col", class: "n" }, "Value"),
+          ),
+        ),
+        values,
+      ),
+    ),
+  );
+  return { header, card };
+}
+
 export function outletView(
   main: HTMLElement,
   controls: ControlState,
@@ -19,10 +90,9 @@ export function outletView(
 ): View {
   const chart = new PowerChart("Power of the outlet");
   const caption = h("figcaption", {});
-  let shape = "";
-  let header: InstanceHeader | null = null;
-  let card: OutletCard | null = null;
   const values = h("tbody");
+  let shape = "";
+  let page: OutletPage | null = null;
   let lastTimestamp = "";
   void outletHistory(instanceId, deviceId, index).then((history) => {
     if (history) {
@@ -31,64 +101,6 @@ export function outletView(
       setText(caption, `Power (${chart.summary()})`);
     }
   });
-  const build = (snapshot: SnapshotEventData | null) => {
-    header = instanceHeader(instanceId, snapshot, "pdu");
-    card = null;
-    const device = snapshot?.devices.find((d) => d.id === deviceId);
-    const outlet = device?.outlets.find((o) => o.index === index);
-    if (!snapshot || !device || !outlet) {
-      replace(
-        main,
-        ...header.elements,
-        snapshot
-          ? h("p", { class: "note" }, `No outlet ${index + 1} on device ${deviceId}.`)
-          : notReady(instanceId),
-      );
-      return;
-    }
-    const controllable = snapshot.actionsEnabled && mayControl() && device.outletControlEnabled;
-    card = outletCard(controls, instanceId, device, outlet, controllable);
-    replace(
-      main,
-      h(
-        "h1",
-        {},
-        `Outlet ${index + 1}`,
-        hasOwnName(outlet) ? h("span", { class: "outlet-title" }, ` · ${outlet.name}`) : "",
-      ),
-      h(
-        "p",
-        { class: "meta" },
-        "PDU ",
-        h("a", { href: href.pdu(instanceId) }, instanceId),
-        ` · device ${device.name} (${device.id}) · index ${index}`,
-      ),
-      ...header.elements.slice(2, 3),
-      controlNote(snapshot),
-      h("ul", { class: "outlets single" }, card.element),
-      h("figure", { class: "chart-box" }, chart.element, chart.readout, caption),
-      h("h2", {}, "All measurements"),
-      h(
-        "div",
-        { class: "scroll" },
-        h(
-          "table",
-          { class: "values" },
-          h(
-            "thead",
-            {},
-            h(
-              "tr",
-              {},
-              h("th", { scope: "col" }, "Measurement"),
-              h("th", { scope: "col", class: "n" }, "Value"),
-            ),
-          ),
-          values,
-        ),
-      ),
-    );
-  };
   return {
     update() {
       const snapshot = state.snapshot?.instanceId === instanceId ? state.snapshot : null;
@@ -103,19 +115,21 @@ export function outletView(
             outlet !== undefined && hasOwnName(outlet),
           ])
         : "none";
-      if (next !== shape || !header) {
+      if (next !== shape || !page) {
         shape = next;
-        build(snapshot);
+        page = outletPage(main, controls, { instanceId, deviceId, index }, snapshot, {
+          chart,
+          caption,
+          values,
+        });
       }
-      header?.update();
+      page.header.update();
       if (!snapshot || !device || !outlet) return;
-      card?.update(device, outlet);
+      page.card?.update(device, outlet);
       if (snapshot.timestampUtc !== lastTimestamp) {
         lastTimestamp = snapshot.timestampUtc;
-        chart.add(
-          Date.parse(snapshot.timestampUtc),
-          outlet.measurements.find((m) => m.type === "realPower")?.value ?? null,
-        );
+        const power = outlet.measurements.find((m) => m.type === "realPower")?.value ?? null;
+        chart.add(Date.parse(snapshot.timestampUtc), power);
         replace(
           values,
           ...outlet.measurements.map((m) =>
