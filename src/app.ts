@@ -24,6 +24,7 @@ import { BridgeMetrics } from "./metrics/bridge.js";
 import { startMqttBridge, type MqttBridge } from "./mqtt/bridge.js";
 import type { PduDriver } from "./pdu/driver.js";
 import { createDriver } from "./pdu/drivers.js";
+import { LoadTracker, thresholdsOf } from "./pdu/load.js";
 import { overridesView, unknownOverrides } from "./pdu/overrides.js";
 import { Poller } from "./poller/scheduler.js";
 import { SnapshotStore } from "./poller/store.js";
@@ -82,6 +83,10 @@ export class App {
     this.store = new SnapshotStore(config.instances.map((i) => i.id));
     // The overrides seam: every consumer of the store reads snapshots with them applied.
     for (const instance of config.instances) this.store.setView(instance.id, overridesView(instance));
+    // Loads against ratings and alarms: assessed once per snapshot kept (src/pdu/load.ts).
+    const thresholds = thresholdsOf(config.Alarms);
+    for (const instance of config.instances)
+      this.store.setLoad(instance.id, new LoadTracker(instance.Ratings, thresholds));
     this.poller = new Poller(
       config.instances.map((instance) => {
         const client = this.clients.get(instance.id)!;
@@ -190,6 +195,23 @@ export class App {
     });
     this.store.subscribe((event) => {
       if (event.kind === "failure") this.#online.delete(event.instanceId);
+    });
+    // One line per alarm raised, changed or cleared.
+    this.store.subscribe((event) => {
+      if (event.kind !== "snapshot") return;
+      for (const { change, alarm } of event.alarmChanges) {
+        const line = {
+          instance: event.instanceId,
+          alarm: alarm.id,
+          name: alarm.name,
+          source: alarm.source,
+          severity: alarm.severity,
+          percent: alarm.percent,
+          reported: alarm.reported,
+        };
+        if (change === "cleared") this.logger.info(line, "alarm cleared");
+        else this.logger.warn(line, change === "raised" ? "alarm raised" : "alarm changed");
+      }
     });
     // Overrides naming things the PDU does not have: warned once, after the instance's first poll.
     const unchecked = new Set(this.config.instances.map((i) => i.id));

@@ -9,9 +9,22 @@
  * after an on/off command the commanded state is what the store reports until a poll agrees or the
  * latch expires. Every consumer (MQTT, REST readings, control checks) reads the latched view, with
  * the instance's overrides applied last ({@link SnapshotStore.setView}).
+ *
+ * Load and alarms: each snapshot the store keeps is assessed once by the instance's
+ * {@link LoadTracker} (src/pdu/load.ts), after the overrides; the report stays beside the snapshot
+ * and each event carries the alarms it raised, changed or cleared. A poll whose content is
+ * unchanged keeps the report it had and changes nothing.
  */
 import { describeError } from "../pdu/errors.js";
-import { sameContent, type Outlet, type OutletState, type Snapshot } from "../pdu/model.js";
+import { DEFAULT_THRESHOLDS, EMPTY_REPORT, LoadTracker } from "../pdu/load.js";
+import {
+  sameContent,
+  type AlarmChange,
+  type LoadReport,
+  type Outlet,
+  type OutletState,
+  type Snapshot,
+} from "../pdu/model.js";
 
 /** How long a commanded state overrides what the PDU reports (pdu-protocol.md §3). */
 export const LATCH_MS = 120_000;
@@ -27,6 +40,8 @@ export interface InstanceStatus {
   /** Readable message of the last failure, cleared by the next success. */
   readonly lastError: string | null;
   readonly consecutiveFailures: number;
+  /** Loads and active alarms of {@link snapshot} (empty before the first successful poll). */
+  readonly load: LoadReport;
 }
 
 export type StoreEvent =
@@ -43,6 +58,10 @@ export type StoreEvent =
        * output from the content alone may skip it.
        */
       readonly unchanged: boolean;
+      /** Loads and active alarms of the snapshot (the status's `load`). */
+      readonly load: LoadReport;
+      /** Alarms this snapshot raised, changed or cleared (empty for most). */
+      readonly alarmChanges: readonly AlarmChange[];
     }
   | {
       readonly kind: "failure";
@@ -69,12 +88,16 @@ interface Entry {
   view: SnapshotView | null;
   /** Whether the last snapshot event came from a poll (not a latch or view change). */
   lastFromPoll: boolean;
+  /** Assesses each snapshot kept: loads against ratings, and alarms (src/pdu/load.ts). */
+  load: LoadTracker;
 }
 
 /** Turns the latched snapshot into the one every consumer reads (the configured overrides). */
 export type SnapshotView = (snapshot: Snapshot) => Snapshot;
 
 const latchKey = (deviceId: string, index: number) => `${deviceId}\u0000${index}`;
+
+const NO_CHANGES: readonly AlarmChange[] = Object.freeze([]);
 
 export class SnapshotStore {
   readonly #entries = new Map<string, Entry>();
@@ -94,12 +117,14 @@ export class SnapshotStore {
           lastSuccessUtc: null,
           lastError: null,
           consecutiveFailures: 0,
+          load: EMPTY_REPORT,
         },
         polled: null,
         latches: new Map(),
         latchTimer: null,
         view: null,
         lastFromPoll: false,
+        load: new LoadTracker({}, DEFAULT_THRESHOLDS),
       });
     }
   }
@@ -140,6 +165,9 @@ export class SnapshotStore {
     const previous = entry.status.snapshot;
     const unchanged = entry.lastFromPoll && previous !== null && sameContent(previous, effective);
     entry.lastFromPoll = true;
+    const { report, changes } = unchanged
+      ? { report: entry.status.load, changes: NO_CHANGES }
+      : entry.load.assess(effective);
     entry.status = {
       ...entry.status,
       snapshot: effective,
@@ -147,8 +175,17 @@ export class SnapshotStore {
       lastSuccessUtc: snapshot.timestamp,
       lastError: null,
       consecutiveFailures: 0,
+      load: report,
     };
-    this.#emit({ kind: "snapshot", instanceId: id, snapshot: effective, fromPoll: true, unchanged });
+    this.#emit({
+      kind: "snapshot",
+      instanceId: id,
+      snapshot: effective,
+      fromPoll: true,
+      unchanged,
+      load: report,
+      alarmChanges: changes,
+    });
   }
 
   recordFailure(id: string, error: unknown): void {
@@ -192,6 +229,14 @@ export class SnapshotStore {
     this.#refresh(entry);
   }
 
+  /**
+   * Sets how the instance's snapshots are assessed (its ratings and the alarm thresholds); the next
+   * snapshot kept is assessed with it.
+   */
+  setLoad(id: string, tracker: LoadTracker): void {
+    this.#require(id).load = tracker;
+  }
+
   /** Stop latch timers (on shutdown). */
   close(): void {
     for (const entry of this.#entries.values()) {
@@ -216,7 +261,9 @@ export class SnapshotStore {
   #refresh(entry: Entry): void {
     if (!entry.polled) return;
     const effective = this.#applyLatches(entry);
-    entry.status = { ...entry.status, snapshot: effective };
+    // Names and hidden things may have changed (overrides); the states do not move on the same values.
+    const { report, changes } = entry.load.assess(effective);
+    entry.status = { ...entry.status, snapshot: effective, load: report };
     entry.lastFromPoll = false;
     this.#emit({
       kind: "snapshot",
@@ -224,6 +271,8 @@ export class SnapshotStore {
       snapshot: effective,
       fromPoll: false,
       unchanged: false,
+      load: report,
+      alarmChanges: changes,
     });
   }
 

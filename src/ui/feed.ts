@@ -1,6 +1,7 @@
 /**
  * The console's live feed: turns store events into server-sent events for the open streams of
- * `GET /api/v1/events` (`snapshot`, `status`, `control`), keeps the outlet power history, and observes
+ * `GET /api/v1/events` (`snapshot`, `status`, `control`, `alarm`; on connect also `alarms` and
+ * `recent`), keeps the outlet power history and the recent events (src/ui/alarms.ts), and observes
  * the outcomes of control requests (REST and MQTT) by wrapping the control core.
  *
  * Bounded everywhere, and per client, so that one client cannot lock the others out
@@ -22,11 +23,15 @@ import { isIP } from "node:net";
 import type { Config } from "../config/schema.js";
 import type { ControlOutcome, ControlRequest, ControlService } from "../control/types.js";
 import type { Logger } from "../log.js";
-import type { Alarm, DeviceRoute, Measurement, PduSystem, Snapshot } from "../pdu/model.js";
+import { EMPTY_REPORT } from "../pdu/load.js";
+import type { Alarm, DeviceRoute, LoadReport, Measurement, PduSystem, Snapshot } from "../pdu/model.js";
 import type { InstanceStatus, SnapshotStore, StoreEvent } from "../poller/store.js";
+import { alarmCounts, alarmEvent, loadsByThing, peakLoad, RecentEvents, shownAlarms } from "./alarms.js";
 import { PowerHistory } from "./history.js";
 import type {
+  AlarmsEventData,
   ControlEventData,
+  RecentEventData,
   ReconnectEventData,
   SnapshotEventData,
   StatusEventData,
@@ -85,7 +90,9 @@ export function snapshotEventData(
   snapshot: Snapshot,
   polled: Snapshot | null,
   actionsEnabled: boolean,
+  load: LoadReport = EMPTY_REPORT,
 ): SnapshotEventData {
+  const loads = loadsByThing(load);
   return {
     instanceId: snapshot.instanceId,
     timestampUtc: iso(snapshot.timestamp),
@@ -111,6 +118,7 @@ export function snapshotEventData(
             reported: was?.index === outlet.index ? was.state : outlet.state,
             alarm: wireAlarm(outlet.alarm),
             measurements: wireMeasurements(outlet.measurements),
+            load: loads.outlet(device.id, outlet.index),
             ...hiddenMark(outlet.hidden),
           };
         }),
@@ -119,6 +127,7 @@ export function snapshotEventData(
           name: entity.displayName,
           alarm: wireAlarm(entity.alarm),
           measurements: wireMeasurements(entity.measurements),
+          load: loads.entity(device.id, entity.key),
           ...hiddenMark(entity.hidden),
         })),
       };
@@ -131,6 +140,7 @@ export function snapshotEventData(
       measurements: group.measurements.map((m) => ({ ...m })),
       ...hiddenMark(group.hidden),
     })),
+    alarms: shownAlarms(snapshot.instanceId, load),
   };
 }
 
@@ -175,6 +185,10 @@ export function instanceStatusData(
       : null,
     powerW: snapshot ? totalPower(snapshot) : null,
     loginError: loginProblem(status.id),
+    label: snapshot ? snapshot.system.label : null,
+    model: snapshot ? snapshot.system.model : null,
+    alarms: alarmCounts(status.load),
+    peak: peakLoad(status.load),
   };
 }
 
@@ -253,6 +267,8 @@ export class ConsoleFeed {
   readonly #streams = new Set<Stream>();
   /** Open streams per client key. */
   readonly #perClient = new Map<string, number>();
+  /** Alarm changes and control outcomes, sent to a page when it connects. */
+  readonly #recent = new RecentEvents();
   readonly #unsubscribe: () => void;
   #heartbeat: NodeJS.Timeout | null = null;
   #closed = false;
@@ -295,7 +311,9 @@ export class ConsoleFeed {
       execute: async (request: ControlRequest): Promise<ControlOutcome> => {
         const outcome = await control.execute(request);
         try {
-          this.#broadcast(frame("control", this.#controlData(request, outcome)));
+          const data = this.#controlData(request, outcome);
+          this.#recent.add({ kind: "control", ...data });
+          this.#broadcast(frame("control", data));
         } catch (error) {
           this.#options.logger.warn({ err: error }, "console feed: could not send a control event");
         }
@@ -389,7 +407,16 @@ export class ConsoleFeed {
     text += frame("status", {
       instances: store.list().map((s) => this.#statusData(s, config)),
     } satisfies StatusEventData);
-    this.#write(stream, text);
+    text += frame("alarms", {
+      alarms: store
+        .list()
+        .flatMap((s) => shownAlarms(s.id, s.load))
+        .sort((a, b) => (a.severity === b.severity ? 0 : a.severity === "critical" ? -1 : 1)),
+    } satisfies AlarmsEventData);
+    text += frame("recent", { events: this.#recent.list() } satisfies RecentEventData);
+    // The state on connect is written whole (its size follows the fleet's, which may be more than
+    // the limit); what comes after it counts against the limit.
+    response.write(text);
     const backlog = store.list().filter((status) => status.snapshot && this.#wants(stream, status.id));
     if (backlog.length > 0) {
       stream.backlog = new Set(backlog.map((status) => status.id));
@@ -469,12 +496,25 @@ export class ConsoleFeed {
     if (!status?.snapshot) return "";
     const actionsEnabled =
       this.#options.config().instances.find((i) => i.id === instanceId)?.ActionsEnabled ?? false;
-    return frame("snapshot", snapshotEventData(status.snapshot, store.polled(instanceId), actionsEnabled));
+    return frame(
+      "snapshot",
+      snapshotEventData(status.snapshot, store.polled(instanceId), actionsEnabled, status.load),
+    );
   }
 
   #onStoreEvent(event: StoreEvent): void {
     if (event.kind === "snapshot" && event.fromPoll) this.history.record(event.snapshot);
+    let alarms = "";
+    if (event.kind === "snapshot") {
+      for (const change of event.alarmChanges) {
+        if (change.alarm.hidden === true) continue;
+        const data = alarmEvent(event.instanceId, change);
+        this.#recent.add({ kind: "alarm", ...data });
+        alarms += frame("alarm", data);
+      }
+    }
     if (this.#streams.size === 0) return;
+    if (alarms !== "") this.#broadcast(alarms);
     const status = this.#options.store.get(event.instanceId);
     if (!status) return;
     this.#broadcast(
