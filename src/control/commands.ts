@@ -36,10 +36,25 @@ export type HomeAssistantEntity =
       readonly fields?: Readonly<Record<string, string>>;
     };
 
+/** How the web console shows the command (its button, the confirmation, the progress). */
+export interface ConsoleForm {
+  /** The button's text. */
+  readonly label: string;
+  /** The confirmation's verb: "Switch off" outlet 3? */
+  readonly verb: string;
+  /** What the target shows while it runs. */
+  readonly progress: string;
+  /** What it shows once the service answered; null: until the PDU reports the state it latches. */
+  readonly done: string | null;
+  /** How the button looks: on, off, a restart (power-cycles), a reset of statistics (no power change). */
+  readonly tone: "on" | "off" | "restart" | "reset";
+}
+
 /** The command on one kind of target. */
 export interface CommandForm {
   readonly mqtt: MqttForm;
   readonly homeAssistant: HomeAssistantEntity;
+  readonly console: ConsoleForm;
 }
 
 export interface CommandRow {
@@ -80,8 +95,16 @@ const SET = (payload: string): MqttForm => ({ level: "set", payload });
 export const COMMANDS = [
   {
     name: "on",
-    outlet: { mqtt: SET("on"), homeAssistant: powerSwitch },
-    group: { mqtt: SET("on"), homeAssistant: { entity: "button", objectId: "on", name: "All outlets on" } },
+    outlet: {
+      mqtt: SET("on"),
+      homeAssistant: powerSwitch,
+      console: { label: "On", verb: "Switch on", progress: "Switching on…", done: null, tone: "on" },
+    },
+    group: {
+      mqtt: SET("on"),
+      homeAssistant: { entity: "button", objectId: "on", name: "All outlets on" },
+      console: { label: "All on", verb: "Switch on", progress: "Switching on…", done: null, tone: "on" },
+    },
     idempotent: true,
     supersedesWaiting: true,
     oncePerRebootDelay: false,
@@ -91,10 +114,15 @@ export const COMMANDS = [
   },
   {
     name: "off",
-    outlet: { mqtt: SET("off"), homeAssistant: powerSwitch },
+    outlet: {
+      mqtt: SET("off"),
+      homeAssistant: powerSwitch,
+      console: { label: "Off", verb: "Switch off", progress: "Switching off…", done: null, tone: "off" },
+    },
     group: {
       mqtt: SET("off"),
       homeAssistant: { entity: "button", objectId: "off", name: "All outlets off" },
+      console: { label: "All off", verb: "Switch off", progress: "Switching off…", done: null, tone: "off" },
     },
     idempotent: true,
     supersedesWaiting: true,
@@ -113,6 +141,13 @@ export const COMMANDS = [
         name: "Reboot",
         fields: { device_class: "restart" },
       },
+      console: {
+        label: "Reboot",
+        verb: "Reboot (power-cycle)",
+        progress: "Rebooting…",
+        done: "Rebooted.",
+        tone: "restart",
+      },
     },
     group: {
       mqtt: SET("reboot"),
@@ -121,6 +156,13 @@ export const COMMANDS = [
         objectId: "reboot",
         name: "Reboot all outlets",
         fields: { device_class: "restart" },
+      },
+      console: {
+        label: "Reboot all",
+        verb: "Reboot (power-cycle)",
+        progress: "Rebooting…",
+        done: "Rebooted.",
+        tone: "restart",
       },
     },
     idempotent: false,
@@ -139,6 +181,13 @@ export const COMMANDS = [
         objectId: "reset-stats",
         name: "Reset statistics",
         fields: { entity_category: "config" },
+      },
+      console: {
+        label: "Reset energy",
+        verb: "Reset the energy statistics of",
+        progress: "Resetting statistics…",
+        done: "Energy statistics reset.",
+        tone: "reset",
       },
     },
     group: null,

@@ -15,6 +15,7 @@ import type { FastPath, HttpApp } from "../http/common.js";
 import type { Logger } from "../log.js";
 import type { Snapshot } from "../pdu/model.js";
 import type { SnapshotStore } from "../poller/store.js";
+import { loadChunks, type LoadSource } from "./alarms.js";
 import { MAX_SERIES_PER_INSTANCE, metricsPlan, readingChunks, type LeftOutReason } from "./readings.js";
 
 export const TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -311,14 +312,19 @@ export class BridgeMetrics {
     const own = await this.#registry.metrics();
     const process = await processRegistry().metrics();
     const snapshots: Snapshot[] = [];
+    const loads: LoadSource[] = [];
     for (const s of this.#sources.store.list())
-      if (isUp(s) && s.snapshot !== null) snapshots.push(s.snapshot);
+      if (isUp(s) && s.snapshot !== null) {
+        snapshots.push(s.snapshot);
+        loads.push({ instanceId: s.id, load: s.load });
+      }
     const head = openMetrics
       ? `${textToOpenMetrics(own)}${textToOpenMetrics(process)}`
       : `${own}\n${process}\n`;
     function* chunks(): Generator<string> {
       yield head;
       yield* readingChunks(snapshots, openMetrics ? "openmetrics" : "text");
+      yield* loadChunks(loads);
       if (openMetrics) yield "# EOF\n";
     }
     return { contentType: openMetrics ? OPENMETRICS_CONTENT_TYPE : TEXT_CONTENT_TYPE, chunks: chunks() };

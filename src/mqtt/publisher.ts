@@ -11,6 +11,8 @@
  *   whose poll fails goes `offline` and its values are not refreshed until a poll succeeds again.
  * - Nothing is queued while disconnected; the next connect republishes retained topics and the next
  *   poll of each instance republishes all its values.
+ * - Loads against ratings, the active alarms and alarm events come after each walk, from the
+ *   snapshot's load report (src/mqtt/alarms.ts).
  *
  * Per instance, two {@link Track}s (retained and value topics) remember each topic's last payload
  * and send time in walk order, so a poll of an unchanged shape builds no topic names; publishes are
@@ -25,9 +27,10 @@ import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type { InstanceConfig } from "../config/schema.js";
 import { PUBLISHED_SETTINGS } from "../control/settings.js";
 import type { Logger } from "../log.js";
-import type { Alarm, Device, Group, Outlet, Snapshot } from "../pdu/model.js";
+import type { Alarm, Device, Group, LoadReport, Outlet, Snapshot } from "../pdu/model.js";
 import { publishedView } from "../pdu/overrides.js";
 import type { SnapshotStore, StoreEvent } from "../poller/store.js";
+import { AlarmTopics } from "./alarms.js";
 import { buildDiscovery, discoveryShape, discoverySignature, type DiscoveryOptions } from "./discovery.js";
 import type { TopicIdGuard, TopicKey, Topics } from "./topics.js";
 import { NO_SLOT, Track, type Slot, type TopicNames } from "./published-state.js";
@@ -147,11 +150,14 @@ export class Publisher {
   readonly #publishing: WalkPublishing;
   /** The walk's key objects, filled in place before each visit. */
   readonly #keys: WalkKeys = walkKeys();
+  /** Load and alarm topics and alarm events (src/mqtt/alarms.ts). */
+  readonly #alarms: AlarmTopics;
 
   constructor(options: PublisherOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
     this.#publishing = new WalkPublishing(options.sink, options.refreshMs);
+    this.#alarms = new AlarmTopics(options.sink, options.topics, options.guard);
     this.#actions = new Map(options.instances.map((i) => [i.id, i.ActionsEnabled]));
   }
 
@@ -217,6 +223,7 @@ export class Publisher {
     const snapshot = publishedView(event.snapshot);
     if (!event.fromPoll) {
       this.#walk(event.instanceId, state, snapshot, "latch");
+      this.#alarms.publish(event.instanceId, event.load, event.alarmChanges, false);
       return;
     }
     this.#setStatus(event.instanceId, state, "online", false);
@@ -236,6 +243,7 @@ export class Publisher {
         state.retainedDue = true;
         this.#enqueue(event.instanceId);
       }
+      this.#alarms.publish(event.instanceId, event.load, event.alarmChanges, false);
     }
     // Comparing the discovery shape costs about as much as the rest of the walk, and it almost never
     // changes: check it when topics came or went or a retained payload (label, state) changed, and
@@ -243,7 +251,8 @@ export class Publisher {
     if (!state.shapeChecked && ++state.quietPolls >= DISCOVERY_RECHECK_POLLS) {
       state.quietPolls = 0;
       state.shapeChecked = true;
-      if (this.#discoveryChanged(event.instanceId, state, snapshot)) this.#enqueue(event.instanceId);
+      if (this.#discoveryChanged(event.instanceId, state, snapshot, event.load))
+        this.#enqueue(event.instanceId);
     }
   }
 
@@ -315,8 +324,9 @@ export class Publisher {
       this.#setStatus(id, state, online ? "online" : "offline", true);
       state.valuesStale = true;
       if (snapshot === null) return;
-      this.#discover(id, state, snapshot, true);
+      this.#discover(id, state, snapshot, status.load, true);
       this.#walk(id, state, snapshot, "resync");
+      this.#alarms.publish(id, status.load, [], true);
       return;
     }
     if (snapshot === null) return;
@@ -329,7 +339,7 @@ export class Publisher {
     }
     // New or changed entities subscribe only after receiving their config: give them every value
     // with the next poll rather than after a whole refresh period.
-    if (this.#discover(id, state, snapshot, false)) state.valuesStale = true;
+    if (this.#discover(id, state, snapshot, status.load, false)) state.valuesStale = true;
   }
 
   #state(id: string): InstanceState {
@@ -362,9 +372,9 @@ export class Publisher {
   }
 
   /** Whether the instance's discovery differs from what was published last (false: discovery off). */
-  #discoveryChanged(id: string, state: InstanceState, snapshot: Snapshot): boolean {
+  #discoveryChanged(id: string, state: InstanceState, snapshot: Snapshot, load: LoadReport): boolean {
     if (this.#options.discovery === null) return false;
-    return discoverySignature(discoveryShape(id, snapshot, this.#options.guard)) !== state.signature;
+    return discoverySignature(discoveryShape(id, snapshot, this.#options.guard, load)) !== state.signature;
   }
 
   /**
@@ -372,10 +382,10 @@ export class Publisher {
    * configs that are gone; true when it published. Only config topics are kept, not payloads (they
    * would be the biggest thing in memory at 1000 PDUs), so a change republishes the whole instance.
    */
-  #discover(id: string, state: InstanceState, snapshot: Snapshot, force: boolean): boolean {
+  #discover(id: string, state: InstanceState, snapshot: Snapshot, load: LoadReport, force: boolean): boolean {
     const options = this.#options.discovery;
     if (options === null) return false;
-    const shape = discoveryShape(id, snapshot, this.#options.guard);
+    const shape = discoveryShape(id, snapshot, this.#options.guard, load);
     const signature = discoverySignature(shape);
     if (signature === state.signature && !force) return false;
     const configs = buildDiscovery(options, id, this.#actions.get(id) ?? false, shape);

@@ -248,6 +248,26 @@ export class Topics {
     return `${this.parent}/${instanceId}/groups/${groupKey}/measurements/${key}`;
   }
 
+  /** An outlet's load against its rating (retained JSON; src/mqtt/alarms.ts). */
+  outletLoad(instanceId: string, deviceId: string, index: number): string {
+    return `${this.parent}/${instanceId}/${deviceId}/outlets/${index}/load`;
+  }
+
+  /** An entity's load against its rating (retained JSON). */
+  entityLoad(instanceId: string, deviceId: string, entityKey: string): string {
+    return `${this.parent}/${instanceId}/${deviceId}/entity/${entityKey}/load`;
+  }
+
+  /** The instance's active alarms (retained JSON list). */
+  alarms(instanceId: string): string {
+    return `${this.parent}/${instanceId}/alarms`;
+  }
+
+  /** Alarms raised, changed and cleared (not retained). */
+  events(instanceId: string): string {
+    return `${this.parent}/${instanceId}/events`;
+  }
+
   outletCommand(instanceId: string, deviceId: string, index: number, command: OutletCommand): string {
     return `${this.parent}/${instanceId}/${deviceId}/outlets/${index}/${command}`;
   }

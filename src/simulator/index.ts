@@ -213,6 +213,12 @@ class GeistSimulator implements Simulator, ListenerOwner {
     else map.set(key, raw);
   }
 
+  setEntityCurrent(deviceId: string, entityKey: string, amps: number | null): void {
+    if (amps !== null && (!Number.isFinite(amps) || amps < 0))
+      throw new RangeError(`simulator: bad current ${amps}`);
+    this.setMeasurementRaw(deviceId, entityKey, "current", amps === null ? null : amps.toFixed(2));
+  }
+
   setAlarm(deviceId: string, target: number | string | null, alarm: AlarmValue | null): void {
     const device = this.state.device(deviceId);
     const value = alarm ? { ...alarm } : null;

@@ -151,6 +151,11 @@ export interface Simulator {
    * value. `target` is an outlet index, or an entity key (`phase0`, `total0`, `breaker0`, `breaker1`).
    */
   setMeasurementRaw(deviceId: string, target: number | string, type: string, raw: string | null): void;
+  /**
+   * Pin the current of an entity (`breaker0`, `phase0`, ...) to `amps`, written as the PDU writes
+   * currents (`"13.60"`): how tests drive a breaker towards its rating; null restores the living value.
+   */
+  setEntityCurrent(deviceId: string, entityKey: string, amps: number | null): void;
   /** Set an alarm on the device (target null), an outlet (index) or an entity (key); null clears. */
   setAlarm(deviceId: string, target: number | string | null, alarm: AlarmValue | null): void;
   /** `conf.outletControlEnabled` of a device; control writes are refused with retCode 2003 when false. */

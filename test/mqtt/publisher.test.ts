@@ -88,6 +88,9 @@ describe("publisher (embedded broker)", () => {
       [`${D}/outlets/1/label`]: "Outlet 2",
       [`${D}/outlets/2/state`]: "on",
       [`${D}/outlets/2/label`]: "Outlet 3",
+      // The phase's load (no rating configured) and the active alarms (none).
+      [`${D}/entity/phase0/load`]: '{"percent":null,"state":"normal"}',
+      [`${P}/alarms`]: "[]",
       // The settings as the snapshot reports them (the test snapshot's outlets all have the same).
       ...Object.fromEntries(
         [0, 1, 2].flatMap((i) => [

@@ -18,8 +18,10 @@ import {
 } from "../common.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
+import { registerAlarmsRoute } from "./alarms.js";
 import { createFastReads, createReadBodies, iso, storeReadSource, type ReadBodies } from "./bodies.js";
 import { controlRoutes } from "./control.js";
+import { registerKeyCheck } from "./key-check.js";
 import { FailedKeyLimiter } from "./key-guard.js";
 import { INTERNAL_ERROR, json, jsonArray, problemResponse, SHARED_SCHEMAS } from "./schemas.js";
 import { ConsoleFeed } from "../../ui/feed.js";
@@ -50,6 +52,7 @@ async function registerDocs(app: HttpApp): Promise<void> {
       tags: [
         { name: "Status", description: "Instances, health and snapshot ages" },
         { name: "Readings", description: "Measurements of the latest snapshots" },
+        { name: "Alarms", description: "Loads against ratings and active alarms" },
         { name: "Control", description: "Switch, reboot or reset outlets and groups (needs X-Api-Key)" },
         { name: "Documentation", description: "This document" },
       ],
@@ -94,6 +97,7 @@ function registerReadRoutes(app: HttpApp, deps: HttpDeps, bodies: ReadBodies): v
   registerHealthRoute(app, bodies);
   registerSnapshotsRoute(app, deps);
   registerReadingsRoute(app, deps, bodies);
+  registerAlarmsRoute(app, deps);
 }
 
 function registerInstancesRoute(app: HttpApp, deps: HttpDeps): void {
@@ -264,6 +268,7 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
   registerReadRoutes(app, deps, bodies);
   // Awaited, so its routes are added here and the OpenAPI document keeps its order.
   await app.register(controlRoutes, { deps, limiter });
+  registerKeyCheck(app, deps, limiter);
   registerDocumentRoutes(app);
   const feed = deps.console ?? ownConsoleFeed(deps);
   registerConsole(app, deps, feed);
