@@ -7,6 +7,7 @@
 import type { Config } from "../../src/config/schema.js";
 import { silentLogger } from "../../src/log.js";
 import { buildDiscovery, discoveryNodeId, discoveryShape } from "../../src/mqtt/discovery.js";
+import { LoadTracker, thresholdsOf } from "../../src/pdu/load.js";
 import { TopicIdGuard, Topics } from "../../src/mqtt/topics.js";
 import type { Snapshot } from "../../src/pdu/model.js";
 import { applyOverrides, publishedView } from "../../src/pdu/overrides.js";
@@ -71,7 +72,10 @@ export function expectedInstance(config: Config, instanceId: string, polled: Sna
   const ha = config.HomeAssistant;
   const instance = config.instances.find((i) => i.id === instanceId);
   if (instance === undefined) throw new Error(`no instance ${instanceId} in the configuration`);
-  const snapshot = publishedView(applyOverrides(polled, instance));
+  const effective = applyOverrides(polled, instance);
+  // Loads as the store assesses them (their sensors are discovered): the first poll's report.
+  const load = new LoadTracker(instance.Ratings, thresholdsOf(config.Alarms)).assess(effective).report;
+  const snapshot = publishedView(effective);
   const configs = new Map<number, number>();
   let sampleConfigTopic: string | null = null;
   if (ha.DiscoveryEnabled) {
@@ -80,7 +84,7 @@ export function expectedInstance(config: Config, instanceId: string, polled: Sna
       { topics, prefix: ha.DiscoveryTopic, expireAfter: ha.SensorExpireAfterSeconds },
       instanceId,
       instance.ActionsEnabled,
-      discoveryShape(instanceId, snapshot, guard),
+      discoveryShape(instanceId, snapshot, guard, load),
     );
     for (const [topic, payload] of built) {
       const parts = splitConfigTopic(topic, prefixLevels);

@@ -120,7 +120,8 @@ before(async () => {
   await waitFor(
     () => h.app.store.list().filter((s) => s.snapshot !== null).length >= INSTANCES - 2,
     "every instance polled once",
-    60_000,
+    // A deadline for a loaded machine (1,000 first polls beside other work), not a speed check.
+    180_000,
   );
   await h.sims.fading.close();
   proxy!.hold();
