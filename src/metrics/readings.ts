@@ -1,5 +1,5 @@
 /**
- * The reading families of `/metrics` (contract §8): every numeric measurement of the latest good
+ * The reading families of `/metrics` (docs/metrics.md): every numeric measurement of the latest good
  * snapshots, named by Prometheus conventions, built from the snapshot model at scrape time.
  *
  * No prom-client child per series: at 1,000 PDUs that is about 150,000 series, and keeping them in
