@@ -83,7 +83,7 @@ export default tseslint.config(
     },
   },
   // Exceptions, each with its reason. The files below are being reshaped by the HTTP-as-plugins and
-  // bus work (docs/architecture.md); each entry goes once its long function is split.
+  // bus work; each entry goes once its long functions are split.
   {
     // split by the HTTP/bus work: controlRoutes (the key guard, audit and six routes in one closure)
     files: ["src/http/api/control.ts"],

@@ -77,7 +77,10 @@ export function resolveSpecifier(fromFile, specifier) {
 export const folderBoundaries = {
   meta: {
     type: "problem",
-    docs: { description: "Each src/ folder imports only the folders it sits above (docs/architecture.md)." },
+    docs: {
+      description:
+        "Each src/ folder imports only the folders its row of the table names (docs/architecture.md).",
+    },
     schema: [],
     messages: {
       crossed:
