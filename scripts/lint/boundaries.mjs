@@ -8,6 +8,13 @@ const SRC = path.join(import.meta.dirname, "..", "..", "src");
 const LEAVES = ["log.ts", "paths.ts"];
 
 /**
+ * The parts' shared seams at the top of src/: the event bus (the events' types and the bus) and the
+ * ownership seam (which instances this process owns). Every part of the service may import them;
+ * the domain (pdu/, config/) and the simulator do not.
+ */
+const SEAMS = ["bus.ts", "ownership.ts"];
+
+/**
  * An area is a folder directly under src/ (its sub-folders belong to it), src/ui/page (the
  * browser's page, a bundle of its own), or a file at the top of src/. An area may always import
  * its own files; the composition files (app.ts, main.ts, demo.ts, runtime.ts) may import any area.
@@ -16,15 +23,18 @@ const LEAVES = ["log.ts", "paths.ts"];
 export const ALLOWED = {
   "log.ts": [],
   "paths.ts": [],
+  "bus.ts": ["config", "control", "pdu", ...LEAVES],
+  "ownership.ts": [],
+  "lifecycle.ts": [...LEAVES],
   config: ["pdu", ...LEAVES],
   pdu: ["config", ...LEAVES],
-  poller: ["pdu", "config", ...LEAVES],
-  cluster: ["config", ...LEAVES],
-  control: ["pdu", "config", "poller", ...LEAVES],
-  mqtt: ["pdu", "config", "control", "poller", ...LEAVES],
-  http: ["pdu", "config", "control", "poller", "mqtt", ...LEAVES],
-  metrics: ["pdu", "config", "control", "poller", "http", ...LEAVES],
-  ui: ["pdu", "config", "control", "poller", "http", ...LEAVES],
+  poller: ["pdu", "config", ...SEAMS, ...LEAVES],
+  cluster: ["config", ...SEAMS, ...LEAVES],
+  control: ["pdu", "config", "poller", ...SEAMS, ...LEAVES],
+  mqtt: ["pdu", "config", "control", "poller", ...SEAMS, ...LEAVES],
+  http: ["pdu", "config", "control", "poller", "mqtt", ...SEAMS, ...LEAVES],
+  metrics: ["pdu", "config", "control", "poller", "http", ...SEAMS, ...LEAVES],
+  ui: ["pdu", "config", "control", "poller", "http", ...SEAMS, ...LEAVES],
   // The page runs in the browser: it shares the wire types with the service and nothing else.
   "ui/page": ["ui/wire.ts"],
   simulator: ["pdu", ...LEAVES],
