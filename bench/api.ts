@@ -1,7 +1,7 @@
 /**
  * Scenario `api`: wrk against the REST API (`GET /api/v1/readings?instance=<one 24-outlet PDU>` and
- * `GET /api/v1/health`) while the bridge polls 1000 PDUs (`BENCH_API_PDUS=200` for the smaller
- * fleet of earlier rounds), against a bare node:http server in its own process answering the very
+ * `GET /api/v1/health`) while the bridge polls 1000 PDUs (`BENCH_API_PDUS=200` for a smaller
+ * fleet), against a bare node:http server in its own process answering the very
  * same bodies (fetched from the bridge once). The bridge keeps polling during the baseline's runs
  * too, so both see the same machine load; runs alternate bridge/baseline.
  *

@@ -1,7 +1,7 @@
 /**
  * Bridge variants side by side: the same build under different node options, polling the same
  * simulated PDUs at the same time, so that each one's peak RSS and CPU per poll compare as ratios in
- * one window whatever else loads the machine (issue 19, item 1: GC policy and heap flags).
+ * one window whatever else loads the machine (GC policy and heap flags).
  *
  *   node dist/bench/gc-ab.js [--pdus 400] [--warmup 40] [--window 60] [--retained] --variant NAME=OPTIONS ...
  *

@@ -1,7 +1,7 @@
 /**
  * CPU per poll, bridge against the naive floor, both running AT THE SAME TIME on the same simulated
  * PDUs and the same mosquitto, so that whatever else loads the machine loads both alike: the ratio
- * of their CPU seconds over one window is the A/B figure for work on the poll path (issue 19, item 2).
+ * of their CPU seconds over one window is the A/B figure for work on the poll path.
  * `npm run bench -- --only fleet` measures them one after the other, which on a shared machine puts
  * minutes of drift into the ratio.
  *

@@ -4,8 +4,8 @@
  * chunks beside it, replacing the module tsc wrote there. `npm run build` runs it after tsc.
  *
  * Why: the service loads about 1,400 modules (typebox alone is about 700 files), and every module's
- * source text and records stay in the heap for the life of the process: about 7 MB of live heap a
- * bundle does not have (docs/heap-breakdown.md, fifth round). The other modules under dist/src stay
+ * source text and records stay in the heap for the life of the process, live heap a bundle does not
+ * have (docs/heap-breakdown.md). The other modules under dist/src stay
  * as tsc wrote them: the tests import them, and the API's worker thread runs from them.
  *
  * Not bundled: @fastify/swagger-ui, which serves its files from its own directory, and net-snmp,

@@ -1,28 +1,26 @@
 /**
- * Memory sizing of the Node.js process (docs/deployment.md, "Memory").
+ * Memory sizing of the Node.js process (docs/deployment.md, "Memory", has the figures).
  *
  * After a full collection V8 lets the old generation grow by a factor of the live heap before the
  * next one. It picks the factor from the heap limit, which it sizes from the machine's memory: with
- * plenty of it (a 4 GB limit) the factor may reach four (a 1000-PDU bridge, about 110 MB live, then
- * peaked above 500 MB), under a limit of 480 MB it is about 1.5. What a poll replaces (each PDU's
- * snapshot, every 10 s) lives long enough to reach the old generation and dies there, so that
- * factor, not the live data, decides the peak.
+ * plenty of memory the factor may reach four, under a small limit it is about 1.5. What a poll
+ * replaces (each PDU's snapshot, every 10 s) lives long enough to reach the old generation and dies
+ * there, so that factor, not the live data, decides the peak.
  *
  * The service sets the factor itself at start ({@link applyHeapFlags}), `--heap-growing-percent=50`
  * (1.5 times the live heap), or 30 (1.3 times) when the process runs under a heap cap
  * (`--max-old-space-size` or `--max-heap-size`, as the image and the chart set): a cap says that
- * memory is what is limited, and at 1000 PDUs 1.3 measured 10–26 MB less peak RSS for 1.11–1.12
- * times the CPU per poll (docs/deployment.md, "Memory"). It does so however it is started: V8 reads
- * the flag whenever it recomputes the limit, so a flag set at run time works, and the plain command
- * needs no heap cap (which only a restart of the process could set).
- * The image and the Helm chart still set one, 480 MB: in a container V8 sizes its limit from the
- * memory limit, which may be below what the fleet needs. They also set the young generation to
+ * memory is what is limited, and the lower factor trades a little CPU per poll for a lower peak. It
+ * does so however it is started: V8 reads the flag whenever it recomputes the limit, so a flag set at
+ * run time works, and the plain command needs no heap cap (which only a restart of the process could
+ * set).
+ * The image and the Helm chart set a cap all the same, 480 MB: in a container V8 sizes its limit from
+ * the memory limit, which may be below what the fleet needs. They also set the young generation to
  * 4 MB per semi-space, a quarter of Node 20's default (Node 24's is larger): a semi-space costs its
- * size in RSS twice over; at 1000 PDUs 8 MB against 16 MB measured 12–18 MB less peak RSS for 1–5 %
- * more CPU per poll, and 4 MB against 8 MB another 12 MB for 2 % (docs/deployment.md, Memory); the
- * plain command keeps Node's default. Flags the user set on the command line or in NODE_OPTIONS are
- * kept, and the start-up log says which flags the service applied and why; it warns when a heap
- * limit the user set looks too small for the fleet.
+ * size in RSS twice over, and smaller ones lower the peak for a little more CPU per poll; the plain
+ * command keeps Node's default. Flags the user set on the command line or in NODE_OPTIONS are kept,
+ * and the start-up log says which flags the service applied and why; it warns when a heap limit the
+ * user set looks too small for the fleet.
  */
 import { getHeapStatistics, setFlagsFromString } from "node:v8";
 
@@ -32,7 +30,7 @@ export const HEAP_GROWING_PERCENT = 50;
 /** The same under a heap cap (the image, the chart, anyone who sets one): less memory, more CPU. */
 export const CAPPED_HEAP_GROWING_PERCENT = 30;
 
-/** The heap cap of the container image and the Helm chart (4000 24-outlet PDUs measured within it). */
+/** The heap cap of the container image and the Helm chart (room for 4000 24-outlet PDUs: docs/deployment.md). */
 export const DEFAULT_MAX_OLD_SPACE_MB = 480;
 
 /** Young generation (each semi-space, MB) of the image and the chart: a quarter of Node 20's default. */
@@ -42,8 +40,8 @@ export const DEFAULT_MAX_SEMI_SPACE_MB = 4;
 export const DEFAULT_NODE_OPTIONS = `--max-old-space-size=${DEFAULT_MAX_OLD_SPACE_MB} --max-semi-space-size=${DEFAULT_MAX_SEMI_SPACE_MB}`;
 
 /**
- * Live heap with 24-outlet PDUs, with a margin: a base plus a share per instance. Measured after a
- * full collection (docs/heap-breakdown.md, fifth round): 30 MB at 250 PDUs, 53 MB at 1000.
+ * Live heap with 24-outlet PDUs, with a margin: a base plus a share per instance, as measured after
+ * a full collection (docs/heap-breakdown.md).
  */
 const BASE_HEAP_MB = 24;
 const HEAP_PER_INSTANCE_MB = 0.04;

@@ -30,6 +30,7 @@ import {
   PduSchema,
   type ClusterConfig,
   type Config,
+  type FileConfig,
   type InstanceConfig,
   type MqttConfig,
   type MqttScheme,
@@ -48,6 +49,7 @@ import {
   secretInConfigMap,
   snmpSecretInFile,
   type Env,
+  type MergedSecrets,
 } from "./secrets.js";
 import {
   asSchemaNode,
@@ -132,32 +134,7 @@ export async function parseConfigText(
       line: 1,
     });
   }
-  const schema = asSchemaNode(ConfigSchema);
-  nullSectionsToEmpty(schema, data);
-
-  // Round one: the shape of the file. Every unknown key, bad instance id and bad value is listed.
-  const shape: ConfigError[] = [];
-  const unknown = findUnknownKeys(schema, data, (path) => yaml.keysOf(path));
-  for (const u of unknown) shape.push(fail(u.path, u.problem));
-  // A misspelt required key would also be reported missing: its unknown-key line says it all.
-  const misspelt = new Set(
-    unknown.flatMap((u) =>
-      u.suggestion === undefined ? [] : [[...u.path.slice(0, -1), u.suggestion].join(".")],
-    ),
-  );
-
-  const ids = checkInstanceIds(data, yaml, fail, shape);
-
-  Value.Default(ConfigSchema, data);
-  // typebox leaves the values of a record alone, so each instance gets its defaults here (those
-  // with a bad id too, so that their values are checked as well).
-  if (isPlainObject(data.Pdus)) for (const pdu of Object.values(data.Pdus)) Value.Default(PduSchema, pdu);
-
-  for (const problem of describeErrors(schema, data, Value.Errors(ConfigSchema, data))) {
-    if (problem.problem === "is required" && misspelt.has(problem.path.join("."))) continue;
-    shape.push(fail(problem.path, problem.problem));
-  }
-  if (shape.length > 0) throw ConfigError.all(inFileOrder(shape));
+  const ids = checkShape(data, yaml, fail);
   if (!Value.Check(ConfigSchema, data)) throw new ConfigError("", "invalid configuration", { file: origin });
   checkOidcSecretInFile(data, fail);
 
@@ -174,30 +151,7 @@ export async function parseConfigText(
   const baseDir = options.baseDir ?? process.cwd();
   const caFile = (file: string | null) => (file === null ? null : resolve(baseDir, file));
 
-  const primaryId = ids.includes("default") ? "default" : ids[0];
-  const instances = ids.map((id): InstanceConfig => {
-    const pdu = data.Pdus[id]!;
-    const scheme: PduScheme = pdu.Connection.Scheme ?? (pdu.Connection.Port === 443 ? "https" : "http");
-    const snmp = pdu.Driver === "snmp";
-    return {
-      id,
-      primary: id === primaryId,
-      ...pdu,
-      Snmp: {
-        ...pdu.Snmp,
-        Version: pdu.Snmp.Version === 3 ? "3" : pdu.Snmp.Version,
-        ...(secrets.snmp.get(id) ?? {}),
-      },
-      Connection: {
-        ...pdu.Connection,
-        Port: pdu.Connection.Port ?? (snmp ? 161 : scheme === "https" ? 443 : 80),
-        Scheme: scheme,
-        CaFile: caFile(pdu.Connection.CaFile),
-      },
-      Credentials: secrets.pdus.get(id) ?? { Username: null, Password: null },
-      credentialSources: secrets.pduSources.get(id) ?? { Username: null, Password: null },
-    };
-  });
+  const instances = resolveInstances(data, ids, secrets, caFile);
 
   const connection = data.Mqtt.Connection;
   const mqttScheme: MqttScheme = connection.Scheme ?? mqttSchemeForPort(connection.Port);
@@ -228,7 +182,7 @@ export async function parseConfigText(
     instances,
     origin,
   };
-  // Round two: the rules that read the values, every one of them.
+  // The second pass: the rules that read the values, every one of them.
   const rules: ConfigError[] = [];
   for (const instance of instances) {
     const bad = overrideProblem(instance);
@@ -246,6 +200,72 @@ export async function parseConfigText(
   await collectFirst(rules, () => readApiTls(config, fail));
   if (rules.length > 0) throw ConfigError.all(inFileOrder(rules));
   return config;
+}
+
+/**
+ * The first pass: the shape of the file. Every unknown key, bad instance id and bad value is listed
+ * in one error; fills in the defaults and returns the instance ids.
+ */
+function checkShape(data: Record<string, unknown>, yaml: ParsedYaml, fail: Fail): string[] {
+  const schema = asSchemaNode(ConfigSchema);
+  nullSectionsToEmpty(schema, data);
+
+  const shape: ConfigError[] = [];
+  const unknown = findUnknownKeys(schema, data, (path) => yaml.keysOf(path));
+  for (const u of unknown) shape.push(fail(u.path, u.problem));
+  // A misspelt required key would also be reported missing: its unknown-key line says it all.
+  const misspelt = new Set(
+    unknown.flatMap((u) =>
+      u.suggestion === undefined ? [] : [[...u.path.slice(0, -1), u.suggestion].join(".")],
+    ),
+  );
+
+  const ids = checkInstanceIds(data, yaml, fail, shape);
+
+  Value.Default(ConfigSchema, data);
+  // typebox leaves the values of a record alone, so each instance gets its defaults here (those
+  // with a bad id too, so that their values are checked as well).
+  if (isPlainObject(data.Pdus)) for (const pdu of Object.values(data.Pdus)) Value.Default(PduSchema, pdu);
+
+  for (const problem of describeErrors(schema, data, Value.Errors(ConfigSchema, data))) {
+    if (problem.problem === "is required" && misspelt.has(problem.path.join("."))) continue;
+    shape.push(fail(problem.path, problem.problem));
+  }
+  if (shape.length > 0) throw ConfigError.all(inFileOrder(shape));
+  return ids;
+}
+
+/** Each instance's configuration with its defaults, secrets and resolved CA file. */
+function resolveInstances(
+  data: FileConfig,
+  ids: readonly string[],
+  secrets: MergedSecrets,
+  caFile: (file: string | null) => string | null,
+): InstanceConfig[] {
+  const primaryId = ids.includes("default") ? "default" : ids[0];
+  return ids.map((id): InstanceConfig => {
+    const pdu = data.Pdus[id]!;
+    const scheme: PduScheme = pdu.Connection.Scheme ?? (pdu.Connection.Port === 443 ? "https" : "http");
+    const snmp = pdu.Driver === "snmp";
+    return {
+      id,
+      primary: id === primaryId,
+      ...pdu,
+      Snmp: {
+        ...pdu.Snmp,
+        Version: pdu.Snmp.Version === 3 ? "3" : pdu.Snmp.Version,
+        ...(secrets.snmp.get(id) ?? {}),
+      },
+      Connection: {
+        ...pdu.Connection,
+        Port: pdu.Connection.Port ?? (snmp ? 161 : scheme === "https" ? 443 : 80),
+        Scheme: scheme,
+        CaFile: caFile(pdu.Connection.CaFile),
+      },
+      Credentials: secrets.pdus.get(id) ?? { Username: null, Password: null },
+      credentialSources: secrets.pduSources.get(id) ?? { Username: null, Password: null },
+    };
+  });
 }
 
 /** Runs a check that stops at its first problem, adding that problem (if any) to `problems`. */
@@ -345,26 +365,7 @@ function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail, prob
     );
   }
 
-  const listeners = [
-    { path: ["Api", "Port"], port: config.Api.Port, on: config.Api.Enabled },
-    { path: ["Health", "Port"], port: config.Health.Port, on: config.Health.Enabled },
-    { path: ["Mqtt", "Embedded", "Port"], port: config.Mqtt.Embedded.Port, on: embedded },
-  ].filter((l) => l.on && l.port !== 0);
-  for (const [i, a] of listeners.entries()) {
-    for (const b of listeners.slice(i + 1)) {
-      if (a.port !== b.port) continue;
-      // Name the key the file sets (the later one when it sets both): that is the one to change.
-      const lineA = yaml.has(a.path) ? (yaml.lineOf(a.path) ?? 0) : -1;
-      const lineB = yaml.has(b.path) ? (yaml.lineOf(b.path) ?? 0) : -1;
-      const [named, other] = lineB > lineA ? [b, a] : [a, b];
-      problems.push(
-        fail(
-          named.path,
-          `port ${named.port} is also used by ${other.path.join(".")}; each listener needs its own port`,
-        ),
-      );
-    }
-  }
+  checkListenerPorts(config, yaml, fail, problems);
 
   for (const [i, address] of config.Api.TrustedProxies.entries()) {
     if (isIP(address) === 0) {
@@ -409,6 +410,36 @@ function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail, prob
 
   checkClusterRules(config, fail);
 
+  checkPduCredentials(config, yaml, fail, problems);
+}
+
+/** Two enabled listeners on one port: the key the file sets is named (the later one when it sets both). */
+function checkListenerPorts(config: Config, yaml: ParsedYaml, fail: Fail, problems: ConfigError[]): void {
+  const embedded = config.Mqtt.Connection.Host === null;
+  const listeners = [
+    { path: ["Api", "Port"], port: config.Api.Port, on: config.Api.Enabled },
+    { path: ["Health", "Port"], port: config.Health.Port, on: config.Health.Enabled },
+    { path: ["Mqtt", "Embedded", "Port"], port: config.Mqtt.Embedded.Port, on: embedded },
+  ].filter((l) => l.on && l.port !== 0);
+  for (const [i, a] of listeners.entries()) {
+    for (const b of listeners.slice(i + 1)) {
+      if (a.port !== b.port) continue;
+      // Name the key the file sets (the later one when it sets both): that is the one to change.
+      const lineA = yaml.has(a.path) ? (yaml.lineOf(a.path) ?? 0) : -1;
+      const lineB = yaml.has(b.path) ? (yaml.lineOf(b.path) ?? 0) : -1;
+      const [named, other] = lineB > lineA ? [b, a] : [a, b];
+      problems.push(
+        fail(
+          named.path,
+          `port ${named.port} is also used by ${other.path.join(".")}; each listener needs its own port`,
+        ),
+      );
+    }
+  }
+}
+
+/** An SNMP instance's own rules; a Geist instance with ActionsEnabled needs both credentials. */
+function checkPduCredentials(config: Config, yaml: ParsedYaml, fail: Fail, problems: ConfigError[]): void {
   for (const instance of config.instances) {
     if (instance.Driver === "snmp") {
       checkSnmp(instance, yaml, fail);
@@ -522,7 +553,7 @@ function checkClusterRules(config: Config, fail: Fail): void {
   }
 }
 
-/** Shortest API key accepted, in characters (contract §7). */
+/** Shortest API key accepted, in characters (docs/http.md). */
 export const MIN_API_KEY_LENGTH = 16;
 
 /**

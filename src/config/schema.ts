@@ -2,7 +2,7 @@
  * The configuration file's schema: one typebox schema that gives the loader its validation and
  * defaults, gives the code its types, and is emitted as `config.schema.json` for editors.
  *
- * Keys are PascalCase exactly as in the service contract (§2). Values that depend on other values
+ * Keys are PascalCase, as docs/configuration.md lists them. Values that depend on other values
  * (ports inferred from schemes and back) are optional here and filled in by the loader, which
  * returns the resolved {@link Config} below.
  *

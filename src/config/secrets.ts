@@ -1,5 +1,5 @@
 /**
- * Secrets from the environment (contract §2): each variable has a `<NAME>_FILE` form naming a file
+ * Secrets from the environment (docs/configuration.md, Secrets): each variable has a `<NAME>_FILE` form naming a file
  * that holds the value. Precedence: `<NAME>_FILE`, then `<NAME>`, then the configuration file.
  * An empty variable counts as unset; a `_FILE` that cannot be read is an error, never ignored.
  */

@@ -36,7 +36,7 @@ const unsafeName = (what: string, name: string, problem: string, id: string): Re
   refuse(
     400,
     "Unsafe name",
-    `${what} ${quote(name)} of instance ${id} ${problem}: names a PDU supplies are controlled only when they are safe (contract §7), nothing was sent`,
+    `${what} ${quote(name)} of instance ${id} ${problem}: names a PDU supplies are controlled only when they are safe, nothing was sent`,
     { problem: "unsafe-name" },
   );
 

@@ -1,5 +1,5 @@
 /**
- * `/metrics` (contract §8): the bridge's own metrics (prom-client), the process metrics, and the
+ * `/metrics` (docs/metrics.md): the bridge's own metrics (prom-client), the process metrics, and the
  * reading families of the latest snapshots (./readings.ts), in the Prometheus text format or
  * OpenMetrics. One instance per running App; the process metrics are shared by the process.
  *
@@ -109,6 +109,100 @@ export function wantsOpenMetrics(accept: string | undefined): boolean {
   return om > 0 && om >= text;
 }
 
+/** The poll and MQTT series read from their sources at each scrape. */
+function registerPollAndMqttGauges(
+  registers: Registry[],
+  sources: MetricsSources,
+  ids: readonly string[],
+): void {
+  const store = sources.store;
+  const skippedSeen = new Map<string, number>();
+  new Counter({
+    name: "pdu_bridge_polls_skipped_total",
+    help: "Polls skipped because the previous poll of the instance was still running",
+    labelNames: ["instance"],
+    registers,
+    collect() {
+      for (const id of ids) {
+        const now = sources.skippedPolls(id);
+        this.inc({ instance: id }, Math.max(0, now - (skippedSeen.get(id) ?? 0)));
+        skippedSeen.set(id, now);
+      }
+    },
+  });
+  new Gauge({
+    name: "pdu_bridge_last_successful_poll_timestamp_seconds",
+    help: "When the last successful poll of the instance finished (Unix time)",
+    labelNames: ["instance"],
+    registers,
+    collect() {
+      this.reset();
+      for (const s of store.list())
+        if (s.lastSuccessUtc !== null) this.set({ instance: s.id }, s.lastSuccessUtc / 1000);
+    },
+  });
+  new Gauge({
+    name: "pdu_bridge_mqtt_connected",
+    help: "1 while connected to the MQTT broker",
+    registers,
+    collect() {
+      this.set(sources.mqtt()?.connected === true ? 1 : 0);
+    },
+  });
+  mirroredCounter(
+    registers,
+    "pdu_bridge_mqtt_messages_published_total",
+    "MQTT messages handed to the client for the broker",
+    () => sources.mqtt()?.published,
+  );
+  mirroredCounter(
+    registers,
+    "pdu_bridge_mqtt_publish_failures_total",
+    "MQTT messages dropped while disconnected or refused by the client",
+    () => sources.mqtt()?.failed,
+  );
+  new Gauge({
+    name: "pdu_bridge_mqtt_discovery_configs",
+    help: "Home Assistant discovery config topics the bridge publishes retained",
+    registers,
+    collect() {
+      this.set(sources.mqtt()?.discoveryConfigs ?? 0);
+    },
+  });
+}
+
+/** The count of reading series left out of /metrics per instance and reason, each reason logged once. */
+function registerLeftOutGauge(registers: Registry[], sources: MetricsSources): void {
+  const store = sources.store;
+  const warned = new Set<string>();
+  new Gauge({
+    name: "pdu_bridge_metrics_series_left_out",
+    help: "Reading series of the instance's latest snapshot left out of /metrics, by reason (unsafe-name, series-cap)",
+    labelNames: ["instance", "reason"],
+    registers,
+    collect() {
+      this.reset();
+      for (const s of store.list()) {
+        if (!isUp(s) || s.snapshot === null) continue;
+        const { leftOut } = metricsPlan(s.snapshot);
+        for (const reason of Object.keys(leftOut) as LeftOutReason[]) {
+          const n = leftOut[reason];
+          if (n === 0) continue;
+          this.set({ instance: s.id, reason }, n);
+          // Instances and reasons are few (configuration and code): the set stays small.
+          const key = `${s.id}\u0000${reason}`;
+          if (warned.has(key)) continue;
+          warned.add(key);
+          sources.logger?.warn(
+            { instance: s.id, reason, series: n },
+            `/metrics leaves out series of this PDU: ${LEFT_OUT_WHY[reason]}`,
+          );
+        }
+      }
+    },
+  });
+}
+
 export class BridgeMetrics {
   readonly name = "metrics";
   readonly #sources: MetricsSources;
@@ -148,59 +242,7 @@ export class BridgeMetrics {
       labelNames: ["instance"],
       registers,
     });
-    const skippedSeen = new Map<string, number>();
-    new Counter({
-      name: "pdu_bridge_polls_skipped_total",
-      help: "Polls skipped because the previous poll of the instance was still running",
-      labelNames: ["instance"],
-      registers,
-      collect() {
-        for (const id of ids) {
-          const now = sources.skippedPolls(id);
-          this.inc({ instance: id }, Math.max(0, now - (skippedSeen.get(id) ?? 0)));
-          skippedSeen.set(id, now);
-        }
-      },
-    });
-    new Gauge({
-      name: "pdu_bridge_last_successful_poll_timestamp_seconds",
-      help: "When the last successful poll of the instance finished (Unix time)",
-      labelNames: ["instance"],
-      registers,
-      collect() {
-        this.reset();
-        for (const s of store.list())
-          if (s.lastSuccessUtc !== null) this.set({ instance: s.id }, s.lastSuccessUtc / 1000);
-      },
-    });
-    new Gauge({
-      name: "pdu_bridge_mqtt_connected",
-      help: "1 while connected to the MQTT broker",
-      registers,
-      collect() {
-        this.set(sources.mqtt()?.connected === true ? 1 : 0);
-      },
-    });
-    mirroredCounter(
-      registers,
-      "pdu_bridge_mqtt_messages_published_total",
-      "MQTT messages handed to the client for the broker",
-      () => sources.mqtt()?.published,
-    );
-    mirroredCounter(
-      registers,
-      "pdu_bridge_mqtt_publish_failures_total",
-      "MQTT messages dropped while disconnected or refused by the client",
-      () => sources.mqtt()?.failed,
-    );
-    new Gauge({
-      name: "pdu_bridge_mqtt_discovery_configs",
-      help: "Home Assistant discovery config topics the bridge publishes retained",
-      registers,
-      collect() {
-        this.set(sources.mqtt()?.discoveryConfigs ?? 0);
-      },
-    });
+    registerPollAndMqttGauges(registers, sources, ids);
     this.#control = new Counter({
       name: "pdu_bridge_control_commands_total",
       help: "Control commands by surface, action and outcome (done, refused, failed)",
@@ -213,33 +255,7 @@ export class BridgeMetrics {
       labelNames: ["listener", "route", "code"],
       registers,
     });
-    const warned = new Set<string>();
-    new Gauge({
-      name: "pdu_bridge_metrics_series_left_out",
-      help: "Reading series of the instance's latest snapshot left out of /metrics, by reason (unsafe-name, series-cap)",
-      labelNames: ["instance", "reason"],
-      registers,
-      collect() {
-        this.reset();
-        for (const s of store.list()) {
-          if (!isUp(s) || s.snapshot === null) continue;
-          const { leftOut } = metricsPlan(s.snapshot);
-          for (const reason of Object.keys(leftOut) as LeftOutReason[]) {
-            const n = leftOut[reason];
-            if (n === 0) continue;
-            this.set({ instance: s.id, reason }, n);
-            // Instances and reasons are few (configuration and code): the set stays small.
-            const key = `${s.id}\u0000${reason}`;
-            if (warned.has(key)) continue;
-            warned.add(key);
-            sources.logger?.warn(
-              { instance: s.id, reason, series: n },
-              `/metrics leaves out series of this PDU: ${LEFT_OUT_WHY[reason]}`,
-            );
-          }
-        }
-      },
-    });
+    registerLeftOutGauge(registers, sources);
     this.#apiWorkerRestarts = new Counter({
       name: "pdu_bridge_api_worker_restarts_total",
       help: "Starts of a new REST API worker thread after one exited unexpectedly (every attempt)",

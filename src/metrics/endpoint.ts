@@ -1,4 +1,4 @@
-/** `GET <Metrics.Path>` on the health listener (contract §8). */
+/** `GET <Metrics.Path>` on the health listener (docs/metrics.md). */
 import { Readable } from "node:stream";
 import type { HttpApp } from "../http/common.js";
 import { wantsOpenMetrics, type BridgeMetrics } from "./bridge.js";

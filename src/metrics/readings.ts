@@ -1,5 +1,5 @@
 /**
- * The reading families of `/metrics` (contract §8): every numeric measurement of the latest good
+ * The reading families of `/metrics` (docs/metrics.md): every numeric measurement of the latest good
  * snapshots, named by Prometheus conventions, built from the snapshot model at scrape time.
  *
  * No prom-client child per series: at 1,000 PDUs that is about 150,000 series, and keeping them in
@@ -31,8 +31,9 @@ interface Kind {
 }
 
 /**
- * Measurement types the contract names, by the PDU's exact type. Empty units mean the PDU's usual
- * unit; any other unit is left out rather than exported on a wrong scale.
+ * Measurement types with a family of their own (the table in docs/metrics.md), by the PDU's exact
+ * type. Empty units mean the PDU's usual unit; any other unit is left out rather than exported on a
+ * wrong scale.
  */
 const KINDS: ReadonlyMap<string, Kind> = new Map<string, Kind>([
   ["realPower", { base: "power_watts", help: "real power", units: { W: 1, "": 1 }, counter: false }],

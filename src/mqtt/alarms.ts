@@ -15,8 +15,8 @@
  */
 import { alarmJson, loadJson } from "../pdu/load.js";
 import type { AlarmChange, LoadReport } from "../pdu/model.js";
-import type { Sink } from "./publisher.js";
 import type { TopicIdGuard, Topics } from "./topics.js";
+import type { Sink } from "./types.js";
 
 interface InstanceTopics {
   /** Load topic → payload last published. */

@@ -82,6 +82,57 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
         "read every value and send commands; set SERVICE_MQTT_USERNAME and SERVICE_MQTT_PASSWORD, or bind it to 127.0.0.1",
     );
   }
+  const access = accessRules(options, warn);
+  const aedes = await Aedes.createBroker(access.rules);
+  aedes.on("clientDisconnect", (client) => access.disconnected(client));
+  const maxPacketSize = options.maxPacketSize ?? DEFAULT_MAX_PACKET_SIZE;
+  const server = createServer((socket) => {
+    const remote = `${socket.remoteAddress ?? "?"}:${socket.remotePort ?? "?"}`;
+    const guarded = guardPacketSize(socket, maxPacketSize, (size) =>
+      warn("packet-size", "an MQTT packet over Mqtt.Embedded.MaxPacketSize; connection closed", {
+        size,
+        limit: maxPacketSize,
+        remote,
+      }),
+    );
+    remotes.set(guarded, remote);
+    aedes.handle(guarded);
+  });
+  try {
+    await listen(server, options.port, options.bind);
+  } catch (error) {
+    await closeAedes(aedes);
+    throw listenError(error, options.bind, options.port);
+  }
+  server.on("error", (error) =>
+    options.logger.error({ err: describeError(error) }, "embedded MQTT broker error"),
+  );
+  const port = (server.address() as AddressInfo).port;
+  const host = options.bind === "0.0.0.0" ? "127.0.0.1" : options.bind === "::" ? "::1" : options.bind;
+  options.logger.info(
+    { bind: options.bind, port },
+    `embedded MQTT broker listening on ${options.bind}:${port}`,
+  );
+
+  let closing: Promise<void> | null = null;
+  return {
+    host,
+    port,
+    close() {
+      closing ??= (async () => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        await closeAedes(aedes);
+        await closed;
+        options.logger.info("embedded MQTT broker stopped");
+      })();
+      return closing;
+    },
+  };
+}
+
+/** The access rules of the module comment: who may connect as whom, and who may publish what. */
+function accessRules(options: EmbeddedBrokerOptions, warn: Warn): AccessRules {
+  const credentialsSet = options.username !== null || options.password !== null;
   const user = Buffer.from(options.username ?? "");
   const pass = Buffer.from(options.password ?? "");
   const bridge = options.bridge;
@@ -89,11 +140,9 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
   const isProtected = protectedTopics(options.parentTopic, options.discoveryPrefix);
   /** The bridge's live connection (an aedes client), if any. */
   let bridgeClient: Client | null = null;
-  const retained = new Map<string, number>();
-  const maxRetained = options.maxForeignRetained ?? MAX_FOREIGN_RETAINED;
-  let retainedBytes = 0;
+  const admitRetained = retainedBudget(options.maxForeignRetained ?? MAX_FOREIGN_RETAINED, warn);
 
-  const aedesOptions: AedesOptions = {
+  const rules: AedesOptions = {
     authenticate: (client, username, password, done) => {
       const id = client.id ?? "";
       if (bridge !== undefined && id === bridge.clientId) {
@@ -137,97 +186,71 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
         done(new Error("topic reserved for the bridge"));
         return;
       }
-      if (packet.retain) {
-        const size = packet.payload.length;
-        const previous = retained.get(topic);
-        if (size === 0) {
-          if (previous !== undefined) {
-            retained.delete(topic);
-            retainedBytes -= previous;
-          }
-        } else {
-          const bytes = retainedBytes - (previous ?? 0) + size;
-          if (
-            (previous === undefined && retained.size >= maxRetained) ||
-            bytes > MAX_FOREIGN_RETAINED_BYTES
-          ) {
-            warn("retained", "retained message refused: the embedded broker holds as many as it keeps", {
-              topic: topic.slice(0, 200),
-              remote: remoteOf(client),
-            });
-            done(new Error("too many retained messages"));
-            return;
-          }
-          retained.set(topic, size);
-          retainedBytes = bytes;
-        }
+      if (packet.retain && !admitRetained(topic, packet.payload.length, client)) {
+        done(new Error("too many retained messages"));
+        return;
       }
       done(null);
     },
   };
-  const aedes = await Aedes.createBroker(aedesOptions);
-  aedes.on("clientDisconnect", (client) => {
-    if (client === bridgeClient) bridgeClient = null;
-  });
-  const maxPacketSize = options.maxPacketSize ?? DEFAULT_MAX_PACKET_SIZE;
-  const server = createServer((socket) => {
-    const remote = `${socket.remoteAddress ?? "?"}:${socket.remotePort ?? "?"}`;
-    const guarded = guardPacketSize(socket, maxPacketSize, (size) =>
-      warn("packet-size", "an MQTT packet over Mqtt.Embedded.MaxPacketSize; connection closed", {
-        size,
-        limit: maxPacketSize,
-        remote,
-      }),
-    );
-    remotes.set(guarded, remote);
-    aedes.handle(guarded);
-  });
-  try {
-    await listen(server, options.port, options.bind);
-  } catch (error) {
-    await closeAedes(aedes);
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "EADDRINUSE" || code === "EACCES" || code === "EADDRNOTAVAIL") {
-      const why =
-        code === "EADDRINUSE"
-          ? "is already in use"
-          : code === "EACCES"
-            ? "may not be opened by this user"
-            : "is not an address of this machine";
-      throw new ConfigError(
-        "Mqtt.Embedded.Port",
-        `the embedded MQTT broker cannot listen on ${options.bind}:${options.port}: the ${
-          code === "EADDRNOTAVAIL" ? "address" : "port"
-        } ${why}`,
-      );
-    }
-    throw new Error(
-      `the embedded MQTT broker cannot listen on ${options.bind}:${options.port}: ${describeError(error)}`,
+  return {
+    rules,
+    disconnected(client) {
+      if (client === bridgeClient) bridgeClient = null;
+    },
+  };
+}
+
+/** Why the listener could not open, as a configuration error naming the key when the port or address is at fault. */
+function listenError(error: unknown, bind: string, port: number): Error {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === "EADDRINUSE" || code === "EACCES" || code === "EADDRNOTAVAIL") {
+    const why =
+      code === "EADDRINUSE"
+        ? "is already in use"
+        : code === "EACCES"
+          ? "may not be opened by this user"
+          : "is not an address of this machine";
+    return new ConfigError(
+      "Mqtt.Embedded.Port",
+      `the embedded MQTT broker cannot listen on ${bind}:${port}: the ${
+        code === "EADDRNOTAVAIL" ? "address" : "port"
+      } ${why}`,
     );
   }
-  server.on("error", (error) =>
-    options.logger.error({ err: describeError(error) }, "embedded MQTT broker error"),
-  );
-  const port = (server.address() as AddressInfo).port;
-  const host = options.bind === "0.0.0.0" ? "127.0.0.1" : options.bind === "::" ? "::1" : options.bind;
-  options.logger.info(
-    { bind: options.bind, port },
-    `embedded MQTT broker listening on ${options.bind}:${port}`,
-  );
+  return new Error(`the embedded MQTT broker cannot listen on ${bind}:${port}: ${describeError(error)}`);
+}
 
-  let closing: Promise<void> | null = null;
-  return {
-    host,
-    port,
-    close() {
-      closing ??= (async () => {
-        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-        await closeAedes(aedes);
-        await closed;
-        options.logger.info("embedded MQTT broker stopped");
-      })();
-      return closing;
-    },
+/**
+ * Counts the retained messages of clients other than the bridge: a new one past `max` messages or
+ * {@link MAX_FOREIGN_RETAINED_BYTES} bytes is refused; an empty payload clears its topic.
+ */
+function retainedBudget(
+  max: number,
+  warn: Warn,
+): (topic: string, size: number, client: Client | null) => boolean {
+  const retained = new Map<string, number>();
+  let retainedBytes = 0;
+  return (topic, size, client) => {
+    const previous = retained.get(topic);
+    if (size === 0) {
+      if (previous !== undefined) {
+        retained.delete(topic);
+        retainedBytes -= previous;
+      }
+    } else {
+      const bytes = retainedBytes - (previous ?? 0) + size;
+      if ((previous === undefined && retained.size >= max) || bytes > MAX_FOREIGN_RETAINED_BYTES) {
+        warn("retained", "retained message refused: the embedded broker holds as many as it keeps", {
+          topic: topic.slice(0, 200),
+          remote: remoteOf(client),
+        });
+        return false;
+      }
+      retained.set(topic, size);
+      retainedBytes = bytes;
+    }
+    return true;
   };
 }
 
@@ -281,8 +304,17 @@ function remoteOf(client: Client | null): string | undefined {
   return typeof conn === "object" && conn !== null ? remotes.get(conn) : undefined;
 }
 
+type Warn = (reason: string, message: string, fields: Record<string, unknown>) => void;
+
+interface AccessRules {
+  /** aedes's authenticate and authorizePublish hooks. */
+  readonly rules: AedesOptions;
+  /** Forgets the bridge's connection when it ends. */
+  disconnected(client: Client): void;
+}
+
 /** One warning per reason per 10 s (a hostile client must not flood the log), with the count skipped. */
-function rateLimitedWarn(log: Logger) {
+function rateLimitedWarn(log: Logger): Warn {
   const last = new Map<string, { at: number; skipped: number }>();
   return (reason: string, message: string, fields: Record<string, unknown>): void => {
     const now = Date.now();

@@ -1,5 +1,5 @@
 /**
- * MQTT commands (contract §3): received topic + payload → a control request, or a refusal.
+ * MQTT commands (docs/mqtt.md): received topic + payload → a control request, or a refusal.
  *
  * Every received command is audited exactly once (`auditControl`): refusals with the reason, the
  * rest with the control core's outcome. Refused commands never reach the control service:

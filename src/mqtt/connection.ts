@@ -59,9 +59,8 @@ const BATCHED_PACKET_MAX = 16 * 1024;
 const BATCH_FLUSH_BYTES = 256 * 1024;
 /**
  * Otherwise a batch is written this long (ms) after its first message, with the values of the polls
- * answered meanwhile: fewer, larger socket writes (same-run A/B at 500 PDUs, 20 ms against one write
- * per event loop turn: 0.97–0.98 times the CPU per poll). QoS 1 messages and a close write the batch
- * first, so the order on the wire holds.
+ * answered meanwhile: fewer, larger socket writes cost less CPU per poll than one write per event
+ * loop turn. QoS 1 messages and a close write the batch first, so the order on the wire holds.
  */
 const BATCH_DELAY_MS = 20;
 /** Warnings about dropped messages per window at most (each is counted all the same). */
@@ -237,11 +236,11 @@ export class MqttConnection {
       resubscribe: false,
       queueQoSZero: false,
       manualConnect: true,
-      // mqtt.js logs through `debug` several times per publish; off, that still cost about 3 % of
-      // the CPU at 1000 PDUs (npm run bench, fleet profile). The bridge logs what matters itself.
+      // mqtt.js logs through `debug` several times per publish, which costs CPU even while `debug`
+      // is off. The bridge logs what matters itself.
       log: () => undefined,
-      // Otherwise mqtt-packet makes 65,536 two-byte Buffers for packet ids at the first write, 6 MB
-      // of live heap for good (docs/heap-breakdown.md); QoS 0 values are encoded by packet.ts anyway.
+      // Otherwise mqtt-packet makes 65,536 two-byte Buffers for packet ids at the first write and
+      // keeps them (docs/heap-breakdown.md); QoS 0 values are encoded by packet.ts anyway.
       writeCache: false,
       // Never an identifier still in flight (src/mqtt/packet-ids.ts).
       messageIdProvider: new PacketIdPool(),

@@ -61,7 +61,7 @@ interface DeviceShape {
      * The settings the PDU reports a value of (the others would have no state in Home Assistant).
      * Not the label of an outlet renamed by an override: its label topic carries the override's Name,
      * not the PDU's label, so a `text` entity would show the Name and saving it unchanged would write
-     * the Name to the PDU (which keeps its own label, contract §11).
+     * the Name to the PDU (which keeps its own label; docs/mqtt.md, Overrides).
      */
     readonly settings: readonly SettingName[];
     /** `Protected` (overrides): the settings a protected outlet refuses are not offered. */

@@ -34,16 +34,7 @@ import { AlarmTopics } from "./alarms.js";
 import { buildDiscovery, discoveryShape, discoverySignature, type DiscoveryOptions } from "./discovery.js";
 import type { TopicIdGuard, TopicKey, Topics } from "./topics.js";
 import { NO_SLOT, Track, type Slot, type TopicNames } from "./published-state.js";
-
-/** What the publisher needs of the connection. */
-export interface Sink {
-  readonly connected: boolean;
-  publish(topic: string, payload: string, qos: 0 | 1, retain: boolean): boolean;
-  /** True while so many QoS 1 messages wait for acknowledgement that bulk publishing should pause. */
-  readonly congested: boolean;
-  /** Runs `callback` once, when the connection is no longer congested or was lost. */
-  onceUncongested(callback: () => void): void;
-}
+import type { Sink } from "./types.js";
 
 export interface PublisherOptions {
   readonly sink: Sink;

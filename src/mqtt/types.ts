@@ -1,5 +1,15 @@
 /** What the rest of the service may know about the MQTT side (src/mqtt knows nothing about HTTP). */
 
+/** What the publisher and the alarm topics need of the connection. */
+export interface Sink {
+  readonly connected: boolean;
+  publish(topic: string, payload: string, qos: 0 | 1, retain: boolean): boolean;
+  /** True while so many QoS 1 messages wait for acknowledgement that bulk publishing should pause. */
+  readonly congested: boolean;
+  /** Runs `callback` once, when the connection is no longer congested or was lost. */
+  onceUncongested(callback: () => void): void;
+}
+
 export interface MqttStatus {
   readonly connected: boolean;
   /** Broker URL without credentials, e.g. `mqtt://127.0.0.1:1883`. */

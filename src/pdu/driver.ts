@@ -23,7 +23,7 @@ export interface OutletTarget {
 export type PoaAction = "on" | "off" | "last";
 
 /**
- * Outlet settings an operator may change (contract §10): label, delays in whole seconds, power-on
+ * Outlet settings an operator may change (docs/control.md, Settings writes): label, delays in whole seconds, power-on
  * action. The control core validates them (src/control/settings.ts) before a driver sees them.
  */
 export interface OutletSettings {

@@ -1,6 +1,6 @@
 /**
  * Names a PDU supplies (device ids, outlet keys, entity keys, measurement types, group keys) are
- * data, never trusted as MQTT topic levels, discovery ids or URL path segments (contract §7). This
+ * data, never trusted as MQTT topic levels, discovery ids or URL path segments (docs/control.md, PDU-supplied names). This
  * is the one predicate that decides whether such a name may become one; MQTT, discovery and control
  * all use it. REST readings may still show an unsafe name (JSON-escaped): they only display it.
  *

@@ -1,5 +1,5 @@
 /**
- * Overrides (contract §11): the one seam between a polled snapshot and everything derived from it.
+ * Overrides (docs/control.md): the one seam between a polled snapshot and everything derived from it.
  * The store applies {@link applyOverrides} to every snapshot it keeps, so MQTT topics, Home
  * Assistant discovery, REST readings, the console, metrics and the control core all read the same
  * overridden model:

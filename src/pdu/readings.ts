@@ -1,5 +1,5 @@
 /**
- * Readings: the flat view of a snapshot that the REST API serves (contract §4). One reading per
+ * Readings: the flat view of a snapshot that the REST API serves (docs/http.md). One reading per
  * numeric measurement of every outlet and entity; non-numeric values are skipped and OneView group
  * rollups are not readings (they are aggregates of outlet readings, published on MQTT only).
  */
@@ -38,7 +38,7 @@ export function compareOrdinal(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** Measurement types compare case-insensitively (pdu-protocol.md §2), ties broken ordinally. */
+/** Measurement types compare case-insensitively, ties broken ordinally. */
 function compareTypes(a: string, b: string): number {
   return compareOrdinal(a.toLowerCase(), b.toLowerCase()) || compareOrdinal(a, b);
 }

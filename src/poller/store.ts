@@ -29,7 +29,7 @@ import {
   type Snapshot,
 } from "../pdu/model.js";
 
-/** How long a commanded state overrides what the PDU reports (pdu-protocol.md §3). */
+/** How long a commanded state overrides what the PDU reports (a unit keeps reporting the old state for a while after a switch: docs/control.md). */
 export const LATCH_MS = 120_000;
 
 export interface InstanceStatus {

@@ -18,9 +18,9 @@
  */
 
 import type { WireDevice, WireOutlet } from "./tree.js";
+import type { HostileMode } from "./types.js";
 
-/** The answer modes, as `setFault` takes them. */
-export type HostileMode = `huge-id:${number}` | `huge-label:${number}` | `outlets:${number}` | "new-id";
+export type { HostileMode };
 
 /** What the modes of one listener change, combined. */
 export interface AnswerShape {

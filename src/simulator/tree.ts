@@ -291,7 +291,7 @@ function rollup(type: string, values: readonly (number | null)[], sumOnly = fals
 
 /**
  * A rollup node (`entity.outlet.0` of a user group, `entity.pduTotal.0` of `total`): the rollup
- * measurements sit one level down, under `measurement`, like an outlet's (pdu-protocol.md §5).
+ * measurements sit one level down, under `measurement`, like an outlet's (docs/simulator.md, OneView cluster layout).
  */
 const rollupNode = (name: string, list: readonly Record<string, unknown>[]): Record<string, unknown> => ({
   name,

@@ -1,9 +1,11 @@
 /** Public types of the built-in Geist PDU simulator (re-exported by `index.ts`). */
 
 import type { OutletRef } from "../pdu/model.js";
-import type { HostileMode } from "./hostile.js";
 
-export type { HostileMode, OutletRef };
+export type { OutletRef };
+
+/** The hostile answer modes (src/simulator/hostile.ts), as `setFault` takes them. */
+export type HostileMode = `huge-id:${number}` | `huge-label:${number}` | `outlets:${number}` | "new-id";
 
 export type OutletSwitch = "on" | "off";
 

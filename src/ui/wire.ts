@@ -1,5 +1,5 @@
 /**
- * What the web console receives (contract §9): the data of the server-sent events on
+ * What the web console receives (docs/console.md): the data of the server-sent events on
  * `GET /api/v1/events` and the answer of the outlet history endpoint. Types only, shared by the
  * service (src/ui/feed.ts) and the page (src/ui/page/), so both sides agree at compile time.
  */

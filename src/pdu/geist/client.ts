@@ -1,5 +1,5 @@
 /**
- * The Geist HTTP client for one configured PDU instance (pdu-protocol.md §2, §3, §5, §6): polls the
+ * The Geist HTTP client for one configured PDU instance: polls the
  * unit (or a OneView master) into a {@link Snapshot}, and performs outlet writes with lazy login.
  *
  * - Reads (the OneView probe and polls, which never overlap) go over one undici Client; writes over

@@ -1,6 +1,6 @@
 /**
  * Wire → model: turns the `data` of `GET /api` (one unit) or `GET /oneview` (a cluster) into a
- * normalised, frozen {@link Snapshot} (pdu-protocol.md §1, §2, §5).
+ * normalised, frozen {@link Snapshot} (docs/architecture.md, the snapshot model).
  *
  * Tolerance rules:
  * - Unknown properties are ignored everywhere.
@@ -579,7 +579,7 @@ const ROLLUP_STATS = ["sumValue", "avgValue", "minValue", "maxValue"] as const;
 
 /**
  * Appends the rollups of `entity.<segment>.<n>.measurement.<m>` (path = location of `entity`). Each
- * `<n>` is a rollup node `{name, alarm, measurement}` (pdu-protocol.md §5). Rollups are optional: a
+ * `<n>` is a rollup node `{name, alarm, measurement}`. Rollups are optional: a
  * malformed node or measurement is dropped with a warning, as is a second measurement of a type the
  * group already has. `seen` holds the lower-cased keys taken so far.
  */

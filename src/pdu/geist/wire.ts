@@ -1,5 +1,5 @@
 /**
- * The Geist envelope and request bodies (pdu-protocol.md §1, §3): small pure helpers shared by the
+ * The Geist envelope and request bodies (docs/simulator.md describes the API): small pure helpers shared by the
  * client and its tests. Nothing here does I/O.
  */
 import { PduError } from "../errors.js";

@@ -381,44 +381,13 @@ export function parsePoll(
     if (usedIds.has(deviceId)) deviceId = `${deviceId}-${unit}`;
     usedIds.add(deviceId);
 
-    const numbers = new Map<number, number>(); // outlet index → MIB number
-    const outlets: Outlet[] = [];
-    for (const [key] of outletRows) {
-      const [u, n] = key.split(":").map(Number);
-      if (u !== unit || n === undefined || n < 1) continue;
-      if (outlets.length >= MAX_OUTLETS) {
-        warnings.add(profile.outlets.table, `more than ${MAX_OUTLETS} outlets: the rest were left out`);
-        break;
-      }
-      numbers.set(n - 1, n);
-      outlets.push(outletOf(t, profile, unit, n));
-    }
-    outlets.sort((a, b) => a.index - b.index);
+    const { outlets, numbers } = unitOutlets(t, profile, unit, outletRows.keys(), warnings);
 
     const entities: Entity[] = [];
     for (const def of profile.entities) entities.push(...entitiesOf(t, def, unit, units.length));
     entities.sort((a, b) => compareKeys(a.key, b.key));
 
-    const system = Object.freeze(id);
-    const name = id.label;
-    devices.push(
-      Object.freeze({
-        id: deviceId,
-        name,
-        label: "",
-        displayName: name !== "" ? name : deviceId,
-        type: profile.id,
-        state: "normal",
-        alarm: NO_ALARM,
-        order: null,
-        outletControlEnabled: true,
-        lifetimeEnergy: null,
-        system,
-        route: null,
-        outlets: Object.freeze(outlets),
-        entities: Object.freeze(entities),
-      }),
-    );
+    devices.push(deviceOf(profile, deviceId, id, outlets, entities));
     addressing.rows.set(
       deviceId,
       new Map(writes.map((table) => [table, rowIndexes(t, table, unit, numbers)])),
@@ -439,6 +408,58 @@ export function parsePoll(
     ...(w === undefined ? {} : { warnings: w }),
   });
   return { snapshot, addressing };
+}
+
+/** The outlets of one unit, in index order, and each one's number in the MIB (by outlet index). */
+function unitOutlets(
+  t: Tables,
+  profile: SnmpProfile,
+  unit: number,
+  rowKeys: Iterable<string>,
+  warnings: Warnings,
+): { outlets: Outlet[]; numbers: Map<number, number> } {
+  const numbers = new Map<number, number>(); // outlet index → MIB number
+  const outlets: Outlet[] = [];
+  for (const key of rowKeys) {
+    const [u, n] = key.split(":").map(Number);
+    if (u !== unit || n === undefined || n < 1) continue;
+    if (outlets.length >= MAX_OUTLETS) {
+      warnings.add(profile.outlets.table, `more than ${MAX_OUTLETS} outlets: the rest were left out`);
+      break;
+    }
+    numbers.set(n - 1, n);
+    outlets.push(outletOf(t, profile, unit, n));
+  }
+  outlets.sort((a, b) => a.index - b.index);
+  return { outlets, numbers };
+}
+
+/** One unit as a device of the snapshot. */
+function deviceOf(
+  profile: SnmpProfile,
+  deviceId: string,
+  id: PduSystem & { label: string },
+  outlets: Outlet[],
+  entities: Entity[],
+): Device {
+  const system = Object.freeze(id);
+  const name = id.label;
+  return Object.freeze({
+    id: deviceId,
+    name,
+    label: "",
+    displayName: name !== "" ? name : deviceId,
+    type: profile.id,
+    state: "normal",
+    alarm: NO_ALARM,
+    order: null,
+    outletControlEnabled: true,
+    lifetimeEnergy: null,
+    system,
+    route: null,
+    outlets: Object.freeze(outlets),
+    entities: Object.freeze(entities),
+  });
 }
 
 function safeId(s: string): string | undefined {

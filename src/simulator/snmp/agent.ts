@@ -15,7 +15,15 @@
  */
 import { createSocket } from "node:dgram";
 import snmp from "net-snmp";
-import { SimUnit, type SimProfile, type SimType, type SimValue, type WriteRole } from "./units.js";
+import {
+  SimUnit,
+  type SimColumn,
+  type SimProfile,
+  type SimTable,
+  type SimType,
+  type SimValue,
+  type WriteRole,
+} from "./units.js";
 
 export const SNMP_HOSTILE_MODES = [
   "hang",
@@ -139,20 +147,116 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
   const host = o.host ?? "127.0.0.1";
   const community = o.community ?? "public";
   const writeCommunity = o.writeCommunity ?? "private";
+  const served: ServedMib = {
+    mib: snmp.createMib() as Mib,
+    roles: new Map(),
+    values: new Map(),
+    tables: [],
+  };
   const sets: { oid: string; value: SimValue }[] = [];
-  const mib = snmp.createMib() as Mib;
-  const roles = new Map<string, CellRole>(); // "<entry>.<column>" and instance suffix → role
-  const cellKey = (provider: string, column: number, index: readonly number[]) =>
-    `${provider}|${column}|${index.join(".")}`;
-  const served = new Map<string, SimValue>();
+  const refresh = () => refreshMib(served, unit);
+  const handler = requestHandler({ unit, sets, roles: served.roles, hostile, profile: o.profile, refresh });
 
-  // The handler of every provider: answers (or, hanging, never does), and carries out writes.
-  const handler = (request: {
-    oid: string;
-    operation: number;
-    setValue?: unknown;
-    done: (error?: { errorStatus: number }) => void;
-  }) => {
+  const content = unit.content();
+  content.scalars.forEach((s, i) => {
+    const system = s.oid.startsWith("1.3.6.1.2.1.1.");
+    if (hostile === "no-such-instance" && !system) return;
+    const name = `s${i}`;
+    served.mib.registerProvider({
+      name,
+      type: snmp.MibProviderType.Scalar,
+      oid: s.oid.replace(/\.0$/, ""),
+      scalarType: TYPES[s.type],
+      maxAccess: snmp.MaxAccess["read-only"],
+      handler,
+    });
+    served.mib.setScalarValue(name, serveValue(s.type, s.value));
+  });
+
+  served.tables.push(...content.tables.map((table, t) => registerTable(served, table, t, hostile, handler)));
+
+  // net-snmp's agent takes port 0 for its default (161): a free port is looked up first.
+  const wanted = o.port ?? 0;
+  const agent = snmp.createAgent(
+    {
+      port: wanted === 0 ? await freeUdpPort(host) : wanted,
+      address: host,
+      transport: host.includes(":") ? "udp6" : "udp4",
+      accessControlModelType: snmp.AccessControlModelType.Simple,
+    },
+    () => {
+      // errors of single requests (an unknown community, a bad packet) are answered or dropped by the agent
+    },
+    served.mib,
+  ) as Agent;
+  grantAccess(agent, community, writeCommunity, o.v3);
+  const onRequest = o.onRequest;
+  if (onRequest !== undefined) {
+    for (const socket of Object.values(agent.listener?.sockets ?? {})) {
+      socket.on("message", (_message, rinfo) => onRequest(rinfo.address, rinfo.port));
+    }
+  }
+  const port = await boundPort(agent);
+  const timer = setInterval(refresh, o.refreshMs ?? 1000);
+  timer.unref();
+
+  return {
+    host,
+    port,
+    profile: o.profile,
+    community,
+    writeCommunity,
+    unit,
+    sets,
+    close: () =>
+      new Promise<void>((resolve) => {
+        clearInterval(timer);
+        agent.close(() => resolve());
+      }),
+  };
+}
+
+/** What the agent serves: the MIB, each cell's write role, the values last written to it, the tables. */
+interface ServedMib {
+  readonly mib: Mib;
+  /** Cell OID → its write role and outlet. */
+  readonly roles: Map<string, CellRole>;
+  /** {@link cellKey} → the value the MIB holds. */
+  readonly values: Map<string, SimValue>;
+  readonly tables: ServedTable[];
+}
+
+interface ServedTable {
+  readonly name: string;
+  readonly table: SimTable;
+  readonly columns: readonly (SimColumn & { readonly wrong: boolean })[];
+}
+
+/** A provider's request, as net-snmp hands it over. */
+interface ProviderRequest {
+  oid: string;
+  operation: number;
+  setValue?: unknown;
+  done: (error?: { errorStatus: number }) => void;
+}
+
+const cellKey = (provider: string, column: number, index: readonly number[]) =>
+  `${provider}|${column}|${index.join(".")}`;
+
+const serveValue = (type: SimType, value: SimValue): unknown =>
+  type === "IpAddress" && Buffer.isBuffer(value) ? [...value].join(".") : value;
+
+/** The handler of every provider: answers (or, hanging, never does), and carries out writes. */
+function requestHandler(ctx: {
+  readonly unit: SimUnit;
+  readonly sets: { oid: string; value: SimValue }[];
+  readonly roles: ReadonlyMap<string, CellRole>;
+  readonly hostile: SnmpHostileMode | undefined;
+  readonly profile: SimProfile;
+  readonly refresh: () => void;
+}): (request: ProviderRequest) => void {
+  const { unit, sets, roles, hostile, refresh } = ctx;
+  return (request) => {
     if (hostile === "hang") return;
     if (request.operation !== snmp.PduType.SetRequest) {
       request.done();
@@ -182,7 +286,7 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
       }
       case "name": {
         const bytes = Buffer.isBuffer(value) ? value : Buffer.from(String(value));
-        if (bytes.length > 32 && o.profile === "servertech-sentry4") {
+        if (bytes.length > 32 && ctx.profile === "servertech-sentry4") {
           request.done({ errorStatus: snmp.ErrorStatus.WrongLength });
           return;
         }
@@ -211,140 +315,124 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
         request.done();
     }
   };
+}
 
-  const content = unit.content();
-  const serveValue = (type: SimType, value: SimValue): unknown =>
-    type === "IpAddress" && Buffer.isBuffer(value) ? [...value].join(".") : value;
-
-  content.scalars.forEach((s, i) => {
-    const system = s.oid.startsWith("1.3.6.1.2.1.1.");
-    if (hostile === "no-such-instance" && !system) return;
-    const name = `s${i}`;
-    mib.registerProvider({
-      name,
-      type: snmp.MibProviderType.Scalar,
-      oid: s.oid.replace(/\.0$/, ""),
-      scalarType: TYPES[s.type],
-      maxAccess: snmp.MaxAccess["read-only"],
-      handler,
+/** Registers one table of the unit (shaped by the hostile column modes) and its rows. */
+function registerTable(
+  served: ServedMib,
+  table: SimTable,
+  t: number,
+  hostile: SnmpHostileMode | undefined,
+  handler: (request: ProviderRequest) => void,
+): ServedTable {
+  const { mib, roles } = served;
+  const name = `t${t}`;
+  const outletTable = table.rows.some((r) => r.outlet !== undefined);
+  const columns = table.columns
+    .filter((c) => !(outletTable && hostile === "missing-columns" && hostileColumn(c.id, c.type, c.write)))
+    .map((c) => {
+      const wrong = outletTable && hostile === "wrong-types" && hostileColumn(c.id, c.type, c.write);
+      return { ...c, type: wrong ? ("OctetString" as const) : c.type, wrong };
     });
-    mib.setScalarValue(name, serveValue(s.type, s.value));
+  const indexColumns = Array.from({ length: table.indexLength }, (_, k) => ({
+    number: INDEX_COLUMN_BASE + k,
+    name: `index${k}`,
+    type: snmp.ObjectType.Integer,
+    maxAccess: snmp.MaxAccess["not-accessible"],
+  }));
+  mib.registerProvider({
+    name,
+    type: snmp.MibProviderType.Table,
+    oid: table.entry,
+    maxAccess: snmp.MaxAccess["not-accessible"],
+    tableColumns: [
+      ...columns.map((c) => ({
+        number: c.id,
+        name: `c${c.id}`,
+        type: TYPES[c.type],
+        maxAccess: c.write === undefined ? snmp.MaxAccess["read-only"] : snmp.MaxAccess["read-write"],
+      })),
+      ...indexColumns,
+    ],
+    tableIndex: indexColumns.map((c) => ({ columnName: c.name })),
+    handler,
   });
-
-  const tables = content.tables.map((table, t) => {
-    const name = `t${t}`;
-    const outletTable = table.rows.some((r) => r.outlet !== undefined);
-    const columns = table.columns
-      .filter((c) => !(outletTable && hostile === "missing-columns" && hostileColumn(c.id, c.type, c.write)))
-      .map((c) => {
-        const wrong = outletTable && hostile === "wrong-types" && hostileColumn(c.id, c.type, c.write);
-        return { ...c, type: wrong ? ("OctetString" as const) : c.type, wrong };
-      });
-    const indexColumns = Array.from({ length: table.indexLength }, (_, k) => ({
-      number: INDEX_COLUMN_BASE + k,
-      name: `index${k}`,
-      type: snmp.ObjectType.Integer,
-      maxAccess: snmp.MaxAccess["not-accessible"],
-    }));
-    mib.registerProvider({
-      name,
-      type: snmp.MibProviderType.Table,
-      oid: table.entry,
-      maxAccess: snmp.MaxAccess["not-accessible"],
-      tableColumns: [
-        ...columns.map((c) => ({
-          number: c.id,
-          name: `c${c.id}`,
-          type: TYPES[c.type],
-          maxAccess: c.write === undefined ? snmp.MaxAccess["read-only"] : snmp.MaxAccess["read-write"],
-        })),
-        ...indexColumns,
-      ],
-      tableIndex: indexColumns.map((c) => ({ columnName: c.name })),
-      handler,
+  table.rows.forEach((row, r) => {
+    const values = columns.map((c) => {
+      const v = row.cells.get(c.id) ?? (c.type === "OctetString" ? "" : 0);
+      return c.wrong ? `${String(v)} units` : serveValue(c.type, v);
     });
-    table.rows.forEach((row, r) => {
-      const values = columns.map((c) => {
-        const v = row.cells.get(c.id) ?? (c.type === "OctetString" ? "" : 0);
-        return c.wrong ? `${String(v)} units` : serveValue(c.type, v);
-      });
-      mib.addTableRow(name, [...values, ...row.index]);
-      for (const c of columns) {
-        const oid = `${table.entry}.${c.id}.${row.index.join(".")}`;
-        roles.set(oid, { write: c.write, outlet: row.outlet });
-        served.set(cellKey(name, c.id, row.index), row.cells.get(c.id) ?? 0);
-      }
-      // A cell the row does not have (a sensor without a reading), and in the no-such-instance mode
-      // every second outlet row's readings: holes in the table.
-      const holes = hostile === "no-such-instance" && row.outlet !== undefined && r % 2 === 1;
-      for (const c of columns) {
-        if (row.cells.has(c.id) && !(holes && hostileColumn(c.id, c.type, c.write))) continue;
-        const node = mib.lookup(`${table.entry}.${c.id}.${row.index.join(".")}`);
-        if (node === null) continue;
-        const parent = node.parent;
-        node.delete();
-        parent.pruneUpwards();
-        served.delete(cellKey(name, c.id, row.index));
-      }
-    });
-    return { name, table, columns };
+    mib.addTableRow(name, [...values, ...row.index]);
+    for (const c of columns) {
+      const oid = `${table.entry}.${c.id}.${row.index.join(".")}`;
+      roles.set(oid, { write: c.write, outlet: row.outlet });
+      served.values.set(cellKey(name, c.id, row.index), row.cells.get(c.id) ?? 0);
+    }
+    // A cell the row does not have (a sensor without a reading), and in the no-such-instance mode
+    // every second outlet row's readings: holes in the table.
+    const holes = hostile === "no-such-instance" && row.outlet !== undefined && r % 2 === 1;
+    for (const c of columns) {
+      if (row.cells.has(c.id) && !(holes && hostileColumn(c.id, c.type, c.write))) continue;
+      const node = mib.lookup(`${table.entry}.${c.id}.${row.index.join(".")}`);
+      if (node === null) continue;
+      const parent = node.parent;
+      node.delete();
+      parent.pruneUpwards();
+      served.values.delete(cellKey(name, c.id, row.index));
+    }
   });
+  return { name, table, columns };
+}
 
-  /** Writes the unit's current values into the MIB, cell by cell where they changed. */
-  const refresh = () => {
-    const now = unit.content();
-    now.tables.forEach((table, t) => {
-      const entry = tables[t];
-      if (entry === undefined) return;
-      for (const row of table.rows) {
-        for (const c of entry.columns) {
-          const key = cellKey(entry.name, c.id, row.index);
-          if (!served.has(key)) continue;
-          const v = row.cells.get(c.id);
-          if (
-            v === undefined ||
-            v === served.get(key) ||
-            (Buffer.isBuffer(v) && Buffer.isBuffer(served.get(key)))
-          )
-            continue;
-          served.set(key, v);
-          try {
-            mib.setTableSingleCell(
-              entry.name,
-              c.id,
-              [...row.index],
-              c.wrong ? `${String(v)} units` : serveValue(c.type, v),
-            );
-          } catch {
-            // a cell the hostile modes removed
-          }
+/** Writes the unit's current values into the MIB, cell by cell where they changed. */
+function refreshMib(served: ServedMib, unit: SimUnit): void {
+  const { mib, tables } = served;
+  const now = unit.content();
+  now.tables.forEach((table, t) => {
+    const entry = tables[t];
+    if (entry === undefined) return;
+    for (const row of table.rows) {
+      for (const c of entry.columns) {
+        const key = cellKey(entry.name, c.id, row.index);
+        if (!served.values.has(key)) continue;
+        const v = row.cells.get(c.id);
+        if (
+          v === undefined ||
+          v === served.values.get(key) ||
+          (Buffer.isBuffer(v) && Buffer.isBuffer(served.values.get(key)))
+        )
+          continue;
+        served.values.set(key, v);
+        try {
+          mib.setTableSingleCell(
+            entry.name,
+            c.id,
+            [...row.index],
+            c.wrong ? `${String(v)} units` : serveValue(c.type, v),
+          );
+        } catch {
+          // a cell the hostile modes removed
         }
       }
-    });
-  };
+    }
+  });
+}
 
-  // net-snmp's agent takes port 0 for its default (161): a free port is looked up first.
-  const wanted = o.port ?? 0;
-  const agent = snmp.createAgent(
-    {
-      port: wanted === 0 ? await freeUdpPort(host) : wanted,
-      address: host,
-      transport: host.includes(":") ? "udp6" : "udp4",
-      accessControlModelType: snmp.AccessControlModelType.Simple,
-    },
-    () => {
-      // errors of single requests (an unknown community, a bad packet) are answered or dropped by the agent
-    },
-    mib,
-  ) as Agent;
+/** The read and write communities and, when configured, the SNMPv3 user. */
+function grantAccess(
+  agent: Agent,
+  community: string,
+  writeCommunity: string,
+  v3: SnmpSimulatorOptions["v3"],
+): void {
   const authorizer = agent.getAuthorizer();
   authorizer.addCommunity(community);
   authorizer.addCommunity(writeCommunity);
   const acm = authorizer.getAccessControlModel();
   acm.setCommunityAccess(community, snmp.AccessLevel.ReadOnly);
   acm.setCommunityAccess(writeCommunity, snmp.AccessLevel.ReadWrite);
-  if (o.v3 !== undefined) {
-    const v = o.v3;
+  if (v3 !== undefined) {
+    const v = v3;
     authorizer.addUser({
       name: v.user,
       level: v.privKey === undefined ? snmp.SecurityLevel.authNoPriv : snmp.SecurityLevel.authPriv,
@@ -354,30 +442,6 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
     });
     acm.setUserAccess(v.user, snmp.AccessLevel.ReadWrite);
   }
-  const onRequest = o.onRequest;
-  if (onRequest !== undefined) {
-    for (const socket of Object.values(agent.listener?.sockets ?? {})) {
-      socket.on("message", (_message, rinfo) => onRequest(rinfo.address, rinfo.port));
-    }
-  }
-  const port = await boundPort(agent);
-  const timer = setInterval(refresh, o.refreshMs ?? 1000);
-  timer.unref();
-
-  return {
-    host,
-    port,
-    profile: o.profile,
-    community,
-    writeCommunity,
-    unit,
-    sets,
-    close: () =>
-      new Promise<void>((resolve) => {
-        clearInterval(timer);
-        agent.close(() => resolve());
-      }),
-  };
 }
 
 /** A UDP port free on `host` now (bound and released). */

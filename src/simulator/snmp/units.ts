@@ -253,41 +253,7 @@ export class SimUnit {
       ),
       { oid: `${R}.1.0`, type: I, value: 1 } as SimScalar,
     ];
-    const ident = new TableBuilder(`${R}.2.1`, 1).row(
-      [1],
-      [
-        [1, I, 1],
-        [2, I, 1],
-        [3, S, "rack-pdu-b"],
-        [4, S, "Row B Rack 4"],
-        [5, S, "02"],
-        [6, S, "v6.8.2"],
-        [7, S, "08/22/2017"],
-        [8, S, "AP8858"],
-        [9, S, "3F1734A01234"],
-        [10, S, "ops"],
-        [11, S, "v1.1.0.3"],
-        [12, S, "Rack PDU 2G, Metered by Outlet with Switching, ZeroU, 16A, 230V, (21) C13 & (3) C19"],
-      ],
-    );
-    const props = new TableBuilder(`${R}.4.2.1`, 1).row(
-      [1],
-      [
-        [1, I, 1],
-        [2, I, 1],
-        [3, S, "rack-pdu-b"],
-        [4, I, n],
-        [5, I, n],
-        [6, I, n],
-        [7, I, 1],
-        [8, I, 0],
-        [9, I, 16],
-        [10, I, 2],
-        [11, I, 1],
-        [12, I, 16],
-        [13, I, 37],
-      ],
-    );
+    const { ident, props } = this.#apcRpdu2Unit(R, n);
     const watts = tot * 23;
     const status = new TableBuilder(`${R}.4.3.1`, 1).row(
       [1],
@@ -312,6 +278,33 @@ export class SimUnit {
         [18, I, 1],
       ],
     );
+    const { phaseProps, phase } = this.#apcRpdu2Phase(R, tot, watts);
+    const { config, sstatus, control, metered } = this.#apcRpdu2Outlets(R, now);
+    const sensor = new TableBuilder(`${R}.10.2.2.1`, 1).row(
+      [1],
+      [
+        [1, I, 1],
+        [2, I, 1],
+        [3, S, "Inlet air"],
+        [4, I, 1],
+        [5, I, 1],
+        [6, I, 2],
+        [7, I, 752],
+        [8, I, 244],
+        [9, I, 4],
+        [10, I, 41],
+        [11, I, 4],
+      ],
+    );
+    return {
+      scalars,
+      tables: [ident, props, status, phaseProps, phase, config, sstatus, control, metered, sensor].map((t) =>
+        t.done(),
+      ),
+    };
+  }
+  /** The single phase's properties and readings. */
+  #apcRpdu2Phase(R: string, tot: number, watts: number) {
     const phaseProps = new TableBuilder(`${R}.6.2.1`, 1).row(
       [1],
       [
@@ -337,6 +330,11 @@ export class SimUnit {
         [12, S, "01/01/2025 00:00:01"],
       ],
     );
+    return { phaseProps, phase };
+  }
+
+  /** The outlet tables: configuration, switched status, control and metered readings. */
+  #apcRpdu2Outlets(R: string, now: number) {
     const config = new TableBuilder(`${R}.9.2.1.1`, 1);
     const sstatus = new TableBuilder(`${R}.9.2.3.1`, 1);
     const control = new TableBuilder(`${R}.9.2.4.1`, 1);
@@ -403,28 +401,47 @@ export class SimUnit {
         k,
       );
     });
-    const sensor = new TableBuilder(`${R}.10.2.2.1`, 1).row(
+    return { config, sstatus, control, metered };
+  }
+
+  /** The identification and properties rows of the unit. */
+  #apcRpdu2Unit(R: string, n: number) {
+    const ident = new TableBuilder(`${R}.2.1`, 1).row(
       [1],
       [
         [1, I, 1],
         [2, I, 1],
-        [3, S, "Inlet air"],
-        [4, I, 1],
-        [5, I, 1],
-        [6, I, 2],
-        [7, I, 752],
-        [8, I, 244],
-        [9, I, 4],
-        [10, I, 41],
-        [11, I, 4],
+        [3, S, "rack-pdu-b"],
+        [4, S, "Row B Rack 4"],
+        [5, S, "02"],
+        [6, S, "v6.8.2"],
+        [7, S, "08/22/2017"],
+        [8, S, "AP8858"],
+        [9, S, "3F1734A01234"],
+        [10, S, "ops"],
+        [11, S, "v1.1.0.3"],
+        [12, S, "Rack PDU 2G, Metered by Outlet with Switching, ZeroU, 16A, 230V, (21) C13 & (3) C19"],
       ],
     );
-    return {
-      scalars,
-      tables: [ident, props, status, phaseProps, phase, config, sstatus, control, metered, sensor].map((t) =>
-        t.done(),
-      ),
-    };
+    const props = new TableBuilder(`${R}.4.2.1`, 1).row(
+      [1],
+      [
+        [1, I, 1],
+        [2, I, 1],
+        [3, S, "rack-pdu-b"],
+        [4, I, n],
+        [5, I, n],
+        [6, I, n],
+        [7, I, 1],
+        [8, I, 0],
+        [9, I, 16],
+        [10, I, 2],
+        [11, I, 1],
+        [12, I, 16],
+        [13, I, 37],
+      ],
+    );
+    return { ident, props };
   }
 
   #apcRpdu(now: number): SimContent {
@@ -551,85 +568,35 @@ export class SimUnit {
         ],
       );
     const tot = this.#totalTenths(now);
-    const inletCfg = new TableBuilder(`${P}.3.3.3.1`, 2).row(
-      [1, 1],
-      [
-        [2, S, "I1"],
-        [3, S, ""],
-        [4, S, "IEC 60320 C20"],
-        [6, S, "200-240V"],
-        [7, S, "16A"],
-      ],
+    const { inletCfg, inletSensorCfg, inletMeas } = this.#raritanPx2Inlet(P, units, tot);
+    const { ocpCfg, ocpSensorCfg, ocpMeas } = this.#raritanPx2Ocp(P, n, now);
+    const { outletCfg, outletSensorCfg, outletMeas, switchCtl, sensorCtl } = this.#raritanPx2Outlets(
+      P,
+      units,
+      now,
     );
-    const inletSensorCfg = new TableBuilder(`${P}.3.3.4.1`, 3);
-    const inletMeas = new TableBuilder(`${P}.5.2.3.1`, 3);
-    const energyWh = Math.round(this.outlets.reduce((s, o) => s + o.energyWh, 0)) + 1_200_000;
-    const inlet: Readonly<Record<number, readonly [number, number, number]>> = {
-      1: [tot * 100, 3, tot > 60 ? 5 : 4],
-      4: [230, 0, 4],
-      5: [tot * 23, 0, 4],
-      6: [tot * 25, 0, 4],
-      7: [92, 2, 4],
-      8: [energyWh, 0, 4],
+    return {
+      scalars,
+      tables: [
+        nameplate,
+        unit,
+        boards,
+        inletCfg,
+        inletSensorCfg,
+        ocpCfg,
+        ocpSensorCfg,
+        outletCfg,
+        outletSensorCfg,
+        switchCtl,
+        sensorCtl,
+        inletMeas,
+        ocpMeas,
+        outletMeas,
+      ].map((t) => t.done()),
     };
-    for (const [st, [v, d, state]] of Object.entries(inlet).map(([k, x]) => [Number(k), x] as const)) {
-      inletSensorCfg.row(
-        [1, 1, st],
-        [
-          [6, I, units[st] ?? 0],
-          [7, G, d],
-        ],
-      );
-      inletMeas.row(
-        [1, 1, st],
-        [
-          [2, I, 1],
-          [3, I, state],
-          [4, G, v],
-          [5, G, 1759400000],
-          [6, I, v],
-        ],
-      );
-    }
-    const ocpCfg = new TableBuilder(`${P}.3.4.3.1`, 2);
-    const ocpSensorCfg = new TableBuilder(`${P}.3.4.4.1`, 3);
-    const ocpMeas = new TableBuilder(`${P}.5.3.3.1`, 3);
-    for (const b of [1, 2]) {
-      ocpCfg.row(
-        [1, b],
-        [
-          [2, S, `C${b}`],
-          [3, S, ""],
-          [5, S, "16A"],
-        ],
-      );
-      ocpSensorCfg.row(
-        [1, b, 1],
-        [
-          [6, I, 2],
-          [7, G, 2],
-        ],
-      );
-      const half = Math.ceil(n / 2);
-      let bc = 0;
-      for (let i = (b - 1) * half; i < Math.min(n, b * half); i++) bc += this.#tenths(i, now);
-      ocpMeas.row(
-        [1, b, 1],
-        [
-          [2, I, 1],
-          [3, I, 4],
-          [4, G, bc * 10],
-          [6, I, bc * 10],
-        ],
-      );
-      ocpMeas.row(
-        [1, b, 15],
-        [
-          [2, I, 1],
-          [3, I, 1],
-        ],
-      );
-    }
+  }
+  /** The outlets: configuration, sensors, switching and the energy reset. */
+  #raritanPx2Outlets(P: string, units: Readonly<Record<number, number>>, now: number) {
     const outletCfg = new TableBuilder(`${P}.3.5.3.1`, 2);
     const outletSensorCfg = new TableBuilder(`${P}.3.5.4.1`, 3);
     const outletMeas = new TableBuilder(`${P}.5.4.3.1`, 3);
@@ -699,25 +666,96 @@ export class SimUnit {
       );
       sensorCtl.row([1, k, 8], [[1, I, 0, "reset"]], k);
     });
-    return {
-      scalars,
-      tables: [
-        nameplate,
-        unit,
-        boards,
-        inletCfg,
-        inletSensorCfg,
-        ocpCfg,
-        ocpSensorCfg,
-        outletCfg,
-        outletSensorCfg,
-        switchCtl,
-        sensorCtl,
-        inletMeas,
-        ocpMeas,
-        outletMeas,
-      ].map((t) => t.done()),
+    return { outletCfg, outletSensorCfg, outletMeas, switchCtl, sensorCtl };
+  }
+
+  /** The two breakers, each carrying half of the outlets. */
+  #raritanPx2Ocp(P: string, n: number, now: number) {
+    const ocpCfg = new TableBuilder(`${P}.3.4.3.1`, 2);
+    const ocpSensorCfg = new TableBuilder(`${P}.3.4.4.1`, 3);
+    const ocpMeas = new TableBuilder(`${P}.5.3.3.1`, 3);
+    for (const b of [1, 2]) {
+      ocpCfg.row(
+        [1, b],
+        [
+          [2, S, `C${b}`],
+          [3, S, ""],
+          [5, S, "16A"],
+        ],
+      );
+      ocpSensorCfg.row(
+        [1, b, 1],
+        [
+          [6, I, 2],
+          [7, G, 2],
+        ],
+      );
+      const half = Math.ceil(n / 2);
+      let bc = 0;
+      for (let i = (b - 1) * half; i < Math.min(n, b * half); i++) bc += this.#tenths(i, now);
+      ocpMeas.row(
+        [1, b, 1],
+        [
+          [2, I, 1],
+          [3, I, 4],
+          [4, G, bc * 10],
+          [6, I, bc * 10],
+        ],
+      );
+      ocpMeas.row(
+        [1, b, 15],
+        [
+          [2, I, 1],
+          [3, I, 1],
+        ],
+      );
+    }
+    return { ocpCfg, ocpSensorCfg, ocpMeas };
+  }
+
+  /** The inlet and its sensors (current, voltage, power, apparent power, power factor, energy). */
+  #raritanPx2Inlet(P: string, units: Readonly<Record<number, number>>, tot: number) {
+    const inletCfg = new TableBuilder(`${P}.3.3.3.1`, 2).row(
+      [1, 1],
+      [
+        [2, S, "I1"],
+        [3, S, ""],
+        [4, S, "IEC 60320 C20"],
+        [6, S, "200-240V"],
+        [7, S, "16A"],
+      ],
+    );
+    const inletSensorCfg = new TableBuilder(`${P}.3.3.4.1`, 3);
+    const inletMeas = new TableBuilder(`${P}.5.2.3.1`, 3);
+    const energyWh = Math.round(this.outlets.reduce((s, o) => s + o.energyWh, 0)) + 1_200_000;
+    const inlet: Readonly<Record<number, readonly [number, number, number]>> = {
+      1: [tot * 100, 3, tot > 60 ? 5 : 4],
+      4: [230, 0, 4],
+      5: [tot * 23, 0, 4],
+      6: [tot * 25, 0, 4],
+      7: [92, 2, 4],
+      8: [energyWh, 0, 4],
     };
+    for (const [st, [v, d, state]] of Object.entries(inlet).map(([k, x]) => [Number(k), x] as const)) {
+      inletSensorCfg.row(
+        [1, 1, st],
+        [
+          [6, I, units[st] ?? 0],
+          [7, G, d],
+        ],
+      );
+      inletMeas.row(
+        [1, 1, st],
+        [
+          [2, I, 1],
+          [3, I, state],
+          [4, G, v],
+          [5, G, 1759400000],
+          [6, I, v],
+        ],
+      );
+    }
+    return { inletCfg, inletSensorCfg, inletMeas };
   }
 
   #raritanPx(now: number): SimContent {
@@ -832,6 +870,87 @@ export class SimUnit {
         [10, I, Math.round(this.outlets.reduce((s, o) => s + o.energyWh, 0) / 100) + 23000],
       ],
     );
+    const { lineCfg, lineMon, phaseCfg, phaseMon } = this.#sentry4Lines(T, now);
+    const ocpCfg = new TableBuilder(`${T}.6.2.1`, 3);
+    const ocpMon = new TableBuilder(`${T}.6.3.1`, 3);
+    for (const b of [1, 2, 3]) {
+      ocpCfg.row(
+        [1, 1, b],
+        [
+          [2, S, `AA${b}`],
+          [4, S, `BR${b}`],
+          [6, I, 1],
+          [7, I, 20],
+        ],
+      );
+      ocpMon.row([1, 1, b], [[1, I, 0]]);
+    }
+    const { outletCfg, outletMon, outletCtl } = this.#sentry4Outlets(T, now);
+    return {
+      scalars,
+      tables: [
+        unitCfg,
+        unitMon,
+        cordCfg,
+        cordMon,
+        lineCfg,
+        lineMon,
+        phaseCfg,
+        phaseMon,
+        ocpCfg,
+        ocpMon,
+        outletCfg,
+        outletMon,
+        outletCtl,
+      ].map((t) => t.done()),
+    };
+  }
+  /** The outlets: configuration, monitoring and control. */
+  #sentry4Outlets(T: string, now: number) {
+    const outletCfg = new TableBuilder(`${T}.8.2.1`, 3);
+    const outletMon = new TableBuilder(`${T}.8.3.1`, 3);
+    const outletCtl = new TableBuilder(`${T}.8.5.1`, 3);
+    this.outlets.forEach((o, i) => {
+      const k = i + 1;
+      const c = this.#tenths(i, now);
+      outletCfg.row(
+        [1, 1, k],
+        [
+          [2, S, `AA${k}`],
+          [3, S, this.#name(k, o.name), "name"],
+          [7, I, 10],
+        ],
+        k,
+      );
+      outletMon.row(
+        [1, 1, k],
+        [
+          [1, I, o.on ? 1 : 2],
+          [2, I, c > 25 ? 16 : 0],
+          [3, I, c * 10],
+          [6, I, 2301],
+          [7, I, c * 23],
+          [9, I, c * 25],
+          [10, I, c === 0 ? -1 : 92],
+          [14, I, Math.round(o.energyWh) + 2000],
+        ],
+        k,
+      );
+      outletCtl.row(
+        [1, 1, k],
+        [
+          [1, I, o.on ? 3 : 2],
+          [2, I, 0, "control"],
+          [3, I, 0],
+        ],
+        k,
+      );
+    });
+    return { outletCfg, outletMon, outletCtl };
+  }
+
+  /** The three lines and phases, each carrying every third outlet. */
+  #sentry4Lines(T: string, now: number) {
     const lineCfg = new TableBuilder(`${T}.4.2.1`, 3);
     const lineMon = new TableBuilder(`${T}.4.3.1`, 3);
     const phaseCfg = new TableBuilder(`${T}.5.2.1`, 3);
@@ -879,77 +998,7 @@ export class SimUnit {
         ],
       );
     }
-    const ocpCfg = new TableBuilder(`${T}.6.2.1`, 3);
-    const ocpMon = new TableBuilder(`${T}.6.3.1`, 3);
-    for (const b of [1, 2, 3]) {
-      ocpCfg.row(
-        [1, 1, b],
-        [
-          [2, S, `AA${b}`],
-          [4, S, `BR${b}`],
-          [6, I, 1],
-          [7, I, 20],
-        ],
-      );
-      ocpMon.row([1, 1, b], [[1, I, 0]]);
-    }
-    const outletCfg = new TableBuilder(`${T}.8.2.1`, 3);
-    const outletMon = new TableBuilder(`${T}.8.3.1`, 3);
-    const outletCtl = new TableBuilder(`${T}.8.5.1`, 3);
-    this.outlets.forEach((o, i) => {
-      const k = i + 1;
-      const c = this.#tenths(i, now);
-      outletCfg.row(
-        [1, 1, k],
-        [
-          [2, S, `AA${k}`],
-          [3, S, this.#name(k, o.name), "name"],
-          [7, I, 10],
-        ],
-        k,
-      );
-      outletMon.row(
-        [1, 1, k],
-        [
-          [1, I, o.on ? 1 : 2],
-          [2, I, c > 25 ? 16 : 0],
-          [3, I, c * 10],
-          [6, I, 2301],
-          [7, I, c * 23],
-          [9, I, c * 25],
-          [10, I, c === 0 ? -1 : 92],
-          [14, I, Math.round(o.energyWh) + 2000],
-        ],
-        k,
-      );
-      outletCtl.row(
-        [1, 1, k],
-        [
-          [1, I, o.on ? 3 : 2],
-          [2, I, 0, "control"],
-          [3, I, 0],
-        ],
-        k,
-      );
-    });
-    return {
-      scalars,
-      tables: [
-        unitCfg,
-        unitMon,
-        cordCfg,
-        cordMon,
-        lineCfg,
-        lineMon,
-        phaseCfg,
-        phaseMon,
-        ocpCfg,
-        ocpMon,
-        outletCfg,
-        outletMon,
-        outletCtl,
-      ].map((t) => t.done()),
-    };
+    return { lineCfg, lineMon, phaseCfg, phaseMon };
   }
 
   /** What a control value written to an outlet's control column means, per the profile's MIB. */

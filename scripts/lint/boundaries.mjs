@@ -1,0 +1,120 @@
+// Which src/ folder may import which, as an eslint rule (eslint.config.js turns it on for src/).
+// Plain JavaScript so that `npm run lint` needs no build. docs/architecture.md describes the layers.
+import path from "node:path";
+
+const SRC = path.join(import.meta.dirname, "..", "..", "src");
+
+/** Files at the top of src/ that every folder may import: logging and the install paths. */
+const LEAVES = ["log.ts", "paths.ts"];
+
+/**
+ * The parts' shared seams at the top of src/: the event bus (the events' types and the bus) and the
+ * ownership seam (which instances this process owns). Every part of the service may import them;
+ * the domain (pdu/, config/) and the simulator do not.
+ */
+const SEAMS = ["bus.ts", "ownership.ts"];
+
+/**
+ * An area is a folder directly under src/ (its sub-folders belong to it), src/ui/page (the
+ * browser's page, a bundle of its own), or a file at the top of src/. An area may always import
+ * its own files; the composition files (app.ts, main.ts, demo.ts, runtime.ts) may import any area.
+ * The vendor folders under src/pdu/ have their own rule (no-restricted-imports in eslint.config.js).
+ */
+export const ALLOWED = {
+  "log.ts": [],
+  "paths.ts": [],
+  "bus.ts": ["config", "control", "pdu", ...LEAVES],
+  "ownership.ts": [],
+  "lifecycle.ts": [...LEAVES],
+  config: ["pdu", ...LEAVES],
+  pdu: ["config", ...LEAVES],
+  poller: ["pdu", "config", ...SEAMS, ...LEAVES],
+  cluster: ["config", ...SEAMS, ...LEAVES],
+  control: ["pdu", "config", "poller", ...SEAMS, ...LEAVES],
+  mqtt: ["pdu", "config", "control", "poller", ...SEAMS, ...LEAVES],
+  http: ["pdu", "config", "control", "poller", "mqtt", ...SEAMS, ...LEAVES],
+  metrics: ["pdu", "config", "control", "poller", "http", ...SEAMS, ...LEAVES],
+  ui: ["pdu", "config", "control", "poller", "http", ...SEAMS, ...LEAVES],
+  // The page runs in the browser: it shares the wire types with the service and nothing else.
+  "ui/page": ["ui/wire.ts"],
+  simulator: ["pdu", ...LEAVES],
+};
+
+/**
+ * Imports that cross a boundary today, each with the reason it is still there. The HTTP-as-plugins
+ * work moves the registration of the console and the metrics endpoint to the composition root;
+ * these entries go with it.
+ */
+export const EXCEPTIONS = [
+  // removed by the HTTP-as-plugins work: the composition root registers the console
+  { from: "http/types.ts", to: "ui/feed.ts" },
+  { from: "http/api/server.ts", to: "ui/feed.ts" },
+  { from: "http/api/server.ts", to: "ui/routes.ts" },
+  // removed by the HTTP-as-plugins work: the composition root registers the metrics endpoint
+  { from: "http/types.ts", to: "metrics/bridge.ts" },
+  { from: "http/health/server.ts", to: "metrics/endpoint.ts" },
+];
+
+const COMPOSITION = new Set(["app.ts", "main.ts", "demo.ts", "runtime.ts"]);
+
+/** The area of a file under src/, or undefined outside src/. */
+export function areaOf(file) {
+  const rel = path.relative(SRC, file);
+  if (rel.startsWith("..") || path.isAbsolute(rel)) return undefined;
+  const parts = rel.split(path.sep);
+  if (parts.length === 1) return parts[0];
+  if (parts[0] === "ui" && parts[1] === "page") return "ui/page";
+  return parts[0];
+}
+
+/** Whether an import from `from` to `to` (absolute .ts paths under src/) is allowed. */
+export function allowed(from, to) {
+  const a = areaOf(from);
+  const b = areaOf(to);
+  if (a === undefined || b === undefined || a === b || COMPOSITION.has(a)) return true;
+  const relTo = path.relative(SRC, to).split(path.sep).join("/");
+  const relFrom = path.relative(SRC, from).split(path.sep).join("/");
+  if ((ALLOWED[a] ?? []).some((x) => x === b || x === relTo)) return true;
+  return EXCEPTIONS.some((e) => e.from === relFrom && e.to === relTo);
+}
+
+/** The .ts file a relative specifier names, or undefined for a package. */
+export function resolveSpecifier(fromFile, specifier) {
+  if (!specifier.startsWith(".")) return undefined;
+  return path.resolve(path.dirname(fromFile), specifier).replace(/\.js$/, ".ts");
+}
+
+export const folderBoundaries = {
+  meta: {
+    type: "problem",
+    docs: {
+      description:
+        "Each src/ folder imports only the folders its row of the table names (docs/architecture.md).",
+    },
+    schema: [],
+    messages: {
+      crossed:
+        "{{from}} may not import {{to}}: see the folder table in scripts/lint/boundaries.mjs and docs/architecture.md.",
+    },
+  },
+  create(context) {
+    const file = context.filename;
+    if (areaOf(file) === undefined) return {};
+    const check = (source) => {
+      if (source === null || source === undefined || typeof source.value !== "string") return;
+      const target = resolveSpecifier(file, source.value);
+      if (target === undefined || allowed(file, target)) return;
+      context.report({
+        node: source,
+        messageId: "crossed",
+        data: { from: areaOf(file), to: areaOf(target) },
+      });
+    };
+    return {
+      ImportDeclaration: (node) => check(node.source),
+      ExportNamedDeclaration: (node) => check(node.source),
+      ExportAllDeclaration: (node) => check(node.source),
+      ImportExpression: (node) => (node.source.type === "Literal" ? check(node.source) : undefined),
+    };
+  },
+};
