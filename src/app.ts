@@ -16,8 +16,8 @@ import { observeControlAudit } from "./control/audit.js";
 import { createLogger, type Logger } from "./log.js";
 import { createControlService, type ControlCore } from "./control/service.js";
 import type { ControlService } from "./control/types.js";
-import type { ApiListener } from "./http/api/worker-host.js";
-import type { RunningListener } from "./http/common.js";
+import type { ApiListener } from "./http/api-worker/host.js";
+import type { RunningListener } from "./http/listener.js";
 import { startHealthServer } from "./http/health/server.js";
 import type { HttpDeps } from "./http/types.js";
 import { BridgeMetrics } from "./metrics/bridge.js";
@@ -250,7 +250,7 @@ export class App {
       // source and records would stay in the heap of every bridge without it.
       const tls = await apiTlsFiles(this.config);
       this.#apiWorker = this.config.Api.Worker
-        ? await (await import("./http/api/worker-host.js")).startApiWorker(deps, tls)
+        ? await (await import("./http/api-worker/host.js")).startApiWorker(deps, tls)
         : null;
       const api = this.#apiWorker ?? (await (await import("./http/api/server.js")).startApiServer(deps, tls));
       this.#api = api;

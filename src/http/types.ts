@@ -1,4 +1,7 @@
-/** What the HTTP listeners read from the running service. */
+/** The types every HTTP module shares: the fastify app, the fast path, what the listeners read. */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { FastifyBaseLogger, FastifyInstance, RawServerDefault } from "fastify";
 import type { Config } from "../config/schema.js";
 import type { ControlService } from "../control/types.js";
 import type { Logger } from "../log.js";
@@ -7,6 +10,23 @@ import type { HomeAssistantStatus, MqttStatus } from "../mqtt/types.js";
 import type { SnapshotStore } from "../poller/store.js";
 import type { ConsoleFeed } from "../ui/feed.js";
 
+/** A listener's fastify app, typed by its typebox schemas. */
+export type HttpApp = FastifyInstance<
+  RawServerDefault,
+  IncomingMessage,
+  ServerResponse,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+/**
+ * Answers a request without fastify, or returns false to leave it to fastify's routing. For the
+ * few GETs that monitoring polls hardest; answers must be byte for byte what the routes answer. It
+ * must write nothing before it is sure to answer: when it throws, fastify's route answers instead.
+ */
+export type FastPath = (request: IncomingMessage, response: ServerResponse) => boolean;
+
+/** What the HTTP listeners read from the running service. */
 export interface HttpDeps {
   readonly config: Config;
   readonly store: SnapshotStore;

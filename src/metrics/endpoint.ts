@@ -1,6 +1,6 @@
 /** `GET <Metrics.Path>` on the health listener (contract §8). */
 import { Readable } from "node:stream";
-import type { HttpApp } from "../http/common.js";
+import type { HttpApp } from "../http/types.js";
 import { wantsOpenMetrics, type BridgeMetrics } from "./bridge.js";
 
 export function registerMetricsRoute(app: HttpApp, metrics: BridgeMetrics, path: string): void {

@@ -7,9 +7,9 @@ import assert from "node:assert/strict";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { connect, type AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { createFastReads, createReadBodies, storeReadSource } from "../../src/http/api/bodies.js";
+import { createFastReads, createReadBodies, storeReadSource } from "../../src/http/api/cached-reads.js";
 import { buildApiServer } from "../../src/http/api/server.js";
-import type { HttpApp } from "../../src/http/common.js";
+import type { HttpApp } from "../../src/http/types.js";
 import { Client, configFrom, harness, type Harness } from "../../testkit/http-harness.js";
 import { singleUnit } from "../../testkit/mqtt-snapshots.js";
 

@@ -9,7 +9,7 @@ import { connect, type Socket } from "node:net";
 import { after, before, test } from "node:test";
 import { setImmediate as tick } from "node:timers/promises";
 import { startApiServer } from "../../src/http/api/server.js";
-import type { RunningListener } from "../../src/http/common.js";
+import type { RunningListener } from "../../src/http/listener.js";
 import type { Snapshot } from "../../src/pdu/model.js";
 import { parseApiTree } from "../../src/pdu/geist/parse.js";
 import { ConsoleFeed } from "../../src/ui/feed.js";

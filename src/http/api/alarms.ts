@@ -5,7 +5,7 @@
  */
 import Type from "typebox";
 import { alarmJson } from "../../pdu/load.js";
-import type { HttpApp } from "../common.js";
+import type { HttpApp } from "../types.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
 import { INTERNAL_ERROR, jsonArray, problemResponse } from "./schemas.js";

@@ -5,7 +5,7 @@
  * configured, 429 locked out, 401 missing or wrong), with the listener's one lock-out: a wrong key
  * here counts as one there.
  */
-import type { HttpApp } from "../common.js";
+import type { HttpApp } from "../types.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
 import { clientAddressResolver, keyMatcher, type FailedKeyLimiter } from "./key-guard.js";

@@ -11,15 +11,14 @@ import {
   DOCS_PREFIX,
   httpLimits,
   listen,
-  type HttpApp,
   type HttpLimits,
   type RunningListener,
   type TlsPair,
-} from "../common.js";
+} from "../listener.js";
 import { problem, sendProblem } from "../problem.js";
-import type { HttpDeps } from "../types.js";
+import type { HttpApp, HttpDeps } from "../types.js";
 import { registerAlarmsRoute } from "./alarms.js";
-import { createFastReads, createReadBodies, iso, storeReadSource, type ReadBodies } from "./bodies.js";
+import { createFastReads, createReadBodies, iso, storeReadSource, type ReadBodies } from "./cached-reads.js";
 import { controlRoutes } from "./control.js";
 import { registerKeyCheck } from "./key-check.js";
 import { FailedKeyLimiter } from "./key-guard.js";

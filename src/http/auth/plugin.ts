@@ -19,7 +19,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import fastifyPlugin from "fastify-plugin";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import Type from "typebox";
-import { CONSOLE_PREFIX } from "../common.js";
+import { CONSOLE_PREFIX } from "../listener.js";
 import { clientAddressResolver, type FailedKeyLimiter, keyMatcher } from "../api/key-guard.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";

@@ -3,9 +3,9 @@
  * state only, so it keeps answering when the API is off and when MQTT or every PDU is down.
  */
 import Type from "typebox";
-import { createHttpApp, httpLimits, listen, type HttpApp, type RunningListener } from "../common.js";
+import { createHttpApp, httpLimits, listen, type RunningListener } from "../listener.js";
 import { registerMetricsRoute } from "../../metrics/endpoint.js";
-import type { HttpDeps } from "../types.js";
+import type { HttpApp, HttpDeps } from "../types.js";
 import { integrations, readiness } from "./status.js";
 
 const TEXT = "text/plain; charset=utf-8";

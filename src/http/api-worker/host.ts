@@ -9,11 +9,11 @@ import { maxHeaderSize as httpMaxHeaderSize, type IncomingMessage } from "node:h
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
-import { httpLimits, listenError, type RunningListener, type TlsPair } from "../common.js";
+import { httpLimits, listenError, type RunningListener, type TlsPair } from "../listener.js";
 import { distSrcUrl } from "../../paths.js";
 import type { HttpDeps } from "../types.js";
-import { MirrorFeed, PEER_HEADER, type FromWorker, type ToWorker, type WorkerSetup } from "./mirror.js";
-import { buildApiServer, startApiServer } from "./server.js";
+import { MirrorFeed, PEER_HEADER, type FromWorker, type ToWorker, type WorkerSetup } from "./store-mirror.js";
+import { buildApiServer, startApiServer } from "../api/server.js";
 
 /** Bytes the worker may add to a request head it passes on (the peer and connection lines). */
 const UPSTREAM_HEAD_ROOM = 1024;
@@ -139,7 +139,7 @@ export async function startApiWorker(deps: HttpDeps, tls: TlsPair | null = null)
     };
     let thread: Worker;
     try {
-      thread = new Worker(distSrcUrl("./http/api/worker.js"), { workerData: setup });
+      thread = new Worker(distSrcUrl("./http/api-worker/thread.js"), { workerData: setup });
     } catch (error) {
       return Promise.resolve({ error: error instanceof Error ? error : new Error(String(error)) });
     }

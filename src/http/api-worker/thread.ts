@@ -12,7 +12,7 @@ import {
   type ServerResponse,
 } from "node:http";
 import { parentPort, workerData } from "node:worker_threads";
-import { API_JSON_HEADERS, clientErrorHandler, serverFactory } from "../common.js";
+import { API_JSON_HEADERS, clientErrorHandler, serverFactory } from "../listener.js";
 import { BODY_LIMIT, problem, PROBLEM_CONTENT_TYPE } from "../problem.js";
 import {
   createFastReads,
@@ -21,14 +21,14 @@ import {
   INSTANCE_QUERY,
   READINGS_PATH,
   type ReadSource,
-} from "./bodies.js";
+} from "../api/cached-reads.js";
 import {
   PEER_HEADER,
   type FromWorker,
   type MirrorStatus,
   type ToWorker,
   type WorkerSetup,
-} from "./mirror.js";
+} from "./store-mirror.js";
 
 /** One snapshot's readings: asked of the main thread when a request first needs them. */
 interface Readings {

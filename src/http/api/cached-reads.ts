@@ -11,8 +11,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Snapshot } from "../../pdu/model.js";
 import { compareOrdinal, readingsJson } from "../../pdu/readings.js";
 import type { InstanceStatus } from "../../poller/store.js";
-import { API_JSON_HEADERS, type FastPath } from "../common.js";
-import type { HttpDeps } from "../types.js";
+import { API_JSON_HEADERS } from "../listener.js";
+import type { FastPath, HttpDeps } from "../types.js";
 
 export const HEALTH_PATH = "/api/v1/health";
 export const READINGS_PATH = "/api/v1/readings";

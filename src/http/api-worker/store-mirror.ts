@@ -5,7 +5,7 @@
  */
 import type { Snapshot } from "../../pdu/model.js";
 import { readingsJson } from "../../pdu/readings.js";
-import type { HttpLimits, TlsPair } from "../common.js";
+import type { HttpLimits, TlsPair } from "../listener.js";
 import type { HttpDeps } from "../types.js";
 
 /** The private header that carries the client's HTTP version and address from the worker to fastify. */
