@@ -21,6 +21,7 @@ import type { RunningListener } from "./http/listener.js";
 import { startHealthServer } from "./http/health/server.js";
 import type { HttpDeps } from "./http/types.js";
 import { BridgeMetrics } from "./metrics/bridge.js";
+import { metricsRoute } from "./metrics/endpoint.js";
 import { startMqttBridge, type MqttBridge } from "./mqtt/bridge.js";
 import type { PduDriver } from "./pdu/driver.js";
 import { createDriver } from "./pdu/drivers.js";
@@ -30,6 +31,7 @@ import { Poller } from "./poller/scheduler.js";
 import { SnapshotStore } from "./poller/store.js";
 import { heapFlagsReport, heapLimitMb, heapNeededMb } from "./runtime.js";
 import { ConsoleFeed, type ConsoleLimits } from "./ui/feed.js";
+import { consoleRoutes } from "./ui/routes.js";
 import { CredentialsCheck } from "./control/credentials.js";
 
 export interface AppOptions {
@@ -242,8 +244,10 @@ export class App {
       apiOutage: () => this.#apiWorker?.outage() ?? null,
       loginProblem: (id) => this.credentials.problem(id),
       control: this.control,
-      ...(this.console ? { console: this.console } : {}),
-      ...(this.#metrics === null ? {} : { metrics: this.#metrics }),
+      consoleRoutes: consoleRoutes(this.console ?? undefined),
+      ...(this.#metrics === null
+        ? {}
+        : { metrics: this.#metrics, metricsRoute: metricsRoute(this.#metrics) }),
     };
     if (this.config.Api.Enabled) {
       // Loaded only when the API is on: its routes, schemas and control handlers are modules whose

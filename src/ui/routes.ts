@@ -12,10 +12,10 @@ import { API_CSP, API_JSON_HEADERS, CONSOLE_PREFIX } from "../http/listener.js";
 import { problem, sendProblem } from "../http/problem.js";
 import { clientAddressResolver } from "../http/api/key-guard.js";
 import { INTERNAL_ERROR, problemResponse, RetryAfterHeader } from "../http/api/schemas.js";
-import type { HttpApp, HttpDeps } from "../http/types.js";
+import type { HttpApp, HttpDeps, ListenerRoutes } from "../http/types.js";
 import { distSrcUrl } from "../paths.js";
 import { consoleBootstrap } from "./alarms.js";
-import type { ConsoleFeed } from "./feed.js";
+import { ConsoleFeed } from "./feed.js";
 import type { ConsoleBootstrap, OutletHistory } from "./wire.js";
 
 export const EVENTS_PATH = "/api/v1/events";
@@ -264,4 +264,26 @@ export function registerConsole(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed)
       return reply.headers(API_JSON_HEADERS).send(JSON.stringify(body));
     },
   );
+}
+
+/**
+ * The console as the API listener adds it: with `feed` (the service's), or with a feed of its own
+ * that closes with the listener. Open event streams would hold the listener's close: they end first.
+ */
+export function consoleRoutes(feed?: ConsoleFeed): ListenerRoutes {
+  return (app, deps) => {
+    const live =
+      feed ??
+      new ConsoleFeed({ store: deps.store, config: () => deps.config, logger: deps.logger, now: deps.now });
+    registerConsole(app, deps, live);
+    app.addHook("preClose", (done) => {
+      live.closeStreams();
+      done();
+    });
+    if (feed === undefined)
+      app.addHook("onClose", (_app, done) => {
+        live.close();
+        done();
+      });
+  };
 }

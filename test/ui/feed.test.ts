@@ -14,6 +14,7 @@ import type { Snapshot } from "../../src/pdu/model.js";
 import { parseApiTree } from "../../src/pdu/geist/parse.js";
 import { ConsoleFeed } from "../../src/ui/feed.js";
 import { HISTORY_WINDOW_MS, PowerHistory } from "../../src/ui/history.js";
+import { consoleRoutes } from "../../src/ui/routes.js";
 import { singleUnitTree } from "../../testkit/fixtures/geist-trees.js";
 import { configFrom, harness, type Harness } from "../../testkit/http-harness.js";
 import { waitFor } from "../../testkit/wait.js";
@@ -39,7 +40,7 @@ before(async () => {
     maxBufferedBytes: 64 * 1024,
   });
   h.store.recordSuccess("rack", parseApiTree(singleUnitTree(), "rack", h.clock.now));
-  api = await startApiServer({ ...h.deps, console: feed });
+  api = await startApiServer({ ...h.deps, consoleRoutes: consoleRoutes(feed) });
 });
 
 after(async () => {
@@ -100,7 +101,7 @@ test("a new stream gets every instance's current snapshot, however many, without
     logger: fleet.deps.logger,
     maxBufferedBytes: 16 * 1024, // far less than the 40 snapshots together
   });
-  const listener = await startApiServer({ ...fleet.deps, console: small });
+  const listener = await startApiServer({ ...fleet.deps, consoleRoutes: consoleRoutes(small) });
   t.after(async () => {
     await listener.close();
     small.close();

@@ -19,12 +19,10 @@ import { problem, sendProblem } from "../problem.js";
 import type { HttpApp, HttpDeps } from "../types.js";
 import { registerAlarmsRoute } from "./alarms.js";
 import { createFastReads, createReadBodies, iso, storeReadSource, type ReadBodies } from "./cached-reads.js";
-import { controlRoutes } from "./control.js";
+import { controlRoutes } from "./control/plugin.js";
 import { registerKeyCheck } from "./key-check.js";
 import { FailedKeyLimiter } from "./key-guard.js";
 import { INTERNAL_ERROR, json, jsonArray, problemResponse, SHARED_SCHEMAS } from "./schemas.js";
-import { ConsoleFeed } from "../../ui/feed.js";
-import { registerConsole } from "../../ui/routes.js";
 
 export const OPENAPI_PATH = "/openapi/v1.json";
 
@@ -269,20 +267,7 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
   await app.register(controlRoutes, { deps, limiter });
   registerKeyCheck(app, deps, limiter);
   registerDocumentRoutes(app);
-  const feed =
-    deps.console ??
-    new ConsoleFeed({ store: deps.store, config: () => deps.config, logger: deps.logger, now: deps.now });
-  registerConsole(app, deps, feed);
-  // Open event streams would hold the listener's close: end them first.
-  app.addHook("preClose", (done) => {
-    feed.closeStreams();
-    done();
-  });
-  if (!deps.console)
-    app.addHook("onClose", (_app, done) => {
-      feed.close();
-      done();
-    });
+  deps.consoleRoutes?.(app, deps);
   await app.ready();
   return app;
 }

@@ -4,7 +4,6 @@
  */
 import Type from "typebox";
 import { createHttpApp, httpLimits, listen, type RunningListener } from "../listener.js";
-import { registerMetricsRoute } from "../../metrics/endpoint.js";
 import type { HttpApp, HttpDeps } from "../types.js";
 import { integrations, readiness } from "./status.js";
 
@@ -38,7 +37,7 @@ export async function buildHealthServer(deps: HttpDeps): Promise<HttpApp> {
   );
 
   deps.metrics?.instrument(app, "health");
-  if (deps.metrics) registerMetricsRoute(app, deps.metrics, deps.config.Metrics.Path);
+  deps.metricsRoute?.(app, deps);
 
   app.get("/healthz", (_request, reply) => reply.type(TEXT).send("OK"));
 
