@@ -1,5 +1,5 @@
 /**
- * The seam between the main thread and the API worker (worker.ts): what the main thread sends of
+ * The seam between the main thread and the API worker (thread.ts, why it exists: host.ts): what the main thread sends of
  * the snapshot store, and what the worker reports back. The store stays in the main thread; the
  * worker keeps a mirror of what the fast read endpoints show (health entries and readings).
  */
