@@ -8,10 +8,11 @@
 import type { HttpApp } from "../types.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
+import { API_PATHS } from "./paths.js";
 import { clientAddressResolver, keyMatcher, type FailedKeyLimiter } from "./key-guard.js";
 import { INTERNAL_ERROR, problemResponse, RetryAfterHeader } from "./schemas.js";
 
-export const KEY_CHECK_PATH = "/api/v1/key";
+export const KEY_CHECK_PATH = API_PATHS.keyCheck;
 
 export function registerKeyCheck(app: HttpApp, deps: HttpDeps, limiter: FailedKeyLimiter): void {
   const configured = deps.config.Api.ApiKey;

@@ -22,13 +22,14 @@ import { createFastReads, createReadBodies, iso, storeReadSource, type ReadBodie
 import { controlRoutes } from "./control/plugin.js";
 import { registerKeyCheck } from "./key-check.js";
 import { FailedKeyLimiter } from "./key-guard.js";
+import { API_PATHS } from "./paths.js";
 import { INTERNAL_ERROR, json, jsonArray, problemResponse, SHARED_SCHEMAS } from "./schemas.js";
 
-export const OPENAPI_PATH = "/openapi/v1.json";
+export const OPENAPI_PATH = API_PATHS.openApi;
 
 /**
  * The documented 200 answers of the two cached read routes. Their bodies are sent as cached bytes
- * (bodies.ts), not serialised through these; test/http/read-bodies.test.ts proves the bytes are what
+ * (cached-reads.ts), not serialised through these; test/http/read-bodies.test.ts proves the bytes are what
  * fastify's serialisation of these schemas gives.
  */
 export const HEALTH_RESPONSE = json("Health", "Service health");
@@ -99,7 +100,7 @@ function registerReadRoutes(app: HttpApp, deps: HttpDeps, bodies: ReadBodies): v
 
 function registerInstancesRoute(app: HttpApp, deps: HttpDeps): void {
   app.get(
-    "/api/v1/instances",
+    API_PATHS.instances,
     {
       schema: {
         summary: "List the configured PDU instances",
@@ -124,7 +125,7 @@ function registerInstancesRoute(app: HttpApp, deps: HttpDeps): void {
 
 function registerHealthRoute(app: HttpApp, bodies: ReadBodies): void {
   app.get(
-    "/api/v1/health",
+    API_PATHS.health,
     {
       schema: {
         summary: "Service health: uptime, MQTT connection and polls",
@@ -140,7 +141,7 @@ function registerHealthRoute(app: HttpApp, bodies: ReadBodies): void {
 function registerSnapshotsRoute(app: HttpApp, deps: HttpDeps): void {
   const now = deps.now ?? Date.now;
   app.get(
-    "/api/v1/snapshots",
+    API_PATHS.snapshots,
     {
       schema: {
         summary: "Time and age of the latest snapshot of every instance",
@@ -168,7 +169,7 @@ function registerSnapshotsRoute(app: HttpApp, deps: HttpDeps): void {
 /** `?instance=` matches exactly, else ignoring case; an unknown one is a 404 naming the known ones. */
 function registerReadingsRoute(app: HttpApp, deps: HttpDeps, bodies: ReadBodies): void {
   app.get(
-    "/api/v1/readings",
+    API_PATHS.readings,
     {
       schema: {
         summary: "Numeric measurements of every outlet and entity",

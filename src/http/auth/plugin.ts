@@ -21,6 +21,7 @@ import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebo
 import Type from "typebox";
 import { CONSOLE_PREFIX } from "../listener.js";
 import { clientAddressResolver, type FailedKeyLimiter, keyMatcher } from "../api/key-guard.js";
+import { API_PATHS } from "../api/paths.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
 import { cookieNames, CookieSeal, readCookie, setCookie } from "./cookies.js";
@@ -35,7 +36,7 @@ export const CALLBACK_PATH = `${AUTH_PREFIX}/callback`;
 export const SESSION_PATH = `${AUTH_PREFIX}/session`;
 export const LOGOUT_PATH = `${AUTH_PREFIX}/logout`;
 export const SIGNED_OUT_PATH = `${AUTH_PREFIX}/signed-out`;
-const EVENTS_PATH = "/api/v1/events";
+const EVENTS_PATH = API_PATHS.events;
 const CONSOLE_HOME = `${CONSOLE_PREFIX}/`;
 /** How long a sign-in may take at the provider (the sealed cookie's life). */
 const SIGN_IN_MS = 600_000;

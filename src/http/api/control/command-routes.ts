@@ -1,6 +1,7 @@
 /** The command routes: switch, reboot or reset one outlet; switch or reboot a group. */
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import type { HttpDeps } from "../../types.js";
+import { API_PATHS } from "../paths.js";
 import { json } from "../schemas.js";
 import type { ControlAudit } from "./audit.js";
 import { execute } from "./core-calls.js";
@@ -17,7 +18,7 @@ export const commandRoutes: FastifyPluginCallbackTypebox<ControlContextOptions> 
   done,
 ) => {
   app.post(
-    "/api/v1/instances/:id/outlets/:deviceId/:index/control",
+    API_PATHS.outletControl,
     {
       schema: {
         summary: "Switch, reboot or reset the statistics of one outlet",
@@ -43,7 +44,7 @@ export const commandRoutes: FastifyPluginCallbackTypebox<ControlContextOptions> 
   );
 
   app.post(
-    "/api/v1/instances/:id/groups/:groupKey/control",
+    API_PATHS.groupControl,
     {
       schema: {
         summary: "Switch or reboot every outlet of a OneView group",
