@@ -1,5 +1,5 @@
 /**
- * The fast path of the hot read endpoints (src/http/api/bodies.ts): it answers plain monitoring
+ * The fast path of the hot read endpoints (src/http/api/cached-reads.ts): it answers plain monitoring
  * GETs of /api/v1/health and /api/v1/readings without fastify, so its answers must be exactly what
  * the routes answer, follow every change of the store, and leave every other request to fastify.
  */

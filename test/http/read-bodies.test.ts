@@ -1,5 +1,5 @@
 /**
- * The cached bodies of `GET /api/v1/readings` and `GET /api/v1/health` (src/http/api/bodies.ts)
+ * The cached bodies of `GET /api/v1/readings` and `GET /api/v1/health` (src/http/api/cached-reads.ts)
  * against the whole service polling real simulators: a value changed at a PDU is in the very next
  * answer after the poll that carried it, the health body follows a PDU that fails and recovers, and
  * the cached bytes are exactly what fastify's serialisation of the routes' documented schemas makes
