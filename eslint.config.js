@@ -82,28 +82,6 @@ export default tseslint.config(
       "max-lines-per-function": ["error", { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true }],
     },
   },
-  // Exceptions, each with its reason. The files below are being reshaped by the HTTP-as-plugins
-  // work; each entry goes once its long functions are split.
-  {
-    // split by the HTTP/bus work: controlRoutes (the key guard, audit and six routes in one closure)
-    files: ["src/http/api/control.ts"],
-    rules: { "max-lines-per-function": "off" },
-  },
-  {
-    // split by the HTTP/bus work: startApiWorker
-    files: ["src/http/api/worker-host.ts"],
-    rules: { "max-lines-per-function": "off" },
-  },
-  {
-    // split by the HTTP/bus work: the sign-in plugin and its callback route
-    files: ["src/http/auth/plugin.ts"],
-    rules: { "max-lines-per-function": "off" },
-  },
-  {
-    // split by the HTTP/bus work: registerConsole
-    files: ["src/ui/routes.ts"],
-    rules: { "max-lines-per-function": "off" },
-  },
   // Folder boundaries: which src/ folder may import which (the table is in
   // scripts/lint/boundaries.mjs, described in docs/architecture.md). Import cycles are checked by
   // scripts/lint/check-cycles.mjs, which `npm run lint` runs after eslint.

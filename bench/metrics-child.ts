@@ -17,6 +17,7 @@ import { parseConfigText } from "../src/config/load.js";
 import { buildHealthServer } from "../src/http/health/server.js";
 import { createLogger } from "../src/log.js";
 import { BridgeMetrics } from "../src/metrics/bridge.js";
+import { metricsRoute } from "../src/metrics/endpoint.js";
 import { GeistClient } from "../src/pdu/geist/client.js";
 import type { Snapshot } from "../src/pdu/model.js";
 import { SnapshotStore } from "../src/poller/store.js";
@@ -92,6 +93,7 @@ if (values.mode === "baseline") {
     logger,
     startedAt: Date.now(),
     metrics,
+    metricsRoute: metricsRoute(metrics),
     mqttStatus: () => ({
       connected: true,
       broker: "mqtt://127.0.0.1:1883",

@@ -27,13 +27,14 @@ import { ConfigError } from "./config/errors.js";
 import type { Config } from "./config/schema.js";
 import { CredentialsCheck } from "./control/credentials.js";
 import { createControlService, type ControlCore } from "./control/service.js";
-import type { ApiListener } from "./http/api/worker-host.js";
-import type { RunningListener } from "./http/common.js";
+import type { ApiListener } from "./http/api-worker/host.js";
+import type { RunningListener } from "./http/listener.js";
 import { startHealthServer } from "./http/health/server.js";
 import type { HttpDeps } from "./http/types.js";
 import { Lifecycle, type Part } from "./lifecycle.js";
 import { createLogger, type Logger } from "./log.js";
 import { BridgeMetrics } from "./metrics/bridge.js";
+import { metricsRoute } from "./metrics/endpoint.js";
 import { MqttBridge } from "./mqtt/bridge.js";
 import { OWN_ALL, type Ownership } from "./ownership.js";
 import type { PduDriver } from "./pdu/driver.js";
@@ -44,6 +45,7 @@ import { Poller } from "./poller/scheduler.js";
 import { SnapshotStore } from "./poller/store.js";
 import { heapFlagsReport, heapLimitMb, heapNeededMb } from "./runtime.js";
 import { ConsoleFeed, type ConsoleLimits } from "./ui/feed.js";
+import { consoleRoutes } from "./ui/routes.js";
 
 export type { Part } from "./lifecycle.js";
 
@@ -128,11 +130,13 @@ export class App {
       mqttStatus: () => mqtt.status(),
       homeAssistantStatus: () => mqtt.homeAssistant(),
       loginProblem: (id) => credentials.problem(id),
-      ...(metrics === null ? {} : { metrics }),
+      ...(metrics === null ? {} : { metrics, metricsRoute: metricsRoute(metrics) }),
       ...more,
     });
     const api = config.Api.Enabled
-      ? new ApiPart(httpDeps({ control: this.control, ...(this.console ? { console: this.console } : {}) }))
+      ? new ApiPart(
+          httpDeps({ control: this.control, consoleRoutes: consoleRoutes(this.console ?? undefined) }),
+        )
       : null;
     this.#api = api;
     // The health listener reports the API's outage (its worker restarting).
@@ -484,7 +488,7 @@ class ApiPart implements Part {
     // source and records would stay in the heap of every bridge without it.
     const tls = await apiTlsFiles(deps.config);
     this.#worker = deps.config.Api.Worker
-      ? await (await import("./http/api/worker-host.js")).startApiWorker(deps, tls)
+      ? await (await import("./http/api-worker/host.js")).startApiWorker(deps, tls)
       : null;
     this.#listener = this.#worker ?? (await (await import("./http/api/server.js")).startApiServer(deps, tls));
   }

@@ -12,6 +12,7 @@ import type { ControlService } from "../src/control/types.js";
 import type { HttpDeps } from "../src/http/types.js";
 import type { HomeAssistantStatus, MqttStatus } from "../src/mqtt/types.js";
 import { SnapshotStore } from "../src/poller/store.js";
+import { consoleRoutes } from "../src/ui/routes.js";
 import { LogCapture } from "./log-capture.js";
 
 /** A configuration parsed by the real loader (no environment: secrets only from the text). */
@@ -73,6 +74,7 @@ export function harness(config: Config, options: HarnessOptions = {}): Harness {
     mqttStatus: () => state.mqtt,
     homeAssistantStatus: () => state.homeAssistant,
     now: () => state.clock.now,
+    consoleRoutes: consoleRoutes(),
     ...(options.control ? { control: options.control } : {}),
   };
   return Object.assign(state, { deps, store, bus, log });

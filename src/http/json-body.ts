@@ -8,7 +8,7 @@
  * that switches power the service refuses it with 400 instead of guessing.
  */
 import type { FastifyRequest } from "fastify";
-import type { HttpApp } from "./common.js";
+import type { HttpApp } from "./types.js";
 
 /** `code` of the error a body with a duplicate key raises (mapped to a 400 problem). */
 export const DUPLICATE_KEY_CODE = "PDU_BRIDGE_DUPLICATE_JSON_KEY";

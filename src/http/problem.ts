@@ -6,7 +6,7 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import Type from "typebox";
-import type { HttpApp } from "./common.js";
+import type { HttpApp } from "./types.js";
 import { RULE_WORDS } from "./api/params.js";
 import { DUPLICATE_KEY_CODE } from "./json-body.js";
 

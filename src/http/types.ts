@@ -1,13 +1,53 @@
-/** What the HTTP listeners read from the running service. */
+/** The types every HTTP module shares: the fastify app, the fast path, what the listeners read. */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { FastifyBaseLogger, FastifyInstance, RawServerDefault } from "fastify";
 import type { EventBus } from "../bus.js";
 import type { Config } from "../config/schema.js";
 import type { ControlService } from "../control/types.js";
 import type { Logger } from "../log.js";
-import type { BridgeMetrics } from "../metrics/bridge.js";
 import type { HomeAssistantStatus, MqttStatus } from "../mqtt/types.js";
 import type { SnapshotStore } from "../poller/store.js";
-import type { ConsoleFeed } from "../ui/feed.js";
 
+/** A listener's fastify app, typed by its typebox schemas. */
+export type HttpApp = FastifyInstance<
+  RawServerDefault,
+  IncomingMessage,
+  ServerResponse,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+/**
+ * Answers a request without fastify, or returns false to leave it to fastify's routing. For the
+ * few GETs that monitoring polls hardest; answers must be byte for byte what the routes answer. It
+ * must write nothing before it is sure to answer: when it throws, fastify's route answers instead.
+ */
+export type FastPath = (request: IncomingMessage, response: ServerResponse) => boolean;
+
+/** The two listeners, as metrics and logs name them. */
+export type ListenerName = "api" | "health";
+
+/**
+ * Routes of a part outside src/http/ (the web console, the metrics endpoint), added by a listener
+ * in their place among its own. The composition root passes them in, so src/http/ depends on no
+ * such part.
+ */
+export type ListenerRoutes = (app: HttpApp, deps: HttpDeps) => void;
+
+/** What the listeners count (src/metrics/ implements it). */
+export interface HttpMetrics {
+  /** Counts every response of this fastify app. */
+  instrument(app: HttpApp, listener: ListenerName): void;
+  /** The same fast path, counting what it answers. */
+  wrapFastPath(listener: ListenerName, fastPath: FastPath): FastPath;
+  /** `count` answered requests of `route` (the API worker reports what it answered itself). */
+  observeHttp(listener: ListenerName, route: string, statusCode: number, count?: number): void;
+  /** The REST API's worker thread is being started again. */
+  observeApiWorkerRestart(): void;
+}
+
+/** What the HTTP listeners read from the running service. */
 export interface HttpDeps {
   readonly config: Config;
   readonly store: SnapshotStore;
@@ -20,10 +60,12 @@ export interface HttpDeps {
   homeAssistantStatus(): HomeAssistantStatus;
   /** Present when control is wired (the control endpoints answer 403 while Api.ApiKey is empty). */
   readonly control?: ControlService;
-  /** The web console's live feed; the API listener makes its own when absent. */
-  readonly console?: ConsoleFeed;
-  /** Present when Metrics.Enabled: served on the health listener, counts the requests of both. */
-  readonly metrics?: BridgeMetrics;
+  /** The web console's routes on the API listener (src/ui/); absent: the API serves no console. */
+  readonly consoleRoutes?: ListenerRoutes;
+  /** Present when Metrics.Enabled: counts the requests of both listeners. */
+  readonly metrics?: HttpMetrics;
+  /** `GET <Metrics.Path>` on the health listener (src/metrics/), present with `metrics`. */
+  readonly metricsRoute?: ListenerRoutes;
   /**
    * Why the REST API does not answer now (its worker thread died or hung and is being started again), or
    * null; absent when the REST API is off or runs on the main thread.

@@ -11,7 +11,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
 import type { EventBus } from "../bus.js";
 import { GROUP_ACTIONS, OUTLET_ACTIONS } from "../control/types.js";
 import { SETTINGS_ACTION } from "../control/settings.js";
-import type { FastPath, HttpApp } from "../http/common.js";
+import type { FastPath, HttpApp } from "../http/types.js";
 import type { Logger } from "../log.js";
 import type { Snapshot } from "../pdu/model.js";
 import type { SnapshotStore } from "../poller/store.js";

@@ -7,18 +7,18 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import Type from "typebox";
-import { API_CSP, API_JSON_HEADERS, CONSOLE_PREFIX, type HttpApp } from "../http/common.js";
+import { API_CSP, API_JSON_HEADERS, CONSOLE_PREFIX } from "../http/listener.js";
 import { problem, sendProblem } from "../http/problem.js";
 import { clientAddressResolver } from "../http/api/key-guard.js";
-import { INTERNAL_ERROR, problemResponse, RetryAfterHeader } from "../http/api/schemas.js";
-import type { HttpDeps } from "../http/types.js";
+import { API_PATHS } from "../http/api/paths.js";
+import type { HttpApp, HttpDeps, ListenerRoutes } from "../http/types.js";
 import { distSrcUrl } from "../paths.js";
 import { consoleBootstrap } from "./alarms.js";
-import type { ConsoleFeed } from "./feed.js";
+import { EVENTS_SCHEMA, HISTORY_SCHEMA } from "./route-schemas.js";
+import { ConsoleFeed } from "./feed.js";
 import type { ConsoleBootstrap, OutletHistory } from "./wire.js";
 
-export const EVENTS_PATH = "/api/v1/events";
+export const EVENTS_PATH = API_PATHS.events;
 const ASSET_CACHE = "public, max-age=31536000, immutable";
 const ASSETS_DIR = fileURLToPath(distSrcUrl("./ui/assets/"));
 
@@ -89,16 +89,12 @@ const STREAM_HEADERS: Record<string, string> = {
   "x-accel-buffering": "no",
 };
 
-const INDEX_PATTERN = "^(0|[1-9][0-9]{0,5})$";
-
-export function registerConsole(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed): void {
+/** The page, its favicon and its assets. */
+function registerPageRoutes(app: HttpApp, deps: HttpDeps): void {
   const assets = loadAssets();
   // The page's buttons come from the command table; served with the page (no request of its own).
   const bootstrap = consoleBootstrap(deps.config);
   const html = assets.script && assets.stylesheet ? Buffer.from(indexHtml(assets, bootstrap)) : null;
-  // Streams are counted per client, as the key guard's lock-out counts: behind a trusted proxy, per
-  // the client it names. Behind the API worker the request carries the client's own address.
-  const resolveClient = clientAddressResolver(deps.config.Api.TrustedProxies);
 
   app.get(CONSOLE_PREFIX, { schema: { hide: true } }, (_request, reply) =>
     reply.redirect(`${CONSOLE_PREFIX}/`, 302),
@@ -127,141 +123,99 @@ export function registerConsole(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed)
       return reply.header("cache-control", ASSET_CACHE).type(type).send(body);
     },
   );
+}
 
-  app.get(
-    EVENTS_PATH,
-    {
-      schema: {
-        summary: "Live updates for the web console (server-sent events)",
-        description:
-          "A `text/event-stream` that stays open. Events: `status` (`{instances:[…]}`: every instance on " +
-          "connect, then each one whose poll status changed: online/failing/pending, last poll, error, " +
-          "consecutive failures, device count, total power, label, model, alarm counts, most loaded phase), " +
-          "`snapshot` (the latest snapshot of an instance with each load against its rating and its active " +
-          "alarms, on connect and after every poll or commanded state change), `control` (the outcome of every " +
-          "control request, REST or MQTT), `alarm` (an alarm raised, changed or cleared), and on connect " +
-          "`alarms` (every active alarm) and `recent` (the latest alarm and control events). " +
-          "`?instance=` limits the snapshot events to one instance, " +
-          "`?snapshots=false` leaves them out. A stream is ended after at most 15 minutes, after a " +
-          "`reconnect` event: open a new one (browsers reconnect by themselves). At most 8 streams per " +
-          "client address (429 beyond) and 64 in all (503 beyond, unless another client holds more than " +
-          "its share: its oldest stream is ended to make room); a client that stops reading is disconnected.",
-        operationId: "streamEvents",
-        tags: ["Status"],
-        querystring: Type.Object(
-          {
-            instance: Type.Optional(
-              Type.String({
-                minLength: 1,
-                maxLength: 64,
-                description: "Snapshot events of this instance only",
-              }),
-            ),
-            snapshots: Type.Optional(
-              Type.Enum(["true", "false"], { description: "`false`: no snapshot events (default `true`)" }),
-            ),
-          },
-          { additionalProperties: false },
-        ),
-        response: {
-          200: {
-            description: "The event stream",
-            content: { "text/event-stream": { schema: Type.String({ description: "Server-sent events" }) } },
-          },
-          400: problemResponse("Unknown query parameter or bad value"),
-          404: problemResponse("No such instance"),
-          429: problemResponse("Too many open event streams from this client address", {
-            "Retry-After": RetryAfterHeader,
-          }),
-          503: problemResponse("Too many open event streams", { "Retry-After": RetryAfterHeader }),
-          500: INTERNAL_ERROR,
-        },
-      },
-    },
-    (request, reply) => {
-      const { instance, snapshots } = request.query;
-      if (instance !== undefined && !deps.store.get(instance)) {
-        const detail = `unknown instance ${JSON.stringify(instance)}; configured instances: ${deps.store.ids().join(", ")}`;
-        return sendProblem(reply, problem(404, detail));
-      }
-      const client = resolveClient(request.socket.remoteAddress, request.headers["x-forwarded-for"]);
-      const refused = feed.admit(client);
-      if (refused !== null) {
-        return sendProblem(reply, problem(refused.status, refused.detail), {
-          "retry-after": String(refused.retryAfter),
-        });
-      }
-      reply.hijack();
-      request.raw.socket.setNoDelay(true);
-      const opened = feed.open(
-        reply.raw,
-        STREAM_HEADERS,
-        { instanceId: instance ?? null, snapshots: snapshots !== "false" },
-        client,
-      );
-      if (!opened) reply.raw.destroy();
-      return reply;
-    },
-  );
+/** The event stream of the console. */
+function registerEventsRoute(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed): void {
+  // Streams are counted per client, as the key guard's lock-out counts: behind a trusted proxy, per
+  // the client it names. Behind the API worker the request carries the client's own address.
+  const resolveClient = clientAddressResolver(deps.config.Api.TrustedProxies);
+  app.get(EVENTS_PATH, { schema: EVENTS_SCHEMA }, (request, reply) => {
+    const { instance, snapshots } = request.query;
+    if (instance !== undefined && !deps.store.get(instance)) {
+      const detail = `unknown instance ${JSON.stringify(instance)}; configured instances: ${deps.store.ids().join(", ")}`;
+      return sendProblem(reply, problem(404, detail));
+    }
+    const client = resolveClient(request.socket.remoteAddress, request.headers["x-forwarded-for"]);
+    const refused = feed.admit(client);
+    if (refused !== null) {
+      return sendProblem(reply, problem(refused.status, refused.detail), {
+        "retry-after": String(refused.retryAfter),
+      });
+    }
+    reply.hijack();
+    request.raw.socket.setNoDelay(true);
+    const opened = feed.open(
+      reply.raw,
+      STREAM_HEADERS,
+      { instanceId: instance ?? null, snapshots: snapshots !== "false" },
+      client,
+    );
+    if (!opened) reply.raw.destroy();
+    return reply;
+  });
+}
 
-  app.get(
-    "/api/v1/instances/:id/outlets/:deviceId/:index/history",
-    {
-      schema: {
-        summary: "Real power of one outlet over the last hour",
-        description:
-          "Every poll of the last hour (kept in memory by the service, lost on restart): `times` in epoch " +
-          "milliseconds and `values` in watts (null where the outlet reported no number), oldest first.",
-        operationId: "getOutletHistory",
-        tags: ["Readings"],
-        params: Type.Object({
-          id: Type.String({ minLength: 1, description: "Instance id" }),
-          deviceId: Type.String({ minLength: 1, maxLength: 128, description: "The PDU's device id" }),
-          index: Type.String({ pattern: INDEX_PATTERN, description: "0-based outlet index" }),
-        }),
-        response: {
-          200: {
-            description: "The outlet's power samples",
-            content: {
-              "application/json": {
-                schema: Type.Object({
-                  instanceId: Type.String(),
-                  deviceId: Type.String(),
-                  index: Type.Integer({ minimum: 0 }),
-                  type: Type.Literal("realPower"),
-                  units: Type.Literal("W"),
-                  times: Type.Array(Type.Number()),
-                  values: Type.Array(Type.Union([Type.Number(), Type.Null()])),
-                }),
-              },
-            },
-          },
-          400: problemResponse("Bad path parameter"),
-          404: problemResponse("Unknown instance, or an outlet the service has not seen in the last hour"),
-          500: INTERNAL_ERROR,
-        },
-      },
-    },
-    (request, reply) => {
-      const { id, deviceId } = request.params;
-      const index = Number(request.params.index);
-      if (!deps.store.get(id)) {
-        return sendProblem(reply, problem(404, `unknown instance ${JSON.stringify(id)}`));
-      }
-      const found = feed.history.query(id, deviceId, index, feed.now);
-      if (!found) {
-        const detail = `instance ${id} has no outlet ${index} on device ${JSON.stringify(deviceId)} in the last hour`;
-        return sendProblem(reply, problem(404, detail));
-      }
-      const body: OutletHistory = {
-        instanceId: id,
-        deviceId,
-        index,
-        type: "realPower",
-        units: "W",
-        ...found,
-      };
-      return reply.headers(API_JSON_HEADERS).send(JSON.stringify(body));
-    },
-  );
+/** An outlet's power over the last hour. */
+function registerHistoryRoute(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed): void {
+  app.get(API_PATHS.outletHistory, { schema: HISTORY_SCHEMA }, (request, reply) => {
+    const { id, deviceId } = request.params;
+    const index = Number(request.params.index);
+    if (!deps.store.get(id)) {
+      return sendProblem(reply, problem(404, `unknown instance ${JSON.stringify(id)}`));
+    }
+    const found = feed.history.query(id, deviceId, index, feed.now);
+    if (!found) {
+      const detail = `instance ${id} has no outlet ${index} on device ${JSON.stringify(deviceId)} in the last hour`;
+      return sendProblem(reply, problem(404, detail));
+    }
+    const body: OutletHistory = {
+      instanceId: id,
+      deviceId,
+      index,
+      type: "realPower",
+      units: "W",
+      ...found,
+    };
+    return reply.headers(API_JSON_HEADERS).send(JSON.stringify(body));
+  });
+}
+
+export function registerConsole(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed): void {
+  registerPageRoutes(app, deps);
+  registerEventsRoute(app, deps, feed);
+  registerHistoryRoute(app, deps, feed);
+}
+
+/**
+ * The console as the API listener adds it: with `feed` (the service's), or with a feed of its own
+ * that closes with the listener. Open event streams would hold the listener's close: they end first.
+ */
+export function consoleRoutes(feed?: ConsoleFeed): ListenerRoutes {
+  return (app, deps) => {
+    const live = feed ?? ownConsoleFeed(deps);
+    registerConsole(app, deps, live);
+    app.addHook("preClose", (done) => {
+      live.closeStreams();
+      done();
+    });
+    if (feed === undefined)
+      app.addHook("onClose", (_app, done) => {
+        live.close();
+        done();
+      });
+  };
+}
+
+/** The console feed of a listener built without the service's (it follows the bus until the listener closes). */
+function ownConsoleFeed(deps: HttpDeps): ConsoleFeed {
+  const feed = new ConsoleFeed({
+    bus: deps.bus,
+    store: deps.store,
+    config: () => deps.config,
+    logger: deps.logger,
+    now: deps.now,
+  });
+  feed.start();
+  return feed;
 }

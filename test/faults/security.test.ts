@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { keyMatcher } from "../../src/http/api/key-guard.js";
-import { API_CSP, DOCS_CSP } from "../../src/http/common.js";
+import { API_CSP, DOCS_CSP } from "../../src/http/listener.js";
 import { ClientPool, startBridge, type Answer, type RunningBridge } from "../../testkit/hostile-harness.js";
 import { Recorder } from "../../testkit/mqtt-client.js";
 import { waitFor } from "../../testkit/wait.js";

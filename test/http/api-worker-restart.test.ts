@@ -13,7 +13,7 @@ import { dirname } from "node:path";
 import { after, before, test } from "node:test";
 import { startApiWorkerHarness, type AppHarness } from "../../testkit/app-harness.js";
 import { waitFor } from "../../testkit/wait.js";
-import { SOCKET_LINE } from "../../src/http/api/worker-host.js";
+import { SOCKET_LINE } from "../../src/http/api-worker/host.js";
 
 const KEY = "worker-restart-key-0123456789abcdef";
 

@@ -12,12 +12,12 @@ import { dirname } from "node:path";
 import { after, before, test } from "node:test";
 import { App } from "../../src/app.js";
 import { ConfigError } from "../../src/config/errors.js";
-import { PEER_HEADER } from "../../src/http/api/mirror.js";
+import { PEER_HEADER } from "../../src/http/api-worker/store-mirror.js";
 import { startApiWorkerHarness, type AppHarness } from "../../testkit/app-harness.js";
 import { configFrom } from "../../testkit/http-harness.js";
 import { singleUnit } from "../../testkit/mqtt-snapshots.js";
 import { waitFor } from "../../testkit/wait.js";
-import { SOCKET_LINE } from "../../src/http/api/worker-host.js";
+import { SOCKET_LINE } from "../../src/http/api-worker/host.js";
 
 const KEY = "worker-test-key-0123456789abcdef";
 /** Sent by the client: the request then is not plain, so the worker passes it to fastify's route. */

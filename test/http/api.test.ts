@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { Config } from "../../src/config/schema.js";
 import { OPENAPI_PATH, startApiServer } from "../../src/http/api/server.js";
-import { API_CSP, DOCS_CSP, type RunningListener } from "../../src/http/common.js";
+import { API_CSP, DOCS_CSP, type RunningListener } from "../../src/http/listener.js";
 import { GeistClient } from "../../src/pdu/geist/client.js";
 import type { Snapshot } from "../../src/pdu/model.js";
 import { readingsOf, type Reading } from "../../src/pdu/readings.js";

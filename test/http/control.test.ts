@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import { after, before, test } from "node:test";
 import { OPENAPI_PATH, buildApiServer } from "../../src/http/api/server.js";
-import type { HttpApp } from "../../src/http/common.js";
+import type { HttpApp } from "../../src/http/types.js";
 import { done, ControlStub } from "../../testkit/control-stub.js";
 import { Client, configFrom, harness, type Harness, type HttpResponse } from "../../testkit/http-harness.js";
 import { checkResponses } from "../../testkit/openapi-check.js";

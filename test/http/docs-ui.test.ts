@@ -9,7 +9,7 @@ import { after, before, test } from "node:test";
 import type { Page } from "playwright-core";
 import { chromiumMissing, openBrowser, type BrowserSession } from "../../testkit/browser.js";
 import { startApiServer } from "../../src/http/api/server.js";
-import type { RunningListener } from "../../src/http/common.js";
+import type { RunningListener } from "../../src/http/listener.js";
 import { parseApiTree } from "../../src/pdu/geist/parse.js";
 import { singleUnitTree } from "../../testkit/fixtures/geist-trees.js";
 import { configFrom, harness } from "../../testkit/http-harness.js";

@@ -1,5 +1,5 @@
 /**
- * The fast path of the hot read endpoints (src/http/api/bodies.ts): it answers plain monitoring
+ * The fast path of the hot read endpoints (src/http/api/cached-reads.ts): it answers plain monitoring
  * GETs of /api/v1/health and /api/v1/readings without fastify, so its answers must be exactly what
  * the routes answer, follow every change of the store, and leave every other request to fastify.
  */
@@ -7,9 +7,9 @@ import assert from "node:assert/strict";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { connect, type AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { createFastReads, createReadBodies, storeReadSource } from "../../src/http/api/bodies.js";
+import { createFastReads, createReadBodies, storeReadSource } from "../../src/http/api/cached-reads.js";
 import { buildApiServer } from "../../src/http/api/server.js";
-import type { HttpApp } from "../../src/http/common.js";
+import type { HttpApp } from "../../src/http/types.js";
 import { Client, configFrom, harness, type Harness } from "../../testkit/http-harness.js";
 import { singleUnit } from "../../testkit/mqtt-snapshots.js";
 

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { startHealthServer } from "../../src/http/health/server.js";
 import { integrations, readiness } from "../../src/http/health/status.js";
-import { API_CSP, type RunningListener } from "../../src/http/common.js";
+import { API_CSP, type RunningListener } from "../../src/http/listener.js";
 import { ProblemSchema } from "../../src/http/problem.js";
 import { parseApiTree } from "../../src/pdu/geist/parse.js";
 import { wireApi } from "../../testkit/fixtures/wire.js";

@@ -1,5 +1,5 @@
 /**
- * The cached bodies of `GET /api/v1/readings` and `GET /api/v1/health` (src/http/api/bodies.ts)
+ * The cached bodies of `GET /api/v1/readings` and `GET /api/v1/health` (src/http/api/cached-reads.ts)
  * against the whole service polling real simulators: a value changed at a PDU is in the very next
  * answer after the poll that carried it, the health body follows a PDU that fails and recovers, and
  * the cached bytes are exactly what fastify's serialisation of the routes' documented schemas makes
@@ -9,7 +9,8 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import Fastify, { type FastifyInstance } from "fastify";
 import { SHARED_SCHEMAS } from "../../src/http/api/schemas.js";
-import { buildApiServer, HEALTH_RESPONSE, READINGS_RESPONSE } from "../../src/http/api/server.js";
+import { HEALTH_RESPONSE, READINGS_RESPONSE } from "../../src/http/api/reads.js";
+import { buildApiServer } from "../../src/http/api/server.js";
 import { readingsJson } from "../../src/pdu/readings.js";
 import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
 import { configFrom, harness } from "../../testkit/http-harness.js";

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { buildApiServer } from "../../src/http/api/server.js";
-import type { HttpApp } from "../../src/http/common.js";
+import type { HttpApp } from "../../src/http/types.js";
 import { createControlService } from "../../src/control/service.js";
 import { silentLogger } from "../../src/log.js";
 import type { PduDriver } from "../../src/pdu/driver.js";

@@ -10,7 +10,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { startHealthServer } from "../../src/http/health/server.js";
-import type { RunningListener } from "../../src/http/common.js";
+import type { RunningListener } from "../../src/http/listener.js";
 import { createLogger } from "../../src/log.js";
 import { findGroup } from "../../src/pdu/model.js";
 import { GeistClient } from "../../src/pdu/geist/client.js";

@@ -9,11 +9,12 @@ import { connect, type Socket } from "node:net";
 import { after, before, test } from "node:test";
 import { setImmediate as tick } from "node:timers/promises";
 import { startApiServer } from "../../src/http/api/server.js";
-import type { RunningListener } from "../../src/http/common.js";
+import type { RunningListener } from "../../src/http/listener.js";
 import type { Snapshot } from "../../src/pdu/model.js";
 import { parseApiTree } from "../../src/pdu/geist/parse.js";
 import { ConsoleFeed } from "../../src/ui/feed.js";
 import { HISTORY_WINDOW_MS, PowerHistory } from "../../src/ui/history.js";
+import { consoleRoutes } from "../../src/ui/routes.js";
 import { singleUnitTree } from "../../testkit/fixtures/geist-trees.js";
 import { configFrom, harness, type Harness } from "../../testkit/http-harness.js";
 import { waitFor } from "../../testkit/wait.js";
@@ -41,7 +42,7 @@ before(async () => {
   });
   feed.start();
   h.store.recordSuccess("rack", parseApiTree(singleUnitTree(), "rack", h.clock.now));
-  api = await startApiServer({ ...h.deps, console: feed });
+  api = await startApiServer({ ...h.deps, consoleRoutes: consoleRoutes(feed) });
 });
 
 after(async () => {
@@ -104,7 +105,7 @@ test("a new stream gets every instance's current snapshot, however many, without
     maxBufferedBytes: 16 * 1024, // far less than the 40 snapshots together
   });
   small.start();
-  const listener = await startApiServer({ ...fleet.deps, console: small });
+  const listener = await startApiServer({ ...fleet.deps, consoleRoutes: consoleRoutes(small) });
   t.after(async () => {
     await listener.close();
     small.close();

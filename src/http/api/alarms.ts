@@ -5,12 +5,13 @@
  */
 import Type from "typebox";
 import { alarmJson } from "../../pdu/load.js";
-import type { HttpApp } from "../common.js";
+import type { HttpApp } from "../types.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
+import { API_PATHS } from "./paths.js";
 import { INTERNAL_ERROR, jsonArray, problemResponse } from "./schemas.js";
 
-export const ALARMS_PATH = "/api/v1/alarms";
+export const ALARMS_PATH = API_PATHS.alarms;
 
 export function registerAlarmsRoute(app: HttpApp, deps: HttpDeps): void {
   app.get(

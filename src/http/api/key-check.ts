@@ -5,13 +5,14 @@
  * configured, 429 locked out, 401 missing or wrong), with the listener's one lock-out: a wrong key
  * here counts as one there.
  */
-import type { HttpApp } from "../common.js";
+import type { HttpApp } from "../types.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
+import { API_PATHS } from "./paths.js";
 import { clientAddressResolver, keyMatcher, type FailedKeyLimiter } from "./key-guard.js";
 import { INTERNAL_ERROR, problemResponse, RetryAfterHeader } from "./schemas.js";
 
-export const KEY_CHECK_PATH = "/api/v1/key";
+export const KEY_CHECK_PATH = API_PATHS.keyCheck;
 
 export function registerKeyCheck(app: HttpApp, deps: HttpDeps, limiter: FailedKeyLimiter): void {
   const configured = deps.config.Api.ApiKey;

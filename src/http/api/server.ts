@@ -1,41 +1,29 @@
 /**
- * The REST API listener (contract §4): read endpoints, control endpoints, the OpenAPI 3.1 document
- * generated from the route schemas, and the docs UI, all served from this process.
+ * The REST API listener: the read and control plugins, the key check, the OpenAPI 3.1 document
+ * generated from the route schemas, the docs UI, and the console's routes when they are passed in.
  */
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import Type from "typebox";
 import {
-  API_JSON_HEADERS,
   createHttpApp,
   DOCS_PREFIX,
   httpLimits,
   listen,
-  type HttpApp,
   type HttpLimits,
   type RunningListener,
   type TlsPair,
-} from "../common.js";
-import { problem, sendProblem } from "../problem.js";
-import type { HttpDeps } from "../types.js";
-import { registerAlarmsRoute } from "./alarms.js";
-import { createFastReads, createReadBodies, iso, storeReadSource, type ReadBodies } from "./bodies.js";
-import { controlRoutes } from "./control.js";
+} from "../listener.js";
+import type { HttpApp, HttpDeps } from "../types.js";
+import { createFastReads, createReadBodies, storeReadSource } from "./cached-reads.js";
+import { controlRoutes } from "./control/plugin.js";
 import { registerKeyCheck } from "./key-check.js";
+import { readRoutes } from "./reads.js";
 import { FailedKeyLimiter } from "./key-guard.js";
-import { INTERNAL_ERROR, json, jsonArray, problemResponse, SHARED_SCHEMAS } from "./schemas.js";
-import { ConsoleFeed } from "../../ui/feed.js";
-import { registerConsole } from "../../ui/routes.js";
+import { API_PATHS } from "./paths.js";
+import { SHARED_SCHEMAS } from "./schemas.js";
 
-export const OPENAPI_PATH = "/openapi/v1.json";
-
-/**
- * The documented 200 answers of the two cached read routes. Their bodies are sent as cached bytes
- * (bodies.ts), not serialised through these; test/http/read-bodies.test.ts proves the bytes are what
- * fastify's serialisation of these schemas gives.
- */
-export const HEALTH_RESPONSE = json("Health", "Service health");
-export const READINGS_RESPONSE = jsonArray("Reading", "The readings; [] for an instance not polled yet");
+export const OPENAPI_PATH = API_PATHS.openApi;
 
 async function registerDocs(app: HttpApp): Promise<void> {
   await app.register(swagger, {
@@ -91,128 +79,6 @@ async function registerDocs(app: HttpApp): Promise<void> {
   });
 }
 
-/** The read endpoints: instances, health, snapshot ages and readings. */
-function registerReadRoutes(app: HttpApp, deps: HttpDeps, bodies: ReadBodies): void {
-  registerInstancesRoute(app, deps);
-  registerHealthRoute(app, bodies);
-  registerSnapshotsRoute(app, deps);
-  registerReadingsRoute(app, deps, bodies);
-  registerAlarmsRoute(app, deps);
-}
-
-function registerInstancesRoute(app: HttpApp, deps: HttpDeps): void {
-  app.get(
-    "/api/v1/instances",
-    {
-      schema: {
-        summary: "List the configured PDU instances",
-        description: "In the order of the configuration file.",
-        operationId: "listInstances",
-        tags: ["Status"],
-        response: { 200: jsonArray("Instance", "The configured instances"), 500: INTERNAL_ERROR },
-      },
-    },
-    () =>
-      deps.config.instances.map((i) => ({
-        id: i.id,
-        primary: i.primary,
-        host: i.Connection.Host,
-        port: i.Connection.Port,
-        scheme: i.Connection.Scheme,
-        pollInterval: i.PollInterval,
-        actionsEnabled: i.ActionsEnabled,
-      })),
-  );
-}
-
-function registerHealthRoute(app: HttpApp, bodies: ReadBodies): void {
-  app.get(
-    "/api/v1/health",
-    {
-      schema: {
-        summary: "Service health: uptime, MQTT connection and polls",
-        operationId: "getHealth",
-        tags: ["Status"],
-        response: { 200: HEALTH_RESPONSE, 500: INTERNAL_ERROR },
-      },
-    },
-    (_request, reply) => reply.headers(API_JSON_HEADERS).send(bodies.health()),
-  );
-}
-
-function registerSnapshotsRoute(app: HttpApp, deps: HttpDeps): void {
-  const now = deps.now ?? Date.now;
-  app.get(
-    "/api/v1/snapshots",
-    {
-      schema: {
-        summary: "Time and age of the latest snapshot of every instance",
-        description:
-          "One entry per configured instance, in configuration order; both null before its first poll.",
-        operationId: "listSnapshots",
-        tags: ["Status"],
-        response: {
-          200: jsonArray("SnapshotInfo", "One entry per configured instance"),
-          500: INTERNAL_ERROR,
-        },
-      },
-    },
-    () => {
-      const at = now();
-      return deps.store.list().map((s) => ({
-        instanceId: s.id,
-        timestampUtc: s.snapshot ? iso(s.snapshot.timestamp) : null,
-        ageSeconds: s.snapshot ? Math.max(0, at - s.snapshot.timestamp) / 1000 : null,
-      }));
-    },
-  );
-}
-
-/** `?instance=` matches exactly, else ignoring case; an unknown one is a 404 naming the known ones. */
-function registerReadingsRoute(app: HttpApp, deps: HttpDeps, bodies: ReadBodies): void {
-  app.get(
-    "/api/v1/readings",
-    {
-      schema: {
-        summary: "Numeric measurements of every outlet and entity",
-        description:
-          "One reading per numeric measurement in the latest snapshot of each instance (group rollups are not " +
-          "readings). Sorted by instance, device id, outlets before entities, outlet index, entity key, type.",
-        operationId: "listReadings",
-        tags: ["Readings"],
-        querystring: Type.Object(
-          {
-            instance: Type.Optional(
-              Type.String({ minLength: 1, description: "Only this instance (matched case-insensitively)" }),
-            ),
-          },
-          { additionalProperties: false },
-        ),
-        response: {
-          200: READINGS_RESPONSE,
-          400: problemResponse("Unknown query parameter or empty instance"),
-          404: problemResponse("No such instance"),
-          500: INTERNAL_ERROR,
-        },
-      },
-    },
-    (request, reply) => {
-      const wanted = request.query.instance;
-      if (wanted === undefined) return reply.headers(API_JSON_HEADERS).send(bodies.allReadings());
-      const exact = deps.store.get(wanted);
-      const lower = wanted.toLowerCase();
-      const all = deps.store.list();
-      const matches = exact ? [exact] : all.filter((s) => s.id.toLowerCase() === lower);
-      if (matches.length === 0) {
-        const known = all.map((s) => s.id).join(", ");
-        const detail = `unknown instance ${JSON.stringify(wanted.slice(0, 64))}; configured instances: ${known}`;
-        return sendProblem(reply, problem(404, detail));
-      }
-      return reply.headers(API_JSON_HEADERS).send(bodies.readingsFor(matches));
-    },
-  );
-}
-
 function registerDocumentRoutes(app: HttpApp): void {
   app.get(
     OPENAPI_PATH,
@@ -265,38 +131,14 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
     await app.register(consoleAuth, { deps, limiter });
   }
   await registerDocs(app);
-  registerReadRoutes(app, deps, bodies);
+  await app.register(readRoutes, { deps, bodies });
   // Awaited, so its routes are added here and the OpenAPI document keeps its order.
   await app.register(controlRoutes, { deps, limiter });
   registerKeyCheck(app, deps, limiter);
   registerDocumentRoutes(app);
-  const feed = deps.console ?? ownConsoleFeed(deps);
-  registerConsole(app, deps, feed);
-  // Open event streams would hold the listener's close: end them first.
-  app.addHook("preClose", (done) => {
-    feed.closeStreams();
-    done();
-  });
-  if (!deps.console)
-    app.addHook("onClose", (_app, done) => {
-      feed.close();
-      done();
-    });
+  deps.consoleRoutes?.(app, deps);
   await app.ready();
   return app;
-}
-
-/** The console feed of an API built without the service's (it follows the bus until the app closes). */
-function ownConsoleFeed(deps: HttpDeps): ConsoleFeed {
-  const feed = new ConsoleFeed({
-    bus: deps.bus,
-    store: deps.store,
-    config: () => deps.config,
-    logger: deps.logger,
-    now: deps.now,
-  });
-  feed.start();
-  return feed;
 }
 
 /**

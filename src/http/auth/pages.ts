@@ -3,7 +3,7 @@
  * sign-in that failed a check), and "signed out". Static HTML with one stylesheet of the service's
  * own, no script, every value escaped.
  */
-import { CONSOLE_PREFIX } from "../common.js";
+import { CONSOLE_PREFIX } from "../listener.js";
 
 export const AUTH_PREFIX = `${CONSOLE_PREFIX}/auth`;
 export const AUTH_STYLESHEET = `${AUTH_PREFIX}/page.css`;

@@ -19,10 +19,13 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import fastifyPlugin from "fastify-plugin";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import Type from "typebox";
-import { CONSOLE_PREFIX } from "../common.js";
+import { CONSOLE_PREFIX } from "../listener.js";
 import { clientAddressResolver, type FailedKeyLimiter, keyMatcher } from "../api/key-guard.js";
+import { API_PATHS } from "../api/paths.js";
 import { problem, sendProblem } from "../problem.js";
-import type { HttpDeps } from "../types.js";
+import type { Config } from "../../config/schema.js";
+import type { Logger } from "../../log.js";
+import type { HttpApp, HttpDeps } from "../types.js";
 import { cookieNames, CookieSeal, readCookie, setCookie } from "./cookies.js";
 import { AUTH_CSS, AUTH_PREFIX, AUTH_STYLESHEET, authPage } from "./pages.js";
 import { consolePrincipal, setConsolePrincipal } from "./principal.js";
@@ -35,7 +38,7 @@ export const CALLBACK_PATH = `${AUTH_PREFIX}/callback`;
 export const SESSION_PATH = `${AUTH_PREFIX}/session`;
 export const LOGOUT_PATH = `${AUTH_PREFIX}/logout`;
 export const SIGNED_OUT_PATH = `${AUTH_PREFIX}/signed-out`;
-const EVENTS_PATH = "/api/v1/events";
+const EVENTS_PATH = API_PATHS.events;
 const CONSOLE_HOME = `${CONSOLE_PREFIX}/`;
 /** How long a sign-in may take at the provider (the sealed cookie's life). */
 const SIGN_IN_MS = 600_000;
@@ -99,67 +102,73 @@ export interface ConsoleAuthOptions {
   readonly limiter: FailedKeyLimiter;
 }
 
-const plugin: FastifyPluginCallbackTypebox<ConsoleAuthOptions> = (app, { deps, limiter }, pluginDone) => {
-  const api = deps.config.Api;
-  const settings = api.Oidc;
-  const now = deps.now ?? Date.now;
-  const logger = deps.logger.child({ component: "console-sign-in" });
-  const secure = api.PublicUrl !== null ? api.PublicUrl.startsWith("https:") : api.Tls.CertFile !== null;
-  const names = cookieNames(secure);
-  const seal = new CookieSeal();
-  const sessions = new SessionStore({
-    idleMs: settings.Sessions.IdleTimeout * 1000,
-    absoluteMs: settings.Sessions.AbsoluteTimeout * 1000,
-    max: settings.Sessions.Max,
-  });
-  const provider = new OidcProvider({
-    issuer: settings.Issuer ?? "",
-    clientId: settings.ClientId,
-    clientSecret: settings.ClientSecret,
-    caFile: settings.CaFile,
-    scopes: settings.Scopes,
-  });
-  const matchesKey = api.ApiKey === "" ? null : keyMatcher(api.ApiKey);
-  const resolveClient = clientAddressResolver(api.TrustedProxies);
-  const clientOf = (request: FastifyRequest): string =>
-    resolveClient(request.socket.remoteAddress, request.headers["x-forwarded-for"]);
+/** Builds a page of the sign-in. */
+const page = (reply: FastifyReply, status: number, html: string): FastifyReply =>
+  reply.code(status).type("text/html; charset=utf-8").send(html);
 
-  if (!secure) {
-    logger.warn(
-      "console sessions travel over plain HTTP: set Api.Tls, or serve the API behind a TLS proxy and set Api.PublicUrl to its https URL",
-    );
+const loginHref = (returnPath: string = CONSOLE_HOME): string =>
+  `${LOGIN_PATH}?return=${encodeURIComponent(returnPath)}`;
+
+const UNAUTHORIZED = { "www-authenticate": 'ApiKey header="X-Api-Key"' };
+
+/** The sign-in's state (sessions, the provider, the sealed cookies) and its hook and handlers. */
+class ConsoleSignIn {
+  readonly api: Config["Api"];
+  readonly settings: Config["Api"]["Oidc"];
+  readonly now: () => number;
+  readonly logger: Logger;
+  /** The session cookie is `Secure` (HTTPS, directly or behind a proxy). */
+  readonly secure: boolean;
+  readonly names: ReturnType<typeof cookieNames>;
+  readonly seal = new CookieSeal();
+  readonly sessions: SessionStore;
+  readonly provider: OidcProvider;
+  readonly #limiter: FailedKeyLimiter;
+  readonly #matchesKey: ((key: string) => boolean) | null;
+  readonly #resolveClient: ReturnType<typeof clientAddressResolver>;
+
+  constructor({ deps, limiter }: ConsoleAuthOptions) {
+    this.api = deps.config.Api;
+    this.settings = this.api.Oidc;
+    this.now = deps.now ?? Date.now;
+    this.logger = deps.logger.child({ component: "console-sign-in" });
+    const api = this.api;
+    this.secure = api.PublicUrl !== null ? api.PublicUrl.startsWith("https:") : api.Tls.CertFile !== null;
+    this.names = cookieNames(this.secure);
+    const settings = this.settings;
+    this.sessions = new SessionStore({
+      idleMs: settings.Sessions.IdleTimeout * 1000,
+      absoluteMs: settings.Sessions.AbsoluteTimeout * 1000,
+      max: settings.Sessions.Max,
+    });
+    this.provider = new OidcProvider({
+      issuer: settings.Issuer ?? "",
+      clientId: settings.ClientId,
+      clientSecret: settings.ClientSecret,
+      caFile: settings.CaFile,
+      scopes: settings.Scopes,
+    });
+    this.#limiter = limiter;
+    this.#matchesKey = api.ApiKey === "" ? null : keyMatcher(api.ApiKey);
+    this.#resolveClient = clientAddressResolver(api.TrustedProxies);
   }
-  // Discovered at start so that a wrong issuer shows in the log at once; sign-ins retry it.
-  provider.configuration().then(
-    () => logger.info({ issuer: settings.Issuer }, "identity provider discovered"),
-    (error: unknown) =>
-      logger.warn(
-        { issuer: settings.Issuer, err: error },
-        "identity provider not reachable yet; sign-ins retry",
-      ),
-  );
-  app.addHook("onClose", (_app, closed) => {
-    provider.close().then(() => closed(), closed);
-  });
+
+  clientOf(request: FastifyRequest): string {
+    return this.#resolveClient(request.socket.remoteAddress, request.headers["x-forwarded-for"]);
+  }
 
   /** How browsers reach this service: Api.PublicUrl, else the request's Host and the listener's scheme. */
-  const originOf = (request: FastifyRequest): string | null => {
-    if (api.PublicUrl !== null) return api.PublicUrl;
+  originOf(request: FastifyRequest): string | null {
+    if (this.api.PublicUrl !== null) return this.api.PublicUrl;
     const host = request.headers.host;
     if (typeof host !== "string" || !HOST_PATTERN.test(host)) return null;
-    return `${api.Tls.CertFile !== null ? "https" : "http"}://${host.toLowerCase()}`;
-  };
-
-  const page = (reply: FastifyReply, status: number, html: string): FastifyReply =>
-    reply.code(status).type("text/html; charset=utf-8").send(html);
-
-  const loginHref = (returnPath: string = CONSOLE_HOME): string =>
-    `${LOGIN_PATH}?return=${encodeURIComponent(returnPath)}`;
+    return `${this.api.Tls.CertFile !== null ? "https" : "http"}://${host.toLowerCase()}`;
+  }
 
   /** The cross-site defence of a state-changing request made with a session; a refusal, or null. */
-  const crossSiteProblem = (request: FastifyRequest, session: Session): string | null => {
+  crossSiteProblem(request: FastifyRequest, session: Session): string | null {
     const origin = request.headers.origin;
-    const expected = originOf(request);
+    const expected = this.originOf(request);
     if (typeof origin !== "string" || expected === null || origin.toLowerCase() !== expected) {
       return (
         `cross-site request refused: a change made with a console session must come from the console at ` +
@@ -171,25 +180,27 @@ const plugin: FastifyPluginCallbackTypebox<ConsoleAuthOptions> = (app, { deps, l
       return "cross-site request refused: the X-CSRF-Token header is missing or wrong; reload the console and try again";
     }
     return null;
-  };
+  }
 
   /** Reads with ProtectReads: the key (with the lock-out) when no session; a refusal was sent, or false. */
-  const refuseRead = (request: FastifyRequest, reply: FastifyReply): boolean => {
+  refuseRead(request: FastifyRequest, reply: FastifyReply): boolean {
     const presented = request.headers["x-api-key"];
     if (presented === undefined) {
       const detail =
         "reads need a console session or the X-Api-Key header (Api.Oidc.ProtectReads); sign in at /ui/ or send the API key";
-      sendProblem(reply, problem(401, detail), { "www-authenticate": 'ApiKey header="X-Api-Key"' });
+      sendProblem(reply, problem(401, detail), UNAUTHORIZED);
       return true;
     }
-    const client = clientOf(request);
+    const limiter = this.#limiter;
+    const client = this.clientOf(request);
     const locked = limiter.retryAfter(client);
     if (locked > 0) {
       const detail = `too many wrong API keys from ${client}; try again in ${locked} s with the right X-Api-Key`;
       sendProblem(reply, problem(429, detail), { "retry-after": String(locked) });
       return true;
     }
-    if (typeof presented === "string" && presented !== "" && matchesKey?.(presented) === true) return false;
+    if (typeof presented === "string" && presented !== "" && this.#matchesKey?.(presented) === true)
+      return false;
     if (!limiter.recordFailure(client)) {
       const wait = limiter.fullRetryAfter();
       const detail = `too many clients are sending wrong API keys; try again in ${wait} s with the right X-Api-Key`;
@@ -203,30 +214,28 @@ const plugin: FastifyPluginCallbackTypebox<ConsoleAuthOptions> = (app, { deps, l
       return true;
     }
     const detail =
-      matchesKey === null
+      this.#matchesKey === null
         ? "reads need a console session: no API key is configured (Api.Oidc.ProtectReads)"
         : "the X-Api-Key header does not match the configured API key";
-    sendProblem(reply, problem(401, detail), { "www-authenticate": 'ApiKey header="X-Api-Key"' });
+    sendProblem(reply, problem(401, detail), UNAUTHORIZED);
     return true;
-  };
+  }
 
-  // For tests of the bound: how many sessions are kept.
-  app.decorate("consoleSessionCount", () => sessions.size);
-
-  app.addHook("onRequest", (request, reply, done) => {
+  /** The `onRequest` hook: who the request comes from, the cross-site defence, ProtectReads. */
+  readonly onRequest = (request: FastifyRequest, reply: FastifyReply, done: () => void): void => {
     const url = request.url;
     const query = url.indexOf("?");
     const path = query < 0 ? url : url.slice(0, query);
     const read = request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS";
     const keyed = request.headers["x-api-key"] !== undefined;
-    const cookieId = readCookie(request.headers.cookie, names.session);
-    const session = keyed ? null : sessions.get(cookieId, now());
+    const cookieId = readCookie(request.headers.cookie, this.names.session);
+    const session = keyed ? null : this.sessions.get(cookieId, this.now());
     if (session !== null && cookieId !== undefined) {
       if (!read) {
-        const refused = crossSiteProblem(request, session);
+        const refused = this.crossSiteProblem(request, session);
         if (refused !== null) {
-          logger.warn(
-            { client: clientOf(request), user: session.user.sub, path },
+          this.logger.warn(
+            { client: this.clientOf(request), user: session.user.sub, path },
             "cross-site request refused",
           );
           sendProblem(reply, problem(403, refused));
@@ -235,7 +244,7 @@ const plugin: FastifyPluginCallbackTypebox<ConsoleAuthOptions> = (app, { deps, l
       }
       setConsolePrincipal(request, { user: session.user, role: session.role });
       // Activity: what the user does, not the page's own checks or its event stream reconnecting.
-      if (path !== SESSION_PATH && path !== EVENTS_PATH) sessions.touch(cookieId, session, now());
+      if (path !== SESSION_PATH && path !== EVENTS_PATH) this.sessions.touch(cookieId, session, this.now());
     } else if (!read && !keyed && cookieId !== undefined && path.startsWith("/api/")) {
       const detail = `the console session has ended (signed out or timed out); sign in again at ${LOGIN_PATH}`;
       sendProblem(reply, problem(401, detail));
@@ -246,186 +255,152 @@ const plugin: FastifyPluginCallbackTypebox<ConsoleAuthOptions> = (app, { deps, l
       return;
     }
     if (
-      settings.ProtectReads &&
+      this.settings.ProtectReads &&
       session === null &&
       read &&
       path.startsWith("/api/") &&
-      refuseRead(request, reply)
+      this.refuseRead(request, reply)
     )
       return;
     done();
-  });
+  };
 
-  app.get(AUTH_STYLESHEET, { schema: { hide: true } }, (_request, reply) =>
-    reply.header("cache-control", "public, max-age=86400").type("text/css; charset=utf-8").send(AUTH_CSS),
-  );
+  /** `login`: to the provider, with the flow sealed in a cookie. */
+  async login(request: FastifyRequest, reply: FastifyReply, returnTo: string | undefined) {
+    const origin = this.originOf(request);
+    if (origin === null) {
+      const why =
+        "the request's Host header is not a host name; set Api.PublicUrl to the address browsers use";
+      return page(reply, 400, authPage("Cannot sign in", [why], []));
+    }
+    const flow: Flow = {
+      s: randomToken(),
+      n: randomToken(),
+      v: randomToken(),
+      r: safeReturnPath(returnTo),
+      u: `${origin}${CALLBACK_PATH}`,
+      t: this.now(),
+    };
+    let target: URL;
+    try {
+      target = await this.provider.authorizationUrl({
+        redirectUri: flow.u,
+        state: flow.s,
+        nonce: flow.n,
+        codeVerifier: flow.v,
+      });
+    } catch (error) {
+      const message = error instanceof SignInError ? error.message : "the identity provider cannot be asked";
+      this.logger.warn({ err: error }, "sign-in could not start");
+      return page(
+        reply,
+        502,
+        authPage("Cannot sign in", [message], [{ href: loginHref(flow.r), text: "Try again" }], true),
+      );
+    }
+    return reply
+      .header(
+        "set-cookie",
+        setCookie(this.names.signIn, this.seal.seal(flow), this.secure, SIGN_IN_MS / 1000),
+      )
+      .redirect(target.href, 302);
+  }
 
-  app.get(
-    LOGIN_PATH,
-    {
-      schema: {
-        hide: true,
-        querystring: Type.Object(
-          { return: Type.Optional(Type.String({ maxLength: 2048 })) },
-          { additionalProperties: false },
-        ),
-      },
-    },
-    async (request, reply) => {
-      const origin = originOf(request);
-      if (origin === null) {
-        const why =
-          "the request's Host header is not a host name; set Api.PublicUrl to the address browsers use";
-        return page(reply, 400, authPage("Cannot sign in", [why], []));
-      }
-      const flow: Flow = {
-        s: randomToken(),
-        n: randomToken(),
-        v: randomToken(),
-        r: safeReturnPath(request.query.return),
-        u: `${origin}${CALLBACK_PATH}`,
-        t: now(),
-      };
-      let target: URL;
-      try {
-        target = await provider.authorizationUrl({
-          redirectUri: flow.u,
-          state: flow.s,
-          nonce: flow.n,
-          codeVerifier: flow.v,
-        });
-      } catch (error) {
-        const message =
-          error instanceof SignInError ? error.message : "the identity provider cannot be asked";
-        logger.warn({ err: error }, "sign-in could not start");
-        return page(
-          reply,
-          502,
-          authPage("Cannot sign in", [message], [{ href: loginHref(flow.r), text: "Try again" }], true),
-        );
-      }
-      return reply
-        .header("set-cookie", setCookie(names.signIn, seal.seal(flow), secure, SIGN_IN_MS / 1000))
-        .redirect(target.href, 302);
-    },
-  );
+  /** `callback`: the flow checked, the code exchanged, the role decided, a new session. */
+  async callback(request: FastifyRequest, reply: FastifyReply) {
+    const refusal = new CallbackRefusal(this, request, reply);
+    const opened = this.seal.open(readCookie(request.headers.cookie, this.names.signIn) ?? "");
+    const now = this.now();
+    if (!isFlow(opened) || now - opened.t > SIGN_IN_MS || now < opened.t) {
+      return refusal.send(
+        400,
+        "this sign-in was not started in this browser, was already finished, or took longer than 10 minutes",
+      );
+    }
+    const mark = request.url.indexOf("?");
+    const search = mark < 0 ? "" : request.url.slice(mark);
+    const params = new URLSearchParams(search);
+    const error = params.get("error");
+    if (error !== null) {
+      const description = params.get("error_description");
+      const said = description === null ? "" : `: ${description.slice(0, 300)}`;
+      return refusal.send(403, `the identity provider refused the sign-in (${error.slice(0, 100)}${said})`);
+    }
+    const state = params.get("state");
+    if (state === null || !sameText(state, opened.s)) {
+      return refusal.send(
+        400,
+        "the sign-in's state does not match the one this browser started (a forged or mixed-up sign-in)",
+      );
+    }
+    const signedIn = await this.#exchange(opened, search);
+    if (typeof signedIn === "string") return refusal.send(400, signedIn);
+    if ("status" in signedIn) return refusal.send(signedIn.status, signedIn.message);
+    return this.#startSession(request, reply, refusal, opened, signedIn);
+  }
 
-  app.get(
-    CALLBACK_PATH,
-    {
-      schema: {
-        hide: true,
-        querystring: Type.Object({}, { additionalProperties: Type.String({ maxLength: 4096 }) }),
-      },
-    },
-    async (request, reply) => {
-      const clearFlow = setCookie(names.signIn, "", secure, 0);
-      const client = clientOf(request);
-      const refuse = (status: number, why: string, title = "Sign-in refused") => {
-        logger.warn({ client, status, reason: why }, "console sign-in refused");
-        reply.header("set-cookie", clearFlow);
-        return page(
-          reply,
-          status,
-          authPage(
-            title,
-            [why, "Nothing was signed in."],
-            [{ href: LOGIN_PATH, text: "Sign in again" }],
-            true,
-          ),
-        );
-      };
-      const opened = seal.open(readCookie(request.headers.cookie, names.signIn) ?? "");
-      if (!isFlow(opened) || now() - opened.t > SIGN_IN_MS || now() < opened.t) {
-        return refuse(
-          400,
-          "this sign-in was not started in this browser, was already finished, or took longer than 10 minutes",
-        );
-      }
-      const flow = opened;
-      const mark = request.url.indexOf("?");
-      const search = mark < 0 ? "" : request.url.slice(mark);
-      const params = new URLSearchParams(search);
-      const error = params.get("error");
-      if (error !== null) {
-        const description = params.get("error_description");
-        const said = description === null ? "" : `: ${description.slice(0, 300)}`;
-        return refuse(403, `the identity provider refused the sign-in (${error.slice(0, 100)}${said})`);
-      }
-      const state = params.get("state");
-      if (state === null || !sameText(state, flow.s)) {
-        return refuse(
-          400,
-          "the sign-in's state does not match the one this browser started (a forged or mixed-up sign-in)",
-        );
-      }
-      let user;
-      let role;
-      let idToken;
-      try {
-        const callbackUrl = new URL(flow.u);
-        callbackUrl.search = search;
-        const result = await provider.exchange(callbackUrl, {
-          state: flow.s,
-          nonce: flow.n,
-          codeVerifier: flow.v,
-        });
-        user = userOf(result.claims);
-        if (user === null) return refuse(400, "the ID token names no usable subject (sub)");
-        let claim = claimAt(result.claims, settings.RolesClaim);
-        if (claim === undefined)
-          claim = claimAt((await provider.userinfo(result.accessToken, user.sub)) ?? {}, settings.RolesClaim);
-        role = roleOf(claimValues(claim), settings.Roles);
-        idToken = result.idToken;
-      } catch (error) {
-        if (error instanceof SignInError) return refuse(error.status, error.message);
-        throw error;
-      }
-      // A completed sign-in replaces whatever session the browser had (and never adopts its id).
-      sessions.delete(readCookie(request.headers.cookie, names.session));
-      const clearSession = setCookie(names.session, "", secure, 0);
-      if (role === null) {
-        logger.warn(
-          { client, user: user.sub, userName: user.name, claim: settings.RolesClaim },
-          "console sign-in without a role refused",
-        );
-        reply.header("set-cookie", [clearFlow, clearSession]);
-        const groups = (list: readonly string[]) => (list.length === 0 ? "(none)" : list.join(", "));
-        return page(
-          reply,
-          403,
-          authPage(
-            "No access to this console",
-            [
-              `You are signed in as ${user.name} (${user.sub}), but your account has none of the groups or roles that may use this console.`,
-              `Viewers need one of ${groups(settings.Roles.Viewer)}; operators one of ${groups(settings.Roles.Operator)} (in the claim ${settings.RolesClaim}). Ask your administrator to add you to one.`,
-            ],
-            [{ href: LOGIN_PATH, text: "Sign in as someone else" }],
-            true,
-          ),
-        );
-      }
-      const created = sessions.create({ user, role, idToken }, now());
-      if (created.evicted > 0) {
-        logger.warn(
-          { evicted: created.evicted, max: settings.Sessions.Max },
-          "console sessions ended to make room (Api.Oidc.Sessions.Max)",
-        );
-      }
-      logger.info({ client, user: user.sub, userName: user.name, role }, "console sign-in");
-      return reply
-        .header("set-cookie", [clearFlow, setCookie(names.session, created.id, secure)])
-        .redirect(flow.r, 303);
-    },
-  );
+  /** The code exchanged and the ID token checked: the user, their role and the ID token, or why not. */
+  async #exchange(
+    flow: Flow,
+    search: string,
+  ): Promise<SignedIn | string | { readonly status: number; readonly message: string }> {
+    try {
+      const callbackUrl = new URL(flow.u);
+      callbackUrl.search = search;
+      const result = await this.provider.exchange(callbackUrl, {
+        state: flow.s,
+        nonce: flow.n,
+        codeVerifier: flow.v,
+      });
+      const user = userOf(result.claims);
+      if (user === null) return "the ID token names no usable subject (sub)";
+      const rolesClaim = this.settings.RolesClaim;
+      let claim = claimAt(result.claims, rolesClaim);
+      if (claim === undefined)
+        claim = claimAt((await this.provider.userinfo(result.accessToken, user.sub)) ?? {}, rolesClaim);
+      const role = roleOf(claimValues(claim), this.settings.Roles);
+      return { user, role, idToken: result.idToken };
+    } catch (error) {
+      if (error instanceof SignInError) return { status: error.status, message: error.message };
+      throw error;
+    }
+  }
 
-  app.get(SESSION_PATH, { schema: { hide: true } }, (request, reply) => {
+  /** A completed sign-in replaces whatever session the browser had (and never adopts its id). */
+  #startSession(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    refusal: CallbackRefusal,
+    flow: Flow,
+    { user, role, idToken }: SignedIn,
+  ) {
+    const settings = this.settings;
+    this.sessions.delete(readCookie(request.headers.cookie, this.names.session));
+    if (role === null) return refusal.noRole(user);
+    const created = this.sessions.create({ user, role, idToken }, this.now());
+    if (created.evicted > 0) {
+      this.logger.warn(
+        { evicted: created.evicted, max: settings.Sessions.Max },
+        "console sessions ended to make room (Api.Oidc.Sessions.Max)",
+      );
+    }
+    this.logger.info(
+      { client: refusal.client, user: user.sub, userName: user.name, role },
+      "console sign-in",
+    );
+    return reply
+      .header("set-cookie", [refusal.clearFlow, setCookie(this.names.session, created.id, this.secure)])
+      .redirect(flow.r, 303);
+  }
+
+  /** `session`: who is signed in, and the CSRF token. */
+  session(request: FastifyRequest, reply: FastifyReply) {
     const principal = consolePrincipal(request);
-    const session = sessions.get(readCookie(request.headers.cookie, names.session), now());
+    const session = this.sessions.get(readCookie(request.headers.cookie, this.names.session), this.now());
     if (principal === null || session === null) {
       return sendProblem(reply, problem(401, `not signed in; sign in at ${LOGIN_PATH}`));
     }
-    const ends = sessions.endsAt(session);
+    const ends = this.sessions.endsAt(session);
     return {
       user: { sub: session.user.sub, name: session.user.name },
       role: session.role,
@@ -433,22 +408,124 @@ const plugin: FastifyPluginCallbackTypebox<ConsoleAuthOptions> = (app, { deps, l
       idleExpiresUtc: new Date(ends.idle).toISOString(),
       expiresUtc: new Date(ends.absolute).toISOString(),
     };
-  });
+  }
 
-  app.post(LOGOUT_PATH, { schema: { hide: true } }, (request, reply) => {
-    const id = readCookie(request.headers.cookie, names.session);
-    const session = sessions.get(id, now());
-    sessions.delete(id);
-    const origin = originOf(request);
+  /** `logout`: the session ended here, and where the browser goes next (the provider's sign-out). */
+  logout(request: FastifyRequest, reply: FastifyReply) {
+    const id = readCookie(request.headers.cookie, this.names.session);
+    const session = this.sessions.get(id, this.now());
+    this.sessions.delete(id);
+    const origin = this.originOf(request);
     const location =
       (origin === null
         ? null
-        : provider.endSessionUrl(session?.idToken ?? null, `${origin}${SIGNED_OUT_PATH}`)) ?? SIGNED_OUT_PATH;
+        : this.provider.endSessionUrl(session?.idToken ?? null, `${origin}${SIGNED_OUT_PATH}`)) ??
+      SIGNED_OUT_PATH;
     if (session !== null)
-      logger.info({ client: clientOf(request), user: session.user.sub }, "console sign-out");
-    return reply.header("set-cookie", setCookie(names.session, "", secure, 0)).send({ location });
-  });
+      this.logger.info({ client: this.clientOf(request), user: session.user.sub }, "console sign-out");
+    return reply.header("set-cookie", setCookie(this.names.session, "", this.secure, 0)).send({ location });
+  }
+}
 
+/** What a sign-in's exchange gives: the user, their role (null: none) and the ID token. */
+interface SignedIn {
+  readonly user: NonNullable<ReturnType<typeof userOf>>;
+  readonly role: ReturnType<typeof roleOf>;
+  readonly idToken: string | null;
+}
+
+/** The refusals of one callback: a page, the sign-in cookie cleared, a log line. */
+class CallbackRefusal {
+  readonly client: string;
+  readonly clearFlow: string;
+  readonly #signIn: ConsoleSignIn;
+  readonly #reply: FastifyReply;
+
+  constructor(signIn: ConsoleSignIn, request: FastifyRequest, reply: FastifyReply) {
+    this.#signIn = signIn;
+    this.#reply = reply;
+    this.client = signIn.clientOf(request);
+    this.clearFlow = setCookie(signIn.names.signIn, "", signIn.secure, 0);
+  }
+
+  send(status: number, why: string, title = "Sign-in refused"): FastifyReply {
+    this.#signIn.logger.warn({ client: this.client, status, reason: why }, "console sign-in refused");
+    this.#reply.header("set-cookie", this.clearFlow);
+    return page(
+      this.#reply,
+      status,
+      authPage(title, [why, "Nothing was signed in."], [{ href: LOGIN_PATH, text: "Sign in again" }], true),
+    );
+  }
+
+  /** Signed in at the provider, but with none of the groups that may use the console. */
+  noRole(user: SignedIn["user"]): FastifyReply {
+    const { logger, settings, names, secure } = this.#signIn;
+    logger.warn(
+      { client: this.client, user: user.sub, userName: user.name, claim: settings.RolesClaim },
+      "console sign-in without a role refused",
+    );
+    this.#reply.header("set-cookie", [this.clearFlow, setCookie(names.session, "", secure, 0)]);
+    const groups = (list: readonly string[]) => (list.length === 0 ? "(none)" : list.join(", "));
+    return page(
+      this.#reply,
+      403,
+      authPage(
+        "No access to this console",
+        [
+          `You are signed in as ${user.name} (${user.sub}), but your account has none of the groups or roles that may use this console.`,
+          `Viewers need one of ${groups(settings.Roles.Viewer)}; operators one of ${groups(settings.Roles.Operator)} (in the claim ${settings.RolesClaim}). Ask your administrator to add you to one.`,
+        ],
+        [{ href: LOGIN_PATH, text: "Sign in as someone else" }],
+        true,
+      ),
+    );
+  }
+}
+
+/** Discovers the provider at start, so that a wrong issuer shows in the log at once; sign-ins retry it. */
+function startSignIn(app: HttpApp, signIn: ConsoleSignIn): void {
+  const { logger, settings, provider } = signIn;
+  if (!signIn.secure) {
+    logger.warn(
+      "console sessions travel over plain HTTP: set Api.Tls, or serve the API behind a TLS proxy and set Api.PublicUrl to its https URL",
+    );
+  }
+  provider.configuration().then(
+    () => logger.info({ issuer: settings.Issuer }, "identity provider discovered"),
+    (error: unknown) =>
+      logger.warn(
+        { issuer: settings.Issuer, err: error },
+        "identity provider not reachable yet; sign-ins retry",
+      ),
+  );
+  app.addHook("onClose", (_app, closed) => {
+    provider.close().then(() => closed(), closed);
+  });
+}
+
+const plugin: FastifyPluginCallbackTypebox<ConsoleAuthOptions> = (app, options, pluginDone) => {
+  const signIn = new ConsoleSignIn(options);
+  startSignIn(app, signIn);
+  // For tests of the bound: how many sessions are kept.
+  app.decorate("consoleSessionCount", () => signIn.sessions.size);
+  app.addHook("onRequest", signIn.onRequest);
+  app.get(AUTH_STYLESHEET, { schema: { hide: true } }, (_request, reply) =>
+    reply.header("cache-control", "public, max-age=86400").type("text/css; charset=utf-8").send(AUTH_CSS),
+  );
+  const loginQuery = Type.Object(
+    { return: Type.Optional(Type.String({ maxLength: 2048 })) },
+    { additionalProperties: false },
+  );
+  app.get(LOGIN_PATH, { schema: { hide: true, querystring: loginQuery } }, (request, reply) =>
+    signIn.login(request, reply, request.query.return),
+  );
+  const callbackQuery = Type.Object({}, { additionalProperties: Type.String({ maxLength: 4096 }) });
+  app.get(CALLBACK_PATH, { schema: { hide: true, querystring: callbackQuery } }, (request, reply) =>
+    signIn.callback(request, reply),
+  );
+  app.get(SESSION_PATH, { schema: { hide: true } }, (request, reply) => signIn.session(request, reply));
+  app.post(LOGOUT_PATH, { schema: { hide: true } }, (request, reply) => signIn.logout(request, reply));
   app.get(SIGNED_OUT_PATH, { schema: { hide: true } }, (_request, reply) =>
     page(
       reply,
@@ -460,7 +537,6 @@ const plugin: FastifyPluginCallbackTypebox<ConsoleAuthOptions> = (app, { deps, l
       ),
     ),
   );
-
   pluginDone();
 };
 

@@ -3,9 +3,8 @@
  * state only, so it keeps answering when the API is off and when MQTT or every PDU is down.
  */
 import Type from "typebox";
-import { createHttpApp, httpLimits, listen, type HttpApp, type RunningListener } from "../common.js";
-import { registerMetricsRoute } from "../../metrics/endpoint.js";
-import type { HttpDeps } from "../types.js";
+import { createHttpApp, httpLimits, listen, type RunningListener } from "../listener.js";
+import type { HttpApp, HttpDeps } from "../types.js";
 import { integrations, readiness } from "./status.js";
 
 const TEXT = "text/plain; charset=utf-8";
@@ -38,7 +37,7 @@ export async function buildHealthServer(deps: HttpDeps): Promise<HttpApp> {
   );
 
   deps.metrics?.instrument(app, "health");
-  if (deps.metrics) registerMetricsRoute(app, deps.metrics, deps.config.Metrics.Path);
+  deps.metricsRoute?.(app, deps);
 
   app.get("/healthz", (_request, reply) => reply.type(TEXT).send("OK"));
 

@@ -11,6 +11,7 @@ import type {
   SnapshotEventData,
   StatusEventData,
 } from "../wire.js";
+import { API_PATHS, fillPath } from "../../http/api/paths.js";
 import { sessionHeaders, signIn, signInEnabled } from "./session.js";
 
 const KEY_ITEM = "pdu-bridge.apiKey";
@@ -51,8 +52,8 @@ export async function control(
   if (!signInEnabled() && key === null) return { ok: false, status: 0, detail: "enter the API key first" };
   const path =
     "groupKey" in target
-      ? `/api/v1/instances/${seg(instanceId)}/groups/${seg(target.groupKey)}/control`
-      : `/api/v1/instances/${seg(instanceId)}/outlets/${seg(target.deviceId)}/${target.index}/control`;
+      ? fillPath(API_PATHS.groupControl, { id: instanceId, groupKey: target.groupKey })
+      : fillPath(API_PATHS.outletControl, { id: instanceId, deviceId: target.deviceId, index: target.index });
   try {
     const response = await fetch(path, {
       method: "POST",
@@ -85,7 +86,7 @@ export type KeyCheck =
 /** Asks the service whether `key` is its API key (`GET /api/v1/key`); never throws. */
 export async function checkKey(key: string): Promise<KeyCheck> {
   try {
-    const response = await fetch("/api/v1/key", { headers: { "x-api-key": key }, cache: "no-store" });
+    const response = await fetch(API_PATHS.keyCheck, { headers: { "x-api-key": key }, cache: "no-store" });
     if (response.status === 204) return { ok: true };
     let detail = `HTTP ${response.status}`;
     try {
@@ -106,10 +107,9 @@ export async function outletHistory(
   index: number,
 ): Promise<OutletHistory | null> {
   try {
-    const response = await fetch(
-      `/api/v1/instances/${seg(instanceId)}/outlets/${seg(deviceId)}/${index}/history`,
-      { cache: "no-store" },
-    );
+    const response = await fetch(fillPath(API_PATHS.outletHistory, { id: instanceId, deviceId, index }), {
+      cache: "no-store",
+    });
     return response.ok ? ((await response.json()) as OutletHistory) : null;
   } catch {
     return null;
@@ -152,7 +152,7 @@ export class Feed {
   #connect(): void {
     this.#source?.close();
     window.clearTimeout(this.#retry);
-    const source = new EventSource(`/api/v1/events${this.#query}`);
+    const source = new EventSource(`${API_PATHS.events}${this.#query}`);
     this.#source = source;
     const parse =
       <T>(handler: (data: T) => void) =>

@@ -11,11 +11,12 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Snapshot } from "../../pdu/model.js";
 import { compareOrdinal, readingsJson } from "../../pdu/readings.js";
 import type { InstanceStatus } from "../../poller/store.js";
-import { API_JSON_HEADERS, type FastPath } from "../common.js";
-import type { HttpDeps } from "../types.js";
+import { API_JSON_HEADERS } from "../listener.js";
+import type { FastPath, HttpDeps } from "../types.js";
+import { API_PATHS } from "./paths.js";
 
-export const HEALTH_PATH = "/api/v1/health";
-export const READINGS_PATH = "/api/v1/readings";
+export const HEALTH_PATH = API_PATHS.health;
+export const READINGS_PATH = API_PATHS.readings;
 export const INSTANCE_QUERY = `${READINGS_PATH}?instance=`;
 
 /** Instance ids the fast path serves: only characters a query string carries as they are. */
@@ -34,7 +35,7 @@ export type HealthStatus = Pick<InstanceStatus, "id" | "lastPollUtc" | "lastErro
 
 /**
  * Where the read bodies come from: the snapshot store in the main thread (storeReadSource), or its
- * mirror in the API worker (worker.ts). `list()` returns a new array whenever a status changes, and
+ * mirror in the API worker (api-worker/thread.ts). `list()` returns a new array whenever a status changes, and
  * a status is a new object whenever it changes: the bodies are cached on those identities.
  */
 export interface ReadSource<S extends HealthStatus> {

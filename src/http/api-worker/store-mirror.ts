@@ -1,11 +1,11 @@
 /**
- * The seam between the main thread and the API worker (worker.ts): what the main thread sends of
+ * The seam between the main thread and the API worker (thread.ts, why it exists: host.ts): what the main thread sends of
  * the snapshot store, and what the worker reports back. The store stays in the main thread; the
  * worker keeps a mirror of what the fast read endpoints show (health entries and readings).
  */
 import type { Snapshot } from "../../pdu/model.js";
 import { readingsJson } from "../../pdu/readings.js";
-import type { HttpLimits, TlsPair } from "../common.js";
+import type { HttpLimits, TlsPair } from "../listener.js";
 import type { HttpDeps } from "../types.js";
 
 /** The private header that carries the client's HTTP version and address from the worker to fastify. */

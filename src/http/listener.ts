@@ -5,21 +5,21 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
 import type { Socket } from "node:net";
-import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
-  type FastifyInstance,
   type FastifyReply,
   type FastifySchemaCompiler,
   type FastifySchemaValidationError,
   type RawServerDefault,
 } from "fastify";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { TSchema } from "typebox";
 import { Compile } from "typebox/compile";
 import { ConfigError } from "../config/errors.js";
 import type { Config } from "../config/schema.js";
 import type { Logger } from "../log.js";
+import type { FastPath, HttpApp } from "./types.js";
 import { installJsonBodyParser } from "./json-body.js";
 import {
   BODY_LIMIT,
@@ -30,14 +30,6 @@ import {
   problemForError,
   sendProblem,
 } from "./problem.js";
-
-export type HttpApp = FastifyInstance<
-  RawServerDefault,
-  IncomingMessage,
-  ServerResponse,
-  FastifyBaseLogger,
-  TypeBoxTypeProvider
->;
 
 /** Paths of the docs UI: the only HTML the service serves, with its own CSP. */
 export const DOCS_PREFIX = "/docs/v1";
@@ -80,13 +72,6 @@ export const API_JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze(
   "content-security-policy": API_CSP,
   "cache-control": "no-store",
 });
-
-/**
- * Answers a request without fastify, or returns false to leave it to fastify's routing. For the
- * few GETs that monitoring polls hardest; answers must be byte for byte what the routes answer. It
- * must write nothing before it is sure to answer: when it throws, fastify's route answers instead.
- */
-export type FastPath = (request: IncomingMessage, response: ServerResponse) => boolean;
 
 export function isDocsPath(url: string): boolean {
   return url === DOCS_PREFIX || url.startsWith(`${DOCS_PREFIX}/`) || url.startsWith(`${DOCS_PREFIX}?`);

@@ -1,9 +1,9 @@
 /**
  * The API worker thread (`Api.Worker`): owns the REST API's listening socket, answers the plain
  * `GET /api/v1/health` and `GET /api/v1/readings[?instance=]` from its mirror of the snapshot store
- * (fed by the main thread, mirror.ts), and passes every other request, as it came, to the main
+ * (fed by the main thread, store-mirror.ts), and passes every other request, as it came, to the main
  * thread's fastify app over a private unix socket. Its requests and collections stay off the
- * polling loop and out of the main thread's large heap (docs/performance.md, API under fleet load).
+ * polling loop and out of the main thread's large heap (why and what it measured: host.ts).
  */
 import {
   request as httpRequest,
@@ -12,7 +12,7 @@ import {
   type ServerResponse,
 } from "node:http";
 import { parentPort, workerData } from "node:worker_threads";
-import { API_JSON_HEADERS, clientErrorHandler, serverFactory } from "../common.js";
+import { API_JSON_HEADERS, clientErrorHandler, serverFactory } from "../listener.js";
 import { BODY_LIMIT, problem, PROBLEM_CONTENT_TYPE } from "../problem.js";
 import {
   createFastReads,
@@ -21,14 +21,14 @@ import {
   INSTANCE_QUERY,
   READINGS_PATH,
   type ReadSource,
-} from "./bodies.js";
+} from "../api/cached-reads.js";
 import {
   PEER_HEADER,
   type FromWorker,
   type MirrorStatus,
   type ToWorker,
   type WorkerSetup,
-} from "./mirror.js";
+} from "./store-mirror.js";
 
 /** One snapshot's readings: asked of the main thread when a request first needs them. */
 interface Readings {
@@ -390,7 +390,7 @@ process.on("unhandledRejection", (reason) => {
 });
 
 // An exception nothing caught may have left the worker half updated: it is logged and the thread
-// ends; the main thread starts a new one with a full mirror (worker-host.ts).
+// ends; the main thread starts a new one with a full mirror (host.ts).
 process.on("uncaughtException", (error) => {
   send({
     kind: "log",

@@ -1,0 +1,89 @@
+/** The schemas of the console's API routes: the event stream and an outlet's power history. */
+import Type from "typebox";
+import { INTERNAL_ERROR, problemResponse, RetryAfterHeader } from "../http/api/schemas.js";
+
+const INDEX_PATTERN = "^(0|[1-9][0-9]{0,5})$";
+
+/** `GET /api/v1/events`. */
+export const EVENTS_SCHEMA = {
+  summary: "Live updates for the web console (server-sent events)",
+  description:
+    "A `text/event-stream` that stays open. Events: `status` (`{instances:[…]}`: every instance on " +
+    "connect, then each one whose poll status changed: online/failing/pending, last poll, error, " +
+    "consecutive failures, device count, total power, label, model, alarm counts, most loaded phase), " +
+    "`snapshot` (the latest snapshot of an instance with each load against its rating and its active " +
+    "alarms, on connect and after every poll or commanded state change), `control` (the outcome of every " +
+    "control request, REST or MQTT), `alarm` (an alarm raised, changed or cleared), and on connect " +
+    "`alarms` (every active alarm) and `recent` (the latest alarm and control events). " +
+    "`?instance=` limits the snapshot events to one instance, " +
+    "`?snapshots=false` leaves them out. A stream is ended after at most 15 minutes, after a " +
+    "`reconnect` event: open a new one (browsers reconnect by themselves). At most 8 streams per " +
+    "client address (429 beyond) and 64 in all (503 beyond, unless another client holds more than " +
+    "its share: its oldest stream is ended to make room); a client that stops reading is disconnected.",
+  operationId: "streamEvents",
+  tags: ["Status"],
+  querystring: Type.Object(
+    {
+      instance: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 64,
+          description: "Snapshot events of this instance only",
+        }),
+      ),
+      snapshots: Type.Optional(
+        Type.Enum(["true", "false"], { description: "`false`: no snapshot events (default `true`)" }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
+  response: {
+    200: {
+      description: "The event stream",
+      content: { "text/event-stream": { schema: Type.String({ description: "Server-sent events" }) } },
+    },
+    400: problemResponse("Unknown query parameter or bad value"),
+    404: problemResponse("No such instance"),
+    429: problemResponse("Too many open event streams from this client address", {
+      "Retry-After": RetryAfterHeader,
+    }),
+    503: problemResponse("Too many open event streams", { "Retry-After": RetryAfterHeader }),
+    500: INTERNAL_ERROR,
+  },
+};
+
+/** `GET /api/v1/instances/:id/outlets/:deviceId/:index/history`. */
+export const HISTORY_SCHEMA = {
+  summary: "Real power of one outlet over the last hour",
+  description:
+    "Every poll of the last hour (kept in memory by the service, lost on restart): `times` in epoch " +
+    "milliseconds and `values` in watts (null where the outlet reported no number), oldest first.",
+  operationId: "getOutletHistory",
+  tags: ["Readings"],
+  params: Type.Object({
+    id: Type.String({ minLength: 1, description: "Instance id" }),
+    deviceId: Type.String({ minLength: 1, maxLength: 128, description: "The PDU's device id" }),
+    index: Type.String({ pattern: INDEX_PATTERN, description: "0-based outlet index" }),
+  }),
+  response: {
+    200: {
+      description: "The outlet's power samples",
+      content: {
+        "application/json": {
+          schema: Type.Object({
+            instanceId: Type.String(),
+            deviceId: Type.String(),
+            index: Type.Integer({ minimum: 0 }),
+            type: Type.Literal("realPower"),
+            units: Type.Literal("W"),
+            times: Type.Array(Type.Number()),
+            values: Type.Array(Type.Union([Type.Number(), Type.Null()])),
+          }),
+        },
+      },
+    },
+    400: problemResponse("Bad path parameter"),
+    404: problemResponse("Unknown instance, or an outlet the service has not seen in the last hour"),
+    500: INTERNAL_ERROR,
+  },
+};
