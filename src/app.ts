@@ -84,7 +84,9 @@ export class App {
     this.bus = bus;
     const current = (): Config => this.config;
     const ownership = this.ownership;
-    const clients = new Map(config.instances.map((i) => [i.id, createDriver(i, { logger })]));
+    // Among several replicas each request to a PDU names its replica (docs/cluster.md).
+    const member = config.Cluster.Enabled ? { member: config.Cluster.MemberName } : {};
+    const clients = new Map(config.instances.map((i) => [i.id, createDriver(i, { logger, ...member })]));
     this.clients = clients;
     const store = new SnapshotStore(
       config.instances.map((i) => i.id),
