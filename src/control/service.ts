@@ -24,6 +24,8 @@
  * `applySettings` writes labels, delays and the power-on action with the same checks and turns
  * (docs/control.md, "Settings writes").
  */
+import { randomBytes } from "node:crypto";
+import { FencingError } from "../cluster/elector.js";
 import type { Config, InstanceConfig } from "../config/schema.js";
 import type { Logger } from "../log.js";
 import { OWN_ALL, type Ownership } from "../ownership.js";
@@ -52,10 +54,17 @@ import {
   type SettingsOutcome,
   type SettingsRequest,
   type SettingsTarget,
+  type WriteFence,
+  type WriteGrant,
 } from "./types.js";
 
 /** Member outlets of a group written at the same time. */
 export const GROUP_CONCURRENCY = 8;
+/** A caller's command id (ControlRequest.commandId): room is left for the per-outlet suffix. */
+export const COMMAND_ID_PATTERN = /^[A-Za-z0-9_-]{1,48}$/;
+/** Retry-After (s) of a 503 `not-held`: the instance's lease changes hands within a round or so. */
+export const NOT_HELD_RETRY_AFTER = 2;
+
 /** Delay of the early poll requested after a command (ms): the PDU has acted by then. */
 export const REPOLL_DELAY_MS = 1000;
 /** Retry-After (s) of the 503 answered while the service stops. */
@@ -73,6 +82,11 @@ export interface ControlDeps {
   readonly clients: ReadonlyMap<string, ControlClient>;
   /** Which instances this process may write to now (src/ownership.ts); default all. */
   readonly ownership?: Ownership;
+  /**
+   * Among several replicas: the grant every PDU write waits for (the cluster's fencing,
+   * docs/cluster.md); reboot and resetStats pass their once-only id. Absent: one process, no fence.
+   */
+  readonly fence?: WriteFence;
   pollSoon(instanceId: string, delayMs?: number): void;
   readonly logger: Logger;
   /**
@@ -96,10 +110,11 @@ interface PlannedOutlet extends OutletTarget {
  * Why one outlet was not done: `timeout` no answer in time; `failed` the PDU refused or failed;
  * `unknown` it may or may not have been carried out (never re-sent); `refused` the PDU or its family
  * refused it and nothing was done; `stopped` not sent, the service is stopping; `superseded`,
- * `busy`, `expired` not sent, refused by the per-outlet discipline.
+ * `busy`, `expired` not sent, refused by the per-outlet discipline; `fenced` not sent, this replica
+ * may not write to the instance now (the cluster's fencing refused the grant, or it came too late).
  */
 type FailureKind =
-  "timeout" | "failed" | "unknown" | "refused" | "stopped" | "superseded" | "busy" | "expired";
+  "timeout" | "failed" | "unknown" | "refused" | "stopped" | "superseded" | "busy" | "expired" | "fenced";
 
 /** Result of one outlet write. */
 type Written =
@@ -239,7 +254,15 @@ export class ControlCore implements ControlService {
       { instance: id, target: describeTarget(resolved), action, outlets: targets.length },
       "control: writing",
     );
-    const written = await mapBounded(targets, GROUP_CONCURRENCY, (t) => this.#writeOne(id, client, t, row));
+    // One once-only id per outlet write of a reboot or resetStats, from the command's id.
+    const commandId =
+      request.commandId !== undefined && COMMAND_ID_PATTERN.test(request.commandId)
+        ? request.commandId
+        : randomBytes(12).toString("base64url");
+    const onceId = (k: number): string | undefined => (row.idempotent ? undefined : `${commandId}-${k}`);
+    const written = await mapBounded([...targets.entries()], GROUP_CONCURRENCY, ([k, t]) =>
+      this.#writeOne(id, client, t, row, onceId(k)),
+    );
 
     // 7. the outcome (an outcome-unknown write is polled soon too: the PDU's report tells)
     if (written.some((w) => w.ok || w.kind === "unknown") && !this.#stopping()) {
@@ -309,6 +332,7 @@ export class ControlCore implements ControlService {
     client: ControlClient,
     planned: PlannedOutlet,
     row: CommandRow,
+    onceId: string | undefined,
   ): Promise<Written> {
     const action = row.name as OutletControlAction;
     const target: OutletTarget = { deviceId: planned.deviceId, index: planned.index, route: planned.route };
@@ -317,7 +341,7 @@ export class ControlCore implements ControlService {
     if (!turn.ok) return { target, ok: false, ...notSent(turn) };
     let result: Written | undefined;
     try {
-      const writing = this.#write(client, target, row);
+      const writing = this.#write(instanceId, client, target, row, onceId);
       this.#inflight.add(writing);
       try {
         result = await writing;
@@ -339,20 +363,60 @@ export class ControlCore implements ControlService {
     }
   }
 
-  async #write(client: ControlClient, target: OutletTarget, row: CommandRow): Promise<Written> {
+  async #write(
+    instanceId: string,
+    client: ControlClient,
+    target: OutletTarget,
+    row: CommandRow,
+    onceId: string | undefined,
+  ): Promise<Written> {
     const action = row.name;
     if (this.#stopping())
       return { target, ok: false, kind: "stopped", error: "the service is stopping; not sent" };
-    const signal = this.#cut.signal;
-    try {
-      await row.call(client, target, signal);
-      return { target, ok: true };
-    } catch (e) {
+    const result = await this.#fenced(instanceId, onceId, (signal) => row.call(client, target, signal));
+    if (!result.ok) {
       this.#logger.debug(
-        { outlet: outletName(target), action, error: describeError(e) },
+        { outlet: outletName(target), action, error: result.error },
         "control: write failed",
       );
-      return { target, ok: false, ...failureOf(e, signal) };
+    }
+    return { target, ...result };
+  }
+
+  /**
+   * One driver call behind the fence (among several replicas): the grant first (a conditional
+   * renewal of the instance's lease, recording the once-only id), its start check right before the
+   * call, the call aborted by a stop or by the grant's end. Never rejects.
+   */
+  async #fenced(
+    instanceId: string,
+    onceId: string | undefined,
+    send: (signal: AbortSignal) => Promise<void>,
+  ): Promise<
+    { readonly ok: true } | { readonly ok: false; readonly kind: FailureKind; readonly error: string }
+  > {
+    const fence = this.#deps.fence;
+    let grant: WriteGrant | null = null;
+    if (fence !== undefined) {
+      try {
+        grant = await fence.beforeWrite(instanceId, onceId === undefined ? {} : { onceId });
+      } catch (e) {
+        return { ok: false, ...fenceRefusal(e) };
+      }
+    }
+    let signal = this.#cut.signal;
+    try {
+      if (grant !== null) {
+        grant.assertMayStart();
+        signal = AbortSignal.any([this.#cut.signal, grant.signal]);
+      }
+      await send(signal);
+      return { ok: true };
+    } catch (e) {
+      if (e instanceof FencingError) return { ok: false, ...fenceRefusal(e) };
+      return { ok: false, ...failureOf(e, signal) };
+    } finally {
+      grant?.done();
     }
   }
 
@@ -412,7 +476,7 @@ export class ControlCore implements ControlService {
       { instance: id, target: describeTarget(planned.resolved) },
       "control: writing settings",
     );
-    const result = await this.#inTurn(planned.key, SETTINGS_ACTION, (signal) => call(signal));
+    const result = await this.#inTurn(id, planned.key, SETTINGS_ACTION, (signal) => call(signal));
     if (result.ok || result.kind === "unknown") {
       if (!this.#stopping()) this.#deps.pollSoon(id, REPOLL_DELAY_MS);
     }
@@ -422,6 +486,7 @@ export class ControlCore implements ControlService {
 
   /** One write in the turn of `key` (./discipline.ts), tracked as in flight; never rejects. */
   async #inTurn(
+    instanceId: string,
     key: string,
     action: DisciplineAction,
     send: (signal: AbortSignal) => Promise<void>,
@@ -432,14 +497,10 @@ export class ControlCore implements ControlService {
     if (!turn.ok) return { ok: false, ...notSent(turn) };
     try {
       if (this.#stopping()) return { ok: false, kind: "stopped", error: "the service is stopping; not sent" };
-      const signal = this.#cut.signal;
-      const writing = send(signal).then(
-        () => ({ ok: true }) as const,
-        (e: unknown) => {
-          this.#logger.debug({ key, action, error: describeError(e) }, "control: write failed");
-          return { ok: false, ...failureOf(e, signal) } as const;
-        },
-      );
+      const writing = this.#fenced(instanceId, undefined, send).then((result) => {
+        if (!result.ok) this.#logger.debug({ key, action, error: result.error }, "control: write failed");
+        return result;
+      });
       this.#inflight.add(writing);
       try {
         return await writing;
@@ -467,6 +528,27 @@ function notSent(refused: Refused): { kind: FailureKind; error: string } {
     case "stopped":
       return { kind: "stopped", error: "the service is stopping; not sent" };
   }
+}
+
+/**
+ * Why the fence refused a write: nothing was sent by this attempt (`fenced`: this replica does not
+ * hold the instance now, could not renew its lease, or the write could not start in time), except
+ * that a once-only id used before means the command may have run already (`unknown`).
+ */
+function fenceRefusal(e: unknown): { kind: FailureKind; error: string } {
+  if (e instanceof FencingError && e.reason === "once-used") {
+    return {
+      kind: "unknown",
+      error: "this command was carried out or attempted before (its once-only id is recorded)",
+    };
+  }
+  if (e instanceof FencingError && e.reason === "stopping") {
+    return { kind: "stopped", error: "the service is stopping; not sent" };
+  }
+  return {
+    kind: "fenced",
+    error: `this replica may not write to the PDU now (${describeError(e)}); not sent`,
+  };
 }
 
 /** How a write that threw failed: cut by a stop (outcome unknown), timed out, unknown, or failed. */
@@ -572,6 +654,11 @@ function settingsFailure(
       );
     case "stopped":
       return refuse(503, "Service stopping", why, { retryAfter: STOPPING_RETRY_AFTER });
+    case "fenced":
+      return refuse(503, "Not held here", `${why}; try again shortly`, {
+        retryAfter: NOT_HELD_RETRY_AFTER,
+        problem: "not-held",
+      });
     case "expired":
       return refuse(503, "Expired", `${why}; send it again if it is still wanted`, {
         retryAfter: 1,
@@ -855,6 +942,13 @@ function conclude(
       `${what}: ${why}; the outcome is not known: it may or may not have been carried out, and it was not sent again. Check the outlet before retrying`,
       { ...extra, problem: "outcome-unknown" },
     );
+  }
+  if (failed.some((f) => f.kind === "fenced")) {
+    return refuse(503, "Not held here", `${what} was not completed: ${why}; try again shortly`, {
+      ...extra,
+      retryAfter: NOT_HELD_RETRY_AFTER,
+      problem: "not-held",
+    });
   }
   if (failed.some((f) => f.kind === "stopped")) {
     return refuse(503, "Service stopping", `the service is stopping, ${what} was not completed: ${why}`, {
