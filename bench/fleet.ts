@@ -2,6 +2,11 @@
  * Scenario `fleet`: 1000 simulated 24-outlet PDUs (4 child processes × 250), polled every 10 s by
  * the bridge (its own process, publishing to mosquitto), against the naive floor of
  * bench/baseline-fleet.ts on the same simulators and broker. In order:
+ * 0. starts as a user sees them (lib/starts.ts), each on a broker of its own: the time until every
+ *    instance's discovery is retained and every value was published once, read from outside the
+ *    bridge; MQTT errors and reconnects in its log; its whole-life peak RSS. Mosquitto with its
+ *    default limits and with unlimited queues, the plain command and the image's flags, a clean
+ *    start and a restart over the retained configs;
  * 1. each alone: the floor, then the bridge as the plain command (no NODE_OPTIONS), then the bridge
  *    with the image's flags: start-up, memory, lateness, messages and shutdown, each program with the
  *    machine to itself;
@@ -16,7 +21,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { measureChangingShare } from "./lib/changes.js";
+import { fleetShapeRows, measureChangingShare, type ChangingShare } from "./lib/changes.js";
 import {
   OUTLETS,
   measureBaseline,
@@ -34,6 +39,8 @@ import {
   type ProfileSummary,
 } from "./lib/profile-summary.js";
 import { row, type Row } from "./lib/report.js";
+import { PASS_EVERY_MS } from "./lib/expected.js";
+import { describeStart, measureStarts, startRows, type StartRun } from "./lib/starts.js";
 import { ratio } from "./lib/stats.js";
 import { DEFAULT_NODE_OPTIONS } from "../src/runtime.js";
 
@@ -45,8 +52,10 @@ interface FleetRuns {
   readonly paired: PollerRun;
   /** The same on the frozen fleet. */
   readonly frozen: PollerRun;
-  readonly changing: { share: number; values: number; pdus: number };
-  readonly frozenChanging: { share: number; values: number; pdus: number };
+  readonly changing: ChangingShare;
+  readonly frozenChanging: ChangingShare;
+  /** Starts as a user sees them (lib/starts.ts). */
+  readonly starts: readonly StartRun[];
 }
 
 export async function runFleet(ctx: BenchContext): Promise<ScenarioResult> {
@@ -57,6 +66,7 @@ export async function runFleet(ctx: BenchContext): Promise<ScenarioResult> {
   ctx.log(`fleet: ${pdus} PDUs × ${OUTLETS} outlets, every ${intervalS} s`);
 
   const living = await withRig(ctx, { name: "fleet", pdus, intervalS }, async (rig) => {
+    const starts = await measureStarts(rig);
     const baseline = await measureBaseline(rig, { tag: "before", windowSeconds });
     const plain = await measureBridge(rig, { tag: "plain command", windowSeconds, flags: "plain" });
     const image = await measureBridge(rig, {
@@ -65,7 +75,10 @@ export async function runFleet(ctx: BenchContext): Promise<ScenarioResult> {
       flags: "image",
     });
     const changing = await measureChangingShare(rig.fleet.ports, rig.intervalMs);
-    ctx.log(`  ${(changing.share * 100).toFixed(1)} % of ${changing.values} sampled values change per poll`);
+    ctx.log(
+      `  ${(changing.share * 100).toFixed(1)} % of ${changing.values} sampled values change per poll; ` +
+        `answers of ${changing.answerBytes.min}–${changing.answerBytes.max} bytes`,
+    );
 
     let profile: { file: string; summary: ProfileSummary; run: PollerRun } | null = null;
     if (ctx.profile) {
@@ -95,7 +108,7 @@ export async function runFleet(ctx: BenchContext): Promise<ScenarioResult> {
       }
     }
     const paired = await measurePaired(rig, "values change", windowSeconds);
-    return { baseline, plain, image, paired, changing, profile };
+    return { starts, baseline, plain, image, paired, changing, profile };
   });
 
   const still = await withRig(ctx, { name: "fleet-frozen", pdus, intervalS, frozen: true }, async (rig) => {
@@ -106,7 +119,7 @@ export async function runFleet(ctx: BenchContext): Promise<ScenarioResult> {
 
   const runs: FleetRuns = { ...living, ...still };
   return {
-    rows: fleetRows(runs),
+    rows: [...fleetRows(runs, ctx.quick), ...startRows("fleet", runs.starts, { rssTargets: true })],
     details: {
       pdus,
       outlets: OUTLETS,
@@ -126,6 +139,8 @@ export async function runFleet(ctx: BenchContext): Promise<ScenarioResult> {
       `fleet: start-up = from spawning the process until every PDU was polled once; shutdown = SIGTERM until the process exited (SIGKILL after 6 s).`,
       `fleet: lateness = each poll's arrival at its simulator minus the PDU's best-aligned poll on the ${intervalS} s grid.`,
       `fleet: messages/s counts the poller's own topics (bridge: pdu-bridge/# and homeassistant/#; baseline: baseline/#).`,
+      `fleet: starts as a user sees them = the plain command (or NODE_OPTIONS="${DEFAULT_NODE_OPTIONS}") with an operator's configuration (discovery and the health listener on) on a broker of its own, read from outside from its spawn: discovery = every instance's retained configs exactly those it should have (built with the product's buildDiscovery from each PDU's answer), read per instance every ${PASS_EVERY_MS / 1000} s; values = every measurement topic of every instance seen once on pdu-bridge/#; then a restart on the same broker over the retained configs plus one ghost and one stale config per instance. Targets: ${runs.starts[0]?.targetSeconds ?? 60} s, 0 MQTT errors and reconnects, VmHWM over the whole life ≤ 250 MB plain and ≤ 200 MB with the image's flags.`,
+      ...runs.starts.map((r) => `fleet: start ${describeStart(r)}`),
     ],
   };
 }
@@ -142,7 +157,7 @@ function measurePaired(rig: Rig, tag: string, windowSeconds: number): Promise<Po
   );
 }
 
-function fleetRows(r: FleetRuns): Row[] {
+function fleetRows(r: FleetRuns, quick: boolean): Row[] {
   const s = "fleet";
   const naive = "naive";
   const bridge = r.plain;
@@ -238,15 +253,9 @@ function fleetRows(r: FleetRuns): Row[] {
       ratio: ratio(r.image.cpuMsPerPoll, baseline.cpuMsPerPoll),
       pass: null,
     }),
-    row({
-      scenario: s,
-      metric: "values changing per poll (sampled)",
-      unit: "%",
-      target: "info",
-      measured: pct(r.changing.share),
-      baseline: null,
-      ratio: null,
-      pass: null,
+    ...fleetShapeRows(s, r.changing, {
+      judgeShare: !quick,
+      ...(quick ? { shareNote: "quick run: polls every 2 s change fewer values than every 10 s" } : {}),
     }),
     row({
       scenario: s,

@@ -20,12 +20,14 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { fleetShapeRows, measureChangingShare, type ChangingShare } from "./lib/changes.js";
 import { ROOT } from "./lib/child.js";
 import { OUTLETS, measureBridge, withFloorBeside, withRig } from "./lib/fleet-rig.js";
 import { describeLinearity, linearity, type Linearity } from "./lib/linearity.js";
 import type { BenchContext, PollerRun, ScenarioResult } from "./lib/measure.js";
 import { RESULTS_DIR, row, type Row } from "./lib/report.js";
 import { ratio } from "./lib/stats.js";
+import { describeStart, measureStarts, startRows, type StartRun } from "./lib/starts.js";
 import { lineChart } from "./lib/svg-chart.js";
 
 export interface ScaleSize {
@@ -63,6 +65,12 @@ export interface ScalePoint {
   readonly bridge: PollerRun;
   readonly floor: PollerRun;
 }
+
+/** The plain command's starts at the largest size: on both broker limits, clean and restarted. */
+export const SCALE_START_VARIANTS = [
+  { limits: "default", flags: "plain" },
+  { limits: "unlimited", flags: "plain" },
+] as const;
 
 /** PDUs polled every 10 s that make the same poll rate. */
 const at10s = (p: { pdus: number; intervalS: number }) => (p.pdus * 10) / p.intervalS;
@@ -202,14 +210,17 @@ export async function runScale(ctx: BenchContext): Promise<ScenarioResult> {
     `scale: ${sizes.map((s) => `${s.pdus}@${s.intervalS}s`).join(", ")}; plain bridge and floor at once at each`,
   );
   const points: ScalePoint[] = [];
-  for (const size of sizes) {
+  /** The starts of the largest size (one entry). */
+  const largestStarts: { pdus: number; intervalS: number; runs: StartRun[]; shape: ChangingShare }[] = [];
+  for (const [k, size] of sizes.entries()) {
     const windowSeconds = scaleWindowSeconds(size, ctx.quick);
     ctx.log(` ${size.pdus} PDUs every ${size.intervalS} s, ${windowSeconds} s windows`);
+    const largest = k === sizes.length - 1;
     const point = await withRig(
       ctx,
       { name: `scale-${size.pdus}`, pdus: size.pdus, intervalS: size.intervalS, warmupPolls: 2 },
-      (rig) =>
-        withFloorBeside(rig, `${size.pdus} PDUs`, async (beside) => {
+      async (rig) => {
+        const measured: ScalePoint = await withFloorBeside(rig, `${size.pdus} PDUs`, async (beside) => {
           const bridge = await measureBridge(rig, {
             tag: `${size.pdus} PDUs, plain command`,
             windowSeconds,
@@ -218,7 +229,16 @@ export async function runScale(ctx: BenchContext): Promise<ScenarioResult> {
           });
           if (bridge.companion === undefined) throw new Error(`${size.pdus} PDUs: the bridge exited`);
           return { ...size, floor: bridge.companion, bridge };
-        }),
+        });
+        if (largest) {
+          const [runs, shape] = await Promise.all([
+            measureStarts(rig, SCALE_START_VARIANTS),
+            measureChangingShare(rig.fleet.ports, rig.intervalMs),
+          ]);
+          largestStarts.push({ ...size, runs, shape });
+        }
+        return measured;
+      },
     );
     points.push(point);
   }
@@ -258,15 +278,35 @@ export async function runScale(ctx: BenchContext): Promise<ScenarioResult> {
     ...describeLinearity(lin.floor.rss, "MB per PDU").map((l) => `scale: floor RSS ${l}`),
   ];
   for (const l of lines) ctx.log(`  ${l}`);
+  const startsAt = largestStarts[0] ?? null;
+  const startsPrefix = startsAt === null ? "" : `${startsAt.pdus} PDUs @${startsAt.intervalS} s: `;
   return {
-    rows: scaleRows(points, growth, lin.bridge.rss),
-    details: { outlets: OUTLETS, sizes, points, growth, linearity: lin, chartFile },
+    rows: [
+      ...scaleRows(points, growth, lin.bridge.rss),
+      ...(startsAt === null
+        ? []
+        : [
+            ...fleetShapeRows("scale", startsAt.shape, {
+              prefix: startsPrefix,
+              judgeShare: !ctx.quick,
+              ...(ctx.quick ? { shareNote: "quick run: short polls change fewer values" } : {}),
+            }),
+            ...startRows("scale", startsAt.runs, { rssTargets: false, prefix: startsPrefix }),
+          ]),
+    ],
+    details: { outlets: OUTLETS, sizes, points, growth, linearity: lin, chartFile, starts: startsAt },
     notes: [
       "scale: per size a fresh rig (mosquitto, simulators, counter); the bridge as the plain command (no NODE_OPTIONS) and the naive floor (bench/baseline-fleet.ts, on a twin fleet: the same PDUs in their own simulator processes) at the same time, both measured over one window after every PDU was polled twice; RSS = VmHWM summed over the process tree.",
       `scale: CPU grows linearly = the bridge's CPU per poll over the floor's in the same window rises no more than ${GROWTH_TOLERANCE * 100} % from a size to the next larger one, nor from the smallest to the largest (${describeGrowth(growth).join("; ")}).`,
       `scale: for information, marginal CPU per second of each step (against the poll rate as PDUs at 10 s), bridge: ${describeLinearity(lin.bridge.cpu, "ms/s per PDU@10s").join("; ")}; floor: ${describeLinearity(lin.floor.cpu, "ms/s per PDU@10s").join("; ")}.`,
       "scale: RSS linearity = marginal MB per PDU of each step between sizes compared with the mean step; more than 25 % off is NOT LINEAR.",
       `scale: chart ${chartFile}`,
+      ...(startsAt === null
+        ? []
+        : [
+            `scale: starts as a user sees them at ${startsAt.pdus} PDUs every ${startsAt.intervalS} s (lib/starts.ts, as in fleet; the plain command only, VmHWM for information): discovery and values within ${startsAt.runs[0]?.targetSeconds ?? "–"} s, 0 MQTT errors and reconnects.`,
+            ...startsAt.runs.map((r) => `scale: start ${describeStart(r)}`),
+          ]),
     ],
   };
 }

@@ -45,6 +45,7 @@ import { MqttBridge } from "./mqtt/bridge.js";
 import { OWN_ALL, type Ownership } from "./ownership.js";
 import type { PduDriver } from "./pdu/driver.js";
 import { createDriver } from "./pdu/drivers.js";
+import { LoadTracker, thresholdsOf } from "./pdu/load.js";
 import { overridesView, unknownOverrides } from "./pdu/overrides.js";
 import { Poller } from "./poller/scheduler.js";
 import { SnapshotStore } from "./poller/store.js";
@@ -112,6 +113,10 @@ export class App {
     this.store = store;
     // The overrides seam: every consumer of the store reads snapshots with them applied.
     for (const instance of config.instances) store.setView(instance.id, overridesView(instance));
+    // Loads against ratings and alarms: assessed once per snapshot kept (src/pdu/load.ts).
+    const thresholds = thresholdsOf(config.Alarms);
+    for (const instance of config.instances)
+      store.setLoad(instance.id, new LoadTracker(instance.Ratings, thresholds));
     this.poller = new Poller(pollTargets(config, clients), store, { logger, bus, ownership });
     const control = new ControlPart(current, store, clients, bus, logger, ownership, cluster);
     this.control = control.core;
@@ -135,7 +140,7 @@ export class App {
           }),
     });
     const mqtt = this.#mqtt;
-    const metrics = config.Metrics.Enabled ? bridgeMetrics(store, bus, this.poller, mqtt) : null;
+    const metrics = config.Metrics.Enabled ? bridgeMetrics(store, bus, this.poller, mqtt, logger) : null;
     this.console = config.Api.Enabled
       ? new ConsoleFeed({
           ...consoleLimits,
@@ -300,10 +305,17 @@ export class App {
 }
 
 /** The bridge's own metrics: what they count comes over the bus, the rest is read at scrape time. */
-function bridgeMetrics(store: SnapshotStore, bus: EventBus, poller: Poller, mqtt: MqttBridge): BridgeMetrics {
+function bridgeMetrics(
+  store: SnapshotStore,
+  bus: EventBus,
+  poller: Poller,
+  mqtt: MqttBridge,
+  logger: Logger,
+): BridgeMetrics {
   return new BridgeMetrics({
     store,
     bus,
+    logger,
     skippedPolls: (id) => poller.skippedPolls(id),
     mqtt: () => {
       const traffic = mqtt.traffic();
@@ -355,8 +367,9 @@ function pdusPart(store: SnapshotStore, clients: ReadonlyMap<string, PduDriver>,
 
 /**
  * The instance log: one line per instance when it comes online (its first poll, or the first after
- * failures; the poller logs the failures themselves), and one warning per override that names
- * nothing on the PDU, after the instance's first poll and after a live change of its overrides.
+ * failures; the poller logs the failures themselves), one line per alarm raised, changed or cleared,
+ * and one warning per override that names nothing on the PDU, after the instance's first poll and
+ * after a live change of its overrides.
  */
 function instanceLog(store: SnapshotStore, config: () => Config, bus: EventBus, logger: Logger): Part {
   let unlisten = (): void => undefined;
@@ -382,6 +395,21 @@ function instanceLog(store: SnapshotStore, config: () => Config, bus: EventBus, 
             "instance online",
           );
           if (unchecked.delete(event.instanceId)) warnUnknownOverrides(event.instanceId);
+        },
+        alarms: ({ instanceId, changes }) => {
+          for (const { change, alarm } of changes) {
+            const line = {
+              instance: instanceId,
+              alarm: alarm.id,
+              name: alarm.name,
+              source: alarm.source,
+              severity: alarm.severity,
+              percent: alarm.percent,
+              reported: alarm.reported,
+            };
+            if (change === "cleared") logger.info(line, "alarm cleared");
+            else logger.warn(line, change === "raised" ? "alarm raised" : "alarm changed");
+          }
         },
         configApplied: ({ live }) => {
           for (const id of live.overrides) warnUnknownOverrides(id);

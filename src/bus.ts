@@ -16,7 +16,7 @@ import type { LiveChanges } from "./config/kubernetes/diff.js";
 import type { Config } from "./config/schema.js";
 import type { ControlSource, SettingsTarget } from "./control/types.js";
 import type { Logger } from "./log.js";
-import type { Snapshot } from "./pdu/model.js";
+import type { AlarmChange, LoadReport, Snapshot } from "./pdu/model.js";
 
 /** A new snapshot of an instance: from a poll, or a latch or overrides view that changed what it shows. */
 export interface SnapshotEvent {
@@ -34,6 +34,10 @@ export interface SnapshotEvent {
    * from the content alone may skip it.
    */
   readonly unchanged: boolean;
+  /** Loads against ratings and active alarms of the snapshot (the store's status's `load`). */
+  readonly load: LoadReport;
+  /** Alarms this snapshot raised, changed or cleared (empty for most; also told as an `alarms` event). */
+  readonly alarmChanges: readonly AlarmChange[];
 }
 
 /** A poll of an instance failed (its last good snapshot stays). */
@@ -65,6 +69,15 @@ export interface PollSoonEvent {
 export type InstanceStatusEvent =
   | { readonly instanceId: string; readonly online: true; readonly snapshot: Snapshot }
   | { readonly instanceId: string; readonly online: false; readonly error: string };
+
+/**
+ * Alarms a new snapshot of an instance raised, changed or cleared (src/pdu/load.ts), told right
+ * before the `snapshot` event that carries them; never empty.
+ */
+export interface AlarmsEvent {
+  readonly instanceId: string;
+  readonly changes: readonly AlarmChange[];
+}
 
 /**
  * One control attempt, from either surface, as audited (src/control/audit.ts): every command and
@@ -131,6 +144,7 @@ export interface BusEvents {
   pollDone: PollDoneEvent;
   pollSoon: PollSoonEvent;
   instanceStatus: InstanceStatusEvent;
+  alarms: AlarmsEvent;
   control: ControlEvent;
   credentials: CredentialsEvent;
   mqttConnected: MqttConnectedEvent;
@@ -148,6 +162,7 @@ export const BUS_EVENT_NAMES = [
   "pollDone",
   "pollSoon",
   "instanceStatus",
+  "alarms",
   "control",
   "credentials",
   "mqttConnected",

@@ -78,6 +78,7 @@ Pdus:
     Credentials: { Username: admin, Password: admin }
     PollInterval: 2
     ActionsEnabled: true
+    Ratings: { Breakers: 16, Phases: 32 }
 ${snmp}Api: { Enabled: true, Bind: ${HOST}, Port: ${ports["api-port"]} }
 Health: { Enabled: true, Bind: ${HOST}, Port: ${ports["health-port"]} }
 Logging: { Level: warn }

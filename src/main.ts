@@ -5,6 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import { ConfigError } from "./config/errors.js";
+import type { Logger } from "./log.js";
 import { describeError } from "./pdu/errors.js";
 import { applyHeapFlags } from "./runtime.js";
 
@@ -19,7 +20,7 @@ const USAGE = `usage:
   pdu-bridge simulate --snmp <profile> [--outlets N] [--port N] [--hostile MODE]
   pdu-bridge demo                          simulator + embedded broker + bridge, for a first look`;
 
-/** How long shutdown may take before the process exits anyway (contract §1: within 5 s). */
+/** How long shutdown may take before the process exits anyway (docs/deployment.md: it exits within 5 s). */
 const STOP_DEADLINE_MS = 4500;
 
 export async function runBridge(argv: string[]): Promise<number> {
@@ -28,13 +29,13 @@ export async function runBridge(argv: string[]): Promise<number> {
     options: { config: { type: "string", short: "c" } },
     strict: true,
   });
-  const { configSource } = await import("./config/kubernetes.js");
+  const { configSource } = await import("./config/kubernetes/source.js");
   if (configSource(process.env) === "kubernetes") return runFromKubernetes();
   const { loadConfigFile, resolveConfigPath } = await import("./config/load.js");
   const config = await loadConfigFile(resolveConfigPath(values.config, process.env), process.env);
   const App = await loadApp();
   const app = await App.start(config);
-  return waitForSignal(() => app.stop());
+  return waitForSignal(() => app.stop(), undefined, safetyNet(app.logger));
 }
 
 /**
@@ -42,7 +43,7 @@ export async function runBridge(argv: string[]): Promise<number> {
  * change stops the service cleanly with exit 0 so the orchestrator starts it again on the new one.
  */
 async function runFromKubernetes(): Promise<number> {
-  const { loadKubernetesConfig } = await import("./config/kubernetes.js");
+  const { loadKubernetesConfig } = await import("./config/kubernetes/source.js");
   const source = await loadKubernetesConfig(process.env);
   const App = await loadApp();
   const app = await App.start(source.config);
@@ -57,27 +58,84 @@ async function runFromKubernetes(): Promise<number> {
     },
     app.logger,
   );
-  return waitForSignal(async () => {
-    await watch.stop();
-    await app.stop();
-  }, restart);
+  return waitForSignal(
+    async () => {
+      await watch.stop();
+      await app.stop();
+    },
+    restart,
+    safetyNet(app.logger),
+  );
 }
 
-/** Resolves 0 after SIGTERM/SIGINT (or `also`) once `stop` finished, or when the deadline passes. */
-export function waitForSignal(stop: () => Promise<void>, also?: Promise<void>): Promise<number> {
+/** Unhandled rejections logged per minute at most; the first one after a full minute counts the rest. */
+const REJECTIONS_PER_MINUTE = 10;
+
+/**
+ * The last line of defence, for errors nothing else handled (docs/reliability.md, "The
+ * process-level safety net"), installed once the service runs:
+ *
+ * - a rejected promise nobody handles: logged (at most REJECTIONS_PER_MINUTE a minute), and the
+ *   service keeps serving. The operation that failed is over and left nothing half done that a
+ *   later one depends on; what it was for (a poll, a publish, a request) fails on its own and shows
+ *   where it belongs (lastError, readiness, a 5xx).
+ * - an exception nothing catches: logged, then the service stops as on SIGTERM (`offline`
+ *   published, writes in flight finished or reported) and the process exits with 1. The exception
+ *   unwound a synchronous step at an unknown point, which may have left a part of the service half
+ *   updated: only a new process is sure to be whole again (and a supervisor starts one).
+ *
+ * Resolves at the first uncaught exception.
+ */
+function safetyNet(logger: Logger): Promise<void> {
+  let windowStart = 0;
+  let logged = 0;
+  let unlogged = 0;
+  process.on("unhandledRejection", (reason: unknown) => {
+    const now = Date.now();
+    if (now - windowStart >= 60_000) {
+      windowStart = now;
+      logged = 0;
+    }
+    if (logged >= REJECTIONS_PER_MINUTE) {
+      unlogged++;
+      return;
+    }
+    logged++;
+    const note = unlogged > 0 ? ` (${unlogged} more since the last line)` : "";
+    unlogged = 0;
+    logger.error({ err: reason }, `unhandled rejection: logged, the service keeps running${note}`);
+  });
+  return new Promise((resolve) => {
+    process.on("uncaughtException", (error: Error, origin: string) => {
+      logger.fatal({ err: error, origin }, "uncaught exception: the service stops and exits with 1");
+      resolve();
+    });
+  });
+}
+
+/**
+ * Resolves 0 after SIGTERM/SIGINT (or `also`) once `stop` finished, or when the deadline passes; 1
+ * when the stop was for `fatal` (an uncaught exception), or when `fatal` came while stopping.
+ */
+export function waitForSignal(
+  stop: () => Promise<void>,
+  also?: Promise<void>,
+  fatal?: Promise<void>,
+): Promise<number> {
   return new Promise((resolve) => {
     let stopping = false;
+    let code = 0;
     const begin = (why: string) => {
       if (stopping) return;
       stopping = true;
       process.off("SIGTERM", onSignal);
       process.off("SIGINT", onSignal);
       process.stderr.write(`pdu-bridge: ${why}, stopping\n`);
-      const deadline = setTimeout(() => resolve(0), STOP_DEADLINE_MS);
+      const deadline = setTimeout(() => resolve(code), STOP_DEADLINE_MS);
       stop().then(
         () => {
           clearTimeout(deadline);
-          resolve(0);
+          resolve(code);
         },
         (error: unknown) => {
           clearTimeout(deadline);
@@ -90,6 +148,10 @@ export function waitForSignal(stop: () => Promise<void>, also?: Promise<void>): 
     process.on("SIGTERM", onSignal);
     process.on("SIGINT", onSignal);
     void also?.then(() => begin("configuration changed"));
+    void fatal?.then(() => {
+      code = 1;
+      begin("a fatal error");
+    });
   });
 }
 

@@ -31,7 +31,10 @@ export interface PduSpec {
 }
 
 export interface BridgeSpec {
+  /** The external broker; with `embedded`, where the bridge's embedded broker listens. */
   readonly broker: { readonly host: string; readonly port: number };
+  /** Run the embedded broker on `broker` instead of connecting to an external one (default false). */
+  readonly embedded?: boolean;
   readonly pdus: readonly PduSpec[];
   readonly parentTopic?: string;
   /** Default info. */
@@ -46,7 +49,9 @@ const q = (s: string): string => JSON.stringify(s);
 export function bridgeYaml(spec: BridgeSpec): string {
   const lines = [
     "Mqtt:",
-    `  Connection: { Host: ${q(spec.broker.host)}, Port: ${spec.broker.port}, Scheme: mqtt }`,
+    spec.embedded === true
+      ? `  Embedded: { Bind: ${q(spec.broker.host)}, Port: ${spec.broker.port} }`
+      : `  Connection: { Host: ${q(spec.broker.host)}, Port: ${spec.broker.port}, Scheme: mqtt }`,
     `  ParentTopic: ${q(spec.parentTopic ?? "pdu-bridge")}`,
     `  ClientId: ${q(`faults-${process.pid}-${Math.random().toString(36).slice(2, 8)}`)}`,
     "  KeepAlive: 10",
@@ -167,13 +172,21 @@ export class BridgeProcess {
     this.#removeDir = removeDir;
   }
 
-  /** Writes the configuration, starts the CLI and waits for its `pdu-bridge started` line. */
-  static async start(spec: BridgeSpec, name = "pdu-bridge"): Promise<BridgeProcess> {
+  /**
+   * Writes the configuration, starts the CLI and waits for its `pdu-bridge started` line. `options`:
+   * node's own arguments (before the script), variables added to the environment, and whether the
+   * process is watched for crashes (testkit/no-unhandled.ts; default true).
+   */
+  static async start(
+    spec: BridgeSpec,
+    name = "pdu-bridge",
+    options: { nodeArgs?: readonly string[]; env?: Readonly<Record<string, string>>; watch?: boolean } = {},
+  ): Promise<BridgeProcess> {
     const dir = await tempDir();
     const config = await dir.write("config.yaml", bridgeYaml(spec));
     // Nothing from the test runner's environment may change the bridge's configuration.
-    const cli = CliProcess.spawn(["--config", config], childEnv(), name);
-    const child = watch(cli.watched);
+    const cli = CliProcess.spawn(["--config", config], childEnv(options.env), name, options.nodeArgs);
+    const child = options.watch === false ? cli.watched : watch(cli.watched);
     try {
       const { apiPort, healthPort } = await cli.started(15_000);
       if (apiPort === null || healthPort === null) {

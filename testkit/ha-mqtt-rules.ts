@@ -1,7 +1,11 @@
 /**
  * Home Assistant's own rules for MQTT discovery configs of the `number`, `select` and `text`
- * platforms, transcribed by hand (no code copied) from home-assistant/core,
- * homeassistant/components/mqtt/: number.py (`_PLATFORM_SCHEMA_BASE` and `validate_config`, the
+ * platforms (read-write), and of the `sensor`, `binary_sensor` and `event` platforms (read-only:
+ * `MQTT_RO_SCHEMA`, a required `state_topic`), transcribed by hand (no code copied) from
+ * home-assistant/core, homeassistant/components/mqtt/: sensor.py (`_PLATFORM_SCHEMA_BASE` and
+ * `validate_sensor_state_and_device_class_config`), binary_sensor.py (`PLATFORM_SCHEMA_MODERN`),
+ * event.py (`_PLATFORM_SCHEMA_BASE`), the device and state classes of components/sensor/const.py,
+ * binary_sensor/__init__.py and event/__init__.py, and number.py (`_PLATFORM_SCHEMA_BASE` and `validate_config`, the
  * layout built on `config.MQTT_RW_SCHEMA` and `schemas.MQTT_ENTITY_COMMON_SCHEMA`, HA 2024/2025),
  * select.py (`PLATFORM_SCHEMA_MODERN`; older releases also required two options, checked here too),
  * text.py (commit 9acf305f9a616979c30115de819ffbadcd348748: `valid_text_size_configuration`),
@@ -15,9 +19,8 @@
 
 type Json = Record<string, unknown>;
 
-/** The keys every MQTT entity may carry (MQTT_RW_SCHEMA + MQTT_ENTITY_COMMON_SCHEMA + availability). */
+/** The keys every MQTT entity may carry (MQTT_RW/RO_SCHEMA + MQTT_ENTITY_COMMON_SCHEMA + availability). */
 const COMMON_KEYS = [
-  "command_topic",
   "state_topic",
   "qos",
   "retain",
@@ -41,18 +44,129 @@ const COMMON_KEYS = [
   "unique_id",
   "name",
   "value_template",
-  "command_template",
 ];
 
+/** MQTT_RW_SCHEMA's own keys. */
+const RW_KEYS = ["command_topic", "command_template", "optimistic", "retain"];
+
 const PLATFORM_KEYS: Readonly<Record<string, readonly string[]>> = {
-  number: ["device_class", "max", "min", "mode", "payload_reset", "step", "unit_of_measurement"],
-  select: ["options"],
-  text: ["max", "min", "mode", "pattern"],
+  number: [...RW_KEYS, "device_class", "max", "min", "mode", "payload_reset", "step", "unit_of_measurement"],
+  select: [...RW_KEYS, "options"],
+  text: [...RW_KEYS, "max", "min", "mode", "pattern"],
+  sensor: [
+    "device_class",
+    "expire_after",
+    "force_update",
+    "last_reset_value_template",
+    "options",
+    "suggested_display_precision",
+    "state_class",
+    "unit_of_measurement",
+  ],
+  binary_sensor: ["device_class", "expire_after", "force_update", "off_delay", "payload_off", "payload_on"],
+  event: ["device_class", "event_types"],
 };
+
+/** Platforms that only read (MQTT_RO_SCHEMA: state_topic required, no command topic). */
+const READ_ONLY = new Set(["sensor", "binary_sensor", "event"]);
+
+/** SensorDeviceClass values (components/sensor/const.py). */
+const SENSOR_DEVICE_CLASSES = new Set([
+  "date",
+  "enum",
+  "timestamp",
+  "apparent_power",
+  "aqi",
+  "atmospheric_pressure",
+  "battery",
+  "carbon_monoxide",
+  "carbon_dioxide",
+  "current",
+  "data_rate",
+  "data_size",
+  "distance",
+  "duration",
+  "energy",
+  "energy_storage",
+  "frequency",
+  "gas",
+  "humidity",
+  "illuminance",
+  "irradiance",
+  "moisture",
+  "monetary",
+  "nitrogen_dioxide",
+  "nitrogen_monoxide",
+  "nitrous_oxide",
+  "ozone",
+  "ph",
+  "pm1",
+  "pm10",
+  "pm25",
+  "power_factor",
+  "power",
+  "precipitation",
+  "precipitation_intensity",
+  "pressure",
+  "reactive_energy",
+  "reactive_power",
+  "signal_strength",
+  "sound_pressure",
+  "speed",
+  "sulphur_dioxide",
+  "temperature",
+  "volatile_organic_compounds",
+  "volatile_organic_compounds_parts",
+  "voltage",
+  "volume",
+  "volume_storage",
+  "water",
+  "weight",
+  "wind_speed",
+]);
+const STATE_CLASSES = new Set(["measurement", "total", "total_increasing"]);
+/** BinarySensorDeviceClass values (components/binary_sensor/__init__.py). */
+const BINARY_SENSOR_DEVICE_CLASSES = new Set([
+  "battery",
+  "battery_charging",
+  "carbon_monoxide",
+  "cold",
+  "connectivity",
+  "door",
+  "garage_door",
+  "gas",
+  "heat",
+  "light",
+  "lock",
+  "moisture",
+  "motion",
+  "moving",
+  "occupancy",
+  "opening",
+  "plug",
+  "power",
+  "presence",
+  "problem",
+  "running",
+  "safety",
+  "smoke",
+  "sound",
+  "tamper",
+  "update",
+  "vibration",
+  "window",
+]);
+/** EventDeviceClass values (components/event/__init__.py). */
+const EVENT_DEVICE_CLASSES = new Set(["button", "doorbell", "motion"]);
 
 /** HA's MAX_LENGTH_STATE_STATE: the longest state, so the longest text. */
 const MAX_STATE_LENGTH = 255;
 
+/** A value for a message: strings as they are, anything else as JSON. */
+const show = (v: unknown): string => (typeof v === "string" ? v : JSON.stringify(v));
+/** A value that must be one of `allowed` (absent and null pass). */
+const oneOf = (v: unknown, allowed: ReadonlySet<string>): boolean =>
+  v === undefined || v === null || (typeof v === "string" && allowed.has(v));
 const isTopic = (v: unknown): boolean => typeof v === "string" && v !== "" && !/[+#]/.test(v);
 const isNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
 const isPositiveInt = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0;
@@ -65,10 +179,18 @@ export function haDiscoveryProblems(component: string, config: Json): string[] {
   for (const key of Object.keys(config)) {
     if (!COMMON_KEYS.includes(key) && !platform.includes(key)) problems.push(`unknown key ${key}`);
   }
-  // MQTT_RW_SCHEMA
-  if (!isTopic(config.command_topic)) problems.push("command_topic is required and must be a publish topic");
-  if (config.state_topic !== undefined && !isTopic(config.state_topic))
-    problems.push("state_topic is not a topic");
+  if (READ_ONLY.has(component)) {
+    // MQTT_RO_SCHEMA
+    if (!isTopic(config.state_topic)) problems.push("state_topic is required and must be a topic");
+  } else {
+    // MQTT_RW_SCHEMA
+    if (!isTopic(config.command_topic))
+      problems.push("command_topic is required and must be a publish topic");
+    if (config.state_topic !== undefined && !isTopic(config.state_topic))
+      problems.push("state_topic is not a topic");
+  }
+  if (config.value_template !== undefined && typeof config.value_template !== "string")
+    problems.push("value_template must be a template string");
   if (config.qos !== undefined && ![0, 1, 2].includes(config.qos as number))
     problems.push("qos must be 0, 1 or 2");
   if (config.retain !== undefined && typeof config.retain !== "boolean")
@@ -132,6 +254,51 @@ export function haDiscoveryProblems(component: string, config: Json): string[] {
         if (options.length < 2) problems.push("options must include at least 2 options");
         if (options.some((o) => typeof o !== "string")) problems.push("options must be strings");
       }
+      break;
+    }
+    case "sensor": {
+      const deviceClass = config.device_class;
+      if (!oneOf(deviceClass, SENSOR_DEVICE_CLASSES))
+        problems.push(`unknown sensor device_class ${show(deviceClass)}`);
+      const stateClass = config.state_class;
+      if (!oneOf(stateClass, STATE_CLASSES)) problems.push(`unknown state_class ${show(stateClass)}`);
+      if (config.last_reset_value_template !== undefined && stateClass !== "total")
+        problems.push("last_reset_value_template needs state_class total");
+      if (config.options !== undefined) {
+        if (!Array.isArray(config.options) || config.options.length === 0)
+          problems.push("options must be a non-empty list");
+        if (stateClass !== undefined || config.unit_of_measurement !== undefined)
+          problems.push("options cannot go with state_class or unit_of_measurement");
+        if (deviceClass !== "enum") problems.push("options need device_class enum");
+      }
+      if (config.expire_after !== undefined && !isPositiveInt(config.expire_after))
+        problems.push("expire_after must be a non-negative integer");
+      if (
+        config.suggested_display_precision !== undefined &&
+        !isPositiveInt(config.suggested_display_precision)
+      )
+        problems.push("suggested_display_precision must be a non-negative integer");
+      break;
+    }
+    case "binary_sensor": {
+      const deviceClass = config.device_class;
+      if (!oneOf(deviceClass, BINARY_SENSOR_DEVICE_CLASSES))
+        problems.push(`unknown binary_sensor device_class ${show(deviceClass)}`);
+      for (const key of ["payload_on", "payload_off"])
+        if (config[key] !== undefined && typeof config[key] !== "string")
+          problems.push(`${key} must be a string`);
+      for (const key of ["expire_after", "off_delay"])
+        if (config[key] !== undefined && !isPositiveInt(config[key]))
+          problems.push(`${key} must be a non-negative integer`);
+      break;
+    }
+    case "event": {
+      const types = config.event_types;
+      if (!Array.isArray(types) || types.some((t) => typeof t !== "string"))
+        problems.push("event_types is required and must be a list of strings");
+      const deviceClass = config.device_class;
+      if (!oneOf(deviceClass, EVENT_DEVICE_CLASSES))
+        problems.push(`unknown event device_class ${show(deviceClass)}`);
       break;
     }
     case "text": {

@@ -34,6 +34,7 @@ export function snmpInstance(
     PollInterval: 5,
     ActionsEnabled: true,
     Overrides: { Outlets: {}, Entities: {}, Groups: {} },
+    Ratings: {},
     Driver: "snmp",
     Snmp: {
       Version: "2c",

@@ -23,6 +23,11 @@ export interface BridgeConfigOptions {
   /** ActionsEnabled (with the simulator's admin/admin credentials). */
   readonly actions?: boolean;
   readonly logLevel?: string;
+  /**
+   * The health listener (and its Prometheus metrics) on, as in an operator's configuration where it
+   * is on by default (on a free loopback port); default off.
+   */
+  readonly health?: boolean;
 }
 
 /** Writes the configuration file and returns its path. */
@@ -64,7 +69,11 @@ export function writeBridgeConfig(o: BridgeConfigOptions): string {
   } else {
     lines.push("Api: { Enabled: false }");
   }
-  lines.push("Health: { Enabled: false }", "Logging:", `  Level: ${o.logLevel ?? "info"}`);
+  lines.push(
+    o.health === true ? "Health: { Enabled: true, Port: 0, Bind: 127.0.0.1 }" : "Health: { Enabled: false }",
+    "Logging:",
+    `  Level: ${o.logLevel ?? "info"}`,
+  );
   const file = join(o.dir, `${o.name}.yaml`);
   writeFileSync(file, `${lines.join("\n")}\n`);
   return file;

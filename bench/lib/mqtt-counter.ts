@@ -11,6 +11,15 @@
  */
 import { connect, type Socket } from "node:net";
 import { serveIpc, signalReady } from "./child.js";
+import {
+  CONNACK,
+  DISCONNECT,
+  PUBLISH,
+  PacketReader,
+  SUBACK,
+  connectPacket,
+  subscribePacket,
+} from "./mqtt-wire.js";
 
 const url = new URL(process.argv[2]!);
 
@@ -19,42 +28,12 @@ let total = 0;
 let bytes = 0;
 let byPrefix = new Map<string, number>();
 
-function str(s: string): Buffer {
-  const b = Buffer.from(s, "utf8");
-  const out = Buffer.alloc(2 + b.length);
-  out.writeUInt16BE(b.length, 0);
-  b.copy(out, 2);
-  return out;
-}
-
-function packet(firstByte: number, body: Buffer): Buffer {
-  const len: number[] = [];
-  let n = body.length;
-  do {
-    let byte = n % 128;
-    n = Math.floor(n / 128);
-    if (n > 0) byte |= 128;
-    len.push(byte);
-  } while (n > 0);
-  return Buffer.concat([Buffer.from([firstByte, ...len]), body]);
-}
-
-const connectPacket = packet(
-  0x10,
-  Buffer.concat([
-    str("MQTT"),
-    Buffer.from([4, 0x02, 0, 0]), // level 4, clean session, keep-alive 0 (off)
-    str(`bench-counter-${process.pid}`),
-  ]),
-);
-const subscribePacket = packet(0x82, Buffer.concat([Buffer.from([0, 1]), str("#"), Buffer.from([0])]));
-
 let subscribed: () => void;
 const ready = new Promise<void>((resolve) => (subscribed = resolve));
 
 function onPacket(first: number, buf: Buffer, start: number, length: number): void {
   const type = first >> 4;
-  if (type === 3) {
+  if (type === PUBLISH) {
     total++;
     bytes += length;
     const topicLength = buf.readUInt16BE(start);
@@ -63,43 +42,19 @@ function onPacket(first: number, buf: Buffer, start: number, length: number): vo
     if (end < 0 || end > topicStart + topicLength) end = topicStart + topicLength;
     const prefix = buf.toString("latin1", topicStart, end);
     byPrefix.set(prefix, (byPrefix.get(prefix) ?? 0) + 1);
-  } else if (type === 2) {
+  } else if (type === CONNACK) {
     if (buf[start + 1] !== 0) throw new Error(`CONNACK refused: ${buf[start + 1]}`);
-    socket.write(subscribePacket);
-  } else if (type === 9) {
+    socket.write(subscribePacket(1, ["#"]));
+  } else if (type === SUBACK) {
     subscribed();
   }
 }
 
-let pending: Buffer | null = null;
+const reader = new PacketReader(onPacket);
 const socket: Socket = connect({ host: url.hostname, port: Number(url.port || 1883) }, () => {
-  socket.write(connectPacket);
+  socket.write(connectPacket(`bench-counter-${process.pid}`));
 });
-socket.on("data", (chunk: Buffer) => {
-  const buf = pending === null ? chunk : Buffer.concat([pending, chunk]);
-  let off = 0;
-  for (;;) {
-    if (buf.length - off < 2) break;
-    let i = off + 1;
-    let length = 0;
-    let multiplier = 1;
-    let byte: number;
-    let complete = true;
-    do {
-      if (i >= buf.length) {
-        complete = false;
-        break;
-      }
-      byte = buf[i++]!;
-      length += (byte & 127) * multiplier;
-      multiplier *= 128;
-    } while (byte & 128);
-    if (!complete || i + length > buf.length) break;
-    onPacket(buf[off]!, buf, i, length);
-    off = i + length;
-  }
-  pending = off < buf.length ? buf.subarray(off) : null;
-});
+socket.on("data", (chunk: Buffer) => reader.push(chunk));
 socket.on("error", (error) => {
   process.stderr.write(`mqtt-counter: ${error.message}\n`);
   process.exit(1);
@@ -123,7 +78,7 @@ serveIpc((cmd) => {
     });
   }
   if (cmd === "close") {
-    socket.end(Buffer.from([0xe0, 0])); // DISCONNECT
+    socket.end(DISCONNECT);
     return Promise.resolve(null);
   }
   return Promise.reject(new Error(`unknown command ${cmd}`));

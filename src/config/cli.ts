@@ -12,7 +12,7 @@
  */
 import { parseArgs } from "node:util";
 import { ConfigError } from "./errors.js";
-import { configSource, loadKubernetesConfig } from "./kubernetes.js";
+import { configSource, loadKubernetesConfig } from "./kubernetes/source.js";
 import { loadConfigFile, resolveConfigPath, type Env } from "./load.js";
 import { effectiveConfigYaml } from "./mask.js";
 import { hasOverrides, overrideNotes } from "../pdu/overrides.js";

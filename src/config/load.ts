@@ -12,6 +12,7 @@ import { isIP } from "node:net";
 import { hostname } from "node:os";
 import { dirname, resolve } from "node:path";
 import { Value } from "typebox/value";
+import { ratingKeyProblem } from "../pdu/load.js";
 import { overrideProblem } from "../pdu/overrides.js";
 import {
   checkApiAuthRules,
@@ -232,6 +233,10 @@ export async function parseConfigText(
   for (const instance of instances) {
     const bad = overrideProblem(instance);
     if (bad !== undefined) rules.push(fail([...bad.path], bad.problem));
+    for (const key of Object.keys(instance.Ratings.Entities ?? {})) {
+      const problem = ratingKeyProblem(key);
+      if (problem !== null) rules.push(fail(["Pdus", instance.id, "Ratings", "Entities", key], problem));
+    }
   }
   checkHosts(config, fail, rules);
   checkCrossFieldRules(config, yaml, fail, rules);
@@ -379,6 +384,16 @@ function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail, prob
         ["Http", "HeadersTimeout"],
         `must not be longer than Http.RequestTimeout (${config.Http.RequestTimeout}): the headers are part of the request`,
       ),
+    );
+  }
+
+  if (config.Alarms.CriticalPercent <= config.Alarms.WarnPercent) {
+    const [named, other] = yaml.has(["Alarms", "CriticalPercent"])
+      ? (["CriticalPercent", "WarnPercent"] as const)
+      : (["WarnPercent", "CriticalPercent"] as const);
+    throw fail(
+      ["Alarms", named],
+      `must be ${named === "CriticalPercent" ? "above" : "below"} Alarms.${other} (${config.Alarms[other]}): critical is the higher line`,
     );
   }
 

@@ -248,6 +248,62 @@ export const OverridesSchema = Type.Object(
   },
 );
 
+/** Largest rated current accepted, in amps. */
+export const MAX_RATING_AMPS = 10_000;
+
+const amps = (what: string) =>
+  Type.Number({
+    exclusiveMinimum: 0,
+    maximum: MAX_RATING_AMPS,
+    whenAbsent: "none",
+    description: `Rated current in amps of ${what}, where the PDU reports none`,
+  });
+
+/**
+ * The configuration keys of ratings by kind, and the entity key prefix each covers (an entity key
+ * is its kind and a number: `phase0`, `breaker1`); `Outlets` covers outlets.
+ */
+export const RATING_KINDS = [
+  ["Outlets", null],
+  ["Phases", "phase"],
+  ["Banks", "bank"],
+  ["Breakers", "breaker"],
+  ["Inlets", "inlet"],
+  ["Lines", "line"],
+  ["Cords", "cord"],
+  ["Totals", "total"],
+] as const;
+
+/** `Pdus.<id>.Ratings.Entities` keys: an entity key, or `<deviceId>/<entityKey>` (one device). */
+export const RatingEntityKeyPattern = "^[^/]{1,128}(/[^/]{1,128})?$";
+
+export const RatingsSchema = Type.Object(
+  {
+    Outlets: Type.Optional(amps("every outlet")),
+    Phases: Type.Optional(amps("every phase (entities phase0, phase1, ...)")),
+    Banks: Type.Optional(amps("every bank (entities bank0, bank1, ...)")),
+    Breakers: Type.Optional(amps("every breaker (entities breaker0, breaker1, ...)")),
+    Inlets: Type.Optional(amps("every inlet (entities inlet0, ...)")),
+    Lines: Type.Optional(amps("every line (entities line0, ...)")),
+    Cords: Type.Optional(amps("every input cord (entities cord0, ...)")),
+    Totals: Type.Optional(amps("the whole unit (entities total0, ...)")),
+    Entities: Type.Optional(
+      Type.Record(Type.String({ pattern: RatingEntityKeyPattern }), amps("this entity"), {
+        keyName: "entityKey",
+        whenAbsent: "none",
+        description:
+          "By entity key (breaker0), or device id and entity key (A0AE260C851900C4/breaker0) for one device of a OneView cluster; before the kind's value",
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    default: {},
+    description:
+      "Rated currents (amps) to compare currents with, by kind or by entity key, where the PDU reports none (docs/alarms.md)",
+  },
+);
+
 /** PDU families with a driver (src/pdu/drivers.ts). */
 export const PduDrivers = ["geist", "snmp"] as const;
 
@@ -341,6 +397,7 @@ export const PduSchema = Type.Object(
       }),
     ),
     Overrides: OverridesSchema,
+    Ratings: RatingsSchema,
     Driver: Type.Enum(PduDrivers, {
       default: "geist",
       description:
@@ -572,6 +629,29 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {}, description: "Home Assistant MQTT discovery" },
     ),
+    Alarms: Type.Object(
+      {
+        WarnPercent: Type.Number({
+          minimum: 10,
+          maximum: 150,
+          default: 80,
+          description:
+            "A current at or above this percent of its rating is a warning, until it falls 5 points below",
+        }),
+        CriticalPercent: Type.Number({
+          minimum: 10,
+          maximum: 200,
+          default: 95,
+          description:
+            "A current at or above this percent of its rating is critical, until it falls 5 points below; above WarnPercent",
+        }),
+      },
+      {
+        additionalProperties: false,
+        default: {},
+        description: "Load states of currents against their ratings (docs/alarms.md)",
+      },
+    ),
     Api: Type.Object(
       {
         Enabled: Type.Boolean({ default: false, description: "Turn the REST API listener on" }),
@@ -702,6 +782,8 @@ export const ConfigSchema = Type.Object(
 export type FileConfig = Static<typeof ConfigSchema>;
 export type PduFileConfig = Static<typeof PduSchema>;
 export type OverridesConfig = Static<typeof OverridesSchema>;
+export type RatingsConfig = Static<typeof RatingsSchema>;
+export type AlarmsConfig = Static<typeof ConfigSchema>["Alarms"];
 
 /** One configured PDU instance, fully resolved (ports and schemes inferred, secrets merged). */
 export interface InstanceConfig extends Omit<PduFileConfig, "Connection"> {

@@ -2,8 +2,9 @@
  * The command table: every command the service accepts, one row each, and everything each surface
  * needs to know of it. Topic parsing and building (src/mqtt/topics.ts), the MQTT handler
  * (src/mqtt/commands.ts), the REST routes and their OpenAPI schemas (src/http/api/), the control
- * core (./service.ts) and Home Assistant discovery (src/mqtt/discovery.ts) all read it, so adding a
- * command is a row here, the driver call it makes, and a test (docs/architecture.md, "Adding a command").
+ * core (./service.ts and its parts, the outlet's turns in ./outlet-turns.ts among them) and Home
+ * Assistant discovery (src/mqtt/discovery.ts) all read it, so adding a command is a row here, the
+ * driver call it makes, and a test (docs/architecture.md, "Adding a command").
  */
 import type { OutletTarget, PduDriver } from "../pdu/driver.js";
 
@@ -35,10 +36,25 @@ export type HomeAssistantEntity =
       readonly fields?: Readonly<Record<string, string>>;
     };
 
+/** How the web console shows the command (its button, the confirmation, the progress). */
+export interface ConsoleForm {
+  /** The button's text. */
+  readonly label: string;
+  /** The confirmation's verb: "Switch off" outlet 3? */
+  readonly verb: string;
+  /** What the target shows while it runs. */
+  readonly progress: string;
+  /** What it shows once the service answered; null: until the PDU reports the state it latches. */
+  readonly done: string | null;
+  /** How the button looks: on, off, a restart (power-cycles), a reset of statistics (no power change). */
+  readonly tone: "on" | "off" | "restart" | "reset";
+}
+
 /** The command on one kind of target. */
 export interface CommandForm {
   readonly mqtt: MqttForm;
   readonly homeAssistant: HomeAssistantEntity;
+  readonly console: ConsoleForm;
 }
 
 export interface CommandRow {
@@ -49,10 +65,22 @@ export interface CommandRow {
   /** On every member outlet of a group; null: not for groups. */
   readonly group: CommandForm | null;
   /**
-   * Sending it twice does no harm: a timed-out one may simply be sent again, and a later one
-   * supersedes one still waiting. Otherwise it is never repeated (sent once, over a fresh connection).
+   * Sending it twice does no harm: a timed-out one may simply be sent again. Otherwise it is never
+   * repeated (sent once, over a fresh connection).
    */
   readonly idempotent: boolean;
+  /**
+   * In the outlet's turns (./outlet-turns.ts): it takes the place of a command already waiting for
+   * the outlet, which ends `superseded` unsent, so the last state asked for is the one written.
+   * Otherwise it is refused (`busy`) while another command waits.
+   */
+  readonly supersedesWaiting: boolean;
+  /**
+   * In the outlet's turns: refused (`busy`) while a command with this rule runs or waits for the
+   * outlet, or was sent less than the outlet's reboot delay ago, so a flood of them reaches the PDU
+   * as one.
+   */
+  readonly oncePerRebootDelay: boolean;
   /** The outlet state shown at once after it succeeded (until a poll agrees), or null. */
   readonly latches: "on" | "off" | null;
   /** Refused (409, nothing sent) for a `Protected` outlet or group, or a group with a protected outlet. */
@@ -67,21 +95,38 @@ const SET = (payload: string): MqttForm => ({ level: "set", payload });
 export const COMMANDS = [
   {
     name: "on",
-    outlet: { mqtt: SET("on"), homeAssistant: powerSwitch },
-    group: { mqtt: SET("on"), homeAssistant: { entity: "button", objectId: "on", name: "All outlets on" } },
+    outlet: {
+      mqtt: SET("on"),
+      homeAssistant: powerSwitch,
+      console: { label: "On", verb: "Switch on", progress: "Switching on…", done: null, tone: "on" },
+    },
+    group: {
+      mqtt: SET("on"),
+      homeAssistant: { entity: "button", objectId: "on", name: "All outlets on" },
+      console: { label: "All on", verb: "Switch on", progress: "Switching on…", done: null, tone: "on" },
+    },
     idempotent: true,
+    supersedesWaiting: true,
+    oncePerRebootDelay: false,
     latches: "on",
     refusedWhenProtected: false,
     call: (driver, target, signal) => driver.controlOutlet(target, "on", signal),
   },
   {
     name: "off",
-    outlet: { mqtt: SET("off"), homeAssistant: powerSwitch },
+    outlet: {
+      mqtt: SET("off"),
+      homeAssistant: powerSwitch,
+      console: { label: "Off", verb: "Switch off", progress: "Switching off…", done: null, tone: "off" },
+    },
     group: {
       mqtt: SET("off"),
       homeAssistant: { entity: "button", objectId: "off", name: "All outlets off" },
+      console: { label: "All off", verb: "Switch off", progress: "Switching off…", done: null, tone: "off" },
     },
     idempotent: true,
+    supersedesWaiting: true,
+    oncePerRebootDelay: false,
     latches: "off",
     refusedWhenProtected: true,
     call: (driver, target, signal) => driver.controlOutlet(target, "off", signal),
@@ -96,6 +141,13 @@ export const COMMANDS = [
         name: "Reboot",
         fields: { device_class: "restart" },
       },
+      console: {
+        label: "Reboot",
+        verb: "Reboot (power-cycle)",
+        progress: "Rebooting…",
+        done: "Rebooted.",
+        tone: "restart",
+      },
     },
     group: {
       mqtt: SET("reboot"),
@@ -105,8 +157,17 @@ export const COMMANDS = [
         name: "Reboot all outlets",
         fields: { device_class: "restart" },
       },
+      console: {
+        label: "Reboot all",
+        verb: "Reboot (power-cycle)",
+        progress: "Rebooting…",
+        done: "Rebooted.",
+        tone: "restart",
+      },
     },
     idempotent: false,
+    supersedesWaiting: false,
+    oncePerRebootDelay: true,
     latches: null,
     refusedWhenProtected: true,
     call: (driver, target, signal) => driver.controlOutlet(target, "reboot", signal),
@@ -121,9 +182,18 @@ export const COMMANDS = [
         name: "Reset statistics",
         fields: { entity_category: "config" },
       },
+      console: {
+        label: "Reset energy",
+        verb: "Reset the energy statistics of",
+        progress: "Resetting statistics…",
+        done: "Energy statistics reset.",
+        tone: "reset",
+      },
     },
     group: null,
     idempotent: false,
+    supersedesWaiting: false,
+    oncePerRebootDelay: false,
     latches: null,
     refusedWhenProtected: false,
     call: (driver, target, signal) => driver.resetOutletEnergy(target, signal),

@@ -1,10 +1,10 @@
 /**
- * The settings table (contract §10 "Outlet settings"): every setting an operator may write, one row
- * each, with its one validation rule. The REST body schemas (src/http/api/settings.ts), the MQTT
+ * The settings table (docs/control.md, "Settings writes"): every setting an operator may write, one
+ * row each, with its one validation rule. The REST body schemas (src/http/api/settings.ts), the MQTT
  * `…/outlets/<i>/<setting>/set` topics and their payload parsing (src/mqtt/topics.ts,
  * src/mqtt/commands.ts), the retained `…/outlets/<i>/<setting>` topics (src/mqtt/publisher.ts),
  * Home Assistant's `number`/`select`/`text` entities (src/mqtt/discovery.ts) and the control core
- * (./service.ts) all read it, so a rule is written here only.
+ * (./settings-writes.ts) all read it, so a rule is written here only.
  *
  * Values are never converted: a delay is a JSON integer (`"10"`, `10.5` and `true` are refused); over
  * MQTT the payload is text, so a delay must be plain decimal digits there (`10`, never `+10`, `1e1`,
@@ -14,9 +14,21 @@ import type { OutletSettings, PoaAction } from "../pdu/driver.js";
 import type { Outlet } from "../pdu/model.js";
 import { displaySpoofing } from "../pdu/display.js";
 import { forbiddenCharacter } from "../pdu/names.js";
+import type { TurnRules } from "./outlet-turns.js";
 
 /** The audit log's (and the control metrics') action of a settings write. */
 export const SETTINGS_ACTION = "set";
+
+/**
+ * How a settings write takes part in the outlet's turns (./outlet-turns.ts), which an outlet's
+ * commands take too: it waits behind a running write, never takes a waiting one's place, and sets
+ * off no reboot delay.
+ */
+export const SETTINGS_TURN: TurnRules = {
+  name: SETTINGS_ACTION,
+  supersedesWaiting: false,
+  oncePerRebootDelay: false,
+};
 
 /** Longest label, in characters (code points). */
 export const LABEL_MAX = 32;

@@ -73,7 +73,7 @@ export interface OutletResult {
 
 /**
  * Outcome of a control request. `status` is the HTTP status the REST surface answers with
- * (contract §4 "Control endpoints"); the MQTT surface logs the same outcome.
+ * (docs/control.md, "Outcomes"); the MQTT surface logs the same outcome.
  */
 export type ControlOutcome =
   | {
@@ -110,7 +110,10 @@ export type ControlOutcome =
 export type ControlProblem =
   "outcome-unknown" | "superseded" | "outlet-busy" | "expired" | "unsafe-name" | "protected" | "not-held";
 
-/** What a settings write names (contract §10): an outlet, a device, an entity or a OneView group. */
+/**
+ * What a settings write names (docs/control.md, "Settings writes"): an outlet, a device, an entity
+ * or a OneView group.
+ */
 export type SettingsTarget =
   | ControlTarget
   | { readonly kind: "device"; readonly deviceId: string }

@@ -129,6 +129,8 @@ export interface HttpLimits {
   readonly keepAliveTimeoutMs: number;
   /** Open connections at most; node closes further ones at once. */
   readonly maxConnections: number;
+  /** Largest request head in bytes; absent: node's (`http.maxHeaderSize`, 16 KiB by default). */
+  readonly maxHeaderBytes?: number;
 }
 
 /** The defaults of `Http.*`, for apps built without a configuration. */
@@ -172,6 +174,7 @@ export function serverFactory(limits: HttpLimits, fastPath?: FastPath, tls?: Tls
       headersTimeout: limits.headersTimeoutMs,
       keepAliveTimeout: limits.keepAliveTimeoutMs,
       connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
+      ...(limits.maxHeaderBytes === undefined ? {} : { maxHeaderSize: limits.maxHeaderBytes }),
     };
     const listener =
       fastPath === undefined

@@ -25,7 +25,7 @@ export interface HttpDeps {
   /** Present when Metrics.Enabled: served on the health listener, counts the requests of both. */
   readonly metrics?: BridgeMetrics;
   /**
-   * Why the REST API does not answer now (its worker thread died and is being started again), or
+   * Why the REST API does not answer now (its worker thread died or hung and is being started again), or
    * null; absent when the REST API is off or runs on the main thread.
    */
   apiOutage?(): string | null;

@@ -12,9 +12,11 @@ import type { EventBus } from "../bus.js";
 import { GROUP_ACTIONS, OUTLET_ACTIONS } from "../control/types.js";
 import { SETTINGS_ACTION } from "../control/settings.js";
 import type { FastPath, HttpApp } from "../http/common.js";
+import type { Logger } from "../log.js";
 import type { Snapshot } from "../pdu/model.js";
 import type { SnapshotStore } from "../poller/store.js";
-import { readingChunks } from "./readings.js";
+import { loadChunks, type LoadSource } from "./alarms.js";
+import { MAX_SERIES_PER_INSTANCE, metricsPlan, readingChunks, type LeftOutReason } from "./readings.js";
 
 export const TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 export const OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -28,7 +30,14 @@ export interface MetricsSources {
   skippedPolls(instanceId: string): number;
   /** The MQTT side, or null before it is started. */
   mqtt(): MqttTraffic | null;
+  /** Where the first series left out of an instance's readings is reported (once per reason). */
+  readonly logger?: Logger;
 }
+
+const LEFT_OUT_WHY: Readonly<Record<LeftOutReason, string>> = {
+  "unsafe-name": "a device, entity or group id is not a safe name (as for MQTT topics)",
+  "series-cap": `over the cap of ${MAX_SERIES_PER_INSTANCE} series per PDU`,
+};
 
 export interface MqttTraffic {
   readonly connected: boolean;
@@ -204,6 +213,33 @@ export class BridgeMetrics {
       labelNames: ["listener", "route", "code"],
       registers,
     });
+    const warned = new Set<string>();
+    new Gauge({
+      name: "pdu_bridge_metrics_series_left_out",
+      help: "Reading series of the instance's latest snapshot left out of /metrics, by reason (unsafe-name, series-cap)",
+      labelNames: ["instance", "reason"],
+      registers,
+      collect() {
+        this.reset();
+        for (const s of store.list()) {
+          if (!isUp(s) || s.snapshot === null) continue;
+          const { leftOut } = metricsPlan(s.snapshot);
+          for (const reason of Object.keys(leftOut) as LeftOutReason[]) {
+            const n = leftOut[reason];
+            if (n === 0) continue;
+            this.set({ instance: s.id, reason }, n);
+            // Instances and reasons are few (configuration and code): the set stays small.
+            const key = `${s.id}\u0000${reason}`;
+            if (warned.has(key)) continue;
+            warned.add(key);
+            sources.logger?.warn(
+              { instance: s.id, reason, series: n },
+              `/metrics leaves out series of this PDU: ${LEFT_OUT_WHY[reason]}`,
+            );
+          }
+        }
+      },
+    });
     this.#apiWorkerRestarts = new Counter({
       name: "pdu_bridge_api_worker_restarts_total",
       help: "Starts of a new REST API worker thread after one exited unexpectedly (every attempt)",
@@ -276,14 +312,19 @@ export class BridgeMetrics {
     const own = await this.#registry.metrics();
     const process = await processRegistry().metrics();
     const snapshots: Snapshot[] = [];
+    const loads: LoadSource[] = [];
     for (const s of this.#sources.store.list())
-      if (isUp(s) && s.snapshot !== null) snapshots.push(s.snapshot);
+      if (isUp(s) && s.snapshot !== null) {
+        snapshots.push(s.snapshot);
+        loads.push({ instanceId: s.id, load: s.load });
+      }
     const head = openMetrics
       ? `${textToOpenMetrics(own)}${textToOpenMetrics(process)}`
       : `${own}\n${process}\n`;
     function* chunks(): Generator<string> {
       yield head;
       yield* readingChunks(snapshots, openMetrics ? "openmetrics" : "text");
+      yield* loadChunks(loads);
       if (openMetrics) yield "# EOF\n";
     }
     return { contentType: openMetrics ? OPENMETRICS_CONTENT_TYPE : TEXT_CONTENT_TYPE, chunks: chunks() };

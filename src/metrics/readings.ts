@@ -6,8 +6,15 @@
  * step with the snapshots would be work on every poll whether anyone scrapes or not. Instead one walk
  * over the snapshots appends each sample to its family's text, and the families are joined in a
  * fixed order (a family's samples must be one group in both text formats).
+ *
+ * What a PDU names becomes a label value only when it is a safe name (src/pdu/names.ts, the rule of
+ * MQTT topics): a device, entity or group whose id is not is left out. And at most
+ * {@link MAX_SERIES_PER_INSTANCE} series of one instance are written: whole devices in order, then
+ * whole groups, as long as they fit. What is left out is counted per instance and reason
+ * ({@link metricsPlan}); the bridge's metrics export the counts.
  */
-import type { Measurement, Snapshot } from "../pdu/model.js";
+import type { Device, Group, Measurement, Snapshot } from "../pdu/model.js";
+import { isSafeName } from "../pdu/names.js";
 
 /** How one measurement type becomes a metric: the name after `pdu_outlet_` and the unit scale. */
 interface Kind {
@@ -135,18 +142,133 @@ export function escapeLabel(value: string): string {
 
 const STATS = ["sum", "avg", "min", "max"] as const;
 
-type Writer = (snapshot: Snapshot, out: string) => string;
+/**
+ * Reading series of one instance at most in a scrape: a OneView cluster of 1,536 outlets writes
+ * about 13,000, a hostile PDU within the bounds on what a PDU sends (src/pdu/bounds.ts) up to
+ * about 40,000.
+ */
+export const MAX_SERIES_PER_INSTANCE = 20_000;
+
+/** Why series of an instance are left out of a scrape. */
+export type LeftOutReason = "unsafe-name" | "series-cap";
+
+/** What one snapshot writes: its parts with safe names that fit the cap, and what was left out. */
+export interface MetricsPlan {
+  readonly instanceId: string;
+  readonly devices: readonly Device[];
+  readonly groups: readonly Group[];
+  /** Series the snapshot's parts would have written, left out per reason. */
+  readonly leftOut: Readonly<Record<LeftOutReason, number>>;
+}
+
+/** Plans per snapshot parts (a restamped snapshot shares them, so its plan is found again). */
+const plans = new WeakMap<readonly Device[], { groups: readonly Group[]; plan: MetricsPlan }>();
+
+/** The plan of one snapshot, made once per content ({@link MetricsPlan}). */
+export function metricsPlan(snapshot: Snapshot): MetricsPlan {
+  const known = plans.get(snapshot.devices);
+  if (
+    known !== undefined &&
+    known.groups === snapshot.groups &&
+    known.plan.instanceId === snapshot.instanceId
+  )
+    return known.plan;
+  const plan = makePlan(snapshot);
+  plans.set(snapshot.devices, { groups: snapshot.groups, plan });
+  return plan;
+}
+
+function makePlan(snapshot: Snapshot): MetricsPlan {
+  const leftOut = { "unsafe-name": 0, "series-cap": 0 };
+  let written = 0;
+  const devices: Device[] = [];
+  let changed = false;
+  for (const device of snapshot.devices) {
+    const unsafe = !isSafeName(device.id);
+    let kept = device;
+    if (!unsafe && device.entities.some((e) => !isSafeName(e.key))) {
+      const entities = device.entities.filter((e) => isSafeName(e.key));
+      leftOut["unsafe-name"] += entitySeries(device.entities) - entitySeries(entities);
+      kept = { ...device, entities };
+    }
+    const n = deviceSeries(kept);
+    if (unsafe) leftOut["unsafe-name"] += n;
+    else if (written + n > MAX_SERIES_PER_INSTANCE) leftOut["series-cap"] += n;
+    else {
+      written += n;
+      devices.push(kept);
+      if (kept === device) continue;
+    }
+    changed = true;
+  }
+  const groups: Group[] = [];
+  for (const group of snapshot.groups) {
+    const n = groupSeries(group);
+    if (!isSafeName(group.key)) leftOut["unsafe-name"] += n;
+    else if (written + n > MAX_SERIES_PER_INSTANCE) leftOut["series-cap"] += n;
+    else {
+      written += n;
+      groups.push(group);
+    }
+  }
+  return Object.freeze({
+    instanceId: snapshot.instanceId,
+    devices: changed ? devices : snapshot.devices,
+    groups: groups.length === snapshot.groups.length ? snapshot.groups : groups,
+    leftOut: Object.freeze(leftOut),
+  });
+}
+
+/** Series a kind writes for one measurement list (an outlet's or an entity's). */
+function kindSeries(measurements: readonly Measurement[]): number {
+  let n = 0;
+  for (const [type, kind] of KIND_LIST) {
+    const m = measurements.find((x) => x.type === type);
+    if (m !== undefined && scaled(kind, m) !== null) n++;
+  }
+  return n;
+}
+
+function entitySeries(entities: Device["entities"]): number {
+  let n = 0;
+  for (const entity of entities) n += kindSeries(entity.measurements);
+  return n;
+}
+
+/** Series one device writes: its info, each outlet's state, info and readings, its entities' readings. */
+function deviceSeries(device: Device): number {
+  let n = 1;
+  for (const outlet of device.outlets)
+    n += (outlet.state === "unknown" ? 1 : 2) + kindSeries(outlet.measurements);
+  return n + entitySeries(device.entities);
+}
+
+/** Series one group writes: a statistic per rollup the families export. */
+function groupSeries(group: Group): number {
+  let n = 0;
+  for (const [type, kind] of KIND_LIST) {
+    for (const key of [type, `pduTotal${type.charAt(0).toUpperCase()}${type.slice(1)}`]) {
+      const m = group.measurements.find((x) => x.key === key && x.type === type);
+      if (m === undefined || kind.units[m.units] === undefined) continue;
+      const factor = kind.units[m.units]!;
+      for (const stat of STATS) if (m[stat] !== null && applyFactor(m[stat], factor) !== null) n++;
+    }
+  }
+  return n;
+}
+
+type Writer = (plan: MetricsPlan, out: string) => string;
 
 /** `{instance="…",device="…"` of a device of a snapshot. */
-const devicePrefix = (snapshot: Snapshot, deviceId: string): string =>
-  `{instance="${escapeLabel(snapshot.instanceId)}",device="${escapeLabel(deviceId)}"`;
+const devicePrefix = (plan: MetricsPlan, deviceId: string): string =>
+  `{instance="${escapeLabel(plan.instanceId)}",device="${escapeLabel(deviceId)}"`;
 
 /** How each family's samples are written from one snapshot, in the order of FAMILIES. */
 const WRITERS: Writer[] = FAMILIES.map((f, index): Writer => {
   if (index === OUTLET_STATE)
-    return (snapshot, out) => {
-      for (const device of snapshot.devices) {
-        const dev = devicePrefix(snapshot, device.id);
+    return (plan, out) => {
+      for (const device of plan.devices) {
+        const dev = devicePrefix(plan, device.id);
         for (const outlet of device.outlets) {
           if (outlet.state === "unknown") continue;
           out += `pdu_outlet_state${dev},outlet="${outlet.index}"} ${outlet.state === "on" ? 1 : 0}\n`;
@@ -155,9 +277,9 @@ const WRITERS: Writer[] = FAMILIES.map((f, index): Writer => {
       return out;
     };
   if (index === OUTLET_INFO)
-    return (snapshot, out) => {
-      for (const device of snapshot.devices) {
-        const dev = devicePrefix(snapshot, device.id);
+    return (plan, out) => {
+      for (const device of plan.devices) {
+        const dev = devicePrefix(plan, device.id);
         for (const outlet of device.outlets) {
           out +=
             `pdu_outlet_info${dev},outlet="${outlet.index}",label="${escapeLabel(outlet.label)}",` +
@@ -167,19 +289,19 @@ const WRITERS: Writer[] = FAMILIES.map((f, index): Writer => {
       return out;
     };
   if (index === DEVICE_INFO)
-    return (snapshot, out) => {
-      for (const device of snapshot.devices) {
+    return (plan, out) => {
+      for (const device of plan.devices) {
         out +=
-          `pdu_device_info${devicePrefix(snapshot, device.id)},label="${escapeLabel(device.label)}",` +
+          `pdu_device_info${devicePrefix(plan, device.id)},label="${escapeLabel(device.label)}",` +
           `model="${escapeLabel(device.system.model)}",serial="${escapeLabel(device.system.serialNumber)}"} 1\n`;
       }
       return out;
     };
   for (const [type, kind] of KIND_LIST) {
     if (outletFamily.get(type) === index)
-      return (snapshot, out) => {
-        for (const device of snapshot.devices) {
-          const dev = `${f.sample}${devicePrefix(snapshot, device.id)},outlet="`;
+      return (plan, out) => {
+        for (const device of plan.devices) {
+          const dev = `${f.sample}${devicePrefix(plan, device.id)},outlet="`;
           for (const outlet of device.outlets) {
             const m = outlet.measurements.find((x) => x.type === type);
             const value = m === undefined ? null : scaled(kind, m);
@@ -189,9 +311,9 @@ const WRITERS: Writer[] = FAMILIES.map((f, index): Writer => {
         return out;
       };
     if (entityFamily.get(type) === index)
-      return (snapshot, out) => {
-        for (const device of snapshot.devices) {
-          const dev = `${f.sample}${devicePrefix(snapshot, device.id)},entity="`;
+      return (plan, out) => {
+        for (const device of plan.devices) {
+          const dev = `${f.sample}${devicePrefix(plan, device.id)},entity="`;
           for (const entity of device.entities) {
             const m = entity.measurements.find((x) => x.type === type);
             const value = m === undefined ? null : scaled(kind, m);
@@ -204,13 +326,13 @@ const WRITERS: Writer[] = FAMILIES.map((f, index): Writer => {
     if (total || groupFamily.get(type) === index) {
       // Outlet rollups are keyed by their type; PDU-total rollups by `pduTotal` + Type.
       const key = total ? `pduTotal${type.charAt(0).toUpperCase()}${type.slice(1)}` : type;
-      return (snapshot, out) => {
-        for (const group of snapshot.groups) {
+      return (plan, out) => {
+        for (const group of plan.groups) {
           const m = group.measurements.find((x) => x.key === key && x.type === type);
           if (m === undefined) continue;
           const factor = kind.units[m.units];
           if (factor === undefined) continue;
-          const grp = `${f.sample}{instance="${escapeLabel(snapshot.instanceId)}",group="${escapeLabel(group.key)}",stat="`;
+          const grp = `${f.sample}{instance="${escapeLabel(plan.instanceId)}",group="${escapeLabel(group.key)}",stat="`;
           for (const stat of STATS) {
             const raw = m[stat];
             const value = raw === null ? null : applyFactor(raw, factor);
@@ -234,14 +356,15 @@ const CHUNK_CHARS = 64 * 1024;
  * require), so that at 1,000 PDUs a scrape holds a chunk at a time rather than 18 MB of text.
  */
 export function* readingChunks(snapshots: readonly Snapshot[], format: Format): Generator<string> {
+  const planned = snapshots.map(metricsPlan);
   let out = "";
   for (const [i, f] of FAMILIES.entries()) {
     const name = format === "openmetrics" ? f.name : f.sample;
     const type = format === "openmetrics" || f.type !== "info" ? f.type : "gauge";
     out += `# HELP ${name} ${f.help}\n# TYPE ${name} ${type}\n`;
     const write = WRITERS[i]!;
-    for (const snapshot of snapshots) {
-      out = write(snapshot, out);
+    for (const plan of planned) {
+      out = write(plan, out);
       if (out.length >= CHUNK_CHARS) {
         yield out;
         out = "";

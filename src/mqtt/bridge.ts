@@ -7,8 +7,8 @@
  * whose overrides changed is republished) and `ownershipChanged` (an instance taken over is
  * published at once). Its connection tells the bus `mqttConnected` and `mqttLost`; the connection's
  * own hooks, taken once everything that publishes exists, republish every instance after each
- * connect and route the messages received. It publishes, takes commands for and clears ghosts of only the instances its
- * {@link Ownership} owns, and on stop marks only those `offline`.
+ * connect and route the messages received. It publishes, takes commands for and clears ghosts of
+ * only the instances its {@link Ownership} owns, and on stop marks only those `offline`.
  */
 import { randomBytes } from "node:crypto";
 import type { EventBus } from "../bus.js";
@@ -22,7 +22,7 @@ import type { EmbeddedBroker } from "./broker.js";
 import { CommandHandler } from "./commands.js";
 import { MqttConnection, type CreateOptions } from "./connection.js";
 import { discoveryNodeId } from "./discovery.js";
-import { GhostSweeper } from "./ghosts.js";
+import { GhostSweeper } from "./ghost-cleanup.js";
 import { Publisher } from "./publisher.js";
 import { BucketStatus } from "./bucket-status.js";
 import { TopicIdGuard, Topics, type ReplicaTopics } from "./topics.js";
@@ -147,11 +147,13 @@ export class MqttBridge implements MqttBridgeHandle {
         logger,
         bus: this.#deps.bus,
       });
+      // The ghost cleanup reads what the publisher last published as discovery, and the publisher
+      // tells it when it published: neither asks the other before the connect below.
       const ghosts = this.#ghostSweeper(connection, embedded !== null, (id) => publisher.discoveryTopics(id));
       const publisher = createPublisher(config, connection, this.#deps.store, this.#topics, logger, (id) =>
         ghosts?.discovered(id),
       );
-      unlisten = this.#listen(publisher, ghosts, buckets);
+      unlisten = this.#listen(publisher, buckets);
       await connection.connect({
         // Every connect: every instance's status, discovery and retained topics again; the first
         // starts the ghost cleanup.
@@ -261,7 +263,7 @@ export class MqttBridge implements MqttBridgeHandle {
   }
 
   /** The part's bus listeners: what it publishes, and when it republishes. */
-  #listen(publisher: Publisher, ghosts: GhostSweeper | null, buckets: BucketStatus | null): () => void {
+  #listen(publisher: Publisher, buckets: BucketStatus | null): () => void {
     const publish = (event: StoreEvent): void => {
       if (this.#ownership.owns(event.instanceId)) publisher.handle(event);
     };

@@ -19,7 +19,9 @@ import {
   OUTLET_SETTINGS,
   type SettingName,
 } from "../control/settings.js";
-import { RAISED_ALARM_STATES, type Snapshot, type Vendor } from "../pdu/model.js";
+import { EMPTY_REPORT } from "../pdu/load.js";
+import { RAISED_ALARM_STATES, type LoadReport, type Snapshot, type Vendor } from "../pdu/model.js";
+import { ALARM_EVENT_TYPES } from "./alarms.js";
 import type { TopicIdGuard, Topics } from "./topics.js";
 
 /**
@@ -70,6 +72,15 @@ interface DeviceShape {
     readonly name: string;
     readonly measurements: readonly MeasurementShape[];
   }[];
+  /** Outlets and entities with a `load` topic (src/mqtt/alarms.ts), and whether each has a rating. */
+  readonly loads: readonly LoadShape[];
+}
+
+interface LoadShape {
+  readonly outlet: number | null;
+  readonly entity: string | null;
+  readonly name: string;
+  readonly rated: boolean;
 }
 
 interface GroupShape {
@@ -88,7 +99,26 @@ export interface DiscoveryShape {
   readonly vendor: Vendor;
 }
 
-export function discoveryShape(instanceId: string, snapshot: Snapshot, guard: TopicIdGuard): DiscoveryShape {
+export function discoveryShape(
+  instanceId: string,
+  snapshot: Snapshot,
+  guard: TopicIdGuard,
+  load: LoadReport = EMPTY_REPORT,
+): DiscoveryShape {
+  const loadsOf = (deviceId: string): LoadShape[] =>
+    load.points
+      .filter(
+        (p) =>
+          p.deviceId === deviceId &&
+          p.hidden !== true &&
+          (p.target.kind === "outlet" || guard.ok(instanceId, "entity key", p.target.key)),
+      )
+      .map((p) => ({
+        outlet: p.target.kind === "outlet" ? p.target.index : null,
+        entity: p.target.kind === "entity" ? p.target.key : null,
+        name: p.name,
+        rated: p.rating !== null,
+      }));
   const measurements = (list: readonly MeasurementShape[]) =>
     list
       .filter((m) => guard.ok(instanceId, "measurement type", m.type))
@@ -122,6 +152,7 @@ export function discoveryShape(instanceId: string, snapshot: Snapshot, guard: To
       entities: d.entities
         .filter((e) => guard.ok(instanceId, "entity key", e.key))
         .map((e) => ({ key: e.key, name: e.displayName, measurements: measurements(e.measurements) })),
+      loads: loadsOf(d.id),
     }));
   const groups = snapshot.groups
     .filter((g) => guard.ok(instanceId, "group key", g.key))
@@ -170,7 +201,7 @@ export function sensorClass(type: string): SensorClass {
   return SENSOR_CLASSES.get(type.toLowerCase()) ?? OTHER;
 }
 
-type Component = "sensor" | "binary_sensor" | "switch" | "button" | "number" | "select" | "text";
+type Component = "sensor" | "binary_sensor" | "switch" | "button" | "number" | "select" | "text" | "event";
 type Json = Record<string, unknown>;
 
 const ORIGIN = { name: "pdu-bridge" };
@@ -209,6 +240,7 @@ export function buildDiscovery(
   for (const d of shape.devices) {
     const pdu = deviceBlock(b, d, shape.vendor);
     addDeviceSensors(b, d, pdu);
+    addDeviceAlarms(b, d, pdu);
     for (const o of d.outlets) {
       const outlet = outletBlock(b, d, o, shape.vendor);
       if (actionsEnabled) {
@@ -216,6 +248,8 @@ export function buildDiscovery(
         addOutletSettings(b, d.id, o, outlet);
       } else addOutletPowerSensor(b, d.id, o.index, outlet);
       addOutletSensors(b, d.id, o, outlet);
+      const load = d.loads.find((l) => l.outlet === o.index);
+      if (load?.rated === true) addLoadSensor(b, d.id, load, outlet);
     }
   }
   for (const g of shape.groups) {
@@ -321,6 +355,70 @@ function addDeviceSensors(b: Builder, d: DeviceShape, pdu: string): void {
       });
     }
   }
+}
+
+/** A string for a Jinja template: single-quoted, with `\` and `'` escaped. */
+const jinjaString = (text: string): string => `'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
+
+/** ON while a load's state is not normal (the retained `load` topic's `state`). */
+const LOAD_PROBLEM_TEMPLATE = "{{ 'ON' if value_json.state != 'normal' else 'OFF' }}";
+
+/**
+ * A device's alarms: a `problem` binary sensor that is on while any alarm of the device is active
+ * (from the retained `alarms` list), an `event` entity of its alarms raised, changed and cleared
+ * (from `events`, which carries every device's: the template passes this device's only), and per
+ * phase, breaker or other load entity a `problem` binary sensor and, where rated, a load sensor.
+ */
+function addDeviceAlarms(b: Builder, d: DeviceShape, pdu: string): void {
+  const { topics, instanceId } = b;
+  const id = jinjaString(d.id);
+  b.add("binary_sensor", ["device", d.id, "problem"], pdu, {
+    name: "Problem",
+    state_topic: topics.alarms(instanceId),
+    device_class: "problem",
+    value_template: `{{ 'ON' if value_json | selectattr('deviceId', 'eq', ${id}) | list | count > 0 else 'OFF' }}`,
+  });
+  b.add("event", ["device", d.id, "alarm-events"], pdu, {
+    name: "Alarm events",
+    state_topic: topics.events(instanceId),
+    event_types: [...ALARM_EVENT_TYPES],
+    value_template: `{{ value if value_json.deviceId == ${id} else '' }}`,
+  });
+  for (const load of d.loads) {
+    if (load.entity === null) continue;
+    b.add("binary_sensor", ["entity", d.id, load.entity, "load-problem"], pdu, {
+      name: `${load.name} problem`,
+      state_topic: topics.entityLoad(instanceId, d.id, load.entity),
+      device_class: "problem",
+      value_template: LOAD_PROBLEM_TEMPLATE,
+    });
+    if (load.rated) addLoadSensor(b, d.id, load, pdu);
+  }
+}
+
+/** The load in percent of the rating, as a `%` sensor of the outlet's or the PDU's device. */
+function addLoadSensor(b: Builder, deviceId: string, load: LoadShape, device: string): void {
+  const { topics, instanceId } = b;
+  const outlet = load.outlet;
+  const entity = load.entity ?? "";
+  b.add(
+    "sensor",
+    outlet === null
+      ? ["entity", deviceId, entity, "load-percent"]
+      : ["outlet", deviceId, String(outlet), "load-percent"],
+    device,
+    {
+      name: outlet === null ? `${load.name} load` : "Load",
+      state_topic:
+        outlet === null
+          ? topics.entityLoad(instanceId, deviceId, entity)
+          : topics.outletLoad(instanceId, deviceId, outlet),
+      value_template: "{{ value_json.percent }}",
+      unit_of_measurement: "%",
+      state_class: "measurement",
+      suggested_display_precision: 0,
+    },
+  );
 }
 
 type OutletShape = DeviceShape["outlets"][number];

@@ -11,6 +11,8 @@
  *   whose poll fails goes `offline` and its values are not refreshed until a poll succeeds again.
  * - Nothing is queued while disconnected; the next connect republishes retained topics and the next
  *   poll of each instance republishes all its values.
+ * - Loads against ratings, the active alarms and alarm events come after each walk, from the
+ *   snapshot's load report (src/mqtt/alarms.ts).
  *
  * Per instance, two {@link Track}s (retained and value topics) remember each topic's last payload
  * and send time in walk order, so a poll of an unchanged shape builds no topic names; publishes are
@@ -25,12 +27,13 @@ import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type { InstanceConfig } from "../config/schema.js";
 import { PUBLISHED_SETTINGS } from "../control/settings.js";
 import type { Logger } from "../log.js";
-import type { Alarm, Outlet, Snapshot } from "../pdu/model.js";
+import type { Alarm, Device, Group, LoadReport, Outlet, Snapshot } from "../pdu/model.js";
 import { publishedView } from "../pdu/overrides.js";
 import type { SnapshotStore, StoreEvent } from "../poller/store.js";
+import { AlarmTopics } from "./alarms.js";
 import { buildDiscovery, discoveryShape, discoverySignature, type DiscoveryOptions } from "./discovery.js";
 import type { TopicIdGuard, TopicKey, Topics } from "./topics.js";
-import { NO_SLOT, Track, type Slot, type TopicNames } from "./track.js";
+import { NO_SLOT, Track, type Slot, type TopicNames } from "./published-state.js";
 
 /** What the publisher needs of the connection. */
 export interface Sink {
@@ -111,7 +114,7 @@ interface InstanceState {
   /**
    * Discovery config topics published (and not cleared since), NUL-separated (NUL cannot be in a
    * topic) and deflated, or null before the first. Only read when discovery changes, and deflated
-   * they take under 1 KB per 24-outlet PDU instead of 20 KB (a tenth of the live heap at 1000 PDUs).
+   * they take a small part of their plain size (docs/heap-breakdown.md).
    */
   discovery: Buffer | null;
   signature: string | null;
@@ -130,7 +133,7 @@ export const DISCOVERY_RECHECK_POLLS = 6;
 const QUEUE_BATCH = 10;
 
 export class Publisher {
-  readonly #o: PublisherOptions;
+  readonly #options: PublisherOptions;
   readonly #now: () => number;
   readonly #states = new Map<string, InstanceState>();
   readonly #actions: ReadonlyMap<string, boolean>;
@@ -143,13 +146,18 @@ export class Publisher {
   readonly #queue = new Set<string>();
   /** A turn of {@link #pump} is scheduled or waits for the connection to uncongest. */
   #pumping = false;
-  readonly #w: WalkPublishing;
-  readonly #keys = walkKeys();
+  /** What the walk under way publishes, and what it found. */
+  readonly #publishing: WalkPublishing;
+  /** The walk's key objects, filled in place before each visit. */
+  readonly #keys: WalkKeys = walkKeys();
+  /** Load and alarm topics and alarm events (src/mqtt/alarms.ts). */
+  readonly #alarms: AlarmTopics;
 
   constructor(options: PublisherOptions) {
-    this.#o = options;
+    this.#options = options;
     this.#now = options.now ?? Date.now;
-    this.#w = new WalkPublishing(options.sink, options.refreshMs);
+    this.#publishing = new WalkPublishing(options.sink, options.refreshMs);
+    this.#alarms = new AlarmTopics(options.sink, options.topics, options.guard);
     this.#actions = new Map(options.instances.map((i) => [i.id, i.ActionsEnabled]));
   }
 
@@ -193,7 +201,7 @@ export class Publisher {
     const now = this.#now();
     if (now - this.#failureLoggedAt < FAILURE_LOG_MS) return;
     this.#failureLoggedAt = now;
-    this.#o.logger?.error(
+    this.#options.logger?.error(
       {
         instance: instanceId,
         err: error instanceof Error ? error.message : String(error),
@@ -204,7 +212,7 @@ export class Publisher {
   }
 
   #handle(event: StoreEvent): void {
-    if (!this.#o.sink.connected) return;
+    if (!this.#options.sink.connected) return;
     const state = this.#state(event.instanceId);
     if (event.kind === "failure") {
       this.#setStatus(event.instanceId, state, "offline", false);
@@ -215,6 +223,7 @@ export class Publisher {
     const snapshot = publishedView(event.snapshot);
     if (!event.fromPoll) {
       this.#walk(event.instanceId, state, snapshot, "latch");
+      this.#alarms.publish(event.instanceId, event.load, event.alarmChanges, false);
       return;
     }
     this.#setStatus(event.instanceId, state, "online", false);
@@ -227,13 +236,14 @@ export class Publisher {
       state.refreshAt = 0;
       // While the connection is congested, the retained topics wait their turn with the bulk work
       // (their latest state is walked then); the values go now.
-      const defer = this.#o.sink.congested;
+      const defer = this.#options.sink.congested;
       const reshaped = this.#walk(event.instanceId, state, snapshot, defer ? "values" : "poll");
       if (reshaped) state.quietPolls = DISCOVERY_RECHECK_POLLS;
       if (defer) {
         state.retainedDue = true;
         this.#enqueue(event.instanceId);
       }
+      this.#alarms.publish(event.instanceId, event.load, event.alarmChanges, false);
     }
     // Comparing the discovery shape costs about as much as the rest of the walk, and it almost never
     // changes: check it when topics came or went or a retained payload (label, state) changed, and
@@ -241,7 +251,8 @@ export class Publisher {
     if (!state.shapeChecked && ++state.quietPolls >= DISCOVERY_RECHECK_POLLS) {
       state.quietPolls = 0;
       state.shapeChecked = true;
-      if (this.#discoveryChanged(event.instanceId, state, snapshot)) this.#enqueue(event.instanceId);
+      if (this.#discoveryChanged(event.instanceId, state, snapshot, event.load))
+        this.#enqueue(event.instanceId);
     }
   }
 
@@ -251,7 +262,7 @@ export class Publisher {
    * instances per event loop turn, while the connection keeps up. `ids`: the instances to resync
    * (those this process owns); default every configured one.
    */
-  resync(ids: Iterable<string> = this.#o.store.ids()): void {
+  resync(ids: Iterable<string> = this.#options.store.ids()): void {
     for (const id of ids) {
       this.#state(id).resyncDue = true;
       this.#enqueue(id);
@@ -264,7 +275,7 @@ export class Publisher {
    * (discovery names) or hide them (configs cleared).
    */
   refresh(id: string): void {
-    if (!this.#o.sink.connected) return;
+    if (!this.#options.sink.connected) return;
     this.#state(id).resyncDue = true;
     this.#enqueue(id);
   }
@@ -277,7 +288,7 @@ export class Publisher {
   }
 
   readonly #pump = (): void => {
-    const sink = this.#o.sink;
+    const sink = this.#options.sink;
     let done = 0;
     for (const id of this.#queue) {
       if (!sink.connected) break;
@@ -302,7 +313,7 @@ export class Publisher {
   };
 
   #runQueued(id: string): void {
-    const status = this.#o.store.get(id);
+    const status = this.#options.store.get(id);
     if (status === undefined) return;
     const state = this.#state(id);
     const snapshot = status.snapshot === null ? null : publishedView(status.snapshot);
@@ -313,8 +324,9 @@ export class Publisher {
       this.#setStatus(id, state, online ? "online" : "offline", true);
       state.valuesStale = true;
       if (snapshot === null) return;
-      this.#discover(id, state, snapshot, true);
+      this.#discover(id, state, snapshot, status.load, true);
       this.#walk(id, state, snapshot, "resync");
+      this.#alarms.publish(id, status.load, [], true);
       return;
     }
     if (snapshot === null) return;
@@ -327,13 +339,13 @@ export class Publisher {
     }
     // New or changed entities subscribe only after receiving their config: give them every value
     // with the next poll rather than after a whole refresh period.
-    if (this.#discover(id, state, snapshot, false)) state.valuesStale = true;
+    if (this.#discover(id, state, snapshot, status.load, false)) state.valuesStale = true;
   }
 
   #state(id: string): InstanceState {
     let state = this.#states.get(id);
     if (state === undefined) {
-      const topics = topicNames(this.#o.topics, this.#o.guard, id);
+      const topics = topicNames(this.#options.topics, this.#options.guard, id);
       state = {
         retained: new Track(topics),
         values: new Track(topics),
@@ -356,13 +368,13 @@ export class Publisher {
     if (!force && state.status === status) return;
     if (status === "online" && state.status !== "online") state.valuesStale = true;
     state.status = status;
-    this.#o.sink.publish(this.#o.topics.instanceStatus(id), status, 1, true);
+    this.#options.sink.publish(this.#options.topics.instanceStatus(id), status, 1, true);
   }
 
   /** Whether the instance's discovery differs from what was published last (false: discovery off). */
-  #discoveryChanged(id: string, state: InstanceState, snapshot: Snapshot): boolean {
-    if (this.#o.discovery === null) return false;
-    return discoverySignature(discoveryShape(id, snapshot, this.#o.guard)) !== state.signature;
+  #discoveryChanged(id: string, state: InstanceState, snapshot: Snapshot, load: LoadReport): boolean {
+    if (this.#options.discovery === null) return false;
+    return discoverySignature(discoveryShape(id, snapshot, this.#options.guard, load)) !== state.signature;
   }
 
   /**
@@ -370,14 +382,14 @@ export class Publisher {
    * configs that are gone; true when it published. Only config topics are kept, not payloads (they
    * would be the biggest thing in memory at 1000 PDUs), so a change republishes the whole instance.
    */
-  #discover(id: string, state: InstanceState, snapshot: Snapshot, force: boolean): boolean {
-    const options = this.#o.discovery;
+  #discover(id: string, state: InstanceState, snapshot: Snapshot, load: LoadReport, force: boolean): boolean {
+    const options = this.#options.discovery;
     if (options === null) return false;
-    const shape = discoveryShape(id, snapshot, this.#o.guard);
+    const shape = discoveryShape(id, snapshot, this.#options.guard, load);
     const signature = discoverySignature(shape);
     if (signature === state.signature && !force) return false;
     const configs = buildDiscovery(options, id, this.#actions.get(id) ?? false, shape);
-    const sink = this.#o.sink;
+    const sink = this.#options.sink;
     for (const [topic, payload] of configs) sink.publish(topic, payload, 1, true);
     if (state.discovery !== null) {
       for (const topic of inflateRawSync(state.discovery).toString("utf8").split("\u0000")) {
@@ -392,122 +404,132 @@ export class Publisher {
     state.signature = signature;
     this.#discoveryConfigs.set(id, configs.size);
     this.#lastDiscoveryUtc = this.#now();
-    this.#o.onDiscovery?.(id);
+    this.#options.onDiscovery?.(id);
     return true;
   }
 
   /**
-   * Publishes what is due for one snapshot. `poll`: retained and value topics; `latch` (only an
-   * outlet state changed after a command): retained topics; `resync`: every retained topic. True
-   * when a topic appeared or went away or a retained payload changed.
+   * Publishes what is due for one snapshot: one function per thing walked, each visiting its topics
+   * in the instance's tracks in the same order every poll (./published-state.ts). `poll`: retained
+   * and value topics; `values`: value topics alone; `latch` (only an outlet state changed after a
+   * command): retained topics that changed; `resync`: every retained topic. True when a topic
+   * appeared or went away or a retained payload changed.
    */
   #walk(id: string, state: InstanceState, snapshot: Snapshot, mode: WalkMode): boolean {
-    const { guard } = this.#o;
-    const w = this.#w;
-    const keys = this.#keys;
-    w.now = this.#now();
-    w.force = mode === "resync";
-    w.refreshAll = state.valuesStale;
-    w.reshaped = false;
-    w.oldest = w.now;
-    const values = mode === "poll" || mode === "values";
-    const retained = mode !== "values";
-    const r = state.retained;
-    const v = state.values;
-
-    if (retained) r.begin();
-    if (values) v.begin();
+    const withValues = mode === "poll" || mode === "values";
+    const withRetained = mode !== "values";
+    const publishing = this.#publishing;
+    publishing.start(this.#now(), mode === "resync", state.valuesStale);
+    if (withRetained) state.retained.begin();
+    if (withValues) state.values.begin();
     for (const device of snapshot.devices) {
-      const d = device.id;
-      if (!guard.ok(id, "device id", d)) continue;
-      if (values) {
-        if (device.state !== "") {
-          keys.deviceState.deviceId = d;
-          w.text(v, v.visit(keys.deviceState), device.state);
-        }
-        keys.deviceAlarm.deviceId = d;
-        w.text(v, v.visit(keys.deviceAlarm), alarmPayload(device.alarm));
-      }
+      if (!this.#options.guard.ok(id, "device id", device.id)) continue;
+      if (withValues) this.#walkDevice(state.values, device);
       for (const outlet of device.outlets) {
-        const i = outlet.index;
-        if (retained) this.#walkOutletRetained(r, d, outlet);
-        if (!values) continue;
-        const key = keys.outletMeasurement;
-        for (const m of outlet.measurements) {
-          if (m.value === null) continue;
-          key.deviceId = d;
-          key.index = i;
-          key.type = m.type;
-          w.number(v, v.visit(key), m.value);
-        }
+        if (withRetained) this.#walkOutletRetained(state.retained, device.id, outlet);
+        if (withValues) this.#walkOutletValues(state.values, device.id, outlet);
       }
-      if (!values) continue;
-      for (const entity of device.entities) {
-        if (!guard.ok(id, "entity key", entity.key)) continue;
-        const key = keys.entityMeasurement;
-        for (const m of entity.measurements) {
-          if (m.value === null) continue;
-          key.deviceId = d;
-          key.entityKey = entity.key;
-          key.type = m.type;
-          w.number(v, v.visit(key), m.value);
-        }
-      }
+      if (withValues) this.#walkEntities(id, state.values, device);
     }
-    if (values) {
-      const key = keys.groupMeasurement;
-      for (const group of snapshot.groups) {
-        if (!guard.ok(id, "group key", group.key)) continue;
-        for (const m of group.measurements) {
-          if (m.sum === null && m.avg === null && m.min === null && m.max === null) continue;
-          const payload = JSON.stringify({ sum: m.sum, avg: m.avg, min: m.min, max: m.max });
-          key.groupKey = group.key;
-          key.key = m.key;
-          w.text(v, v.visit(key), payload);
-        }
-      }
-    }
-
-    const sink = this.#o.sink;
-    if (retained) {
-      for (const topic of r.end()) {
-        sink.publish(topic, "", 1, true);
-        w.reshaped = true;
-      }
-    }
-    if (values) {
-      if (v.end().length > 0) w.reshaped = true;
+    if (withValues) this.#walkGroups(id, state.values, snapshot.groups);
+    if (withRetained) this.#endRetained(state.retained);
+    if (withValues) {
+      if (state.values.end().length > 0) publishing.reshaped = true;
       state.valuesStale = false;
-      state.refreshAt = w.oldest + this.#o.refreshMs;
+      state.refreshAt = publishing.oldestKept + this.#options.refreshMs;
     }
-    return w.reshaped;
+    return publishing.reshaped;
+  }
+
+  /** A device's own value topics: its state (when it reports one) and its alarm. */
+  #walkDevice(values: Track, device: Device): void {
+    const keys = this.#keys;
+    if (device.state !== "") {
+      keys.deviceState.deviceId = device.id;
+      this.#publishing.text(values, values.visit(keys.deviceState), device.state);
+    }
+    keys.deviceAlarm.deviceId = device.id;
+    this.#publishing.text(values, values.visit(keys.deviceAlarm), alarmPayload(device.alarm));
   }
 
   /** An outlet's retained topics: its state, label and settings. */
-  #walkOutletRetained(r: Track, deviceId: string, outlet: Outlet): void {
-    const w = this.#w;
+  #walkOutletRetained(retained: Track, deviceId: string, outlet: Outlet): void {
     const keys = this.#keys;
-    const i = outlet.index;
+    const publishing = this.#publishing;
     if (outlet.state !== "unknown") {
       keys.outletState.deviceId = deviceId;
-      keys.outletState.index = i;
-      w.retained(r, r.visit(keys.outletState), outlet.state);
+      keys.outletState.index = outlet.index;
+      publishing.retained(retained, retained.visit(keys.outletState), outlet.state);
     }
     keys.outletLabel.deviceId = deviceId;
-    keys.outletLabel.index = i;
-    w.retained(r, r.visit(keys.outletLabel), outlet.displayName);
+    keys.outletLabel.index = outlet.index;
+    publishing.retained(retained, retained.visit(keys.outletLabel), outlet.displayName);
+    const setting = keys.outletSetting;
+    setting.deviceId = deviceId;
+    setting.index = outlet.index;
     for (const row of PUBLISHED_SETTINGS) {
       const current = row.current(outlet);
       if (current === null) continue;
-      keys.outletSetting.deviceId = deviceId;
-      keys.outletSetting.index = i;
-      keys.outletSetting.setting = row.name;
-      w.retained(r, r.visit(keys.outletSetting), current);
+      setting.setting = row.name;
+      publishing.retained(retained, retained.visit(setting), current);
+    }
+  }
+
+  /** An outlet's measurements (those with a number). */
+  #walkOutletValues(values: Track, deviceId: string, outlet: Outlet): void {
+    const key = this.#keys.outletMeasurement;
+    key.deviceId = deviceId;
+    key.index = outlet.index;
+    for (const measurement of outlet.measurements) {
+      if (measurement.value === null) continue;
+      key.type = measurement.type;
+      this.#publishing.number(values, values.visit(key), measurement.value);
+    }
+  }
+
+  /** A device's entities' measurements (those with a number); an unsafe entity key has no topics. */
+  #walkEntities(id: string, values: Track, device: Device): void {
+    const key = this.#keys.entityMeasurement;
+    key.deviceId = device.id;
+    for (const entity of device.entities) {
+      if (!this.#options.guard.ok(id, "entity key", entity.key)) continue;
+      key.entityKey = entity.key;
+      for (const measurement of entity.measurements) {
+        if (measurement.value === null) continue;
+        key.type = measurement.type;
+        this.#publishing.number(values, values.visit(key), measurement.value);
+      }
+    }
+  }
+
+  /** The OneView groups' rollups (JSON of sum, avg, min and max; all null: none). */
+  #walkGroups(id: string, values: Track, groups: readonly Group[]): void {
+    const key = this.#keys.groupMeasurement;
+    for (const group of groups) {
+      if (!this.#options.guard.ok(id, "group key", group.key)) continue;
+      key.groupKey = group.key;
+      for (const rollup of group.measurements) {
+        const { sum, avg, min, max } = rollup;
+        if (sum === null && avg === null && min === null && max === null) continue;
+        key.key = rollup.key;
+        this.#publishing.text(values, values.visit(key), JSON.stringify({ sum, avg, min, max }));
+      }
+    }
+  }
+
+  /** Ends a walk of the retained topics: the ones not visited are cleared (empty retained payload). */
+  #endRetained(retained: Track): void {
+    for (const topic of retained.end()) {
+      this.#options.sink.publish(topic, "", 1, true);
+      this.#publishing.reshaped = true;
     }
   }
 }
 
-/** A key of each kind the walk fills in place for each visit (the track copies it into a new slot). */
+/**
+ * One key object per kind of topic, which the walk fills in place before each visit (the track
+ * copies the fields it keeps), so a poll makes no key objects.
+ */
 function walkKeys() {
   return {
     deviceState: { kind: "deviceState", deviceId: "" },
@@ -521,23 +543,26 @@ function walkKeys() {
   } satisfies { [K in TopicKey["kind"]]: Mutable<Extract<TopicKey, { kind: K }>> };
 }
 
+type WalkKeys = ReturnType<typeof walkKeys>;
+
 type Mutable<T> = { -readonly [P in keyof T]: T[P] };
 
 /**
- * What one walk publishes on a slot, by the rules at the top of this file. One per publisher, set
- * at the start of each walk (walks never overlap: they run synchronously), so a poll allocates no
- * closures.
+ * Whether a topic is published on its slot, by the rules at the top of this file, and what the walk
+ * under way found. One per publisher, set at the start of each walk (walks never overlap: they run
+ * synchronously), so a poll makes no closures.
  */
 class WalkPublishing {
-  now = 0;
-  /** Resync: every retained topic again. */
-  force = false;
+  /** The walk's time (epoch ms). */
+  #now = 0;
+  /** Every retained topic again (a resync). */
+  #republishRetained = false;
   /** Every value again (after a reconnect, an outage, new discovery). */
-  refreshAll = false;
+  #republishValues = false;
   /** A topic appeared or went away, or a retained payload changed. */
   reshaped = false;
-  /** When the least recently sent value topic that was not sent in this walk was sent. */
-  oldest = 0;
+  /** When the least recently sent value topic left unsent by this walk was sent (epoch ms). */
+  oldestKept = 0;
   readonly #sink: Sink;
   readonly #refreshMs: number;
 
@@ -546,40 +571,48 @@ class WalkPublishing {
     this.#refreshMs = refreshMs;
   }
 
+  start(now: number, republishRetained: boolean, republishValues: boolean): void {
+    this.#now = now;
+    this.#republishRetained = republishRetained;
+    this.#republishValues = republishValues;
+    this.reshaped = false;
+    this.oldestKept = now;
+  }
+
   /** A retained topic (outlet state, label, settings): published when its payload changed. */
   retained(track: Track, slot: Slot, payload: string): void {
     if (slot === NO_SLOT) return;
-    if (track.payload(slot) !== payload) {
+    if (track.lastText(slot) !== payload) {
       this.reshaped = true;
-    } else if (!this.force) return;
-    track.published(slot, this.now, NaN, payload);
+    } else if (!this.#republishRetained) return;
+    track.recordText(slot, this.#now, payload);
     this.#sink.publish(track.topic(slot), payload, 1, true);
   }
 
   /** A text value (device state and alarm, group rollups). */
   text(track: Track, slot: Slot, payload: string): void {
     if (slot === NO_SLOT) return;
-    if (!track.sent(slot)) this.reshaped = true;
-    else if (track.payload(slot) === payload && this.#kept(track, slot)) return;
-    track.published(slot, this.now, NaN, payload);
+    if (!track.isPublished(slot)) this.reshaped = true;
+    else if (track.lastText(slot) === payload && this.#kept(track, slot)) return;
+    track.recordText(slot, this.#now, payload);
     this.#sink.publish(track.topic(slot), payload, 0, false);
   }
 
   /** A measurement's number: formatted only when sent. */
-  number(track: Track, slot: Slot, num: number): void {
+  number(track: Track, slot: Slot, value: number): void {
     if (slot === NO_SLOT) return;
-    if (!track.sent(slot)) this.reshaped = true;
-    else if (track.num(slot) === num && this.#kept(track, slot)) return;
-    track.published(slot, this.now, num);
-    this.#sink.publish(track.topic(slot), String(num), 0, false);
+    if (!track.isPublished(slot)) this.reshaped = true;
+    else if (track.lastNumber(slot) === value && this.#kept(track, slot)) return;
+    track.recordNumber(slot, this.#now, value);
+    this.#sink.publish(track.topic(slot), String(value), 0, false);
   }
 
   /** Whether an unchanged value is left unsent (its refresh is not due); notes when it was sent. */
   #kept(track: Track, slot: Slot): boolean {
-    if (this.refreshAll) return false;
-    const at = track.at(slot);
-    if (this.now - at >= this.#refreshMs) return false;
-    if (at < this.oldest) this.oldest = at;
+    if (this.#republishValues) return false;
+    const sentAt = track.lastPublishedAt(slot);
+    if (this.#now - sentAt >= this.#refreshMs) return false;
+    if (sentAt < this.oldestKept) this.oldestKept = sentAt;
     return true;
   }
 }

@@ -1,5 +1,5 @@
 /**
- * MQTT topic names (contract §3): the one place that builds them, and the parser that turns a
+ * MQTT topic names (docs/mqtt.md, "Topics"): the one place that builds them, and the parser that turns a
  * received command topic back into (instance, target, command).
  *
  * Ids are used exactly as the PDU reports them. An id that cannot safely be a topic level
@@ -206,7 +206,7 @@ export class Topics {
   }
 
   /**
-   * Where the bridge publishes markers for itself (the ghost cleanup's, src/mqtt/ghosts.ts): a level
+   * Where the bridge publishes markers for itself (the ghost cleanup's, src/mqtt/ghost-cleanup.ts): a level
    * no instance id can be (`$` is not allowed in one), so no instance's topics are near it.
    */
   sweepMarker(): string {
@@ -280,6 +280,26 @@ export class Topics {
 
   groupMeasurement(instanceId: string, groupKey: string, key: string): string {
     return `${this.parent}/${instanceId}/groups/${groupKey}/measurements/${key}`;
+  }
+
+  /** An outlet's load against its rating (retained JSON; src/mqtt/alarms.ts). */
+  outletLoad(instanceId: string, deviceId: string, index: number): string {
+    return `${this.parent}/${instanceId}/${deviceId}/outlets/${index}/load`;
+  }
+
+  /** An entity's load against its rating (retained JSON). */
+  entityLoad(instanceId: string, deviceId: string, entityKey: string): string {
+    return `${this.parent}/${instanceId}/${deviceId}/entity/${entityKey}/load`;
+  }
+
+  /** The instance's active alarms (retained JSON list). */
+  alarms(instanceId: string): string {
+    return `${this.parent}/${instanceId}/alarms`;
+  }
+
+  /** Alarms raised, changed and cleared (not retained). */
+  events(instanceId: string): string {
+    return `${this.parent}/${instanceId}/events`;
   }
 
   outletCommand(instanceId: string, deviceId: string, index: number, command: OutletCommand): string {

@@ -66,8 +66,19 @@ export function isPduError(e: unknown): e is PduError {
   return e instanceof PduError;
 }
 
-/** A readable one-line message for any error (for lastError and logs); never a stack trace. */
+/**
+ * The longest message {@link describeError} gives, in characters: a PDU's retMsg or a name in a
+ * JSON path can be as long as its answer, and a message is kept (lastError) and logged.
+ */
+export const MAX_ERROR_CHARS = 2000;
+
+/**
+ * A readable one-line message for any error (for lastError and logs); never a stack trace, cut to
+ * {@link MAX_ERROR_CHARS}.
+ */
 export function describeError(e: unknown): string {
-  if (e instanceof Error) return e.message;
-  return String(e);
+  const message = e instanceof Error ? e.message : String(e);
+  return message.length > MAX_ERROR_CHARS
+    ? `${message.slice(0, MAX_ERROR_CHARS)}… (${message.length} characters)`
+    : message;
 }

@@ -308,3 +308,86 @@ export function findGroup(snapshot: Snapshot, groupKey: string): Group | undefin
   const lower = groupKey.toLowerCase();
   return snapshot.groups.find((g) => g.key.toLowerCase() === lower);
 }
+
+/*
+ * Load against ratings and alarms: derived from a snapshot once (src/pdu/load.ts) and kept beside
+ * it by the store, so every surface reads the same states (docs/alarms.md).
+ */
+
+/** How close a current is to its rating, or what the PDU reports about a thing. */
+export type LoadState = "normal" | "warning" | "critical";
+
+/** The severity of an active alarm. */
+export type AlarmSeverity = Exclude<LoadState, "normal">;
+
+/**
+ * What raised an alarm: `load` (a current against its rating, or a load state the PDU reports such
+ * as `nearOverload`), `tripped` (a breaker or fuse the PDU reports open) or `pdu` (any other alarm
+ * the PDU reports raised: a sensor threshold, a device alarm).
+ */
+export type AlarmSource = "load" | "tripped" | "pdu";
+
+/** Where a load is measured: an outlet or an entity (phase, bank, breaker, inlet, ...). */
+export type LoadTarget =
+  { readonly kind: "outlet"; readonly index: number } | { readonly kind: "entity"; readonly key: string };
+
+/** Where an alarm is: an outlet, an entity, or the device itself. */
+export type AlarmTarget = LoadTarget | { readonly kind: "device" };
+
+/** One current and its rating. */
+export interface LoadPoint {
+  readonly deviceId: string;
+  readonly target: LoadTarget;
+  /** The thing's display name (overrides applied). */
+  readonly name: string;
+  /** Amps, or null when the PDU reports none that is a number. */
+  readonly current: number | null;
+  /** Rated amps, or null when neither the PDU nor the configuration gives one. */
+  readonly rating: number | null;
+  /** Where the rating comes from. */
+  readonly ratingFrom: "pdu" | "config" | null;
+  /** current / rating, or null without both. */
+  readonly ratio: number | null;
+  /** The load state of the ratio alone (with hysteresis); `normal` without a ratio. */
+  readonly loadState: LoadState;
+  /** The worst of {@link loadState} and what the PDU reports about the thing. */
+  readonly state: LoadState;
+  /** Hidden by the overrides (no MQTT topics, no Home Assistant entities). */
+  readonly hidden?: true;
+}
+
+/** One active alarm: a thing and what raised it. */
+export interface ActiveAlarm {
+  /** Unique within the instance and stable while the alarm lasts: `<deviceId>/<where>/<source>`. */
+  readonly id: string;
+  readonly deviceId: string;
+  readonly target: AlarmTarget;
+  /** The thing's display name. */
+  readonly name: string;
+  readonly source: AlarmSource;
+  readonly severity: AlarmSeverity;
+  /** The load in whole percent of the rating, where there is one. */
+  readonly percent: number | null;
+  /** The state the PDU reports (`nearOverload`, `tripped`, `alarm`, ...), or null when only the rating raised it. */
+  readonly reported: string | null;
+  /** When it was raised (epoch ms). */
+  readonly since: number;
+  readonly hidden?: true;
+}
+
+/** An alarm raised, changed (its severity or reported state) or cleared by a snapshot. */
+export interface AlarmChange {
+  readonly change: "raised" | "changed" | "cleared";
+  /** The alarm as it is now; a cleared one as it was. */
+  readonly alarm: ActiveAlarm;
+  /** When (epoch ms): the snapshot's time. */
+  readonly at: number;
+}
+
+/** Every load and active alarm of one snapshot. */
+export interface LoadReport {
+  /** Rated currents, and the currents of phases, banks, breakers, inlets, lines, cords and totals. */
+  readonly points: readonly LoadPoint[];
+  /** Active alarms, worst first. */
+  readonly alarms: readonly ActiveAlarm[];
+}

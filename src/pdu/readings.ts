@@ -65,18 +65,28 @@ export function compareReadings(a: Reading, b: Reading): number {
 const cache = new WeakMap<Snapshot, readonly Reading[]>();
 
 const jsonCache = new WeakMap<Snapshot, string>();
+/** Snapshots whose readings could not be serialised, with the error: thrown again at once. */
+const jsonFailures = new WeakMap<Snapshot, unknown>();
 
 /**
  * The readings of one snapshot as the members of a JSON array (no brackets; "" when there are none),
  * serialised once per snapshot, so that a busy REST API does not serialise the same values again on
- * every request (npm run bench, API scenario).
+ * every request (npm run bench, API scenario). Should that fail (a string too long for the engine),
+ * the same error is thrown for the snapshot from then on without trying again; callers answer it as
+ * a server error.
  */
 export function readingsJson(snapshot: Snapshot): string {
   let json = jsonCache.get(snapshot);
   if (json === undefined) {
-    json = readingsOf(snapshot)
-      .map((r) => JSON.stringify(r))
-      .join(",");
+    if (jsonFailures.has(snapshot)) throw jsonFailures.get(snapshot);
+    try {
+      json = readingsOf(snapshot)
+        .map((r) => JSON.stringify(r))
+        .join(",");
+    } catch (error) {
+      jsonFailures.set(snapshot, error);
+      throw error;
+    }
     jsonCache.set(snapshot, json);
   }
   return json;

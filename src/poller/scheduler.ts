@@ -18,6 +18,7 @@
 import type { EventBus } from "../bus.js";
 import type { Logger } from "../log.js";
 import { OWN_ALL, type Ownership } from "../ownership.js";
+import { SnapshotBounds } from "../pdu/bounds.js";
 import { describeError } from "../pdu/errors.js";
 import type { Snapshot } from "../pdu/model.js";
 import type { SnapshotStore } from "./store.js";
@@ -55,6 +56,8 @@ export interface PollerOptions {
 
 interface Slot {
   target: PollTarget;
+  /** The bounds on what the instance's PDU sends (src/pdu/bounds.ts), applied to every snapshot. */
+  readonly bounds: SnapshotBounds;
   intervalMs: number;
   due: number;
   inFlight: Promise<void> | null;
@@ -91,6 +94,7 @@ export class Poller {
     for (const target of targets) {
       this.#slots.set(target.id, {
         target,
+        bounds: new SnapshotBounds(),
         intervalMs: target.intervalMs,
         due: 0,
         inFlight: null,
@@ -199,8 +203,11 @@ export class Poller {
     const id = slot.target.id;
     const started = this.#now();
     try {
-      const snapshot = await slot.target.poll(this.#abort.signal);
+      const polled = await slot.target.poll(this.#abort.signal);
       if (!this.#running && this.#abort.signal.aborted) return;
+      // Where a driver's snapshot enters the service: over a bound, parts are left out or the
+      // answer is refused (thrown, a failed poll like any other).
+      const snapshot = slot.bounds.apply(polled);
       this.#bus.emit("pollDone", { instanceId: id, ms: this.#now() - started });
       this.#store.recordSuccess(id, snapshot);
       this.#warnings.note(id, snapshot);

@@ -1,7 +1,7 @@
 /**
  * The latest snapshot and poll status of every configured instance, and the one place that
  * decides what the "current" state of an outlet is. The store keeps state; it tells what changed
- * through the bus it is given (src/bus.ts): `snapshot`, `pollFailed` and `instanceStatus`.
+ * through the bus it is given (src/bus.ts): `snapshot`, `alarms`, `pollFailed` and `instanceStatus`.
  *
  * A failed poll never replaces a snapshot: it only records the error, so downstream keeps the
  * last good values (aging) instead of seeing every outlet drop to 0 W.
@@ -10,10 +10,24 @@
  * after an on/off command the commanded state is what the store reports until a poll agrees or the
  * latch expires. Every consumer (MQTT, REST readings, control checks) reads the latched view, with
  * the instance's overrides applied last ({@link SnapshotStore.setView}).
+ *
+ * Load and alarms: each snapshot the store keeps is assessed once by the instance's
+ * {@link LoadTracker} (src/pdu/load.ts), after the overrides; the report stays beside the snapshot
+ * and each `snapshot` event carries the alarms it raised, changed or cleared, which an `alarms`
+ * event right before it tells on their own. A poll whose content is unchanged keeps the report it
+ * had and changes nothing.
  */
 import type { BusEvents, EventBus, PollFailedEvent, SnapshotEvent } from "../bus.js";
 import { describeError } from "../pdu/errors.js";
-import { sameContent, type Outlet, type OutletState, type Snapshot } from "../pdu/model.js";
+import { DEFAULT_THRESHOLDS, EMPTY_REPORT, LoadTracker } from "../pdu/load.js";
+import {
+  sameContent,
+  type AlarmChange,
+  type LoadReport,
+  type Outlet,
+  type OutletState,
+  type Snapshot,
+} from "../pdu/model.js";
 
 /** How long a commanded state overrides what the PDU reports (pdu-protocol.md §3). */
 export const LATCH_MS = 120_000;
@@ -29,6 +43,8 @@ export interface InstanceStatus {
   /** Readable message of the last failure, cleared by the next success. */
   readonly lastError: string | null;
   readonly consecutiveFailures: number;
+  /** Loads and active alarms of {@link snapshot} (empty before the first successful poll). */
+  readonly load: LoadReport;
 }
 
 /** What the store emits about an instance's snapshot: the bus's `snapshot` and `pollFailed` events. */
@@ -56,12 +72,16 @@ interface Entry {
   view: SnapshotView | null;
   /** Whether the last snapshot event came from a poll (not a latch or view change). */
   lastFromPoll: boolean;
+  /** Assesses each snapshot kept: loads against ratings, and alarms (src/pdu/load.ts). */
+  load: LoadTracker;
 }
 
 /** Turns the latched snapshot into the one every consumer reads (the configured overrides). */
 export type SnapshotView = (snapshot: Snapshot) => Snapshot;
 
 const latchKey = (deviceId: string, index: number) => `${deviceId}\u0000${index}`;
+
+const NO_CHANGES: readonly AlarmChange[] = Object.freeze([]);
 
 export class SnapshotStore {
   readonly #entries = new Map<string, Entry>();
@@ -82,12 +102,14 @@ export class SnapshotStore {
           lastSuccessUtc: null,
           lastError: null,
           consecutiveFailures: 0,
+          load: EMPTY_REPORT,
         },
         polled: null,
         latches: new Map(),
         latchTimer: null,
         view: null,
         lastFromPoll: false,
+        load: new LoadTracker({}, DEFAULT_THRESHOLDS),
       });
     }
   }
@@ -124,6 +146,9 @@ export class SnapshotStore {
     const unchanged = entry.lastFromPoll && previous !== null && sameContent(previous, effective);
     const cameOnline = entry.status.consecutiveFailures > 0 || entry.status.lastSuccessUtc === null;
     entry.lastFromPoll = true;
+    const { report, changes } = unchanged
+      ? { report: entry.status.load, changes: NO_CHANGES }
+      : entry.load.assess(effective);
     entry.status = {
       ...entry.status,
       snapshot: effective,
@@ -131,13 +156,17 @@ export class SnapshotStore {
       lastSuccessUtc: snapshot.timestamp,
       lastError: null,
       consecutiveFailures: 0,
+      load: report,
     };
+    if (changes.length > 0) this.#emit("alarms", { instanceId: id, changes });
     this.#emit("snapshot", {
       kind: "snapshot",
       instanceId: id,
       snapshot: effective,
       fromPoll: true,
       unchanged,
+      load: report,
+      alarmChanges: changes,
     });
     if (cameOnline) this.#emit("instanceStatus", { instanceId: id, online: true, snapshot: effective });
   }
@@ -184,6 +213,14 @@ export class SnapshotStore {
     this.#refresh(entry);
   }
 
+  /**
+   * Sets how the instance's snapshots are assessed (its ratings and the alarm thresholds); the next
+   * snapshot kept is assessed with it.
+   */
+  setLoad(id: string, tracker: LoadTracker): void {
+    this.#require(id).load = tracker;
+  }
+
   /** Stop latch timers (on shutdown). */
   close(): void {
     for (const entry of this.#entries.values()) {
@@ -198,7 +235,10 @@ export class SnapshotStore {
     return entry;
   }
 
-  #emit<K extends "snapshot" | "pollFailed" | "instanceStatus">(name: K, event: BusEvents[K]): void {
+  #emit<K extends "snapshot" | "alarms" | "pollFailed" | "instanceStatus">(
+    name: K,
+    event: BusEvents[K],
+  ): void {
     this.#list = null; // every event follows a status change
     this.#bus.emit(name, event);
   }
@@ -207,14 +247,19 @@ export class SnapshotStore {
   #refresh(entry: Entry): void {
     if (!entry.polled) return;
     const effective = this.#applyLatches(entry);
-    entry.status = { ...entry.status, snapshot: effective };
+    // Names and hidden things may have changed (overrides); the states do not move on the same values.
+    const { report, changes } = entry.load.assess(effective);
+    entry.status = { ...entry.status, snapshot: effective, load: report };
     entry.lastFromPoll = false;
+    if (changes.length > 0) this.#emit("alarms", { instanceId: entry.status.id, changes });
     this.#emit("snapshot", {
       kind: "snapshot",
       instanceId: entry.status.id,
       snapshot: effective,
       fromPoll: false,
       unchanged: false,
+      load: report,
+      alarmChanges: changes,
     });
   }
 

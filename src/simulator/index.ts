@@ -7,7 +7,7 @@ import { performance } from "node:perf_hooks";
 import type { TlsMaterial } from "./cert.js";
 import { selfSignedCertificate } from "./cert.js";
 import type { ListenerOwner } from "./listener.js";
-import { Listener, parseFault } from "./listener.js";
+import { Listener, parseFaults } from "./listener.js";
 import type { SimOutlet, SimUnit } from "./state.js";
 import { ENTITY_KEYS, SimState } from "./state.js";
 import { outletReading } from "./tree.js";
@@ -27,6 +27,7 @@ import type {
 export type * from "./types.js";
 export { RET } from "./api.js";
 export { HUGE_BODY_BYTES } from "./listener.js";
+export { MAX_HOSTILE_SIZE } from "./hostile.js";
 
 const monotonicClock = (): number => performance.timeOrigin + performance.now();
 
@@ -220,6 +221,12 @@ class GeistSimulator implements Simulator, ListenerOwner {
     else map.set(key, raw);
   }
 
+  setEntityCurrent(deviceId: string, entityKey: string, amps: number | null): void {
+    if (amps !== null && (!Number.isFinite(amps) || amps < 0))
+      throw new RangeError(`simulator: bad current ${amps}`);
+    this.setMeasurementRaw(deviceId, entityKey, "current", amps === null ? null : amps.toFixed(2));
+  }
+
   setAlarm(deviceId: string, target: number | string | null, alarm: AlarmValue | null): void {
     const device = this.state.device(deviceId);
     const value = alarm ? { ...alarm } : null;
@@ -270,8 +277,8 @@ class GeistSimulator implements Simulator, ListenerOwner {
     this.state.users.set(user, password);
   }
 
-  async setFault(fault: SimulatorFault | null, unit?: number): Promise<void> {
-    const parsed = fault === null ? null : parseFault(fault);
+  async setFault(fault: SimulatorFault | readonly SimulatorFault[] | null, unit?: number): Promise<void> {
+    const parsed = parseFaults(fault);
     const one = unit === undefined ? undefined : this.listeners[unit];
     if (unit !== undefined && !one) throw new RangeError(`simulator: no unit ${unit}`);
     await Promise.all((one ? [one] : this.listeners).map((l) => l.setFault(parsed)));

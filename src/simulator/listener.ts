@@ -10,6 +10,7 @@ import type { Socket } from "node:net";
 import type { ListenerContext, Reply } from "./api.js";
 import { handleGet, handlePost, segments } from "./api.js";
 import type { TlsMaterial } from "./cert.js";
+import { answerShape, isHostileMode, reshapeAnswer, type AnswerShape, type HostileMode } from "./hostile.js";
 import type { SimState, SimUnit } from "./state.js";
 import { MEMBER_HEADER } from "../pdu/driver.js";
 import type { JournalEntry, RecordedRequest, SimulatorFault } from "./types.js";
@@ -40,6 +41,29 @@ export interface ListenerOwner {
 export type ParsedFault =
   | { readonly kind: "refuse" | "hang" | "http500" | "truncated" | "wrong-shape" | "huge" }
   | { readonly kind: "slow"; readonly ms: number };
+
+/** What a listener does wrong: at most one transport fault, and the hostile answer modes combined. */
+export interface ParsedFaults {
+  readonly transport: ParsedFault | null;
+  readonly shape: AnswerShape | null;
+}
+
+/** A fault or a list of faults (see SimulatorFault); null or `[]`: none. */
+export function parseFaults(faults: SimulatorFault | readonly SimulatorFault[] | null): ParsedFaults {
+  const list: readonly SimulatorFault[] =
+    faults === null ? [] : typeof faults === "string" ? [faults] : faults;
+  const modes: HostileMode[] = [];
+  let transport: ParsedFault | null = null;
+  for (const fault of list) {
+    if (isHostileMode(fault)) {
+      modes.push(fault);
+      continue;
+    }
+    if (transport !== null) throw new RangeError(`simulator: ${fault} and another transport fault at once`);
+    transport = parseFault(fault);
+  }
+  return { transport, shape: answerShape(modes) };
+}
 
 export function parseFault(fault: SimulatorFault): ParsedFault {
   if (fault.startsWith("slow:")) {
@@ -76,6 +100,9 @@ export class Listener {
   private readonly sleepers = new Set<() => void>();
   private readonly ctx: ListenerContext;
   private fault: ParsedFault | null = null;
+  private shape: AnswerShape | null = null;
+  /** Answers reshaped so far (numbers the ids of the `new-id` mode). */
+  private reshaped = 0;
   private listening = false;
   private closed = false;
   private boundHost = "";
@@ -123,9 +150,11 @@ export class Listener {
     });
   }
 
-  async setFault(fault: ParsedFault | null): Promise<void> {
+  async setFault(faults: ParsedFaults): Promise<void> {
     if (this.closed) return;
+    const fault = faults.transport;
     this.fault = fault;
+    this.shape = faults.shape;
     if (fault?.kind === "refuse") await this.stop();
     else if (!this.listening) await this.listen(this.boundHost, this.boundPort);
   }
@@ -201,6 +230,10 @@ export class Listener {
       this.owner.executed({ time: this.owner.state.time(), unit: this.unit.index, path, cmd, data, member });
     }
     let envelope = reply.envelope;
+    const shape = this.shape;
+    const root = segs?.length === 1 && (segs[0] === "api" || segs[0] === "oneview") ? segs[0] : null;
+    if (shape !== null && method === "GET" && root !== null && envelope.retCode === 0)
+      envelope = { ...envelope, data: reshapeAnswer(envelope.data, root, shape, ++this.reshaped) };
     if (fault?.kind === "wrong-shape" && envelope.retCode === 0)
       envelope = { ...envelope, data: wrongShape(envelope.data) };
     let text = Buffer.from(JSON.stringify(envelope));

@@ -1,8 +1,9 @@
 /** Public types of the built-in Geist PDU simulator (re-exported by `index.ts`). */
 
 import type { OutletRef } from "../pdu/model.js";
+import type { HostileMode } from "./hostile.js";
 
-export type { OutletRef };
+export type { HostileMode, OutletRef };
 
 export type OutletSwitch = "on" | "off";
 
@@ -16,9 +17,11 @@ export type OutletSwitch = "on" | "off";
  * - `wrong-shape`: a valid envelope with `data` of the wrong shape (`dev`/`host` as arrays, a
  *   non-boolean for `oneview/enabled`, a numeric login token, else `data` wrapped in an array).
  * - `huge`: a >50 MB body, streamed (chunked, no Content-Length) without being built in memory.
+ * - the hostile answers of ./hostile.ts (`huge-id:<n>`, `huge-label:<n>`, `outlets:<n>`, `new-id`):
+ *   `GET /api` and `GET /oneview` answer what a broken or malicious PDU could.
  */
 export type SimulatorFault =
-  "refuse" | "hang" | `slow:${number}` | "http500" | "truncated" | "wrong-shape" | "huge";
+  "refuse" | "hang" | `slow:${number}` | "http500" | "truncated" | "wrong-shape" | "huge" | HostileMode;
 
 export interface SimulatorOptions {
   /** Listening address of every unit, default "127.0.0.1". */
@@ -169,6 +172,11 @@ export interface Simulator {
    * value. `target` is an outlet index, or an entity key (`phase0`, `total0`, `breaker0`, `breaker1`).
    */
   setMeasurementRaw(deviceId: string, target: number | string, type: string, raw: string | null): void;
+  /**
+   * Pin the current of an entity (`breaker0`, `phase0`, ...) to `amps`, written as the PDU writes
+   * currents (`"13.60"`): how tests drive a breaker towards its rating; null restores the living value.
+   */
+  setEntityCurrent(deviceId: string, entityKey: string, amps: number | null): void;
   /** Set an alarm on the device (target null), an outlet (index) or an entity (key); null clears. */
   setAlarm(deviceId: string, target: number | string | null, alarm: AlarmValue | null): void;
   /** `conf.outletControlEnabled` of a device; control writes are refused with retCode 2003 when false. */
@@ -183,8 +191,12 @@ export interface Simulator {
   expireTokens(): void;
   /** Change (or add) a user's password. Existing tokens stay valid until `expireTokens()`. */
   setPassword(user: string, password: string): void;
-  /** Inject a fault on every unit, or only on `units[unit]`; null clears. Resolves once in effect. */
-  setFault(fault: SimulatorFault | null, unit?: number): Promise<void>;
+  /**
+   * Inject a fault on every unit, or only on `units[unit]`; null (or `[]`) clears. A list combines
+   * faults: any number of hostile answer modes and at most one of the others. Resolves once in
+   * effect.
+   */
+  setFault(fault: SimulatorFault | readonly SimulatorFault[] | null, unit?: number): Promise<void>;
 
   readonly requests: ReadonlyArray<RecordedRequest>;
   clearRequests(): void;

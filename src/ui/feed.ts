@@ -1,9 +1,10 @@
 /**
  * The console's live feed: turns the bus's events into server-sent events for the open streams of
- * `GET /api/v1/events` (`snapshot`, `status`, `control`) and keeps the outlet power history. A part
- * of the service (src/lifecycle.ts): from `start` it hears `snapshot` and `pollFailed` (status and
- * snapshot events, the history), `control` (the control core's outcomes, from REST and MQTT) and
- * `credentials` (an instance's login problem, in its status).
+ * `GET /api/v1/events` (`snapshot`, `status`, `control`, `alarm`; on connect also `alarms` and
+ * `recent`) and keeps the outlet power history and the recent events (src/ui/alarms.ts). A part of
+ * the service (src/lifecycle.ts): from `start` it hears `snapshot` and `pollFailed` (status and
+ * snapshot events, the history), `alarms` (alarm events and the recent ones), `control` (the control
+ * core's outcomes, from REST and MQTT) and `credentials` (an instance's login problem, in its status).
  *
  * Bounded everywhere, and per client, so that one client cannot lock the others out
  * (docs/reliability.md, "Console event streams"):
@@ -21,15 +22,19 @@
  */
 import type { ServerResponse } from "node:http";
 import { isIP } from "node:net";
-import type { ControlEvent, EventBus } from "../bus.js";
+import type { AlarmsEvent, ControlEvent, EventBus } from "../bus.js";
 import type { Config } from "../config/schema.js";
 import { SETTINGS_ACTION } from "../control/settings.js";
 import type { Logger } from "../log.js";
-import type { Alarm, DeviceRoute, Measurement, PduSystem, Snapshot } from "../pdu/model.js";
+import { EMPTY_REPORT } from "../pdu/load.js";
+import type { Alarm, DeviceRoute, LoadReport, Measurement, PduSystem, Snapshot } from "../pdu/model.js";
 import type { InstanceStatus, SnapshotStore, StoreEvent } from "../poller/store.js";
+import { alarmCounts, alarmEvent, loadsByThing, peakLoad, RecentEvents, shownAlarms } from "./alarms.js";
 import { PowerHistory } from "./history.js";
 import type {
+  AlarmsEventData,
   ControlEventData,
+  RecentEventData,
   ReconnectEventData,
   SnapshotEventData,
   StatusEventData,
@@ -88,7 +93,9 @@ export function snapshotEventData(
   snapshot: Snapshot,
   polled: Snapshot | null,
   actionsEnabled: boolean,
+  load: LoadReport = EMPTY_REPORT,
 ): SnapshotEventData {
+  const loads = loadsByThing(load);
   return {
     instanceId: snapshot.instanceId,
     timestampUtc: iso(snapshot.timestamp),
@@ -114,6 +121,7 @@ export function snapshotEventData(
             reported: was?.index === outlet.index ? was.state : outlet.state,
             alarm: wireAlarm(outlet.alarm),
             measurements: wireMeasurements(outlet.measurements),
+            load: loads.outlet(device.id, outlet.index),
             ...hiddenMark(outlet.hidden),
           };
         }),
@@ -122,6 +130,7 @@ export function snapshotEventData(
           name: entity.displayName,
           alarm: wireAlarm(entity.alarm),
           measurements: wireMeasurements(entity.measurements),
+          load: loads.entity(device.id, entity.key),
           ...hiddenMark(entity.hidden),
         })),
       };
@@ -134,6 +143,7 @@ export function snapshotEventData(
       measurements: group.measurements.map((m) => ({ ...m })),
       ...hiddenMark(group.hidden),
     })),
+    alarms: shownAlarms(snapshot.instanceId, load),
   };
 }
 
@@ -178,6 +188,10 @@ export function instanceStatusData(
       : null,
     powerW: snapshot ? totalPower(snapshot) : null,
     loginError: loginProblem(status.id),
+    label: snapshot ? snapshot.system.label : null,
+    model: snapshot ? snapshot.system.model : null,
+    alarms: alarmCounts(status.load),
+    peak: peakLoad(status.load),
   };
 }
 
@@ -260,6 +274,8 @@ export class ConsoleFeed {
   /** Open streams per client key. */
   readonly #perClient = new Map<string, number>();
   #unlisten: (() => void) | null = null;
+  /** Alarm changes and control outcomes, sent to a page when it connects. */
+  readonly #recent = new RecentEvents();
   #heartbeat: NodeJS.Timeout | null = null;
   #closed = false;
 
@@ -281,6 +297,7 @@ export class ConsoleFeed {
     this.#unlisten = this.#options.bus.listen({
       snapshot: onStoreEvent,
       pollFailed: onStoreEvent,
+      alarms: (event) => this.#onAlarms(event),
       control: (event) => this.#onControl(event),
       credentials: ({ instanceId }) => this.statusChanged(instanceId),
     });
@@ -388,7 +405,16 @@ export class ConsoleFeed {
     text += frame("status", {
       instances: store.list().map((s) => this.#statusData(s, config)),
     } satisfies StatusEventData);
-    this.#write(stream, text);
+    text += frame("alarms", {
+      alarms: store
+        .list()
+        .flatMap((s) => shownAlarms(s.id, s.load))
+        .sort((a, b) => (a.severity === b.severity ? 0 : a.severity === "critical" ? -1 : 1)),
+    } satisfies AlarmsEventData);
+    text += frame("recent", { events: this.#recent.list() } satisfies RecentEventData);
+    // The state on connect is written whole (its size follows the fleet's, which may be more than
+    // the limit); what comes after it counts against the limit.
+    response.write(text);
     const backlog = store.list().filter((status) => status.snapshot && this.#wants(stream, status.id));
     if (backlog.length > 0) {
       stream.backlog = new Set(backlog.map((status) => status.id));
@@ -469,7 +495,22 @@ export class ConsoleFeed {
     if (!status?.snapshot) return "";
     const actionsEnabled =
       this.#options.config().instances.find((i) => i.id === instanceId)?.ActionsEnabled ?? false;
-    return frame("snapshot", snapshotEventData(status.snapshot, store.polled(instanceId), actionsEnabled));
+    return frame(
+      "snapshot",
+      snapshotEventData(status.snapshot, store.polled(instanceId), actionsEnabled, status.load),
+    );
+  }
+
+  /** Alarms a snapshot raised, changed or cleared: kept among the recent events, and sent as `alarm` events. */
+  #onAlarms({ instanceId, changes }: AlarmsEvent): void {
+    let alarms = "";
+    for (const change of changes) {
+      if (change.alarm.hidden === true) continue;
+      const data = alarmEvent(instanceId, change);
+      this.#recent.add({ kind: "alarm", ...data });
+      alarms += frame("alarm", data);
+    }
+    if (this.#streams.size > 0 && alarms !== "") this.#broadcast(alarms);
   }
 
   #onStoreEvent(event: StoreEvent): void {
@@ -515,7 +556,6 @@ export class ConsoleFeed {
     if (!event.fromCore || event.action === null || event.action === SETTINGS_ACTION) return;
     if (instanceId === null || target === null || (target.kind !== "outlet" && target.kind !== "group"))
       return;
-    if (this.#streams.size === 0) return;
     const ok = event.status === 200;
     const data: ControlEventData = {
       instanceId,
@@ -531,7 +571,8 @@ export class ConsoleFeed {
       user: event.source.surface === "console" ? { ...event.source.user } : null,
       atUtc: iso(this.now),
     };
-    this.#broadcast(frame("control", data));
+    this.#recent.add({ kind: "control", ...data });
+    if (this.#streams.size > 0) this.#broadcast(frame("control", data));
   }
 
   #broadcast(text: string): void {

@@ -3,17 +3,25 @@
  * resolution in compact ring buffers: per instance one Float64Array of poll times, per outlet one
  * Float32Array of watts (NaN where the outlet reported no number or was absent). Capacity is fixed
  * at the first poll: one hour at the instance's poll interval (at 5 s: 721 samples, 2.9 KB per
- * outlet; docs/http.md states the budget per 1,000 PDUs). Outlets unseen for a whole window are
- * dropped, so a PDU that renames its devices cannot grow it.
+ * outlet; docs/http.md states the budget per 1,000 PDUs).
+ *
+ * Bounded per instance, whatever the PDU answers: a device the latest poll does not have (renamed,
+ * removed) loses its history at once; an outlet missing from a poll of a device still there keeps
+ * its history (null there) until it has been missing for a whole window; and at most
+ * {@link MAX_HISTORY_SERIES} outlets are kept, those seen longest ago dropped first.
  */
+import { PDU_BOUNDS } from "../pdu/bounds.js";
 import type { Snapshot } from "../pdu/model.js";
 
 export const HISTORY_WINDOW_MS = 3_600_000;
 /** Upper bound on samples per outlet (a poll interval of 1 s). */
 const MAX_CAPACITY = 3601;
 export const HISTORY_TYPE = "realPower";
+/** Outlet rings per instance: as many outlets as one answer may have (src/pdu/bounds.ts). */
+export const MAX_HISTORY_SERIES = PDU_BOUNDS.outlets;
 
 interface Series {
+  readonly deviceId: string;
   readonly values: Float32Array;
   /** Sequence number of the last poll that reported this outlet. */
   lastSeen: number;
@@ -28,6 +36,19 @@ interface Ring {
 }
 
 const seriesKey = (deviceId: string, index: number) => `${deviceId}\u0000${index}`;
+
+/**
+ * Makes room for `wanted` new rings within {@link MAX_HISTORY_SERIES}: drops rings of outlets not
+ * seen in the poll being recorded, those seen longest ago first. Returns how many new rings fit.
+ */
+function makeRoom(ring: Ring, wanted: number): number {
+  const over = ring.series.size + wanted - MAX_HISTORY_SERIES;
+  if (over <= 0) return wanted;
+  const unseen = [...ring.series].filter(([, series]) => series.lastSeen < ring.seq);
+  unseen.sort((a, b) => a[1].lastSeen - b[1].lastSeen);
+  for (const [key] of unseen.slice(0, over)) ring.series.delete(key);
+  return Math.max(0, MAX_HISTORY_SERIES - ring.series.size);
+}
 
 export class PowerHistory {
   readonly #rings = new Map<string, Ring>();
@@ -48,21 +69,32 @@ export class PowerHistory {
     }
     const slot = ring.seq % ring.capacity;
     ring.times[slot] = snapshot.timestamp;
+    const devices = new Set<string>();
+    for (const device of snapshot.devices) devices.add(device.id);
     for (const [key, series] of ring.series) {
-      if (ring.seq - series.lastSeen >= ring.capacity) ring.series.delete(key);
+      if (ring.seq - series.lastSeen >= ring.capacity || !devices.has(series.deviceId))
+        ring.series.delete(key);
       else series.values[slot] = NaN;
     }
+    let fresh: [key: string, deviceId: string, value: number][] | null = null;
     for (const device of snapshot.devices) {
       for (const outlet of device.outlets) {
         const key = seriesKey(device.id, outlet.index);
-        let series = ring.series.get(key);
-        if (!series) {
-          series = { values: new Float32Array(ring.capacity).fill(NaN), lastSeen: ring.seq };
-          ring.series.set(key, series);
+        const value = outlet.measurements.find((m) => m.type === HISTORY_TYPE)?.value ?? NaN;
+        const series = ring.series.get(key);
+        if (series === undefined) (fresh ??= []).push([key, device.id, value]);
+        else {
+          series.lastSeen = ring.seq;
+          series.values[slot] = value;
         }
-        series.lastSeen = ring.seq;
-        const value = outlet.measurements.find((m) => m.type === HISTORY_TYPE)?.value;
-        series.values[slot] = value ?? NaN;
+      }
+    }
+    if (fresh !== null) {
+      const room = makeRoom(ring, fresh.length);
+      for (const [key, deviceId, value] of fresh.slice(0, room)) {
+        const values = new Float32Array(ring.capacity).fill(NaN);
+        values[slot] = value;
+        ring.series.set(key, { deviceId, values, lastSeen: ring.seq });
       }
     }
     ring.seq += 1;

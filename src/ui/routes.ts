@@ -14,8 +14,9 @@ import { clientAddressResolver } from "../http/api/key-guard.js";
 import { INTERNAL_ERROR, problemResponse, RetryAfterHeader } from "../http/api/schemas.js";
 import type { HttpDeps } from "../http/types.js";
 import { distSrcUrl } from "../paths.js";
+import { consoleBootstrap } from "./alarms.js";
 import type { ConsoleFeed } from "./feed.js";
-import type { OutletHistory } from "./wire.js";
+import type { ConsoleBootstrap, OutletHistory } from "./wire.js";
 
 export const EVENTS_PATH = "/api/v1/events";
 const ASSET_CACHE = "public, max-age=31536000, immutable";
@@ -51,7 +52,11 @@ function loadAssets(): Assets {
   return { files, script: find(".js"), stylesheet: find(".css") };
 }
 
-function indexHtml(assets: Assets): string {
+/** JSON that can sit in an HTML script element (no `</script>`, no comment openers). */
+const scriptJson = (value: unknown): string =>
+  JSON.stringify(value).replace(/</g, "\\u003c").replace(/>/g, "\\u003e").replace(/&/g, "\\u0026");
+
+function indexHtml(assets: Assets, bootstrap: ConsoleBootstrap): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -66,6 +71,7 @@ function indexHtml(assets: Assets): string {
 <body>
 <noscript><p>The pdu-bridge console needs JavaScript. The REST API is described at <a href="/docs/v1">/docs/v1</a>.</p></noscript>
 <div id="app"></div>
+<script id="bootstrap" type="application/json">${scriptJson(bootstrap)}</script>
 </body>
 </html>
 `;
@@ -87,7 +93,9 @@ const INDEX_PATTERN = "^(0|[1-9][0-9]{0,5})$";
 
 export function registerConsole(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed): void {
   const assets = loadAssets();
-  const html = assets.script && assets.stylesheet ? Buffer.from(indexHtml(assets)) : null;
+  // The page's buttons come from the command table; served with the page (no request of its own).
+  const bootstrap = consoleBootstrap(deps.config);
+  const html = assets.script && assets.stylesheet ? Buffer.from(indexHtml(assets, bootstrap)) : null;
   // Streams are counted per client, as the key guard's lock-out counts: behind a trusted proxy, per
   // the client it names. Behind the API worker the request carries the client's own address.
   const resolveClient = clientAddressResolver(deps.config.Api.TrustedProxies);
@@ -128,9 +136,12 @@ export function registerConsole(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed)
         description:
           "A `text/event-stream` that stays open. Events: `status` (`{instances:[…]}`: every instance on " +
           "connect, then each one whose poll status changed: online/failing/pending, last poll, error, " +
-          "consecutive failures, device count, total power), `snapshot` (the latest snapshot of an instance, " +
-          "on connect and after every poll or commanded state change) and `control` (the outcome of every " +
-          "control request, REST or MQTT). `?instance=` limits the snapshot events to one instance, " +
+          "consecutive failures, device count, total power, label, model, alarm counts, most loaded phase), " +
+          "`snapshot` (the latest snapshot of an instance with each load against its rating and its active " +
+          "alarms, on connect and after every poll or commanded state change), `control` (the outcome of every " +
+          "control request, REST or MQTT), `alarm` (an alarm raised, changed or cleared), and on connect " +
+          "`alarms` (every active alarm) and `recent` (the latest alarm and control events). " +
+          "`?instance=` limits the snapshot events to one instance, " +
           "`?snapshots=false` leaves them out. A stream is ended after at most 15 minutes, after a " +
           "`reconnect` event: open a new one (browsers reconnect by themselves). At most 8 streams per " +
           "client address (429 beyond) and 64 in all (503 beyond, unless another client holds more than " +

@@ -17,6 +17,18 @@ export interface WireMeasurement {
   readonly alarm: WireAlarm | null;
 }
 
+/** A current against its rating (a phase, breaker or other load entity, or a rated outlet). */
+export interface WireLoad {
+  /** Amps; null when the PDU reports none that is a number. */
+  readonly current: number | null;
+  /** Rated amps (the PDU's, else the configuration's); null: none. */
+  readonly rating: number | null;
+  /** Whole percent of the rating; null without one. */
+  readonly percent: number | null;
+  /** With hysteresis, and what the PDU reports about the thing folded in. */
+  readonly state: "normal" | "warning" | "critical";
+}
+
 export interface WireOutlet {
   readonly index: number;
   /** Display name: label, else name, else `Outlet <index+1>`. */
@@ -27,6 +39,8 @@ export interface WireOutlet {
   readonly reported: "on" | "off" | "unknown";
   readonly alarm: WireAlarm;
   readonly measurements: readonly WireMeasurement[];
+  /** Its load, where the outlet has a rating; null otherwise. */
+  readonly load: WireLoad | null;
   /** Present (true) only when the configuration's overrides hide the outlet, as in REST readings. */
   readonly hidden?: true;
 }
@@ -36,6 +50,8 @@ export interface WireEntity {
   readonly name: string;
   readonly alarm: WireAlarm;
   readonly measurements: readonly WireMeasurement[];
+  /** Its load (phases, banks, breakers, inlets, ...; any rated entity); null otherwise. */
+  readonly load: WireLoad | null;
   /** Present (true) only when the configuration's overrides hide the entity. */
   readonly hidden?: true;
 }
@@ -90,6 +106,8 @@ export interface SnapshotEventData {
   readonly unit: WireUnit;
   readonly devices: readonly WireDevice[];
   readonly groups: readonly WireGroup[];
+  /** The instance's active alarms, worst first (hidden things left out). */
+  readonly alarms: readonly WireActiveAlarm[];
 }
 
 export type InstanceState = "online" | "failing" | "pending";
@@ -116,6 +134,16 @@ export interface WireInstanceStatus {
    * fix (the variable or key); null otherwise.
    */
   readonly loginError: string | null;
+  /** The polled unit's label and model (what the fleet's search matches); null before a poll. */
+  readonly label: string | null;
+  readonly model: string | null;
+  /** Active alarms by severity (hidden things left out). */
+  readonly alarms: { readonly critical: number; readonly warning: number };
+  /**
+   * The most loaded phase (else inlet, line, cord, bank or total): the highest share of its rating,
+   * else the highest current; null when none reports a current.
+   */
+  readonly peak: (WireLoad & { readonly name: string }) | null;
 }
 
 /** Data of a `status` event: every instance on connect, then the ones that changed. */
@@ -147,6 +175,69 @@ export interface ControlEventData {
  */
 export interface ReconnectEventData {
   readonly reason: "age";
+}
+
+/** An active alarm (as `GET /api/v1/alarms` lists it, without `stale`). */
+export interface WireActiveAlarm {
+  readonly instanceId: string;
+  /** Unique within the instance while it lasts. */
+  readonly id: string;
+  readonly deviceId: string;
+  readonly target:
+    | { readonly kind: "outlet"; readonly index: number }
+    | { readonly kind: "entity"; readonly key: string }
+    | { readonly kind: "device" };
+  readonly name: string;
+  readonly source: "load" | "tripped" | "pdu";
+  readonly severity: "warning" | "critical";
+  readonly percent: number | null;
+  readonly reported: string | null;
+  readonly sinceUtc: string;
+}
+
+/** Data of an `alarms` event (on connect): every active alarm of every instance, worst first. */
+export interface AlarmsEventData {
+  readonly alarms: readonly WireActiveAlarm[];
+}
+
+/** Data of an `alarm` event: an alarm raised, changed (its severity) or cleared. */
+export interface AlarmEventData {
+  readonly change: "raised" | "changed" | "cleared";
+  readonly atUtc: string;
+  /** The alarm as it is now; a cleared one as it was. */
+  readonly alarm: WireActiveAlarm;
+}
+
+/** One entry of the recent events: an alarm change or a control outcome. */
+export type WireRecentEvent =
+  ({ readonly kind: "alarm" } & AlarmEventData) | ({ readonly kind: "control" } & ControlEventData);
+
+/** Data of a `recent` event (on connect): the latest events, newest first. */
+export interface RecentEventData {
+  readonly events: readonly WireRecentEvent[];
+}
+
+/** A command as the console's buttons show it (from the command table, src/control/commands.ts). */
+export interface WireCommand {
+  readonly name: string;
+  /** The button's text. */
+  readonly label: string;
+  /** The confirmation's verb ("Switch off"). */
+  readonly verb: string;
+  /** What the target shows while it runs ("Switching off…"). */
+  readonly progress: string;
+  /** What the target shows once the service answered; null: wait for the PDU's reported state. */
+  readonly done: string | null;
+  /** The state the outlet shows after it (its button is disabled while the outlet is in it). */
+  readonly latches: "on" | "off" | null;
+  /** How the button looks. */
+  readonly tone: "on" | "off" | "restart" | "reset";
+}
+
+/** What the page is served with (a JSON block in `/ui/`). */
+export interface ConsoleBootstrap {
+  readonly commands: { readonly outlet: readonly WireCommand[]; readonly group: readonly WireCommand[] };
+  readonly alarms: { readonly warnPercent: number; readonly criticalPercent: number };
 }
 
 /** `GET /api/v1/instances/{id}/outlets/{deviceId}/{index}/history`. */

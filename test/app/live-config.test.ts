@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { diffConfig } from "../../src/config/kubernetes.js";
+import { diffConfig } from "../../src/config/kubernetes/source.js";
 import { parseConfigText } from "../../src/config/load.js";
 import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
 

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { loadKubernetesConfig, type ConfigWatch } from "../../src/config/kubernetes.js";
+import { loadKubernetesConfig, type ConfigWatch } from "../../src/config/kubernetes/source.js";
 import type { Simulator } from "../../src/simulator/index.js";
 import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
 import { KubeApiStandIn } from "../../testkit/kube-api.js";

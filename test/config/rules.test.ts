@@ -563,6 +563,45 @@ const CASES: readonly Case[] = [
     key: "SERVICE_ETCD_USERNAME",
     says: "is required when SERVICE_ETCD_PASSWORD is set",
   },
+  {
+    name: "a rating of zero amps",
+    yaml: `${PDU}    Ratings: { Breakers: 0 }\n`,
+    key: "Pdus.rack-a.Ratings.Breakers",
+    line: 5,
+    says: "must be > 0 (got 0)",
+  },
+  {
+    name: "a rating by an unknown kind",
+    yaml: `${PDU}    Ratings: { Breaker: 16 }\n`,
+    key: "Pdus.rack-a.Ratings.Breaker",
+    line: 5,
+    says: "did you mean `Breakers`?",
+  },
+  {
+    name: "a rating's entity key with two slashes",
+    yaml: `${PDU}    Ratings:\n      Entities: { "a/b/breaker0": 16 }\n`,
+    key: "Pdus.rack-a.Ratings.Entities.a/b/breaker0",
+    says: "one '/'",
+  },
+  {
+    name: "a rating's entity key that is no safe name",
+    yaml: `${PDU}    Ratings:\n      Entities: { "breaker+0": 16 }\n`,
+    key: "Pdus.rack-a.Ratings.Entities.breaker+0",
+  },
+  {
+    name: "critical load at or below the warning line",
+    yaml: `Alarms:\n  WarnPercent: 90\n  CriticalPercent: 85\n${PDU}`,
+    key: "Alarms.CriticalPercent",
+    line: 3,
+    says: "must be above Alarms.WarnPercent (90)",
+  },
+  {
+    name: "a warning line above the default critical one",
+    yaml: `Alarms:\n  WarnPercent: 96\n${PDU}`,
+    key: "Alarms.WarnPercent",
+    line: 2,
+    says: "must be below Alarms.CriticalPercent (95)",
+  },
 ];
 
 let dir: string;

@@ -18,6 +18,8 @@ import { buildDiscovery, discoveryShape } from "../../src/mqtt/discovery.js";
 import { GROUP_COMMANDS, OUTLET_COMMANDS, TopicIdGuard, Topics } from "../../src/mqtt/topics.js";
 import { silentLogger } from "../../src/log.js";
 import type { OutletTarget } from "../../src/pdu/driver.js";
+import { consoleBootstrap } from "../../src/ui/alarms.js";
+import { configFrom } from "../../testkit/http-harness.js";
 import { cluster } from "../../testkit/mqtt-snapshots.js";
 
 describe("command table", () => {
@@ -85,5 +87,26 @@ describe("command table", () => {
       assert.ok(parsed.ok, config.command_topic);
       assert.ok(commandFromMqtt(parsed.target.kind, parsed.command, config.payload_press));
     }
+  });
+  it("serves the console its buttons: one per row and kind, in table order, with a distinct look each", async () => {
+    const config = await configFrom("Pdus:\n  rack:\n    Connection: { Host: 192.0.2.1 }\n");
+    const bootstrap = consoleBootstrap(config);
+    assert.deepEqual(
+      bootstrap.commands.outlet.map((c) => c.name),
+      [...OUTLET_ACTIONS],
+    );
+    assert.deepEqual(
+      bootstrap.commands.group.map((c) => c.name),
+      [...GROUP_ACTIONS],
+    );
+    for (const c of [...bootstrap.commands.outlet, ...bootstrap.commands.group]) {
+      assert.equal(c.latches, COMMANDS.find((row) => row.name === c.name)?.latches);
+      assert.ok(c.label !== "" && c.verb !== "" && c.progress !== "", c.name);
+    }
+    assert.equal(
+      new Set(bootstrap.commands.outlet.map((c) => c.tone)).size,
+      bootstrap.commands.outlet.length,
+    );
+    assert.deepEqual(bootstrap.alarms, { warnPercent: 80, criticalPercent: 95 });
   });
 });

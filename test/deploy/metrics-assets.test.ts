@@ -64,18 +64,21 @@ describe("Grafana dashboard and alert rules", () => {
   it("promtool check rules passes", { skip: noPromtool }, async () => {
     const result = await promtool(["check", "rules", `${RULES_DIR}/alerts.yaml`]);
     assert.equal(result.code, 0, result.output);
-    assert.match(result.output, /SUCCESS: 3 rules found/);
+    assert.match(result.output, /SUCCESS: 6 rules found/);
   });
 
   it(
-    "promtool test rules passes (PDU not polled, poll failing, MQTT disconnected)",
+    "promtool test rules passes (PDU not polled, poll failing, MQTT disconnected, warning and critical load, a tripped breaker)",
     { skip: noPromtool },
     async () => {
       const result = await promtool(["test", "rules", `${RULES_DIR}/alerts.test.yaml`]);
       assert.equal(result.code, 0, result.output);
       const alerts = (await ruleQueries()).map((q) => q.where);
       assert.deepEqual(alerts.sort(), [
+        "alert PduBreakerTripped",
         "alert PduBridgeMqttDisconnected",
+        "alert PduLoadCritical",
+        "alert PduLoadWarning",
         "alert PduNotPolled",
         "alert PduPollFailing",
       ]);

@@ -2,7 +2,7 @@
  * `Api.Worker`: a worker thread that dies is started again. Against the real App polling the
  * simulator, the test ends the thread as a fault would (`terminate()`, exit code 1) and holds the
  * port meanwhile, so that restarts fail until it lets go: `/health/integrations` shows the api
- * unhealthy with what is going on (readiness unchanged), a failed restart is tried again, the REST
+ * unhealthy with what is going on (and /readyz NOT READY with it), a failed restart is tried again, the REST
  * API answers again once the port is free, a control write goes through, and the restarts are
  * counted. Stopping while a restart is pending finishes and frees the port.
  */
@@ -89,7 +89,8 @@ test("a dead worker is started again: reported while down, then the REST API and
     );
     assert.equal(down.status, "degraded", "the api alone does not make the service unhealthy");
     const ready = await h.health.get("/readyz");
-    assert.equal(ready.status, 200, "readiness does not depend on the REST API");
+    assert.equal(ready.status, 503, "not ready while the REST API does not answer");
+    assert.match(ready.text, /^NOT READY: API worker restarting \(attempt \d+\) after exit code 1/);
     assert.ok(
       h
         .logs()
@@ -113,6 +114,7 @@ test("a dead worker is started again: reported while down, then the REST API and
     );
     assert.equal((await integrations()).integrations.api?.status, "healthy");
     assert.equal(h.app.apiWorker!.outage(), null);
+    assert.equal((await h.health.get("/readyz")).status, 200, "ready again");
     assert.ok((await restarts()) >= 2, "the failed attempt and the one that listened are counted");
 
     // The new worker's mirror starts full: the readings come from it, and requests reach fastify.

@@ -444,6 +444,40 @@ test("GET / redirects to /docs/v1; the docs page and its assets come from the se
   assert.doesNotMatch(css.text, /url\(\s*["']?https?:/, "no external fonts or images in the stylesheet");
 });
 
+test("GET /api/v1/alarms: what the PDU reports raised, worst first; ?instance= filters; unknown is 404", async () => {
+  assert.deepEqual((await client.get("/api/v1/alarms")).json(), []);
+  const [first] = single.deviceIds();
+  assert.ok(first !== undefined);
+  single.setAlarm(first, "breaker1", { state: "alarm", severity: "warning" });
+  single.setAlarm(first, null, { state: "active", severity: "alarm" });
+  try {
+    await pollInto("rack-a");
+    const response = await client.get("/api/v1/alarms");
+    assert.equal(response.status, 200);
+    const alarms = response.json<Record<string, unknown>[]>();
+    assert.deepEqual(
+      alarms.map((a) => [a.instanceId, a.id, a.severity, a.source, a.reported, a.percent, a.stale]),
+      [
+        ["rack-a", `${first}/device/pdu`, "critical", "pdu", "active", null, false],
+        ["rack-a", `${first}/entity/breaker1/pdu`, "warning", "pdu", "alarm", null, false],
+      ],
+    );
+    assert.deepEqual(alarms[1]?.target, { kind: "entity", key: "breaker1" });
+    assert.equal(typeof alarms[0]?.sinceUtc, "string");
+    assert.equal((await client.get("/api/v1/alarms?instance=RACK-A")).json<unknown[]>().length, 2);
+    assert.deepEqual((await client.get("/api/v1/alarms?instance=cluster")).json(), []);
+    const unknown = await client.get("/api/v1/alarms?instance=nope");
+    assert.equal(unknown.status, 404);
+    assert.match(unknown.json<{ detail: string }>().detail, /configured instances: rack-a, cluster, spare/);
+    assert.equal((await client.get("/api/v1/alarms?severity=critical")).status, 400);
+  } finally {
+    single.setAlarm(first, "breaker1", null);
+    single.setAlarm(first, null, null);
+    await pollInto("rack-a");
+  }
+  assert.deepEqual((await client.get("/api/v1/alarms")).json(), []);
+});
+
 test("the OpenAPI 3.1 document is valid, complete and keeps the key secret", async () => {
   const response = await client.get(OPENAPI_PATH);
   assert.equal(response.status, 200);
@@ -470,6 +504,7 @@ test("the OpenAPI 3.1 document is valid, complete and keeps the key secret", asy
     "GroupControlResult",
     "Settings",
     "SettingsResult",
+    "Alarm",
   ]) {
     assert.ok(name in document.components.schemas, `component ${name}`);
   }
@@ -477,10 +512,12 @@ test("the OpenAPI 3.1 document is valid, complete and keeps the key secret", asy
     Object.entries(item).map(([method, op]) => ({ id: `${method.toUpperCase()} ${path}`, op })),
   );
   assert.deepEqual(operations.map((o) => o.id).sort(), [
+    "GET /api/v1/alarms",
     "GET /api/v1/events",
     "GET /api/v1/health",
     "GET /api/v1/instances",
     "GET /api/v1/instances/{id}/outlets/{deviceId}/{index}/history",
+    "GET /api/v1/key",
     "GET /api/v1/readings",
     "GET /api/v1/snapshots",
     "GET /openapi/v1.json",
@@ -497,7 +534,7 @@ test("the OpenAPI 3.1 document is valid, complete and keeps the key secret", asy
       `${id} has summary and operationId`,
     );
     assert.ok(Array.isArray(op.tags) && op.tags.length > 0, `${id} has tags`);
-    const isControl = id.startsWith("POST") || id.startsWith("PATCH");
+    const isControl = id.startsWith("POST") || id.startsWith("PATCH") || id === "GET /api/v1/key";
     assert.deepEqual(op.security, isControl ? [{ ApiKey: [] }] : undefined, `${id} security`);
     if (id === "GET /openapi/v1.json") continue;
     const responses = op.responses as Record<
@@ -537,10 +574,16 @@ test("every response of this file matches what the OpenAPI document declares", a
     "GET /api/v1/health",
     "GET /api/v1/snapshots",
     "GET /api/v1/readings",
+    "GET /api/v1/alarms",
   ]) {
     assert.ok(operations.has(op), `${op} was checked`);
   }
-  for (const s of ["GET /api/v1/readings 404", "GET /api/v1/readings 400", "GET /api/v1/health 500"]) {
+  for (const s of [
+    "GET /api/v1/readings 404",
+    "GET /api/v1/readings 400",
+    "GET /api/v1/health 500",
+    "GET /api/v1/alarms 404",
+  ]) {
     assert.ok(statuses.has(s), `${s} was checked`);
   }
   assert.ok(!client.responses.some((r) => r.text.includes(API_KEY)), "no response contains the API key");

@@ -11,6 +11,7 @@ import type { HttpApp } from "../../src/http/common.js";
 import { done, ControlStub } from "../../testkit/control-stub.js";
 import { Client, configFrom, harness, type Harness, type HttpResponse } from "../../testkit/http-harness.js";
 import { checkResponses } from "../../testkit/openapi-check.js";
+import { waitFor } from "../../testkit/wait.js";
 
 const KEY = "control-test-key-5f2c9a";
 const START = Date.UTC(2025, 5, 1, 8, 0, 0);
@@ -233,6 +234,24 @@ test("401 for a missing or wrong key, checked before the body: wrong key + bad b
   assert.equal(stub.requests.length, 0);
 });
 
+test("the audit line of a request refused before its body names the action its small JSON body asks for", async () => {
+  await waitFor(
+    () => h.log.lines.filter((l) => l.audit === "control" && l.status === 401).length >= 7,
+    "the audit lines of the refusals",
+  );
+  const refused = h.log.lines.filter((l) => l.audit === "control" && l.status === 401);
+  assert.deepEqual(
+    refused.map((l) => l.action),
+    ["on", "on", "on", "on", null, null, "resetStats"],
+    "not JSON, or not application/json: no action",
+  );
+  const noKey = (others[0]?.h as Harness).log.lines.filter((l) => l.audit === "control");
+  assert.deepEqual(
+    noKey.map((l) => l.action),
+    ["on", null, "on"],
+  );
+});
+
 test("429 with Retry-After after more than 10 wrong keys from one address, per address, until the minute passes", async () => {
   nextMinute();
   for (let i = 1; i <= 10; i++) {
@@ -403,9 +422,29 @@ test("every outcome of the core maps to its status", async () => {
   assert.ok(noSettings.headers["retry-after"]);
 });
 
+test("GET /api/v1/key: 204 for the configured key, 401 for a wrong one (counted towards the lock-out), 403 without one", async () => {
+  nextMinute();
+  const reached = stub.requests.length;
+  const ok = await c4.get("/api/v1/key", withKey());
+  assert.equal(ok.status, 204, ok.text);
+  assert.equal(ok.text, "");
+  problemOf(await c4.get("/api/v1/key"), 401, "X-Api-Key header is missing");
+  for (let i = 1; i <= 9; i++)
+    problemOf(await c4.get("/api/v1/key", withKey(`w-${i}`)), 401, "does not match");
+  // The eleventh wrong key of the minute, sent to a control endpoint: locked out there too.
+  problemOf(await c4.post(OUTLET, { action: "on" }, withKey("w-10")), 429, "too many wrong API keys");
+  problemOf(await c4.get("/api/v1/key", withKey()), 429, "too many wrong API keys");
+  problemOf(await others[0]!.client.get("/api/v1/key", withKey(KEY)), 403, "no API key is configured");
+  nextMinute();
+  assert.equal((await c4.get("/api/v1/key", withKey())).status, 204);
+  assert.equal(stub.requests.length, reached, "a key check reaches no control core");
+});
+
 test("every control request is audited once, with client, target, action and outcome, never the key", () => {
   const audits = h.log.lines.filter((l) => l.audit === "control");
-  const requests = [...c4.responses, ...c6.responses].filter((r) => r.method === "POST");
+  const requests = [...c4.responses, ...c6.responses].filter(
+    (r) => r.method === "POST" && r.path.endsWith("/control"),
+  );
   assert.equal(audits.length, requests.length, "one audit line per control request");
   // Same statuses as the answers (as multisets: the two clients interleave).
   assert.deepEqual(audits.map((a) => Number(a.status)).sort(), requests.map((r) => r.status).sort());

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { startHealthServer } from "../../src/http/health/server.js";
+import { integrations, readiness } from "../../src/http/health/status.js";
 import { API_CSP, type RunningListener } from "../../src/http/common.js";
 import { ProblemSchema } from "../../src/http/problem.js";
 import { parseApiTree } from "../../src/pdu/geist/parse.js";
@@ -90,6 +91,23 @@ test("/readyz walks through its states", async () => {
   h.mqtt = { ...h.mqtt, connected: false };
   text(await client.get("/readyz"), 503, "NOT READY: MQTT not connected");
   h.mqtt = { ...h.mqtt, connected: true };
+});
+
+test("an outage of the REST API's worker makes /readyz NOT READY with its reason, while the API is on", () => {
+  succeed("fast");
+  const outage = "API worker not answering (no heartbeat for 10 s); it is being started again";
+  const on = { ...h.deps, config: { ...h.deps.config, Api: { ...h.deps.config.Api, Enabled: true } } };
+  assert.deepEqual(readiness({ ...on, apiOutage: () => null }, h.clock.now), { ready: true });
+  assert.deepEqual(readiness({ ...on, apiOutage: () => outage }, h.clock.now), {
+    ready: false,
+    reason: outage,
+  });
+  assert.deepEqual(integrations({ ...on, apiOutage: () => outage }, h.clock.now).integrations.api, {
+    status: "unhealthy",
+    detail: outage,
+  });
+  // With the API off there is nothing to answer: an outage reported anyway is not a reason.
+  assert.deepEqual(readiness({ ...h.deps, apiOutage: () => outage }, h.clock.now), { ready: true });
 });
 
 interface Report {

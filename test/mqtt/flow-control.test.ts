@@ -33,7 +33,8 @@ function expectedDiscovery(config: Config, store: SnapshotStore): Set<string> {
   const guard = new TopicIdGuard(silentLogger());
   const topics = new Set<string>();
   for (const id of IDS) {
-    const shape = discoveryShape(id, store.get(id)!.snapshot!, guard);
+    const status = store.get(id)!;
+    const shape = discoveryShape(id, status.snapshot!, guard, status.load);
     for (const topic of buildDiscovery(options, id, false, shape).keys()) topics.add(topic);
   }
   return topics;
@@ -67,8 +68,9 @@ describe("flow control of discovery and resyncs", () => {
     store = new SnapshotStore(IDS, { bus: bus });
     for (const id of IDS) store.recordSuccess(id, singleUnit(id, "DEV1", OUTLETS));
     expected = expectedDiscovery(config, store);
-    // Per outlet: its state, label and the settings' retained topics.
-    perInstance = expected.size / IDS.length + 1 + (2 + PUBLISHED_SETTINGS.length) * OUTLETS;
+    // Per outlet: its state, label and the settings' retained topics; the phase's load and the
+    // alarms list.
+    perInstance = expected.size / IDS.length + 1 + (2 + PUBLISHED_SETTINGS.length) * OUTLETS + 2;
     // The connect resyncs every instance: about 40 × 150 QoS 1 messages, far above the mark.
     bridge = await startMqttBridge({ config, store, bus, logger: silentLogger() });
   });

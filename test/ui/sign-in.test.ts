@@ -128,7 +128,7 @@ test(
     assert.equal(line.source, "console");
     await waitFor(
       async () =>
-        ((await page.locator("aside.events").textContent()) ?? "").includes("Alice Operator (console)"),
+        ((await page.locator(".panel.events").textContent()) ?? "").includes("Alice Operator (console)"),
       "the recent activity names the user",
       10_000,
     );
@@ -185,6 +185,8 @@ test(
     await page.goto(`${briefBridge}/ui/#/i/rack`);
     const sim = brief.sims.rack;
     const deviceId = sim.deviceIds()[0]!;
+    // On, so that its "Off" is offered (the console does not offer the state an outlet is in).
+    sim.setOutletState(deviceId, 2, "on");
     const card = page.locator(`li[data-outlet="${deviceId}/2"]`);
     await card.locator("button[data-action=off]").waitFor({ timeout: 20_000 });
     const before = await sessionOf(b);

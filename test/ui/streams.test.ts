@@ -269,9 +269,9 @@ describe("stream age", () => {
         "three ends of age",
         20_000,
       );
-      h.sims.rack.setMeasurementRaw(deviceId, 2, "realPower", "321.5");
+      h.sims.rack.setMeasurementRaw(deviceId, 2, "realPower", "321");
       await waitFor(
-        async () => ((await card.textContent()) ?? "").includes("321.5 W"),
+        async () => ((await card.textContent()) ?? "").includes("321 W"),
         "a value after the reconnects",
         20_000,
       );

@@ -6,8 +6,9 @@
  *
  * The routes are a fastify plugin ({@link controlRoutes}): its encapsulated context holds the key
  * guard and the audit as hooks that apply to these routes only. The key checks and the media type
- * run in its `onRequest` hook, before the body is read, so a request with a wrong key is refused
- * with 401 whatever its body. Everything else (instance,
+ * run in its `onRequest` hook, before the body is parsed, so a request with a wrong key is refused
+ * with 401 whatever its body; a small JSON body of such a request is still read, only to name its
+ * action in the audit line. Everything else (instance,
  * ActionsEnabled, snapshot, target, the PDU's answer) is decided by the control core; this file
  * only translates its outcome. Every request is audited exactly once, never with the key.
  */
@@ -117,6 +118,55 @@ function actionOf(request: FastifyRequest): string | null {
 const isJson = (contentType: string | undefined): boolean =>
   (contentType ?? "").split(";", 1)[0]?.trim().toLowerCase() === "application/json";
 
+/** The largest body read from a request refused before its body, to name its action in the audit. */
+const REFUSED_BODY_LIMIT = 1024;
+/** How long a refused request's body is waited for. */
+const REFUSED_BODY_WAIT_MS = 1000;
+
+/**
+ * The action a request refused by the key guard (403, 429, 401) asks for, read from its body for the
+ * audit line only: a JSON body of at most {@link REFUSED_BODY_LIMIT} bytes with a known command's
+ * name; anything else (larger, late, not JSON, another action) is null. Never throws.
+ */
+function refusedAction(request: FastifyRequest): Promise<string | null> {
+  const length = Number(request.headers["content-length"]);
+  if (!isJson(request.headers["content-type"]) || !(length > 0 && length <= REFUSED_BODY_LIMIT))
+    return Promise.resolve(null);
+  return new Promise((resolve) => {
+    const raw = request.raw;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const finish = (action: string | null) => {
+      clearTimeout(timer);
+      raw.off("data", onData);
+      raw.off("end", onEnd);
+      raw.off("error", onFail);
+      raw.off("close", onFail);
+      resolve(action);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > REFUSED_BODY_LIMIT) finish(null);
+      else chunks.push(chunk);
+    };
+    const onEnd = () => {
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown;
+        const action = typeof body === "object" && body !== null && "action" in body ? body.action : null;
+        finish(typeof action === "string" && COMMAND_NAMES.includes(action) ? action : null);
+      } catch {
+        finish(null);
+      }
+    };
+    const onFail = () => finish(null);
+    const timer = setTimeout(onFail, REFUSED_BODY_WAIT_MS);
+    raw.on("data", onData);
+    raw.on("end", onEnd);
+    raw.on("error", onFail);
+    raw.on("close", onFail);
+  });
+}
+
 function outletResults(outlets: readonly OutletResult[]) {
   return outlets.map((o) => ({
     deviceId: o.deviceId,
@@ -144,6 +194,20 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
   const configuredKey = deps.config.Api.ApiKey;
   const matches = keyMatcher(configuredKey);
   const audited = new WeakSet<FastifyRequest>();
+  /** The action of a request the key guard refused, read from its body for the audit line. */
+  const refused = new WeakMap<FastifyRequest, string>();
+  /** Sends a refusal of the key guard once the request's action (for the audit) is known. */
+  const refuse = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    body: ReturnType<typeof problem>,
+    headers?: Record<string, string>,
+  ): void => {
+    void refusedAction(request).then((action) => {
+      if (action !== null) refused.set(request, action);
+      sendProblem(reply, body, headers);
+    });
+  };
   /** Requests whose API key matched (their audit line says `api-key`). */
   const keyed = new WeakSet<FastifyRequest>();
   const resolveClient = clientAddressResolver(deps.config.Api.TrustedProxies);
@@ -207,14 +271,14 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
       const detail =
         "control is disabled because no API key is configured; set Api.ApiKey (or SERVICE_API_KEY / " +
         "SERVICE_API_KEY_FILE) to enable the control endpoints";
-      sendProblem(reply, problem(403, detail));
+      refuse(request, reply, problem(403, detail));
       return;
     }
     const client = clientOf(request);
     const lockedFor = limiter.retryAfter(client);
     if (lockedFor > 0) {
       const detail = `too many wrong API keys from ${client}; try again in ${lockedFor} s with the right X-Api-Key`;
-      sendProblem(reply, problem(429, detail), { "retry-after": String(lockedFor) });
+      refuse(request, reply, problem(429, detail), { "retry-after": String(lockedFor) });
       return;
     }
     const presented = request.headers["x-api-key"];
@@ -223,20 +287,20 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
         // Every remembered address is locked out: no room to count this one, so refuse it.
         const wait = limiter.fullRetryAfter();
         const detail = `too many clients are sending wrong API keys; try again in ${wait} s with the right X-Api-Key`;
-        sendProblem(reply, problem(429, detail), { "retry-after": String(wait) });
+        refuse(request, reply, problem(429, detail), { "retry-after": String(wait) });
         return;
       }
       const retry = limiter.retryAfter(client);
       if (retry > 0) {
         const detail = `too many wrong API keys from ${client}; try again in ${retry} s with the right X-Api-Key`;
-        sendProblem(reply, problem(429, detail), { "retry-after": String(retry) });
+        refuse(request, reply, problem(429, detail), { "retry-after": String(retry) });
         return;
       }
       const detail =
         presented === undefined || presented === ""
           ? "the X-Api-Key header is missing; send the configured API key in X-Api-Key"
           : "the X-Api-Key header does not match the configured API key";
-      sendProblem(reply, problem(401, detail), { "www-authenticate": 'ApiKey header="X-Api-Key"' });
+      refuse(request, reply, problem(401, detail), { "www-authenticate": 'ApiKey header="X-Api-Key"' });
       return;
     }
     keyed.add(request);
@@ -249,7 +313,8 @@ export const controlRoutes: FastifyPluginCallbackTypebox<ControlRoutesOptions> =
 
   /** Refused or failed before the handler (4xx from checks, parsing, validation, limits): audit here. */
   const auditOnResponse = (request: FastifyRequest, reply: FastifyReply, done: () => void): void => {
-    audit(request, reply.statusCode, actionOf(request), problemSentWith(reply)?.detail);
+    const action = actionOf(request) ?? refused.get(request) ?? null;
+    audit(request, reply.statusCode, action, problemSentWith(reply)?.detail);
     done();
   };
 

@@ -27,8 +27,13 @@ export interface MirrorStatus {
 
 export type ToWorker =
   | { readonly kind: "statuses"; readonly mqttConnected: boolean; readonly statuses: MirrorStatus[] }
-  /** The readings of these instances' current snapshots, as asked. */
-  | { readonly kind: "readings"; readonly readings: [id: string, json: string][] }
+  /**
+   * The readings of these instances' current snapshots, as asked; `failed`: instances whose readings
+   * could not be serialised (the worker passes their requests to fastify, which answers 500).
+   */
+  | { readonly kind: "readings"; readonly readings: [id: string, json: string][]; readonly failed: string[] }
+  /** The heartbeat: the worker answers with its own `beat` (worker-host.ts). */
+  | { readonly kind: "beat" }
   | { readonly kind: "close" };
 
 export type FromWorker =
@@ -39,6 +44,8 @@ export type FromWorker =
   | { readonly kind: "log"; readonly level: "warn" | "error"; readonly msg: string; readonly err: string }
   /** Asks for the readings of these instances (their snapshots were "new"). */
   | { readonly kind: "readings"; readonly ids: string[] }
+  /** The answer to the main thread's heartbeat. */
+  | { readonly kind: "beat" }
   | { readonly kind: "closed" };
 
 export interface WorkerSetup {
@@ -60,17 +67,19 @@ export interface WorkerSetup {
 /**
  * Feeds the worker's mirror: the statuses that changed, batched once per event-loop turn, and the
  * readings of a snapshot when the worker asks for them (serialised once per snapshot, the same
- * cache the REST routes use). The MQTT state is checked with every batch and once a second.
+ * cache the REST routes use). The MQTT state goes with every batch; the bus's `mqttConnected` and
+ * `mqttLost` send a batch of their own.
  */
 export class MirrorFeed {
   readonly #deps: HttpDeps;
   readonly #post: (message: ToWorker) => void;
   readonly #changed = new Set<string>();
   readonly #sent = new Map<string, Snapshot | null>();
+  /** The last snapshot per instance whose readings failed (logged once); instances are configured: bounded. */
+  readonly #failed = new Map<string, Snapshot>();
   #scheduled = false;
   #mqttConnected: boolean;
   readonly #unsubscribe: () => void;
-  readonly #timer: NodeJS.Timeout;
 
   constructor(deps: HttpDeps, post: (message: ToWorker) => void) {
     this.#deps = deps;
@@ -80,11 +89,12 @@ export class MirrorFeed {
       this.#changed.add(event.instanceId);
       this.#schedule();
     };
-    this.#unsubscribe = deps.bus.listen({ snapshot: changed, pollFailed: changed });
-    this.#timer = setInterval(() => {
-      if (deps.mqttStatus().connected !== this.#mqttConnected) this.#schedule();
-    }, 1000);
-    this.#timer.unref();
+    this.#unsubscribe = deps.bus.listen({
+      snapshot: changed,
+      pollFailed: changed,
+      mqttConnected: () => this.#mqtt(true),
+      mqttLost: () => this.#mqtt(false),
+    });
   }
 
   /**
@@ -101,7 +111,11 @@ export class MirrorFeed {
 
   stop(): void {
     this.#unsubscribe();
-    clearInterval(this.#timer);
+  }
+
+  #mqtt(connected: boolean): void {
+    this.#mqttConnected = connected;
+    this.#schedule();
   }
 
   #schedule(): void {
@@ -118,19 +132,33 @@ export class MirrorFeed {
       if (status !== undefined) statuses.push(status);
     }
     this.#changed.clear();
-    this.#mqttConnected = this.#deps.mqttStatus().connected;
     const message: ToWorker = { kind: "statuses", mqttConnected: this.#mqttConnected, statuses };
     this.#post(message);
   }
 
-  /** The readings of the instances' current snapshots (the worker's answer to "readings"). */
+  /**
+   * The readings of the instances' current snapshots (the worker's answer to "readings"). A snapshot
+   * whose readings cannot be serialised is listed as failed (and logged once), never thrown.
+   */
   readings(ids: readonly string[]): ToWorker {
     const readings: [string, string][] = [];
+    const failed: string[] = [];
     for (const id of ids) {
       const snapshot = this.#deps.store.get(id)?.snapshot ?? null;
-      readings.push([id, snapshot === null ? "" : readingsJson(snapshot)]);
+      try {
+        readings.push([id, snapshot === null ? "" : readingsJson(snapshot)]);
+      } catch (error) {
+        failed.push(id);
+        if (snapshot !== null && this.#failed.get(id) !== snapshot) {
+          this.#failed.set(id, snapshot);
+          this.#deps.logger.error(
+            { err: error, instance: id },
+            "the readings of this snapshot cannot be serialised; the REST API answers 500 for them",
+          );
+        }
+      }
     }
-    return { kind: "readings", readings };
+    return { kind: "readings", readings, failed };
   }
 
   #status(id: string): MirrorStatus | undefined {

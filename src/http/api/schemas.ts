@@ -199,6 +199,53 @@ export const SettingsResultSchema = Type.Object(
   { $id: "SettingsResult", description: "The settings written, and where" },
 );
 
+export const AlarmSchema = Type.Object(
+  {
+    instanceId: Type.String({ description: "Instance id" }),
+    id: Type.String({
+      description: "Unique within the instance while the alarm lasts: `<deviceId>/<where>/<source>`",
+    }),
+    deviceId: Type.String({ description: "The PDU's device id" }),
+    target: Type.Union(
+      [
+        Type.Object(
+          {
+            kind: Type.Literal("outlet"),
+            index: Type.Integer({ minimum: 0, description: "0-based outlet index" }),
+          },
+          { additionalProperties: false },
+        ),
+        Type.Object(
+          {
+            kind: Type.Literal("entity"),
+            key: Type.String({ description: "Entity key (phase0, breaker1, ...)" }),
+          },
+          { additionalProperties: false },
+        ),
+        Type.Object({ kind: Type.Literal("device") }, { additionalProperties: false }),
+      ],
+      { description: "Where the alarm is: an outlet, an entity or the device itself" },
+    ),
+    name: Type.String({ description: "Display name of the outlet, entity or device" }),
+    source: Type.Enum(["load", "tripped", "pdu"], {
+      description:
+        "load: a current against its rating, or a load state the PDU reports; tripped: a breaker or fuse; pdu: another alarm the PDU reports",
+    }),
+    severity: Type.Enum(["warning", "critical"], { description: "How bad" }),
+    percent: nullable(Type.Integer(), "The load in whole percent of the rating; null without a rating"),
+    reported: nullable(
+      Type.String(),
+      "The state the PDU reports (nearOverload, tripped, alarm, ...); null when only the rating raised it",
+    ),
+    sinceUtc: time("When the alarm was raised"),
+    stale: Type.Boolean({
+      description: "The instance's last poll failed: the alarm is from its last good snapshot",
+    }),
+    hidden: Type.Optional(Type.Literal(true, { description: "Present when the overrides hide the thing" })),
+  },
+  { $id: "Alarm", description: "An active alarm" },
+);
+
 /** Every shared schema, in dependency order (for `addSchema`). */
 export const SHARED_SCHEMAS = [
   ProblemSchema,
@@ -214,6 +261,7 @@ export const SHARED_SCHEMAS = [
   ControlProblemSchema,
   SettingsSchema,
   SettingsResultSchema,
+  AlarmSchema,
 ] as const;
 
 /** A response of one status: JSON described by a shared schema (by `$id`). */

@@ -12,13 +12,16 @@ import {
   httpLimits,
   listen,
   type HttpApp,
+  type HttpLimits,
   type RunningListener,
   type TlsPair,
 } from "../common.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
+import { registerAlarmsRoute } from "./alarms.js";
 import { createFastReads, createReadBodies, iso, storeReadSource, type ReadBodies } from "./bodies.js";
 import { controlRoutes } from "./control.js";
+import { registerKeyCheck } from "./key-check.js";
 import { FailedKeyLimiter } from "./key-guard.js";
 import { INTERNAL_ERROR, json, jsonArray, problemResponse, SHARED_SCHEMAS } from "./schemas.js";
 import { ConsoleFeed } from "../../ui/feed.js";
@@ -49,6 +52,7 @@ async function registerDocs(app: HttpApp): Promise<void> {
       tags: [
         { name: "Status", description: "Instances, health and snapshot ages" },
         { name: "Readings", description: "Measurements of the latest snapshots" },
+        { name: "Alarms", description: "Loads against ratings and active alarms" },
         { name: "Control", description: "Switch, reboot or reset outlets and groups (needs X-Api-Key)" },
         { name: "Documentation", description: "This document" },
       ],
@@ -93,6 +97,7 @@ function registerReadRoutes(app: HttpApp, deps: HttpDeps, bodies: ReadBodies): v
   registerHealthRoute(app, bodies);
   registerSnapshotsRoute(app, deps);
   registerReadingsRoute(app, deps, bodies);
+  registerAlarmsRoute(app, deps);
 }
 
 function registerInstancesRoute(app: HttpApp, deps: HttpDeps): void {
@@ -232,6 +237,8 @@ function registerDocumentRoutes(app: HttpApp): void {
 export interface ApiServerOptions {
   /** HTTPS (`Api.Tls`) on the listener this app serves; none for the app behind the API worker. */
   readonly tls?: TlsPair | null;
+  /** The listener's limits; the config's (`httpLimits`) when not given. */
+  readonly limits?: HttpLimits;
 }
 
 /** The REST API, ready to listen (or to `inject`). */
@@ -245,7 +252,7 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
     "api",
     `the endpoints are listed in ${OPENAPI_PATH} and at ${DOCS_PREFIX}`,
     fastReads === undefined ? undefined : (deps.metrics?.wrapFastPath("api", fastReads) ?? fastReads),
-    httpLimits(deps.config),
+    options.limits ?? httpLimits(deps.config),
     options.tls ?? null,
   );
   deps.metrics?.instrument(app, "api");
@@ -261,6 +268,7 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
   registerReadRoutes(app, deps, bodies);
   // Awaited, so its routes are added here and the OpenAPI document keeps its order.
   await app.register(controlRoutes, { deps, limiter });
+  registerKeyCheck(app, deps, limiter);
   registerDocumentRoutes(app);
   const feed = deps.console ?? ownConsoleFeed(deps);
   registerConsole(app, deps, feed);

@@ -5,7 +5,7 @@
  * mirror is fed from the snapshot store (mirror.ts).
  */
 import { mkdtemp, rm } from "node:fs/promises";
-import type { IncomingMessage } from "node:http";
+import { maxHeaderSize as httpMaxHeaderSize, type IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
@@ -14,6 +14,9 @@ import { distSrcUrl } from "../../paths.js";
 import type { HttpDeps } from "../types.js";
 import { MirrorFeed, PEER_HEADER, type FromWorker, type ToWorker, type WorkerSetup } from "./mirror.js";
 import { buildApiServer, startApiServer } from "./server.js";
+
+/** Bytes the worker may add to a request head it passes on (the peer and connection lines). */
+const UPSTREAM_HEAD_ROOM = 1024;
 
 /** How long the worker gets to finish its open requests on close before it is terminated. */
 const CLOSE_BUDGET_MS = 2000;
@@ -55,8 +58,26 @@ const RESTART_MAX_MS = 60_000;
 /** A worker that stayed up this long has its successor start again at the first delay. */
 const STAYED_UP_MS = 60_000;
 
+/**
+ * The heartbeat: the main thread asks the listening worker for an answer this often, and a worker
+ * that has answered nothing for HUNG_AFTER_MS is hung (its event loop blocked): it is reported
+ * (readiness, /health/integrations, the log), ended and started again.
+ */
+const HEARTBEAT_MS = 2000;
+const HUNG_AFTER_MS = 10_000;
+
 /** What a thread's start came to. */
 type Start = { readonly port: number } | { readonly error: Error };
+
+/** A worker thread as the main thread follows it. */
+interface ThreadState {
+  readonly thread: Worker;
+  listening: boolean;
+  /** When it last answered a heartbeat (or was started). */
+  lastBeat: number;
+  /** Found not answering; it is being ended. */
+  hung: boolean;
+}
 
 /**
  * Starts the worker and the fastify app behind it; a taken port is a ConfigError (`Api.Port`). Where
@@ -77,7 +98,11 @@ export async function startApiWorker(deps: HttpDeps, tls: TlsPair | null = null)
     return { ...listener, outage: () => null, thread: () => null };
   }
   const upstream = join(dir, "api.sock");
-  const app = await buildApiServer(deps);
+  // The worker adds a few header lines to every request it passes on (UPSTREAM_HEAD_ROOM): a request
+  // head its listener accepted must not be too large for fastify's.
+  const app = await buildApiServer(deps, {
+    limits: { ...httpLimits(deps.config), maxHeaderBytes: httpMaxHeaderSize + UPSTREAM_HEAD_ROOM },
+  });
   app.server.prependListener("request", adoptPeer);
   // Not the API's address: requests reach this socket only through the worker (logged when it listens).
   await app.listen({
@@ -87,10 +112,18 @@ export async function startApiWorker(deps: HttpDeps, tls: TlsPair | null = null)
 
   const { Bind: bind, Port: configuredPort } = deps.config.Api;
   /** The thread that listens or is being started, and whether it listens. */
-  let current: { readonly thread: Worker; listening: boolean } | null = null;
+  let current: ThreadState | null = null;
   let stopping = false;
   let closed: (() => void) | null = null;
-  const feed = new MirrorFeed(deps, (message) => current?.thread.postMessage(message));
+  /** Posts to the current thread; a message that cannot be posted is logged, never thrown. */
+  const post = (message: ToWorker, to = current?.thread): void => {
+    try {
+      to?.postMessage(message);
+    } catch (error) {
+      deps.logger.error({ err: error, kind: message.kind }, "API worker: a message to the worker failed");
+    }
+  };
+  const feed = new MirrorFeed(deps, (message) => post(message));
 
   /** Starts a thread on `listenPort` with the mirror as it is now; one that exits after it listened is restarted. */
   const spawn = (listenPort: number): Promise<Start> => {
@@ -110,16 +143,19 @@ export async function startApiWorker(deps: HttpDeps, tls: TlsPair | null = null)
     } catch (error) {
       return Promise.resolve({ error: error instanceof Error ? error : new Error(String(error)) });
     }
-    const state = { thread, listening: false };
+    const state: ThreadState = { thread, listening: false, lastBeat: Date.now(), hung: false };
     current = state;
     return new Promise<Start>((resolve) => {
-      thread.on("message", (message: FromWorker) => {
+      const handle = (message: FromWorker): void => {
         switch (message.kind) {
           case "listening":
             state.listening = true;
+            state.lastBeat = Date.now();
             resolve({ port: message.port });
             break;
           case "listen-failed":
+            if (state.listening)
+              deps.logger.error({ err: message.message }, "API worker: its listener failed");
             resolve({ error: Object.assign(new Error(message.message), { code: message.code }) });
             break;
           case "served":
@@ -129,11 +165,22 @@ export async function startApiWorker(deps: HttpDeps, tls: TlsPair | null = null)
             deps.logger[message.level]({ err: message.err }, message.msg);
             break;
           case "readings":
-            thread.postMessage(feed.readings(message.ids));
+            post(feed.readings(message.ids), thread);
+            break;
+          case "beat":
+            state.lastBeat = Date.now();
             break;
           case "closed":
             closed?.();
             break;
+        }
+      };
+      // Nothing the worker sends can throw out of here (into the main thread's event loop).
+      thread.on("message", (message: FromWorker) => {
+        try {
+          handle(message);
+        } catch (error) {
+          deps.logger.error({ err: error }, "API worker: handling a message from the worker failed");
         }
       });
       thread.on("error", (error) => {
@@ -143,7 +190,8 @@ export async function startApiWorker(deps: HttpDeps, tls: TlsPair | null = null)
       thread.on("exit", (code) => {
         if (current === state) current = null;
         if (stopping) closed?.();
-        else if (state.listening) died(code);
+        else if (state.listening)
+          died(state.hung ? "it stopped answering its heartbeat" : `exit code ${code}`, code);
         resolve({ error: new Error(`the API worker exited (${code}) before listening`) });
       });
     });
@@ -166,13 +214,13 @@ export async function startApiWorker(deps: HttpDeps, tls: TlsPair | null = null)
   let wake: (() => void) | null = null;
 
   /** Logged, never fatal: polling and MQTT go on without the REST API while it starts again. */
-  const restart = async (code: number): Promise<void> => {
+  const restart = async (cause: string): Promise<void> => {
     if (Date.now() - upSince >= STAYED_UP_MS) attempts = 0;
     let failed = "";
     while (!stopping) {
       attempts++;
       const delay = Math.min(RESTART_FIRST_MS * 2 ** (attempts - 1), RESTART_MAX_MS);
-      outage = `API worker restarting (attempt ${attempts}) after exit code ${code}${failed}`;
+      outage = `API worker restarting (attempt ${attempts}) after ${cause}${failed}`;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, delay);
         wake = () => {
@@ -200,13 +248,35 @@ export async function startApiWorker(deps: HttpDeps, tls: TlsPair | null = null)
       }
     }
   };
-  const died = (code: number): void => {
+  const died = (cause: string, code: number): void => {
     deps.logger.error({ code }, "API worker exited; the REST API is down until the worker is started again");
-    restarting = restart(code);
+    restarting = restart(cause);
   };
+
+  /** Asks the listening worker for a beat; one silent for HUNG_AFTER_MS is ended (and started again). */
+  const heartbeat = setInterval(() => {
+    const state = current;
+    if (stopping || state === null || !state.listening || state.hung) return;
+    const silent = Date.now() - state.lastBeat;
+    if (silent < HUNG_AFTER_MS) {
+      post({ kind: "beat" }, state.thread);
+      return;
+    }
+    state.hung = true;
+    outage = `API worker not answering (no heartbeat for ${Math.round(silent / 1000)} s); it is being started again`;
+    deps.logger.error(
+      { silentMs: silent },
+      "API worker not answering its heartbeat; the REST API is down until a new worker listens",
+    );
+    void state.thread.terminate().catch((error: unknown) => {
+      deps.logger.error({ err: error }, "API worker: ending the hung worker failed");
+    });
+  }, HEARTBEAT_MS);
+  heartbeat.unref();
 
   const cleanup = async () => {
     stopping = true;
+    clearInterval(heartbeat);
     wake?.();
     feed.stop();
     await app.close();
@@ -234,14 +304,14 @@ export async function startApiWorker(deps: HttpDeps, tls: TlsPair | null = null)
     thread: () => current?.thread ?? null,
     close: async () => {
       stopping = true;
+      clearInterval(heartbeat);
       wake?.();
       if (current?.listening === true) {
         const done = new Promise<void>((resolve) => {
           closed = resolve;
           setTimeout(resolve, CLOSE_BUDGET_MS).unref();
         });
-        const message: ToWorker = { kind: "close" };
-        current.thread.postMessage(message);
+        post({ kind: "close" });
         await app.close();
         await done;
       }

@@ -5,10 +5,15 @@
  * thread's fastify app over a private unix socket. Its requests and collections stay off the
  * polling loop and out of the main thread's large heap (docs/performance.md, API under fleet load).
  */
-import { request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
+import {
+  request as httpRequest,
+  type ClientRequest,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
 import { parentPort, workerData } from "node:worker_threads";
 import { API_JSON_HEADERS, clientErrorHandler, serverFactory } from "../common.js";
-import { problem, PROBLEM_CONTENT_TYPE } from "../problem.js";
+import { BODY_LIMIT, problem, PROBLEM_CONTENT_TYPE } from "../problem.js";
 import {
   createFastReads,
   createReadBodies,
@@ -45,6 +50,37 @@ const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "tra
 const port = parentPort!;
 const setup = workerData as WorkerSetup;
 const send = (message: FromWorker): void => port.postMessage(message);
+
+/** Lines the worker logs (through the main thread) per minute; past that, they are counted. */
+const LOG_LINES_PER_MINUTE = 20;
+/** An error's text is cut to this many characters in a log line. */
+const LOG_ERROR_CHARS = 2000;
+let logWindow = 0;
+let logged = 0;
+let unlogged = 0;
+
+/**
+ * Logs a line through the main thread's logger, at most {@link LOG_LINES_PER_MINUTE} a minute (the
+ * first line after a full minute says how many were left out), so that a flood of failing requests
+ * cannot flood the log.
+ */
+function log(level: "warn" | "error", msg: string, error: unknown): void {
+  const now = Date.now();
+  if (now - logWindow >= 60_000) {
+    logWindow = now;
+    logged = 0;
+  }
+  if (logged >= LOG_LINES_PER_MINUTE) {
+    unlogged++;
+    return;
+  }
+  logged++;
+  let err = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  if (err.length > LOG_ERROR_CHARS) err = `${err.slice(0, LOG_ERROR_CHARS)}…`;
+  const note = unlogged > 0 ? ` (${unlogged} earlier lines of the API worker left out)` : "";
+  unlogged = 0;
+  send({ kind: "log", level, msg: `${msg}${note}`, err });
+}
 
 /** The mirror: a new entry object per change and a new list per batch, as the store does. */
 const entries = new Map<string, Entry>();
@@ -111,13 +147,19 @@ function fetchReadings(ids: readonly string[]): Promise<void> {
   return Promise.all(all).then(() => undefined);
 }
 
-function receiveReadings(readings: readonly [string, string][]): void {
+/** Readings asked of the main thread have come (or `failed`: their requests go to fastify, which answers 500). */
+function receiveReadings(readings: readonly [string, string][], failed: readonly string[]): void {
   for (const [id, json] of readings) {
     const entry = entries.get(id);
     if (entry !== undefined && entry.readings.json === undefined) entry.readings.json = json;
-    for (const resolve of waiting.get(id) ?? []) resolve();
-    waiting.delete(id);
+    release(id);
   }
+  for (const id of failed) release(id);
+}
+
+function release(id: string): void {
+  for (const resolve of waiting.get(id) ?? []) resolve();
+  waiting.delete(id);
 }
 
 /** The entries whose readings this request needs and the mirror does not hold yet. */
@@ -149,11 +191,12 @@ const fastPath = (request: IncomingMessage, response: ServerResponse): boolean =
     if (missingReadings(request).length === 0) {
       try {
         answered = answer(request, response);
-      } catch {
-        // fastify's route answers (and logs) it
+      } catch (error) {
+        // fastify's route answers it (a 500 problem, logged there too)
+        log("error", "API worker: answering a read failed", error);
       }
     }
-    if (!answered) forward(request, response);
+    if (!answered) forwardSafely(request, response);
   });
   return true;
 };
@@ -195,6 +238,9 @@ function forward(request: IncomingMessage, response: ServerResponse): void {
     const rawBack = received.rawHeaders;
     for (let i = 0; i < rawBack.length; i += 2)
       if (!HOP_BY_HOP.has(rawBack[i]!.toLowerCase())) back.push(rawBack[i]!, rawBack[i + 1]!);
+    // fastify closes the connection after an answer to a body it would not read to the end (a body
+    // it cannot parse, one over the limit): so does the worker, rather than read the rest for nothing.
+    if (/\bclose\b/i.test(received.headers.connection ?? "")) back.push("connection", "close");
     response.sendDate = false; // fastify's answer has its Date
     response.writeHead(received.statusCode ?? 502, received.statusMessage, back);
     received.pipe(response);
@@ -203,6 +249,8 @@ function forward(request: IncomingMessage, response: ServerResponse): void {
     received.on("close", () => {
       if (!received.complete) response.destroy();
     });
+    // The request may still be unfinished (its body cut at the limit): the answer is all it gets.
+    received.on("end", () => upstream.destroy());
   });
   upstream.on("error", (error) => {
     // After a whole answer (a body fastify did not want), nothing is lost; a cut answer cuts the client's.
@@ -210,27 +258,95 @@ function forward(request: IncomingMessage, response: ServerResponse): void {
       if (answer?.complete !== true) response.destroy();
       return;
     }
-    send({ kind: "log", level: "warn", msg: "API worker: passing a request on failed", err: String(error) });
-    const body = JSON.stringify(problem(503, "the service is not ready to answer this request; retry"));
-    response.writeHead(503, { ...API_JSON_HEADERS, "content-type": PROBLEM_CONTENT_TYPE });
-    response.end(body);
+    log("warn", "API worker: passing a request on failed", error);
+    unavailable(response);
   });
   // A client that leaves (an event stream closed) ends the request to fastify too.
   response.on("close", () => {
     if (!response.writableFinished) upstream.destroy();
   });
-  request.pipe(upstream);
+  // Answered: whatever is left of a body no longer read (cut at the limit) is read and dropped, to
+  // keep the connection, unless the answer closes it (as fastify's does after refusing a body).
+  response.on("finish", () => request.resume());
+  passBody(request, upstream);
+}
+
+/** The worker's own answer when fastify cannot be reached: 503, to be retried. */
+function unavailable(response: ServerResponse): void {
+  const body = JSON.stringify(problem(503, "the service is not ready to answer this request; retry"));
+  response.writeHead(503, {
+    ...API_JSON_HEADERS,
+    "content-type": PROBLEM_CONTENT_TYPE,
+    "retry-after": "1",
+  });
+  response.end(body);
+}
+
+/** {@link forward}, whose failure is an answer (503, or the connection cut) and a log line, never thrown. */
+function forwardSafely(request: IncomingMessage, response: ServerResponse): void {
+  try {
+    forward(request, response);
+  } catch (error) {
+    log("error", "API worker: passing a request on failed", error);
+    if (response.headersSent) response.destroy();
+    else unavailable(response);
+  }
+}
+
+/**
+ * Writes the client's body to the request to fastify, with back-pressure, and ends that request only
+ * once every byte written has been flushed: ending a request whose writes are still queued makes
+ * node write one more (empty) chunk, and should fastify have answered and closed the connection in
+ * between (it closes after refusing a body), that write fails with EPIPE and fastify's answer is
+ * lost. No more than {@link BODY_LIMIT} + 1 bytes are passed: that is all fastify needs to answer
+ * 413, so nothing is still being written when it closes.
+ */
+function passBody(request: IncomingMessage, upstream: ClientRequest): void {
+  let passed = 0;
+  let inFlight = 0;
+  let ended = false;
+  // A body cut at the limit is never ended: fastify has answered 413 (and closed) by then.
+  const finish = () => {
+    if (ended && inFlight === 0 && passed <= BODY_LIMIT && !upstream.destroyed) upstream.end();
+  };
+  // The head goes at once: fastify may answer from it alone (a declared length over the limit).
+  upstream.flushHeaders();
+  request.on("data", (chunk: Buffer) => {
+    if (passed > BODY_LIMIT || upstream.destroyed) return;
+    const part = chunk.length > BODY_LIMIT + 1 - passed ? chunk.subarray(0, BODY_LIMIT + 1 - passed) : chunk;
+    passed += part.length;
+    inFlight++;
+    const more = upstream.write(part, () => {
+      inFlight--;
+      finish();
+    });
+    // Over the limit, nothing more is read until the answer is out (see forward).
+    if (passed > BODY_LIMIT) request.pause();
+    else if (!more) {
+      request.pause();
+      upstream.once("drain", () => request.resume());
+    }
+  });
+  // Gone (answered, failed, the client left) with the body still wanted: the rest is read and dropped.
+  upstream.once("close", () => {
+    if (passed <= BODY_LIMIT) request.resume();
+  });
+  request.on("end", () => {
+    ended = true;
+    finish();
+  });
 }
 
 const server = serverFactory(
   setup.limits,
   setup.fastReads ? fastPath : undefined,
   setup.tls,
-)(forward, {
+)(forwardSafely, {
   http: { requireHostHeader: false },
 });
 server.on("clientError", clientErrorHandler);
 server.on("error", (error: Error & { code?: string }) => {
+  // Before listening: the main thread reports the failed start; after: it logs the error.
   send({ kind: "listen-failed", code: error.code, message: error.message });
 });
 server.listen({ host: setup.bind, port: setup.port }, () => {
@@ -241,23 +357,46 @@ server.listen({ host: setup.bind, port: setup.port }, () => {
   });
 });
 
+function onMessage(message: ToWorker): void {
+  switch (message.kind) {
+    case "statuses":
+      mqttConnected = message.mqttConnected;
+      apply(message.statuses);
+      break;
+    case "readings":
+      receiveReadings(message.readings, message.failed);
+      break;
+    case "beat":
+      send({ kind: "beat" });
+      break;
+    case "close":
+      server.close(() => send({ kind: "closed" }));
+      server.closeIdleConnections();
+      break;
+  }
+}
+
 port.on("message", (message: ToWorker) => {
-  if (message.kind === "statuses") {
-    mqttConnected = message.mqttConnected;
-    apply(message.statuses);
-  } else if (message.kind === "readings") {
-    receiveReadings(message.readings);
-  } else {
-    server.close(() => send({ kind: "closed" }));
-    server.closeIdleConnections();
+  try {
+    onMessage(message);
+  } catch (error) {
+    log("error", "API worker: handling a message from the main thread failed", error);
   }
 });
 
+// A rejection nothing handled: logged, the worker keeps serving (the request it was for has failed).
+process.on("unhandledRejection", (reason) => {
+  log("error", "API worker: unhandled rejection", reason);
+});
+
+// An exception nothing caught may have left the worker half updated: it is logged and the thread
+// ends; the main thread starts a new one with a full mirror (worker-host.ts).
 process.on("uncaughtException", (error) => {
   send({
     kind: "log",
     level: "error",
-    msg: "API worker: unexpected error",
-    err: error.stack ?? String(error),
+    msg: "API worker: uncaught exception; the worker ends and is started again",
+    err: (error.stack ?? String(error)).slice(0, LOG_ERROR_CHARS),
   });
+  process.exit(1);
 });

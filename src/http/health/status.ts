@@ -20,9 +20,15 @@ function limitOf(deps: HttpDeps, id: string): number {
 
 export type Readiness = { readonly ready: true } | { readonly ready: false; readonly reason: string };
 
-/** READY when MQTT is connected and at least one instance had a successful poll within its limit. */
+/**
+ * READY when MQTT is connected, the REST API (when on) answers, and at least one instance had a
+ * successful poll within its limit. The REST API does not answer while its worker thread
+ * (`Api.Worker`) is dead or hung and being started again: `apiOutage` says so, and is the reason.
+ */
 export function readiness(deps: HttpDeps, now: number): Readiness {
   if (!deps.mqttStatus().connected) return { ready: false, reason: "MQTT not connected" };
+  const apiOutage = deps.config.Api.Enabled ? (deps.apiOutage?.() ?? null) : null;
+  if (apiOutage !== null) return { ready: false, reason: apiOutage };
   const polled = deps.store.list().filter((s) => s.lastSuccessUtc !== null);
   if (polled.length === 0) return { ready: false, reason: "no successful PDU poll yet" };
   if (polled.some((s) => now - (s.lastSuccessUtc ?? 0) <= limitOf(deps, s.id))) return { ready: true };

@@ -32,7 +32,7 @@ import { Client, Pool, type Dispatcher } from "undici";
 import type { InstanceConfig, PduScheme } from "../../config/schema.js";
 import { silentLogger, type Logger } from "../../log.js";
 import { describeError, isPduError, ParseError, PduError } from "../errors.js";
-import { AnswerTooLarge, Exchange } from "../exchange.js";
+import { AnswerTooLarge, Exchange } from "../http-request.js";
 import type {
   CredentialsVerdict,
   LabelTarget,

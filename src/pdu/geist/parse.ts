@@ -52,6 +52,7 @@ import {
   type PduSystem,
   type Snapshot,
 } from "../model.js";
+import { quoteName } from "../names.js";
 import { GEIST_VENDOR, type ProxyRoute } from "./wire.js";
 
 type Obj = Record<string, unknown>;
@@ -70,10 +71,15 @@ function isObj(v: unknown): v is Obj {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
+/** A key in a JSON path is cut to this many characters (a PDU's keys can be as long as its answer). */
+const MAX_PATH_SEGMENT = 64;
+
 function formatPath(path: Path, extra: readonly string[]): string {
   let out = "$";
-  for (const seg of [...path, ...extra])
-    out += PLAIN_SEGMENT.test(seg) ? `.${seg}` : `[${JSON.stringify(seg)}]`;
+  for (const seg of [...path, ...extra]) {
+    if (seg.length > MAX_PATH_SEGMENT) out += `[${JSON.stringify(seg.slice(0, MAX_PATH_SEGMENT))}…]`;
+    else out += PLAIN_SEGMENT.test(seg) ? `.${seg}` : `[${JSON.stringify(seg)}]`;
+  }
   return out;
 }
 
@@ -191,11 +197,13 @@ const ALARM_CACHE_LIMIT = 32;
  */
 const typeCache = new Map<string, string>();
 const TYPE_CACHE_LIMIT = 256;
+/** Strings longer than this are never cached (the caches live as long as the process). */
+const CACHED_CHARS = 64;
 
 function interned(type: string): string {
   const known = typeCache.get(type);
   if (known !== undefined) return known;
-  if (typeCache.size < TYPE_CACHE_LIMIT) typeCache.set(type, type);
+  if (typeCache.size < TYPE_CACHE_LIMIT && type.length <= CACHED_CHARS) typeCache.set(type, type);
   return type;
 }
 
@@ -218,14 +226,15 @@ function alarmOf(parent: Obj, path: Path, w: Warnings): Alarm {
   const state = isBlank(rawState) ? "none" : rawState;
   const severity = str(v.severity);
   let bySeverity = alarmCache.get(state);
-  if (bySeverity === undefined && alarmCache.size < ALARM_CACHE_LIMIT) {
+  if (bySeverity === undefined && alarmCache.size < ALARM_CACHE_LIMIT && state.length <= CACHED_CHARS) {
     bySeverity = new Map();
     alarmCache.set(state, bySeverity);
   }
   let alarm = bySeverity?.get(severity);
   if (alarm === undefined) {
     alarm = Object.freeze({ state, severity, raised: isAlarmRaised(state) });
-    if (bySeverity !== undefined && bySeverity.size < ALARM_CACHE_LIMIT) bySeverity.set(severity, alarm);
+    if (bySeverity !== undefined && bySeverity.size < ALARM_CACHE_LIMIT && severity.length <= CACHED_CHARS)
+      bySeverity.set(severity, alarm);
   }
   return alarm;
 }
@@ -742,7 +751,7 @@ export function parseOneView(data: unknown, instanceId: string, timestamp: numbe
   for (let i = 1; i < devices.length; i++) {
     const id = devices[i]?.id;
     if (id !== undefined && id === devices[i - 1]?.id)
-      fail(path, `device ${id} is reported by more than one host`, "host");
+      fail(path, `device ${quoteName(id)} is reported by more than one host`, "host");
   }
   for (const list of members.values()) Object.freeze(list.sort(compareRefs));
   return Object.freeze({

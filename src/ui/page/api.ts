@@ -2,7 +2,15 @@
  * The page's only connections: the service's own REST API and event stream (same origin). The API
  * key lives in sessionStorage only (gone when the tab closes) and is sent as X-Api-Key.
  */
-import type { ControlEventData, OutletHistory, SnapshotEventData, StatusEventData } from "../wire.js";
+import type {
+  AlarmEventData,
+  AlarmsEventData,
+  ControlEventData,
+  OutletHistory,
+  RecentEventData,
+  SnapshotEventData,
+  StatusEventData,
+} from "../wire.js";
 import { sessionHeaders, signIn, signInEnabled } from "./session.js";
 
 const KEY_ITEM = "pdu-bridge.apiKey";
@@ -70,6 +78,28 @@ export async function control(
   }
 }
 
+/** What checking a key against the service found. */
+export type KeyCheck =
+  { readonly ok: true } | { readonly ok: false; readonly status: number; readonly detail: string };
+
+/** Asks the service whether `key` is its API key (`GET /api/v1/key`); never throws. */
+export async function checkKey(key: string): Promise<KeyCheck> {
+  try {
+    const response = await fetch("/api/v1/key", { headers: { "x-api-key": key }, cache: "no-store" });
+    if (response.status === 204) return { ok: true };
+    let detail = `HTTP ${response.status}`;
+    try {
+      const body = (await response.json()) as { detail?: unknown };
+      if (typeof body.detail === "string") detail = body.detail;
+    } catch {
+      // not a problem document
+    }
+    return { ok: false, status: response.status, detail };
+  } catch {
+    return { ok: false, status: 0, detail: "the service did not answer; check the connection and try again" };
+  }
+}
+
 export async function outletHistory(
   instanceId: string,
   deviceId: string,
@@ -90,6 +120,9 @@ export interface FeedHandlers {
   status(this: void, data: StatusEventData): void;
   snapshot(this: void, data: SnapshotEventData): void;
   control(this: void, data: ControlEventData): void;
+  alarm(this: void, data: AlarmEventData): void;
+  alarms(this: void, data: AlarmsEventData): void;
+  recent(this: void, data: RecentEventData): void;
   connection(this: void, live: boolean): void;
 }
 
@@ -133,6 +166,9 @@ export class Feed {
     source.addEventListener("status", parse(this.#handlers.status));
     source.addEventListener("snapshot", parse(this.#handlers.snapshot));
     source.addEventListener("control", parse(this.#handlers.control));
+    source.addEventListener("alarm", parse(this.#handlers.alarm));
+    source.addEventListener("alarms", parse(this.#handlers.alarms));
+    source.addEventListener("recent", parse(this.#handlers.recent));
     // The service ends a stream at its maximum age right after this event: a new one at once, so
     // the page never shows a gap (the full current state comes with it).
     source.addEventListener("reconnect", () => {

@@ -1,22 +1,46 @@
 /**
- * The outlet's power over the last hour as an SVG line chart (hand-written: a path, two grid lines
- * and four labels are smaller than any charting library). Samples stay bounded: older than an hour
- * or beyond MAX_POINTS are dropped as new ones arrive.
+ * The outlet's power as an SVG line chart (hand-written: a path, a grid and labels are smaller than
+ * any charting library). The time axis spans the samples it has (up to an hour), so the first
+ * minutes after a start fill the chart instead of sitting at its right edge; the value of the
+ * sample nearest the pointer (or chosen with the arrow keys) is shown with its time. Samples stay
+ * bounded: older than an hour or beyond MAX_POINTS are dropped as new ones arrive.
  */
 import { num, svg } from "./dom.js";
 
 const WINDOW_MS = 3_600_000;
+/** The axis spans at least this much, so two samples a second apart are not a vertical line. */
+const MIN_SPAN_MS = 10_000;
 const MAX_POINTS = 4000;
 const H = 240;
-const PAD = { left: 48, right: 12, top: 12, bottom: 28 };
+const PAD = { left: 52, right: 14, top: 12, bottom: 28 };
+/** Tick steps of the time axis, the first giving at most six ticks is used. */
+const STEPS_MS = [2_000, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000, 900_000, 1_800_000];
+
+const clock = (t: number, seconds: boolean): string =>
+  new Date(t).toLocaleTimeString("en-GB", {
+    hour: "2-digit",
+    minute: "2-digit",
+    ...(seconds ? { second: "2-digit" } : {}),
+  });
 
 export class PowerChart {
   readonly element: SVGElement;
+  /** The value under the pointer or the cursor ("14:02:31 · 58 W"), for a caption beside the chart. */
+  readonly readout: HTMLElement;
   #times: number[] = [];
   #values: (number | null)[] = [];
+  /** The sample the cursor is on (keyboard or pointer), or null. */
+  #cursor: number | null = null;
+  #now = Date.now();
 
   constructor(label: string) {
-    this.element = svg("svg", { class: "chart", role: "img", "aria-label": label });
+    this.element = svg("svg", { class: "chart", role: "img", "aria-label": label, tabindex: 0 });
+    this.readout = document.createElement("p");
+    this.readout.className = "chart-readout";
+    this.element.addEventListener("pointermove", (event) => this.#pointAt(event.clientX));
+    this.element.addEventListener("pointerleave", () => this.#setCursor(null));
+    this.element.addEventListener("blur", () => this.#setCursor(null));
+    this.element.addEventListener("keydown", (event) => this.#key(event));
   }
 
   /** Replaces the samples (the history answer). */
@@ -42,6 +66,7 @@ export class PowerChart {
     if (drop > 0) {
       this.#times.splice(0, drop);
       this.#values.splice(0, drop);
+      this.#cursor = null;
     }
   }
 
@@ -49,18 +74,33 @@ export class PowerChart {
   summary(): string {
     const numbers = this.#values.filter((v): v is number => v !== null);
     if (numbers.length === 0) return "no power samples yet";
-    return `${numbers.length} samples; min ${num(Math.min(...numbers))} W, max ${num(Math.max(...numbers))} W, latest ${num(numbers.at(-1))} W`;
+    const since = this.#times[0] ?? this.#now;
+    const span = Math.max(1, Math.round((this.#now - since) / 60_000));
+    return `${numbers.length} samples over ${span} min; min ${num(Math.min(...numbers), 0)} W, max ${num(Math.max(...numbers), 0)} W, latest ${num(numbers.at(-1), 0)} W`;
+  }
+
+  /** The axis: from the first sample (at most an hour back) to now. */
+  #span(now: number): { start: number; span: number } {
+    const first = this.#times[0] ?? now;
+    const start = Math.min(Math.max(first, now - WINDOW_MS), now - MIN_SPAN_MS);
+    return { start, span: now - start };
+  }
+
+  #width(): number {
+    return Math.max(280, Math.round(this.element.getBoundingClientRect().width) || 720);
   }
 
   render(now: number): void {
+    this.#now = now;
     const el = this.element;
     // Drawn at the element's own width, so text and lines are never stretched.
-    const W = Math.max(280, Math.round(el.getBoundingClientRect().width) || 720);
+    const W = this.#width();
     el.setAttribute("viewBox", `0 0 ${W} ${H}`);
     while (el.firstChild) el.removeChild(el.firstChild);
     const numbers = this.#values.filter((v): v is number => v !== null);
     const top = niceCeiling(Math.max(1, ...numbers));
-    const x = (t: number) => PAD.left + ((t - (now - WINDOW_MS)) / WINDOW_MS) * (W - PAD.left - PAD.right);
+    const { start, span } = this.#span(now);
+    const x = (t: number) => PAD.left + ((t - start) / span) * (W - PAD.left - PAD.right);
     const y = (v: number) => H - PAD.bottom - (v / top) * (H - PAD.top - PAD.bottom);
     for (const v of [0, top / 2, top]) {
       el.appendChild(svg("line", { x1: PAD.left, x2: W - PAD.right, y1: y(v), y2: y(v), class: "grid" }));
@@ -68,19 +108,14 @@ export class PowerChart {
       label.textContent = `${num(v, 0)} W`;
       el.appendChild(label);
     }
-    for (const [minutes, anchor] of [
-      [60, "start"],
-      [30, "middle"],
-      [0, "end"],
-    ] as const) {
-      const label = svg("text", {
-        x: x(now - minutes * 60_000),
-        y: H - 8,
-        "text-anchor": anchor,
-        class: "axis",
-      });
-      label.textContent = minutes === 0 ? "now" : `−${minutes} min`;
+    const step = STEPS_MS.find((s) => span / s <= 6) ?? 3_600_000;
+    for (let t = Math.ceil(start / step) * step; t <= now; t += step) {
+      const label = svg("text", { x: x(t), y: H - 8, "text-anchor": "middle", class: "axis" });
+      label.textContent = clock(t, step < 60_000);
       el.appendChild(label);
+      el.appendChild(
+        svg("line", { x1: x(t), x2: x(t), y1: PAD.top, y2: H - PAD.bottom, class: "grid faint" }),
+      );
     }
     let d = "";
     let pen = false;
@@ -94,7 +129,61 @@ export class PowerChart {
       pen = true;
     });
     if (d !== "") el.appendChild(svg("path", { d, class: "line" }));
-    el.setAttribute("aria-label", `Power over the last hour: ${this.summary()}`);
+    const cursor = this.#cursor;
+    const ct = cursor === null ? undefined : this.#times[cursor];
+    const cv = cursor === null ? undefined : this.#values[cursor];
+    if (ct !== undefined && cv !== undefined && cv !== null) {
+      el.appendChild(svg("line", { x1: x(ct), x2: x(ct), y1: PAD.top, y2: H - PAD.bottom, class: "cursor" }));
+      el.appendChild(svg("circle", { cx: x(ct), cy: y(cv), r: 4, class: "dot" }));
+    }
+    el.setAttribute(
+      "aria-label",
+      `Power since ${clock(start, false)}: ${this.summary()}. Arrow keys read the samples.`,
+    );
+  }
+
+  /** The sample nearest a pointer position. */
+  #pointAt(clientX: number): void {
+    if (this.#times.length === 0) return;
+    const box = this.element.getBoundingClientRect();
+    const W = this.#width();
+    const { start, span } = this.#span(this.#now);
+    const t = start + ((clientX - box.left - PAD.left) / (W - PAD.left - PAD.right)) * span;
+    let best = 0;
+    for (let i = 1; i < this.#times.length; i++)
+      if (Math.abs(this.#times[i]! - t) < Math.abs(this.#times[best]! - t)) best = i;
+    this.#setCursor(best);
+  }
+
+  #key(event: KeyboardEvent): void {
+    const last = this.#times.length - 1;
+    if (last < 0) return;
+    const at = this.#cursor ?? last;
+    const next =
+      event.key === "ArrowLeft"
+        ? at - 1
+        : event.key === "ArrowRight"
+          ? at + 1
+          : event.key === "Home"
+            ? 0
+            : event.key === "End"
+              ? last
+              : null;
+    if (next === null) return;
+    event.preventDefault();
+    this.#setCursor(Math.max(0, Math.min(last, next)));
+  }
+
+  #setCursor(index: number | null): void {
+    if (this.#cursor === index) return;
+    this.#cursor = index;
+    const t = index === null ? undefined : this.#times[index];
+    const v = index === null ? undefined : this.#values[index];
+    this.readout.textContent =
+      t === undefined
+        ? ""
+        : `${clock(t, true)} · ${v === null || v === undefined ? "no value" : `${num(v, 0)} W`}`;
+    this.render(this.#now);
   }
 }
 

@@ -37,6 +37,18 @@ export function setText(node: Node, text: string): void {
   if (node.textContent !== text) node.textContent = text;
 }
 
+/** Sets the class attribute only when it changed. */
+export function setClass(element: Element, className: string): void {
+  if (element.getAttribute("class") !== className) element.setAttribute("class", className);
+}
+
+/** Sets or removes an attribute only when it changed (null removes). */
+export function setAttr(element: Element, name: string, value: string | null): void {
+  if (value === null) {
+    if (element.hasAttribute(name)) element.removeAttribute(name);
+  } else if (element.getAttribute(name) !== value) element.setAttribute(name, value);
+}
+
 const SVG_NS = "http://www.w3.org/2000/svg" as const;
 
 export function svg(
@@ -54,13 +66,4 @@ export function svg(
 export function num(value: number | null | undefined, digits = 1): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return "–";
   return value.toLocaleString("en", { maximumFractionDigits: digits, minimumFractionDigits: 0 });
-}
-
-/** "12 s ago", "3 min ago", "2 h ago". */
-export function age(fromIso: string | null, now: number): string {
-  if (fromIso === null) return "never";
-  const seconds = Math.max(0, Math.round((now - Date.parse(fromIso)) / 1000));
-  if (seconds < 120) return `${seconds} s ago`;
-  if (seconds < 7200) return `${Math.round(seconds / 60)} min ago`;
-  return `${Math.round(seconds / 3600)} h ago`;
 }

@@ -1,5 +1,5 @@
 /**
- * One HTTP exchange read from undici's dispatch callbacks (src/pdu/exchange.ts), against a real
+ * One HTTP exchange read from undici's dispatch callbacks (src/pdu/http-request.ts), against a real
  * node:http server on loopback: the answer whole, non-2xx answers unread, the body limit (declared
  * and streamed), the deadline (also for a request still queued behind another), the caller's signal,
  * and nothing left attached to a long-lived signal.
@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
 import { Client } from "undici";
-import { AnswerTooLarge, Exchange, type ExchangeRequest } from "../../src/pdu/exchange.js";
+import { AnswerTooLarge, Exchange, type ExchangeRequest } from "../../src/pdu/http-request.js";
 import { failOnUnhandled } from "../../testkit/no-unhandled.js";
 
 failOnUnhandled();

@@ -4,13 +4,13 @@
  *
  * Not undici's `request()`: for every answer it builds a readable stream of the body, which the
  * caller then reads through an async iterator, a promise per chunk and the stream's end-of-stream
- * and destroy machinery, and it follows an AbortSignal. With polls of a thousand PDUs every 10 s,
- * whose connections the units drop between polls, that was about a third of the bridge's CPU when no
- * value changes (npm run bench, fleet "nothing changes"; docs/performance.md). Here an answer is its
- * status and its body's chunks, gathered by one handler object, which is also the request's timer
- * argument and its listener on the caller's signal: no AbortController, no closures, and nothing
- * left attached to a long-lived signal once the exchange settled (the poller's and control's
- * signals live as long as the service; docs/reliability.md, "The leak the soak found").
+ * and destroy machinery, and it follows an AbortSignal; at a thousand PDUs polled every 10 s that
+ * machinery is a large share of the bridge's CPU when no value changes (docs/performance.md). Here
+ * an answer is its status and its body's chunks, gathered by one handler object, which is also the
+ * request's timer argument and its listener on the caller's signal: no AbortController, no
+ * closures, and nothing left attached to a long-lived signal once the exchange settled (the
+ * poller's and control's signals live as long as the service; docs/reliability.md, "The leak the
+ * soak found").
  */
 import { setMaxListeners } from "node:events";
 import type { Dispatcher } from "undici";

@@ -85,6 +85,8 @@ interface Round {
   readonly filters: readonly string[];
   readonly startedAt: number;
   lastConfigAt: number;
+  /** Its number, the payload of its marker (a late marker of an earlier round ends nothing). */
+  readonly seq: number;
   /** When the marker arrived; null before. */
   markerAt: number | null;
 }
@@ -110,6 +112,8 @@ export class GhostSweeper {
   #perInstance: number | null = null;
   /** Markers do not come back (the broker does not let the bridge read its own topic): quiet time ends rounds. */
   #markersLost = false;
+  /** Rounds begun so far (numbers their markers). */
+  #rounds = 0;
   #timer: NodeJS.Timeout | null = null;
 
   constructor(options: GhostSweeperOptions) {
@@ -156,7 +160,11 @@ export class GhostSweeper {
   collect(topic: string, payload: Buffer, retained: boolean): void {
     const round = this.#round;
     if (topic === this.#marker) {
-      if (round !== null && round.markerAt === null) round.markerAt = this.#now();
+      if (round === null || round.markerAt !== null || payload.toString("latin1") !== String(round.seq))
+        return;
+      round.markerAt = this.#now();
+      // Nothing to wait for after it (a broker that delivers in order): the next round starts now.
+      if (this.#settleMs === 0) this.#tick();
       return;
     }
     // Our own publishes come back live (not retained); an empty payload is already cleared.
@@ -220,13 +228,14 @@ export class GhostSweeper {
     for (const id of instances) this.#collected.set(id, { joined: [], pending: [], count: 0, read: false });
     const filters = instances.map((id) => `${this.#o.prefix}/+/${this.#nodeIdOf.get(id) ?? ""}/+/config`);
     const now = this.#now();
-    const round: Round = { instances, filters, startedAt: now, lastConfigAt: now, markerAt: null };
+    const seq = ++this.#rounds;
+    const round: Round = { instances, filters, seq, startedAt: now, lastConfigAt: now, markerAt: null };
     this.#round = round;
     this.#o.sink.subscribeOnce(filters, { noLocal: true }).then(
       () => {
         if (this.#round !== round) return;
         round.lastConfigAt = this.#now();
-        if (!this.#markersLost) this.#o.sink.publish(this.#marker, "", 1, false);
+        if (!this.#markersLost) this.#o.sink.publish(this.#marker, String(round.seq), 1, false);
       },
       (error: unknown) => this.#abandon(error),
     );

@@ -3,7 +3,7 @@ import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
-import { ConfigError } from "../../src/config/errors.js";
+import { ConfigError } from "../../../src/config/errors.js";
 import {
   configSource,
   diffConfig,
@@ -11,15 +11,15 @@ import {
   type ConfigWatchHandlers,
   type KubernetesSourceOptions,
   type LiveChanges,
-} from "../../src/config/kubernetes.js";
-import { LIVE_APPLIERS, liveKeys } from "../../src/config/kubernetes/diff.js";
-import { parseConfigText } from "../../src/config/load.js";
-import { referenceRows } from "../../src/config/reference.js";
-import type { Config } from "../../src/config/schema.js";
-import { createLogger, type Logger } from "../../src/log.js";
-import { KubeApiStandIn } from "../../testkit/kube-api.js";
-import { freePort } from "../../testkit/repo.js";
-import { waitFor } from "../../testkit/wait.js";
+} from "../../../src/config/kubernetes/source.js";
+import { LIVE_APPLIERS, liveKeys } from "../../../src/config/kubernetes/diff.js";
+import { parseConfigText } from "../../../src/config/load.js";
+import { referenceRows } from "../../../src/config/reference.js";
+import type { Config } from "../../../src/config/schema.js";
+import { createLogger, type Logger } from "../../../src/log.js";
+import { KubeApiStandIn } from "../../../testkit/kube-api.js";
+import { freePort } from "../../../testkit/repo.js";
+import { waitFor } from "../../../testkit/wait.js";
 
 const NS = "pdu";
 const NAME = "pdu-bridge";

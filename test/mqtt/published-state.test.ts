@@ -8,7 +8,7 @@ import { describe, it } from "node:test";
 import fc from "fast-check";
 import { SETTING_NAMES } from "../../src/control/settings.js";
 import type { TopicKey } from "../../src/mqtt/topics.js";
-import { NO_SLOT, Track, type Slot } from "../../src/mqtt/track.js";
+import { NO_SLOT, Track, type Slot } from "../../src/mqtt/published-state.js";
 
 type Key = TopicKey;
 
@@ -67,7 +67,7 @@ describe("topic track", () => {
       pdu,
       "the key of each slot, as visited",
     );
-    track.published(first.slots[3]!, 1000, NaN, "58");
+    track.recordText(first.slots[3]!, 1000, "58");
     const names = named();
 
     // Fresh strings, as the next poll's JSON.parse makes them.
@@ -75,9 +75,9 @@ describe("topic track", () => {
     assert.equal(named(), names, "no topic named again");
     assert.deepEqual(second.gone, []);
     assert.equal(second.slots[3], first.slots[3], "the same slot, with what was sent on it");
-    assert.equal(track.payload(second.slots[3]!), "58");
-    assert.ok(track.sent(second.slots[3]!));
-    assert.ok(!track.sent(second.slots[2]!));
+    assert.equal(track.lastText(second.slots[3]!), "58");
+    assert.ok(track.isPublished(second.slots[3]!));
+    assert.ok(!track.isPublished(second.slots[2]!));
   });
 
   it("reports what disappeared, and finds what moved by its topic", () => {
@@ -154,10 +154,10 @@ describe("topic track", () => {
             const known = model.get(name);
             if (known !== undefined) assert.equal(slot, known, "the slot remembered for that topic");
             // What was published on the topic before, or nothing for a new one (a reused slot too).
-            assert.deepEqual(track.num(slot), sentNum.get(name) ?? NaN);
-            assert.equal(track.at(slot), sentNum.has(name) ? 1000 + sentNum.get(name)! : 0);
-            assert.equal(track.sent(slot), sentNum.has(name));
-            track.published(slot, 1000 + ++n, n);
+            assert.deepEqual(track.lastNumber(slot), sentNum.get(name) ?? NaN);
+            assert.equal(track.lastPublishedAt(slot), sentNum.has(name) ? 1000 + sentNum.get(name)! : 0);
+            assert.equal(track.isPublished(slot), sentNum.has(name));
+            track.recordNumber(slot, 1000 + ++n, n);
             sentNum.set(name, n);
             model.set(name, slot);
             visited.add(name);
@@ -186,13 +186,13 @@ describe("topic track", () => {
       type: "current",
     }));
     const first = walk(track, many);
-    first.slots.forEach((slot, i) => track.published(slot, 5000 + i, i / 10));
+    first.slots.forEach((slot, i) => track.recordNumber(slot, 5000 + i, i / 10));
     const second = walk(track, many);
     assert.deepEqual(
-      second.slots.map((slot) => [track.num(slot), track.at(slot)]),
+      second.slots.map((slot) => [track.lastNumber(slot), track.lastPublishedAt(slot)]),
       many.map((_, i) => [i / 10, 5000 + i]),
     );
-    assert.ok(second.slots.every((slot) => track.sent(slot)));
+    assert.ok(second.slots.every((slot) => track.isPublished(slot)));
   });
 
   it("keeps every slot's state when its arrays are trimmed after a walk and grown again", () => {
@@ -205,19 +205,30 @@ describe("topic track", () => {
         type: "w",
       }));
     // 37 slots: grown once past the first 32, then trimmed to 37 at the end of the walk.
-    walk(track, keys(37)).slots.forEach((slot, i) => track.published(slot, 100 + i, i));
+    walk(track, keys(37)).slots.forEach((slot, i) => track.recordNumber(slot, 100 + i, i));
     // 80: grown twice more (by a quarter each time), trimmed again.
     const grown = walk(track, keys(80));
-    grown.slots.slice(37).forEach((slot, i) => track.published(slot, 200 + i, -i, `p${i}`));
+    grown.slots.slice(37).forEach((slot, i) => {
+      track.recordNumber(slot, 200 + i, -i);
+      track.recordText(slot, 200 + i, `p${i}`);
+    });
     // 20: 60 slots gone, arrays keep their room; then 90 reuse the freed slots and grow.
     assert.equal(walk(track, keys(20)).gone.length, 60);
     const last = walk(track, keys(90));
     assert.deepEqual(
-      last.slots.slice(0, 20).map((slot) => [track.num(slot), track.at(slot), track.sent(slot)]),
+      last.slots
+        .slice(0, 20)
+        .map((slot) => [track.lastNumber(slot), track.lastPublishedAt(slot), track.isPublished(slot)]),
       keys(20).map((_, i) => [i, 100 + i, true]),
     );
-    assert.ok(last.slots.slice(20).every((slot) => !track.sent(slot) && Number.isNaN(track.num(slot))));
-    assert.ok(last.slots.slice(20).every((slot) => track.payload(slot) === null && track.at(slot) === 0));
+    assert.ok(
+      last.slots.slice(20).every((slot) => !track.isPublished(slot) && Number.isNaN(track.lastNumber(slot))),
+    );
+    assert.ok(
+      last.slots
+        .slice(20)
+        .every((slot) => track.lastText(slot) === null && track.lastPublishedAt(slot) === 0),
+    );
     assert.deepEqual(
       last.slots.map((slot) => track.key(slot)),
       keys(90),

@@ -1,37 +1,31 @@
 /**
- * The Kubernetes configuration source (contract §2 "Configuration from Kubernetes"): with
- * `SERVICE_CONFIG_SOURCE=kubernetes` the configuration is the `config.yaml` key of the ConfigMap
- * `SERVICE_CONFIG_CONFIGMAP` (namespace `SERVICE_CONFIG_NAMESPACE`, else the pod's own), read through
- * the Kubernetes API with the pod's service account, then watched.
+ * The Kubernetes configuration source (docs/deployment.md, "Configuration from the Kubernetes
+ * API"): with `SERVICE_CONFIG_SOURCE=kubernetes` the configuration is the `config.yaml` key of the
+ * ConfigMap `SERVICE_CONFIG_CONFIGMAP` (namespace `SERVICE_CONFIG_NAMESPACE`, else the pod's own),
+ * read through the Kubernetes API with the pod's service account, then watched.
  *
- * A change the running service can take (an instance's `PollInterval`, `Logging.Level`) is handed to
+ * A change the running service can take (the keys the schema marks `appliesLive`) is handed to
  * `onChange`; any other change goes to `onRestartRequired`: the app stops cleanly and exits 0, and
- * Kubernetes restarts the container, which reads the new configuration. An invalid new configuration (secrets
- * in the ConfigMap included) goes to `onError` and the service keeps running on the one it has.
+ * Kubernetes restarts the container, which reads the new configuration. An invalid new
+ * configuration (secrets in the ConfigMap included) goes to `onError` and the service keeps running
+ * on the one it has.
  *
- * Parts: ./kubernetes/diff.ts (what changed, what applies live), ./kubernetes/watch.ts (the watch
- * loop), ./kubernetes/api.ts (the two API calls). This file reads the environment and starts them.
+ * Parts: ./diff.ts (what changed, what applies live), ./watch.ts (the watch loop), ./api.ts (the
+ * two API calls). This file reads the environment and starts them.
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { silentLogger, type Logger } from "../log.js";
-import { ConfigError } from "./errors.js";
-import { parseConfigText, type Env } from "./load.js";
-import type { Config } from "./schema.js";
-import { ioReason } from "./secrets.js";
-import {
-  ApiClient,
-  configText,
-  describeApiError,
-  where,
-  type ConfigMapObject,
-  type Target,
-} from "./kubernetes/api.js";
-import { startWatch, type ConfigWatch, type ConfigWatchHandlers } from "./kubernetes/watch.js";
+import { silentLogger, type Logger } from "../../log.js";
+import { ConfigError } from "../errors.js";
+import { parseConfigText, type Env } from "../load.js";
+import type { Config } from "../schema.js";
+import { ioReason } from "../secrets.js";
+import { ApiClient, configText, describeApiError, where, type ConfigMapObject, type Target } from "./api.js";
+import { startWatch, type ConfigWatch, type ConfigWatchHandlers } from "./watch.js";
 
-export { CONFIG_KEY } from "./kubernetes/api.js";
-export { diffConfig, type ConfigDiff, type LiveChanges } from "./kubernetes/diff.js";
-export type { ConfigWatch, ConfigWatchHandlers } from "./kubernetes/watch.js";
+export { CONFIG_KEY } from "./api.js";
+export { diffConfig, type ConfigDiff, type LiveChanges } from "./diff.js";
+export type { ConfigWatch, ConfigWatchHandlers } from "./watch.js";
 
 export const DEFAULT_SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 

@@ -1,0 +1,84 @@
+/**
+ * Settings writes (docs/control.md, "Settings writes"): labels, delays and the power-on action. The
+ * same checks as a command (instance, ActionsEnabled, polled, target in the latest snapshot), the
+ * values checked by the settings table (./settings.ts), the write in the target's turn (an outlet's
+ * turn is the one its commands take), then an early poll, which shows the new values: the PDU
+ * reports settings at once, unlike a switched state.
+ */
+import type { Config } from "../config/schema.js";
+import type { Logger } from "../log.js";
+import type { OutletSettings } from "../pdu/driver.js";
+import type { SnapshotStore } from "../poller/store.js";
+import { describeTarget } from "./audit.js";
+import type { CommandDriver } from "./commands.js";
+import { badIndex, polledInstance, protectedSettingsRefusal } from "./checks.js";
+import { controlUnavailable, refuse, settingsFailure, stoppingRefusal, type Refusal } from "./outcomes.js";
+import { SETTING_NAMES, settingsProblem, SETTINGS_ACTION, SETTINGS_TURN } from "./settings.js";
+import type { WritesInFlight } from "./stopping.js";
+import { planSettings, type SettingsPlan } from "./targets.js";
+import type { SettingsOutcome, SettingsRequest } from "./types.js";
+import type { Writer } from "./writes.js";
+
+export interface SettingsWriteDeps {
+  readonly config: Config;
+  readonly store: SnapshotStore;
+  /** The instance's driver, while this process owns the instance; else undefined (503). */
+  client(instanceId: string): CommandDriver | undefined;
+  readonly logger: Logger;
+  readonly writer: Writer;
+  readonly inFlight: WritesInFlight;
+}
+
+/** A settings write: checked, then written in its target's turn; never rejects. */
+export async function applySettings(
+  deps: SettingsWriteDeps,
+  request: SettingsRequest,
+): Promise<SettingsOutcome> {
+  const { target } = request;
+  const allowed = target.kind === "outlet" ? SETTING_NAMES : (["label"] as const);
+  const problem = settingsProblem(request.settings, allowed);
+  if (problem !== null) return refuse(400, "Bad settings", `${problem}; nothing was sent`);
+  const index = badIndex(target);
+  if (index !== null) return index;
+  const settings = request.settings as OutletSettings;
+
+  const polled = polledInstance(deps.config, deps.store, request.instanceId);
+  if ("status" in polled) return polled;
+  const { id, snapshot } = polled;
+  const planned = planSettings(snapshot, target, id);
+  if ("status" in planned) return planned;
+  if (planned.kind === "outlet") {
+    const guarded = protectedSettingsRefusal(snapshot, planned.outlet, settings, id);
+    if (guarded !== null) return guarded;
+  }
+  const call = driverCall(deps.client(id), planned, settings, id);
+  if (typeof call !== "function") return call;
+  const what = `${SETTINGS_ACTION} ${Object.keys(settings).join(", ")} on ${describeTarget(planned.resolved)} of instance ${id}`;
+  if (deps.inFlight.stopping) return stoppingRefusal(what);
+
+  deps.logger.debug({ instance: id, target: describeTarget(planned.resolved) }, "control: writing settings");
+  const result = await deps.writer.inTurn(id, planned.key, SETTINGS_TURN, call);
+  deps.writer.repollAfter(id, [result]);
+  if (result.ok) return { ok: true, status: 200, instanceId: id, target: planned.resolved, settings };
+  return settingsFailure(what, result);
+}
+
+/** The driver call that writes the settings, or why there is none (503 no driver, 502 not supported). */
+function driverCall(
+  client: CommandDriver | undefined,
+  planned: SettingsPlan,
+  settings: OutletSettings,
+  id: string,
+): ((signal: AbortSignal) => Promise<void>) | Refusal {
+  if (client === undefined) return controlUnavailable(id);
+  const call =
+    planned.kind === "outlet"
+      ? client.setOutletSettings?.bind(client, planned.outlet, settings)
+      : client.setLabel?.bind(client, planned.label, settings.label ?? "");
+  if (call !== undefined) return call;
+  return refuse(
+    502,
+    "Not supported",
+    `the driver of instance ${id} cannot change settings of ${describeTarget(planned.resolved)}; nothing was sent`,
+  );
+}

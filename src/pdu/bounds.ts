@@ -1,0 +1,553 @@
+/**
+ * Bounds on what a PDU sends (docs/reliability.md, "Bounds on what a PDU sends"): the lengths of the
+ * names and texts of a snapshot and the counts of its parts. Vendor-neutral: the poller applies them
+ * to the snapshot every driver returns ({@link SnapshotBounds}), before anything else of the service
+ * sees it, so a family's parser needs no rules of its own (it may use the constants to stop reading
+ * early). Everything a PDU names is repeated downstream (every REST reading carries its device's id
+ * and display name, every MQTT topic its ids), so one long string or one huge answer would cost its
+ * size many times over.
+ *
+ * Over a bound:
+ * - an id that is too long (device id, entity key, measurement type, group key): the thing it names
+ *   is left out, never cut into a different id; a device left out takes its outlets and entities,
+ *   and its outlets leave the groups;
+ * - a text that is too long (name, label, state, alarm, power-on action, units, identity fields):
+ *   read as blank, and a display name made of it falls back as the driver's would (name, then the
+ *   id or `Outlet <n>`);
+ * - a count that is too large (devices, outlets, entities, measurements, groups, members): the whole
+ *   answer is refused (a poll failure naming the bound): which part to leave out would be a guess;
+ * - an answer whose every device is left out is refused too: a PDU is never turned into no devices.
+ *
+ * What is left out or blanked is listed in the snapshot's `warnings` (logged once per path by the
+ * poller, shown in /health/integrations); a refusal is the instance's `lastError`.
+ *
+ * Cost: one pass over a changed snapshot (lengths and counts are read, nothing is copied unless
+ * something is over a bound); a snapshot the driver returned restamped (model.ts `restamp`, the
+ * PDU answered exactly as before) is not checked again.
+ */
+import { PduError } from "./errors.js";
+import {
+  restamp,
+  sameContent,
+  type Alarm,
+  type Device,
+  type Entity,
+  type Group,
+  type GroupMeasurement,
+  type Measurement,
+  type Outlet,
+  type OutletRef,
+  type ParseWarning,
+  type PduSystem,
+  type Snapshot,
+} from "./model.js";
+import { quoteName } from "./names.js";
+
+/** The bounds, in UTF-16 code units for lengths. */
+export const PDU_BOUNDS = Object.freeze({
+  /** Device ids, entity keys, measurement types, group keys and rollup keys. */
+  idChars: 256,
+  /** Names, labels, display names, states, alarm states and severities, power-on actions, identity fields. */
+  textChars: 256,
+  /** Units of a measurement. */
+  unitsChars: 32,
+  /** Devices of one answer. */
+  devices: 256,
+  /** Outlets of one device. */
+  outletsPerDevice: 256,
+  /** Outlets of one answer. */
+  outlets: 4096,
+  /** Entities of one device. */
+  entitiesPerDevice: 256,
+  /** Measurements of one outlet, entity or group. */
+  measurementsPerPart: 64,
+  /** Measurements of one answer (outlets, entities and group rollups): 4096 outlets of 6 and more. */
+  measurements: 32_768,
+  /** OneView groups of one answer. */
+  groups: 256,
+  /** Warnings kept on a snapshot (the driver's and these); the last one counts the rest. */
+  warnings: 20,
+});
+
+/** A warning's path and problem are cut to these many characters. */
+const MAX_WARNING_PATH = 300;
+const MAX_WARNING_PROBLEM = 500;
+
+/** Thrown for an answer the bounds refuse: a poll failure (`malformed`) whose message names the bound. */
+export class BoundsError extends PduError {
+  constructor(problem: string) {
+    super("malformed", `answer refused: ${problem}`);
+  }
+}
+
+/**
+ * The bounds of one instance: checks each snapshot its driver returns, and remembers the last
+ * outcome so that a restamped snapshot (the same content polled again) costs nothing.
+ */
+export class SnapshotBounds {
+  /** The last snapshot checked, and what came of it (the bounded snapshot, or the refusal). */
+  #last: {
+    readonly raw: Snapshot;
+    readonly bounded: Snapshot | null;
+    readonly refusal: BoundsError | null;
+  } | null = null;
+
+  /** `snapshot` within the bounds: itself when nothing is over one, else a copy; throws a BoundsError to refuse it. */
+  apply(snapshot: Snapshot): Snapshot {
+    const last = this.#last;
+    if (last !== null && sameContent(snapshot, last.raw)) {
+      if (last.refusal !== null) throw last.refusal;
+      const bounded = last.bounded!;
+      return bounded === last.raw ? snapshot : restamp(bounded, snapshot.timestamp);
+    }
+    try {
+      const bounded = boundSnapshot(snapshot);
+      this.#last = { raw: snapshot, bounded, refusal: null };
+      return bounded;
+    } catch (error) {
+      if (error instanceof BoundsError) this.#last = { raw: snapshot, bounded: null, refusal: error };
+      throw error;
+    }
+  }
+}
+
+/** The warnings of one check (the driver's first), bounded. */
+class Notes {
+  readonly list: ParseWarning[] = [];
+  more = 0;
+  changed = false;
+
+  constructor(driver: readonly ParseWarning[] | undefined) {
+    for (const w of driver ?? []) {
+      const path = cut(w.path, MAX_WARNING_PATH);
+      const problem = cut(w.problem, MAX_WARNING_PROBLEM);
+      if (path !== w.path || problem !== w.problem) this.changed = true;
+      this.push(path === w.path && problem === w.problem ? w : Object.freeze({ path, problem }));
+    }
+  }
+
+  push(warning: ParseWarning): void {
+    if (this.list.length >= PDU_BOUNDS.warnings) {
+      this.more++;
+      this.changed = true;
+      return;
+    }
+    this.list.push(warning);
+  }
+
+  add(path: string, problem: string): void {
+    this.changed = true;
+    this.push(Object.freeze({ path: cut(path, MAX_WARNING_PATH), problem }));
+  }
+
+  result(): readonly ParseWarning[] {
+    if (this.more > 0) {
+      const last = this.list[this.list.length - 1]!;
+      this.list[this.list.length - 1] = Object.freeze({
+        path: last.path,
+        problem: `${last.problem} (and ${this.more} more)`,
+      });
+    }
+    return Object.freeze(this.list);
+  }
+}
+
+function cut(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+const tooLong = (what: string, length: number, max: number, outcome: string): string =>
+  `${what} of ${length} characters is longer than ${max}; ${outcome}`;
+
+function refuse(problem: string): never {
+  throw new BoundsError(problem);
+}
+
+function count(n: number, max: number, what: string): void {
+  if (n > max) refuse(`${what} ${n}, more than ${max}`);
+}
+
+/** `value`, or "" with a warning when it is longer than `max`. */
+function text(value: string, max: number, notes: Notes, path: () => string, what: string): string {
+  if (value.length <= max) return value;
+  notes.add(`${path()}.${what}`, tooLong(what, value.length, max, "read as blank"));
+  return "";
+}
+
+/** The display name as a driver makes it: label, else name, else `fallback` (blank means absent). */
+function display(label: string, name: string, fallback: string): string {
+  return label.trim() !== "" ? label : name.trim() !== "" ? name : fallback;
+}
+
+const idPath = (id: string): string => quoteName(id);
+
+/** Checks the counts first (refusing before anything is copied), then every length. */
+function boundSnapshot(s: Snapshot): Snapshot {
+  checkCounts(s);
+  const notes = new Notes(s.warnings);
+  const systems = new Map<PduSystem, PduSystem>();
+  const system = boundSystem(s.system, systems, notes, () => "system");
+  const left = new Set<string>();
+  let devices: Device[] | null = null;
+  for (let i = 0; i < s.devices.length; i++) {
+    const d = s.devices[i]!;
+    let next: Device | null;
+    if (d.id.length > PDU_BOUNDS.idChars) {
+      const problem = tooLong("device id", d.id.length, PDU_BOUNDS.idChars, "the device is left out");
+      notes.add(`devices[${i}]`, problem);
+      left.add(d.id);
+      next = null;
+    } else next = boundDevice(d, systems, notes);
+    if (devices === null && next !== d) devices = s.devices.slice(0, i);
+    if (devices !== null && next !== null) devices.push(next);
+  }
+  if (s.devices.length > 0 && devices !== null && devices.length === 0) {
+    const first = notes.list.find((w) => w.problem.endsWith("the device is left out"));
+    refuse(`every device of the answer is left out: ${first?.problem ?? "over the bounds"}`);
+  }
+  let groups: Group[] | null = null;
+  for (let i = 0; i < s.groups.length; i++) {
+    const g = s.groups[i]!;
+    const next = boundGroup(g, i, left, notes);
+    if (groups === null && next !== g) groups = s.groups.slice(0, i);
+    if (groups !== null && next !== null) groups.push(next);
+  }
+  if (devices === null && groups === null && system === s.system && !notes.changed) return s;
+  return Object.freeze({
+    ...s,
+    system,
+    devices: devices === null ? s.devices : Object.freeze(devices),
+    groups: groups === null ? s.groups : Object.freeze(groups),
+    warnings: notes.result(),
+  });
+}
+
+function checkCounts(s: Snapshot): void {
+  count(s.devices.length, PDU_BOUNDS.devices, "devices in the answer:");
+  count(s.groups.length, PDU_BOUNDS.groups, "groups in the answer:");
+  let outlets = 0;
+  let measurements = 0;
+  for (const d of s.devices) {
+    const where = `device ${quoteName(d.id)}`;
+    count(d.outlets.length, PDU_BOUNDS.outletsPerDevice, `outlets on ${where}:`);
+    count(d.entities.length, PDU_BOUNDS.entitiesPerDevice, `entities on ${where}:`);
+    outlets += d.outlets.length;
+    for (const o of d.outlets) {
+      count(o.measurements.length, PDU_BOUNDS.measurementsPerPart, `measurements of an outlet on ${where}:`);
+      measurements += o.measurements.length;
+    }
+    for (const e of d.entities) {
+      count(e.measurements.length, PDU_BOUNDS.measurementsPerPart, `measurements of an entity on ${where}:`);
+      measurements += e.measurements.length;
+    }
+  }
+  for (const g of s.groups) {
+    count(
+      g.measurements.length,
+      PDU_BOUNDS.measurementsPerPart,
+      `measurements of group ${quoteName(g.key)}:`,
+    );
+    count(g.members.length, PDU_BOUNDS.outlets, `members of group ${quoteName(g.key)}:`);
+    measurements += g.measurements.length;
+  }
+  count(outlets, PDU_BOUNDS.outlets, "outlets in the answer:");
+  count(measurements, PDU_BOUNDS.measurements, "measurements in the answer:");
+}
+
+const SYSTEM_FIELDS = [
+  "label",
+  "oem",
+  "model",
+  "modelNumber",
+  "serialNumber",
+  "hardwareVersion",
+  "firmwareVersion",
+  "apiVersion",
+  "macAddress",
+  "ipAddress",
+] as const;
+
+/** A unit's identity within the bounds; each distinct object is checked once per snapshot. */
+function boundSystem(
+  system: PduSystem,
+  seen: Map<PduSystem, PduSystem>,
+  notes: Notes,
+  path: () => string,
+): PduSystem {
+  const known = seen.get(system);
+  if (known !== undefined) return known;
+  let out: Record<string, string> | null = null;
+  for (const field of SYSTEM_FIELDS) {
+    const value = system[field];
+    if (value.length <= PDU_BOUNDS.textChars) continue;
+    out ??= { ...system };
+    out[field] = text(value, PDU_BOUNDS.textChars, notes, path, field);
+  }
+  const bounded = out === null ? system : (Object.freeze(out) as unknown as PduSystem);
+  seen.set(system, bounded);
+  return bounded;
+}
+
+// ---- fast checks: reads only, no allocation; the copying paths below run only when one fails ----
+
+const TEXT = PDU_BOUNDS.textChars;
+
+function alarmFits(alarm: Alarm): boolean {
+  return alarm.state.length <= TEXT && alarm.severity.length <= TEXT;
+}
+
+function measurementsFit(list: readonly Measurement[]): boolean {
+  for (const m of list) {
+    if (m.type.length > PDU_BOUNDS.idChars || m.units.length > PDU_BOUNDS.unitsChars) return false;
+    if (m.alarm !== null && !alarmFits(m.alarm)) return false;
+  }
+  return true;
+}
+
+function outletFits(o: Outlet): boolean {
+  return (
+    Number.isSafeInteger(o.index) &&
+    o.index >= 0 &&
+    o.name.length <= TEXT &&
+    o.label.length <= TEXT &&
+    o.displayName.length <= TEXT &&
+    (o.poaAction === null || o.poaAction.length <= TEXT) &&
+    alarmFits(o.alarm) &&
+    measurementsFit(o.measurements)
+  );
+}
+
+function entityFits(e: Entity): boolean {
+  return (
+    e.key.length <= PDU_BOUNDS.idChars &&
+    e.name.length <= TEXT &&
+    e.label.length <= TEXT &&
+    e.displayName.length <= TEXT &&
+    alarmFits(e.alarm) &&
+    measurementsFit(e.measurements)
+  );
+}
+
+function boundAlarm(alarm: Alarm, notes: Notes, path: () => string): Alarm {
+  const max = PDU_BOUNDS.textChars;
+  if (alarm.state.length <= max && alarm.severity.length <= max) return alarm;
+  const state = text(alarm.state, max, notes, () => `${path()}.alarm`, "state");
+  const severity = text(alarm.severity, max, notes, () => `${path()}.alarm`, "severity");
+  // A blank state is a clear alarm (model.ts); an over-long one is no state the model raises on.
+  return Object.freeze({
+    state: state === "" ? "none" : state,
+    severity,
+    raised: state === "" ? false : alarm.raised,
+  });
+}
+
+/** Measurements within the bounds: one with an over-long type is left out, over-long units read blank. */
+function boundMeasurements(
+  list: readonly Measurement[],
+  notes: Notes,
+  path: () => string,
+): readonly Measurement[] {
+  let out: Measurement[] | null = null;
+  for (let i = 0; i < list.length; i++) {
+    const m = list[i]!;
+    let next: Measurement | null = m;
+    if (m.type.length > PDU_BOUNDS.idChars) {
+      const problem = tooLong(
+        "measurement type",
+        m.type.length,
+        PDU_BOUNDS.idChars,
+        "the measurement is left out",
+      );
+      notes.add(`${path()}.measurements[${i}]`, problem);
+      next = null;
+    } else if (
+      m.units.length > PDU_BOUNDS.unitsChars ||
+      (m.alarm !== null &&
+        (m.alarm.state.length > PDU_BOUNDS.textChars || m.alarm.severity.length > PDU_BOUNDS.textChars))
+    ) {
+      const at = () => `${path()}.measurements.${quoteName(m.type)}`;
+      next = {
+        ...m,
+        units: text(m.units, PDU_BOUNDS.unitsChars, notes, at, "units"),
+        alarm: m.alarm === null ? null : boundAlarm(m.alarm, notes, at),
+      };
+    }
+    if (out === null && next !== m) out = list.slice(0, i);
+    if (out !== null && next !== null) out.push(next);
+  }
+  return out === null ? list : Object.freeze(out);
+}
+
+function textsOver(...values: readonly string[]): boolean {
+  for (const v of values) if (v.length > PDU_BOUNDS.textChars) return true;
+  return false;
+}
+
+function boundOutlet(o: Outlet, notes: Notes, devicePath: () => string): Outlet | null {
+  if (outletFits(o)) return o;
+  const path = () => `${devicePath()}.outlets[${o.index}]`;
+  if (!Number.isSafeInteger(o.index) || o.index < 0) {
+    notes.add(
+      `${devicePath()}.outlets`,
+      `outlet index ${String(o.index)} is not a whole number from 0; the outlet is left out`,
+    );
+    return null;
+  }
+  const measurements = boundMeasurements(o.measurements, notes, path);
+  const alarm = boundAlarm(o.alarm, notes, path);
+  if (
+    measurements === o.measurements &&
+    alarm === o.alarm &&
+    !textsOver(o.name, o.label, o.displayName) &&
+    (o.poaAction === null || o.poaAction.length <= PDU_BOUNDS.textChars)
+  )
+    return o;
+  const max = PDU_BOUNDS.textChars;
+  const name = text(o.name, max, notes, path, "name");
+  const label = text(o.label, max, notes, path, "label");
+  const poaAction = o.poaAction === null ? null : text(o.poaAction, max, notes, path, "poaAction") || null;
+  const displayName =
+    o.displayName.length <= max && name === o.name && label === o.label
+      ? o.displayName
+      : display(label, name, `Outlet ${o.index + 1}`);
+  return { ...o, name, label, displayName, poaAction, alarm, measurements };
+}
+
+function boundEntity(e: Entity, i: number, notes: Notes, devicePath: () => string): Entity | null {
+  if (entityFits(e)) return e;
+  if (e.key.length > PDU_BOUNDS.idChars) {
+    const problem = tooLong("entity key", e.key.length, PDU_BOUNDS.idChars, "the entity is left out");
+    notes.add(`${devicePath()}.entities[${i}]`, problem);
+    return null;
+  }
+  const path = () => `${devicePath()}.entities.${quoteName(e.key)}`;
+  const measurements = boundMeasurements(e.measurements, notes, path);
+  const alarm = boundAlarm(e.alarm, notes, path);
+  if (measurements === e.measurements && alarm === e.alarm && !textsOver(e.name, e.label, e.displayName))
+    return e;
+  const max = PDU_BOUNDS.textChars;
+  const name = text(e.name, max, notes, path, "name");
+  const label = text(e.label, max, notes, path, "label");
+  const displayName =
+    e.displayName.length <= max && name === e.name && label === e.label
+      ? e.displayName
+      : display(label, name, e.key);
+  return { ...e, name, label, displayName, alarm, measurements };
+}
+
+function boundDevice(d: Device, systems: Map<PduSystem, PduSystem>, notes: Notes): Device {
+  const path = () => `devices.${idPath(d.id)}`;
+  let outlets: Outlet[] | null = null;
+  for (let i = 0; i < d.outlets.length; i++) {
+    const o = d.outlets[i]!;
+    const next = boundOutlet(o, notes, path);
+    if (outlets === null && next !== o) outlets = d.outlets.slice(0, i);
+    if (outlets !== null && next !== null) outlets.push(next);
+  }
+  let entities: Entity[] | null = null;
+  for (let i = 0; i < d.entities.length; i++) {
+    const e = d.entities[i]!;
+    const next = boundEntity(e, i, notes, path);
+    if (entities === null && next !== e) entities = d.entities.slice(0, i);
+    if (entities !== null && next !== null) entities.push(next);
+  }
+  const system = boundSystem(d.system, systems, notes, () => `${path()}.system`);
+  const alarm = boundAlarm(d.alarm, notes, path);
+  if (
+    outlets === null &&
+    entities === null &&
+    system === d.system &&
+    alarm === d.alarm &&
+    !textsOver(d.name, d.label, d.displayName, d.type, d.state)
+  )
+    return d;
+  const max = PDU_BOUNDS.textChars;
+  const name = text(d.name, max, notes, path, "name");
+  const label = text(d.label, max, notes, path, "label");
+  const displayName =
+    d.displayName.length <= max && name === d.name && label === d.label
+      ? d.displayName
+      : display(label, name, d.id);
+  return {
+    ...d,
+    name,
+    label,
+    displayName,
+    type: text(d.type, max, notes, path, "type"),
+    state: text(d.state, max, notes, path, "state"),
+    alarm,
+    system,
+    outlets: outlets === null ? d.outlets : Object.freeze(outlets),
+    entities: entities === null ? d.entities : Object.freeze(entities),
+  };
+}
+
+function boundGroupMeasurements(
+  list: readonly GroupMeasurement[],
+  notes: Notes,
+  path: string,
+): readonly GroupMeasurement[] {
+  let out: GroupMeasurement[] | null = null;
+  for (let i = 0; i < list.length; i++) {
+    const m = list[i]!;
+    let next: GroupMeasurement | null = m;
+    const id = Math.max(m.key.length, m.type.length);
+    if (id > PDU_BOUNDS.idChars) {
+      const problem = tooLong("rollup key", id, PDU_BOUNDS.idChars, "the rollup is left out");
+      notes.add(`${path}.measurements[${i}]`, problem);
+      next = null;
+    } else if (m.units.length > PDU_BOUNDS.unitsChars) {
+      next = {
+        ...m,
+        units: text(
+          m.units,
+          PDU_BOUNDS.unitsChars,
+          notes,
+          () => `${path}.measurements.${quoteName(m.key)}`,
+          "units",
+        ),
+      };
+    }
+    if (out === null && next !== m) out = list.slice(0, i);
+    if (out !== null && next !== null) out.push(next);
+  }
+  return out === null ? list : Object.freeze(out);
+}
+
+function boundGroup(g: Group, i: number, left: ReadonlySet<string>, notes: Notes): Group | null {
+  if (g.key.length > PDU_BOUNDS.idChars) {
+    notes.add(
+      `groups[${i}]`,
+      tooLong("group key", g.key.length, PDU_BOUNDS.idChars, "the group is left out"),
+    );
+    return null;
+  }
+  const path = `groups.${quoteName(g.key)}`;
+  const at = () => path;
+  const measurements = boundGroupMeasurements(g.measurements, notes, path);
+  let members: readonly OutletRef[] = g.members;
+  if (left.size > 0 && members.some((m) => left.has(m.deviceId)))
+    members = Object.freeze(members.filter((m) => !left.has(m.deviceId)));
+  if (
+    measurements === g.measurements &&
+    members === g.members &&
+    !textsOver(g.name, g.label, g.displayName, g.state)
+  )
+    return g;
+  const max = PDU_BOUNDS.textChars;
+  const name = text(g.name, max, notes, at, "name");
+  const label = text(g.label, max, notes, at, "label");
+  const displayName =
+    g.displayName.length <= max && name === g.name && label === g.label
+      ? g.displayName
+      : display(label, name, g.key);
+  return {
+    ...g,
+    name,
+    label,
+    displayName,
+    state: text(g.state, max, notes, at, "state"),
+    members,
+    measurements,
+  };
+}

@@ -1,0 +1,423 @@
+/**
+ * Load against ratings, and alarms (docs/alarms.md): from one snapshot, every current compared
+ * with its rating, the load state of each with hysteresis, and the alarms the PDU reports folded
+ * in. Vendor-neutral: it reads the model only.
+ *
+ * - A rating is the one the PDU reports (`ratedCurrent` of an outlet or entity), else the instance's
+ *   `Ratings` (by entity key, else by kind: `Breakers`, `Phases`, ... ; `Outlets`).
+ * - The load state of a current is `warning` from `Alarms.WarnPercent` of its rating and `critical`
+ *   from `Alarms.CriticalPercent`; it falls back a step only {@link HYSTERESIS_PERCENT} points below
+ *   the line, so a value at the line does not flap.
+ * - What the PDU reports raised (an outlet's, entity's or device's alarm, a measurement's threshold
+ *   alarm) counts by {@link REPORTED_STATES}, one table.
+ *
+ * A {@link LoadTracker} per instance keeps each thing's last load state (the hysteresis) and each
+ * alarm's start, and forgets both with the thing: what a snapshot no longer has is not kept.
+ */
+import type { AlarmsConfig, RatingsConfig } from "../config/schema.js";
+import { RATING_KINDS } from "../config/schema.js";
+import type {
+  ActiveAlarm,
+  Alarm,
+  AlarmChange,
+  AlarmSeverity,
+  AlarmSource,
+  AlarmTarget,
+  Device,
+  LoadPoint,
+  LoadReport,
+  LoadState,
+  LoadTarget,
+  Measurement,
+  Snapshot,
+} from "./model.js";
+import { nameProblem } from "./names.js";
+
+/** Points a value must fall below a line before its state steps back down. */
+export const HYSTERESIS_PERCENT = 5;
+
+export interface LoadThresholds {
+  readonly warnPercent: number;
+  readonly criticalPercent: number;
+}
+
+export const DEFAULT_THRESHOLDS: LoadThresholds = { warnPercent: 80, criticalPercent: 95 };
+
+export function thresholdsOf(alarms: AlarmsConfig): LoadThresholds {
+  return { warnPercent: alarms.WarnPercent, criticalPercent: alarms.CriticalPercent };
+}
+
+/**
+ * The load state of `percent` of a rating, given the state before: up at a line, down only
+ * {@link HYSTERESIS_PERCENT} points below it.
+ */
+export function nextLoadState(percent: number, previous: LoadState, t: LoadThresholds): LoadState {
+  if (percent >= t.criticalPercent) return "critical";
+  if (previous === "critical" && percent >= t.criticalPercent - HYSTERESIS_PERCENT) return "critical";
+  if (percent >= t.warnPercent) return "warning";
+  if (previous !== "normal" && percent >= t.warnPercent - HYSTERESIS_PERCENT) return "warning";
+  return "normal";
+}
+
+const RANK: Readonly<Record<LoadState, number>> = { normal: 0, warning: 1, critical: 2 };
+
+/** The worse of two states. */
+export function worse(a: LoadState, b: LoadState): LoadState {
+  return RANK[a] >= RANK[b] ? a : b;
+}
+
+/** How a state the PDU reports counts. */
+export interface ReportedMeaning {
+  readonly severity: AlarmSeverity;
+  readonly source: AlarmSource;
+}
+
+/**
+ * The states PDUs report that have a meaning of their own, by name in lower case (the Geist API and
+ * the SNMP MIBs' enumerations). A raised state not listed counts as `pdu` with the PDU's own
+ * severity: `warning` is a warning, anything else critical.
+ */
+export const REPORTED_STATES: ReadonlyMap<string, ReportedMeaning> = new Map<string, ReportedMeaning>([
+  ["lowload", { severity: "warning", source: "load" }],
+  ["phaseloadlow", { severity: "warning", source: "load" }],
+  ["nearoverload", { severity: "warning", source: "load" }],
+  ["phaseloadnearoverload", { severity: "warning", source: "load" }],
+  ["overload", { severity: "critical", source: "load" }],
+  ["phaseloadoverload", { severity: "critical", source: "load" }],
+  ["tripped", { severity: "critical", source: "tripped" }],
+  ["breakertripped", { severity: "critical", source: "tripped" }],
+  ["fuseblown", { severity: "critical", source: "tripped" }],
+  // An overcurrent protector's trip sensor reads `open` once it has tripped.
+  ["open", { severity: "critical", source: "tripped" }],
+]);
+
+/** What a reported alarm means, or null when it is not raised. */
+export function reportedMeaning(alarm: Alarm): ReportedMeaning | null {
+  if (!alarm.raised) return null;
+  const known = REPORTED_STATES.get(alarm.state.trim().toLowerCase());
+  if (known !== undefined) return known;
+  return {
+    severity: alarm.severity.trim().toLowerCase() === "warning" ? "warning" : "critical",
+    source: "pdu",
+  };
+}
+
+/** The kind of an entity key: its letters before the number (`breaker1` → `breaker`). */
+export function entityKind(key: string): string {
+  return key.replace(/[0-9]+$/, "").toLowerCase();
+}
+
+/** Entity kinds whose currents are loads even without a rating (their state is shown as a problem). */
+const LOAD_KINDS: ReadonlySet<string> = new Set(
+  RATING_KINDS.map(([, prefix]) => prefix).filter((p): p is NonNullable<typeof p> => p !== null),
+);
+
+/** Why a `Ratings.Entities` key is refused, or null. */
+export function ratingKeyProblem(key: string): string | null {
+  const parts = key.split("/");
+  if (parts.length > 2) return "must be an entity key, or a device id and an entity key joined by one '/'";
+  for (const part of parts) {
+    const problem = nameProblem(part);
+    if (problem !== null) return `${parts.length === 2 ? "has a part that " : ""}${problem}`;
+  }
+  return null;
+}
+
+/** The instance's rating of a thing from the configuration, or null. */
+export function configuredRating(
+  ratings: RatingsConfig,
+  deviceId: string,
+  target: LoadTarget,
+): number | null {
+  if (target.kind === "outlet") return ratings.Outlets ?? null;
+  const entities = ratings.Entities;
+  if (entities !== undefined) {
+    const own = `${deviceId}/${target.key}`;
+    if (Object.hasOwn(entities, own)) return entities[own] ?? null;
+    if (Object.hasOwn(entities, target.key)) return entities[target.key] ?? null;
+  }
+  const kind = entityKind(target.key);
+  const row = RATING_KINDS.find(([, prefix]) => prefix === kind);
+  return row === undefined ? null : (ratings[row[0]] ?? null);
+}
+
+/** Amps of a `current` measurement (`A`, blank or `mA`), or null. */
+function amps(measurements: readonly Measurement[]): { found: boolean; value: number | null } {
+  for (const m of measurements) {
+    if (m.type.toLowerCase() !== "current") continue;
+    if (m.value === null || !Number.isFinite(m.value)) return { found: true, value: null };
+    if (m.units === "A" || m.units === "") return { found: true, value: m.value };
+    if (m.units === "mA") return { found: true, value: m.value / 1000 };
+    return { found: true, value: null };
+  }
+  return { found: false, value: null };
+}
+
+/** The worst reported meaning of a thing: its own alarm and its measurements' threshold alarms. */
+function reportedOf(
+  alarm: Alarm,
+  measurements: readonly Measurement[],
+): { meaning: ReportedMeaning; state: string } | null {
+  let worst: { meaning: ReportedMeaning; state: string } | null = null;
+  const consider = (a: Alarm | null) => {
+    if (a === null) return;
+    const meaning = reportedMeaning(a);
+    if (meaning === null) return;
+    if (worst === null || RANK[meaning.severity] > RANK[worst.meaning.severity])
+      worst = { meaning, state: a.state.trim() };
+  };
+  consider(alarm);
+  for (const m of measurements) consider(m.alarm);
+  return worst;
+}
+
+const whereOf = (target: AlarmTarget): string =>
+  target.kind === "outlet"
+    ? `outlet/${target.index}`
+    : target.kind === "entity"
+      ? `entity/${target.key}`
+      : "device";
+
+/** Severity first, then device, then where, then source. */
+function compareAlarms(a: ActiveAlarm, b: ActiveAlarm): number {
+  if (a.severity !== b.severity) return a.severity === "critical" ? -1 : 1;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+interface DeviceStates {
+  readonly outlets: Map<number, LoadState>;
+  readonly entities: Map<string, LoadState>;
+}
+
+const NO_CHANGES: readonly AlarmChange[] = Object.freeze([]);
+
+/** What an alarm says besides where it is. */
+type AlarmFields = Pick<ActiveAlarm, "source" | "severity" | "percent" | "reported">;
+
+/** One outlet or entity, as the assessment reads it. */
+interface Thing {
+  readonly target: LoadTarget;
+  readonly name: string;
+  readonly alarm: Alarm;
+  readonly measurements: readonly Measurement[];
+  readonly ratedCurrent: number | undefined;
+  readonly hidden: boolean;
+}
+
+/** One assessment in progress: what it has found so far. */
+interface Assessment {
+  readonly at: number;
+  readonly states: Map<string, DeviceStates>;
+  readonly points: LoadPoint[];
+  readonly alarms: Map<string, ActiveAlarm>;
+}
+
+/** The load states and alarms of one instance across its snapshots. */
+export class LoadTracker {
+  readonly #ratings: RatingsConfig;
+  readonly #thresholds: LoadThresholds;
+  /** The last load state of every thing with a ratio, by device (the hysteresis). */
+  #states = new Map<string, DeviceStates>();
+  /** The active alarms of the last report, by id. */
+  #alarms = new Map<string, ActiveAlarm>();
+
+  constructor(ratings: RatingsConfig, thresholds: LoadThresholds) {
+    this.#ratings = ratings;
+    this.#thresholds = thresholds;
+  }
+
+  /** The report of `snapshot` and the alarms it raised, changed or cleared since the last one. */
+  assess(snapshot: Snapshot): { report: LoadReport; changes: readonly AlarmChange[] } {
+    const run: Assessment = { at: snapshot.timestamp, states: new Map(), points: [], alarms: new Map() };
+    for (const device of snapshot.devices) this.#device(run, device);
+    this.#states = run.states;
+    const changes: AlarmChange[] = [];
+    for (const [id, alarm] of run.alarms) {
+      const before = this.#alarms.get(id);
+      if (before === undefined) changes.push({ change: "raised", alarm, at: run.at });
+      else if (before.severity !== alarm.severity || before.reported !== alarm.reported)
+        changes.push({ change: "changed", alarm, at: run.at });
+    }
+    for (const [id, alarm] of this.#alarms)
+      if (!run.alarms.has(id)) changes.push({ change: "cleared", alarm, at: run.at });
+    this.#alarms = run.alarms;
+    const report: LoadReport = Object.freeze({
+      points: Object.freeze(run.points),
+      alarms: Object.freeze([...run.alarms.values()].sort(compareAlarms)),
+    });
+    return { report, changes: changes.length === 0 ? NO_CHANGES : Object.freeze(changes) };
+  }
+
+  #device(run: Assessment, device: Device): void {
+    const now: DeviceStates = { outlets: new Map(), entities: new Map() };
+    const outletsRated = this.#ratings.Outlets !== undefined;
+    for (const outlet of device.outlets) {
+      // Most outlets have no rating and nothing raised: nothing to assess, nothing allocated.
+      if (!outletsRated && outlet.ratedCurrent === undefined && !anyRaised(outlet.alarm, outlet.measurements))
+        continue;
+      this.#thing(run, device, now, {
+        target: { kind: "outlet", index: outlet.index },
+        name: outlet.displayName,
+        alarm: outlet.alarm,
+        measurements: outlet.measurements,
+        ratedCurrent: outlet.ratedCurrent,
+        hidden: outlet.hidden === true,
+      });
+    }
+    for (const entity of device.entities) {
+      this.#thing(run, device, now, {
+        target: { kind: "entity", key: entity.key },
+        name: entity.displayName,
+        alarm: entity.alarm,
+        measurements: entity.measurements,
+        ratedCurrent: entity.ratedCurrent,
+        hidden: entity.hidden === true,
+      });
+    }
+    const own = reportedMeaning(device.alarm);
+    if (own !== null) {
+      const fields = { ...own, percent: null, reported: device.alarm.state.trim() };
+      this.#raise(run, device, { kind: "device" }, device.displayName, fields, false);
+    }
+    if (now.outlets.size > 0 || now.entities.size > 0) run.states.set(device.id, now);
+  }
+
+  /** The load state of a thing's current against its rating, with the state it had before. */
+  #loadState(device: Device, now: DeviceStates, target: LoadTarget, ratio: number): LoadState {
+    const before = this.#states.get(device.id);
+    const previous =
+      (target.kind === "outlet" ? before?.outlets.get(target.index) : before?.entities.get(target.key)) ??
+      "normal";
+    const state = nextLoadState(ratio * 100, previous, this.#thresholds);
+    if (target.kind === "outlet") now.outlets.set(target.index, state);
+    else now.entities.set(target.key, state);
+    return state;
+  }
+
+  #thing(run: Assessment, device: Device, now: DeviceStates, thing: Thing): void {
+    const { target, name, hidden } = thing;
+    const reported = reportedOf(thing.alarm, thing.measurements);
+    const current = amps(thing.measurements);
+    const rated = thing.ratedCurrent;
+    const fromPdu = rated !== undefined && Number.isFinite(rated) && rated > 0;
+    const rating = fromPdu ? rated : configuredRating(this.#ratings, device.id, target);
+    const ratio = rating !== null && current.value !== null ? current.value / rating : null;
+    const loadState = ratio === null ? "normal" : this.#loadState(device, now, target, ratio);
+    const percent = ratio === null ? null : Math.round(ratio * 100);
+    if (loadState !== "normal") {
+      const fields = { source: "load" as const, severity: loadState, percent, reported: null };
+      this.#raise(run, device, target, name, fields, hidden);
+    }
+    if (reported !== null) {
+      const fields = { ...reported.meaning, percent, reported: reported.state };
+      this.#raise(run, device, target, name, fields, hidden);
+    }
+    const isLoad =
+      rating !== null ||
+      (target.kind === "entity" && current.found && LOAD_KINDS.has(entityKind(target.key)));
+    if (!isLoad) return;
+    run.points.push(
+      Object.freeze({
+        deviceId: device.id,
+        target,
+        name,
+        current: current.value,
+        rating,
+        ratingFrom: fromPdu ? "pdu" : rating === null ? null : "config",
+        ratio,
+        loadState,
+        state: reported === null ? loadState : worse(loadState, reported.meaning.severity),
+        ...(hidden ? { hidden: true as const } : {}),
+      }),
+    );
+  }
+
+  /**
+   * Adds an alarm; one of the same thing and source already raised in this assessment (a load the
+   * rating and the PDU both report) is merged into it: the worse severity, the PDU's state.
+   */
+  #raise(
+    run: Assessment,
+    device: Device,
+    target: AlarmTarget,
+    name: string,
+    fields: AlarmFields,
+    hidden: boolean,
+  ): void {
+    const id = `${device.id}/${whereOf(target)}/${fields.source}`;
+    const existing = run.alarms.get(id);
+    const severity =
+      existing === undefined ? fields.severity : worseSeverity(existing.severity, fields.severity);
+    const alarm: ActiveAlarm = Object.freeze({
+      id,
+      deviceId: device.id,
+      target,
+      name,
+      source: fields.source,
+      severity,
+      percent: fields.percent ?? existing?.percent ?? null,
+      reported: fields.reported ?? existing?.reported ?? null,
+      since: this.#alarms.get(id)?.since ?? run.at,
+      ...(hidden ? { hidden: true as const } : {}),
+    });
+    run.alarms.set(id, alarm);
+  }
+}
+
+/** Whether the thing's alarm or a measurement's threshold alarm is raised. */
+function anyRaised(alarm: Alarm, measurements: readonly Measurement[]): boolean {
+  if (alarm.raised) return true;
+  for (const m of measurements) if (m.alarm?.raised === true) return true;
+  return false;
+}
+
+function worseSeverity(a: AlarmSeverity, b: AlarmSeverity): AlarmSeverity {
+  return a === "critical" || b === "critical" ? "critical" : "warning";
+}
+
+/** The report of a snapshot with nothing to compare (no tracker). */
+export const EMPTY_REPORT: LoadReport = Object.freeze({
+  points: Object.freeze([]),
+  alarms: Object.freeze([]),
+});
+
+/** The state of a device: the worst of its alarms. */
+export function deviceState(report: LoadReport, deviceId: string): LoadState {
+  let state: LoadState = "normal";
+  for (const a of report.alarms) if (a.deviceId === deviceId) state = worse(state, a.severity);
+  return state;
+}
+
+/** An active alarm as every surface writes it (MQTT, REST, the console). */
+export interface AlarmJson {
+  readonly instanceId: string;
+  readonly id: string;
+  readonly deviceId: string;
+  readonly target: ActiveAlarm["target"];
+  readonly name: string;
+  readonly source: AlarmSource;
+  readonly severity: AlarmSeverity;
+  readonly percent: number | null;
+  readonly reported: string | null;
+  readonly sinceUtc: string;
+}
+
+export function alarmJson(instanceId: string, alarm: ActiveAlarm): AlarmJson {
+  return {
+    instanceId,
+    id: alarm.id,
+    deviceId: alarm.deviceId,
+    target: alarm.target,
+    name: alarm.name,
+    source: alarm.source,
+    severity: alarm.severity,
+    percent: alarm.percent,
+    reported: alarm.reported,
+    sinceUtc: new Date(alarm.since).toISOString(),
+  };
+}
+
+/** A load as the `load` topics and the console write it: whole percent and the state. */
+export function loadJson(point: LoadPoint): { readonly percent: number | null; readonly state: LoadState } {
+  return { percent: point.ratio === null ? null : Math.round(point.ratio * 100), state: point.state };
+}

@@ -1,0 +1,120 @@
+/**
+ * The "Recent events" panel: alarms raised, changed and cleared, and control actions from every
+ * surface, each saying who asked (the signed-in console user by name, a machine with the API key,
+ * or an MQTT command). The service sends the latest on connect; the panel keeps what it shows
+ * bounded.
+ */
+import type { AlarmEventData, ControlEventData, WireActiveAlarm, WireRecentEvent } from "../wire.js";
+import { h, replace } from "./dom.js";
+import { commandOf, href, state } from "./state.js";
+
+/** Entries kept (and shown). */
+const MAX_ENTRIES = 12;
+
+function who(event: ControlEventData): string {
+  if (event.source === "console") return event.user === null ? "console" : `${event.user.name} (console)`;
+  return event.source === "rest" ? "API key" : "MQTT";
+}
+
+/**
+ * "Breaker 1 (breaker0)", "outlet 4 “web-01”", "device Rack PDU"; in an instance of several devices
+ * (a OneView cluster) the device id follows, since every member has a breaker0.
+ */
+export function alarmPlace(alarm: WireActiveAlarm): string {
+  const t = alarm.target;
+  if (t.kind === "device") return `device ${alarm.name}`;
+  const place =
+    t.kind === "outlet"
+      ? `outlet ${t.index + 1} “${alarm.name}”`
+      : alarm.name === t.key
+        ? t.key
+        : `${alarm.name} (${t.key})`;
+  const devices = state.statuses.get(alarm.instanceId)?.devices ?? 1;
+  return devices > 1 ? `${place} of ${alarm.deviceId}` : place;
+}
+
+/** "load 97 %", "tripped", "nearOverload". */
+export function alarmCause(alarm: WireActiveAlarm): string {
+  if (alarm.reported !== null)
+    return alarm.percent === null ? alarm.reported : `${alarm.reported}, ${alarm.percent} %`;
+  return alarm.percent === null ? alarm.source : `load ${alarm.percent} %`;
+}
+
+const time = (iso: string): string => new Date(iso).toLocaleTimeString();
+
+function alarmEntry(e: AlarmEventData): HTMLElement {
+  const a = e.alarm;
+  const verb = e.change === "cleared" ? "Cleared" : e.change === "raised" ? "Raised" : "Now";
+  return h(
+    "li",
+    { class: `ev ev-alarm ${e.change === "cleared" ? "cleared" : a.severity}` },
+    h("time", { datetime: e.atUtc }, time(e.atUtc)),
+    h(
+      "span",
+      { class: `badge ${e.change === "cleared" ? "ok" : a.severity}` },
+      e.change === "cleared" ? "cleared" : a.severity,
+    ),
+    h(
+      "span",
+      { class: "what" },
+      `${verb}: ${alarmPlace(a)}, ${alarmCause(a)} on `,
+      h("a", { href: href.pdu(a.instanceId) }, a.instanceId),
+    ),
+  );
+}
+
+function controlEntry(e: ControlEventData): HTMLElement {
+  const target =
+    e.target.kind === "outlet"
+      ? `outlet ${e.target.index + 1} of ${e.target.deviceId}`
+      : `group ${e.target.groupKey}`;
+  const verb = commandOf(e.action)?.verb.toLowerCase() ?? e.action;
+  return h(
+    "li",
+    { class: `ev ev-control ${e.ok ? "ok" : "bad"}` },
+    h("time", { datetime: e.atUtc }, time(e.atUtc)),
+    h("span", { class: `badge ${e.ok ? "neutral" : "critical"}` }, e.ok ? "control" : "refused"),
+    h(
+      "span",
+      { class: "what" },
+      h("span", { class: "who" }, who(e)),
+      `: ${verb} ${target} on `,
+      h("a", { href: href.pdu(e.instanceId) }, e.instanceId),
+      e.ok ? "" : ` (${e.status} ${e.detail ?? ""})`,
+    ),
+  );
+}
+
+export class EventsPanel {
+  readonly element: HTMLElement;
+  readonly #list = h("ol", { class: "log" });
+  readonly #empty = h("p", { class: "note" }, "Nothing yet: alarms and control actions show here.");
+  #entries: WireRecentEvent[] = [];
+
+  constructor() {
+    this.element = h(
+      "section",
+      { class: "panel events", "aria-labelledby": "events-title" },
+      h("h2", { id: "events-title" }, "Recent events"),
+      this.#empty,
+      h("div", { "aria-live": "polite" }, this.#list),
+    );
+  }
+
+  /** The latest events, newest first (on connect). */
+  reset(events: readonly WireRecentEvent[]): void {
+    this.#entries = events.slice(0, MAX_ENTRIES);
+    this.#render();
+  }
+
+  add(event: WireRecentEvent): void {
+    this.#entries.unshift(event);
+    if (this.#entries.length > MAX_ENTRIES) this.#entries.length = MAX_ENTRIES;
+    this.#render();
+  }
+
+  #render(): void {
+    this.#empty.hidden = this.#entries.length > 0;
+    replace(this.#list, ...this.#entries.map((e) => (e.kind === "alarm" ? alarmEntry(e) : controlEntry(e))));
+  }
+}

@@ -1,0 +1,487 @@
+/**
+ * The fleet view, built for thousands of instances: problems first (offline, critical, warning,
+ * stale), a text filter (instance id, host, label, model), state filters with their counts, sortable
+ * columns, and per instance its health, total power and most loaded phase as a bar against its
+ * rating.
+ *
+ * Only what is on screen is in the page: the rows are windowed over the page's scroll (a row per
+ * instance in view, plus a few above and below, reused as the window moves), and a live update
+ * changes the text of the rows on screen that changed. Status events are folded into one render per
+ * frame, however many arrive; the order is recomputed only when something that decides it changed.
+ */
+import type { WireInstanceStatus } from "../../wire.js";
+import { loadBar, loadText, type LoadBar } from "../bar.js";
+import { h, replace, setAttr, setClass, setText } from "../dom.js";
+import {
+  ago,
+  HEALTH_ORDER,
+  HEALTH_TEXT,
+  healthDetail,
+  healthOf,
+  isStale,
+  watts,
+  type Health,
+} from "../format.js";
+import { href, state, type View } from "../state.js";
+
+type FilterName = "all" | "problems" | Health;
+type SortKey = "instance" | "health" | "power" | "load" | "outlets" | "polled";
+
+/** The view's choices, kept while the page is open (back from a PDU, the fleet is as it was). */
+const prefs = {
+  text: "",
+  filter: "all" as FilterName,
+  sort: "health" as SortKey,
+  descending: false,
+  problemsFirst: true,
+};
+
+const PROBLEMS: ReadonlySet<Health> = new Set(["offline", "critical", "warning", "stale"]);
+const FILTERS: readonly FilterName[] = ["all", "problems", "offline", "critical", "warning", "stale", "ok"];
+const FILTER_TEXT: Readonly<Record<FilterName, string>> = {
+  all: "All",
+  problems: "Problems",
+  ...HEALTH_TEXT,
+};
+
+const COLUMNS: readonly { key: SortKey; title: string; descending: boolean; cls: string }[] = [
+  { key: "instance", title: "Instance", descending: false, cls: "c-id" },
+  { key: "health", title: "State", descending: false, cls: "c-health" },
+  { key: "power", title: "Power", descending: true, cls: "c-power n" },
+  { key: "load", title: "Most loaded phase", descending: true, cls: "c-load" },
+  { key: "outlets", title: "Outlets", descending: true, cls: "c-outlets n" },
+  { key: "polled", title: "Last good poll", descending: false, cls: "c-age n" },
+];
+
+/** Rows rendered above and below the window. */
+const OVERSCAN = 6;
+
+interface Entry {
+  s: WireInstanceStatus;
+  health: Health;
+  rank: number;
+  /** Id, host, label and model, lower case, for the text filter. */
+  search: string;
+}
+
+function entryOf(s: WireInstanceStatus, now: number): Entry {
+  const health = healthOf(s, now);
+  return {
+    s,
+    health,
+    rank: HEALTH_ORDER.indexOf(health),
+    search: [s.id, s.host, s.label ?? "", s.model ?? ""].join("\u0000").toLowerCase(),
+  };
+}
+
+const collator = new Intl.Collator("en", { numeric: true, sensitivity: "base" });
+
+/** The sort value of an entry (null sorts last either way). */
+function sortValue(e: Entry, key: SortKey): number | string | null {
+  switch (key) {
+    case "instance":
+      return e.s.id;
+    case "health":
+      return e.rank;
+    case "power":
+      return e.s.powerW;
+    case "load":
+      return e.s.peak === null ? null : (e.s.peak.percent ?? -1 / (1 + (e.s.peak.current ?? 0)));
+    case "outlets":
+      return e.s.outlets;
+    case "polled":
+      return e.s.lastSuccessUtc === null ? null : Date.parse(e.s.lastSuccessUtc);
+  }
+}
+
+function compare(a: Entry, b: Entry): number {
+  if (prefs.problemsFirst && a.rank !== b.rank) return a.rank - b.rank;
+  const x = sortValue(a, prefs.sort);
+  const y = sortValue(b, prefs.sort);
+  if (x !== y) {
+    if (x === null) return 1;
+    if (y === null) return -1;
+    const c = typeof x === "string" || typeof y === "string" ? collator.compare(String(x), String(y)) : x - y;
+    if (c !== 0) return prefs.descending ? -c : c;
+  }
+  return collator.compare(a.s.id, b.s.id);
+}
+
+function matches(e: Entry, terms: readonly string[]): boolean {
+  const f = prefs.filter;
+  if (f === "problems" ? !PROBLEMS.has(e.health) : f !== "all" && f !== e.health) return false;
+  return terms.every((t) => e.search.includes(t));
+}
+
+/** One row element, reused for whichever instance scrolls into its place. */
+interface RowElement {
+  readonly row: HTMLElement;
+  readonly link: HTMLAnchorElement;
+  readonly sub: HTMLElement;
+  readonly badge: HTMLElement;
+  readonly detail: HTMLElement;
+  readonly power: HTMLElement;
+  readonly bar: LoadBar;
+  readonly outlets: HTMLElement;
+  readonly age: HTMLElement;
+  id: string;
+  top: number;
+}
+
+function rowElement(): RowElement {
+  const link = h("a", {});
+  const sub = h("span", { class: "sub" });
+  const badge = h("span", { class: "badge" });
+  const detail = h("span", { class: "detail" });
+  const power = h("span", {});
+  const bar = loadBar();
+  const outlets = h("span", {});
+  const age = h("span", {});
+  const row = h(
+    "div",
+    { class: "row", role: "row" },
+    h("div", { class: "cell c-id", role: "rowheader" }, link, sub),
+    h("div", { class: "cell c-health", role: "cell" }, badge, detail),
+    h("div", { class: "cell c-power n", role: "cell" }, power),
+    h("div", { class: "cell c-load", role: "cell" }, bar.element, bar.text),
+    h("div", { class: "cell c-outlets n", role: "cell" }, outlets),
+    h("div", { class: "cell c-age n", role: "cell" }, age),
+  );
+  return { row, link, sub, badge, detail, power, bar, outlets, age, id: "", top: -1 };
+}
+
+function fill(r: RowElement, e: Entry, now: number): void {
+  const s = e.s;
+  const stale = isStale(s, now);
+  setClass(r.row, `row h-${e.health}${stale ? " stale" : ""}`);
+  r.row.dataset.instance = s.id;
+  setText(r.link, s.id);
+  setAttr(r.link, "href", href.pdu(s.id));
+  setText(r.sub, [s.label, s.host].filter(Boolean).join(" · "));
+  setClass(r.badge, `badge ${stale && e.health !== "offline" ? "stale" : e.health}`);
+  setText(r.badge, HEALTH_TEXT[e.health]);
+  setText(r.detail, healthDetail(s, now));
+  setText(r.power, watts(s.powerW));
+  r.bar.update(s.peak, s.peak === null ? "Most loaded phase" : s.peak.name);
+  setText(r.bar.text, s.peak === null ? "no phase current" : `${s.peak.name}: ${loadText(s.peak)}`);
+  setText(r.outlets, s.outlets === null ? "–" : String(s.outlets));
+  setText(r.age, ago(s.lastSuccessUtc, now));
+}
+
+/** Once per page load: when the first fleet with rows was on screen (the console benchmark reads it). */
+let firstRenderMarked = false;
+
+/** The filter, the state chips, "Problems first" and the column headers; `changed` on any choice. */
+class FleetControls {
+  readonly element: HTMLElement;
+  readonly headers: HTMLElement[];
+  readonly counts = new Map<FilterName, HTMLElement>();
+  /** Jumps to the alarms panel (below the table on narrow screens). */
+  readonly toAlarms: HTMLButtonElement;
+
+  constructor(changed: () => void) {
+    const input = h("input", {
+      id: "fleet-filter",
+      type: "search",
+      value: prefs.text,
+      placeholder: "id, host, label or model",
+      autocomplete: "off",
+      spellcheck: "false",
+    });
+    input.addEventListener("input", () => {
+      prefs.text = input.value;
+      changed();
+    });
+    const problemsFirst = h("input", {
+      type: "checkbox",
+      id: "problems-first",
+      checked: prefs.problemsFirst,
+    });
+    problemsFirst.addEventListener("change", () => {
+      prefs.problemsFirst = problemsFirst.checked;
+      changed();
+    });
+    this.toAlarms = h("button", {
+      type: "button",
+      class: "to-alarms",
+      onClick: () => document.querySelector(".panel.alarms")?.scrollIntoView({ block: "start" }),
+    });
+    this.element = h(
+      "div",
+      { class: "fleet-controls" },
+      h("label", { for: "fleet-filter", class: "filter-label" }, "Filter"),
+      input,
+      this.#chips(changed),
+      h("label", { class: "check" }, problemsFirst, " Problems first"),
+      this.toAlarms,
+    );
+    this.headers = COLUMNS.map((c) => {
+      const button = h("button", { type: "button", class: "sort", "data-sort": c.key }, c.title);
+      button.addEventListener("click", () => {
+        if (prefs.sort === c.key) prefs.descending = !prefs.descending;
+        else {
+          prefs.sort = c.key;
+          prefs.descending = c.descending;
+        }
+        changed();
+      });
+      return h("div", { class: `cell ${c.cls}`, role: "columnheader" }, button);
+    });
+  }
+
+  #chips(changed: () => void): HTMLElement {
+    return h(
+      "fieldset",
+      { class: "chips" },
+      h("legend", { class: "sr-only" }, "Show"),
+      ...FILTERS.map((f) => {
+        const count = h("span", { class: "count" });
+        this.counts.set(f, count);
+        const radio = h("input", {
+          type: "radio",
+          name: "fleet-state",
+          value: f,
+          checked: prefs.filter === f,
+        });
+        radio.addEventListener("change", () => {
+          prefs.filter = f;
+          changed();
+        });
+        return h("label", { class: `chip f-${f}` }, radio, h("span", {}, FILTER_TEXT[f], " ", count));
+      }),
+    );
+  }
+
+  /** Marks the sorted column. */
+  sorted(): void {
+    for (const [i, c] of COLUMNS.entries()) {
+      const sort = prefs.sort === c.key ? (prefs.descending ? "descending" : "ascending") : null;
+      setAttr(this.headers[i]!, "aria-sort", sort);
+    }
+  }
+}
+
+/**
+ * The rows of the table, windowed over the page's scroll: an element per row in view (plus
+ * {@link OVERSCAN} above and below), reused as the window moves; a row is refilled when it shows
+ * another instance or its instance changed.
+ */
+class FleetRows {
+  readonly element = h("div", { class: "rows", role: "rowgroup" });
+  readonly #visible = new Map<string, RowElement>();
+  readonly #spare: RowElement[] = [];
+  #rowHeight = 0;
+  #height = "";
+
+  /** The ids of the instances on screen. */
+  ids(): IterableIterator<string> {
+    return this.#visible.keys();
+  }
+
+  /** The row height changes with the layout (a phone's rows are taller): measured again. */
+  remeasure(): void {
+    this.#rowHeight = 0;
+  }
+
+  /** Renders the window of `order` on screen; `top` is the rows' top on screen, read before any write. */
+  render(order: readonly Entry[], top: number, dirty: ReadonlySet<string>, now: number): void {
+    const height = this.#measure();
+    const total = `${order.length * height}px`;
+    if (total !== this.#height) {
+      this.#height = total;
+      this.element.style.setProperty("height", total);
+    }
+    const first = Math.max(0, Math.floor(-top / height) - OVERSCAN);
+    const last = Math.min(order.length, Math.ceil((window.innerHeight - top) / height) + OVERSCAN);
+    const wanted = new Set<string>();
+    for (let i = first; i < last; i++) wanted.add(order[i]!.s.id);
+    for (const [id, r] of this.#visible) {
+      if (wanted.has(id)) continue;
+      this.#visible.delete(id);
+      r.row.remove();
+      this.#spare.push(r);
+    }
+    for (let i = first; i < last; i++) {
+      const e = order[i]!;
+      let r = this.#visible.get(e.s.id);
+      if (r === undefined) {
+        r = this.#spare.pop() ?? rowElement();
+        r.id = e.s.id;
+        this.#visible.set(e.s.id, r);
+        fill(r, e, now);
+        this.element.appendChild(r.row);
+      } else if (dirty.has(e.s.id)) fill(r, e, now);
+      const y = i * height;
+      if (r.top !== y) {
+        r.top = y;
+        r.row.style.setProperty("transform", `translateY(${y}px)`);
+        r.row.setAttribute("aria-rowindex", String(i + 2));
+      }
+    }
+  }
+
+  /** The height of a row, from one in the page (once per layout). */
+  #measure(): number {
+    if (this.#rowHeight > 0) return this.#rowHeight;
+    const probe = this.#visible.values().next().value ?? this.#spare[0] ?? rowElement();
+    if (!probe.row.isConnected) this.element.appendChild(probe.row);
+    this.#rowHeight = probe.row.getBoundingClientRect().height || 52;
+    if (!this.#visible.has(probe.id)) {
+      probe.row.remove();
+      if (!this.#spare.includes(probe)) this.#spare.push(probe);
+    }
+    for (const r of this.#visible.values()) r.top = -1;
+    return this.#rowHeight;
+  }
+}
+
+class FleetView implements View {
+  readonly #entries = new Map<string, Entry>();
+  #order: Entry[] = [];
+  #orderDirty = true;
+  readonly #dirty = new Set<string>();
+  #scheduled = false;
+  readonly #controls: FleetControls;
+  readonly #rows = new FleetRows();
+  readonly #table: HTMLElement;
+  readonly #summary = h("p", { class: "meta fleet-summary" });
+  readonly #announce = h("p", { class: "sr-only", "aria-live": "polite" });
+  readonly #empty = h("p", { class: "note", hidden: true });
+  readonly #onScroll = () => this.#schedule(false);
+  readonly #onResize = () => {
+    this.#rows.remeasure();
+    this.#schedule(true);
+  };
+
+  constructor(main: HTMLElement) {
+    this.#controls = new FleetControls(() => {
+      this.#orderDirty = true;
+      this.#schedule(true);
+    });
+    this.#table = h(
+      "div",
+      { class: "fleet-table", role: "table", "aria-label": "PDU instances", "aria-rowcount": "1" },
+      h(
+        "div",
+        { class: "head", role: "rowgroup" },
+        h("div", { class: "row", role: "row", "aria-rowindex": "1" }, ...this.#controls.headers),
+      ),
+      this.#rows.element,
+    );
+    replace(
+      main,
+      h("h1", {}, "Fleet"),
+      this.#summary,
+      this.#controls.element,
+      this.#announce,
+      this.#table,
+      this.#empty,
+    );
+    window.addEventListener("scroll", this.#onScroll, { passive: true });
+    window.addEventListener("resize", this.#onResize, { passive: true });
+  }
+
+  update(changed: ReadonlySet<string> | null): void {
+    const now = Date.now();
+    if (changed === null) {
+      // A second passed: ages, and data that went stale.
+      for (const e of this.#entries.values()) {
+        if (healthOf(e.s, now) === e.health) continue;
+        Object.assign(e, entryOf(e.s, now));
+        this.#orderDirty = true;
+      }
+      this.#schedule(true);
+      return;
+    }
+    for (const id of changed) {
+      const s = state.statuses.get(id);
+      if (s !== undefined) this.#status(s, now);
+    }
+    this.#schedule(false);
+  }
+
+  destroy(): void {
+    window.removeEventListener("scroll", this.#onScroll);
+    window.removeEventListener("resize", this.#onResize);
+  }
+
+  /** A new status of an instance: its entry, and whether the order may have changed. */
+  #status(s: WireInstanceStatus, now: number): void {
+    const before = this.#entries.get(s.id);
+    const next = entryOf(s, now);
+    if (before === undefined) {
+      this.#entries.set(s.id, next);
+      this.#orderDirty = true;
+    } else {
+      const dataSort = prefs.sort !== "instance" && prefs.sort !== "health";
+      if (
+        before.rank !== next.rank ||
+        before.search !== next.search ||
+        (dataSort && sortValue(before, prefs.sort) !== sortValue(next, prefs.sort))
+      )
+        this.#orderDirty = true;
+      Object.assign(before, next);
+    }
+    this.#dirty.add(s.id);
+  }
+
+  #schedule(all: boolean): void {
+    if (all) for (const id of this.#rows.ids()) this.#dirty.add(id);
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    requestAnimationFrame(() => this.#frame());
+  }
+
+  #frame(): void {
+    this.#scheduled = false;
+    // Layout is read before anything is written in this frame (no forced synchronous layout).
+    const top = this.#rows.element.getBoundingClientRect().top;
+    if (this.#orderDirty) {
+      this.#orderDirty = false;
+      this.#recompute();
+    }
+    this.#rows.render(this.#order, top, this.#dirty, Date.now());
+    this.#dirty.clear();
+    this.#counts();
+    if (!firstRenderMarked && this.#order.length > 0) {
+      firstRenderMarked = true;
+      performance.mark("pdu-bridge:fleet-first-render");
+    }
+  }
+
+  /** Filters and sorts. */
+  #recompute(): void {
+    const terms = prefs.text.toLowerCase().split(/\s+/).filter(Boolean);
+    this.#order = [...this.#entries.values()].filter((e) => matches(e, terms)).sort(compare);
+    setAttr(this.#table, "aria-rowcount", String(this.#order.length + 1));
+    this.#controls.sorted();
+    this.#empty.hidden = this.#order.length > 0 || this.#entries.size === 0;
+    setText(this.#empty, "No instance matches the filter.");
+    setText(this.#announce, `${this.#order.length} of ${this.#entries.size} instances shown`);
+    for (const id of this.#rows.ids()) this.#dirty.add(id);
+  }
+
+  /** The chips' counts and the summary line. */
+  #counts(): void {
+    const n = new Map<FilterName, number>(FILTERS.map((f) => [f, 0]));
+    let power = 0;
+    for (const e of this.#entries.values()) {
+      n.set(e.health, (n.get(e.health) ?? 0) + 1);
+      if (PROBLEMS.has(e.health)) n.set("problems", (n.get("problems") ?? 0) + 1);
+      power += e.s.status === "failing" ? 0 : (e.s.powerW ?? 0);
+    }
+    n.set("all", this.#entries.size);
+    setText(this.#controls.toAlarms, `Active alarms: ${state.alarms.size}`);
+    for (const [f, el] of this.#controls.counts) setText(el, String(n.get(f) ?? 0));
+    const pending = n.get("pending") ?? 0;
+    setText(
+      this.#summary,
+      `${this.#entries.size} instances · ${watts(power)} in all (online instances)` +
+        (pending > 0 ? ` · ${pending} not polled yet` : ""),
+    );
+  }
+}
+
+export function fleetView(main: HTMLElement): View {
+  return new FleetView(main);
+}
