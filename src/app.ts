@@ -5,7 +5,8 @@
  * bus") says what each part does and which events it emits and hears.
  *
  * Start order (stopped in reverse):
- *   pdus → instance-log → metrics → console → credentials → poller → mqtt → api → health → control
+ *   pdus → instance-log → metrics → console → credentials → poller → mqtt → [cluster] → api →
+ *   health → control
  *
  * What the order guarantees:
  * - Every part that counts or shows polls (metrics, the console's history, the login check, the
@@ -16,17 +17,23 @@
  * - Control is last, so it stops first: new commands are refused and writes in flight get the stop
  *   budget to finish (what is still unfinished then is reported as outcome unknown, never as
  *   "retry"). Its start does nothing: the core answers from the moment MQTT and the API take requests.
+ * - With several replicas (`Cluster.Enabled`), the cluster part stands after MQTT: it joins once
+ *   MQTT connects (readiness), and on stop hands its buckets over before MQTT's stop, so nothing it
+ *   held is marked `offline` (src/cluster/part.ts).
  * - Then the listeners close (health, then the REST API), then MQTT publishes `offline` for every
  *   instance it owns and for the bridge before it closes (and the embedded broker with it); the
  *   poller stops after it, and the PDU drivers and the store close last.
  */
 import { EventBus } from "./bus.js";
+import { createCluster, type Cluster } from "./cluster/index.js";
+import { ClusterPart } from "./cluster/part.js";
 import type { LiveChanges } from "./config/kubernetes/diff.js";
 import { apiTlsFiles } from "./config/oidc.js";
 import { ConfigError } from "./config/errors.js";
 import type { Config } from "./config/schema.js";
 import { CredentialsCheck } from "./control/credentials.js";
 import { createControlService, type ControlCore } from "./control/service.js";
+import type { WriteFence } from "./control/types.js";
 import type { ApiListener } from "./http/api-worker/host.js";
 import type { RunningListener } from "./http/listener.js";
 import { startHealthServer } from "./http/health/server.js";
@@ -61,8 +68,10 @@ export class App {
   readonly logger: Logger;
   /** What the parts tell each other. */
   readonly bus: EventBus;
-  /** Which instances this process polls, publishes and writes to: all of them. */
-  readonly ownership: Ownership = OWN_ALL;
+  /** Which instances this process polls, publishes and writes to: all of them, or its buckets' ones. */
+  readonly ownership: Ownership;
+  /** This replica's part of the cluster (`Cluster.Enabled`), else null. */
+  readonly cluster: ClusterPart | null;
   readonly store: SnapshotStore;
   readonly poller: Poller;
   /** One driver per instance (its PDU family, `Pdus.<id>.Driver`). */
@@ -80,32 +89,41 @@ export class App {
   readonly #lifecycle: Lifecycle;
   #stopping: Promise<void> | null = null;
 
-  private constructor(config: Config, logger: Logger, consoleLimits: ConsoleLimits = {}) {
+  private constructor(
+    config: Config,
+    logger: Logger,
+    consoleLimits: ConsoleLimits = {},
+    cluster: Cluster | null = null,
+  ) {
     this.#config = config;
     this.logger = logger;
     const bus = new EventBus({ logger });
     this.bus = bus;
     const current = (): Config => this.config;
+    const clusterPart = cluster === null ? null : new ClusterPart(cluster, bus, logger);
+    this.cluster = clusterPart;
+    this.ownership = clusterPart?.ownership ?? OWN_ALL;
     const ownership = this.ownership;
-    const clients = new Map(config.instances.map((i) => [i.id, createDriver(i, { logger })]));
+    // Among several replicas each request to a PDU names its replica (docs/cluster.md).
+    const member = config.Cluster.Enabled ? { member: config.Cluster.MemberName } : {};
+    const clients = new Map(config.instances.map((i) => [i.id, createDriver(i, { logger, ...member })]));
     this.clients = clients;
-    const store = new SnapshotStore(
-      config.instances.map((i) => i.id),
-      { bus },
-    );
+    const store = instanceStore(config, bus);
     this.store = store;
-    // The overrides seam: every consumer of the store reads snapshots with them applied.
-    for (const instance of config.instances) store.setView(instance.id, overridesView(instance));
-    // Loads against ratings and alarms: assessed once per snapshot kept (src/pdu/load.ts).
-    const thresholds = thresholdsOf(config.Alarms);
-    for (const instance of config.instances)
-      store.setLoad(instance.id, new LoadTracker(instance.Ratings, thresholds));
     this.poller = new Poller(pollTargets(config, clients), store, { logger, bus, ownership });
-    const control = new ControlPart(current, store, clients, bus, logger, ownership);
+    const control = new ControlPart(current, store, clients, bus, logger, ownership, cluster);
     this.control = control.core;
     this.credentials = new CredentialsCheck({ config: current, drivers: clients, bus, logger });
     const credentials = this.credentials;
-    this.#mqtt = new MqttBridge({ config, store, bus, logger, control: this.control, ownership });
+    this.#mqtt = new MqttBridge({
+      config,
+      store,
+      bus,
+      logger,
+      control: this.control,
+      ownership,
+      ...replicaOf(clusterPart),
+    });
     const mqtt = this.#mqtt;
     const metrics = config.Metrics.Enabled ? bridgeMetrics(store, bus, this.poller, mqtt, logger) : null;
     this.console = config.Api.Enabled
@@ -133,17 +151,8 @@ export class App {
       ...(metrics === null ? {} : { metrics, metricsRoute: metricsRoute(metrics) }),
       ...more,
     });
-    const api = config.Api.Enabled
-      ? new ApiPart(
-          httpDeps({ control: this.control, consoleRoutes: consoleRoutes(this.console ?? undefined) }),
-        )
-      : null;
-    this.#api = api;
-    // The health listener reports the API's outage (its worker restarting).
-    const healthDeps = httpDeps({ apiOutage: () => api?.outage() ?? null });
-    this.#health = config.Health.Enabled
-      ? new ListenerPart("health", () => startHealthServer(healthDeps))
-      : null;
+    [this.#api, this.#health] = this.#listeners(httpDeps);
+    const api = this.#api;
     this.#lifecycle = new Lifecycle(
       [
         pdusPart(store, clients, bus),
@@ -153,6 +162,7 @@ export class App {
         this.credentials,
         this.poller,
         this.#mqtt,
+        ...(clusterPart === null ? [] : [clusterPart]),
         ...(api === null ? [] : [api]),
         ...(this.#health === null ? [] : [this.#health]),
         control,
@@ -161,18 +171,34 @@ export class App {
     );
   }
 
+  /** The REST API (with the console) and the health listener, as configured. */
+  #listeners(httpDeps: (more: Partial<HttpDeps>) => HttpDeps): [ApiPart | null, ListenerPart | null] {
+    const api = this.#config.Api.Enabled
+      ? new ApiPart(
+          httpDeps({ control: this.control, consoleRoutes: consoleRoutes(this.console ?? undefined) }),
+        )
+      : null;
+    // The health listener reports the API's outage (its worker restarting).
+    const healthDeps = httpDeps({ apiOutage: () => api?.outage() ?? null });
+    const health = this.#config.Health.Enabled
+      ? new ListenerPart("health", () => startHealthServer(healthDeps))
+      : null;
+    return [api, health];
+  }
+
   static async start(config: Config, options: AppOptions = {}): Promise<App> {
-    // This build runs only as the one owner of the fleet: as one of several replicas it would poll
-    // and write to every PDU beside the others. The coordination layer (src/cluster/) is not part
-    // of the service's parts, so the cluster is refused rather than silently ignored.
-    if (config.Cluster.Enabled) {
+    // Replicas share one broker: each one's embedded broker would be its own.
+    if (config.Cluster.Enabled && config.Mqtt.Connection.Host === null) {
       throw new ConfigError(
         "Cluster.Enabled",
-        "is true, but this build of pdu-bridge runs only as the one owner of the fleet (docs/cluster.md): set it to false and run one replica",
+        "is true, which needs an external MQTT broker shared by the replicas: set Mqtt.Connection.Host (docs/cluster.md)",
       );
     }
     const logger = options.logger ?? createLogger({ level: config.Logging.Level });
-    const app = new App(config, logger, options.consoleLimits);
+    const cluster = config.Cluster.Enabled
+      ? await createCluster(config.Cluster, { logger, instanceIds: config.instances.map((i) => i.id) })
+      : null;
+    const app = new App(config, logger, options.consoleLimits, cluster);
     try {
       await app.#lifecycle.start();
     } catch (error) {
@@ -407,6 +433,7 @@ class ControlPart implements Part {
     bus: EventBus,
     logger: Logger,
     ownership: Ownership,
+    fence: WriteFence | null,
   ) {
     this.core = createControlService({
       // A getter, like the listeners': live changes (poll intervals) reach control's Retry-After.
@@ -416,6 +443,8 @@ class ControlPart implements Part {
       store,
       clients,
       ownership,
+      // Among several replicas every PDU write waits for the cluster's grant (docs/cluster.md).
+      ...(fence === null ? {} : { fence }),
       // A write's early re-poll: the poller hears it.
       pollSoon: (instanceId, delayMs) => bus.emit("pollSoon", { instanceId, delayMs }),
       logger,
@@ -496,4 +525,31 @@ class ApiPart implements Part {
   async stop(): Promise<void> {
     await this.#listener?.close();
   }
+}
+
+/** What the MQTT part needs of the cluster among several replicas (docs/cluster.md); nothing alone. */
+function replicaOf(clusterPart: ClusterPart | null) {
+  if (clusterPart === null) return {};
+  return {
+    replica: {
+      member: clusterPart.cluster.member,
+      bucketOf: (id: string) => clusterPart.cluster.bucketOf(id),
+      holdsBucket: (bucket: number) => clusterPart.holdsBucket(bucket),
+    },
+  };
+}
+
+/** The store of the configured instances, with the overrides seam and the load assessment. */
+function instanceStore(config: Config, bus: EventBus): SnapshotStore {
+  const store = new SnapshotStore(
+    config.instances.map((i) => i.id),
+    { bus },
+  );
+  // The overrides seam: every consumer of the store reads snapshots with them applied.
+  for (const instance of config.instances) store.setView(instance.id, overridesView(instance));
+  // Loads against ratings and alarms: assessed once per snapshot kept (src/pdu/load.ts).
+  const thresholds = thresholdsOf(config.Alarms);
+  for (const instance of config.instances)
+    store.setLoad(instance.id, new LoadTracker(instance.Ratings, thresholds));
+  return store;
 }

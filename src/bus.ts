@@ -130,6 +130,11 @@ export interface ConfigAppliedEvent {
 export interface OwnershipChangedEvent {
   readonly gained: readonly string[];
   readonly lost: readonly string[];
+  /**
+   * Among several replicas: the bucket that changed hands here (docs/cluster.md); `handover`
+   * when it was given up cleanly (to a better holder, or on stop), false when it was lost.
+   */
+  readonly bucket?: { readonly index: number; readonly held: boolean; readonly handover: boolean };
 }
 
 /** Every event of the bus by name. */

@@ -8,11 +8,12 @@ const SRC = path.join(import.meta.dirname, "..", "..", "src");
 const LEAVES = ["log.ts", "paths.ts"];
 
 /**
- * The parts' shared seams at the top of src/: the event bus (the events' types and the bus) and the
- * ownership seam (which instances this process owns). Every part of the service may import them;
- * the domain (pdu/, config/) and the simulator do not.
+ * The parts' shared seams at the top of src/: the event bus (the events' types and the bus), the
+ * part lifecycle, the ownership seam (which instances this process owns) and the fencing seam's
+ * error. Every part of the service may import them; the domain (pdu/, config/) and the simulator
+ * do not.
  */
-const SEAMS = ["bus.ts", "ownership.ts"];
+const SEAMS = ["bus.ts", "lifecycle.ts", "ownership.ts", "fencing.ts"];
 
 /**
  * An area is a folder directly under src/ (its sub-folders belong to it), src/ui/page (the
@@ -25,6 +26,7 @@ export const ALLOWED = {
   "paths.ts": [],
   "bus.ts": ["config", "control", "pdu", ...LEAVES],
   "ownership.ts": [],
+  "fencing.ts": [],
   "lifecycle.ts": [...LEAVES],
   config: ["pdu", ...LEAVES],
   pdu: ["config", ...LEAVES],

@@ -39,6 +39,9 @@ import {
   type LeaseWatch,
   type StoredLease,
 } from "./store.js";
+import { FencingError } from "../fencing.js";
+
+export { FencingError };
 
 /** A write must start within this long of the renewal that allowed it (less when RenewDeadline is short). */
 export const START_WINDOW_MS = 1000;
@@ -109,19 +112,6 @@ export interface WriteGrant {
   assertMayStart(): void;
   /** The write has ended (whatever its outcome); a handover waits for this. */
   done(): void;
-}
-
-/** A write refused by the fencing rules. `reason` says which. */
-export class FencingError extends Error {
-  readonly reason: "not-holder" | "late" | "renewal-failed" | "once-used" | "stopping";
-  /** The member holding the bucket as last seen (for forwarding), when it is not this one. */
-  readonly holder: string | null;
-  constructor(reason: FencingError["reason"], message: string, holder: string | null = null) {
-    super(message);
-    this.name = "FencingError";
-    this.reason = reason;
-    this.holder = holder;
-  }
 }
 
 export interface ElectorOptions {

@@ -2,6 +2,7 @@
  * What the control core answers: refusals, how each outlet's write ended, and the outcome of a
  * command or a settings write made of them (the table in docs/control.md, "Outcomes").
  */
+import { FencingError } from "../fencing.js";
 import { describeError, isPduError } from "../pdu/errors.js";
 import type { OutletTarget } from "../pdu/driver.js";
 import { quoteName } from "../pdu/names.js";
@@ -12,6 +13,8 @@ import type { ControlOutcome, ControlProblem, ControlTarget, OutletResult } from
 
 /** Retry-After (s) of the 503 answered while the service stops. */
 export const STOPPING_RETRY_AFTER = 5;
+/** Retry-After (s) of a 503 `not-held`: the instance's lease changes hands within a round or so. */
+export const NOT_HELD_RETRY_AFTER = 2;
 
 export type Refusal = Extract<ControlOutcome, { ok: false }>;
 
@@ -54,10 +57,12 @@ export const outletName = (t: { deviceId: string; index: number }): string => `$
  * Why one write was not done: `timeout` no answer in time; `failed` the PDU refused or failed;
  * `unknown` it may or may not have been carried out (never re-sent); `refused` the PDU or its family
  * refused it and nothing was done; `stopped` not sent, the service is stopping; `superseded`,
- * `busy`, `expired` not sent, refused in the outlet's turns (./outlet-turns.ts).
+ * `busy`, `expired` not sent, refused in the outlet's turns (./outlet-turns.ts); `fenced` not sent,
+ * this replica may not write to the instance now (the cluster's fencing refused the grant, or it
+ * came too late).
  */
 export type FailureKind =
-  "timeout" | "failed" | "unknown" | "refused" | "stopped" | "superseded" | "busy" | "expired";
+  "timeout" | "failed" | "unknown" | "refused" | "stopped" | "superseded" | "busy" | "expired" | "fenced";
 
 export interface WriteFailure {
   readonly kind: FailureKind;
@@ -107,6 +112,25 @@ export function failureOf(e: unknown, signal: AbortSignal): WriteFailure {
   return { kind, error: describeError(e) };
 }
 
+/**
+ * Why the fence refused a write: nothing was sent by this attempt (`fenced`: this replica does not
+ * hold the instance now, could not renew its lease, or the write could not start in time), except
+ * that a once-only id used before means the command may have run already (`unknown`).
+ */
+export function fenceRefusal(e: unknown): WriteFailure {
+  if (e instanceof FencingError && e.reason === "once-used") {
+    return {
+      kind: "unknown",
+      error: "this command was carried out or attempted before (its once-only id is recorded)",
+    };
+  }
+  if (e instanceof FencingError && e.reason === "stopping") return STOPPED;
+  return {
+    kind: "fenced",
+    error: `this replica may not write to the PDU now (${describeError(e)}); not sent`,
+  };
+}
+
 /** Whether the PDU may have acted on any of the writes (then an early poll shows what it did). */
 export const mayHaveActed = (results: readonly WriteResult[]): boolean =>
   results.some((r) => r.ok || r.kind === "unknown");
@@ -154,6 +178,13 @@ function failedCommand(
       `${what}: ${why}; the outcome is not known: it may or may not have been carried out, and it was not sent again. Check the outlet before retrying`,
       { ...extra, problem: "outcome-unknown" },
     );
+  }
+  if (failed.some((f) => f.kind === "fenced")) {
+    return refuse(503, "Not held here", `${what} was not completed: ${why}; try again shortly`, {
+      ...extra,
+      retryAfter: NOT_HELD_RETRY_AFTER,
+      problem: "not-held",
+    });
   }
   if (failed.some((f) => f.kind === "stopped")) {
     return refuse(503, "Service stopping", `the service is stopping, ${what} was not completed: ${why}`, {
@@ -218,6 +249,11 @@ export function settingsFailure(what: string, failed: WriteFailure): Refusal {
       );
     case "stopped":
       return refuse(503, "Service stopping", why, { retryAfter: STOPPING_RETRY_AFTER });
+    case "fenced":
+      return refuse(503, "Not held here", `${why}; try again shortly`, {
+        retryAfter: NOT_HELD_RETRY_AFTER,
+        problem: "not-held",
+      });
     case "expired":
       return refuse(503, "Expired", `${why}; send it again if it is still wanted`, {
         retryAfter: 1,

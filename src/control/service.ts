@@ -22,7 +22,9 @@
  * After a successful on/off the commanded state is latched in the store (per outlet, in its turn)
  * and one early poll is requested. The core does not write the audit line: the surfaces do.
  * `applySettings` writes labels, delays and the power-on action with the same checks and turns
- * (./settings-writes.ts). The stop and the writes in flight are ./stopping.ts.
+ * (./settings-writes.ts). The stop and the writes in flight are ./stopping.ts. Among several
+ * replicas every PDU write waits for the cluster's grant (./writes.ts): a refused grant is 503
+ * `not-held`, nothing sent; a reboot or resetStats carries once-only ids from the command's id.
  */
 import type { Config } from "../config/schema.js";
 import type { Logger } from "../log.js";
@@ -42,13 +44,14 @@ import type {
   ControlService,
   SettingsOutcome,
   SettingsRequest,
+  WriteFence,
 } from "./types.js";
 import { Writer } from "./writes.js";
 
 export { actionsDisabled } from "./checks.js";
-export { STOPPING_RETRY_AFTER } from "./outcomes.js";
+export { NOT_HELD_RETRY_AFTER, STOPPING_RETRY_AFTER } from "./outcomes.js";
 export { STOP_BUDGET_MS } from "./stopping.js";
-export { GROUP_CONCURRENCY, REPOLL_DELAY_MS } from "./writes.js";
+export { COMMAND_ID_PATTERN, GROUP_CONCURRENCY, REPOLL_DELAY_MS } from "./writes.js";
 
 /** The writes the core uses (the command table's driver calls); every PduDriver fits. */
 export type ControlClient = CommandDriver;
@@ -60,6 +63,11 @@ export interface ControlDeps {
   readonly clients: ReadonlyMap<string, ControlClient>;
   /** Which instances this process may write to now (src/ownership.ts); default all. */
   readonly ownership?: Ownership;
+  /**
+   * Among several replicas: the grant every PDU write waits for (the cluster's fencing,
+   * docs/cluster.md); reboot and resetStats pass their once-only id. Absent: one process, no fence.
+   */
+  readonly fence?: WriteFence;
   pollSoon(instanceId: string, delayMs?: number): void;
   readonly logger: Logger;
   /**
@@ -85,7 +93,12 @@ export class ControlCore implements ControlService {
     this.#turns = turns;
     this.#inFlight = new WritesInFlight(this.#logger, deps.signal, () => turns.stop());
     this.#writer = new Writer(
-      { store: deps.store, pollSoon: (id, delayMs) => deps.pollSoon(id, delayMs), logger: this.#logger },
+      {
+        store: deps.store,
+        pollSoon: (id, delayMs) => deps.pollSoon(id, delayMs),
+        logger: this.#logger,
+        ...(deps.fence === undefined ? {} : { fence: deps.fence }),
+      },
       turns,
       this.#inFlight,
     );
@@ -130,7 +143,7 @@ export class ControlCore implements ControlService {
     // 6. the writes
     const where = { instance: id, target: describeTarget(resolved), action };
     this.#logger.debug({ ...where, outlets: targets.length }, "control: writing");
-    const written = await this.#writer.writeCommand(id, client, targets, row);
+    const written = await this.#writer.writeCommand(id, client, targets, row, request.commandId);
 
     // 7. the outcome (an outcome-unknown write is polled soon too: the PDU's report tells)
     this.#writer.repollAfter(id, written);

@@ -57,7 +57,7 @@ export async function applySettings(
   if (deps.inFlight.stopping) return stoppingRefusal(what);
 
   deps.logger.debug({ instance: id, target: describeTarget(planned.resolved) }, "control: writing settings");
-  const result = await deps.writer.inTurn(planned.key, SETTINGS_TURN, call);
+  const result = await deps.writer.inTurn(id, planned.key, SETTINGS_TURN, call);
   deps.writer.repollAfter(id, [result]);
   if (result.ok) return { ok: true, status: 200, instanceId: id, target: planned.resolved, settings };
   return settingsFailure(what, result);

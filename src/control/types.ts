@@ -35,6 +35,32 @@ export interface ControlRequest {
   /** Validated against the target kind by the core (resetStats is outlet-only). */
   readonly action: string;
   readonly source: ControlSource;
+  /**
+   * The command's id among several replicas: the once-only id of a reboot or resetStats
+   * (docs/cluster.md), kept when a request is forwarded to the replica holding the instance and
+   * when the forwarding is retried, so the command never runs twice. 1-48 characters of
+   * A-Za-z0-9_-; the core makes one when it is absent.
+   */
+  readonly commandId?: string;
+}
+
+/** What a write must wait for before it goes to a PDU when several replicas share the fleet. */
+export interface WriteGrant {
+  /** Aborted when the write must end at once (the lease's validity end, or the lease lost). */
+  readonly signal: AbortSignal;
+  /** Throws unless the write may still start now (checked right before the driver call). */
+  assertMayStart(): void;
+  /** The write ended, whatever its outcome. */
+  done(): void;
+}
+
+/**
+ * Fencing of PDU writes (the cluster, src/cluster/): a conditional renewal of the instance's lease
+ * before each write, which throws when this replica may not write (not the holder, the renewal
+ * failed, a once-only id used before, stopping).
+ */
+export interface WriteFence {
+  beforeWrite(instanceId: string, options?: { onceId?: string }): Promise<WriteGrant>;
 }
 
 export interface OutletResult {
@@ -74,13 +100,15 @@ export type ControlOutcome =
        * A more specific kind of problem than the status says (the REST problem `type` ends with it):
        * `outcome-unknown` (502: the write may or may not have been carried out; check the outlet
        * before retrying), `superseded` (409), `outlet-busy` (409: a reboot already running or within
-       * its reboot delay, or another command already waiting), `expired` (503: waited too long).
+       * its reboot delay, or another command already waiting), `expired` (503: waited too long),
+       * `not-held` (503: among several replicas, this one may not write to the instance now;
+       * nothing was sent).
        */
       readonly problem?: ControlProblem;
     };
 
 export type ControlProblem =
-  "outcome-unknown" | "superseded" | "outlet-busy" | "expired" | "unsafe-name" | "protected";
+  "outcome-unknown" | "superseded" | "outlet-busy" | "expired" | "unsafe-name" | "protected" | "not-held";
 
 /**
  * What a settings write names (docs/control.md, "Settings writes"): an outlet, a device, an entity

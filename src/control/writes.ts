@@ -3,16 +3,19 @@
  * stop (./stopping.ts); after an on/off the commanded state latched in the store (or the latch
  * dropped when the write failed), within the turn, so the store ends with the state of the last
  * command written; and one early poll once the PDU may have acted (docs/control.md, "What the core
- * does").
+ * does"). Among several replicas every driver call goes behind the cluster's fence: its grant first,
+ * the start check right before the call, the call cut at the grant's end (docs/cluster.md).
  */
+import { randomBytes } from "node:crypto";
+import { FencingError } from "../fencing.js";
 import type { Logger } from "../log.js";
 import type { OutletTarget } from "../pdu/driver.js";
-import { describeError } from "../pdu/errors.js";
 import type { SnapshotStore } from "../poller/store.js";
 import type { CommandDriver, CommandRow } from "./commands.js";
 import type { OutletTurns, TurnRules } from "./outlet-turns.js";
 import {
   failureOf,
+  fenceRefusal,
   mayHaveActed,
   notSent,
   outletName,
@@ -22,16 +25,24 @@ import {
 } from "./outcomes.js";
 import type { WritesInFlight } from "./stopping.js";
 import { outletKey, type PlannedOutlet } from "./targets.js";
+import type { WriteFence, WriteGrant } from "./types.js";
 
 /** Member outlets of a group written at the same time. */
 export const GROUP_CONCURRENCY = 8;
 /** Delay of the early poll requested after a write (ms): the PDU has acted by then. */
 export const REPOLL_DELAY_MS = 1000;
+/** A caller's command id (ControlRequest.commandId): room is left for the per-outlet suffix. */
+export const COMMAND_ID_PATTERN = /^[A-Za-z0-9_-]{1,48}$/;
 
 export interface WriterDeps {
   readonly store: SnapshotStore;
   pollSoon(instanceId: string, delayMs?: number): void;
   readonly logger: Logger;
+  /**
+   * Among several replicas: the grant every PDU write waits for (the cluster's fencing,
+   * docs/cluster.md); reboot and resetStats pass their once-only id. Absent: one process, no fence.
+   */
+  readonly fence?: WriteFence;
 }
 
 export class Writer {
@@ -45,14 +56,26 @@ export class Writer {
     this.#inFlight = inFlight;
   }
 
-  /** A command's writes, a group's members at most {@link GROUP_CONCURRENCY} at a time; in input order. */
+  /**
+   * A command's writes, a group's members at most {@link GROUP_CONCURRENCY} at a time; in input
+   * order. A reboot or resetStats gives each outlet write a once-only id `<commandId>-<k>` from the
+   * command's id (one is made when it is absent or malformed), so the same command never runs twice.
+   */
   writeCommand(
     instanceId: string,
     client: CommandDriver,
     targets: readonly PlannedOutlet[],
     row: CommandRow,
+    commandId?: string,
   ): Promise<Written[]> {
-    return mapBounded(targets, GROUP_CONCURRENCY, (t) => this.#writeOutlet(instanceId, client, t, row));
+    const id =
+      commandId !== undefined && COMMAND_ID_PATTERN.test(commandId)
+        ? commandId
+        : randomBytes(12).toString("base64url");
+    const onceId = (k: number): string | undefined => (row.idempotent ? undefined : `${id}-${k}`);
+    return mapBounded([...targets.entries()], GROUP_CONCURRENCY, ([k, t]) =>
+      this.#writeOutlet(instanceId, client, t, row, onceId(k)),
+    );
   }
 
   /** One early poll of the instance when the PDU may have acted on a write, unless stopping. */
@@ -69,6 +92,7 @@ export class Writer {
     client: CommandDriver,
     planned: PlannedOutlet,
     row: CommandRow,
+    onceId: string | undefined,
   ): Promise<Written> {
     const target: OutletTarget = { deviceId: planned.deviceId, index: planned.index, route: planned.route };
     const key = outletKey(instanceId, target.deviceId, target.index);
@@ -76,7 +100,7 @@ export class Writer {
     if (!turn.ok) return { target, ok: false, ...notSent(turn) };
     let result: Written | undefined;
     try {
-      result = await this.#inFlight.track(this.#send(client, target, row));
+      result = await this.#inFlight.track(this.#send(instanceId, client, target, row, onceId));
       if (row.latches !== null) this.#latch(instanceId, target, row.latches, result);
       return result;
     } finally {
@@ -95,23 +119,27 @@ export class Writer {
     else if (result.kind !== "stopped") store.unlatch(instanceId, target.deviceId, target.index);
   }
 
-  async #send(client: CommandDriver, target: OutletTarget, row: CommandRow): Promise<Written> {
+  async #send(
+    instanceId: string,
+    client: CommandDriver,
+    target: OutletTarget,
+    row: CommandRow,
+    onceId: string | undefined,
+  ): Promise<Written> {
     if (this.#inFlight.stopping) return { target, ok: false, ...STOPPED };
-    const signal = this.#inFlight.signal;
-    try {
-      await row.call(client, target, signal);
-      return { target, ok: true };
-    } catch (e) {
+    const result = await this.#fenced(instanceId, onceId, (signal) => row.call(client, target, signal));
+    if (!result.ok) {
       this.#deps.logger.debug(
-        { outlet: outletName(target), action: row.name, error: describeError(e) },
+        { outlet: outletName(target), action: row.name, error: result.error },
         "control: write failed",
       );
-      return { target, ok: false, ...failureOf(e, signal) };
     }
+    return { target, ...result };
   }
 
-  /** One write in the turn of `key`, tracked in flight; never rejects. */
+  /** One write to instance `instanceId` in the turn of `key`, fenced and tracked in flight; never rejects. */
   async inTurn(
+    instanceId: string,
     key: string,
     rules: TurnRules,
     send: (signal: AbortSignal) => Promise<void>,
@@ -120,20 +148,51 @@ export class Writer {
     if (!turn.ok) return { ok: false, ...notSent(turn) };
     try {
       if (this.#inFlight.stopping) return { ok: false, ...STOPPED };
-      const signal = this.#inFlight.signal;
-      const writing = send(signal).then(
-        () => ({ ok: true }) as const,
-        (e: unknown) => {
-          this.#deps.logger.debug(
-            { key, action: rules.name, error: describeError(e) },
-            "control: write failed",
-          );
-          return { ok: false, ...failureOf(e, signal) } as const;
-        },
-      );
+      const writing = this.#fenced(instanceId, undefined, send).then((result) => {
+        if (!result.ok) {
+          this.#deps.logger.debug({ key, action: rules.name, error: result.error }, "control: write failed");
+        }
+        return result;
+      });
       return await this.#inFlight.track(writing);
     } finally {
       turn.release(false);
+    }
+  }
+
+  /**
+   * One driver call behind the fence (among several replicas): the grant first (a conditional
+   * renewal of the instance's lease, recording the once-only id), its start check right before the
+   * call, the call aborted by a stop or by the grant's end. Without a fence, the call alone. Never
+   * rejects.
+   */
+  async #fenced(
+    instanceId: string,
+    onceId: string | undefined,
+    send: (signal: AbortSignal) => Promise<void>,
+  ): Promise<WriteResult> {
+    const fence = this.#deps.fence;
+    let grant: WriteGrant | null = null;
+    if (fence !== undefined) {
+      try {
+        grant = await fence.beforeWrite(instanceId, onceId === undefined ? {} : { onceId });
+      } catch (e) {
+        return { ok: false, ...fenceRefusal(e) };
+      }
+    }
+    let signal = this.#inFlight.signal;
+    try {
+      if (grant !== null) {
+        grant.assertMayStart();
+        signal = AbortSignal.any([signal, grant.signal]);
+      }
+      await send(signal);
+      return { ok: true };
+    } catch (e) {
+      if (e instanceof FencingError) return { ok: false, ...fenceRefusal(e) };
+      return { ok: false, ...failureOf(e, signal) };
+    } finally {
+      grant?.done();
     }
   }
 }

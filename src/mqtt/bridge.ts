@@ -24,7 +24,8 @@ import { MqttConnection, type CreateOptions } from "./connection.js";
 import { discoveryNodeId } from "./discovery.js";
 import { GhostSweeper } from "./ghost-cleanup.js";
 import { Publisher } from "./publisher.js";
-import { TopicIdGuard, Topics } from "./topics.js";
+import { BucketStatus } from "./bucket-status.js";
+import { TopicIdGuard, Topics, type ReplicaTopics } from "./topics.js";
 import type { HomeAssistantStatus, MqttBridgeHandle, MqttStatus } from "./types.js";
 
 /** The ghost cleanup's settle time after each round's marker on the embedded broker (ms). */
@@ -47,6 +48,11 @@ export interface MqttBridgeDeps {
   readonly control?: ControlService | null;
   /** Which instances are published and commanded here; default all. */
   readonly ownership?: Ownership;
+  /**
+   * This replica among several (docs/cluster.md): its client id is `<ClientId>-<member>`, its
+   * status topic its own, and each held bucket has an availability connection (./bucket-status.ts).
+   */
+  readonly replica?: ReplicaTopics & { holdsBucket(bucket: number): boolean };
 }
 
 /** Messages handed to the MQTT client and dropped or refused since start, discovery configs retained. */
@@ -62,6 +68,7 @@ interface Running {
   readonly connection: MqttConnection;
   readonly publisher: Publisher;
   readonly ghosts: GhostSweeper | null;
+  readonly buckets: BucketStatus | null;
   readonly unlisten: () => void;
 }
 
@@ -90,7 +97,7 @@ export class MqttBridge implements MqttBridgeHandle {
   constructor(deps: MqttBridgeDeps) {
     this.#deps = deps;
     this.#logger = deps.logger.child({ part: "mqtt" });
-    this.#topics = new Topics(deps.config.Mqtt.ParentTopic);
+    this.#topics = new Topics(deps.config.Mqtt.ParentTopic, deps.replica ?? null);
     this.#ownership = deps.ownership ?? OWN_ALL;
     this.#commands = new CommandHandler({
       topics: this.#topics,
@@ -115,9 +122,27 @@ export class MqttBridge implements MqttBridgeHandle {
     const bridgeSecret = randomBytes(24).toString("base64url");
     const embedded = await startEmbeddedIfConfigured(config, bridgeSecret, logger);
     let unlisten = (): void => undefined;
+    const replica = this.#deps.replica;
+    const buckets =
+      replica === undefined
+        ? null
+        : new BucketStatus({
+            config: config.Mqtt,
+            topics: this.#topics,
+            logger,
+            holds: (bucket) => replica.holdsBucket(bucket),
+          });
     try {
+      const target = connectionTarget(config, embedded, bridgeSecret);
       const connection = await MqttConnection.create({
-        ...connectionTarget(config, embedded, bridgeSecret),
+        ...target,
+        // Among several replicas each connects as itself, with its own status topic.
+        ...(replica === undefined
+          ? {}
+          : {
+              config: { ...target.config, ClientId: `${config.Mqtt.ClientId}-${replica.member}` },
+              statusTopic: this.#topics.bridgeStatus(),
+            }),
         subscriptions: [...this.#commands.subscriptions(), ...this.#haStatusSubscription()],
         logger,
         bus: this.#deps.bus,
@@ -128,7 +153,7 @@ export class MqttBridge implements MqttBridgeHandle {
       const publisher = createPublisher(config, connection, this.#deps.store, this.#topics, logger, (id) =>
         ghosts?.discovered(id),
       );
-      unlisten = this.#listen(publisher);
+      unlisten = this.#listen(publisher, buckets);
       await connection.connect({
         // Every connect: every instance's status, discovery and retained topics again; the first
         // starts the ghost cleanup.
@@ -138,9 +163,10 @@ export class MqttBridge implements MqttBridgeHandle {
         },
         onMessage: this.#router(publisher, ghosts),
       });
-      this.#running = { embedded, connection, publisher, ghosts, unlisten };
+      this.#running = { embedded, connection, publisher, ghosts, buckets, unlisten };
     } catch (error) {
       unlisten();
+      await buckets?.close();
       await embedded?.close();
       throw error;
     }
@@ -196,6 +222,7 @@ export class MqttBridge implements MqttBridgeHandle {
       if (running === null) return;
       running.unlisten();
       running.ghosts?.close();
+      await running.buckets?.close();
       // Every instance goes `offline` with the bridge, not only `P/status`: the ones it owns.
       const owned = this.#deps.config.instances.filter((i) => this.#ownership.owns(i.id));
       await running.connection.close(owned.map((i) => this.#topics.instanceStatus(i.id)));
@@ -236,7 +263,7 @@ export class MqttBridge implements MqttBridgeHandle {
   }
 
   /** The part's bus listeners: what it publishes, and when it republishes. */
-  #listen(publisher: Publisher): () => void {
+  #listen(publisher: Publisher, buckets: BucketStatus | null): () => void {
     const publish = (event: StoreEvent): void => {
       if (this.#ownership.owns(event.instanceId)) publisher.handle(event);
     };
@@ -248,7 +275,12 @@ export class MqttBridge implements MqttBridgeHandle {
       configApplied: ({ live }) => {
         for (const id of live.overrides) this.refresh(id);
       },
-      ownershipChanged: ({ gained }) => {
+      ownershipChanged: ({ gained, bucket }) => {
+        // The bucket's availability first: `online` before its instances' topics.
+        if (bucket !== undefined && buckets !== null) {
+          if (bucket.held && gained.length > 0) buckets.hold(bucket.index);
+          else if (!bucket.held) buckets.release(bucket.index, bucket.handover);
+        }
         for (const id of gained) this.refresh(id);
       },
     });

@@ -105,6 +105,8 @@ export interface CreateOptions {
   readonly logger: Logger;
   /** Told `mqttConnected` after every connect and `mqttLost` when a connection that was up closes. */
   readonly bus?: EventBus;
+  /** The bridge's status topic (`online`, and the will); default `Topics.bridgeStatus()` of ParentTopic. */
+  readonly statusTopic?: string;
 }
 
 export interface OpenOptions extends CreateOptions {
@@ -173,7 +175,7 @@ export class MqttConnection {
   ) {
     this.#client = client;
     this.#logger = options.logger;
-    this.#statusTopic = new Topics(options.config.ParentTopic).bridgeStatus();
+    this.#statusTopic = options.statusTopic ?? new Topics(options.config.ParentTopic).bridgeStatus();
     this.#subscriptions = options.subscriptions;
     this.#bus = options.bus;
     this.#broker = broker;
@@ -245,7 +247,7 @@ export class MqttConnection {
       // Never an identifier still in flight (src/mqtt/packet-ids.ts).
       messageIdProvider: new PacketIdPool(),
       will: {
-        topic: new Topics(config.ParentTopic).bridgeStatus(),
+        topic: options.statusTopic ?? new Topics(config.ParentTopic).bridgeStatus(),
         payload: Buffer.from("offline"),
         qos: 1,
         retain: true,

@@ -271,7 +271,7 @@ function builder(options: DiscoveryOptions, instanceId: string, out: Map<string,
   const nodeId = discoveryNodeId(topics.parent, instanceId);
   // Parts shared by many configs are serialised once and spliced in (this runs for every entity).
   const tail =
-    `,"availability":${JSON.stringify([{ topic: topics.bridgeStatus() }, { topic: topics.instanceStatus(instanceId) }])}` +
+    `,"availability":${JSON.stringify([{ topic: topics.availability(instanceId) }, { topic: topics.instanceStatus(instanceId) }])}` +
     `,"availability_mode":"all","origin":${JSON.stringify(ORIGIN)}}`;
   return {
     topics,

@@ -156,19 +156,53 @@ export type ParsedCommand =
     }
   | { readonly ok: false; readonly instanceId: string | null; readonly reason: string };
 
+/**
+ * This replica among several (docs/cluster.md): its member name, and the bucket of an instance
+ * (a stable hash of its id), which names the instance's availability topic.
+ */
+export interface ReplicaTopics {
+  readonly member: string;
+  bucketOf(instanceId: string): number;
+}
+
 export class Topics {
   /** `Mqtt.ParentTopic`, used as given. */
   readonly parent: string;
   readonly #prefix: string;
+  readonly #replica: ReplicaTopics | null;
 
-  constructor(parent: string) {
+  constructor(parent: string, replica: ReplicaTopics | null = null) {
     this.parent = parent;
     this.#prefix = `${parent}/`;
+    this.#replica = replica;
   }
 
-  /** Bridge availability: `online` / `offline`, retained (also the last will). */
+  /**
+   * Bridge availability: `online` / `offline`, retained (also the last will). Among several
+   * replicas each has its own, `P/$replicas/<member>/status`, for operators only: discovery's
+   * availability names the bucket's topic instead ({@link availability}).
+   */
   bridgeStatus(): string {
-    return `${this.parent}/status`;
+    const replica = this.#replica;
+    return replica === null ? `${this.parent}/status` : `${this.parent}/$replicas/${replica.member}/status`;
+  }
+
+  /**
+   * The availability of a bucket of instances among several replicas, `P/$buckets/<n>/status`:
+   * `online` from its holder, `offline` as the will of the holder's connection for the bucket.
+   * A level no instance id can be (`$`), like the sweep marker's.
+   */
+  bucketStatus(bucket: number): string {
+    return `${this.parent}/$buckets/${bucket}/status`;
+  }
+
+  /**
+   * The topic an instance's availability depends on besides its own status: the bridge's, or
+   * among several replicas the instance's bucket's (stable: the same whichever replica holds it).
+   */
+  availability(instanceId: string): string {
+    const replica = this.#replica;
+    return replica === null ? this.bridgeStatus() : this.bucketStatus(replica.bucketOf(instanceId));
   }
 
   /**

@@ -6,6 +6,13 @@
  */
 import type { DeviceRoute, Snapshot, Vendor } from "./model.js";
 
+/**
+ * The HTTP header naming the replica that sends a request to a PDU (`Cluster.MemberName`), sent on
+ * every request when several replicas share the fleet. Real units ignore it; the simulator's write
+ * journal records it, so tests can tell which replica wrote (docs/cluster.md).
+ */
+export const MEMBER_HEADER = "x-pdu-bridge-member";
+
 /** Switching actions every driver supports. */
 export type SwitchAction = "on" | "off" | "reboot";
 

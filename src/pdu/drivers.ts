@@ -12,12 +12,18 @@ import { SnmpDriver } from "./snmp/driver.js";
 
 export interface DriverOptions {
   readonly logger?: Logger;
+  /** This replica's member name among several (`Cluster.MemberName`); HTTP drivers send it to the PDU. */
+  readonly member?: string;
 }
 
 const FACTORIES: Readonly<
   Record<PduDriverName, (instance: InstanceConfig, options: DriverOptions) => PduDriver>
 > = {
-  geist: (instance, options) => new GeistClient(instance, options),
+  geist: (instance, options) =>
+    new GeistClient(instance, {
+      ...(options.logger === undefined ? {} : { logger: options.logger }),
+      ...(options.member === undefined ? {} : { member: options.member }),
+    }),
   snmp: (instance, options) => new SnmpDriver(instance, options),
 };
 

@@ -13,6 +13,7 @@ import { ENTITY_KEYS, SimState } from "./state.js";
 import { outletReading } from "./tree.js";
 import type {
   AlarmValue,
+  JournalEntry,
   OutletRef,
   OutletSwitch,
   OutletView,
@@ -65,6 +66,7 @@ class GeistSimulator implements Simulator, ListenerOwner {
   readonly idleDropMs: number | null;
   private readonly listeners: Listener[];
   private readonly log: RecordedRequest[] = [];
+  private readonly journalLog: JournalEntry[] = [];
   private readonly logLimit: number;
 
   constructor(o: SimulatorOptions, tls: TlsMaterial | null) {
@@ -144,6 +146,12 @@ class GeistSimulator implements Simulator, ListenerOwner {
     if (this.logLimit === 0) return;
     if (this.log.length >= this.logLimit) this.log.shift();
     this.log.push(entry);
+  }
+
+  executed(entry: JournalEntry): void {
+    if (this.logLimit === 0) return;
+    if (this.journalLog.length >= this.logLimit) this.journalLog.shift();
+    this.journalLog.push(entry);
   }
 
   proxyPort(unit: SimUnit): number {
@@ -290,6 +298,18 @@ class GeistSimulator implements Simulator, ListenerOwner {
 
   writes(): RecordedRequest[] {
     return this.log.filter((r) => r.method === "POST" && r.cmd !== "login" && r.cmd !== "logout");
+  }
+
+  journal(): JournalEntry[] {
+    return [...this.journalLog];
+  }
+
+  pollers(since = -Infinity): Map<string | null, number> {
+    const counts = new Map<string | null, number>();
+    for (const r of this.log) {
+      if (r.method === "GET" && r.time >= since) counts.set(r.member, (counts.get(r.member) ?? 0) + 1);
+    }
+    return counts;
   }
 
   async close(): Promise<void> {

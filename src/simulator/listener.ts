@@ -12,7 +12,20 @@ import { handleGet, handlePost, segments } from "./api.js";
 import type { TlsMaterial } from "./cert.js";
 import { answerShape, isHostileMode, reshapeAnswer, type AnswerShape, type HostileMode } from "./hostile.js";
 import type { SimState, SimUnit } from "./state.js";
-import type { RecordedRequest, SimulatorFault } from "./types.js";
+import { MEMBER_HEADER } from "../pdu/driver.js";
+import type { JournalEntry, RecordedRequest, SimulatorFault } from "./types.js";
+
+/**
+ * The bridge replica that sent a request, from its `X-Pdu-Bridge-Member` header (real units ignore
+ * it): null without one, `"(invalid)"` for one that is not a plain member name.
+ */
+function memberOf(req: IncomingMessage): string | null {
+  const raw = req.headers[MEMBER_HEADER];
+  if (raw === undefined) return null;
+  return typeof raw === "string" && MEMBER_PATTERN.test(raw) ? raw : "(invalid)";
+}
+
+const MEMBER_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
 /** What a listener needs from the simulator that owns it. */
 export interface ListenerOwner {
@@ -20,6 +33,8 @@ export interface ListenerOwner {
   readonly rejectChunked: boolean;
   readonly idleDropMs: number | null;
   record(entry: RecordedRequest): void;
+  /** A write the unit executed (its answer said OK), for the write journal. */
+  executed(entry: JournalEntry): void;
   proxyPort(unit: SimUnit): number;
 }
 
@@ -167,7 +182,7 @@ export class Listener {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const chunked = /\bchunked\b/i.test(req.headers["transfer-encoding"] ?? "");
     if (method === "POST" && chunked && this.owner.rejectChunked) {
-      this.record(method, path, true, undefined, null);
+      this.record(method, path, true, undefined, null, memberOf(req));
       reset(socket);
       return;
     }
@@ -188,7 +203,8 @@ export class Listener {
     }
     const body = parseJson(raw);
     const declared = req.headers["content-length"];
-    this.record(method, path, chunked, body, declared === undefined ? null : Number(declared));
+    const member = memberOf(req);
+    this.record(method, path, chunked, body, declared === undefined ? null : Number(declared), member);
     const fault = this.fault;
     if (fault?.kind === "hang") return;
     if (fault?.kind === "slow") {
@@ -208,6 +224,11 @@ export class Listener {
           : method === "GET"
             ? handleGet(this.ctx, segs)
             : { status: 405, envelope: { retCode: 3001, retMsg: "method not allowed", data: null } };
+    if (method === "POST" && reply.envelope.retCode === 0 && segs !== null && segs[1] !== "auth") {
+      const data = isObj(body) && isObj(body.data) ? body.data : {};
+      const cmd = isObj(body) && typeof body.cmd === "string" ? body.cmd : "";
+      this.owner.executed({ time: this.owner.state.time(), unit: this.unit.index, path, cmd, data, member });
+    }
     let envelope = reply.envelope;
     const shape = this.shape;
     const root = segs?.length === 1 && (segs[0] === "api" || segs[0] === "oneview") ? segs[0] : null;
@@ -226,9 +247,11 @@ export class Listener {
     chunked: boolean,
     body: unknown,
     contentLength: number | null,
+    member: string | null,
   ): void {
     const cmd = isObj(body) && typeof body.cmd === "string" ? body.cmd : null;
     this.owner.record({
+      member,
       time: this.owner.state.time(),
       method,
       path,

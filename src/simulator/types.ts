@@ -80,6 +80,27 @@ export interface RecordedRequest {
   readonly body: unknown;
   /** The body's `cmd` (`login`, `control`, `set`, `reset`, ...), else null. */
   readonly cmd: string | null;
+  /**
+   * The bridge replica that sent it (its `X-Pdu-Bridge-Member` header), null without one,
+   * `"(invalid)"` when the header was not a plain member name.
+   */
+  readonly member: string | null;
+}
+
+/** A write the simulator executed (a POST other than login/logout that it answered with OK). */
+export interface JournalEntry {
+  /** Clock time (epoch ms) when it was executed. */
+  readonly time: number;
+  /** Index of the unit that executed it in `Simulator.units`. */
+  readonly unit: number;
+  /** Path without the query string, as sent. */
+  readonly path: string;
+  /** The body's `cmd` (`control`, `set`, `reset`). */
+  readonly cmd: string;
+  /** The body's `data` (e.g. `{ action: "reboot" }`). */
+  readonly data: Readonly<Record<string, unknown>>;
+  /** The replica that sent it, as in {@link RecordedRequest.member}. */
+  readonly member: string | null;
 }
 
 export interface AlarmValue {
@@ -185,5 +206,12 @@ export interface Simulator {
   readonly openConnections: number;
   /** Recorded POSTs other than login/logout. */
   writes(): RecordedRequest[];
+  /**
+   * Every write the simulator executed, in order, with the replica that sent it (bounded like the
+   * request log, by `requestLogLimit`, but kept apart from it: reads never push a write out).
+   */
+  journal(): JournalEntry[];
+  /** Reads (GETs) received per sending replica since `since` (epoch ms; default: all kept). */
+  pollers(since?: number): Map<string | null, number>;
   close(): Promise<void>;
 }

@@ -126,11 +126,11 @@ test("check-config shows the etcd user and masks the password, and its output lo
   assert.match(none, /# no etcd credentials \(SERVICE_ETCD_USERNAME \/ SERVICE_ETCD_PASSWORD not set\)/);
 });
 
-test("the service refuses to run with Cluster.Enabled (exit 2 naming the key) rather than own every instance beside others", async () => {
+test("the service refuses Cluster.Enabled with the embedded broker (exit 2 naming the key): replicas share one broker", async () => {
   const file = join(dir, "refused.yaml");
   await writeFile(
     file,
-    `${PDU}Mqtt:\n  Connection: { Host: 127.0.0.1, Port: 1 }\nHealth: { Enabled: false }\nCluster:\n  Enabled: true\n  MemberName: a\n  Backend: etcd\n`,
+    `${PDU}Health: { Enabled: false }\nCluster:\n  Enabled: true\n  MemberName: a\n  Backend: etcd\n`,
   );
   const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
     execFile(
@@ -145,7 +145,7 @@ test("the service refuses to run with Cluster.Enabled (exit 2 naming the key) ra
   assert.equal(result.code, 2, result.stderr);
   assert.match(
     result.stderr,
-    /^config error: Cluster\.Enabled: is true, but this build of pdu-bridge runs only as the one owner/,
+    /^config error: Cluster\.Enabled: is true, which needs an external MQTT broker shared by the replicas: set Mqtt\.Connection\.Host/,
   );
 });
 

@@ -32,7 +32,7 @@ export type ToWorker =
    * could not be serialised (the worker passes their requests to fastify, which answers 500).
    */
   | { readonly kind: "readings"; readonly readings: [id: string, json: string][]; readonly failed: string[] }
-  /** The heartbeat: the worker answers with its own `beat` (worker-host.ts). */
+  /** The heartbeat: the worker answers with its own `beat` (thread.ts). */
   | { readonly kind: "beat" }
   | { readonly kind: "close" };
 

@@ -41,6 +41,7 @@ import type {
   PduDriver,
   SwitchAction,
 } from "../driver.js";
+import { MEMBER_HEADER } from "../driver.js";
 import { restamp, type DeviceRoute, type Snapshot } from "../model.js";
 import { pathSegment } from "../names.js";
 import { parseApiTree, parseOneView } from "./parse.js";
@@ -85,6 +86,8 @@ export interface GeistClientOptions {
   logger?: Logger;
   /** Largest response body read; bigger answers fail as `malformed` without being read. Default 16 MiB. */
   maxBodyBytes?: number;
+  /** This replica's member name, sent as {@link MEMBER_HEADER} on every request (several replicas). */
+  member?: string;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -222,6 +225,8 @@ export class GeistClient implements PduDriver {
   private oneview: boolean | undefined;
   /** Reads close their connection after each answer (the poll interval outlasts the keep-alive). */
   #closeReads: boolean;
+  /** The headers of a GET: {@link ACCEPT_JSON}, with the member name among several replicas. */
+  readonly #getHeaders: Readonly<Record<string, string>>;
 
   constructor(instance: ClientInstance | InstanceConfig, options: GeistClientOptions = {}) {
     const c = instance.Connection;
@@ -232,6 +237,8 @@ export class GeistClient implements PduDriver {
     this.timeoutMs = Math.max(1, Math.round(c.Timeout * 1000));
     this.timeoutText = `${c.Timeout}s`;
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.#getHeaders =
+      options.member === undefined ? ACCEPT_JSON : { ...ACCEPT_JSON, [MEMBER_HEADER]: options.member };
     this.#closeReads = instance.PollInterval !== undefined && closesReads(instance.PollInterval * 1000);
     this.logger = (options.logger ?? silentLogger()).child({ instance: instance.id });
     const user = instance.Credentials.Username;
@@ -617,8 +624,8 @@ export class GeistClient implements PduDriver {
     const started = performance.now();
     const headers =
       body === undefined
-        ? ACCEPT_JSON
-        : { ...ACCEPT_JSON, "content-type": "application/json", "content-length": String(body.length) };
+        ? this.#getHeaders
+        : { ...this.#getHeaders, "content-type": "application/json", "content-length": String(body.length) };
     const exchange = new Exchange({
       method,
       path,

@@ -1,0 +1,81 @@
+/**
+ * The cluster as one of the service's parts (docs/cluster.md), when `Cluster.Enabled`: this
+ * replica's membership, its buckets and what they mean to the other parts. It turns the cluster's
+ * `acquired`/`lost` events into the bus's `ownershipChanged` (the bucket's instances, and the bucket
+ * itself for MQTT's availability connections), and reports the replica ready while its MQTT
+ * connection is up (`mqttConnected`/`mqttLost`). Its `Ownership` is the cluster's `holds`, asked at
+ * the moment of each use, so a lease that ran out stops polling, publishing and writing at once.
+ *
+ * It stands after `mqtt` in the part list: it stops before MQTT does, so its buckets are handed over
+ * (and their availability kept `online` for the next holders) before MQTT's stop marks anything
+ * `offline`, which then concerns none of them.
+ */
+import type { EventBus } from "../bus.js";
+import type { Cluster } from "./index.js";
+import type { Part } from "../lifecycle.js";
+import type { Logger } from "../log.js";
+import type { Ownership } from "../ownership.js";
+
+export class ClusterPart implements Part {
+  readonly name = "cluster";
+  readonly cluster: Cluster;
+  readonly ownership: Ownership;
+  readonly #bus: EventBus;
+  readonly #logger: Logger;
+  #unlisten: (() => void)[] = [];
+
+  constructor(cluster: Cluster, bus: EventBus, logger: Logger) {
+    this.cluster = cluster;
+    this.#bus = bus;
+    this.#logger = logger.child({ part: "cluster" });
+    this.ownership = { owns: (id) => cluster.holds(id) };
+  }
+
+  /** Whether this replica holds the bucket now (its first instance's lease valid). */
+  holdsBucket(bucket: number): boolean {
+    const first = this.cluster.instancesOf(bucket)[0];
+    return first !== undefined && this.cluster.holds(first);
+  }
+
+  async start(): Promise<void> {
+    const { cluster } = this;
+    this.#unlisten = [
+      cluster.on((event) => {
+        if (event.type === "members") return;
+        const ids = cluster.instancesOf(event.bucket);
+        const held = event.type === "acquired";
+        const handover =
+          event.type === "lost" && (event.reason === "handover" || event.reason === "stopping");
+        if (event.type === "lost") {
+          this.#logger.info(
+            { bucket: event.bucket, reason: event.reason, instances: ids.length },
+            "bucket given up",
+          );
+        } else {
+          this.#logger.info({ bucket: event.bucket, instances: ids.length }, "bucket taken");
+        }
+        this.#bus.emit("ownershipChanged", {
+          gained: held ? ids : [],
+          lost: held ? [] : ids,
+          bucket: { index: event.bucket, held, handover },
+        });
+      }),
+      this.#bus.listen({
+        mqttConnected: () => cluster.setReady(true),
+        mqttLost: ({ stopping }) => {
+          if (!stopping) cluster.setReady(false);
+        },
+      }),
+    ];
+    await cluster.start();
+  }
+
+  async stop(): Promise<void> {
+    try {
+      await this.cluster.stop();
+    } finally {
+      for (const unlisten of this.#unlisten) unlisten();
+      this.#unlisten = [];
+    }
+  }
+}

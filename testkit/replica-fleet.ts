@@ -1,0 +1,207 @@
+/**
+ * Several pdu-bridge replicas as real processes sharing a fleet (docs/cluster.md): a real etcd
+ * cluster (./etcd.ts), mosquitto, one Geist simulator per instance in this process, and N
+ * `node dist/src/main.js --config <file>` children that differ only in `Cluster.MemberName` (and
+ * their listener ports). Everything a test asserts is read from outside: the simulators' journals
+ * and readers (which replica wrote and polled what), the bucket leases in etcd, MQTT as a
+ * subscriber sees it.
+ */
+import { randomUUID } from "node:crypto";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { EtcdLeaseStore } from "../src/cluster/etcd.js";
+import { startSimulator, type Simulator } from "../src/simulator/index.js";
+import { childEnv, CliProcess, tempDir } from "./cli-process.js";
+import { EtcdCluster } from "./etcd.js";
+import { Mosquitto } from "./mosquitto.js";
+import { Recorder } from "./mqtt-client.js";
+
+export const PARENT = "pdu";
+
+export interface ReplicaFleetOptions {
+  readonly instances: number;
+  readonly buckets: number;
+  readonly etcdMembers?: number;
+  /** Seconds; default 3 / 2 / 0.5 (a takeover in about 3.5 s). */
+  readonly leaseDuration?: number;
+  readonly renewDeadline?: number;
+  readonly retryPeriod?: number;
+  /** Seconds between polls; default 1. */
+  readonly pollInterval?: number;
+}
+
+export interface RunningReplica {
+  readonly name: string;
+  readonly process: CliProcess;
+}
+
+export class ReplicaFleet {
+  readonly options: Required<ReplicaFleetOptions>;
+  readonly etcd: EtcdCluster;
+  readonly mqtt: Mosquitto;
+  /** Instance id → its simulator. */
+  readonly sims: ReadonlyMap<string, Simulator>;
+  readonly replicas = new Map<string, RunningReplica>();
+  readonly recorder: Recorder;
+  readonly prefix: string;
+  readonly #dir: { path: string; remove(): Promise<void> };
+  readonly #leases: EtcdLeaseStore;
+
+  private constructor(
+    options: Required<ReplicaFleetOptions>,
+    etcd: EtcdCluster,
+    mqtt: Mosquitto,
+    sims: Map<string, Simulator>,
+    recorder: Recorder,
+    dir: { path: string; remove(): Promise<void> },
+    prefix: string,
+  ) {
+    this.options = options;
+    this.etcd = etcd;
+    this.mqtt = mqtt;
+    this.sims = sims;
+    this.recorder = recorder;
+    this.#dir = dir;
+    this.prefix = prefix;
+    this.#leases = new EtcdLeaseStore({ endpoints: etcd.endpoints, prefix });
+  }
+
+  static async start(o: ReplicaFleetOptions): Promise<ReplicaFleet> {
+    const options: Required<ReplicaFleetOptions> = {
+      etcdMembers: 3,
+      leaseDuration: 3,
+      renewDeadline: 2,
+      retryPeriod: 0.5,
+      pollInterval: 1,
+      ...o,
+    };
+    const dir = await tempDir();
+    const sims = new Map<string, Simulator>();
+    let etcd: EtcdCluster | null = null;
+    let mqtt: Mosquitto | null = null;
+    try {
+      etcd = await EtcdCluster.start({ members: options.etcdMembers });
+      mqtt = await Mosquitto.start();
+      for (let k = 0; k < options.instances; k++) {
+        sims.set(`rack-${String(k).padStart(3, "0")}`, await startSimulator({ outlets: 2, seed: k + 1 }));
+      }
+      const recorder = await Recorder.connect(mqtt, [`${PARENT}/#`, "homeassistant/#"]);
+      return new ReplicaFleet(options, etcd, mqtt, sims, recorder, dir, `/fleet-${randomUUID()}/`);
+    } catch (error) {
+      await Promise.allSettled([...sims.values()].map((s) => s.close()));
+      await mqtt?.stop();
+      await etcd?.close();
+      await dir.remove();
+      throw error;
+    }
+  }
+
+  /** The configuration of one replica (all share it but the member name). */
+  configText(name: string): string {
+    const o = this.options;
+    const q = (s: string) => JSON.stringify(s);
+    const lines = [
+      "Mqtt:",
+      `  Connection: { Host: 127.0.0.1, Port: ${this.mqtt.port} }`,
+      `  ParentTopic: ${PARENT}`,
+      "Api: { Enabled: false }",
+      "Health: { Enabled: false }",
+      "Metrics: { Enabled: false }",
+      "Logging: { Level: info }",
+      "Cluster:",
+      "  Enabled: true",
+      "  Backend: etcd",
+      `  MemberName: ${name}`,
+      `  Buckets: ${o.buckets}`,
+      `  LeaseDurationSeconds: ${o.leaseDuration}`,
+      `  RenewDeadlineSeconds: ${o.renewDeadline}`,
+      `  RetryPeriodSeconds: ${o.retryPeriod}`,
+      `  Etcd: { Endpoints: ${JSON.stringify(this.etcd.endpoints)}, Prefix: ${q(this.prefix)} }`,
+      "Pdus:",
+    ];
+    for (const [id, sim] of this.sims) {
+      lines.push(
+        `  ${id}:`,
+        `    Connection: { Host: 127.0.0.1, Port: ${sim.port}, Timeout: 2 }`,
+        "    Credentials: { Username: admin, Password: admin }",
+        `    PollInterval: ${o.pollInterval}`,
+        "    ActionsEnabled: true",
+      );
+    }
+    return `${lines.join("\n")}\n`;
+  }
+
+  /** Starts a replica and waits for its start-up line. */
+  async add(name: string): Promise<RunningReplica> {
+    const file = join(this.#dir.path, `${name}.yaml`);
+    await writeFile(file, this.configText(name));
+    const process = CliProcess.spawn(["--config", file], childEnv(), `replica ${name}`);
+    const replica = { name, process };
+    this.replicas.set(name, replica);
+    await process.started(30_000);
+    return replica;
+  }
+
+  get(name: string): RunningReplica {
+    const replica = this.replicas.get(name);
+    if (replica === undefined) throw new Error(`no replica ${name}`);
+    return replica;
+  }
+
+  /** Bucket → the member named in its lease (whether or not it is still valid). */
+  async holders(): Promise<Map<number, string>> {
+    const list = await this.#leases.list(AbortSignal.timeout(5000));
+    const map = new Map<number, string>();
+    for (const lease of list.leases) {
+      const match = /^bucket-(\d+)$/.exec(lease.name);
+      const holder = lease.record?.holder ?? "";
+      if (match !== null && holder !== "") map.set(Number(match[1]), holder.split("/")[0] ?? "");
+    }
+    return map;
+  }
+
+  /** Member → buckets held, from the leases. */
+  async counts(): Promise<Map<string, number>> {
+    const counts = new Map<string, number>();
+    for (const member of (await this.holders()).values()) counts.set(member, (counts.get(member) ?? 0) + 1);
+    return counts;
+  }
+
+  /** Instance id → the replicas that read its PDU since `since` (epoch ms). */
+  pollers(since: number): Map<string, string[]> {
+    const map = new Map<string, string[]>();
+    for (const [id, sim] of this.sims) {
+      map.set(
+        id,
+        [...sim.pollers(since).keys()].map((m) => m ?? "(none)"),
+      );
+    }
+    return map;
+  }
+
+  /** Every executed write of every simulator, with its instance. */
+  journal(): {
+    instance: string;
+    member: string | null;
+    time: number;
+    path: string;
+    data: Record<string, unknown>;
+  }[] {
+    return [...this.sims].flatMap(([instance, sim]) =>
+      sim
+        .journal()
+        .map((e) => ({ instance, member: e.member, time: e.time, path: e.path, data: { ...e.data } })),
+    );
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.replicas.values()].map((r) => r.process.kill()));
+    this.replicas.clear();
+    await this.recorder.client.endAsync().catch(() => undefined);
+    await this.#leases.close();
+    await Promise.allSettled([...this.sims.values()].map((s) => s.close()));
+    await this.mqtt.stop();
+    await this.etcd.close();
+    await this.#dir.remove();
+  }
+}
