@@ -179,6 +179,26 @@ function display(label: string, name: string, fallback: string): string {
   return label.trim() !== "" ? label : name.trim() !== "" ? name : fallback;
 }
 
+/**
+ * A device's or group's name and label within the bounds, and its display name made again from
+ * them (else `fallback`, its id) when either was blanked or the display name itself is too long.
+ */
+function boundNames(
+  o: { readonly name: string; readonly label: string; readonly displayName: string },
+  fallback: string,
+  notes: Notes,
+  path: () => string,
+): { name: string; label: string; displayName: string } {
+  const max = PDU_BOUNDS.textChars;
+  const name = text(o.name, max, notes, path, "name");
+  const label = text(o.label, max, notes, path, "label");
+  const displayName =
+    o.displayName.length <= max && name === o.name && label === o.label
+      ? o.displayName
+      : display(label, name, fallback);
+  return { name, label, displayName };
+}
+
 const idPath = (id: string): string => quoteName(id);
 
 /** Checks the counts first (refusing before anything is copied), then every length. */
@@ -462,17 +482,9 @@ function boundDevice(d: Device, systems: Map<PduSystem, PduSystem>, notes: Notes
   )
     return d;
   const max = PDU_BOUNDS.textChars;
-  const name = text(d.name, max, notes, path, "name");
-  const label = text(d.label, max, notes, path, "label");
-  const displayName =
-    d.displayName.length <= max && name === d.name && label === d.label
-      ? d.displayName
-      : display(label, name, d.id);
   return {
     ...d,
-    name,
-    label,
-    displayName,
+    ...boundNames(d, d.id, notes, path),
     type: text(d.type, max, notes, path, "type"),
     state: text(d.state, max, notes, path, "state"),
     alarm,
@@ -535,17 +547,9 @@ function boundGroup(g: Group, i: number, left: ReadonlySet<string>, notes: Notes
   )
     return g;
   const max = PDU_BOUNDS.textChars;
-  const name = text(g.name, max, notes, at, "name");
-  const label = text(g.label, max, notes, at, "label");
-  const displayName =
-    g.displayName.length <= max && name === g.name && label === g.label
-      ? g.displayName
-      : display(label, name, g.key);
   return {
     ...g,
-    name,
-    label,
-    displayName,
+    ...boundNames(g, g.key, notes, at),
     state: text(g.state, max, notes, at, "state"),
     members,
     measurements,
