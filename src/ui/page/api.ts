@@ -66,17 +66,21 @@ export async function control(
     });
     if (response.ok) return { ok: true, status: response.status, detail: "" };
     if (response.status === 401 && signInEnabled()) signIn();
-    let detail = `HTTP ${response.status}`;
-    try {
-      const body = (await response.json()) as { detail?: unknown };
-      if (typeof body.detail === "string") detail = body.detail;
-    } catch {
-      // not a problem document: keep the status
-    }
-    return { ok: false, status: response.status, detail };
+    return { ok: false, status: response.status, detail: await problemDetail(response) };
   } catch {
     return { ok: false, status: 0, detail: "the service did not answer; check the connection and try again" };
   }
+}
+
+/** The `detail` of a problem answer, else the HTTP status. */
+async function problemDetail(response: Response): Promise<string> {
+  try {
+    const body = (await response.json()) as { detail?: unknown };
+    if (typeof body.detail === "string") return body.detail;
+  } catch {
+    // not a problem document: the status says it
+  }
+  return `HTTP ${response.status}`;
 }
 
 /** What checking a key against the service found. */
@@ -88,14 +92,7 @@ export async function checkKey(key: string): Promise<KeyCheck> {
   try {
     const response = await fetch(API_PATHS.keyCheck, { headers: { "x-api-key": key }, cache: "no-store" });
     if (response.status === 204) return { ok: true };
-    let detail = `HTTP ${response.status}`;
-    try {
-      const body = (await response.json()) as { detail?: unknown };
-      if (typeof body.detail === "string") detail = body.detail;
-    } catch {
-      // not a problem document
-    }
-    return { ok: false, status: response.status, detail };
+    return { ok: false, status: response.status, detail: await problemDetail(response) };
   } catch {
     return { ok: false, status: 0, detail: "the service did not answer; check the connection and try again" };
   }
