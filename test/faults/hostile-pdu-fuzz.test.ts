@@ -29,7 +29,7 @@ failOnUnhandled();
 
 const P = "hostile-fuzz";
 const RUNS = { mosquitto: 16, embedded: 8 } as const;
-/** What the bridge may grow by over the whole fuzz (hostile answers used to cost gigabytes). */
+/** What the bridge may grow by over the whole fuzz (unbounded hostile answers cost gigabytes). */
 const RSS_GROWTH_LIMIT = 500 * MB;
 /** Why a hostile answer may fail a poll: the body cap, a refusal by the bounds. */
 const REFUSED = /larger than the limit of \d+ bytes|^answer refused: /;

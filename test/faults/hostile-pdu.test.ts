@@ -4,10 +4,11 @@
  * hostile PDU is the project's simulator in its hostile answer modes (docs/simulator.md):
  *
  * - a device id of 6,000,000 characters with 60 outlets (a 6 MB id in a body under the 16 MiB cap),
- *   then `GET /api/v1/readings?instance=…`: the process used to die (`RangeError: Invalid string
- *   length` while serialising the readings, which repeat the id in every reading, uncaught on the
- *   main thread);
- * - a device and an outlet label of 6,000,000 characters each: memory used to swing by gigabytes;
+ *   then `GET /api/v1/readings?instance=…`: unbounded, the readings (which repeat the id in every
+ *   reading) cannot be serialised (`RangeError: Invalid string length`, uncaught on the main
+ *   thread);
+ * - a device and an outlet label of 6,000,000 characters each: unbounded, memory swings by
+ *   gigabytes;
  *
  * Now the answer is bounded where it enters the service (docs/reliability.md, "Bounds on what a PDU
  * sends"): the over-long id leaves its device out (here the only one, so the answer is refused and
@@ -29,7 +30,7 @@ failOnUnhandled();
 
 const P = "hostile-pdu";
 const HUGE = 6_000_000;
-/** What the bridge may grow by while the hostile answers come (it used to be gigabytes). */
+/** What the bridge may grow by while the hostile answers come (unbounded answers cost gigabytes). */
 const RSS_GROWTH_LIMIT = 400 * MB;
 
 for (const brokerKind of ["mosquitto", "embedded"] as const) {

@@ -4,10 +4,10 @@
  * injected by testkit/inject.ts:
  *
  * - a promise rejected with no handler: logged, and the service keeps serving (still READY, still
- *   polling, the REST API answers); node used to end the process (exit 1) for it;
+ *   polling, the REST API answers), where node's default ends the process (exit 1);
  * - an exception nothing catches: logged, and the service stops as on SIGTERM (`offline` published
- *   and left retained, `pdu-bridge stopped`) with exit code 1, within the 5 s of a stop; node used to
- *   end the process at once, leaving the bridge's `online` retained.
+ *   and left retained, `pdu-bridge stopped`) with exit code 1, within the 5 s of a stop, where node's
+ *   default ends the process at once, leaving the bridge's `online` retained.
  *
  * The child processes are not watched for crash patterns (their logs name what was injected); each
  * case checks the exit itself.

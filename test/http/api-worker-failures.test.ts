@@ -1,10 +1,10 @@
 /**
  * No serialisation and no message between the threads of `Api.Worker` can end the process: a
  * snapshot whose readings cannot be serialised (here a measurement whose units throw when turned
- * into JSON; a 6 MB device id used to do the same with `RangeError: Invalid string length`) is
+ * into JSON, as an unbounded 6 MB device id would with `RangeError: Invalid string length`) is
  * answered 500 with a problem and a log line, on the worker's fast path and through fastify, while
  * the rest of the API keeps answering. In the test process itself, so that an exception thrown out
- * of the main thread's message handler (which used to end the process) fails the test.
+ * of the main thread's message handler (which would end the process) fails the test.
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";

@@ -2,11 +2,11 @@
  * `Api.Worker`: what the worker passes to fastify gets fastify's answer, also when fastify answers
  * an error and closes the connection at once. Through the real App with the worker:
  *
- * - unparsable control bodies (fastify answers 400 and closes): the worker used to end each passed
- *   request with one more (empty) write after the body, which failed with EPIPE when fastify, on the
- *   main thread, had answered and closed in between; the client got a 503 "retry" (about 1 in 10);
- * - bodies over the limit, chunked or declared (413; the worker used to go on writing the body into
- *   the connection fastify had closed);
+ * - unparsable control bodies (fastify answers 400 and closes): the worker ends a passed
+ *   request only once its body is flushed: one more (empty) write after fastify answered and
+ *   closed fails with EPIPE, and the client would get a 503 "retry" instead of the 400;
+ * - bodies over the limit, chunked or declared (413; the worker stops writing at the limit, never
+ *   into the connection fastify has closed);
  * - request heads near the limit: fastify's listener refused, with 431 or a cut connection, heads
  *   the worker had accepted and added its own lines to.
  */

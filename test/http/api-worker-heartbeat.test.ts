@@ -4,7 +4,7 @@
  * good, as a worker stuck in a loop would: it answers no request and no heartbeat. Within the
  * heartbeat's limit `/readyz` is NOT READY naming the API worker, `/health/integrations` shows the
  * api unhealthy with the same reason, the hang is logged, and the worker is ended and started
- * again: READY, and the REST API answers. A hung worker used to go unnoticed, READY throughout.
+ * again: READY, and the REST API answers. A hung worker that went unnoticed (READY throughout) fails it.
  */
 import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";

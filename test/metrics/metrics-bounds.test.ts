@@ -4,9 +4,9 @@
  * hostile modes:
  *
  * - a device id of 200 characters (within the bounds on what a PDU sends, but no safe name: over
- *   128 bytes) used to become a `device` label value as it came; it is now left out, like its MQTT
- *   topics, and counted;
- * - a PDU of 16 devices × 250 outlets used to export every one of its 35,000-odd series; now at most
+ *   128 bytes) never becomes a `device` label value: it is left out, like its MQTT topics, and
+ *   counted;
+ * - a PDU of 16 devices × 250 outlets (35,000-odd series) exports at most
  *   MAX_SERIES_PER_INSTANCE, whole devices in order, the rest counted and warned about once.
  *
  * promtool checks the exposition when it is installed.

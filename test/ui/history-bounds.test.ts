@@ -1,9 +1,9 @@
 /**
  * The console's power history (src/ui/history.ts) is bounded per instance and forgets devices that
  * are gone. A PDU answering thousands of outlets under new device ids on every poll (the simulator's
- * `outlets:<n>` and `new-id` modes) used to add a ring per outlet per poll, each kept for an hour
- * (1.35 GB after 30 polls in the review), and the history of a renamed or vanished device was still
- * served. Against the real service (App, embedded broker) and on the class itself.
+ * `outlets:<n>` and `new-id` modes) would otherwise add a ring per outlet per poll, each kept for an
+ * hour, and a renamed or vanished device's history must no longer be served. Against the real
+ * service (App, embedded broker) and on the class itself.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
