@@ -122,7 +122,12 @@ test(
     await card.locator("button[data-action=off]").click({ timeout: 20_000 });
     await page.locator("dialog#confirm button[value=confirm]").click();
     await waitFor(() => sim.outlet(deviceId, 1).state === "off", "the simulator's outlet off", 10_000);
-    const line = h.audits().findLast((l) => l.target === `outlet ${deviceId}/1`)!;
+    // The audit line is written once the route has the PDU's answer, a moment after the switch.
+    const line = await waitFor(
+      () => h.audits().findLast((l) => l.target === `outlet ${deviceId}/1`),
+      "the audit line of the switch",
+      10_000,
+    );
     assert.equal(line.user, "alice");
     assert.equal(line.userName, "Alice Operator");
     assert.equal(line.source, "console");

@@ -55,7 +55,9 @@ export class CookieSeal {
   open(text: string): unknown {
     if (text.length > 4096 || !/^[A-Za-z0-9_-]+$/.test(text)) return undefined;
     const raw = Buffer.from(text, "base64url");
-    if (raw.length < 29) return undefined;
+    // Only the one spelling this process writes: base64url leaves the last character's low bits
+    // unused, and a text altered there must not open as the original.
+    if (raw.length < 29 || raw.toString("base64url") !== text) return undefined;
     try {
       const decipher = createDecipheriv("aes-256-gcm", this.#key, raw.subarray(0, 12));
       decipher.setAuthTag(raw.subarray(12, 28));
