@@ -31,6 +31,27 @@ async function balanced(fleet: ReplicaFleet, names: readonly string[], timeoutMs
   );
 }
 
+/**
+ * A window of `windowMs` in steady state: the buckets balanced among `names` and held by the same
+ * replicas from 1.5 s before the window to its end (balance within one is reached while the
+ * preferred holders are still taking buckets over; a handover inside the window is not steady).
+ */
+async function steadyWindow(fleet: ReplicaFleet, names: readonly string[], windowMs = 3000) {
+  return waitFor(
+    async () => {
+      const { holders } = await balanced(fleet, names);
+      await sleep(1500);
+      const since = Date.now();
+      await sleep(windowMs);
+      const now = await fleet.holders();
+      const same = now.size === holders.size && [...now].every(([b, m]) => holders.get(b) === m);
+      return same ? { holders, since } : undefined;
+    },
+    `the bucket holders among ${names.join(", ")} unchanged for ${windowMs + 1500} ms`,
+    90_000,
+  );
+}
+
 /** Instance → the one replica that polled it in the window, or the list when not exactly one. */
 function pollersIn(fleet: ReplicaFleet, since: number) {
   const wrong: string[] = [];
@@ -53,15 +74,13 @@ describe("three replicas share 60 instances on etcd", { timeout: 300_000 }, () =
   });
 
   it("every instance is polled by exactly one replica, the holder of its bucket; buckets within one of even", async () => {
-    const { holders, counts } = await balanced(fleet, ["r1", "r2", "r3"]);
+    const { counts } = await balanced(fleet, ["r1", "r2", "r3"]);
     assert.ok(
       [...counts.values()].every((n) => n === 5 || n === 6),
       JSON.stringify([...counts]),
     );
-    // Steady state: a window of three poll intervals after the fleet settled.
-    await sleep(1500);
-    const since = Date.now();
-    await sleep(3000);
+    // Steady state: a window of three poll intervals with no bucket changing hands.
+    const { holders, since } = await steadyWindow(fleet, ["r1", "r2", "r3"]);
     const { by, wrong } = pollersIn(fleet, since);
     assert.deepEqual(wrong, [], "each instance polled by exactly one replica");
     const { bucketOf } = await import("../../src/cluster/assign.js");
@@ -112,10 +131,9 @@ describe("three replicas share 60 instances on etcd", { timeout: 300_000 }, () =
     await fleet.get("r2").process.kill();
     const killedAt = Date.now();
     await Promise.all(victims.slice(firstHalf.length).map(send));
-    const after = await balanced(fleet, ["r1", "r3"]);
+    const after = await steadyWindow(fleet, ["r1", "r3"]);
     for (const id of victims) assert.notEqual(after.holders.get(bucketOf(id, BUCKETS)), "r2");
-    const since = Date.now() + 1000;
-    await sleep(3000);
+    const since = after.since;
     const { by, wrong } = pollersIn(fleet, since);
     assert.deepEqual(wrong, [], "each instance polled by exactly one replica again");
     for (const id of victims) assert.notEqual(by.get(id), "r2");

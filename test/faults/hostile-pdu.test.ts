@@ -98,12 +98,20 @@ for (const brokerKind of ["mosquitto", "embedded"] as const) {
     };
 
     it("a 6,000,000-character device id with 60 outlets: refused, the readings still answer", async (t) => {
-      const lastGood = await bridge.readings("bad");
-      assert.ok(lastGood.length > 0);
       await bad.setFault(["outlets:60", `huge-id:${HUGE}`]);
       const sampler = new RssSampler(bridge.cli.child.pid!);
       const base = rssBytes(bridge.cli.child.pid!)!;
       try {
+        // The readings once the first hostile answer is refused: the last good snapshot (a poll
+        // may complete between a read and the fault taking effect, so they are read after).
+        await until(
+          async () =>
+            /device id of 6000000 characters/.test((await bridge.instanceHealth("bad")).lastError ?? ""),
+          "the first hostile answer refused",
+          30_000,
+        );
+        const lastGood = await bridge.readings("bad");
+        assert.ok(lastGood.length > 0);
         await polls(3);
         for (const path of ["/api/v1/readings?instance=bad", "/api/v1/readings"]) {
           const answer = await bridge.api(path, { timeoutMs: 30_000 });

@@ -151,8 +151,8 @@ const count = (filter: string) => page.locator(`.chip.f-${filter} .count`).textC
 
 test("1,000 instances: problems first, only the rows on screen in the page", { skip }, async () => {
   await page.goto(`${origin}/ui/`);
-  await waitFor(async () => (await count("all")) === String(INSTANCES), "every instance", 30_000);
-  await waitFor(async () => (await count("offline")) === "4", "dead and fading offline", 30_000);
+  await waitFor(async () => (await count("all")) === String(INSTANCES), "every instance", 60_000);
+  await waitFor(async () => (await count("offline")) === "4", "dead and fading offline", 90_000);
   assert.equal(await count("critical"), "3");
   assert.equal(await count("warning"), "5");
   const rows = await rowIds();
