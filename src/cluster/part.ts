@@ -57,7 +57,14 @@ export class ClusterPart implements Part {
         this.#bus.emit("ownershipChanged", {
           gained: held ? ids : [],
           lost: held ? [] : ids,
-          bucket: { index: event.bucket, held, handover },
+          bucket: {
+            index: event.bucket,
+            held,
+            handover,
+            ...(event.type === "lost" && event.holdRelease !== undefined
+              ? { holdRelease: event.holdRelease }
+              : {}),
+          },
         });
       }),
       this.#bus.listen({

@@ -279,7 +279,10 @@ export class MqttBridge implements MqttBridgeHandle {
         // The bucket's availability first: `online` before its instances' topics.
         if (bucket !== undefined && buckets !== null) {
           if (bucket.held && gained.length > 0) buckets.hold(bucket.index);
-          else if (!bucket.held) buckets.release(bucket.index, bucket.handover);
+          else if (!bucket.held) {
+            const ended = buckets.release(bucket.index, bucket.handover);
+            bucket.holdRelease?.(ended);
+          }
         }
         for (const id of gained) this.refresh(id);
       },
