@@ -287,4 +287,32 @@ describe("handovers Home Assistant does not notice", { timeout: 400_000 }, () =>
       await fleet.recorder.publish(ghostOfSurvivor, "", true);
     }
   });
+
+  it("SIGTERM of the last replicas: handed over while another is alive, unavailable once the last one left", async () => {
+    const left = [...fleet.replicas.keys()].filter((n) => fleet.get(n).process.exit === null);
+    assert.equal(left.length, 2, left.join(", "));
+    const [first, last] = left as [string, string];
+    const used = [...new Set([...fleet.sims.keys()].map((id) => bucketOf(id, BUCKETS)))];
+    const status = (b: number) => fleet.recorder.last(`${PARENT}/$buckets/${b}/status`)?.payload;
+    await waitFor(() => used.every((b) => status(b) === "online"), "every bucket in use online", 20_000);
+    const from = fleet.recorder.messages.length;
+    fleet.get(first).process.signal("SIGTERM");
+    await fleet.get(first).process.waitForExit(15_000);
+    await balanced(fleet, [last], 10_000);
+    await sleep(POLL_MS);
+    assert.deepEqual(
+      fleet.recorder.messages
+        .slice(from)
+        .filter((m) => m.topic.includes("/$buckets/") && m.payload !== "online"),
+      [],
+      "handed over to the last replica: no bucket offline",
+    );
+    fleet.get(last).process.signal("SIGTERM");
+    await fleet.get(last).process.waitForExit(15_000);
+    await waitFor(
+      () => used.every((b) => status(b) === "offline"),
+      "every bucket offline once no replica is left",
+      10_000,
+    );
+  });
 });
