@@ -134,7 +134,16 @@ export interface OwnershipChangedEvent {
    * Among several replicas: the bucket that changed hands here (docs/cluster.md); `handover`
    * when it was given up cleanly (to a better holder, or on stop), false when it was lost.
    */
-  readonly bucket?: { readonly index: number; readonly held: boolean; readonly handover: boolean };
+  readonly bucket?: {
+    readonly index: number;
+    readonly held: boolean;
+    readonly handover: boolean;
+    /**
+     * On a handover: work the release of the bucket's lease waits for (briefly), so that what this
+     * replica ends for the bucket has ended before the next holder takes it.
+     */
+    readonly holdRelease?: (work: Promise<unknown>) => void;
+  };
 }
 
 /** Every event of the bus by name. */

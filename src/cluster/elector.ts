@@ -55,6 +55,8 @@ const MAX_MEMBERS = 256;
 const MEMBER_PREFIX = "member-";
 const BUCKET_PREFIX = "bucket-";
 const CONFIG_LEASE = "config";
+/** A release waits this long (ms) at most for the work listeners handed in ({@link ClusterEvent}). */
+export const RELEASE_HOLD_MS = 1000;
 
 export type LossReason =
   /** Handed to the replica that should hold it (balance, readiness). */
@@ -70,7 +72,17 @@ export type LossReason =
 
 export type ClusterEvent =
   | { readonly type: "acquired"; readonly bucket: number }
-  | { readonly type: "lost"; readonly bucket: number; readonly reason: LossReason }
+  | {
+      readonly type: "lost";
+      readonly bucket: number;
+      readonly reason: LossReason;
+      /**
+       * On a release (handover, stopping): a listener may hand in work the release waits for before
+       * the lease is written free (at most {@link RELEASE_HOLD_MS}), such as ending the bucket's MQTT
+       * availability connection cleanly before the next holder opens its own.
+       */
+      readonly holdRelease?: (work: Promise<unknown>) => void;
+    }
   | { readonly type: "members"; readonly members: readonly MemberView[] };
 
 export interface MemberView {
@@ -1113,26 +1125,33 @@ export class Elector {
     for (const bucket of [...this.#held.keys()]) this.#drop(bucket, reason);
   }
 
-  #lost(bucket: number, reason: LossReason): void {
+  #lost(bucket: number, reason: LossReason, holds?: Promise<unknown>[]): void {
     this.#transitions++;
     const log =
       reason === "handover" || reason === "stopping"
         ? this.#log.info.bind(this.#log)
         : this.#log.warn.bind(this.#log);
     log({ member: this.member, bucket, reason }, "cluster: bucket lost");
-    this.#emit({ type: "lost", bucket, reason });
+    this.#emit(
+      holds === undefined
+        ? { type: "lost", bucket, reason }
+        : { type: "lost", bucket, reason, holdRelease: (work) => void holds.push(work) },
+    );
   }
 
   /**
    * Hands a bucket over: no new writes from now, the writes in flight may finish (until their
-   * deadline), then the lease is written free so that its next holder takes it without waiting.
+   * deadline) and so may the work the `lost` event's listeners handed in (for at most
+   * {@link RELEASE_HOLD_MS}), then the lease is written free so that its next holder takes it without waiting.
    */
   async #release(bucket: number, reason: LossReason): Promise<void> {
     const held = this.#held.get(bucket);
     if (held === undefined) return;
     this.#held.delete(bucket);
-    this.#lost(bucket, reason);
+    const holds: Promise<unknown>[] = [];
+    this.#lost(bucket, reason, holds);
     if (held.grants.size > 0) await Promise.all([...held.grants].map((g) => g.ended));
+    if (holds.length > 0) await settledWithin(holds, RELEASE_HOLD_MS);
     await this.#chain(bucket, async () => {
       if (now() >= held.validUntil) return; // ran out meanwhile: it expires on its own
       const record: LeaseRecord = { ...held.record, holder: "", renewTime: new Date().toISOString() };
@@ -1220,4 +1239,15 @@ class Grant implements WriteGrant {
     this.#controller.abort(new FencingError("late", "the write's lease ran out or was lost"));
     this.done();
   }
+}
+
+/** Waits until every promise settled, or `ms` passed. */
+async function settledWithin(work: readonly Promise<unknown>[], ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref();
+  });
+  await Promise.race([Promise.allSettled(work), late]);
+  clearTimeout(timer);
 }

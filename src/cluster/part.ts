@@ -44,8 +44,12 @@ export class ClusterPart implements Part {
         if (event.type === "members") return;
         const ids = cluster.instancesOf(event.bucket);
         const held = event.type === "acquired";
+        // Leaving is a handover only while another replica is alive to take the bucket: the last
+        // one leaving lets its buckets go unavailable, as when every replica is gone.
         const handover =
-          event.type === "lost" && (event.reason === "handover" || event.reason === "stopping");
+          event.type === "lost" &&
+          (event.reason === "handover" ||
+            (event.reason === "stopping" && cluster.status().members.some((m) => !m.self)));
         if (event.type === "lost") {
           this.#logger.info(
             { bucket: event.bucket, reason: event.reason, instances: ids.length },
@@ -57,7 +61,14 @@ export class ClusterPart implements Part {
         this.#bus.emit("ownershipChanged", {
           gained: held ? ids : [],
           lost: held ? [] : ids,
-          bucket: { index: event.bucket, held, handover },
+          bucket: {
+            index: event.bucket,
+            held,
+            handover,
+            ...(event.type === "lost" && event.holdRelease !== undefined
+              ? { holdRelease: event.holdRelease }
+              : {}),
+          },
         });
       }),
       this.#bus.listen({

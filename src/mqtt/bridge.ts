@@ -4,8 +4,9 @@
  * discovery and its ghost cleanup, and the command topics.
  *
  * What it hears on the bus: `snapshot` and `pollFailed` (published), `configApplied` (an instance
- * whose overrides changed is republished) and `ownershipChanged` (an instance taken over is
- * published at once). Its connection tells the bus `mqttConnected` and `mqttLost`; the connection's
+ * whose overrides changed is republished) and `ownershipChanged` (alone: an instance taken over is
+ * published at once; among several replicas: it is published from its first poll here, and its
+ * discovery only where it differs from the configs the broker retains, read per bucket taken). Its connection tells the bus `mqttConnected` and `mqttLost`; the connection's
  * own hooks, taken once everything that publishes exists, republish every instance after each
  * connect and route the messages received. It publishes, takes commands for and clears ghosts of
  * only the instances its {@link Ownership} owns, and on stop marks only those `offline`.
@@ -149,11 +150,24 @@ export class MqttBridge implements MqttBridgeHandle {
       });
       // The ghost cleanup reads what the publisher last published as discovery, and the publisher
       // tells it when it published: neither asks the other before the connect below.
-      const ghosts = this.#ghostSweeper(connection, embedded !== null, (id) => publisher.discoveryTopics(id));
-      const publisher = createPublisher(config, connection, this.#deps.store, this.#topics, logger, (id) =>
-        ghosts?.discovered(id),
+      const ghosts = this.#ghostSweeper(
+        connection,
+        embedded !== null,
+        (id) => publisher.discoveryTopics(id),
+        (id, configs) => {
+          if (this.#ownership.owns(id)) publisher.retainedRead(id, configs);
+        },
       );
-      unlisten = this.#listen(publisher, buckets);
+      const publisher = createPublisher(
+        config,
+        connection,
+        this.#deps.store,
+        this.#topics,
+        logger,
+        (id) => ghosts?.discovered(id),
+        (id) => this.#ownership.owns(id),
+      );
+      unlisten = this.#listen(publisher, buckets, ghosts);
       await connection.connect({
         // Every connect: every instance's status, discovery and retained topics again; the first
         // starts the ghost cleanup.
@@ -245,6 +259,7 @@ export class MqttBridge implements MqttBridgeHandle {
     connection: MqttConnection,
     embedded: boolean,
     published: (instanceId: string) => ReadonlySet<string> | null,
+    retainedRead: (instanceId: string, configs: ReadonlyMap<string, string> | null) => void,
   ): GhostSweeper | null {
     const { config } = this.#deps;
     if (!config.HomeAssistant.DiscoveryEnabled) return null;
@@ -255,6 +270,8 @@ export class MqttBridge implements MqttBridgeHandle {
       // An instance another process owns is never judged here: its configs are its owner's.
       current: (id) => (this.#ownership.owns(id) ? published(id) : null),
       markerTopic: this.#topics.sweepMarker(),
+      // Among several replicas: read per bucket taken, and judged by the publisher's discovery.
+      ...(this.#deps.replica === undefined ? {} : { onRead: retainedRead }),
       // aedes streams a subscription's retained messages on their own (its marker may come first)
       // and holds no per-client queue limit: larger rounds, and a short settle after each marker.
       ...(embedded ? { settleMs: EMBEDDED_SWEEP_SETTLE_MS, roundConfigs: EMBEDDED_ROUND_CONFIGS } : {}),
@@ -263,7 +280,7 @@ export class MqttBridge implements MqttBridgeHandle {
   }
 
   /** The part's bus listeners: what it publishes, and when it republishes. */
-  #listen(publisher: Publisher, buckets: BucketStatus | null): () => void {
+  #listen(publisher: Publisher, buckets: BucketStatus | null, ghosts: GhostSweeper | null): () => void {
     const publish = (event: StoreEvent): void => {
       if (this.#ownership.owns(event.instanceId)) publisher.handle(event);
     };
@@ -279,9 +296,19 @@ export class MqttBridge implements MqttBridgeHandle {
         // The bucket's availability first: `online` before its instances' topics.
         if (bucket !== undefined && buckets !== null) {
           if (bucket.held && gained.length > 0) buckets.hold(bucket.index);
-          else if (!bucket.held) buckets.release(bucket.index, bucket.handover);
+          else if (!bucket.held) {
+            const ended = buckets.release(bucket.index, bucket.handover);
+            bucket.holdRelease?.(ended);
+          }
         }
-        for (const id of gained) this.refresh(id);
+        if (this.#deps.replica === undefined) {
+          for (const id of gained) this.refresh(id);
+          return;
+        }
+        // Taken over from another replica: published from its first poll here, its discovery
+        // only where it differs from what the broker retains (docs/mqtt.md).
+        for (const id of gained) publisher.adopt(id);
+        ghosts?.read(gained);
       },
     });
   }
@@ -401,6 +428,7 @@ function createPublisher(
   topics: Topics,
   logger: Logger,
   onDiscovery: (instanceId: string) => void,
+  owns: (instanceId: string) => boolean,
 ): Publisher {
   const ha = config.HomeAssistant;
   return new Publisher({
@@ -415,6 +443,7 @@ function createPublisher(
     refreshMs: refreshPeriodMs(ha.SensorExpireAfterSeconds),
     logger,
     onDiscovery,
+    owns,
   });
 }
 

@@ -9,7 +9,9 @@
  *   publishes their wills, and the bucket's instances show unavailable until the new holder's
  *   connection publishes `online`.
  * - A handover (balance, SIGTERM): the connection ends with a DISCONNECT, so no will: the status
- *   stays `online` for the next holder, and nothing shows unavailable.
+ *   stays `online` for the next holder, and nothing shows unavailable. The lease is released only
+ *   after the DISCONNECT was written (the cluster's release waits for it, one second at most), so
+ *   the next holder's connection does not find the old one still open.
  * - A bucket lost any other way (its lease could not be renewed, or was taken): the connection is
  *   cut without a DISCONNECT, so the broker publishes the will. This replica never publishes
  *   `offline` itself: a paused replica that resumes would publish it after the new holder's
@@ -63,16 +65,20 @@ export class BucketStatus {
   /**
    * The bucket is no longer held here. `handover`: a clean end (no will, the status stays `online`
    * for the next holder); otherwise the connection is cut so that the broker publishes the will.
+   * Resolves once the connection has ended (on a handover: its DISCONNECT was written), so that the
+   * release of the lease can wait for it: the next holder's connection, which has the same client
+   * id, then never takes over an open session (which would make the broker publish its will).
    */
-  release(bucket: number, handover: boolean): void {
+  release(bucket: number, handover: boolean): Promise<void> {
     clearTimeout(this.#timers.get(bucket));
     this.#timers.delete(bucket);
     const client = this.#clients.get(bucket);
-    if (client === undefined) return;
+    if (client === undefined) return Promise.resolve();
     this.#clients.delete(bucket);
     client.removeAllListeners("close");
-    if (handover) client.end(false);
-    else client.end(true);
+    return new Promise((resolve) => {
+      client.end(!handover, {}, () => resolve());
+    });
   }
 
   /** Ends every connection cleanly (after the cluster handed its buckets over). */

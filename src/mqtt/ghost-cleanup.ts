@@ -18,10 +18,17 @@
  * topics) ends the round by quiet time. Reading late or missing a config can only leave a ghost in
  * place; a config the instance still produces is never cleared.
  *
+ * Among several replicas (option `onRead`) the reading is per acquisition instead (docs/mqtt.md,
+ * "Discovery among several replicas"): nothing is read at connect; {@link GhostSweeper.read} queues
+ * the instances of a bucket just taken, the same rounds read their retained configs with a digest
+ * of each payload, and each instance's configs go to `onRead` (the publisher then publishes only
+ * what is missing or differs and clears what the instance no longer produces) instead of being
+ * judged here.
+ *
  * What is collected is outside input: only well-formed topics of the subscribed shape, and at most
  * {@link MAX_GHOST_TOPICS} of them.
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
 
@@ -67,6 +74,17 @@ export interface GhostSweeperOptions {
   readonly roundConfigs?: number;
   readonly logger: Logger;
   readonly now?: () => number;
+  /**
+   * Read per acquisition ({@link GhostSweeper.read}) and hand each instance's retained configs
+   * (config topic → {@link configDigest} of its payload) here instead of judging them; null when
+   * they could not be read (then nothing is known of them).
+   */
+  readonly onRead?: (instanceId: string, configs: ReadonlyMap<string, string> | null) => void;
+}
+
+/** A short digest of a discovery config's payload (the same for a string and its UTF-8 bytes). */
+export function configDigest(payload: string | Buffer): string {
+  return createHash("sha256").update(payload).digest("base64url").slice(0, 22);
 }
 
 type Phase = "idle" | "reading" | "judging" | "done";
@@ -78,6 +96,8 @@ interface Collected {
   count: number;
   /** Its round ended: it may be judged. */
   read: boolean;
+  /** Per acquisition: config topic → digest of its payload. */
+  readonly digests: Map<string, string> | null;
 }
 
 interface Round {
@@ -115,6 +135,10 @@ export class GhostSweeper {
   /** Rounds begun so far (numbers their markers). */
   #rounds = 0;
   #timer: NodeJS.Timeout | null = null;
+  /** Per acquisition: the marker is subscribed on the current connection. */
+  #markerReady = false;
+  /** Per acquisition: connects seen (a subscription of an earlier connection is gone). */
+  #connects = 0;
 
   constructor(options: GhostSweeperOptions) {
     this.#o = options;
@@ -127,7 +151,7 @@ export class GhostSweeper {
     for (const [nodeId, instanceId] of options.nodeIds) {
       if (/[+#/]/.test(nodeId)) continue;
       this.#nodeIdOf.set(instanceId, nodeId);
-      this.#unread.push(instanceId);
+      if (options.onRead === undefined) this.#unread.push(instanceId);
     }
     this.#prefixLevels = options.prefix.split("/").length;
   }
@@ -138,8 +162,30 @@ export class GhostSweeper {
     return topic === this.#marker || (topic.startsWith(`${this.#o.prefix}/`) && topic.endsWith("/config"));
   }
 
-  /** After a connect: the first one starts reading. Never throws. */
+  /**
+   * Per acquisition: reads these instances' retained configs (after those queued before) and hands
+   * them to `onRead`. After {@link close} or a failure to subscribe, `onRead` gets null at once.
+   */
+  read(instanceIds: Iterable<string>): void {
+    const onRead = this.#o.onRead;
+    if (onRead === undefined) return;
+    for (const id of instanceIds) {
+      if (this.#phase === "done" || !this.#nodeIdOf.has(id)) {
+        onRead(id, null);
+        continue;
+      }
+      if (this.#unread.includes(id) || this.#collected.has(id)) continue;
+      this.#unread.push(id);
+    }
+    if (this.#phase === "reading" && this.#markerReady && this.#round === null) this.#startRounds();
+  }
+
+  /** After a connect: the first one starts reading (per acquisition: each one subscribes the marker). Never throws. */
   onConnect(): void {
+    if (this.#o.onRead !== undefined) {
+      this.#connectPerAcquisition();
+      return;
+    }
     if (this.#phase !== "idle") return;
     if (this.#unread.length === 0) {
       this.#phase = "done";
@@ -154,6 +200,37 @@ export class GhostSweeper {
       },
       (error: unknown) => this.#abandon(error),
     );
+  }
+
+  #connectPerAcquisition(): void {
+    if (this.#phase === "done") return;
+    this.#phase = "reading";
+    this.#markerReady = false;
+    const connect = ++this.#connects;
+    // A round under way lost its subscription with the connection: read its instances again.
+    const round = this.#round;
+    if (round !== null) {
+      this.#round = null;
+      for (const id of round.instances) this.#collected.delete(id);
+      this.#unread.unshift(...round.instances);
+    }
+    this.#o.sink.subscribeOnce([this.#marker]).then(
+      () => {
+        if (connect !== this.#connects || this.#phase !== "reading") return;
+        this.#markerReady = true;
+        if (this.#round === null) this.#startRounds();
+      },
+      (error: unknown) => this.#abandon(error),
+    );
+  }
+
+  #startRounds(): void {
+    if (this.#unread.length === 0) return;
+    if (this.#timer === null) {
+      this.#timer = setInterval(() => this.#tick(), TICK_MS);
+      this.#timer.unref();
+    }
+    this.#nextRound();
   }
 
   /** A message {@link accepts} took. Never throws. */
@@ -192,6 +269,14 @@ export class GhostSweeper {
       }
       return;
     }
+    if (seen.digests !== null) {
+      if (!seen.digests.has(topic)) {
+        seen.count++;
+        this.#total++;
+      }
+      seen.digests.set(topic, configDigest(payload));
+      return;
+    }
     seen.pending.push(`${component}/${objectId}`);
     // Joined into one flat string: the parts are slices of the topic, which they would keep alive.
     if (seen.pending.length === JOIN_EVERY) seen.joined.push(seen.pending.splice(0).join("\u0000"));
@@ -210,7 +295,9 @@ export class GhostSweeper {
     this.#timer = null;
     this.#phase = "done";
     this.#round = null;
+    this.#markerReady = false;
     this.#collected.clear();
+    this.#unread.length = 0;
   }
 
   /** Subscribes to the next round of instances, or ends the reading when none is left. */
@@ -225,7 +312,16 @@ export class GhostSweeper {
       this.#finishReading();
       return;
     }
-    for (const id of instances) this.#collected.set(id, { joined: [], pending: [], count: 0, read: false });
+    const perAcquisition = this.#o.onRead !== undefined;
+    for (const id of instances) {
+      this.#collected.set(id, {
+        joined: [],
+        pending: [],
+        count: 0,
+        read: false,
+        digests: perAcquisition ? new Map() : null,
+      });
+    }
     const filters = instances.map((id) => `${this.#o.prefix}/+/${this.#nodeIdOf.get(id) ?? ""}/+/config`);
     const now = this.#now();
     const seq = ++this.#rounds;
@@ -267,7 +363,13 @@ export class GhostSweeper {
       if (seen === undefined) continue;
       seen.read = true;
       largest = Math.max(largest, seen.count);
-      this.#judge(id);
+      if (seen.digests !== null) {
+        this.#collected.delete(id);
+        this.#total -= seen.count;
+        this.#o.onRead?.(id, seen.digests);
+      } else {
+        this.#judge(id);
+      }
     }
     this.#perInstance = largest;
     this.#nextRound();
@@ -276,13 +378,18 @@ export class GhostSweeper {
   #finishReading(): void {
     if (this.#timer !== null) clearInterval(this.#timer);
     this.#timer = null;
+    // Per acquisition the marker stays subscribed for the next bucket taken.
+    if (this.#o.onRead !== undefined) return;
     void this.#o.sink.unsubscribe([this.#marker]);
     this.#phase = this.#collected.size === 0 ? "done" : "judging";
   }
 
   #abandon(error: unknown): void {
     if (this.#phase === "done") return;
+    // Per acquisition: what was waiting is published without knowing what is retained.
+    const waiting = [...(this.#round?.instances ?? []), ...this.#unread];
     this.close();
+    for (const id of waiting) this.#o.onRead?.(id, null);
     this.#o.logger.warn(
       { err: describeError(error) },
       "could not read retained discovery configs: ghost cleanup skipped",

@@ -31,6 +31,7 @@ import type { Alarm, Device, Group, LoadReport, Outlet, Snapshot } from "../pdu/
 import { publishedView } from "../pdu/overrides.js";
 import type { SnapshotStore, StoreEvent } from "../poller/store.js";
 import { AlarmTopics } from "./alarms.js";
+import { configDigest } from "./ghost-cleanup.js";
 import { buildDiscovery, discoveryShape, discoverySignature, type DiscoveryOptions } from "./discovery.js";
 import type { TopicIdGuard, TopicKey, Topics } from "./topics.js";
 import { NO_SLOT, Track, type Slot, type TopicNames } from "./published-state.js";
@@ -51,6 +52,8 @@ export interface PublisherOptions {
   readonly logger?: Logger;
   /** Called after an instance's discovery configs were (re)published from a polled snapshot. */
   readonly onDiscovery?: (instanceId: string) => void;
+  /** Whether an instance is published here (checked when its queued work runs); default all. */
+  readonly owns?: (instanceId: string) => boolean;
 }
 
 /** At most one error line per this period about snapshots that could not be published. */
@@ -109,6 +112,18 @@ interface InstanceState {
    */
   discovery: Buffer | null;
   signature: string | null;
+  /**
+   * Taken over from another replica ({@link Publisher.adopt}) and not polled successfully since:
+   * nothing of it is published from an older snapshot (the first poll publishes it whole).
+   */
+  adopted: boolean;
+  /** Its discovery waits for the broker's retained configs to be read ({@link Publisher.retainedRead}). */
+  awaitingRead: boolean;
+  /**
+   * The retained configs read (topic → payload digest): its next discovery publishes only configs
+   * missing or different from these and clears those it does not produce. Null: none known.
+   */
+  retainedConfigs: ReadonlyMap<string, string> | null;
 }
 
 /**
@@ -218,6 +233,7 @@ export class Publisher {
       return;
     }
     this.#setStatus(event.instanceId, state, "online", false);
+    state.adopted = false;
     // The same content as the last poll's (the PDU answered exactly as before): the walk would send
     // nothing unless values are stale or a refresh is due, so it is skipped; the discovery shape of
     // this content still gets its one check below.
@@ -258,6 +274,34 @@ export class Publisher {
       this.#state(id).resyncDue = true;
       this.#enqueue(id);
     }
+  }
+
+  /**
+   * The instance was taken over (among several replicas): what was known of it is forgotten, so
+   * nothing is published from an older snapshot; its first successful poll publishes its status,
+   * retained topics and values, and its discovery waits until {@link retainedRead} says what the
+   * broker retains, so that configs identical to the retained ones are not written again.
+   */
+  adopt(id: string): void {
+    this.#queue.delete(id);
+    this.#states.delete(id);
+    this.#discoveryConfigs.delete(id);
+    const state = this.#state(id);
+    state.adopted = true;
+    state.awaitingRead = this.#options.discovery !== null;
+  }
+
+  /**
+   * The retained discovery configs of an adopted instance were read (topic → payload digest; null:
+   * they could not be, and its discovery is published whole). Its discovery follows now if it has
+   * been polled since, else with that poll.
+   */
+  retainedRead(id: string, configs: ReadonlyMap<string, string> | null): void {
+    const state = this.#states.get(id);
+    if (state === undefined || !state.awaitingRead) return;
+    state.awaitingRead = false;
+    state.retainedConfigs = configs;
+    if (!state.adopted) this.#enqueue(id);
   }
 
   /**
@@ -304,9 +348,12 @@ export class Publisher {
   };
 
   #runQueued(id: string): void {
+    if (this.#options.owns?.(id) === false) return;
     const status = this.#options.store.get(id);
     if (status === undefined) return;
     const state = this.#state(id);
+    // Taken over and not polled yet: its first poll publishes everything.
+    if (state.adopted) return;
     const snapshot = status.snapshot === null ? null : publishedView(status.snapshot);
     if (state.resyncDue) {
       state.resyncDue = false;
@@ -349,6 +396,9 @@ export class Publisher {
         shapeChecked: false,
         discovery: null,
         signature: null,
+        adopted: false,
+        awaitingRead: false,
+        retainedConfigs: null,
       };
       this.#states.set(id, state);
     }
@@ -376,12 +426,20 @@ export class Publisher {
   #discover(id: string, state: InstanceState, snapshot: Snapshot, load: LoadReport, force: boolean): boolean {
     const options = this.#options.discovery;
     if (options === null) return false;
+    // Taken over: first what the broker retains ({@link retainedRead}).
+    if (state.awaitingRead) return false;
     const shape = discoveryShape(id, snapshot, this.#options.guard, load);
     const signature = discoverySignature(shape);
     if (signature === state.signature && !force) return false;
     const configs = buildDiscovery(options, id, this.#actions.get(id) ?? false, shape);
     const sink = this.#options.sink;
-    for (const [topic, payload] of configs) sink.publish(topic, payload, 1, true);
+    const retained = state.retainedConfigs;
+    if (retained !== null) {
+      state.retainedConfigs = null;
+      this.#reconcile(id, configs, retained);
+    } else {
+      for (const [topic, payload] of configs) sink.publish(topic, payload, 1, true);
+    }
     if (state.discovery !== null) {
       for (const topic of inflateRawSync(state.discovery).toString("utf8").split("\u0000")) {
         if (!configs.has(topic)) sink.publish(topic, "", 1, true);
@@ -397,6 +455,38 @@ export class Publisher {
     this.#lastDiscoveryUtc = this.#now();
     this.#options.onDiscovery?.(id);
     return true;
+  }
+
+  /**
+   * An adopted instance's discovery against the configs the broker retains: publishes the configs
+   * missing or different, clears the retained ones it does not produce (ghosts of this instance,
+   * under its own node id), and leaves identical ones alone, so a handover writes no config.
+   */
+  #reconcile(id: string, configs: ReadonlyMap<string, string>, retained: ReadonlyMap<string, string>): void {
+    const sink = this.#options.sink;
+    let published = 0;
+    for (const [topic, payload] of configs) {
+      if (retained.get(topic) === configDigest(payload)) continue;
+      sink.publish(topic, payload, 1, true);
+      published++;
+    }
+    let cleared = 0;
+    for (const topic of retained.keys()) {
+      if (configs.has(topic)) continue;
+      sink.publish(topic, "", 1, true);
+      cleared++;
+    }
+    const log = this.#options.logger;
+    if (cleared > 0) {
+      log?.info(
+        { instance: id, cleared },
+        "cleared retained discovery configs of things that no longer exist",
+      );
+    }
+    log?.debug(
+      { instance: id, published, cleared, unchanged: configs.size - published },
+      "discovery of an instance taken over checked against the retained configs",
+    );
   }
 
   /**
