@@ -39,6 +39,10 @@ export interface ResponderOptions {
   readonly serial?: { readonly oid: string; readonly prefix: string };
   /** Values older than this are re-read from the unit when a request arrives (default 1000 ms). */
   readonly refreshMs?: number;
+  /** Most varbinds in one answer: a GETBULK asking for more gets this many (default 256). */
+  readonly maxAnswerVarbinds?: number;
+  /** An answer of more varbinds than this is refused with tooBig instead (default: never). */
+  readonly tooBigAbove?: number;
   /** Called for every datagram with its source and the unit it went to (benchmarks count polls by it). */
   readonly onRequest?: (address: string, port: number, unit: number) => void;
 }
@@ -80,7 +84,7 @@ const VALUE_TAG: Readonly<Record<SimType, number>> = {
   TimeTicks: TAG.timeTicks,
 };
 
-/** Most varbinds in one answer (a GETBULK asking for more gets this many). */
+/** Most varbinds in one answer by default (a GETBULK asking for more gets this many). */
 const MAX_ANSWER_VARBINDS = 256;
 
 // --- BER ------------------------------------------------------------------------------------
@@ -349,7 +353,13 @@ class ServedUnit {
 // --- Answers -----------------------------------------------------------------------------------
 
 /** What one request asks, as positions in the unit's walk; null: not answered (malformed, wrong community, SET). */
-function answer(unit: ServedUnit, request: Buffer, community: Buffer, refreshMs: number): Buffer | null {
+function answer(
+  unit: ServedUnit,
+  request: Buffer,
+  community: Buffer,
+  refreshMs: number,
+  limits: { readonly most: number; readonly tooBigAbove: number },
+): Buffer | null {
   const msg = header(request, 0);
   if (msg?.tag !== TAG.sequence) return null;
   const version = header(request, msg.start);
@@ -402,9 +412,14 @@ function answer(unit: ServedUnit, request: Buffer, community: Buffer, refreshMs:
     const reps = intAt(request, third);
     for (let i = 0; i < nonRepeaters; i++) next(asked[i]!, 0);
     const repeaters = asked.slice(nonRepeaters);
-    for (let r = 0; r < reps && repeaters.length > 0; r++) {
-      if (positions.length + repeaters.length > MAX_ANSWER_VARBINDS) break;
-      for (const oid of repeaters) next(oid, r);
+    // An answer over `most` varbinds is cut after its first `most` (RFC 3416 lets an agent send fewer).
+    reps: for (let r = 0; r < reps && repeaters.length > 0; r++) {
+      if (positions.length + repeaters.length > limits.tooBigAbove)
+        return tooBig(request, version, comm, requestId);
+      for (const oid of repeaters) {
+        if (positions.length >= limits.most) break reps;
+        next(oid, r);
+      }
       // Every repeater past the end: nothing more to say.
       if (repeaters.every((oid) => shape.lookup(oid)[1] + r >= count)) break;
     }
@@ -431,11 +446,33 @@ function answer(unit: ServedUnit, request: Buffer, community: Buffer, refreshMs:
   return out;
 }
 
+/** A Response with error-status tooBig (1) and no varbinds, for the request's request-id. */
+function tooBig(
+  request: Buffer,
+  version: { end: number },
+  comm: { end: number },
+  requestId: { start: number; end: number },
+): Buffer {
+  const pdu = Buffer.concat([
+    request.subarray(requestId.start - 2, requestId.end),
+    Buffer.from([TAG.integer, 1, 1, TAG.integer, 1, 0, TAG.sequence, 0]),
+  ]);
+  return tlv(
+    TAG.sequence,
+    Buffer.concat([
+      Buffer.from([TAG.integer, 1, 1]),
+      request.subarray(version.end, comm.end),
+      tlv(TAG.response, pdu),
+    ]),
+  );
+}
+
 /** Starts `units` units, each on its own UDP port on `host` (127.0.0.1 by default). */
 export async function startResponder(o: ResponderOptions): Promise<Responder> {
   const host = o.host ?? "127.0.0.1";
   const refreshMs = o.refreshMs ?? 1000;
   const community = Buffer.from(o.community, "utf8");
+  const limits = { most: o.maxAnswerVarbinds ?? MAX_ANSWER_VARBINDS, tooBigAbove: o.tooBigAbove ?? Infinity };
   const first = new SimUnit({ profile: o.profile, outlets: o.outlets, seed: o.seed }).content();
   const shape = new Shape(first);
   const serialAt =
@@ -455,7 +492,7 @@ export async function startResponder(o: ResponderOptions): Promise<Responder> {
       o.onRequest?.(rinfo.address, rinfo.port, i);
       let reply: Buffer | null;
       try {
-        reply = answer(unit, message, community, refreshMs);
+        reply = answer(unit, message, community, refreshMs, limits);
       } catch {
         reply = null; // a datagram it cannot read goes unanswered, as with a real agent
       }

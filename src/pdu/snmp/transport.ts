@@ -110,6 +110,46 @@ function isException(vb: snmp.Varbind): boolean {
   return snmp.isVarbindError(vb);
 }
 
+/**
+ * Takes a GETBULK answer into the cursors asked (in request order): each column's varbinds until
+ * it leaves its subtree, ends or reaches `maxRows` (its table then marked cut short). Returns
+ * whether any column was in the answer at all.
+ */
+function takeAnswer(
+  asked: readonly Cursor[],
+  answer: readonly (snmp.Varbind | snmp.Varbind[])[],
+  maxRows: number,
+  out: readonly { truncated: boolean }[],
+): boolean {
+  let moved = false;
+  asked.forEach((c, i) => {
+    const column = answer[i];
+    // Not in the answer at all: the agent cut it short before this column; asked again.
+    if (column === undefined) return;
+    const list = Array.isArray(column) ? column : [column];
+    let advanced = false;
+    for (const vb of list) {
+      if (isException(vb) || typeof vb.oid !== "string" || !vb.oid.startsWith(c.prefix)) {
+        c.done = true;
+        break;
+      }
+      if (c.rows >= maxRows) {
+        c.done = true;
+        out[c.table]!.truncated = true;
+        break;
+      }
+      c.varbinds.push(reduce(vb));
+      c.rows++;
+      c.next = vb.oid;
+      advanced = true;
+    }
+    // An agent that answers nothing new for a column ends that column (no endless loop).
+    if (!advanced) c.done = true;
+    moved = true;
+  });
+  return moved;
+}
+
 /** Most varbinds asked for in one GETBULK (columns × repetitions): answers of a few kilobytes. */
 export const MAX_VARBINDS_PER_REQUEST = 128;
 /** Columns whose row counts a transport remembers (a profile reads a few dozen). */
@@ -350,7 +390,7 @@ export class SnmpTransport {
    * tables together, at most {@link MAX_VARBINDS_PER_REQUEST} varbinds (columns × repetitions);
    * the repetitions are fitted to the rows each column had in this transport's previous walk plus
    * one, to see its end in the same answer (at most `maxRepetitions`; a column not walked before
-   * asks for `maxRepetitions`). A 24-outlet unit's tables take three or four requests. An answer
+   * asks for `maxRepetitions`). A 24-outlet APC unit's tables take five requests. An answer
    * cut short by the agent (fewer varbinds than asked) is continued from where it ended, and a
    * `tooBig` answer halves the varbinds asked per request for the rest of the transport's life.
    * Returns each table's varbinds (column by column, each column's rows in the agent's order: the
@@ -410,32 +450,7 @@ export class SnmpTransport {
         }
         throw this.error(e, `GETBULK of ${tables.map((t) => t.entry).join(", ")}`, false);
       }
-      let moved = false;
-      asked.forEach((c, i) => {
-        const column = answer[i];
-        // Not in the answer at all: the agent cut it short before this column; asked again.
-        if (column === undefined) return;
-        const list = Array.isArray(column) ? column : [column];
-        let advanced = false;
-        for (const vb of list) {
-          if (isException(vb) || typeof vb.oid !== "string" || !vb.oid.startsWith(c.prefix)) {
-            c.done = true;
-            break;
-          }
-          if (c.rows >= o.maxRows) {
-            c.done = true;
-            out[c.table]!.truncated = true;
-            break;
-          }
-          c.varbinds.push(reduce(vb));
-          c.rows++;
-          c.next = vb.oid;
-          advanced = true;
-        }
-        // An agent that answers nothing new for a column ends that column (no endless loop).
-        if (!advanced) c.done = true;
-        moved = true;
-      });
+      const moved = takeAnswer(asked, answer, o.maxRows, out);
       // An answer with nothing for any column asked: the walk ends there.
       if (!moved) for (const c of asked) c.done = true;
     }
