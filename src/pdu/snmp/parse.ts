@@ -120,6 +120,38 @@ function validNumber(n: number | undefined): n is number {
   return n !== undefined && Number.isInteger(n) && n >= 0 && n <= MAX_NUMBER;
 }
 
+/** The parts of the OID last read by {@link decimalParts}. */
+const PARTS: number[] = [];
+
+/**
+ * Reads `oid` from `start` as dot-separated decimals into {@link PARTS}: false when a part is empty,
+ * not a decimal, written with a leading zero or beyond 2^53 (such an OID takes the general path).
+ */
+function decimalParts(oid: string, start: number): boolean {
+  PARTS.length = 0;
+  let n = 0;
+  let digits = 0;
+  for (let i = start; i <= oid.length; i++) {
+    const ch = i === oid.length ? 46 : oid.charCodeAt(i);
+    if (ch === 46) {
+      if (digits === 0 || !Number.isSafeInteger(n)) return false;
+      PARTS.push(n);
+      n = 0;
+      digits = 0;
+    } else if (ch < 48 || ch > 57 || (digits === 1 && n === 0)) {
+      return false;
+    } else {
+      n = n * 10 + (ch - 48);
+      digits++;
+    }
+  }
+  return true;
+}
+
+function shapeProblem(table: TableDef): string {
+  return `a row index of another shape than (${table.index.join(", ")}) was skipped`;
+}
+
 /**
  * Rows of one table from its walk. A varbind outside a known column, with another index length,
  * or of another type than the column's is skipped (one warning per column).
@@ -130,27 +162,44 @@ function rowsOf(table: TableDef, varbinds: readonly WalkedVarbind[], warnings: W
   const columns = new Map<number, [string, ColumnType]>();
   for (const [name, c] of Object.entries(table.columns)) columns.set(c.id, [name, c.type]);
   for (const vb of varbinds) {
-    if (!vb.oid.startsWith(prefix)) continue;
-    const parts = vb.oid.slice(prefix.length).split(".");
-    const column = columns.get(Number(parts[0]));
-    if (column === undefined) continue;
-    const [name, type] = column;
-    const index = parts.slice(1).map(Number);
-    const path = `${table.name}.${name}`;
-    if (index.length !== table.index.length || index.some((n) => !Number.isSafeInteger(n) || n < 0)) {
-      warnings.add(path, `a row index of another shape than (${table.index.join(", ")}) was skipped`);
-      continue;
+    const oid = vb.oid;
+    if (!oid.startsWith(prefix)) continue;
+    let column: [string, ColumnType] | undefined;
+    let index: number[] | null = null;
+    let key: string;
+    if (decimalParts(oid, prefix.length)) {
+      // The usual OID: canonical decimals, parsed without splitting; the index key is its text.
+      column = columns.get(PARTS[0]!);
+      if (column === undefined) continue;
+      if (PARTS.length - 1 !== table.index.length) {
+        warnings.add(`${table.name}.${column[0]}`, shapeProblem(table));
+        continue;
+      }
+      key = PARTS.length > 1 ? oid.slice(oid.indexOf(".", prefix.length) + 1) : "";
+    } else {
+      const parts = oid.slice(prefix.length).split(".");
+      column = columns.get(Number(parts[0]));
+      if (column === undefined) continue;
+      index = parts.slice(1).map(Number);
+      if (index.length !== table.index.length || index.some((n) => !Number.isSafeInteger(n) || n < 0)) {
+        warnings.add(`${table.name}.${column[0]}`, shapeProblem(table));
+        continue;
+      }
+      key = index.join(".");
     }
+    const [name, type] = column;
     if (vb.value === null) continue; // noSuchInstance / noSuchObject / endOfMibView: a hole
     const numeric = NUMERIC.has(type);
     if (numeric !== (typeof vb.value === "number") || (!numeric && vb.type !== "OctetString")) {
-      warnings.add(path, `a value of type ${vb.type} where the MIB has ${type} was left out`);
+      warnings.add(
+        `${table.name}.${name}`,
+        `a value of type ${vb.type} where the MIB has ${type} was left out`,
+      );
       continue;
     }
-    const key = index.join(".");
     let row = byIndex.get(key);
     if (row === undefined) {
-      row = { index, cells: new Map() };
+      row = { index: index ?? PARTS.slice(1), cells: new Map() };
       byIndex.set(key, row);
     }
     row.cells.set(name, vb.value);

@@ -110,9 +110,75 @@ function isException(vb: snmp.Varbind): boolean {
   return snmp.isVarbindError(vb);
 }
 
+/**
+ * Takes a GETBULK answer into the cursors asked (in request order): each column's varbinds until
+ * it leaves its subtree, ends or reaches `maxRows` (its table then marked cut short). Returns
+ * whether any column was in the answer at all.
+ */
+function takeAnswer(
+  asked: readonly Cursor[],
+  answer: readonly (snmp.Varbind | snmp.Varbind[])[],
+  maxRows: number,
+  out: readonly { truncated: boolean }[],
+): boolean {
+  let moved = false;
+  asked.forEach((c, i) => {
+    const column = answer[i];
+    // Not in the answer at all: the agent cut it short before this column; asked again.
+    if (column === undefined) return;
+    const list = Array.isArray(column) ? column : [column];
+    let advanced = false;
+    for (const vb of list) {
+      if (isException(vb) || typeof vb.oid !== "string" || !vb.oid.startsWith(c.prefix)) {
+        c.done = true;
+        break;
+      }
+      if (c.rows >= maxRows) {
+        c.done = true;
+        out[c.table]!.truncated = true;
+        break;
+      }
+      c.varbinds.push(reduce(vb));
+      c.rows++;
+      c.next = vb.oid;
+      advanced = true;
+    }
+    // An agent that answers nothing new for a column ends that column (no endless loop).
+    if (!advanced) c.done = true;
+    moved = true;
+  });
+  return moved;
+}
+
+/** Most varbinds asked for in one GETBULK (columns × repetitions): answers of a few kilobytes. */
+export const MAX_VARBINDS_PER_REQUEST = 128;
+/** Columns whose row counts a transport remembers (a profile reads a few dozen). */
+const MAX_COLUMNS_REMEMBERED = 512;
+
+/** One column being walked. */
+interface Cursor {
+  /** Position of its table in the walk. */
+  readonly table: number;
+  /** The column's OID (`entry.<id>`) and that plus a dot. */
+  readonly column: string;
+  readonly prefix: string;
+  /** The OID to ask the next varbind after. */
+  next: string;
+  rows: number;
+  /** What it read, in order. */
+  readonly varbinds: WalkedVarbind[];
+  /** Rows the column had in the previous walk (or the most asked at once when not walked yet). */
+  readonly expected: number;
+  done: boolean;
+}
+
 export class SnmpTransport {
   readonly where: string;
   readonly #options: TransportOptions;
+  /** Varbinds asked for per GETBULK; halved when an agent answers tooBig. */
+  #budget = MAX_VARBINDS_PER_REQUEST;
+  /** Rows each column had when last walked, by column OID: the next walk's repetitions. */
+  readonly #rowsSeen = new Map<string, number>();
   #reader: snmp.Session | null = null;
   #closed = false;
   readonly #timeoutText: string;
@@ -306,8 +372,7 @@ export class SnmpTransport {
   }
 
   /**
-   * Walks the columns `entry.<id>` of one table with GETBULK, all columns in each request, each
-   * column until it leaves its subtree (or endOfMibView), at most `maxRows` rows. Returns the
+   * Walks the columns `entry.<id>` of one table with GETBULK (see {@link walkTables}). Returns the
    * varbinds and whether the table was cut short.
    */
   async walkColumns(
@@ -315,26 +380,61 @@ export class SnmpTransport {
     columnIds: readonly number[],
     signal?: AbortSignal,
   ): Promise<{ varbinds: WalkedVarbind[]; truncated: boolean }> {
+    const [walked] = await this.walkTables([{ entry, columnIds }], signal);
+    return walked ?? { varbinds: [], truncated: false };
+  }
+
+  /**
+   * Walks the columns `entry.<id>` of several tables with GETBULK, each column until it leaves its
+   * subtree (or endOfMibView), at most `maxRows` rows. A request asks for the columns of any of the
+   * tables together, at most {@link MAX_VARBINDS_PER_REQUEST} varbinds (columns × repetitions);
+   * the repetitions are fitted to the rows each column had in this transport's previous walk plus
+   * one, to see its end in the same answer (at most `maxRepetitions`; a column not walked before
+   * asks for `maxRepetitions`). A 24-outlet APC unit's tables take five requests. An answer
+   * cut short by the agent (fewer varbinds than asked) is continued from where it ended, and a
+   * `tooBig` answer halves the varbinds asked per request for the rest of the transport's life.
+   * Returns each table's varbinds (column by column, each column's rows in the agent's order: the
+   * same whatever the requests were) and whether it was cut short.
+   */
+  async walkTables(
+    tables: readonly { readonly entry: string; readonly columnIds: readonly number[] }[],
+    signal?: AbortSignal,
+  ): Promise<{ varbinds: WalkedVarbind[]; truncated: boolean }[]> {
     const o = this.#options;
     const session = this.#readSession();
-    const out: WalkedVarbind[] = [];
-    const cursors = columnIds.map((id) => ({
-      prefix: `${entry}.${id}.`,
-      next: `${entry}.${id}`,
-      rows: 0,
-      done: false,
-    }));
-    let truncated = false;
-    for (let round = 0; ; round++) {
-      const active = cursors.filter((c) => !c.done);
-      if (active.length === 0) break;
-      const reps = Math.max(1, Math.min(o.maxRepetitions, Math.floor(60 / active.length) || 1));
+    const out = tables.map(() => ({ varbinds: [] as WalkedVarbind[], truncated: false }));
+    const cursors: Cursor[] = [];
+    tables.forEach((t, table) => {
+      for (const id of t.columnIds) {
+        const column = `${t.entry}.${id}`;
+        cursors.push({
+          table,
+          column,
+          prefix: `${column}.`,
+          next: column,
+          rows: 0,
+          varbinds: [],
+          expected: this.#rowsSeen.get(column) ?? o.maxRepetitions,
+          done: false,
+        });
+      }
+    });
+    const want = (c: Cursor) => Math.max(1, Math.min(o.maxRepetitions, c.expected - c.rows + 1));
+    // Every round moves a column on or ends it: this bound is never reached by a working agent.
+    const rounds = cursors.length * (o.maxRows + 1);
+    for (let round = 0; round < rounds; round++) {
+      // The columns wanting the most rows first (a stable sort keeps the tables' column order).
+      const active = cursors.filter((c) => !c.done).sort((a, b) => want(b) - want(a));
+      const first = active[0];
+      if (first === undefined) break;
+      const reps = want(first);
+      const asked = active.slice(0, Math.max(1, Math.floor(this.#budget / reps)));
       let answer: (snmp.Varbind | snmp.Varbind[])[];
       try {
         answer = await this.#request<(snmp.Varbind | snmp.Varbind[])[]>(
           (done) =>
             session.getBulk(
-              active.map((c) => c.next),
+              asked.map((c) => c.next),
               0,
               reps,
               done,
@@ -343,34 +443,23 @@ export class SnmpTransport {
         );
       } catch (e) {
         if (signal?.aborted === true) throw signal.reason;
-        throw this.error(e, `GETBULK of ${entry}`, false);
-      }
-      active.forEach((c, i) => {
-        const column = answer[i];
-        const list = Array.isArray(column) ? column : column === undefined ? [] : [column];
-        let advanced = false;
-        for (const vb of list) {
-          if (c.done) break;
-          if (isException(vb) || typeof vb.oid !== "string" || !vb.oid.startsWith(c.prefix)) {
-            c.done = true;
-            break;
-          }
-          if (c.rows >= o.maxRows) {
-            c.done = true;
-            truncated = true;
-            break;
-          }
-          out.push(reduce(vb));
-          c.rows++;
-          c.next = vb.oid;
-          advanced = true;
+        // tooBig: the agent cannot send that much in one answer; ask for less from now on.
+        if ((e as { status?: unknown }).status === 1 && asked.length * reps > 1) {
+          this.#budget = Math.max(1, Math.floor((asked.length * reps) / 2));
+          continue;
         }
-        // An agent that answers nothing new for a column ends that column (no endless loop).
-        if (!advanced) c.done = true;
-      });
-      if (round > o.maxRows) break;
+        throw this.error(e, `GETBULK of ${tables.map((t) => t.entry).join(", ")}`, false);
+      }
+      const moved = takeAnswer(asked, answer, o.maxRows, out);
+      // An answer with nothing for any column asked: the walk ends there.
+      if (!moved) for (const c of asked) c.done = true;
     }
-    return { varbinds: out, truncated };
+    for (const c of cursors) {
+      for (const vb of c.varbinds) out[c.table]!.varbinds.push(vb);
+      if (this.#rowsSeen.size < MAX_COLUMNS_REMEMBERED || this.#rowsSeen.has(c.column))
+        this.#rowsSeen.set(c.column, c.rows);
+    }
+    return out;
   }
 
   /**

@@ -1,0 +1,91 @@
+/**
+ * The driver's walk of a profile's tables against agents that answer GETBULK in different ways
+ * (the bench's responder serving the simulator's APC rPDU2 unit, 24 outlets): the requests of a
+ * poll (the tables walked together, the repetitions fitted to the previous poll's rows), an agent
+ * that sends fewer varbinds than asked (the walk continues where the answer ended) and one that
+ * answers tooBig to large requests (the walk asks for less). Each reads every outlet.
+ */
+import { after, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { startResponder, type Responder, type ResponderOptions } from "../../../bench/lib/snmp-responder.js";
+import type { Snapshot } from "../../../src/pdu/model.js";
+import { SnmpDriver } from "../../../src/pdu/snmp/driver.js";
+import { snmpInstance } from "../../../testkit/snmpsim.js";
+
+const OUTLETS = 24;
+
+async function unit(
+  extra: Partial<ResponderOptions> = {},
+): Promise<{ responder: Responder; driver: SnmpDriver; requests: () => number }> {
+  let requests = 0;
+  const responder = await startResponder({
+    profile: "apc-rpdu2",
+    outlets: OUTLETS,
+    units: 1,
+    seed: 7,
+    community: "walk",
+    onRequest: () => requests++,
+    ...extra,
+  });
+  const driver = new SnmpDriver(
+    snmpInstance("walk-test", responder.ports[0]!, { Profile: "apc-rpdu2", Community: "walk" }, 2),
+  );
+  return { responder, driver, requests: () => requests };
+}
+
+function outletNames(s: Snapshot): string[] {
+  return s.devices.flatMap((d) => d.outlets.map((o) => `${o.index}:${o.name}:${o.state}`));
+}
+
+describe("the SNMP walk", () => {
+  const opened: { responder: Responder; driver: SnmpDriver }[] = [];
+  after(async () => {
+    for (const o of opened) {
+      await o.driver.close();
+      await o.responder.close();
+    }
+  });
+
+  it("walks the tables together, fitting the repetitions to the rows of the previous poll", async () => {
+    const u = await unit();
+    opened.push(u);
+    const first = await u.driver.poll();
+    assert.equal(outletNames(first).length, OUTLETS);
+    const firstRequests = u.requests();
+    const second = await u.driver.poll();
+    const secondRequests = u.requests() - firstRequests;
+    assert.deepEqual(outletNames(second), outletNames(first));
+    // 19 outlet columns of 24 rows and 28 columns of at most one row, 128 varbinds a request:
+    // four requests of rows and one of the columns' ends.
+    assert.ok(secondRequests <= 5, `a poll took ${secondRequests} requests`);
+    assert.ok(
+      secondRequests < firstRequests,
+      `${secondRequests} requests, ${firstRequests} on the first poll`,
+    );
+  });
+
+  it("continues a column where an answer cut short ended", async () => {
+    const whole = await unit();
+    const cut = await unit({ maxAnswerVarbinds: 7 });
+    opened.push(whole, cut);
+    const a = await whole.driver.poll();
+    const b = await cut.driver.poll();
+    assert.deepEqual(outletNames(b), outletNames(a));
+    assert.equal(b.warnings, undefined);
+    assert.deepEqual(
+      b.devices[0]?.entities.map((e) => e.key),
+      a.devices[0]?.entities.map((e) => e.key),
+    );
+  });
+
+  it("asks for less after a tooBig answer, and reads every outlet", async () => {
+    const whole = await unit();
+    const small = await unit({ tooBigAbove: 40 });
+    opened.push(whole, small);
+    const a = await whole.driver.poll();
+    const b = await small.driver.poll();
+    assert.deepEqual(outletNames(b), outletNames(a));
+    const again = await small.driver.poll();
+    assert.deepEqual(outletNames(again), outletNames(a));
+  });
+});
