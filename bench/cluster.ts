@@ -862,13 +862,72 @@ class Leases {
   }
 }
 
-interface LeasePut {
+export interface LeasePut {
   readonly bucket: number;
   /** `<member>/<incarnation>`, "" when released. */
   readonly holder: string;
   readonly acquireTime: string | null;
   /** When the watch delivered it (epoch ms). */
   readonly at: number;
+}
+
+export interface RenewalGap {
+  readonly bucket: number;
+  readonly member: string;
+  /** Epoch seconds of the write the gap follows. */
+  readonly startS: number;
+  readonly seconds: number;
+}
+
+/**
+ * Acquisitions among bucket lease writes (in delivery order) that arrived in `from..to`: a write
+ * naming a holder, whose holder or acquire time differs from the bucket's previous write.
+ */
+export function countAcquisitions(puts: readonly LeasePut[], from: number, to: number): number {
+  const last = new Map<number, LeasePut>();
+  let n = 0;
+  for (const put of puts) {
+    const previous = last.get(put.bucket);
+    last.set(put.bucket, put);
+    if (put.holder === "" || put.at < from || put.at > to) continue;
+    if (previous === undefined || previous.holder !== put.holder || previous.acquireTime !== put.acquireTime)
+      n++;
+  }
+  return n;
+}
+
+/**
+ * Renewal gaps longer than `limitMs` ending in `from..to`: a write naming a holder followed by no
+ * write of that bucket for longer than that (up to the next write, or `to`), unless
+ * `excused(member, start, end)` (the member was killed in that span). A holder that renews nothing
+ * for RenewDeadline has dropped the bucket: it polls and publishes it no more.
+ */
+export function renewalGaps(
+  puts: readonly LeasePut[],
+  limitMs: number,
+  from: number,
+  to: number,
+  excused: (member: string, start: number, end: number) => boolean,
+): RenewalGap[] {
+  const byBucket = new Map<number, LeasePut[]>();
+  for (const put of puts) {
+    if (put.at > to) continue;
+    const list = byBucket.get(put.bucket) ?? [];
+    list.push(put);
+    byBucket.set(put.bucket, list);
+  }
+  const found: RenewalGap[] = [];
+  for (const [bucket, list] of byBucket) {
+    list.forEach((put, i) => {
+      if (put.holder === "") return;
+      const end = list[i + 1]?.at ?? to;
+      if (end < from || end - put.at <= limitMs) return;
+      const member = put.holder.split("/")[0] ?? "";
+      if (excused(member, put.at, end)) return;
+      found.push({ bucket, member, startS: put.at / 1000, seconds: (end - put.at) / 1000 });
+    });
+  }
+  return found;
 }
 
 /**
@@ -911,52 +970,17 @@ class LeaseLog {
 
   /** Acquisitions delivered in `from..to` (epoch ms). */
   acquisitions(from: number, to: number): number {
-    const last = new Map<number, LeasePut>();
-    let n = 0;
-    for (const put of this.#puts) {
-      const previous = last.get(put.bucket);
-      last.set(put.bucket, put);
-      if (put.holder === "" || put.at < from || put.at > to) continue;
-      if (
-        previous === undefined ||
-        previous.holder !== put.holder ||
-        previous.acquireTime !== put.acquireTime
-      )
-        n++;
-    }
-    return n;
+    return countAcquisitions(this.#puts, from, to);
   }
 
-  /**
-   * Renewal gaps longer than `limitMs` in `from..to` by holders still running: a write followed by
-   * none for longer than that (up to the next write, or `to`), unless `excused(member, start, end)`
-   * (the member was killed or stopped in that span).
-   */
+  /** Renewal gaps longer than `limitMs` ({@link renewalGaps}). */
   gaps(
     limitMs: number,
     from: number,
     to: number,
     excused: (member: string, start: number, end: number) => boolean,
-  ) {
-    const byBucket = new Map<number, LeasePut[]>();
-    for (const put of this.#puts) {
-      if (put.at > to) continue;
-      const list = byBucket.get(put.bucket) ?? [];
-      list.push(put);
-      byBucket.set(put.bucket, list);
-    }
-    const found: { bucket: number; member: string; startS: number; seconds: number }[] = [];
-    for (const [bucket, puts] of byBucket) {
-      puts.forEach((put, i) => {
-        if (put.holder === "") return;
-        const end = puts[i + 1]?.at ?? to;
-        if (end < from || end - put.at <= limitMs) return;
-        const member = put.holder.split("/")[0] ?? "";
-        if (excused(member, put.at, end)) return;
-        found.push({ bucket, member, startS: put.at / 1000, seconds: (end - put.at) / 1000 });
-      });
-    }
-    return found;
+  ): RenewalGap[] {
+    return renewalGaps(this.#puts, limitMs, from, to, excused);
   }
 
   close(): void {
