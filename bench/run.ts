@@ -2,8 +2,10 @@
  * `npm run bench`: the performance scenarios of pdu-bridge, each against a baseline measured in
  * the same run (the machine is noisy, so only ratios to a same-run baseline mean anything).
  *
- *   node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics,snmp] [--no-profile]
- *                          [--sizes 250,500,4000@30] [--write-docs]
+ *   node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics,snmp,cluster] [--no-profile]
+ *                          [--sizes 250,500,4000@30] [--write-docs] [--cluster-instances 100]
+ *                          [--cluster-kills 10] [--cluster-buckets 64] [--cluster-window 60]
+ *                          [--cluster-timings 6,4,1] [--cluster-poll 10]
  *
  * --quick: a few PDUs and short windows (a smoke run of the whole harness, a few minutes).
  * --only: run only these scenarios (comma-separated or repeated).
@@ -12,6 +14,9 @@
  * --write-docs: also write the charts shown by the docs (docs/images/scale.svg); the chart always
  *   goes to bench/results/scale-<timestamp>.svg.
  * --no-profile: skip the profiled bridge run of the fleet scenario.
+ * --cluster-*: the cluster scenario's instances per replica (3 replicas), kills, buckets, CPU window
+ *   (s), lease timings of its failover runs (LeaseDuration,RenewDeadline,RetryPeriod in s) and poll
+ *   interval (s); bench/lib/cluster-options.ts has the defaults (quick: 10 instances, 2 kills).
  * --bridge-node-option OPT: pass OPT to node for every bridge child (repeatable), e.g.
  *   --bridge-node-option=--max-old-space-size=320; the results are then marked EXPERIMENT.
  * Configurations, logs and the .cpuprofile stay in a scratch directory under the OS temp dir.
@@ -27,9 +32,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { runApi } from "./api.js";
+import { runCluster } from "./cluster.js";
 import { runControl } from "./control.js";
 import { runFleet } from "./fleet.js";
 import { killAllStarted } from "./lib/child.js";
+import { clusterOptions, type ClusterBenchOptions } from "./lib/cluster-options.js";
 import type { BenchContext, ScenarioResult } from "./lib/measure.js";
 import { formatMarkdown, formatTable, machine, row, writeResult, type Row } from "./lib/report.js";
 import { ensureTools } from "./lib/tools.js";
@@ -46,6 +53,7 @@ const SCENARIOS: Readonly<Record<string, (ctx: BenchContext) => Promise<Scenario
   peer: runPeer,
   metrics: runMetrics,
   snmp: runSnmp,
+  cluster: runCluster,
 };
 
 const { values } = parseArgs({
@@ -57,6 +65,12 @@ const { values } = parseArgs({
     "bridge-node-option": { type: "string", multiple: true },
     sizes: { type: "string" },
     "write-docs": { type: "boolean", default: false },
+    "cluster-instances": { type: "string" },
+    "cluster-kills": { type: "string" },
+    "cluster-buckets": { type: "string" },
+    "cluster-window": { type: "string" },
+    "cluster-timings": { type: "string" },
+    "cluster-poll": { type: "string" },
     help: { type: "boolean", short: "h", default: false },
   },
   strict: true,
@@ -83,6 +97,21 @@ try {
   scaleSizes = values.sizes === undefined ? undefined : parseSizes(values.sizes, values.quick ? 2 : 10);
 } catch (error) {
   process.stderr.write(`bench: --sizes: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(2);
+}
+
+let cluster: ClusterBenchOptions;
+try {
+  cluster = clusterOptions(values.quick, {
+    instances: values["cluster-instances"],
+    kills: values["cluster-kills"],
+    buckets: values["cluster-buckets"],
+    window: values["cluster-window"],
+    timings: values["cluster-timings"],
+    poll: values["cluster-poll"],
+  });
+} catch (error) {
+  process.stderr.write(`bench: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(2);
 }
 
@@ -118,6 +147,7 @@ const ctx: BenchContext = {
   log,
   scaleSizes,
   writeDocs: values["write-docs"],
+  cluster,
 };
 
 const rows: Row[] = [];

@@ -6,6 +6,7 @@
  */
 import { loadavg } from "node:os";
 import type { Broker } from "./broker.js";
+import type { ClusterBenchOptions } from "./cluster-options.js";
 import { sleep, type IpcChild } from "./child.js";
 import { ProcMonitor, sampleProc, type WindowUsage } from "./proc.js";
 import type { Row } from "./report.js";
@@ -27,6 +28,8 @@ export interface BenchContext {
   readonly scaleSizes?: readonly { readonly pdus: number; readonly intervalS: number }[];
   /** Also write the charts shown by the docs (docs/images/), `--write-docs`. */
   readonly writeDocs?: boolean;
+  /** Sizes and timings of the `cluster` scenario (`--cluster-*`); default: the scenario's own. */
+  readonly cluster?: ClusterBenchOptions;
 }
 
 export interface ScenarioResult {

@@ -7,10 +7,14 @@
  * - `times`: per simulator, the arrival times (epoch ms, this process's clock) of `GET /api` since
  *   the last reset;
  * - `counts`: per simulator, how many `GET /api` arrived since the last reset;
+ * - `pollers` `{since, until}` (epoch ms): per simulator, who polled it in that span, by the
+ *   `X-Pdu-Bridge-Member` header of the bridge replica (`""` for a request without one): the number
+ *   of `GET /api` and the first and last arrival time ({@link PollerCounts});
  * - `close`: stop every simulator.
  */
 import { startSimulator, type Simulator } from "../../src/simulator/index.js";
 import { serveIpc, signalReady } from "./child.js";
+import type { PollerCounts } from "./sim-fleet.js";
 
 const [count, firstSeed, outlets] = process.argv.slice(2, 5).map(Number) as [number, number, number];
 const frozen = process.argv[5] === "frozen";
@@ -22,7 +26,26 @@ for (let i = 0; i < count; i++) {
 
 const polls = (sim: Simulator) => sim.requests.filter((r) => r.method === "GET" && r.path === "/api");
 
-serveIpc((cmd) => {
+function pollersOf(sim: Simulator, since: number, until: number): PollerCounts {
+  const out: PollerCounts = {};
+  const log = sim.requests;
+  // The log is in arrival order: walk back from the newest to the first before `since`.
+  for (let i = log.length - 1; i >= 0; i--) {
+    const r = log[i]!;
+    if (r.time < since) break;
+    if (r.time > until || r.method !== "GET" || r.path !== "/api") continue;
+    const key = r.member ?? "";
+    const seen = out[key];
+    if (seen === undefined) out[key] = [1, r.time, r.time];
+    else {
+      seen[0]++;
+      seen[1] = r.time;
+    }
+  }
+  return out;
+}
+
+serveIpc((cmd, message) => {
   switch (cmd) {
     case "reset":
       for (const sim of sims) sim.clearRequests();
@@ -31,6 +54,11 @@ serveIpc((cmd) => {
       return Promise.resolve(sims.map((sim) => polls(sim).map((r) => r.time)));
     case "counts":
       return Promise.resolve(sims.map((sim) => polls(sim).length));
+    case "pollers": {
+      const since = Number(message.since);
+      const until = message.until === undefined ? Infinity : Number(message.until);
+      return Promise.resolve(sims.map((sim) => pollersOf(sim, since, until)));
+    }
     case "close":
       return Promise.all(sims.map((sim) => sim.close())).then(() => null);
     default:

@@ -5,6 +5,9 @@
 import { resolve } from "node:path";
 import { DIST, IpcChild } from "./child.js";
 
+/** Member (`""`: none) → [polls, first arrival, last arrival] (epoch ms) of one PDU in a span. */
+export type PollerCounts = Record<string, [number, number, number]>;
+
 export interface SimFleet {
   /** Port of PDU i (index = PDU number). */
   readonly ports: readonly number[];
@@ -15,6 +18,11 @@ export interface SimFleet {
   times(): Promise<number[][]>;
   /** Number of `GET /api` per PDU since the last reset. */
   counts(): Promise<number[]>;
+  /**
+   * Per PDU, who polled it between `since` and `until` (epoch ms; default: now) by the replica's
+   * member header (`""`: a request without one), with the first and last arrival.
+   */
+  pollers(since: number, until?: number): Promise<PollerCounts[]>;
   /** Waits until every PDU in `first` PDUs got at least `n` polls since the last reset. */
   waitForPolls(n: number, timeoutMs: number, first?: number): Promise<void>;
   close(): Promise<void>;
@@ -56,6 +64,14 @@ export async function startSimFleet(options: {
     },
     times: () => all<number[]>("times"),
     counts: () => all<number>("counts"),
+    pollers: async (since, until) =>
+      (
+        await Promise.all(
+          children.map((c) =>
+            c.request<PollerCounts[]>("pollers", until === undefined ? { since } : { since, until }),
+          ),
+        )
+      ).flat(),
     async waitForPolls(n, timeoutMs, first = ports.length) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
