@@ -10,8 +10,8 @@
  * --base DIR: also runs the bridge of another build (DIR is its dist/, e.g. of the commit before a
  * change) beside the others, and prints this build's CPU over that one's.
  * --frozen: the simulators' `frozen` option, so no value ever changes (the "nothing changes" case).
- * --profile: also writes a CPU profile of the bridge over the last window (slows the bridge: the
- * ratio of a profiled round is printed but is not the figure).
+ * --profile: also writes CPU profiles of the bridge, the naive floor and the base build over the
+ * last window (slows them: the ratio of a profiled round is printed but is not the figure).
  * Both programs poll every PDU every 10 s; the simulators count every `GET /api`, which is about twice
  * the PDUs per interval when both keep up (printed as a check).
  */
@@ -118,11 +118,14 @@ async function main(): Promise<void> {
           {
             logFile: join(dir, "base.log"),
             env: { ...process.env, NODE_OPTIONS: DEFAULT_NODE_OPTIONS },
+            nodeArgs: values.profile ? ["--inspect=127.0.0.1:0"] : [],
           },
         );
   await base?.waitForLog("pdu-bridge started", 30_000);
   const profiler = values.profile ? await InspectorProfiler.attach(() => bridge.log()) : null;
   const naiveProfiler = values.profile ? await InspectorProfiler.attach(() => baseline.log()) : null;
+  const baseProfiler =
+    values.profile && base !== null ? await InspectorProfiler.attach(() => base.log()) : null;
   log(
     `poll-cpu: ${pdus} PDUs${values.frozen ? " (frozen: nothing changes)" : ""}, bridge and naive floor at once; scratch ${dir}`,
   );
@@ -131,7 +134,7 @@ async function main(): Promise<void> {
   try {
     for (let round = 1; round <= rounds; round++) {
       const profiling = profiler !== null && round === rounds;
-      if (profiling) await Promise.all([profiler.start(), naiveProfiler?.start()]);
+      if (profiling) await Promise.all([profiler.start(), naiveProfiler?.start(), baseProfiler?.start()]);
       await Promise.all(sims.map((s) => s.request("reset")));
       const a0 = base === null ? null : sampleProc(base.pid);
       const b0 = sampleProc(bridge.pid);
@@ -168,11 +171,18 @@ async function main(): Promise<void> {
         writeFileSync(join(dir, "naive.cpuprofile"), JSON.stringify(naive));
         log(`profile: ${file}\n${formatSummary(summariseProfile(profile, 30), 30)}`);
         log(`naive profile:\n${formatSummary(summariseProfile(naive, 15), 15)}`);
+        if (baseProfiler !== null) {
+          const baseProfile = await baseProfiler.stop();
+          const baseFile = join(dir, "base.cpuprofile");
+          writeFileSync(baseFile, JSON.stringify(baseProfile));
+          log(`base build profile: ${baseFile}\n${formatSummary(summariseProfile(baseProfile, 30), 30)}`);
+        }
       }
     }
   } finally {
     profiler?.close();
     naiveProfiler?.close();
+    baseProfiler?.close();
     await stopChild(bridge.child);
     await stopChild(baseline.child);
     if (base !== null) await stopChild(base.child);

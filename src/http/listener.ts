@@ -89,8 +89,8 @@ function applySecurityHeaders(reply: FastifyReply, url: string): void {
 
 /**
  * Checks request values exactly as they arrived. The type provider's own compiler converts path,
- * query and header values first (`"1e0"` became 1, `"false"` became 0), so a malformed outlet
- * index switched a real outlet (issue 14); here a string stays a string and must match its rule.
+ * query and header values first (`"1e0"` becomes 1, `"false"` becomes 0), so a malformed outlet
+ * index would switch a real outlet; here a string stays a string and must match its rule.
  */
 export const strictValidator: FastifySchemaCompiler<TSchema> = ({ schema }) => {
   const check = Compile(schema);
@@ -101,9 +101,9 @@ export const strictValidator: FastifySchemaCompiler<TSchema> = ({ schema }) => {
 };
 
 /**
- * Limits against slow and idle clients (issue 14, item 9). Without them a connection dripping its
- * headers or body, or sending nothing, stayed open for good (fastify's own request timeout is 0),
- * and enough of them would exhaust the process's sockets.
+ * Limits against slow and idle clients. Without them a connection dripping its headers or body, or
+ * sending nothing, stays open for good (fastify's own request timeout is 0), and enough of them
+ * would exhaust the process's sockets.
  */
 export interface HttpLimits {
   /** Milliseconds to receive a whole request. */

@@ -11,17 +11,23 @@
  *
  * Hidden things (overrides) have no topics and are left out of the list and the events. Ids that
  * cannot be topic levels are skipped through the publisher's guard. Per instance it keeps the
- * payload last published on each load topic and the list, so an unchanged report sends nothing.
+ * payload last published on each load topic and the list, so an unchanged report sends nothing;
+ * and, with the report it last published, the tracker's flags (src/pdu/load.ts: a point's
+ * `changed`, a report's `samePoints`, its `alarms` the same array while the list says the same)
+ * let a report that changed nothing cost nothing: no topic is built, no payload serialised.
  */
 import { alarmJson, loadJson } from "../pdu/load.js";
-import type { AlarmChange, LoadReport } from "../pdu/model.js";
+import type { ActiveAlarm, AlarmChange, LoadPoint, LoadReport } from "../pdu/model.js";
 import type { TopicIdGuard, Topics } from "./topics.js";
 import type { Sink } from "./types.js";
 
 interface InstanceTopics {
   /** Load topic → payload last published. */
   loads: Map<string, string>;
-  /** The list last published on `alarms`, or null before the first. */
+  /** The serial of the load report last published (0: none yet). */
+  serial: number;
+  /** The alarm list last published (the report's array, and its JSON), or null before the first. */
+  alarmList: readonly ActiveAlarm[] | null;
   alarms: string | null;
 }
 
@@ -47,15 +53,11 @@ export class AlarmTopics {
   publish(id: string, report: LoadReport, changes: readonly AlarmChange[], force: boolean): void {
     let state = this.#instances.get(id);
     if (state === undefined) {
-      state = { loads: new Map(), alarms: null };
+      state = { loads: new Map(), serial: 0, alarmList: null, alarms: null };
       this.#instances.set(id, state);
     }
-    if (report.points.length > 0 || state.loads.size > 0) this.#loads(id, state, report, force);
-    const list = JSON.stringify(report.alarms.filter((a) => a.hidden !== true).map((a) => alarmJson(id, a)));
-    if (force || list !== state.alarms) {
-      state.alarms = list;
-      this.#sink.publish(this.#topics.alarms(id), list, 1, true);
-    }
+    this.#loads(id, state, report, force);
+    this.#list(id, state, report, force);
     for (const { change, alarm, at } of changes) {
       if (alarm.hidden === true) continue;
       const payload = { event_type: change, atUtc: new Date(at).toISOString(), ...alarmJson(id, alarm) };
@@ -63,21 +65,56 @@ export class AlarmTopics {
     }
   }
 
-  #loads(id: string, state: InstanceTopics, report: LoadReport, force: boolean): void {
-    const seen = new Map<string, string>();
-    for (const point of report.points) {
-      if (point.hidden === true || !this.#guard.ok(id, "device id", point.deviceId)) continue;
-      const { target } = point;
-      if (target.kind === "entity" && !this.#guard.ok(id, "entity key", target.key)) continue;
-      const topic =
-        target.kind === "outlet"
-          ? this.#topics.outletLoad(id, point.deviceId, target.index)
-          : this.#topics.entityLoad(id, point.deviceId, target.key);
-      const payload = JSON.stringify(loadJson(point));
-      seen.set(topic, payload);
-      if (force || state.loads.get(topic) !== payload) this.#sink.publish(topic, payload, 1, true);
+  /** The active alarms, when the report's list is another than the one last published. */
+  #list(id: string, state: InstanceTopics, report: LoadReport, force: boolean): void {
+    if (!force && report.alarms === state.alarmList) return;
+    state.alarmList = report.alarms;
+    const list = JSON.stringify(report.alarms.filter((a) => a.hidden !== true).map((a) => alarmJson(id, a)));
+    if (force || list !== state.alarms) {
+      state.alarms = list;
+      this.#sink.publish(this.#topics.alarms(id), list, 1, true);
     }
-    for (const topic of state.loads.keys()) if (!seen.has(topic)) this.#sink.publish(topic, "", 1, true);
-    state.loads = seen;
+  }
+
+  /**
+   * The load topics. A report that follows the one last published with the same points (the
+   * tracker says so) costs only its changed points; any other walks them all and clears the topics
+   * of the things that are gone.
+   */
+  #loads(id: string, state: InstanceTopics, report: LoadReport, force: boolean): void {
+    if (!force && report.serial === state.serial) return; // the same report again
+    if (!force && report.samePoints && report.comparedWith === state.serial) {
+      for (const point of report.points) if (point.changed) this.#load(id, state.loads, point, false);
+    } else if (report.points.length > 0 || state.loads.size > 0) {
+      const last = state.loads;
+      state.loads = new Map();
+      for (const point of report.points) this.#load(id, state.loads, point, force, last);
+      for (const topic of last.keys()) if (!state.loads.has(topic)) this.#sink.publish(topic, "", 1, true);
+    }
+    state.serial = report.serial;
+  }
+
+  /**
+   * Publishes one point's load topic when its payload differs from the one in `published` (or
+   * `before`, the last walk's, when given) or when `force`, and records it in `published`. A point
+   * without a topic (hidden, or an id that cannot be a topic level) publishes nothing.
+   */
+  #load(
+    id: string,
+    published: Map<string, string>,
+    point: LoadPoint,
+    force: boolean,
+    before: ReadonlyMap<string, string> = published,
+  ): void {
+    if (point.hidden === true || !this.#guard.ok(id, "device id", point.deviceId)) return;
+    const { target } = point;
+    if (target.kind === "entity" && !this.#guard.ok(id, "entity key", target.key)) return;
+    const topic =
+      target.kind === "outlet"
+        ? this.#topics.outletLoad(id, point.deviceId, target.index)
+        : this.#topics.entityLoad(id, point.deviceId, target.key);
+    const payload = JSON.stringify(loadJson(point));
+    if (force || before.get(topic) !== payload) this.#sink.publish(topic, payload, 1, true);
+    published.set(topic, payload);
   }
 }

@@ -21,9 +21,10 @@
  * What is left out or blanked is listed in the snapshot's `warnings` (logged once per path by the
  * poller, shown in /health/integrations); a refusal is the instance's `lastError`.
  *
- * Cost: one pass over a changed snapshot (lengths and counts are read, nothing is copied unless
- * something is over a bound); a snapshot the driver returned restamped (model.ts `restamp`, the
- * PDU answered exactly as before) is not checked again.
+ * Cost: one read-only pass over a changed snapshot, counting its parts and reading its lengths with
+ * nothing allocated ({@link passesAsIs}); only a snapshot that fails it is walked again to be
+ * bounded (counts first, then a copy of what is over a bound). A snapshot the driver returned
+ * restamped (model.ts `restamp`, the PDU answered exactly as before) is not checked again.
  */
 import { PduError } from "./errors.js";
 import {
@@ -101,7 +102,7 @@ export class SnapshotBounds {
       return bounded === last.raw ? snapshot : restamp(bounded, snapshot.timestamp);
     }
     try {
-      const bounded = boundSnapshot(snapshot);
+      const bounded = passesAsIs(snapshot) ? snapshot : boundSnapshot(snapshot);
       this.#last = { raw: snapshot, bounded, refusal: null };
       return bounded;
     } catch (error) {
@@ -346,6 +347,81 @@ function entityFits(e: Entity): boolean {
     alarmFits(e.alarm) &&
     measurementsFit(e.measurements)
   );
+}
+
+function systemFits(system: PduSystem): boolean {
+  for (const field of SYSTEM_FIELDS) if (system[field].length > TEXT) return false;
+  return true;
+}
+
+function warningsFit(warnings: readonly ParseWarning[] | undefined): boolean {
+  if (warnings === undefined) return true;
+  if (warnings.length > PDU_BOUNDS.warnings) return false;
+  for (const w of warnings)
+    if (w.path.length > MAX_WARNING_PATH || w.problem.length > MAX_WARNING_PROBLEM) return false;
+  return true;
+}
+
+function deviceFits(d: Device): boolean {
+  return (
+    d.id.length <= PDU_BOUNDS.idChars &&
+    d.outlets.length <= PDU_BOUNDS.outletsPerDevice &&
+    d.entities.length <= PDU_BOUNDS.entitiesPerDevice &&
+    d.name.length <= TEXT &&
+    d.label.length <= TEXT &&
+    d.displayName.length <= TEXT &&
+    d.type.length <= TEXT &&
+    d.state.length <= TEXT &&
+    alarmFits(d.alarm) &&
+    systemFits(d.system)
+  );
+}
+
+function groupFits(g: Group): boolean {
+  if (
+    g.key.length > PDU_BOUNDS.idChars ||
+    g.measurements.length > PDU_BOUNDS.measurementsPerPart ||
+    g.members.length > PDU_BOUNDS.outlets ||
+    g.name.length > TEXT ||
+    g.label.length > TEXT ||
+    g.displayName.length > TEXT ||
+    g.state.length > TEXT
+  )
+    return false;
+  for (const m of g.measurements) {
+    if (m.key.length > PDU_BOUNDS.idChars || m.type.length > PDU_BOUNDS.idChars) return false;
+    if (m.units.length > PDU_BOUNDS.unitsChars) return false;
+  }
+  return true;
+}
+
+/**
+ * Whether the snapshot passes the bounds as it is (what {@link boundSnapshot} would return
+ * unchanged): every count, id, text and driver warning within its bound. Reads only; anything else
+ * (a count over a bound included) is left to {@link boundSnapshot}, which refuses or copies.
+ */
+function passesAsIs(s: Snapshot): boolean {
+  if (s.devices.length > PDU_BOUNDS.devices || s.groups.length > PDU_BOUNDS.groups) return false;
+  if (!warningsFit(s.warnings) || !systemFits(s.system)) return false;
+  let outlets = 0;
+  let measurements = 0;
+  for (const d of s.devices) {
+    if (!deviceFits(d)) return false;
+    outlets += d.outlets.length;
+    for (const o of d.outlets) {
+      if (o.measurements.length > PDU_BOUNDS.measurementsPerPart || !outletFits(o)) return false;
+      measurements += o.measurements.length;
+    }
+    for (const e of d.entities) {
+      if (e.measurements.length > PDU_BOUNDS.measurementsPerPart || !entityFits(e)) return false;
+      measurements += e.measurements.length;
+    }
+  }
+  for (const g of s.groups) {
+    if (!groupFits(g)) return false;
+    measurements += g.measurements.length;
+  }
+  return outlets <= PDU_BOUNDS.outlets && measurements <= PDU_BOUNDS.measurements;
 }
 
 function boundAlarm(alarm: Alarm, notes: Notes, path: () => string): Alarm {

@@ -158,17 +158,18 @@ function reportedOf(
   alarm: Alarm,
   measurements: readonly Measurement[],
 ): { meaning: ReportedMeaning; state: string } | null {
-  let worst: { meaning: ReportedMeaning; state: string } | null = null;
-  const consider = (a: Alarm | null) => {
-    if (a === null) return;
-    const meaning = reportedMeaning(a);
-    if (meaning === null) return;
-    if (worst === null || RANK[meaning.severity] > RANK[worst.meaning.severity])
-      worst = { meaning, state: a.state.trim() };
-  };
-  consider(alarm);
-  for (const m of measurements) consider(m.alarm);
-  return worst;
+  let worst: ReportedMeaning | null = reportedMeaning(alarm);
+  let state = worst === null ? "" : alarm.state;
+  for (const m of measurements) {
+    if (m.alarm === null) continue;
+    const meaning = reportedMeaning(m.alarm);
+    if (meaning === null) continue;
+    if (worst === null || RANK[meaning.severity] > RANK[worst.severity]) {
+      worst = meaning;
+      state = m.alarm.state;
+    }
+  }
+  return worst === null ? null : { meaning: worst, state: state.trim() };
 }
 
 const whereOf = (target: AlarmTarget): string =>
@@ -184,12 +185,15 @@ function compareAlarms(a: ActiveAlarm, b: ActiveAlarm): number {
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
+/** The load states of a device's things that have a ratio; a map is made for the first one. */
 interface DeviceStates {
-  readonly outlets: Map<number, LoadState>;
-  readonly entities: Map<string, LoadState>;
+  outlets: Map<number, LoadState> | null;
+  entities: Map<string, LoadState> | null;
 }
 
 const NO_CHANGES: readonly AlarmChange[] = Object.freeze([]);
+const NO_ALARMS: readonly ActiveAlarm[] = Object.freeze([]);
+const NO_POINTS: readonly LoadPoint[] = Object.freeze([]);
 
 /** What an alarm says besides where it is. */
 type AlarmFields = Pick<ActiveAlarm, "source" | "severity" | "percent" | "reported">;
@@ -210,6 +214,37 @@ interface Assessment {
   readonly states: Map<string, DeviceStates>;
   readonly points: LoadPoint[];
   readonly alarms: Map<string, ActiveAlarm>;
+  /** Every point so far is the same thing as the last report's point at its place, hidden alike. */
+  samePoints: boolean;
+}
+
+/** Numbers the assessments of every tracker (a report's `serial`). */
+let lastSerial = 0;
+
+/** The whole percent of a ratio, or null. */
+const percentOf = (ratio: number | null): number | null => (ratio === null ? null : Math.round(ratio * 100));
+
+/** `point` when it is of the thing on `deviceId` at `target`, else null. */
+function sameThing(point: LoadPoint | undefined, deviceId: string, target: LoadTarget): LoadPoint | null {
+  if (point === undefined || point.deviceId !== deviceId || point.target.kind !== target.kind) return null;
+  const same =
+    target.kind === "outlet"
+      ? (point.target as typeof target).index === target.index
+      : (point.target as typeof target).key === target.key;
+  return same ? point : null;
+}
+
+/** Whether two lists of active alarms say the same (same order, every field the surfaces show). */
+function sameAlarms(a: readonly ActiveAlarm[], b: readonly ActiveAlarm[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.id !== y.id || x.name !== y.name || x.severity !== y.severity || x.percent !== y.percent)
+      return false;
+    if (x.reported !== y.reported || x.since !== y.since || x.hidden !== y.hidden) return false;
+  }
+  return true;
 }
 
 /** The load states and alarms of one instance across its snapshots. */
@@ -220,6 +255,8 @@ export class LoadTracker {
   #states = new Map<string, DeviceStates>();
   /** The active alarms of the last report, by id. */
   #alarms = new Map<string, ActiveAlarm>();
+  /** The last report (what the next one compares with). */
+  #last: LoadReport | null = null;
 
   constructor(ratings: RatingsConfig, thresholds: LoadThresholds) {
     this.#ratings = ratings;
@@ -228,9 +265,33 @@ export class LoadTracker {
 
   /** The report of `snapshot` and the alarms it raised, changed or cleared since the last one. */
   assess(snapshot: Snapshot): { report: LoadReport; changes: readonly AlarmChange[] } {
-    const run: Assessment = { at: snapshot.timestamp, states: new Map(), points: [], alarms: new Map() };
+    const run: Assessment = {
+      at: snapshot.timestamp,
+      states: new Map(),
+      points: [],
+      alarms: new Map(),
+      samePoints: true,
+    };
     for (const device of snapshot.devices) this.#device(run, device);
     this.#states = run.states;
+    const changes = this.#changes(run);
+    this.#alarms = run.alarms;
+    const before = this.#last;
+    const alarms = run.alarms.size === 0 ? NO_ALARMS : [...run.alarms.values()].sort(compareAlarms);
+    const report: LoadReport = Object.freeze({
+      points: run.points.length === 0 ? NO_POINTS : Object.freeze(run.points),
+      alarms: before !== null && sameAlarms(alarms, before.alarms) ? before.alarms : Object.freeze(alarms),
+      serial: ++lastSerial,
+      comparedWith: before?.serial ?? 0,
+      samePoints: before !== null && run.samePoints && run.points.length === before.points.length,
+    });
+    this.#last = report;
+    return { report, changes };
+  }
+
+  /** The alarms raised, changed or cleared since the last report. */
+  #changes(run: Assessment): readonly AlarmChange[] {
+    if (run.alarms.size === 0 && this.#alarms.size === 0) return NO_CHANGES;
     const changes: AlarmChange[] = [];
     for (const [id, alarm] of run.alarms) {
       const before = this.#alarms.get(id);
@@ -240,16 +301,11 @@ export class LoadTracker {
     }
     for (const [id, alarm] of this.#alarms)
       if (!run.alarms.has(id)) changes.push({ change: "cleared", alarm, at: run.at });
-    this.#alarms = run.alarms;
-    const report: LoadReport = Object.freeze({
-      points: Object.freeze(run.points),
-      alarms: Object.freeze([...run.alarms.values()].sort(compareAlarms)),
-    });
-    return { report, changes: changes.length === 0 ? NO_CHANGES : Object.freeze(changes) };
+    return changes.length === 0 ? NO_CHANGES : Object.freeze(changes);
   }
 
   #device(run: Assessment, device: Device): void {
-    const now: DeviceStates = { outlets: new Map(), entities: new Map() };
+    const now: DeviceStates = { outlets: null, entities: null };
     const outletsRated = this.#ratings.Outlets !== undefined;
     for (const outlet of device.outlets) {
       // Most outlets have no rating and nothing raised: nothing to assess, nothing allocated.
@@ -279,31 +335,43 @@ export class LoadTracker {
       const fields = { ...own, percent: null, reported: device.alarm.state.trim() };
       this.#raise(run, device, { kind: "device" }, device.displayName, fields, false);
     }
-    if (now.outlets.size > 0 || now.entities.size > 0) run.states.set(device.id, now);
+    if (now.outlets !== null || now.entities !== null) run.states.set(device.id, now);
   }
 
   /** The load state of a thing's current against its rating, with the state it had before. */
   #loadState(device: Device, now: DeviceStates, target: LoadTarget, ratio: number): LoadState {
     const before = this.#states.get(device.id);
     const previous =
-      (target.kind === "outlet" ? before?.outlets.get(target.index) : before?.entities.get(target.key)) ??
+      (target.kind === "outlet" ? before?.outlets?.get(target.index) : before?.entities?.get(target.key)) ??
       "normal";
     const state = nextLoadState(ratio * 100, previous, this.#thresholds);
-    if (target.kind === "outlet") now.outlets.set(target.index, state);
-    else now.entities.set(target.key, state);
+    if (target.kind === "outlet") (now.outlets ??= new Map()).set(target.index, state);
+    else (now.entities ??= new Map()).set(target.key, state);
     return state;
+  }
+
+  /**
+   * The configured rating of a thing: read again from the last report's point of the same thing
+   * (the configuration of a tracker does not change) unless that one's rating came from the PDU.
+   */
+  #configuredRating(before: LoadPoint | null, deviceId: string, target: LoadTarget): number | null {
+    if (before !== null && before.ratingFrom !== "pdu") return before.rating;
+    return configuredRating(this.#ratings, deviceId, target);
   }
 
   #thing(run: Assessment, device: Device, now: DeviceStates, thing: Thing): void {
     const { target, name, hidden } = thing;
+    // The last report's point at the place this thing's point would take: the same thing while the
+    // snapshot keeps its shape.
+    const before = sameThing(this.#last?.points[run.points.length], device.id, target);
     const reported = reportedOf(thing.alarm, thing.measurements);
     const current = amps(thing.measurements);
     const rated = thing.ratedCurrent;
     const fromPdu = rated !== undefined && Number.isFinite(rated) && rated > 0;
-    const rating = fromPdu ? rated : configuredRating(this.#ratings, device.id, target);
+    const rating = fromPdu ? rated : this.#configuredRating(before, device.id, target);
     const ratio = rating !== null && current.value !== null ? current.value / rating : null;
     const loadState = ratio === null ? "normal" : this.#loadState(device, now, target, ratio);
-    const percent = ratio === null ? null : Math.round(ratio * 100);
+    const percent = percentOf(ratio);
     if (loadState !== "normal") {
       const fields = { source: "load" as const, severity: loadState, percent, reported: null };
       this.#raise(run, device, target, name, fields, hidden);
@@ -312,10 +380,22 @@ export class LoadTracker {
       const fields = { ...reported.meaning, percent, reported: reported.state };
       this.#raise(run, device, target, name, fields, hidden);
     }
+    // A point of the same thing without a rating was one by its kind (which its key fixes).
     const isLoad =
       rating !== null ||
-      (target.kind === "entity" && current.found && LOAD_KINDS.has(entityKind(target.key)));
+      (target.kind === "entity" &&
+        current.found &&
+        (before?.rating === null || LOAD_KINDS.has(entityKind(target.key))));
     if (!isLoad) return;
+    const state = reported === null ? loadState : worse(loadState, reported.meaning.severity);
+    if (before === null || (before.hidden === true) !== hidden) run.samePoints = false;
+    const changed =
+      before === null ||
+      before.name !== name ||
+      before.state !== state ||
+      percentOf(before.ratio) !== percent ||
+      (before.rating === null) !== (rating === null) ||
+      (before.hidden === true) !== hidden;
     run.points.push(
       Object.freeze({
         deviceId: device.id,
@@ -326,8 +406,9 @@ export class LoadTracker {
         ratingFrom: fromPdu ? "pdu" : rating === null ? null : "config",
         ratio,
         loadState,
-        state: reported === null ? loadState : worse(loadState, reported.meaning.severity),
+        state,
         ...(hidden ? { hidden: true as const } : {}),
+        changed,
       }),
     );
   }
@@ -377,8 +458,11 @@ function worseSeverity(a: AlarmSeverity, b: AlarmSeverity): AlarmSeverity {
 
 /** The report of a snapshot with nothing to compare (no tracker). */
 export const EMPTY_REPORT: LoadReport = Object.freeze({
-  points: Object.freeze([]),
-  alarms: Object.freeze([]),
+  points: NO_POINTS,
+  alarms: NO_ALARMS,
+  serial: 0,
+  comparedWith: 0,
+  samePoints: false,
 });
 
 /** The state of a device: the worst of its alarms. */

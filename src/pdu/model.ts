@@ -354,6 +354,12 @@ export interface LoadPoint {
   readonly state: LoadState;
   /** Hidden by the overrides (no MQTT topics, no Home Assistant entities). */
   readonly hidden?: true;
+  /**
+   * Whether what the point shows differs from the same thing's point in the assessment its report
+   * compares with ({@link LoadReport.comparedWith}): its name, whole percent, state, whether it has
+   * a rating or is hidden; true when the thing had no point there. Its current alone may differ.
+   */
+  readonly changed: boolean;
 }
 
 /** One active alarm: a thing and what raised it. */
@@ -388,6 +394,19 @@ export interface AlarmChange {
 export interface LoadReport {
   /** Rated currents, and the currents of phases, banks, breakers, inlets, lines, cords and totals. */
   readonly points: readonly LoadPoint[];
-  /** Active alarms, worst first. */
+  /**
+   * Active alarms, worst first: the same array as the assessment before's when every alarm in it is
+   * the same (id, name, severity, percent, reported state, start, hidden), so a reader that keeps
+   * the array it last wrote knows the list is unchanged.
+   */
   readonly alarms: readonly ActiveAlarm[];
+  /** The assessment's number, unique in the process (0: no assessment). */
+  readonly serial: number;
+  /**
+   * The serial of the assessment before, of the same tracker, which the points' `changed` flags
+   * and {@link samePoints} compare with (0: none).
+   */
+  readonly comparedWith: number;
+  /** The points are the same things as that assessment's, in the same order, each hidden as it was. */
+  readonly samePoints: boolean;
 }

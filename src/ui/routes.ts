@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { API_CSP, API_JSON_HEADERS, CONSOLE_PREFIX } from "../http/listener.js";
 import { problem, sendProblem } from "../http/problem.js";
 import { clientAddressResolver } from "../http/api/key-guard.js";
-import { API_PATHS } from "../http/api/paths.js";
+import { API_PATHS, API_ROUTES } from "../http/api/paths.js";
 import type { HttpApp, HttpDeps, ListenerRoutes } from "../http/types.js";
 import { distSrcUrl } from "../paths.js";
 import { consoleBootstrap } from "./alarms.js";
@@ -130,54 +130,62 @@ function registerEventsRoute(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed): v
   // Streams are counted per client, as the key guard's lock-out counts: behind a trusted proxy, per
   // the client it names. Behind the API worker the request carries the client's own address.
   const resolveClient = clientAddressResolver(deps.config.Api.TrustedProxies);
-  app.get(EVENTS_PATH, { schema: EVENTS_SCHEMA }, (request, reply) => {
-    const { instance, snapshots } = request.query;
-    if (instance !== undefined && !deps.store.get(instance)) {
-      const detail = `unknown instance ${JSON.stringify(instance)}; configured instances: ${deps.store.ids().join(", ")}`;
-      return sendProblem(reply, problem(404, detail));
-    }
-    const client = resolveClient(request.socket.remoteAddress, request.headers["x-forwarded-for"]);
-    const refused = feed.admit(client);
-    if (refused !== null) {
-      return sendProblem(reply, problem(refused.status, refused.detail), {
-        "retry-after": String(refused.retryAfter),
-      });
-    }
-    reply.hijack();
-    request.raw.socket.setNoDelay(true);
-    const opened = feed.open(
-      reply.raw,
-      STREAM_HEADERS,
-      { instanceId: instance ?? null, snapshots: snapshots !== "false" },
-      client,
-    );
-    if (!opened) reply.raw.destroy();
-    return reply;
+  app.route({
+    ...API_ROUTES.events,
+    schema: EVENTS_SCHEMA,
+    handler: (request, reply) => {
+      const { instance, snapshots } = request.query;
+      if (instance !== undefined && !deps.store.get(instance)) {
+        const detail = `unknown instance ${JSON.stringify(instance)}; configured instances: ${deps.store.ids().join(", ")}`;
+        return sendProblem(reply, problem(404, detail));
+      }
+      const client = resolveClient(request.socket.remoteAddress, request.headers["x-forwarded-for"]);
+      const refused = feed.admit(client);
+      if (refused !== null) {
+        return sendProblem(reply, problem(refused.status, refused.detail), {
+          "retry-after": String(refused.retryAfter),
+        });
+      }
+      reply.hijack();
+      request.raw.socket.setNoDelay(true);
+      const opened = feed.open(
+        reply.raw,
+        STREAM_HEADERS,
+        { instanceId: instance ?? null, snapshots: snapshots !== "false" },
+        client,
+      );
+      if (!opened) reply.raw.destroy();
+      return reply;
+    },
   });
 }
 
 /** An outlet's power over the last hour. */
 function registerHistoryRoute(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed): void {
-  app.get(API_PATHS.outletHistory, { schema: HISTORY_SCHEMA }, (request, reply) => {
-    const { id, deviceId } = request.params;
-    const index = Number(request.params.index);
-    if (!deps.store.get(id)) {
-      return sendProblem(reply, problem(404, `unknown instance ${JSON.stringify(id)}`));
-    }
-    const found = feed.history.query(id, deviceId, index, feed.now);
-    if (!found) {
-      const detail = `instance ${id} has no outlet ${index} on device ${JSON.stringify(deviceId)} in the last hour`;
-      return sendProblem(reply, problem(404, detail));
-    }
-    const body: OutletHistory = {
-      instanceId: id,
-      deviceId,
-      index,
-      type: "realPower",
-      units: "W",
-      ...found,
-    };
-    return reply.headers(API_JSON_HEADERS).send(JSON.stringify(body));
+  app.route({
+    ...API_ROUTES.outletHistory,
+    schema: HISTORY_SCHEMA,
+    handler: (request, reply) => {
+      const { id, deviceId } = request.params;
+      const index = Number(request.params.index);
+      if (!deps.store.get(id)) {
+        return sendProblem(reply, problem(404, `unknown instance ${JSON.stringify(id)}`));
+      }
+      const found = feed.history.query(id, deviceId, index, feed.now);
+      if (!found) {
+        const detail = `instance ${id} has no outlet ${index} on device ${JSON.stringify(deviceId)} in the last hour`;
+        return sendProblem(reply, problem(404, detail));
+      }
+      const body: OutletHistory = {
+        instanceId: id,
+        deviceId,
+        index,
+        type: "realPower",
+        units: "W",
+        ...found,
+      };
+      return reply.headers(API_JSON_HEADERS).send(JSON.stringify(body));
+    },
   });
 }
 

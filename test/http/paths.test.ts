@@ -1,10 +1,11 @@
 /**
- * The table of REST paths (src/http/api/paths.ts) is the one the routes use: the OpenAPI document
- * lists exactly its paths, and the console's client fills its patterns one segment per value.
+ * The table of REST routes (src/http/api/paths.ts) is the one the routes use: the OpenAPI document
+ * lists exactly its paths with their methods, and the console's client fills its patterns one
+ * segment per value.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { API_PATHS, fillPath } from "../../src/http/api/paths.js";
+import { API_PATHS, API_ROUTES, fillPath } from "../../src/http/api/paths.js";
 import { buildApiServer } from "../../src/http/api/server.js";
 import { configFrom, harness } from "../../testkit/http-harness.js";
 
@@ -15,15 +16,24 @@ Pdus:
 Api: { Enabled: true, Bind: 127.0.0.1, Port: 0, ApiKey: "paths-test-key-0123456789" }
 `;
 
-test("the OpenAPI document lists exactly the paths of the table", async (t) => {
+test("the OpenAPI document lists exactly the routes of the table: each path with its method", async (t) => {
   const h = harness(await configFrom(CONFIG));
   const app = await buildApiServer(h.deps);
   t.after(() => app.close());
-  const documented = Object.keys((app.swagger() as { paths: Record<string, unknown> }).paths).sort();
-  const table = Object.values(API_PATHS)
-    .map((path) => path.replace(/:([A-Za-z]+)/g, "{$1}"))
+  const paths = (app.swagger() as { paths: Record<string, Record<string, unknown>> }).paths;
+  const documented = Object.entries(paths)
+    .flatMap(([path, operations]) =>
+      Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`),
+    )
+    .sort();
+  const table = Object.values(API_ROUTES)
+    .map(({ method, url }) => `${method} ${url.replace(/:([A-Za-z]+)/g, "{$1}")}`)
     .sort();
   assert.deepEqual(documented, table);
+  assert.deepEqual(
+    Object.entries(API_PATHS),
+    Object.entries(API_ROUTES).map(([name, route]) => [name, route.url]),
+  );
 });
 
 test("fillPath encodes each value as one segment and refuses a missing one", () => {

@@ -8,7 +8,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { BoundsError, PDU_BOUNDS, SnapshotBounds } from "../../src/pdu/bounds.js";
-import { restamp, type Device, type Snapshot } from "../../src/pdu/model.js";
+import {
+  restamp,
+  type Device,
+  type Entity,
+  type Group,
+  type Outlet,
+  type Snapshot,
+} from "../../src/pdu/model.js";
 import {
   cluster,
   device,
@@ -216,6 +223,85 @@ describe("bounds on what a PDU sends", () => {
         (e: unknown) => e instanceof BoundsError && message.test(e.message),
         what,
       );
+    }
+  });
+
+  it("never passes a snapshot with any one id, text, count or warning over its bound as it is", () => {
+    const over = (n: number) => long(n + 1);
+    const id = over(PDU_BOUNDS.idChars);
+    const text = over(PDU_BOUNDS.textChars);
+    const units = over(PDU_BOUNDS.unitsChars);
+    const base = cluster("c", "MASTER", "MEMBER");
+    const [master, member] = base.devices as [Device, Device];
+    const o = master.outlets[0]!;
+    const e = master.entities[0]!;
+    const g = base.groups[0]!;
+    const m = o.measurements[0]!;
+    const gm = g.measurements[0]!;
+    const raised = { state: "alarm", severity: "warning", raised: true };
+    const withDevice = (d: Partial<Device>): Snapshot => ({
+      ...base,
+      devices: [{ ...master, ...d }, member],
+    });
+    const withOutlet = (x: Partial<Outlet>) => withDevice({ outlets: [{ ...o, ...x }, master.outlets[1]!] });
+    const withEntity = (x: Partial<Entity>) => withDevice({ entities: [{ ...e, ...x }] });
+    const withGroup = (x: Partial<Group>): Snapshot => ({ ...base, groups: [{ ...g, ...x }] });
+    const many = (n: number) => Array.from({ length: n }, (_, i) => measurement(`m${i}`, 1, "W"));
+    const warning = (path: string, problem: string) => ({ path, problem });
+    const cases: [string, Snapshot][] = [
+      ["device id", withDevice({ id })],
+      ...(["name", "label", "displayName", "type", "state"] as const).map((f): [string, Snapshot] => [
+        `device ${f}`,
+        withDevice({ [f]: text }),
+      ]),
+      ["device alarm state", withDevice({ alarm: { ...raised, state: text } })],
+      ["device alarm severity", withDevice({ alarm: { ...raised, severity: text } })],
+      ["device system model", withDevice({ system: { ...master.system, model: text } })],
+      ["snapshot system serial", { ...base, system: { ...base.system, serialNumber: text } }],
+      ["outlets of a device", withDevice({ outlets: Array.from({ length: 257 }, (_, i) => outlet(i)) })],
+      ["entities of a device", withDevice({ entities: Array.from({ length: 257 }, () => e) })],
+      ...(["name", "label", "displayName", "poaAction"] as const).map((f): [string, Snapshot] => [
+        `outlet ${f}`,
+        withOutlet({ [f]: text }),
+      ]),
+      ["outlet index", withOutlet({ index: -1 })],
+      ["outlet alarm", withOutlet({ alarm: { ...raised, state: text } })],
+      ["outlet measurement type", withOutlet({ measurements: [{ ...m, type: id }] })],
+      ["outlet measurement units", withOutlet({ measurements: [{ ...m, units }] })],
+      [
+        "outlet measurement alarm",
+        withOutlet({ measurements: [{ ...m, alarm: { ...raised, severity: text } }] }),
+      ],
+      ["measurements of an outlet", withOutlet({ measurements: many(65) })],
+      ["entity key", withEntity({ key: id })],
+      ...(["name", "label", "displayName"] as const).map((f): [string, Snapshot] => [
+        `entity ${f}`,
+        withEntity({ [f]: text }),
+      ]),
+      ["entity alarm", withEntity({ alarm: { ...raised, severity: text } })],
+      ["entity measurement units", withEntity({ measurements: [{ ...m, units }] })],
+      ["measurements of an entity", withEntity({ measurements: many(65) })],
+      ["group key", withGroup({ key: id })],
+      ...(["name", "label", "displayName", "state"] as const).map((f): [string, Snapshot] => [
+        `group ${f}`,
+        withGroup({ [f]: text }),
+      ]),
+      ["rollup key", withGroup({ measurements: [{ ...gm, key: id }] })],
+      ["rollup type", withGroup({ measurements: [{ ...gm, type: id }] })],
+      ["rollup units", withGroup({ measurements: [{ ...gm, units }] })],
+      ["warnings", { ...base, warnings: Array.from({ length: 21 }, (_, i) => warning(`$.x${i}`, "odd")) }],
+      ["warning path", { ...base, warnings: [warning(long(301), "odd")] }],
+      ["warning problem", { ...base, warnings: [warning("$.x", long(501))] }],
+    ];
+    assert.equal(check(base), base, "the snapshot they change passes as it is");
+    for (const [what, s] of cases) {
+      let out: Snapshot | BoundsError;
+      try {
+        out = check(s);
+      } catch (error) {
+        out = error as BoundsError;
+      }
+      assert.ok(out instanceof BoundsError || out !== s, `${what} over its bound passed as it is`);
     }
   });
 

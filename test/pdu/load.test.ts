@@ -18,7 +18,15 @@ import {
   reportedMeaning,
   type LoadThresholds,
 } from "../../src/pdu/load.js";
-import type { Alarm, Device, Entity, LoadState, Snapshot } from "../../src/pdu/model.js";
+import type {
+  Alarm,
+  Device,
+  Entity,
+  LoadPoint,
+  LoadReport,
+  LoadState,
+  Snapshot,
+} from "../../src/pdu/model.js";
 import { CLEAR_ALARM, device, measurement, outlet, snapshot } from "../../testkit/mqtt-snapshots.js";
 
 const T = DEFAULT_THRESHOLDS;
@@ -290,5 +298,110 @@ describe("LoadTracker", () => {
     const { report } = tracker.assess(unit([breaker("breaker0", 15.9, { ratedCurrent: 16, hidden: true })]));
     assert.equal(report.alarms[0]?.hidden, true);
     assert.equal(report.points.find((p) => p.hidden)?.name, "Breaker breaker0");
+  });
+});
+
+describe("what a report says changed since the one before", () => {
+  /** What a point shows on every surface (its current aside). */
+  const shown = (p: LoadPoint) =>
+    JSON.stringify([
+      p.name,
+      p.ratio === null ? null : Math.round(p.ratio * 100),
+      p.state,
+      p.rating !== null,
+      p.hidden === true,
+    ]);
+  const thing = (p: LoadPoint) =>
+    `${p.deviceId}/${p.target.kind === "entity" ? p.target.key : p.target.index}/${p.hidden === true}`;
+
+  it("flags the points whose whole percent, state, name, rating or visibility moved, and keeps an unchanged alarm list", () => {
+    const tracker = new LoadTracker({ Breakers: 16 }, T);
+    const first = tracker.assess(unit([breaker("breaker0", 8), breaker("breaker1", 13.2)], 1));
+    assert.equal(first.report.comparedWith, 0);
+    assert.equal(first.report.samePoints, false);
+    assert.ok(first.report.points.every((p) => p.changed));
+    const second = tracker.assess(unit([breaker("breaker0", 8.01), breaker("breaker1", 13.2)], 2));
+    assert.equal(second.report.comparedWith, first.report.serial);
+    assert.equal(second.report.samePoints, true);
+    assert.deepEqual(
+      second.report.points.map((p) => p.changed),
+      [false, false, false],
+      "8.01 A is still 50 %",
+    );
+    assert.equal(second.report.alarms, first.report.alarms, "the same list: the same array");
+    const third = tracker.assess(unit([breaker("breaker0", 9), breaker("breaker1", 14)], 3));
+    assert.deepEqual(
+      third.report.points.map((p) => [p.target.kind === "entity" && p.target.key, p.changed]),
+      [
+        ["phase0", false],
+        ["breaker0", true],
+        ["breaker1", true],
+      ],
+    );
+    assert.notEqual(third.report.alarms, second.report.alarms, "breaker1's percent moved in its alarm");
+    const renamed = tracker.assess(
+      unit([breaker("breaker0", 9, { displayName: "Left" }), breaker("breaker1", 14)], 4),
+    );
+    assert.deepEqual(
+      renamed.report.points.map((p) => p.changed),
+      [false, true, false],
+    );
+    const hidden = tracker.assess(
+      unit([breaker("breaker0", 9, { hidden: true }), breaker("breaker1", 14)], 5),
+    );
+    assert.equal(hidden.report.samePoints, false, "a thing hidden now");
+    const gone = tracker.assess(unit([breaker("breaker0", 9, { hidden: true })], 6));
+    assert.equal(gone.report.samePoints, false, "a thing gone");
+  });
+
+  it("property: the flags say exactly what moved while the points are the same things", () => {
+    // Currents that round to the same whole percent on both sides of a line, and any others.
+    const amps = fc.oneof(
+      fc.constantFrom(12.74, 12.8, 15.15, 15.2, 11.9, 12.1),
+      fc.double({ min: 0, max: 20, noNaN: true }),
+    );
+    const three = <T>(a: fc.Arbitrary<T>) => fc.array(a, { minLength: 3, maxLength: 3 });
+    const step = fc.record({
+      amps: three(fc.oneof(fc.constant(null), amps)),
+      hidden: three(fc.boolean()),
+      tripped: three(fc.boolean()),
+      renamed: fc.boolean(),
+    });
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 1, maxLength: 12 }), (steps) => {
+        const tracker = new LoadTracker({ Breakers: 16 }, T);
+        let before: LoadReport | null = null;
+        steps.forEach(({ amps, hidden, tripped, renamed }, i) => {
+          const breakers = amps.flatMap((a, k) =>
+            a === null
+              ? []
+              : [
+                  breaker(`breaker${k}`, a, {
+                    hidden: hidden[k] ? true : undefined,
+                    ...(renamed && k === 0 ? { displayName: "Left" } : {}),
+                    ...(tripped[k] ? { alarm: { state: "tripped", severity: "alarm", raised: true } } : {}),
+                  }),
+                ],
+          );
+          const { report } = tracker.assess(unit(breakers, i + 1));
+          if (before === null) {
+            assert.ok(report.points.every((p) => p.changed));
+          } else {
+            assert.equal(report.comparedWith, before.serial);
+            const same =
+              report.points.length === before.points.length &&
+              report.points.every((p, j) => thing(p) === thing(before!.points[j]!));
+            assert.equal(report.samePoints, same);
+            if (same)
+              report.points.forEach((p, j) =>
+                assert.equal(p.changed, shown(p) !== shown(before!.points[j]!)),
+              );
+            const json = (r: LoadReport) => JSON.stringify(r.alarms);
+            assert.equal(report.alarms === before.alarms, json(report) === json(before));
+          }
+          before = report;
+        });
+      }),
+    );
   });
 });

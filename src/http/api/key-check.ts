@@ -8,7 +8,7 @@
 import type { HttpApp } from "../types.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
-import { API_PATHS } from "./paths.js";
+import { API_PATHS, API_ROUTES } from "./paths.js";
 import { clientAddressResolver, keyMatcher, type FailedKeyLimiter } from "./key-guard.js";
 import { INTERNAL_ERROR, problemResponse, RetryAfterHeader } from "./schemas.js";
 
@@ -18,27 +18,25 @@ export function registerKeyCheck(app: HttpApp, deps: HttpDeps, limiter: FailedKe
   const configured = deps.config.Api.ApiKey;
   const matches = keyMatcher(configured);
   const resolveClient = clientAddressResolver(deps.config.Api.TrustedProxies);
-  app.get(
-    KEY_CHECK_PATH,
-    {
-      schema: {
-        summary: "Check an API key",
-        description:
-          "204 when `X-Api-Key` is the configured API key; nothing else happens. A wrong key counts towards " +
-          "the lock-out of the control endpoints (429 with Retry-After once an address is locked out).",
-        operationId: "checkApiKey",
-        tags: ["Control"],
-        security: [{ ApiKey: [] }],
-        response: {
-          204: { description: "The key is the configured one", type: "null" },
-          401: problemResponse("X-Api-Key missing or wrong"),
-          403: problemResponse("Control is disabled: no API key is configured"),
-          429: problemResponse("Too many wrong keys from this address", { "Retry-After": RetryAfterHeader }),
-          500: INTERNAL_ERROR,
-        },
+  app.route({
+    ...API_ROUTES.keyCheck,
+    schema: {
+      summary: "Check an API key",
+      description:
+        "204 when `X-Api-Key` is the configured API key; nothing else happens. A wrong key counts towards " +
+        "the lock-out of the control endpoints (429 with Retry-After once an address is locked out).",
+      operationId: "checkApiKey",
+      tags: ["Control"],
+      security: [{ ApiKey: [] }],
+      response: {
+        204: { description: "The key is the configured one", type: "null" },
+        401: problemResponse("X-Api-Key missing or wrong"),
+        403: problemResponse("Control is disabled: no API key is configured"),
+        429: problemResponse("Too many wrong keys from this address", { "Retry-After": RetryAfterHeader }),
+        500: INTERNAL_ERROR,
       },
     },
-    (request, reply) => {
+    handler: (request, reply) => {
       if (configured === "") {
         const detail =
           "control is disabled because no API key is configured; set Api.ApiKey (or SERVICE_API_KEY / SERVICE_API_KEY_FILE)";
@@ -66,5 +64,5 @@ export function registerKeyCheck(app: HttpApp, deps: HttpDeps, limiter: FailedKe
           : "the X-Api-Key header does not match the configured API key";
       return sendProblem(reply, problem(401, detail), { "www-authenticate": 'ApiKey header="X-Api-Key"' });
     },
-  );
+  });
 }

@@ -28,8 +28,8 @@ export const MAX_TRACKED_CLIENTS = 10_000;
  * Each address keeps at most MAX_FAILURES + 1 timestamps, and at most `capacity` addresses are
  * kept, so memory stays bounded whatever clients send.
  *
- * A live lock is never evicted (issue 14, item 12: failures from 10,000 other addresses used to
- * push a locked address out, so it could try again at once). To make room the limiter drops expired
+ * A live lock is never evicted: otherwise failures from 10,000 other addresses would push a locked
+ * address out, and it could try again at once. To make room the limiter drops expired
  * addresses, then the least recently failed address that is not locked; when every address is
  * locked, a failure from a new address is refused ({@link recordFailure} returns false: 429) until
  * the first lock ends.
@@ -128,9 +128,9 @@ function plainAddress(address: string): string {
 }
 
 /**
- * Who a request comes from, for the lock-out and the audit log (`Api.TrustedProxies`, issue 14
- * item 12). Behind an Ingress every request arrives from the proxy, so one attacker locked out every
- * client; but believing `X-Forwarded-For` from anyone would let a client pick a fresh address per
+ * Who a request comes from, for the lock-out and the audit log (`Api.TrustedProxies`). Behind an
+ * Ingress every request arrives from the proxy, so one attacker would lock out every client; but
+ * believing `X-Forwarded-For` from anyone would let a client pick a fresh address per
  * try. So only a connection from a trusted proxy may name the client: the header is read from the
  * right (the entry the nearest proxy appended), skipping trusted proxies; the first other address
  * is the client. An entry that is not an IP address ends the walk at the proxy before it.

@@ -1,10 +1,10 @@
 /**
  * Path parameters of the control endpoints: strings checked by exact rules, never converted.
  *
- * Why (issue 14, item 1): the outlet index used to be an integer parameter that the validator
- * converted before checking it, so ` `, `false`, `0.9999`, `-0` and `1e-7` all meant outlet 0 and
- * `true`, `1.5`, `0x1`, `+1`, `01` and `1e0` meant outlet 1, and each switched a real outlet. Now a
- * parameter either matches its rule as sent or the request is 400 and nothing is written.
+ * Why strings: a validator that converts an integer parameter before checking it reads ` `,
+ * `false`, `0.9999`, `-0` and `1e-7` as outlet 0 and `true`, `1.5`, `0x1`, `+1`, `01` and `1e0` as
+ * outlet 1, and each would switch a real outlet. A parameter either matches its rule as sent or the
+ * request is 400 and nothing is written.
  */
 import Format from "typebox/format";
 import Type from "typebox";

@@ -1,26 +1,35 @@
 /**
- * The one table of the REST API's paths. The routes register these patterns (so the OpenAPI
- * document lists them), the fast path and the API worker match the plain reads against them, and the
- * web console's client builds its URLs from them with {@link fillPath}. It imports nothing: the
- * console's browser bundle includes it.
+ * The one table of the REST API's routes: each route's method and path pattern, by name. The
+ * plugins register their handlers and schemas on these rows (`app.route({ ...API_ROUTES.readings,
+ * schema, handler })`, so the OpenAPI document lists them), the fast path and the API worker match
+ * the plain reads against them, and the web console's client builds its requests from them with
+ * {@link fillPath}. It imports nothing: the console's browser bundle includes it (which is why the
+ * schemas, typebox objects, stay with the plugins that register them).
  */
-export const API_PATHS = {
-  instances: "/api/v1/instances",
-  health: "/api/v1/health",
-  snapshots: "/api/v1/snapshots",
-  readings: "/api/v1/readings",
-  alarms: "/api/v1/alarms",
-  keyCheck: "/api/v1/key",
-  events: "/api/v1/events",
-  outletControl: "/api/v1/instances/:id/outlets/:deviceId/:index/control",
-  groupControl: "/api/v1/instances/:id/groups/:groupKey/control",
-  outletSettings: "/api/v1/instances/:id/outlets/:deviceId/:index",
-  deviceSettings: "/api/v1/instances/:id/devices/:deviceId",
-  entitySettings: "/api/v1/instances/:id/entities/:deviceId/:entityKey",
-  groupSettings: "/api/v1/instances/:id/groups/:groupKey",
-  outletHistory: "/api/v1/instances/:id/outlets/:deviceId/:index/history",
-  openApi: "/openapi/v1.json",
+export const API_ROUTES = {
+  instances: { method: "GET", url: "/api/v1/instances" },
+  health: { method: "GET", url: "/api/v1/health" },
+  snapshots: { method: "GET", url: "/api/v1/snapshots" },
+  readings: { method: "GET", url: "/api/v1/readings" },
+  alarms: { method: "GET", url: "/api/v1/alarms" },
+  keyCheck: { method: "GET", url: "/api/v1/key" },
+  events: { method: "GET", url: "/api/v1/events" },
+  outletControl: { method: "POST", url: "/api/v1/instances/:id/outlets/:deviceId/:index/control" },
+  groupControl: { method: "POST", url: "/api/v1/instances/:id/groups/:groupKey/control" },
+  outletSettings: { method: "PATCH", url: "/api/v1/instances/:id/outlets/:deviceId/:index" },
+  deviceSettings: { method: "PATCH", url: "/api/v1/instances/:id/devices/:deviceId" },
+  entitySettings: { method: "PATCH", url: "/api/v1/instances/:id/entities/:deviceId/:entityKey" },
+  groupSettings: { method: "PATCH", url: "/api/v1/instances/:id/groups/:groupKey" },
+  outletHistory: { method: "GET", url: "/api/v1/instances/:id/outlets/:deviceId/:index/history" },
+  openApi: { method: "GET", url: "/openapi/v1.json" },
 } as const;
+
+export type ApiRouteName = keyof typeof API_ROUTES;
+
+/** The path pattern of each route of {@link API_ROUTES}, by name. */
+export const API_PATHS = Object.fromEntries(
+  Object.entries(API_ROUTES).map(([name, route]) => [name, route.url]),
+) as { readonly [K in ApiRouteName]: (typeof API_ROUTES)[K]["url"] };
 
 /** A path pattern with each `:name` replaced by its value, percent-encoded as one path segment. */
 export function fillPath(pattern: string, values: Readonly<Record<string, string | number>>): string {

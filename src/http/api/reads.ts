@@ -6,7 +6,7 @@ import { problem, sendProblem } from "../problem.js";
 import type { HttpApp, HttpDeps } from "../types.js";
 import { registerAlarmsRoute } from "./alarms.js";
 import { iso, type ReadBodies } from "./cached-reads.js";
-import { API_PATHS } from "./paths.js";
+import { API_ROUTES } from "./paths.js";
 import { INTERNAL_ERROR, json, jsonArray, problemResponse } from "./schemas.js";
 
 /**
@@ -34,18 +34,16 @@ export const readRoutes: FastifyPluginCallbackTypebox<ReadRoutesOptions> = (app,
 };
 
 function registerInstancesRoute(app: HttpApp, deps: HttpDeps): void {
-  app.get(
-    API_PATHS.instances,
-    {
-      schema: {
-        summary: "List the configured PDU instances",
-        description: "In the order of the configuration file.",
-        operationId: "listInstances",
-        tags: ["Status"],
-        response: { 200: jsonArray("Instance", "The configured instances"), 500: INTERNAL_ERROR },
-      },
+  app.route({
+    ...API_ROUTES.instances,
+    schema: {
+      summary: "List the configured PDU instances",
+      description: "In the order of the configuration file.",
+      operationId: "listInstances",
+      tags: ["Status"],
+      response: { 200: jsonArray("Instance", "The configured instances"), 500: INTERNAL_ERROR },
     },
-    () =>
+    handler: () =>
       deps.config.instances.map((i) => ({
         id: i.id,
         primary: i.primary,
@@ -55,42 +53,38 @@ function registerInstancesRoute(app: HttpApp, deps: HttpDeps): void {
         pollInterval: i.PollInterval,
         actionsEnabled: i.ActionsEnabled,
       })),
-  );
+  });
 }
 
 function registerHealthRoute(app: HttpApp, bodies: ReadBodies): void {
-  app.get(
-    API_PATHS.health,
-    {
-      schema: {
-        summary: "Service health: uptime, MQTT connection and polls",
-        operationId: "getHealth",
-        tags: ["Status"],
-        response: { 200: HEALTH_RESPONSE, 500: INTERNAL_ERROR },
-      },
+  app.route({
+    ...API_ROUTES.health,
+    schema: {
+      summary: "Service health: uptime, MQTT connection and polls",
+      operationId: "getHealth",
+      tags: ["Status"],
+      response: { 200: HEALTH_RESPONSE, 500: INTERNAL_ERROR },
     },
-    (_request, reply) => reply.headers(API_JSON_HEADERS).send(bodies.health()),
-  );
+    handler: (_request, reply) => reply.headers(API_JSON_HEADERS).send(bodies.health()),
+  });
 }
 
 function registerSnapshotsRoute(app: HttpApp, deps: HttpDeps): void {
   const now = deps.now ?? Date.now;
-  app.get(
-    API_PATHS.snapshots,
-    {
-      schema: {
-        summary: "Time and age of the latest snapshot of every instance",
-        description:
-          "One entry per configured instance, in configuration order; both null before its first poll.",
-        operationId: "listSnapshots",
-        tags: ["Status"],
-        response: {
-          200: jsonArray("SnapshotInfo", "One entry per configured instance"),
-          500: INTERNAL_ERROR,
-        },
+  app.route({
+    ...API_ROUTES.snapshots,
+    schema: {
+      summary: "Time and age of the latest snapshot of every instance",
+      description:
+        "One entry per configured instance, in configuration order; both null before its first poll.",
+      operationId: "listSnapshots",
+      tags: ["Status"],
+      response: {
+        200: jsonArray("SnapshotInfo", "One entry per configured instance"),
+        500: INTERNAL_ERROR,
       },
     },
-    () => {
+    handler: () => {
       const at = now();
       return deps.store.list().map((s) => ({
         instanceId: s.id,
@@ -98,38 +92,36 @@ function registerSnapshotsRoute(app: HttpApp, deps: HttpDeps): void {
         ageSeconds: s.snapshot ? Math.max(0, at - s.snapshot.timestamp) / 1000 : null,
       }));
     },
-  );
+  });
 }
 
 /** `?instance=` matches exactly, else ignoring case; an unknown one is a 404 naming the known ones. */
 function registerReadingsRoute(app: HttpApp, deps: HttpDeps, bodies: ReadBodies): void {
-  app.get(
-    API_PATHS.readings,
-    {
-      schema: {
-        summary: "Numeric measurements of every outlet and entity",
-        description:
-          "One reading per numeric measurement in the latest snapshot of each instance (group rollups are not " +
-          "readings). Sorted by instance, device id, outlets before entities, outlet index, entity key, type.",
-        operationId: "listReadings",
-        tags: ["Readings"],
-        querystring: Type.Object(
-          {
-            instance: Type.Optional(
-              Type.String({ minLength: 1, description: "Only this instance (matched case-insensitively)" }),
-            ),
-          },
-          { additionalProperties: false },
-        ),
-        response: {
-          200: READINGS_RESPONSE,
-          400: problemResponse("Unknown query parameter or empty instance"),
-          404: problemResponse("No such instance"),
-          500: INTERNAL_ERROR,
+  app.route({
+    ...API_ROUTES.readings,
+    schema: {
+      summary: "Numeric measurements of every outlet and entity",
+      description:
+        "One reading per numeric measurement in the latest snapshot of each instance (group rollups are not " +
+        "readings). Sorted by instance, device id, outlets before entities, outlet index, entity key, type.",
+      operationId: "listReadings",
+      tags: ["Readings"],
+      querystring: Type.Object(
+        {
+          instance: Type.Optional(
+            Type.String({ minLength: 1, description: "Only this instance (matched case-insensitively)" }),
+          ),
         },
+        { additionalProperties: false },
+      ),
+      response: {
+        200: READINGS_RESPONSE,
+        400: problemResponse("Unknown query parameter or empty instance"),
+        404: problemResponse("No such instance"),
+        500: INTERNAL_ERROR,
       },
     },
-    (request, reply) => {
+    handler: (request, reply) => {
       const wanted = request.query.instance;
       if (wanted === undefined) return reply.headers(API_JSON_HEADERS).send(bodies.allReadings());
       const exact = deps.store.get(wanted);
@@ -143,5 +135,5 @@ function registerReadingsRoute(app: HttpApp, deps: HttpDeps, bodies: ReadBodies)
       }
       return reply.headers(API_JSON_HEADERS).send(bodies.readingsFor(matches));
     },
-  );
+  });
 }

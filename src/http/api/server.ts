@@ -20,7 +20,7 @@ import { controlRoutes } from "./control/plugin.js";
 import { registerKeyCheck } from "./key-check.js";
 import { readRoutes } from "./reads.js";
 import { FailedKeyLimiter } from "./key-guard.js";
-import { API_PATHS } from "./paths.js";
+import { API_PATHS, API_ROUTES } from "./paths.js";
 import { SHARED_SCHEMAS } from "./schemas.js";
 
 export const OPENAPI_PATH = API_PATHS.openApi;
@@ -80,23 +80,21 @@ async function registerDocs(app: HttpApp): Promise<void> {
 }
 
 function registerDocumentRoutes(app: HttpApp): void {
-  app.get(
-    OPENAPI_PATH,
-    {
-      schema: {
-        summary: "This OpenAPI 3.1 document",
-        operationId: "getOpenApiDocument",
-        tags: ["Documentation"],
-        response: {
-          200: {
-            description: "The OpenAPI document",
-            content: { "application/json": { schema: Type.Object({}, { additionalProperties: true }) } },
-          },
+  app.route({
+    ...API_ROUTES.openApi,
+    schema: {
+      summary: "This OpenAPI 3.1 document",
+      operationId: "getOpenApiDocument",
+      tags: ["Documentation"],
+      response: {
+        200: {
+          description: "The OpenAPI document",
+          content: { "application/json": { schema: Type.Object({}, { additionalProperties: true }) } },
         },
       },
     },
-    () => app.swagger(),
-  );
+    handler: () => app.swagger(),
+  });
   app.get("/", { schema: { hide: true } }, (_request, reply) => reply.redirect(DOCS_PREFIX, 302));
 }
 

@@ -11,7 +11,7 @@ import type {
   SnapshotEventData,
   StatusEventData,
 } from "../wire.js";
-import { API_PATHS, fillPath } from "../../http/api/paths.js";
+import { API_PATHS, API_ROUTES, fillPath } from "../../http/api/paths.js";
 import { sessionHeaders, signIn, signInEnabled } from "./session.js";
 
 const KEY_ITEM = "pdu-bridge.apiKey";
@@ -50,13 +50,14 @@ export async function control(
   // Signed in: the session's cookie and CSRF token; else the API key.
   const key = signInEnabled() ? null : apiKey.get();
   if (!signInEnabled() && key === null) return { ok: false, status: 0, detail: "enter the API key first" };
+  const route = "groupKey" in target ? API_ROUTES.groupControl : API_ROUTES.outletControl;
   const path =
     "groupKey" in target
-      ? fillPath(API_PATHS.groupControl, { id: instanceId, groupKey: target.groupKey })
-      : fillPath(API_PATHS.outletControl, { id: instanceId, deviceId: target.deviceId, index: target.index });
+      ? fillPath(route.url, { id: instanceId, groupKey: target.groupKey })
+      : fillPath(route.url, { id: instanceId, deviceId: target.deviceId, index: target.index });
   try {
     const response = await fetch(path, {
-      method: "POST",
+      method: route.method,
       headers: {
         "content-type": "application/json",
         ...(key === null ? sessionHeaders() : { "x-api-key": key }),
