@@ -8,7 +8,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { EventBus } from "../bus.js";
+import type { EventBus, OwnershipChangedEvent } from "../bus.js";
 import { GROUP_ACTIONS, OUTLET_ACTIONS } from "../control/types.js";
 import { SETTINGS_ACTION } from "../control/settings.js";
 import type { FastPath, HttpApp } from "../http/types.js";
@@ -16,6 +16,7 @@ import type { Logger } from "../log.js";
 import type { Snapshot } from "../pdu/model.js";
 import type { SnapshotStore } from "../poller/store.js";
 import { loadChunks, type LoadSource } from "./alarms.js";
+import { registerClusterMetrics, type ClusterMetricsView } from "./cluster.js";
 import { MAX_SERIES_PER_INSTANCE, metricsPlan, readingChunks, type LeftOutReason } from "./readings.js";
 
 export const TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -32,6 +33,8 @@ export interface MetricsSources {
   mqtt(): MqttTraffic | null;
   /** Where the first series left out of an instance's readings is reported (once per reason). */
   readonly logger?: Logger;
+  /** This replica in the cluster; present only with `Cluster.Enabled` (then the cluster's series exist). */
+  cluster?(): ClusterMetricsView;
 }
 
 const LEFT_OUT_WHY: Readonly<Record<LeftOutReason, string>> = {
@@ -212,6 +215,7 @@ export class BridgeMetrics {
   readonly #control: Counter<"source" | "action" | "outcome">;
   readonly #http: Counter<"listener" | "route" | "code">;
   readonly #apiWorkerRestarts: Counter;
+  readonly #clusterTransition: ((event: OwnershipChangedEvent) => void) | null;
   #unlisten: (() => void) | null = null;
 
   constructor(sources: MetricsSources) {
@@ -261,6 +265,8 @@ export class BridgeMetrics {
       help: "Starts of a new REST API worker thread after one exited unexpectedly (every attempt)",
       registers,
     });
+    const cluster = sources.cluster?.bind(sources);
+    this.#clusterTransition = cluster === undefined ? null : registerClusterMetrics(registers, cluster);
     for (const id of ids) {
       this.#pollFailures.inc({ instance: id }, 0);
     }
@@ -273,6 +279,7 @@ export class BridgeMetrics {
       // A failed poll is recorded by the store exactly once.
       pollFailed: ({ instanceId }) => this.#pollFailures.inc({ instance: instanceId }),
       control: (e) => this.observeControl(e.source.surface, e.action, e.status),
+      ...(this.#clusterTransition === null ? {} : { ownershipChanged: this.#clusterTransition }),
     });
   }
 
