@@ -314,7 +314,6 @@ function bridgeMetrics(
   clusterPart: ClusterPart | null,
 ): BridgeMetrics | null {
   if (!config.Metrics.Enabled) return null;
-  const cluster = clusterPart?.cluster;
   return new BridgeMetrics({
     store,
     bus,
@@ -324,11 +323,13 @@ function bridgeMetrics(
       const traffic = mqtt.traffic();
       return traffic === null ? null : { ...traffic, connected: mqtt.status().connected };
     },
-    // Among several replicas: the cluster's series (docs/metrics.md).
-    ...(cluster === undefined
+    // Among several replicas: the series of the instances it holds, and the cluster's (docs/metrics.md).
+    ...(clusterPart === null
       ? {}
       : {
+          ownership: clusterPart.ownership,
           cluster: () => {
+            const { cluster } = clusterPart;
             const status = cluster.status();
             return {
               bucketsHeld: status.buckets.length,

@@ -325,6 +325,7 @@ describe("replicas while etcd fails", { timeout: 300_000 }, () => {
       const text = await metrics(fleet, name);
       assert.equal(sample(text, "pdu_bridge_cluster_buckets_held"), 0);
       assert.equal(sample(text, "pdu_bridge_cluster_engine_reachable"), 0);
+      assert.doesNotMatch(text, /^pdu_bridge_up\{/m, "no instance series while it holds nothing");
       assert.ok(
         (sample(text, 'pdu_bridge_cluster_lease_transitions_total{event="lost"}') ?? 0) >
           lostBefore.get(name)!,
@@ -381,6 +382,18 @@ describe("replicas while etcd fails", { timeout: 300_000 }, () => {
       heldAfter.reduce((a, b) => a + b, 0),
       BUCKETS,
     );
+    for (const name of NAMES) {
+      await waitFor(
+        async () => {
+          const entry = await clusterEntry(fleet, name);
+          const text = await metrics(fleet, name);
+          const up = [...text.matchAll(/^pdu_bridge_up\{instance="([^"]+)"\}/gm)].map((m) => m[1]).sort();
+          return JSON.stringify(up) === JSON.stringify([...entry.instances].sort());
+        },
+        `${name} exports the instance series of the instances it holds, and only those`,
+        10_000,
+      );
+    }
     await sleep(1500);
     const pollSince = Date.now();
     await sleep(2500);

@@ -1,7 +1,9 @@
 /**
  * The cluster's series (`Cluster.Enabled`): the gauges read at scrape time, lease transitions
  * counted from the bus's `ownershipChanged` by event (acquired, released, lost), promtool's check
- * of the exposition, and none of them without a cluster. The replicas' test
+ * of the exposition, and none of them without a cluster; a replica exports the per-instance series
+ * and readings of the instances it holds now only (the last snapshot of one it gave up stays in its
+ * store, and would otherwise be exported twice, stale, beside the new holder's). The replicas' test
  * (test/cluster/engine-outage.test.ts) scrapes them from real processes around an etcd outage.
  */
 import assert from "node:assert/strict";
@@ -9,12 +11,15 @@ import { describe, it } from "node:test";
 import { EventBus } from "../../src/bus.js";
 import { BridgeMetrics } from "../../src/metrics/bridge.js";
 import type { ClusterMetricsView } from "../../src/metrics/cluster.js";
+import type { Ownership } from "../../src/ownership.js";
+import { parseApiTree } from "../../src/pdu/geist/parse.js";
 import { SnapshotStore } from "../../src/poller/store.js";
+import { wireApi } from "../../testkit/fixtures/wire.js";
 import { prometheusUnavailable, promtool } from "../../testkit/prometheus.js";
 
 const noPromtool = await prometheusUnavailable();
 
-function metricsOf(cluster: (() => ClusterMetricsView) | null) {
+function metricsOf(cluster: (() => ClusterMetricsView) | null, ownership?: Ownership) {
   const bus = new EventBus();
   const store = new SnapshotStore(["a", "b"], { bus });
   const metrics = new BridgeMetrics({
@@ -23,6 +28,7 @@ function metricsOf(cluster: (() => ClusterMetricsView) | null) {
     skippedPolls: () => 0,
     mqtt: () => null,
     ...(cluster === null ? {} : { cluster }),
+    ...(ownership === undefined ? {} : { ownership }),
   });
   metrics.start();
   return { bus, store, metrics };
@@ -71,6 +77,37 @@ describe("cluster metrics", () => {
       }
       const open = (await metrics.render(true)).body;
       assert.match(open, /^# TYPE pdu_bridge_cluster_lease_transitions counter$/m);
+    } finally {
+      metrics.close();
+      store.close();
+    }
+  });
+
+  it("exports the per-instance series and readings of the instances held now, and only those", async () => {
+    const held = new Set(["a", "b"]);
+    const view = { bucketsHeld: 1, members: 2, engineReachable: true };
+    const { store, metrics } = metricsOf(() => view, { owns: (id) => held.has(id) });
+    try {
+      for (const id of ["a", "b"]) store.recordSuccess(id, parseApiTree(wireApi(), id, Date.now()));
+      let text = (await metrics.render(false)).body;
+      for (const id of ["a", "b"]) {
+        assert.equal(sample(text, `pdu_bridge_up{instance="${id}"}`), 1, id);
+        assert.match(
+          text,
+          new RegExp(`^pdu_bridge_last_successful_poll_timestamp_seconds\\{instance="${id}"\\}`, "m"),
+        );
+        assert.match(text, new RegExp(`^pdu_outlet_power_watts\\{instance="${id}",`, "m"));
+      }
+      // "b" moved to another replica: its last snapshot stays in the store, its series go.
+      held.delete("b");
+      text = (await metrics.render(false)).body;
+      assert.equal(sample(text, 'pdu_bridge_up{instance="a"}'), 1);
+      // Counters stay (what this replica counted while it polled "b"); every other series goes.
+      assert.doesNotMatch(
+        text,
+        /^pdu_(?!bridge_poll_failures_total|bridge_polls_skipped_total)[a-z_]+\{instance="b"/m,
+      );
+      assert.match(text, /^pdu_bridge_poll_failures_total\{instance="b"\} 0$/m);
     } finally {
       metrics.close();
       store.close();
