@@ -82,9 +82,9 @@ test("/readyz of a replica: MQTT connected and the engine reachable; no poll nee
   assert.equal(r.status, 503);
   assert.equal(r.text, "NOT READY: coordination engine not reachable (last answer 12s ago, limit 10s)");
 
-  cluster = { ...RUNNING, reachable: false, lastAnswerAgeMs: null };
+  cluster = { ...RUNNING, reachable: false, lastAnswerAgeMs: null, renewDeadlineMs: 500 };
   r = await client.get("/readyz");
-  assert.equal(r.text, "NOT READY: coordination engine not reachable (no answer yet, limit 10s)");
+  assert.equal(r.text, "NOT READY: coordination engine not reachable (no answer yet, limit 0.5s)");
 
   // MQTT first, as in one process.
   h.mqtt = { ...h.mqtt, connected: false };

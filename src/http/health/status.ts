@@ -144,7 +144,8 @@ function pollIntegration(status: InstanceStatus, limitMs: number, now: number): 
 
 /** Why the engine counts as unreachable, for readiness and the `cluster` entry. */
 function engineUnreachable(cluster: ClusterHealth): string {
-  const limit = seconds(cluster.renewDeadlineMs);
+  // RenewDeadline as configured (it may be below a second: 0.5s).
+  const limit = `${cluster.renewDeadlineMs / 1000}s`;
   return cluster.lastAnswerAgeMs === null
     ? `coordination engine not reachable (no answer yet, limit ${limit})`
     : `coordination engine not reachable (last answer ${seconds(cluster.lastAnswerAgeMs)} ago, limit ${limit})`;
