@@ -37,7 +37,7 @@ import type { WriteFence } from "./control/types.js";
 import type { ApiListener } from "./http/api-worker/host.js";
 import type { RunningListener } from "./http/listener.js";
 import { startHealthServer } from "./http/health/server.js";
-import type { HttpDeps } from "./http/types.js";
+import type { ClusterHealth, HttpDeps } from "./http/types.js";
 import { Lifecycle, type Part } from "./lifecycle.js";
 import { createLogger, type Logger } from "./log.js";
 import { BridgeMetrics } from "./metrics/bridge.js";
@@ -125,7 +125,7 @@ export class App {
       ...replicaOf(clusterPart),
     });
     const mqtt = this.#mqtt;
-    const metrics = config.Metrics.Enabled ? bridgeMetrics(store, bus, this.poller, mqtt, logger) : null;
+    const metrics = bridgeMetrics(config, store, bus, this.poller, mqtt, logger, clusterPart);
     this.console = config.Api.Enabled
       ? new ConsoleFeed({
           ...consoleLimits,
@@ -178,8 +178,11 @@ export class App {
           httpDeps({ control: this.control, consoleRoutes: consoleRoutes(this.console ?? undefined) }),
         )
       : null;
-    // The health listener reports the API's outage (its worker restarting).
-    const healthDeps = httpDeps({ apiOutage: () => api?.outage() ?? null });
+    // The health listener reports the API's outage (its worker restarting), and this replica in the cluster.
+    const healthDeps = httpDeps({
+      apiOutage: () => api?.outage() ?? null,
+      ...clusterHealthOf(this.cluster, this.#config.Cluster.Backend),
+    });
     const health = this.#config.Health.Enabled
       ? new ListenerPart("health", () => startHealthServer(healthDeps))
       : null;
@@ -297,14 +300,20 @@ export class App {
   }
 }
 
-/** The bridge's own metrics: what they count comes over the bus, the rest is read at scrape time. */
+/**
+ * The bridge's own metrics (`Metrics.Enabled`, else null): what they count comes over the bus, the
+ * rest is read at scrape time.
+ */
 function bridgeMetrics(
+  config: Config,
   store: SnapshotStore,
   bus: EventBus,
   poller: Poller,
   mqtt: MqttBridge,
   logger: Logger,
-): BridgeMetrics {
+  clusterPart: ClusterPart | null,
+): BridgeMetrics | null {
+  if (!config.Metrics.Enabled) return null;
   return new BridgeMetrics({
     store,
     bus,
@@ -314,6 +323,21 @@ function bridgeMetrics(
       const traffic = mqtt.traffic();
       return traffic === null ? null : { ...traffic, connected: mqtt.status().connected };
     },
+    // Among several replicas: the series of the instances it holds, and the cluster's (docs/metrics.md).
+    ...(clusterPart === null
+      ? {}
+      : {
+          ownership: clusterPart.ownership,
+          cluster: () => {
+            const { cluster } = clusterPart;
+            const status = cluster.status();
+            return {
+              bucketsHeld: status.buckets.length,
+              members: status.members.length,
+              engineReachable: status.reachable,
+            };
+          },
+        }),
   });
 }
 
@@ -537,6 +561,16 @@ function replicaOf(clusterPart: ClusterPart | null) {
       holdsBucket: (bucket: number) => clusterPart.holdsBucket(bucket),
     },
   };
+}
+
+/** What the health listener reads of this replica in the cluster (docs/cluster.md); nothing alone. */
+function clusterHealthOf(
+  clusterPart: ClusterPart | null,
+  backend: string,
+): { clusterStatus?: () => ClusterHealth } {
+  if (clusterPart === null) return {};
+  const { cluster } = clusterPart;
+  return { clusterStatus: () => ({ ...cluster.status(), backend, bucketCount: cluster.buckets }) };
 }
 
 /** The store of the configured instances, with the overrides seam and the load assessment. */

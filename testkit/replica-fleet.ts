@@ -28,11 +28,25 @@ export interface ReplicaFleetOptions {
   readonly retryPeriod?: number;
   /** Seconds between polls; default 1. */
   readonly pollInterval?: number;
+  /** Outlets of each simulator; default 2. */
+  readonly outlets?: number;
+  /**
+   * Each replica's health listener (with /metrics) and REST API (main thread, key {@link FLEET_API_KEY})
+   * on ports of its own; default off.
+   */
+  readonly listeners?: boolean;
 }
+
+/** The REST API key of every replica when `listeners` is on. */
+export const FLEET_API_KEY = "replica-fleet-key-7c41d9";
 
 export interface RunningReplica {
   readonly name: string;
   readonly process: CliProcess;
+  /** Its health listener's port (`listeners`), else null. */
+  readonly healthPort: number | null;
+  /** Its REST API's port (`listeners`), else null. */
+  readonly apiPort: number | null;
 }
 
 export class ReplicaFleet {
@@ -73,6 +87,8 @@ export class ReplicaFleet {
       renewDeadline: 2,
       retryPeriod: 0.5,
       pollInterval: 1,
+      outlets: 2,
+      listeners: false,
       ...o,
     };
     const dir = await tempDir();
@@ -83,7 +99,10 @@ export class ReplicaFleet {
       etcd = await EtcdCluster.start({ members: options.etcdMembers });
       mqtt = await Mosquitto.start();
       for (let k = 0; k < options.instances; k++) {
-        sims.set(`rack-${String(k).padStart(3, "0")}`, await startSimulator({ outlets: 2, seed: k + 1 }));
+        sims.set(
+          `rack-${String(k).padStart(3, "0")}`,
+          await startSimulator({ outlets: options.outlets, seed: k + 1 }),
+        );
       }
       const recorder = await Recorder.connect(mqtt, [`${PARENT}/#`, "homeassistant/#"]);
       return new ReplicaFleet(options, etcd, mqtt, sims, recorder, dir, `/fleet-${randomUUID()}/`);
@@ -104,9 +123,13 @@ export class ReplicaFleet {
       "Mqtt:",
       `  Connection: { Host: 127.0.0.1, Port: ${this.mqtt.port} }`,
       `  ParentTopic: ${PARENT}`,
-      "Api: { Enabled: false }",
-      "Health: { Enabled: false }",
-      "Metrics: { Enabled: false }",
+      ...(o.listeners
+        ? [
+            `Api: { Enabled: true, Bind: 127.0.0.1, Port: 0, ApiKey: ${FLEET_API_KEY}, Worker: false }`,
+            "Health: { Enabled: true, Bind: 127.0.0.1, Port: 0 }",
+            "Metrics: { Enabled: true }",
+          ]
+        : ["Api: { Enabled: false }", "Health: { Enabled: false }", "Metrics: { Enabled: false }"]),
       "Logging: { Level: info }",
       "Cluster:",
       "  Enabled: true",
@@ -136,9 +159,10 @@ export class ReplicaFleet {
     const file = join(this.#dir.path, `${name}.yaml`);
     await writeFile(file, this.configText(name));
     const process = CliProcess.spawn(["--config", file], childEnv(), `replica ${name}`);
-    const replica = { name, process };
+    this.replicas.set(name, { name, process, healthPort: null, apiPort: null });
+    const ports = await process.started(30_000);
+    const replica = { name, process, ...ports };
     this.replicas.set(name, replica);
-    await process.started(30_000);
     return replica;
   }
 

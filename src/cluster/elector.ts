@@ -100,6 +100,10 @@ export interface ClusterStatus {
   readonly blocked: string | null;
   /** The engine answered a list within RenewDeadline. */
   readonly reachable: boolean;
+  /** Milliseconds since the engine last answered a list (on the monotonic clock), or null before it ever did. */
+  readonly lastAnswerAgeMs: number | null;
+  /** RenewDeadline in milliseconds: the limit `reachable` is judged by. */
+  readonly renewDeadlineMs: number;
   readonly ready: boolean;
   /** Buckets held now, ascending. */
   readonly buckets: readonly number[];
@@ -412,13 +416,16 @@ export class Elector {
 
   status(): ClusterStatus {
     const buckets = [...this.#held.keys()].filter((b) => this.holdsBucket(b)).sort((a, b) => a - b);
-    const reachable = now() - this.#lastListOk < this.#deadlineMs;
+    const age = now() - this.#lastListOk;
+    const reachable = age < this.#deadlineMs;
     return {
       member: this.member,
       engine: this.#store.description,
       state: this.#state,
       blocked: this.#blocked ?? this.#nameTaken,
       reachable,
+      lastAnswerAgeMs: Number.isFinite(age) ? Math.round(age) : null,
+      renewDeadlineMs: this.#deadlineMs,
       ready: this.#ready,
       buckets,
       members: this.#members,

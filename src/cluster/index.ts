@@ -38,8 +38,8 @@
  * - `on(listener)`: `{ type: "acquired", bucket }`, `{ type: "lost", bucket, reason }` (handover,
  *   stopping, renew-deadline, conflict, blocked) and `{ type: "members", members }`. Listeners run
  *   synchronously; `instancesOf(bucket)` maps a bucket to the configured instance ids.
- * - `status()`: member, engine, state, blocked, reachable (for /readyz), ready, buckets, instances
- *   held, members, transitions (for /health/integrations and the metrics
+ * - `status()`: member, engine, state, blocked, reachable and the last answer's age (for /readyz),
+ *   ready, buckets, instances held, members, transitions (for /health/integrations and the metrics
  *   pdu_bridge_cluster_buckets_held, pdu_bridge_cluster_lease_transitions_total,
  *   pdu_bridge_cluster_members).
  */

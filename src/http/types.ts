@@ -47,6 +47,39 @@ export interface HttpMetrics {
   observeApiWorkerRestart(): void;
 }
 
+/**
+ * This replica in the cluster (`Cluster.Enabled`, docs/cluster.md), as readiness and the
+ * integrations report read it. Nothing in it is a secret: the engine's endpoints hold no
+ * credentials (the configuration refuses them), and the report takes any user info out anyway.
+ */
+export interface ClusterHealth {
+  readonly member: string;
+  /** `Cluster.Backend`: etcd or kubernetes. */
+  readonly backend: string;
+  /** The engine as the replica uses it (etcd endpoints and prefix, or namespace and lease prefix). */
+  readonly engine: string;
+  readonly state: "starting" | "running" | "stopping" | "stopped";
+  /** Why this replica holds nothing although it runs (another bucket count, its name taken), or null. */
+  readonly blocked: string | null;
+  /** The engine answered within RenewDeadline (judged from the replica's own rounds, no request of its own). */
+  readonly reachable: boolean;
+  /** Milliseconds since the engine last answered, or null before it ever did. */
+  readonly lastAnswerAgeMs: number | null;
+  readonly renewDeadlineMs: number;
+  /** `Cluster.Buckets`. */
+  readonly bucketCount: number;
+  /** Buckets held now, ascending. */
+  readonly buckets: readonly number[];
+  /** The configured instances of those buckets. */
+  readonly instances: readonly string[];
+  /** The members this replica sees alive (itself included while its own lease is valid). */
+  readonly members: readonly { readonly name: string; readonly ready: boolean }[];
+  /** Buckets acquired and given up by this replica since it started. */
+  readonly transitions: number;
+  /** The last engine error while the engine is unreachable, else null. */
+  readonly lastError: string | null;
+}
+
 /** What the HTTP listeners read from the running service. */
 export interface HttpDeps {
   readonly config: Config;
@@ -76,6 +109,8 @@ export interface HttpDeps {
    * to fix), or null; absent when nothing checks logins.
    */
   loginProblem?(instanceId: string): string | null;
+  /** This replica in the cluster; present only with `Cluster.Enabled`. */
+  clusterStatus?(): ClusterHealth;
   /** Clock, for tests of ages and readiness limits. */
   readonly now?: () => number;
 }

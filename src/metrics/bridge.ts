@@ -8,14 +8,16 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { EventBus } from "../bus.js";
+import type { EventBus, OwnershipChangedEvent } from "../bus.js";
 import { GROUP_ACTIONS, OUTLET_ACTIONS } from "../control/types.js";
 import { SETTINGS_ACTION } from "../control/settings.js";
 import type { FastPath, HttpApp } from "../http/types.js";
 import type { Logger } from "../log.js";
 import type { Snapshot } from "../pdu/model.js";
-import type { SnapshotStore } from "../poller/store.js";
+import type { Ownership } from "../ownership.js";
+import type { InstanceStatus, SnapshotStore } from "../poller/store.js";
 import { loadChunks, type LoadSource } from "./alarms.js";
+import { registerClusterMetrics, type ClusterMetricsView } from "./cluster.js";
 import { MAX_SERIES_PER_INSTANCE, metricsPlan, readingChunks, type LeftOutReason } from "./readings.js";
 
 export const TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -32,6 +34,20 @@ export interface MetricsSources {
   mqtt(): MqttTraffic | null;
   /** Where the first series left out of an instance's readings is reported (once per reason). */
   readonly logger?: Logger;
+  /** This replica in the cluster; present only with `Cluster.Enabled` (then the cluster's series exist). */
+  cluster?(): ClusterMetricsView;
+  /**
+   * The instances whose series this process exports: the ones it polls now (among several replicas,
+   * those of its buckets: another replica exports the rest). Default: all.
+   */
+  readonly ownership?: Ownership;
+}
+
+/** The store's instances this process reports now (see {@link MetricsSources.ownership}). */
+function reported(sources: MetricsSources): readonly InstanceStatus[] {
+  const all = sources.store.list();
+  const ownership = sources.ownership;
+  return ownership === undefined ? all : all.filter((s) => ownership.owns(s.id));
 }
 
 const LEFT_OUT_WHY: Readonly<Record<LeftOutReason, string>> = {
@@ -115,7 +131,6 @@ function registerPollAndMqttGauges(
   sources: MetricsSources,
   ids: readonly string[],
 ): void {
-  const store = sources.store;
   const skippedSeen = new Map<string, number>();
   new Counter({
     name: "pdu_bridge_polls_skipped_total",
@@ -137,7 +152,7 @@ function registerPollAndMqttGauges(
     registers,
     collect() {
       this.reset();
-      for (const s of store.list())
+      for (const s of reported(sources))
         if (s.lastSuccessUtc !== null) this.set({ instance: s.id }, s.lastSuccessUtc / 1000);
     },
   });
@@ -173,7 +188,6 @@ function registerPollAndMqttGauges(
 
 /** The count of reading series left out of /metrics per instance and reason, each reason logged once. */
 function registerLeftOutGauge(registers: Registry[], sources: MetricsSources): void {
-  const store = sources.store;
   const warned = new Set<string>();
   new Gauge({
     name: "pdu_bridge_metrics_series_left_out",
@@ -182,7 +196,7 @@ function registerLeftOutGauge(registers: Registry[], sources: MetricsSources): v
     registers,
     collect() {
       this.reset();
-      for (const s of store.list()) {
+      for (const s of reported(sources)) {
         if (!isUp(s) || s.snapshot === null) continue;
         const { leftOut } = metricsPlan(s.snapshot);
         for (const reason of Object.keys(leftOut) as LeftOutReason[]) {
@@ -212,6 +226,7 @@ export class BridgeMetrics {
   readonly #control: Counter<"source" | "action" | "outcome">;
   readonly #http: Counter<"listener" | "route" | "code">;
   readonly #apiWorkerRestarts: Counter;
+  readonly #clusterTransition: ((event: OwnershipChangedEvent) => void) | null;
   #unlisten: (() => void) | null = null;
 
   constructor(sources: MetricsSources) {
@@ -226,7 +241,8 @@ export class BridgeMetrics {
       labelNames: ["instance"],
       registers,
       collect() {
-        for (const s of store.list()) this.set({ instance: s.id }, isUp(s) ? 1 : 0);
+        this.reset();
+        for (const s of reported(sources)) this.set({ instance: s.id }, isUp(s) ? 1 : 0);
       },
     });
     this.#pollDuration = new Histogram({
@@ -261,6 +277,8 @@ export class BridgeMetrics {
       help: "Starts of a new REST API worker thread after one exited unexpectedly (every attempt)",
       registers,
     });
+    const cluster = sources.cluster?.bind(sources);
+    this.#clusterTransition = cluster === undefined ? null : registerClusterMetrics(registers, cluster);
     for (const id of ids) {
       this.#pollFailures.inc({ instance: id }, 0);
     }
@@ -273,6 +291,7 @@ export class BridgeMetrics {
       // A failed poll is recorded by the store exactly once.
       pollFailed: ({ instanceId }) => this.#pollFailures.inc({ instance: instanceId }),
       control: (e) => this.observeControl(e.source.surface, e.action, e.status),
+      ...(this.#clusterTransition === null ? {} : { ownershipChanged: this.#clusterTransition }),
     });
   }
 
@@ -329,7 +348,7 @@ export class BridgeMetrics {
     const process = await processRegistry().metrics();
     const snapshots: Snapshot[] = [];
     const loads: LoadSource[] = [];
-    for (const s of this.#sources.store.list())
+    for (const s of reported(this.#sources))
       if (isUp(s) && s.snapshot !== null) {
         snapshots.push(s.snapshot);
         loads.push({ instanceId: s.id, load: s.load });

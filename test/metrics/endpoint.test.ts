@@ -122,6 +122,11 @@ describe("GET /metrics (App)", () => {
     assert.ok((m.get("pdu_bridge_mqtt_discovery_configs") ?? 0) > 10);
     assert.ok(m.has("process_cpu_seconds_total"), "default process metrics");
     assert.equal(
+      r.text.includes("pdu_bridge_cluster_"),
+      false,
+      "one process (Cluster.Enabled false) has no cluster series",
+    );
+    assert.equal(
       [...m.keys()].some((k) => k.startsWith("pdu_") && !k.startsWith("pdu_bridge") && k.includes('"dead"')),
       false,
       "an instance that never polled exports no readings",

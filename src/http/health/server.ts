@@ -16,6 +16,15 @@ const IntegrationSchema = Type.Object({
   warnings: Type.Optional(Type.Array(Type.Object({ path: Type.String(), problem: Type.String() }))),
   /** A PDU whose login (checked at start, for control) was refused: why, and what to fix. */
   login: Type.Optional(Type.String()),
+  /** The `cluster` entry only (`Cluster.Enabled`): this replica's part of the cluster. */
+  member: Type.Optional(Type.String()),
+  backend: Type.Optional(Type.String()),
+  engine: Type.Optional(Type.String()),
+  buckets: Type.Optional(Type.Array(Type.Integer())),
+  instances: Type.Optional(Type.Array(Type.String())),
+  members: Type.Optional(Type.Array(Type.Object({ name: Type.String(), ready: Type.Boolean() }))),
+  transitions: Type.Optional(Type.Integer()),
+  lastError: Type.Optional(Type.Union([Type.String(), Type.Null()])),
 });
 
 const IntegrationsSchema = Type.Object({

@@ -4,7 +4,7 @@
  */
 import type { ParseWarning } from "../../pdu/model.js";
 import type { InstanceStatus } from "../../poller/store.js";
-import type { HttpDeps } from "../types.js";
+import type { ClusterHealth, HttpDeps } from "../types.js";
 
 /** How long a successful poll keeps an instance fresh: max(30 s, 3 × its PollInterval). */
 export function freshnessLimitMs(pollIntervalSeconds: number): number {
@@ -24,11 +24,18 @@ export type Readiness = { readonly ready: true } | { readonly ready: false; read
  * READY when MQTT is connected, the REST API (when on) answers, and at least one instance had a
  * successful poll within its limit. The REST API does not answer while its worker thread
  * (`Api.Worker`) is dead or hung and being started again: `apiOutage` says so, and is the reason.
+ * A replica of a cluster is READY when MQTT is connected, the REST API answers and the coordination
+ * engine answered within RenewDeadline: what it polls is its buckets' business (a standby polls
+ * nothing), and a replica without the engine holds nothing.
  */
 export function readiness(deps: HttpDeps, now: number): Readiness {
   if (!deps.mqttStatus().connected) return { ready: false, reason: "MQTT not connected" };
   const apiOutage = deps.config.Api.Enabled ? (deps.apiOutage?.() ?? null) : null;
   if (apiOutage !== null) return { ready: false, reason: apiOutage };
+  const cluster = deps.clusterStatus?.();
+  if (cluster !== undefined) {
+    return cluster.reachable ? { ready: true } : { ready: false, reason: engineUnreachable(cluster) };
+  }
   const polled = deps.store.list().filter((s) => s.lastSuccessUtc !== null);
   if (polled.length === 0) return { ready: false, reason: "no successful PDU poll yet" };
   if (polled.some((s) => now - (s.lastSuccessUtc ?? 0) <= limitOf(deps, s.id))) return { ready: true };
@@ -55,6 +62,18 @@ export interface Integration {
    * fix; present only then. Polling needs no login, so the PDU is degraded, not unhealthy.
    */
   readonly login?: string;
+}
+
+/** The `cluster` entry (`Cluster.Enabled`): this replica's part of the cluster besides status and detail. */
+export interface ClusterIntegration extends Integration {
+  readonly member: string;
+  readonly backend: string;
+  readonly engine: string;
+  readonly buckets: readonly number[];
+  readonly instances: readonly string[];
+  readonly members: readonly { readonly name: string; readonly ready: boolean }[];
+  readonly transitions: number;
+  readonly lastError: string | null;
 }
 
 export interface IntegrationsReport {
@@ -123,9 +142,60 @@ function pollIntegration(status: InstanceStatus, limitMs: number, now: number): 
   return { status: "healthy", detail: `last successful poll ${seconds(age)} ago` };
 }
 
+/** Why the engine counts as unreachable, for readiness and the `cluster` entry. */
+function engineUnreachable(cluster: ClusterHealth): string {
+  // RenewDeadline as configured (it may be below a second: 0.5s).
+  const limit = `${cluster.renewDeadlineMs / 1000}s`;
+  return cluster.lastAnswerAgeMs === null
+    ? `coordination engine not reachable (no answer yet, limit ${limit})`
+    : `coordination engine not reachable (last answer ${seconds(cluster.lastAnswerAgeMs)} ago, limit ${limit})`;
+}
+
+/** Longest engine error the report repeats (the log has it whole). */
+const MAX_ENGINE_ERROR_CHARS = 300;
+
+/** A text without the user info of any URL in it (`scheme://user:password@host` → `scheme://host`). */
+export function withoutUserInfo(text: string): string {
+  return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/?#\s@]*@/gi, "$1");
+}
+
 /**
- * The status of every integration and the overall status: unhealthy when MQTT is down or every PDU
- * is unhealthy; degraded when anything else is not healthy; else healthy.
+ * This replica's part of the cluster: healthy while the engine answers and it runs; degraded while
+ * it starts, stops or may hold nothing (another bucket count, its name taken); unhealthy while the
+ * engine does not answer (it then holds nothing).
+ */
+export function clusterIntegration(cluster: ClusterHealth): ClusterIntegration {
+  const lastError =
+    cluster.lastError === null ? null : withoutUserInfo(cluster.lastError).slice(0, MAX_ENGINE_ERROR_CHARS);
+  const holds = `holds ${cluster.buckets.length} of ${cluster.bucketCount} buckets (${cluster.instances.length} instances)`;
+  const sees = `${cluster.members.length} member(s) seen; ${cluster.transitions} lease transition(s)`;
+  const what = `member ${cluster.member}, ${holds}; ${sees}`;
+  const [status, detail]: [IntegrationState, string] = !cluster.reachable
+    ? ["unhealthy", `${engineUnreachable(cluster)}${lastError === null ? "" : `: ${lastError}`}; ${what}`]
+    : cluster.blocked !== null
+      ? ["degraded", `holds nothing: ${cluster.blocked}; ${what}`]
+      : cluster.state !== "running"
+        ? ["degraded", `${cluster.state}; ${what}`]
+        : ["healthy", what];
+  return {
+    status,
+    detail,
+    member: cluster.member,
+    backend: cluster.backend,
+    engine: withoutUserInfo(cluster.engine),
+    buckets: [...cluster.buckets],
+    instances: [...cluster.instances],
+    members: cluster.members.map((m) => ({ name: m.name, ready: m.ready })),
+    transitions: cluster.transitions,
+    lastError,
+  };
+}
+
+/**
+ * The status of every integration and the overall status: unhealthy when MQTT is down, the
+ * coordination engine is unreachable (a replica of a cluster), or every PDU is unhealthy; degraded
+ * when anything else is not healthy; else healthy. A replica of a cluster reports the PDUs of the
+ * buckets it holds (the others are another replica's).
  */
 export function integrations(deps: HttpDeps, now: number): IntegrationsReport {
   const mqtt = deps.mqttStatus();
@@ -137,9 +207,12 @@ export function integrations(deps: HttpDeps, now: number): IntegrationsReport {
         detail: `not connected to ${where}${mqtt.lastError ? `: ${mqtt.lastError}` : ""}`,
       };
   const report: Record<string, Integration> = { mqtt: mqttIntegration };
+  const cluster = deps.clusterStatus?.();
+  const held = cluster === undefined ? null : new Set(cluster.instances);
 
   const pdus: Integration[] = [];
   for (const status of deps.store.list()) {
+    if (held !== null && !held.has(status.id)) continue;
     const pdu = pduIntegration(status, limitOf(deps, status.id), now, deps.loginProblem?.(status.id) ?? null);
     pdus.push(pdu);
     report[`pdu:${status.id}`] = pdu;
@@ -169,9 +242,13 @@ export function integrations(deps: HttpDeps, now: number): IntegrationsReport {
     };
   }
 
+  if (cluster !== undefined) report.cluster = clusterIntegration(cluster);
+
   const all = Object.values(report);
   const status: IntegrationState =
-    mqttIntegration.status === "unhealthy" || (pdus.length > 0 && pdus.every((p) => p.status === "unhealthy"))
+    mqttIntegration.status === "unhealthy" ||
+    report.cluster?.status === "unhealthy" ||
+    (pdus.length > 0 && pdus.every((p) => p.status === "unhealthy"))
       ? "unhealthy"
       : all.every((i) => i.status === "healthy")
         ? "healthy"
