@@ -100,7 +100,8 @@ export class App {
     const bus = new EventBus({ logger });
     this.bus = bus;
     const current = (): Config => this.config;
-    const clusterPart = cluster === null ? null : new ClusterPart(cluster, bus, logger);
+    const clusterPart =
+      cluster === null ? null : new ClusterPart(cluster, bus, logger, () => this.#mqtt.status().connected);
     this.cluster = clusterPart;
     this.ownership = clusterPart?.ownership ?? OWN_ALL;
     const ownership = this.ownership;

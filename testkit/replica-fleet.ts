@@ -184,6 +184,25 @@ export class ReplicaFleet {
     return map;
   }
 
+  /** Member name → whether its member lease says it is ready (what the buckets are spread over). */
+  async members(): Promise<Map<string, boolean>> {
+    const list = await this.#leases.list(AbortSignal.timeout(5000));
+    const map = new Map<string, boolean>();
+    for (const lease of list.leases) {
+      const match = /^member-(.+)$/.exec(lease.name);
+      const record = lease.record;
+      if (match === null || record === null || record.holder === "") continue;
+      let ready = false;
+      try {
+        ready = (JSON.parse(record.payload) as { ready?: unknown }).ready === true;
+      } catch {
+        ready = false;
+      }
+      map.set(match[1]!, ready);
+    }
+    return map;
+  }
+
   /** Member → buckets held, from the leases. */
   async counts(): Promise<Map<string, number>> {
     const counts = new Map<string, number>();

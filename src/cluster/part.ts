@@ -22,10 +22,13 @@ export class ClusterPart implements Part {
   readonly ownership: Ownership;
   readonly #bus: EventBus;
   readonly #logger: Logger;
+  readonly #mqttUp: () => boolean;
   #unlisten: (() => void)[] = [];
 
-  constructor(cluster: Cluster, bus: EventBus, logger: Logger) {
+  /** `mqttUp` says whether MQTT is connected now: it starts before this part and tells the bus so then. */
+  constructor(cluster: Cluster, bus: EventBus, logger: Logger, mqttUp: () => boolean) {
     this.cluster = cluster;
+    this.#mqttUp = mqttUp;
     this.#bus = bus;
     this.#logger = logger.child({ part: "cluster" });
     this.ownership = { owns: (id) => cluster.holds(id) };
@@ -78,6 +81,7 @@ export class ClusterPart implements Part {
         },
       }),
     ];
+    if (this.#mqttUp()) cluster.setReady(true);
     await cluster.start();
   }
 

@@ -74,6 +74,15 @@ describe("three replicas share 60 instances on etcd", { timeout: 300_000 }, () =
   });
 
   it("every instance is polled by exactly one replica, the holder of its bucket; buckets within one of even", async () => {
+    // Every replica says it is ready (its MQTT connection is up) in its member lease.
+    await waitFor(
+      async () => {
+        const members = await fleet.members();
+        return ["r1", "r2", "r3"].every((n) => members.get(n) === true) || undefined;
+      },
+      "every replica's member lease saying ready",
+      30_000,
+    );
     const { counts } = await balanced(fleet, ["r1", "r2", "r3"]);
     assert.ok(
       [...counts.values()].every((n) => n === 5 || n === 6),
