@@ -15,6 +15,7 @@ import { childEnv, CliProcess, tempDir } from "./cli-process.js";
 import { EtcdCluster } from "./etcd.js";
 import { Mosquitto } from "./mosquitto.js";
 import { Recorder } from "./mqtt-client.js";
+import { freePort } from "./repo.js";
 
 export const PARENT = "pdu";
 
@@ -28,11 +29,18 @@ export interface ReplicaFleetOptions {
   readonly retryPeriod?: number;
   /** Seconds between polls; default 1. */
   readonly pollInterval?: number;
+  /**
+   * The REST API key every replica shares; given: each replica's API listens on a loopback port of
+   * its own, advertised to the others (`Cluster.AdvertiseUrl`). Default: no API.
+   */
+  readonly apiKey?: string | null;
 }
 
 export interface RunningReplica {
   readonly name: string;
   readonly process: CliProcess;
+  /** `http://127.0.0.1:<port>` of its REST API, when the fleet has one. */
+  readonly api: string | null;
 }
 
 export class ReplicaFleet {
@@ -73,6 +81,7 @@ export class ReplicaFleet {
       renewDeadline: 2,
       retryPeriod: 0.5,
       pollInterval: 1,
+      apiKey: null,
       ...o,
     };
     const dir = await tempDir();
@@ -97,14 +106,18 @@ export class ReplicaFleet {
   }
 
   /** The configuration of one replica (all share it but the member name). */
-  configText(name: string): string {
+  configText(name: string, apiPort: number | null = null): string {
     const o = this.options;
+    const api =
+      apiPort === null || o.apiKey === null
+        ? ["Api: { Enabled: false }"]
+        : [`Api: { Enabled: true, Bind: 127.0.0.1, Port: ${apiPort}, ApiKey: ${JSON.stringify(o.apiKey)} }`];
     const q = (s: string) => JSON.stringify(s);
     const lines = [
       "Mqtt:",
       `  Connection: { Host: 127.0.0.1, Port: ${this.mqtt.port} }`,
       `  ParentTopic: ${PARENT}`,
-      "Api: { Enabled: false }",
+      ...api,
       "Health: { Enabled: false }",
       "Metrics: { Enabled: false }",
       "Logging: { Level: info }",
@@ -112,6 +125,7 @@ export class ReplicaFleet {
       "  Enabled: true",
       "  Backend: etcd",
       `  MemberName: ${name}`,
+      ...(apiPort === null ? [] : [`  AdvertiseUrl: http://127.0.0.1:${apiPort}`]),
       `  Buckets: ${o.buckets}`,
       `  LeaseDurationSeconds: ${o.leaseDuration}`,
       `  RenewDeadlineSeconds: ${o.renewDeadline}`,
@@ -134,9 +148,10 @@ export class ReplicaFleet {
   /** Starts a replica and waits for its start-up line. */
   async add(name: string): Promise<RunningReplica> {
     const file = join(this.#dir.path, `${name}.yaml`);
-    await writeFile(file, this.configText(name));
+    const apiPort = this.options.apiKey === null ? null : await freePort();
+    await writeFile(file, this.configText(name, apiPort));
     const process = CliProcess.spawn(["--config", file], childEnv(), `replica ${name}`);
-    const replica = { name, process };
+    const replica = { name, process, api: apiPort === null ? null : `http://127.0.0.1:${apiPort}` };
     this.replicas.set(name, replica);
     await process.started(30_000);
     return replica;

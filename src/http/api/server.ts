@@ -17,6 +17,7 @@ import {
 import type { HttpApp, HttpDeps } from "../types.js";
 import { createFastReads, createReadBodies, storeReadSource } from "./cached-reads.js";
 import { controlRoutes } from "./control/plugin.js";
+import { replicaRoute } from "./control/replica-route.js";
 import { registerKeyCheck } from "./key-check.js";
 import { readRoutes } from "./reads.js";
 import { FailedKeyLimiter } from "./key-guard.js";
@@ -134,6 +135,8 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
   await app.register(readRoutes, { deps, bodies });
   // Awaited, so its routes are added here and the OpenAPI document keeps its order.
   await app.register(controlRoutes, { deps, limiter });
+  // Among several replicas: the requests other replicas hand this one, in a context of their own.
+  if (deps.replica !== undefined) await app.register(replicaRoute, { deps, replica: deps.replica });
   registerKeyCheck(app, deps, limiter);
   registerDocumentRoutes(app);
   deps.consoleRoutes?.(app, deps);
