@@ -478,7 +478,13 @@ class ControlPart implements Part {
         ? { service: core }
         : {
             service: this.#forwarding,
-            replica: { member: cluster.member, holds: (id) => cluster.holds(id), local: core },
+            replica: {
+              member: cluster.member,
+              holds: (id) => cluster.holds(id),
+              holderOf: (id) => cluster.holderOf(id),
+              urlOf: (member) => cluster.urlOf(member),
+              local: core,
+            },
           };
   }
 

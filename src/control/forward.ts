@@ -191,6 +191,9 @@ export interface ReplicaControl {
   holds(instanceId: string): boolean;
   /** This replica's own control core (never the forwarding one: a forward is never forwarded again). */
   readonly local: ControlService;
+  /** The member holding the instance as last seen, or null; the API URL a member advertises, or null. */
+  holderOf(instanceId: string): string | null;
+  urlOf(member: string): string | null;
 }
 
 /** What the forwarding needs of the cluster. */
@@ -388,13 +391,9 @@ function restSource(source: ControlRequest["source"]): ForwardMessage["source"] 
       user: { sub: source.user.sub, name: source.user.name },
     };
   }
-  if (source.surface === "rest") {
-    return {
-      surface: "rest",
-      client: source.client,
-      ...(source.key === undefined ? {} : { key: source.key }),
-    };
-  }
+  // A REST request reaches the control service only once the key guard accepted its API key (a
+  // console user's has a session instead), so the holder's audit line says `api-key`.
+  if (source.surface === "rest") return { surface: "rest", client: source.client, key: true };
   // MQTT commands are taken by the holder only and never forwarded.
   return { surface: "rest", client: source.topic };
 }

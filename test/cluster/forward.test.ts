@@ -146,6 +146,28 @@ describe("REST control sent to any replica is carried out by the holder", { time
     assert.equal(refused.status, 404, JSON.stringify(refused.body));
     const local = await control(holder, id, 99, "off");
     assert.deepEqual(refused.body, local.body);
+    // One instance's readings on any replica: the holder's (a replica that never polled it has none).
+    const readings = async (replica: string) => {
+      const response = await fetch(`${fleet.get(replica).api!}/api/v1/readings?instance=${id}`);
+      const list = (await response.json()) as {
+        instanceId: string;
+        deviceId: string;
+        source: string;
+        type: string;
+      }[];
+      return {
+        status: response.status,
+        keys: list.map((r) => `${r.instanceId}/${r.deviceId}/${r.source}/${r.type}`),
+      };
+    };
+    const there = await readings(holder);
+    assert.equal(there.status, 200);
+    assert.ok(
+      there.keys.length > 0 && there.keys.every((k) => k.startsWith(`${id}/`)),
+      "the holder's readings",
+    );
+    for (const other of others)
+      assert.deepEqual(await readings(other), there, `readings of ${id} on ${other}`);
   });
 
   it("a forward without the installation's signature is refused; a signed one is never forwarded again", async () => {

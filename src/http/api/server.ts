@@ -113,7 +113,9 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
   const source = storeReadSource(deps);
   const bodies = createReadBodies(source);
   // With Api.Oidc.ProtectReads every read passes the sign-in's check, so none is answered before routing.
-  const fastReads = deps.config.Api.Oidc.ProtectReads ? undefined : createFastReads(source, bodies);
+  const fastReads = deps.config.Api.Oidc.ProtectReads
+    ? undefined
+    : createFastReads(source, bodies, deps.replica === undefined);
   const app = createHttpApp(
     deps.logger,
     "api",

@@ -72,8 +72,7 @@ async function throughCore<O extends ControlOutcome | SettingsOutcome>(
   call: (control: ControlService, source: ControlSource) => Promise<O> | undefined,
   answer: (done: Extract<O, { ok: true }>) => object,
 ): Answer {
-  // With whether the key matched: a replica carrying the request out for this one audits it so.
-  const source = at.audit.sourceOf(at.request, true);
+  const source = at.audit.sourceOf(at.request);
   const pending = at.deps.control === undefined ? undefined : call(at.deps.control, source);
   if (pending === undefined) return unavailable(at, action, what);
   const outcome: O & { readonly carriedOutBy?: string } = await pending;
