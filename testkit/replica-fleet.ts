@@ -200,12 +200,18 @@ export class ReplicaFleet {
     member: string | null;
     time: number;
     path: string;
+    cmd: string;
     data: Record<string, unknown>;
   }[] {
     return [...this.sims].flatMap(([instance, sim]) =>
-      sim
-        .journal()
-        .map((e) => ({ instance, member: e.member, time: e.time, path: e.path, data: { ...e.data } })),
+      sim.journal().map((e) => ({
+        instance,
+        member: e.member,
+        time: e.time,
+        path: e.path,
+        cmd: e.cmd,
+        data: { ...e.data },
+      })),
     );
   }
 

@@ -146,6 +146,29 @@ describe("REST control sent to any replica is carried out by the holder", { time
     assert.equal(refused.status, 404, JSON.stringify(refused.body));
     const local = await control(holder, id, 99, "off");
     assert.deepEqual(refused.body, local.body);
+    // A settings write sent to a non-holder: written by the holder, answered as one process answers.
+    const settingsSince = Date.now();
+    const patched = await fetch(`${fleet.get(a).api!}/api/v1/instances/${id}/outlets/${deviceOf(id)}/1`, {
+      method: "PATCH",
+      headers: { "content-type": "application/json", "x-api-key": KEY },
+      body: JSON.stringify({ label: "web-01" }),
+    });
+    const patchedBody = (await patched.json()) as Record<string, unknown>;
+    assert.equal(patched.status, 200, JSON.stringify(patchedBody));
+    assert.deepEqual(patchedBody, {
+      ok: true,
+      instanceId: id,
+      deviceId: deviceOf(id),
+      index: 1,
+      settings: { label: "web-01" },
+    });
+    assert.deepEqual(
+      fleet
+        .journal()
+        .filter((e) => e.instance === id && e.time >= settingsSince)
+        .map((e) => [e.member, e.cmd]),
+      [[holder, "set"]],
+    );
     // One instance's readings on any replica: the holder's (a replica that never polled it has none).
     const readings = async (replica: string) => {
       const response = await fetch(`${fleet.get(replica).api!}/api/v1/readings?instance=${id}`);
