@@ -320,8 +320,17 @@ export class ForwardingControl implements ControlService {
         { retryAfter: NOT_HELD_RETRY_AFTER, problem: "not-held" },
       );
     }
-    const body = JSON.stringify(message);
     const apiKey = this.#deps.config().Api.ApiKey;
+    if (apiKey === "") {
+      // The API key is the replicas' shared secret: without it no replica would take the forward.
+      return refuse(
+        503,
+        "Instance held elsewhere",
+        `instance ${where.id} is held by replica ${holder}; handing requests to another replica needs Api.ApiKey (the replicas' shared secret): ${what} was not sent`,
+        { retryAfter: NOT_HELD_RETRY_AFTER, problem: "not-held" },
+      );
+    }
+    const body = JSON.stringify(message);
     const log = { instance: where.id, holder, kind: message.kind };
     this.#logger.debug(log, "forward: sending to the holder");
     let status: number;
