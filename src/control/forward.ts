@@ -332,7 +332,6 @@ export class ForwardingControl implements ControlService {
     }
     const body = JSON.stringify(message);
     const log = { instance: where.id, holder, kind: message.kind };
-    this.#logger.debug(log, "forward: sending to the holder");
     let status: number;
     let text: string;
     try {
