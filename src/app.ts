@@ -24,6 +24,7 @@
  *   instance it owns and for the bridge before it closes (and the embedded broker with it); the
  *   poller stops after it, and the PDU drivers and the store close last.
  */
+import { networkInterfaces } from "node:os";
 import { EventBus } from "./bus.js";
 import { createCluster, type Cluster } from "./cluster/index.js";
 import { ClusterPart } from "./cluster/part.js";
@@ -33,7 +34,8 @@ import { ConfigError } from "./config/errors.js";
 import type { Config } from "./config/schema.js";
 import { CredentialsCheck } from "./control/credentials.js";
 import { createControlService, type ControlCore } from "./control/service.js";
-import type { WriteFence } from "./control/types.js";
+import { ForwardingControl, type ReplicaControl } from "./control/forward.js";
+import type { ControlService, WriteFence } from "./control/types.js";
 import type { ApiListener } from "./http/api-worker/host.js";
 import type { RunningListener } from "./http/listener.js";
 import { startHealthServer } from "./http/health/server.js";
@@ -88,6 +90,8 @@ export class App {
   readonly #health: ListenerPart | null;
   readonly #lifecycle: Lifecycle;
   #stopping: Promise<void> | null = null;
+  /** What the REST surface calls for control (the forwarding among several replicas). */
+  readonly #rest: ControlPart["rest"];
 
   private constructor(
     config: Config,
@@ -114,6 +118,7 @@ export class App {
     this.poller = new Poller(pollTargets(config, clients), store, { logger, bus, ownership });
     const control = new ControlPart(current, store, clients, bus, logger, ownership, cluster);
     this.control = control.core;
+    this.#rest = control.rest;
     this.credentials = new CredentialsCheck({ config: current, drivers: clients, bus, logger });
     const credentials = this.credentials;
     this.#mqtt = new MqttBridge({
@@ -176,7 +181,11 @@ export class App {
   #listeners(httpDeps: (more: Partial<HttpDeps>) => HttpDeps): [ApiPart | null, ListenerPart | null] {
     const api = this.#config.Api.Enabled
       ? new ApiPart(
-          httpDeps({ control: this.control, consoleRoutes: consoleRoutes(this.console ?? undefined) }),
+          httpDeps({
+            control: this.#rest.service,
+            ...(this.#rest.replica === undefined ? {} : { replica: this.#rest.replica }),
+            consoleRoutes: consoleRoutes(this.console ?? undefined),
+          }),
         )
       : null;
     // The health listener reports the API's outage (its worker restarting), and this replica in the cluster.
@@ -200,7 +209,11 @@ export class App {
     }
     const logger = options.logger ?? createLogger({ level: config.Logging.Level });
     const cluster = config.Cluster.Enabled
-      ? await createCluster(config.Cluster, { logger, instanceIds: config.instances.map((i) => i.id) })
+      ? await createCluster(config.Cluster, {
+          logger,
+          instanceIds: config.instances.map((i) => i.id),
+          url: advertisedUrl(config, logger),
+        })
       : null;
     const app = new App(config, logger, options.consoleLimits, cluster);
     try {
@@ -448,6 +461,12 @@ function instanceLog(store: SnapshotStore, config: () => Config, bus: EventBus, 
 class ControlPart implements Part {
   readonly name = "control";
   readonly core: ControlCore;
+  /**
+   * What the REST surface (and the console) calls: the core itself in one process; among several
+   * replicas the forwarding to the holder, and this replica's side of it (docs/cluster.md).
+   */
+  readonly rest: { readonly service: ControlService; readonly replica?: ReplicaControl };
+  readonly #forwarding: ForwardingControl | null;
   /** Aborted once the graceful stop is over: a hard stop of anything still writing. */
   readonly #hardStop = new AbortController();
 
@@ -458,8 +477,9 @@ class ControlPart implements Part {
     bus: EventBus,
     logger: Logger,
     ownership: Ownership,
-    fence: WriteFence | null,
+    cluster: Cluster | null,
   ) {
+    const fence: WriteFence | null = cluster;
     this.core = createControlService({
       // A getter, like the listeners': live changes (poll intervals) reach control's Retry-After.
       get config() {
@@ -475,13 +495,33 @@ class ControlPart implements Part {
       logger,
       signal: this.#hardStop.signal,
     });
+    const core = this.core;
+    this.#forwarding =
+      cluster === null ? null : new ForwardingControl({ config, local: core, cluster, logger });
+    this.rest =
+      cluster === null || this.#forwarding === null
+        ? { service: core }
+        : {
+            service: this.#forwarding,
+            replica: {
+              member: cluster.member,
+              holds: (id) => cluster.holds(id),
+              holderOf: (id) => cluster.holderOf(id),
+              urlOf: (member) => cluster.urlOf(member),
+              local: core,
+            },
+          };
   }
 
   start(): void {}
 
   async stop(): Promise<void> {
-    await this.core.stop();
-    this.#hardStop.abort();
+    try {
+      await this.core.stop();
+      this.#hardStop.abort();
+    } finally {
+      await this.#forwarding?.close();
+    }
   }
 }
 
@@ -550,6 +590,35 @@ class ApiPart implements Part {
   async stop(): Promise<void> {
     await this.#listener?.close();
   }
+}
+
+/**
+ * Where the other replicas reach this replica's REST API (in its member lease, for forwarded
+ * control): `Cluster.AdvertiseUrl`, else `Api.Bind` when it names one address, else the host's
+ * first non-loopback IPv4 address (the pod's IP in Kubernetes), with `Api.Port`; null without the
+ * API (the others then answer 503 for this replica's instances).
+ */
+function advertisedUrl(config: Config, logger: Logger): string | null {
+  if (!config.Api.Enabled) return null;
+  if (config.Cluster.AdvertiseUrl !== null) return new URL(config.Cluster.AdvertiseUrl).origin;
+  const tls = config.Api.Tls.CertFile !== null && config.Api.Tls.KeyFile !== null;
+  const bind = config.Api.Bind;
+  const any = bind === "0.0.0.0" || bind === "::" || bind === "";
+  const host = any ? firstIPv4() : bind;
+  if (host === null || config.Api.Port === 0) {
+    logger.warn(
+      "cluster: no address for the other replicas to forward control to this one: set Cluster.AdvertiseUrl",
+    );
+    return null;
+  }
+  return `${tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${config.Api.Port}`;
+}
+
+function firstIPv4(): string | null {
+  for (const addresses of Object.values(networkInterfaces())) {
+    for (const a of addresses ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
+  }
+  return null;
 }
 
 /** What the MQTT part needs of the cluster among several replicas (docs/cluster.md); nothing alone. */

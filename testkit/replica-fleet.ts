@@ -15,6 +15,7 @@ import { childEnv, CliProcess, tempDir } from "./cli-process.js";
 import { EtcdCluster } from "./etcd.js";
 import { Mosquitto } from "./mosquitto.js";
 import { Recorder } from "./mqtt-client.js";
+import { freePort } from "./repo.js";
 
 export const PARENT = "pdu";
 
@@ -35,9 +36,14 @@ export interface ReplicaFleetOptions {
    * on ports of its own; default off.
    */
   readonly listeners?: boolean;
+  /**
+   * The REST API key every replica shares; given: each replica's API listens on a loopback port of
+   * its own, advertised to the others (`Cluster.AdvertiseUrl`). Default: no API.
+   */
+  readonly apiKey?: string | null;
 }
 
-/** The REST API key of every replica when `listeners` is on. */
+/** The REST API key of every replica when `listeners` is on and no `apiKey` is given. */
 export const FLEET_API_KEY = "replica-fleet-key-7c41d9";
 
 export interface RunningReplica {
@@ -45,8 +51,10 @@ export interface RunningReplica {
   readonly process: CliProcess;
   /** Its health listener's port (`listeners`), else null. */
   readonly healthPort: number | null;
-  /** Its REST API's port (`listeners`), else null. */
+  /** Its REST API's port (`listeners` or `apiKey`), else null. */
   readonly apiPort: number | null;
+  /** `http://127.0.0.1:<port>` of its REST API, when the fleet has one. */
+  readonly api: string | null;
 }
 
 export class ReplicaFleet {
@@ -89,6 +97,7 @@ export class ReplicaFleet {
       pollInterval: 1,
       outlets: 2,
       listeners: false,
+      apiKey: null,
       ...o,
     };
     const dir = await tempDir();
@@ -116,25 +125,30 @@ export class ReplicaFleet {
   }
 
   /** The configuration of one replica (all share it but the member name). */
-  configText(name: string): string {
+  configText(name: string, apiPort: number | null = null): string {
     const o = this.options;
+    const key = o.apiKey ?? (o.listeners ? FLEET_API_KEY : null);
+    const api =
+      apiPort === null || key === null
+        ? ["Api: { Enabled: false }"]
+        : [
+            `Api: { Enabled: true, Bind: 127.0.0.1, Port: ${apiPort}, ApiKey: ${JSON.stringify(key)}${o.listeners ? ", Worker: false" : ""} }`,
+          ];
     const q = (s: string) => JSON.stringify(s);
     const lines = [
       "Mqtt:",
       `  Connection: { Host: 127.0.0.1, Port: ${this.mqtt.port} }`,
       `  ParentTopic: ${PARENT}`,
+      ...api,
       ...(o.listeners
-        ? [
-            `Api: { Enabled: true, Bind: 127.0.0.1, Port: 0, ApiKey: ${FLEET_API_KEY}, Worker: false }`,
-            "Health: { Enabled: true, Bind: 127.0.0.1, Port: 0 }",
-            "Metrics: { Enabled: true }",
-          ]
-        : ["Api: { Enabled: false }", "Health: { Enabled: false }", "Metrics: { Enabled: false }"]),
+        ? ["Health: { Enabled: true, Bind: 127.0.0.1, Port: 0 }", "Metrics: { Enabled: true }"]
+        : ["Health: { Enabled: false }", "Metrics: { Enabled: false }"]),
       "Logging: { Level: info }",
       "Cluster:",
       "  Enabled: true",
       "  Backend: etcd",
       `  MemberName: ${name}`,
+      ...(apiPort === null ? [] : [`  AdvertiseUrl: http://127.0.0.1:${apiPort}`]),
       `  Buckets: ${o.buckets}`,
       `  LeaseDurationSeconds: ${o.leaseDuration}`,
       `  RenewDeadlineSeconds: ${o.renewDeadline}`,
@@ -157,11 +171,19 @@ export class ReplicaFleet {
   /** Starts a replica and waits for its start-up line. */
   async add(name: string): Promise<RunningReplica> {
     const file = join(this.#dir.path, `${name}.yaml`);
-    await writeFile(file, this.configText(name));
+    const apiPort = this.options.apiKey === null && !this.options.listeners ? null : await freePort();
+    await writeFile(file, this.configText(name, apiPort));
     const process = CliProcess.spawn(["--config", file], childEnv(), `replica ${name}`);
-    this.replicas.set(name, { name, process, healthPort: null, apiPort: null });
+    const api = apiPort === null ? null : `http://127.0.0.1:${apiPort}`;
+    this.replicas.set(name, { name, process, healthPort: null, apiPort, api });
     const ports = await process.started(30_000);
-    const replica = { name, process, ...ports };
+    const replica = {
+      name,
+      process,
+      healthPort: ports.healthPort,
+      apiPort,
+      api,
+    };
     this.replicas.set(name, replica);
     return replica;
   }
@@ -228,12 +250,18 @@ export class ReplicaFleet {
     member: string | null;
     time: number;
     path: string;
+    cmd: string;
     data: Record<string, unknown>;
   }[] {
     return [...this.sims].flatMap(([instance, sim]) =>
-      sim
-        .journal()
-        .map((e) => ({ instance, member: e.member, time: e.time, path: e.path, data: { ...e.data } })),
+      sim.journal().map((e) => ({
+        instance,
+        member: e.member,
+        time: e.time,
+        path: e.path,
+        cmd: e.cmd,
+        data: { ...e.data },
+      })),
     );
   }
 

@@ -141,6 +141,8 @@ export interface ElectorOptions {
   readonly logger: Logger;
   /** Whether this replica says it is ready from the start (default false; see setReady). */
   readonly ready?: boolean;
+  /** Where the other replicas reach this one's REST API (in the member lease, for forwarding), or null. */
+  readonly url?: string | null;
 }
 
 interface Observed {
@@ -163,6 +165,8 @@ interface MemberInfo {
   readonly identity: string;
   readonly ready: boolean;
   readonly buckets: number;
+  /** The REST API URL it advertises (checked: an http(s) origin), or null. */
+  readonly url: string | null;
 }
 
 type RenewOutcome =
@@ -185,6 +189,17 @@ function parsePayload(payload: string): Record<string, unknown> {
     return isObject(value) ? value : {};
   } catch {
     return {};
+  }
+}
+
+/** An http(s) origin (scheme, host, port) read from another replica's member lease, else null. */
+function advertisedUrl(value: unknown): string | null {
+  if (typeof value !== "string" || value.length > 300 || !/^https?:\/\/[^/?#@\s]+\/?$/.test(value))
+    return null;
+  try {
+    return new URL(value).origin;
+  } catch {
+    return null;
   }
 }
 
@@ -215,6 +230,7 @@ export class Elector {
   #state: ClusterStatus["state"] = "starting";
   #startedAt = 0;
   #ready: boolean;
+  readonly #url: string | null;
   #readyWritten: boolean | null = null;
   /** Why this replica may not hold buckets: the installation's bucket count differs. */
   #blocked: string | null = null;
@@ -262,6 +278,7 @@ export class Elector {
     this.#requestMs = Math.max(1000, options.retryPeriodMs);
     this.#gcAfterMs = Math.max(10 * options.leaseDurationMs, 60_000);
     this.#ready = options.ready ?? false;
+    this.#url = options.url ?? null;
   }
 
   /** How long a target must have been a candidate before a holder hands it a bucket (also the start-up wait). */
@@ -350,6 +367,16 @@ export class Elector {
     if (seen === undefined || holder === "" || now() - seen.seenAt >= this.#leaseMs) return null;
     const name = holder.split("/")[0] ?? "";
     return name === this.member ? null : name;
+  }
+
+  /**
+   * The REST API URL a member advertises in its member lease, while that lease is alive as last
+   * seen here, or null (unknown member, expired lease, no or malformed URL).
+   */
+  urlOf(member: string): string | null {
+    const seen = this.#observed.get(`${MEMBER_PREFIX}${member}`);
+    if (seen === undefined || now() - seen.seenAt >= this.#leaseMs) return null;
+    return this.#memberInfo(seen)?.url ?? null;
   }
 
   /** Whether `onceId` is recorded in the bucket's lease as last seen (by this replica or another). */
@@ -704,6 +731,7 @@ export class Elector {
       identity: record.holder,
       ready: payload.ready === true,
       buckets: typeof buckets === "number" && Number.isInteger(buckets) ? buckets : -1,
+      url: advertisedUrl(payload.url),
     };
   }
 
@@ -875,7 +903,11 @@ export class Elector {
       acquireTime: this.#memberAcquireTime,
       renewTime: new Date().toISOString(),
       transitions: 0,
-      payload: JSON.stringify({ ready, buckets: this.buckets }),
+      payload: JSON.stringify({
+        ready,
+        buckets: this.buckets,
+        ...(this.#url === null ? {} : { url: this.#url }),
+      }),
     };
     try {
       let version = this.#memberVersion;

@@ -21,7 +21,8 @@
  * - `holds(id)`: this replica holds the instance's bucket and its lease is valid on the monotonic
  *   clock right now. Poll, publish, take its MQTT commands and run its REST writes only while true;
  *   the `lost` event says when to stop (at once, whatever is in flight).
- * - `holderOf(id)`: the member name holding it as last seen, or null (for forwarding; 503 while null).
+ * - `holderOf(id)`: the member name holding it as last seen, or null (for forwarding; 503 while null);
+ *   `urlOf(member)`: the REST API URL that member advertises in its member lease (`options.url`).
  * - `beforeWrite(id, { onceId })`: call before every PDU write (control or settings). Renews the
  *   bucket's lease with a conditional write and returns a `WriteGrant`: call `assertMayStart()`
  *   right before sending (throws when the write could no longer end before another replica might
@@ -69,6 +70,8 @@ export interface ClusterOptions {
   readonly instanceIds?: readonly string[];
   /** Ready from the start (default false). */
   readonly ready?: boolean;
+  /** Where the other replicas reach this replica's REST API (forwarded control), or null. */
+  readonly url?: string | null;
 }
 
 export interface Cluster {
@@ -81,6 +84,8 @@ export interface Cluster {
   instancesOf(bucket: number): readonly string[];
   holds(instanceId: string): boolean;
   holderOf(instanceId: string): string | null;
+  /** The REST API URL a member advertises (its member lease, alive as last seen), or null. */
+  urlOf(member: string): string | null;
   beforeWrite(instanceId: string, options?: { onceId?: string }): Promise<WriteGrant>;
   onceUsed(instanceId: string, onceId: string): boolean;
   on(listener: (event: ClusterEvent) => void): () => void;
@@ -116,6 +121,7 @@ export function createClusterWithStore(
     retryPeriodMs: config.RetryPeriodSeconds * 1000,
     logger: options.logger,
     ...(options.ready === undefined ? {} : { ready: options.ready }),
+    ...(options.url === undefined ? {} : { url: options.url }),
   });
   const byBucket = new Map<number, string[]>();
   for (const id of options.instanceIds ?? []) {
@@ -140,6 +146,7 @@ export function createClusterWithStore(
     instancesOf: (b) => byBucket.get(b) ?? [],
     holds: (id) => elector.holdsBucket(bucket(id)),
     holderOf: (id) => elector.holderOf(bucket(id)),
+    urlOf: (member) => elector.urlOf(member),
     beforeWrite: (id, writeOptions) => elector.beforeWrite(bucket(id), writeOptions),
     onceUsed: (id, onceId) => elector.onceUsed(bucket(id), onceId),
     on: (listener) => elector.on(listener),

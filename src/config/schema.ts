@@ -528,6 +528,14 @@ export const ClusterSchema = Type.Object(
       description:
         "This replica's name, unique among the replicas (lower-case letters, digits, - and ., at most 63); null: HOSTNAME (the pod name), else the host name, lower-cased",
     }),
+    AdvertiseUrl: Type.Union(
+      [Type.String({ maxLength: 300, pattern: "^https?://[^/?#@\\s]+/?$" }), Type.Null()],
+      {
+        default: null,
+        description:
+          "How the other replicas reach this replica's REST API to hand it the control and settings requests of the instances it holds (http://10.0.3.7:8082: scheme, host and port, no path); null: Api.Bind when it names one address, else the first non-loopback IPv4 address of the host (the pod's IP), with Api.Port and https when Api.Tls is set",
+      },
+    ),
     Buckets: Type.Integer({
       minimum: 1,
       maximum: 1024,

@@ -11,7 +11,11 @@ import type { Logger } from "../log.js";
 import type { ControlSource, SettingsTarget } from "./types.js";
 
 /** One audited attempt: the bus's {@link ControlEvent}, `fromCore` false unless said. */
-export type AuditEntry = Omit<ControlEvent, "fromCore"> & { readonly fromCore?: boolean };
+export type AuditEntry = Omit<ControlEvent, "fromCore"> & {
+  readonly fromCore?: boolean;
+  /** The replica that received the request and handed it to this one (several replicas). */
+  readonly via?: string;
+};
 
 /** Where the audit goes: the log line, and the bus. */
 export interface AuditSink {
@@ -20,7 +24,8 @@ export interface AuditSink {
 }
 
 export function auditControl(to: AuditSink, entry: AuditEntry): void {
-  to.bus.emit("control", { ...entry, fromCore: entry.fromCore === true });
+  const { via, ...event } = entry;
+  to.bus.emit("control", { ...event, fromCore: entry.fromCore === true });
   const line = {
     audit: "control",
     source: entry.source.surface,
@@ -34,6 +39,7 @@ export function auditControl(to: AuditSink, entry: AuditEntry): void {
     outcome: entry.status === 200 ? "done" : entry.status >= 500 ? "failed" : "refused",
     detail: entry.detail,
     problem: entry.problem,
+    via,
   };
   if (entry.status === 200) to.logger.info(line, "control");
   else to.logger.warn(line, "control");

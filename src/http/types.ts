@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyBaseLogger, FastifyInstance, RawServerDefault } from "fastify";
 import type { EventBus } from "../bus.js";
 import type { Config } from "../config/schema.js";
+import type { ReplicaControl } from "../control/forward.js";
 import type { ControlService } from "../control/types.js";
 import type { Logger } from "../log.js";
 import type { HomeAssistantStatus, MqttStatus } from "../mqtt/types.js";
@@ -93,6 +94,11 @@ export interface HttpDeps {
   homeAssistantStatus(): HomeAssistantStatus;
   /** Present when control is wired (the control endpoints answer 403 while Api.ApiKey is empty). */
   readonly control?: ControlService;
+  /**
+   * Among several replicas: this replica's side of the forwarding (src/control/forward.ts), which
+   * carries out the requests other replicas hand it; `control` is then the forwarding service.
+   */
+  readonly replica?: ReplicaControl;
   /** The web console's routes on the API listener (src/ui/); absent: the API serves no console. */
   readonly consoleRoutes?: ListenerRoutes;
   /** Present when Metrics.Enabled: counts the requests of both listeners. */

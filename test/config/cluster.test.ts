@@ -32,6 +32,7 @@ test("without a Cluster section the cluster is off, with the contract's defaults
     Enabled: false,
     Backend: "kubernetes",
     MemberName: "pdu-bridge-0",
+    AdvertiseUrl: null,
     Buckets: 64,
     LeaseDurationSeconds: 15,
     RenewDeadlineSeconds: 10,
@@ -91,6 +92,14 @@ test("etcd credentials come from SERVICE_ETCD_* (and _FILE), a relative CaFile f
     loadConfigFile(file, { SERVICE_ETCD_USERNAME_FILE: join(dir, "missing") }),
     /SERVICE_ETCD_USERNAME_FILE: cannot read .* \(no such file\)/,
   );
+});
+
+test("the advertised API URL is an http(s) origin: no path, no credentials", async () => {
+  const at = (url: string) => parseConfigText(`${PDU}Cluster:\n  AdvertiseUrl: ${url}\n`, "t.yaml", {});
+  assert.equal((await at("http://10.0.3.7:8082")).Cluster.AdvertiseUrl, "http://10.0.3.7:8082");
+  for (const bad of ["http://10.0.3.7:8082/api", "http://user:pw@10.0.3.7:8082", "ftp://10.0.3.7"]) {
+    await assert.rejects(at(bad), /Cluster\.AdvertiseUrl/, bad);
+  }
 });
 
 test("the file has no key for etcd credentials", async () => {

@@ -188,6 +188,33 @@ describe("Helm chart: replicas and the cluster", { skip }, () => {
     );
   });
 
+  it("a NetworkPolicy restricting the API lets the replicas reach each other's API (forwarded control)", async () => {
+    const restricted = [
+      "--set",
+      "networkPolicy.enabled=true",
+      "--set",
+      "networkPolicy.apiFrom[0].namespaceSelector.matchLabels.name=ingress",
+      "--set",
+      "config.Api.Enabled=true",
+    ];
+    const apiFrom = (objects: K8sObject[]) => {
+      const spec = one(objects, "NetworkPolicy").spec as {
+        ingress: { ports: { port: string }[]; from?: Record<string, unknown>[] }[];
+      };
+      return spec.ingress.find((r) => r.ports.some((p) => p.port === "api"))?.from;
+    };
+    const [clustered, alone] = await Promise.all([
+      renderChart([...CLUSTER_VALUES, ...restricted]),
+      renderChart([...restricted, "--set", "config.Pdus.default.Connection.Host=10.0.0.10"]),
+    ]);
+    const pods = deployment(clustered).spec.template.metadata.labels;
+    const selector = apiFrom(clustered)?.find((peer) => "podSelector" in peer) as
+      { podSelector: { matchLabels: Record<string, string> } } | undefined;
+    assert.ok(selector !== undefined, "the replicas' own pods are let in");
+    for (const [k, v] of Object.entries(selector.podSelector.matchLabels)) assert.equal(pods[k], v, k);
+    assert.deepEqual(apiFrom(alone), [{ namespaceSelector: { matchLabels: { name: "ingress" } } }]);
+  });
+
   it("refuses replicas without the cluster, and the cluster without an external broker", async () => {
     const cases: [string[], RegExp][] = [
       [["--set", "config.Cluster.Enabled=false"], /replicaCount above 1 needs the cluster/],

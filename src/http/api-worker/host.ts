@@ -193,6 +193,7 @@ class WorkerSupervisor {
       upstream: this.#upstream,
       tls: this.#tls,
       fastReads: !deps.config.Api.Oidc.ProtectReads,
+      instanceReads: deps.replica === undefined,
       ...this.#feed.initial(),
     };
     let thread: Worker;

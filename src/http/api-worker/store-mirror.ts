@@ -62,6 +62,8 @@ export interface WorkerSetup {
   readonly tls: TlsPair | null;
   /** Answer the plain reads from the mirror; false under `Api.Oidc.ProtectReads` (fastify checks every read). */
   readonly fastReads: boolean;
+  /** Answer `?instance=` from the mirror; false among several replicas (the main thread asks the holder). */
+  readonly instanceReads: boolean;
 }
 
 /**

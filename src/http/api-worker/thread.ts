@@ -167,12 +167,12 @@ function missingReadings(request: IncomingMessage): string[] {
   if (request.method !== "GET") return [];
   const url = request.url ?? "";
   if (url === READINGS_PATH) return list.filter((e) => e.readings.json === undefined).map((e) => e.id);
-  if (!url.startsWith(INSTANCE_QUERY)) return [];
+  if (!setup.instanceReads || !url.startsWith(INSTANCE_QUERY)) return [];
   const entry = entries.get(url.slice(INSTANCE_QUERY.length));
   return entry !== undefined && entry.readings.json === undefined ? [entry.id] : [];
 }
 
-const fastReads = createFastReads(source, createReadBodies(source));
+const fastReads = createFastReads(source, createReadBodies(source), setup.instanceReads);
 const answer = (request: IncomingMessage, response: ServerResponse): boolean => {
   const answered = fastReads(request, response);
   if (answered) count((request.url ?? "").split("?", 1)[0]!);

@@ -113,6 +113,8 @@ export function createReadBodies<S extends HealthStatus>(source: ReadSource<S>):
 export function createFastReads<S extends HealthStatus>(
   source: ReadSource<S>,
   bodies: ReadBodies<S>,
+  /** Answer `?instance=` here; false among several replicas (the route asks the holder). */
+  instanceReads = true,
 ): FastPath {
   return (request: IncomingMessage, response: ServerResponse): boolean => {
     if (request.method !== "GET" || !plainHeaders(request.rawHeaders)) return false;
@@ -120,7 +122,7 @@ export function createFastReads<S extends HealthStatus>(
     let body: Buffer;
     if (url === HEALTH_PATH) body = bodies.health();
     else if (url === READINGS_PATH) body = bodies.allReadings();
-    else if (url.startsWith(INSTANCE_QUERY)) {
+    else if (instanceReads && url.startsWith(INSTANCE_QUERY)) {
       const id = url.slice(INSTANCE_QUERY.length);
       const status = PLAIN_ID.test(id) ? source.get(id) : undefined;
       if (status === undefined) return false;

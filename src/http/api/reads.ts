@@ -7,6 +7,7 @@ import type { HttpApp, HttpDeps } from "../types.js";
 import { registerAlarmsRoute } from "./alarms.js";
 import { iso, type ReadBodies } from "./cached-reads.js";
 import { API_ROUTES } from "./paths.js";
+import { fromReplica, readFromHolder } from "./replica-reads.js";
 import { INTERNAL_ERROR, json, jsonArray, problemResponse } from "./schemas.js";
 
 /**
@@ -128,6 +129,16 @@ function registerReadingsRoute(app: HttpApp, deps: HttpDeps, bodies: ReadBodies)
       const lower = wanted.toLowerCase();
       const all = deps.store.list();
       const matches = exact ? [exact] : all.filter((s) => s.id.toLowerCase() === lower);
+      const one = matches[0];
+      // Among several replicas one instance's readings come from the replica that polls it.
+      const replica = deps.replica;
+      if (
+        one !== undefined &&
+        replica !== undefined &&
+        !replica.holds(one.id) &&
+        !fromReplica(request.headers)
+      )
+        return readFromHolder(replica, one.id, request.headers, reply);
       if (matches.length === 0) {
         const known = all.map((s) => s.id).join(", ");
         const detail = `unknown instance ${JSON.stringify(wanted.slice(0, 64))}; configured instances: ${known}`;

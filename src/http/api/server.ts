@@ -17,6 +17,7 @@ import {
 import type { HttpApp, HttpDeps } from "../types.js";
 import { createFastReads, createReadBodies, storeReadSource } from "./cached-reads.js";
 import { controlRoutes } from "./control/plugin.js";
+import { replicaRoute } from "./control/replica-route.js";
 import { registerKeyCheck } from "./key-check.js";
 import { readRoutes } from "./reads.js";
 import { FailedKeyLimiter } from "./key-guard.js";
@@ -110,7 +111,9 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
   const source = storeReadSource(deps);
   const bodies = createReadBodies(source);
   // With Api.Oidc.ProtectReads every read passes the sign-in's check, so none is answered before routing.
-  const fastReads = deps.config.Api.Oidc.ProtectReads ? undefined : createFastReads(source, bodies);
+  const fastReads = deps.config.Api.Oidc.ProtectReads
+    ? undefined
+    : createFastReads(source, bodies, deps.replica === undefined);
   const app = createHttpApp(
     deps.logger,
     "api",
@@ -132,6 +135,8 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
   await app.register(readRoutes, { deps, bodies });
   // Awaited, so its routes are added here and the OpenAPI document keeps its order.
   await app.register(controlRoutes, { deps, limiter });
+  // Among several replicas: the requests other replicas hand this one, in a context of their own.
+  if (deps.replica !== undefined) await app.register(replicaRoute, { deps, replica: deps.replica });
   registerKeyCheck(app, deps, limiter);
   registerDocumentRoutes(app);
   deps.consoleRoutes?.(app, deps);

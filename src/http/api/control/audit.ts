@@ -78,6 +78,19 @@ export class ControlAudit {
     });
   }
 
+  /**
+   * The request was carried out by another replica, which wrote its audit line: none here (every
+   * request is audited exactly once across the replicas), an info line naming the holder instead.
+   */
+  forwarded(request: FastifyRequest, action: string, holder: string, status: number): void {
+    this.#audited.add(request);
+    const params = request.params as Params;
+    this.#deps.logger.info(
+      { instance: params.id ?? null, action, status, holder },
+      "control: carried out by the replica holding the instance (its audit line)",
+    );
+  }
+
   /** The core's outcome of the request. */
   outcome(request: FastifyRequest, action: string, outcome: SettingsOutcome | ControlOutcome): void {
     if (outcome.ok) this.record(request, outcome.status, action, undefined, undefined, true);

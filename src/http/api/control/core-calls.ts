@@ -75,8 +75,10 @@ async function throughCore<O extends ControlOutcome | SettingsOutcome>(
   const source = at.audit.sourceOf(at.request);
   const pending = at.deps.control === undefined ? undefined : call(at.deps.control, source);
   if (pending === undefined) return unavailable(at, action, what);
-  const outcome = await pending;
-  at.audit.outcome(at.request, action, outcome);
+  const outcome: O & { readonly carriedOutBy?: string } = await pending;
+  // Carried out by another replica (several replicas): that replica wrote the audit line.
+  if (outcome.carriedOutBy === undefined) at.audit.outcome(at.request, action, outcome);
+  else at.audit.forwarded(at.request, action, outcome.carriedOutBy, outcome.status);
   if (!outcome.ok) return sendRefusal(at.reply, outcome);
   // Narrowing on `ok` does not reach the type parameter, so the success is named here.
   return answer(outcome as Extract<O, { ok: true }>);
