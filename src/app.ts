@@ -120,7 +120,6 @@ export class App {
     this.control = control.core;
     this.#rest = control.rest;
     this.credentials = new CredentialsCheck({ config: current, drivers: clients, bus, logger });
-    const credentials = this.credentials;
     this.#mqtt = new MqttBridge({
       config,
       store,
@@ -139,7 +138,7 @@ export class App {
           store,
           config: current,
           logger,
-          loginProblem: (id) => credentials.problem(id),
+          loginProblem: (id) => this.credentials.problem(id),
         })
       : null;
     const httpDeps = (more: Partial<HttpDeps>): HttpDeps => ({
@@ -153,7 +152,7 @@ export class App {
       startedAt: this.startedAt,
       mqttStatus: () => mqtt.status(),
       homeAssistantStatus: () => mqtt.homeAssistant(),
-      loginProblem: (id) => credentials.problem(id),
+      loginProblem: (id) => this.credentials.problem(id),
       ...(metrics === null ? {} : { metrics, metricsRoute: metricsRoute(metrics) }),
       ...more,
     });
