@@ -215,6 +215,20 @@ describe("Helm chart: replicas and the cluster", { skip }, () => {
     assert.deepEqual(apiFrom(alone), [{ namespaceSelector: { matchLabels: { name: "ingress" } } }]);
   });
 
+  it("the API's Service keeps a browser on one replica (sign-in sessions are per replica), unless told otherwise", async () => {
+    const api = ["--set", "config.Api.Enabled=true"];
+    const [clustered, alone, none] = await Promise.all([
+      renderChart([...CLUSTER_VALUES, ...api]),
+      renderChart([...api, "--set", "config.Pdus.default.Connection.Host=10.0.0.10"]),
+      renderChart([...CLUSTER_VALUES, ...api, "--set", "service.api.sessionAffinity=None"]),
+    ]);
+    const affinity = (objects: K8sObject[]) =>
+      (one(objects, "Service", "api").spec as { sessionAffinity: string }).sessionAffinity;
+    assert.equal(affinity(clustered), "ClientIP");
+    assert.equal(affinity(alone), "None");
+    assert.equal(affinity(none), "None");
+  });
+
   it("refuses replicas without the cluster, and the cluster without an external broker", async () => {
     const cases: [string[], RegExp][] = [
       [["--set", "config.Cluster.Enabled=false"], /replicaCount above 1 needs the cluster/],
