@@ -16,6 +16,7 @@ import { EtcdCluster } from "./etcd.js";
 import { Mosquitto } from "./mosquitto.js";
 import { Recorder } from "./mqtt-client.js";
 import { freePort } from "./repo.js";
+import { waitFor } from "./wait.js";
 
 export const PARENT = "pdu";
 
@@ -223,6 +224,28 @@ export class ReplicaFleet {
       map.set(match[1]!, ready);
     }
     return map;
+  }
+
+  /**
+   * Waits until every bucket is held by the named replicas, each holding within one of the others,
+   * and returns the holders and how many each holds.
+   */
+  async balanced(names: readonly string[], timeoutMs = 40_000) {
+    return waitFor(
+      async () => {
+        const holders = await this.holders();
+        if (holders.size !== this.options.buckets) return undefined;
+        const counts = new Map(names.map((n) => [n, 0]));
+        for (const member of holders.values()) {
+          if (!counts.has(member)) return undefined;
+          counts.set(member, (counts.get(member) ?? 0) + 1);
+        }
+        const values = [...counts.values()];
+        return Math.max(...values) - Math.min(...values) <= 1 ? { holders, counts } : undefined;
+      },
+      `every bucket held by ${names.join(", ")} within one of even`,
+      timeoutMs,
+    );
   }
 
   /** Member → buckets held, from the leases. */

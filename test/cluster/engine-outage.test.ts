@@ -29,25 +29,6 @@ interface Sent {
   readonly at: number;
 }
 
-/** Waits until every bucket is held by the named replicas within one of even. */
-async function balanced(fleet: ReplicaFleet, timeoutMs = 40_000): Promise<Map<number, string>> {
-  return waitFor(
-    async () => {
-      const holders = await fleet.holders();
-      if (holders.size !== BUCKETS) return undefined;
-      const counts = new Map<string, number>(NAMES.map((n) => [n, 0]));
-      for (const member of holders.values()) {
-        if (!counts.has(member)) return undefined;
-        counts.set(member, (counts.get(member) ?? 0) + 1);
-      }
-      const values = [...counts.values()];
-      return Math.max(...values) - Math.min(...values) <= 1 ? holders : undefined;
-    },
-    `every bucket held by ${NAMES.join(", ")} within one of even`,
-    timeoutMs,
-  );
-}
-
 async function get(port: number | null, path: string, init: RequestInit = {}) {
   assert.ok(port !== null, "the replica listens");
   const response = await fetch(`http://127.0.0.1:${port}${path}`, {
@@ -208,7 +189,7 @@ describe("replicas while etcd fails", { timeout: 300_000 }, () => {
   });
 
   it("the etcd leader paused while commands arrive: no reboot twice, each one audited done executed once, writes go on under the new leader", async () => {
-    await balanced(fleet);
+    await fleet.balanced(NAMES);
     const since = Date.now();
     const stream = new CommandStream(fleet);
     stream.start(200);
@@ -221,7 +202,7 @@ describe("replicas while etcd fails", { timeout: 300_000 }, () => {
       await waitFor(() => stream.done, "every reboot sent", 30_000);
       stream.stop();
       assert.deepEqual(stream.failures, []);
-      await balanced(fleet);
+      await fleet.balanced(NAMES);
       await everyInstanceWrites(fleet, "under the new etcd leader");
       // Commands in flight end within their deadlines (RenewDeadline).
       await sleep(3000);
@@ -245,7 +226,7 @@ describe("replicas while etcd fails", { timeout: 300_000 }, () => {
 
   it("all of etcd stopped for 20 s: no write once renewals stopped, /readyz 503, health and metrics show it; then everything resumes", async () => {
     const renewDeadlineMs = fleet.options.renewDeadline * 1000;
-    await balanced(fleet);
+    await fleet.balanced(NAMES);
     // Steady state as operators see it.
     for (const name of NAMES) {
       const ready = await waitFor(
@@ -352,7 +333,7 @@ describe("replicas while etcd fails", { timeout: 300_000 }, () => {
     await fleet.etcd.waitHealthy();
 
     // Everything resumes: buckets held and spread, ready, polled by exactly one replica, written to.
-    await balanced(fleet, 60_000);
+    await fleet.balanced(NAMES, 60_000);
     for (const name of NAMES) {
       await waitFor(
         async () => (await get(fleet.get(name).healthPort, "/readyz")).status === 200,

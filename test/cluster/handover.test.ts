@@ -29,25 +29,6 @@ const isConfig = (topic: string) => topic.startsWith("homeassistant/") && topic.
 /** The instance a config topic belongs to (its node id is `<P>_<instance>`). */
 const instanceOf = (topic: string) => new RegExp(`^homeassistant/[^/]+/${PARENT}_([^/]+)/`).exec(topic)?.[1];
 
-/** Waits until every bucket is held by the named replicas within one of even. */
-async function balanced(fleet: ReplicaFleet, names: readonly string[], timeoutMs = 40_000) {
-  return waitFor(
-    async () => {
-      const holders = await fleet.holders();
-      if (holders.size !== BUCKETS) return undefined;
-      const counts = new Map(names.map((n) => [n, 0]));
-      for (const member of holders.values()) {
-        if (!counts.has(member)) return undefined;
-        counts.set(member, (counts.get(member) ?? 0) + 1);
-      }
-      const values = [...counts.values()];
-      return Math.max(...values) - Math.min(...values) <= 1 ? holders : undefined;
-    },
-    `every bucket held by ${names.join(", ")} within one of even`,
-    timeoutMs,
-  );
-}
-
 /** Latest retained payload per config topic seen by a recorder (empty payloads: cleared). */
 function retainedConfigs(messages: readonly Received[]): Map<string, string> {
   const map = new Map<string, string>();
@@ -133,7 +114,7 @@ describe("handovers Home Assistant does not notice", { timeout: 400_000 }, () =>
       pollInterval: POLL_MS / 1000,
     });
     await Promise.all(NAMES.map((n) => fleet.add(n)));
-    await balanced(fleet, NAMES);
+    await fleet.balanced(NAMES);
     // Discovery complete and quiet: every instance has configs, and none came for two seconds.
     baseline = await waitFor(
       () => {
@@ -172,9 +153,9 @@ describe("handovers Home Assistant does not notice", { timeout: 400_000 }, () =>
           `${name} released its leases before exiting`,
         );
         const others = NAMES.filter((n) => n !== name);
-        await balanced(fleet, others, 10_000);
+        await fleet.balanced(others, 10_000);
         await fleet.add(name);
-        await balanced(fleet, NAMES);
+        await fleet.balanced(NAMES);
       }
       await sleep(2 * POLL_MS);
       const end = Date.now();
@@ -216,7 +197,7 @@ describe("handovers Home Assistant does not notice", { timeout: 400_000 }, () =>
   });
 
   it("kill -9 and takeover: discovery complete and unchanged; only the new holders' own differing configs and ghosts are written", async () => {
-    const holders = await balanced(fleet, NAMES);
+    const { holders } = await fleet.balanced(NAMES);
     const victim = "r2";
     const bucketsOfVictim = new Set([...holders].filter(([, m]) => m === victim).map(([b]) => b));
     const ids = [...fleet.sims.keys()];
@@ -238,7 +219,7 @@ describe("handovers Home Assistant does not notice", { timeout: 400_000 }, () =>
       const watchFrom = w.messages.length;
       await fleet.get(victim).process.kill();
       const others = NAMES.filter((n) => n !== victim);
-      await balanced(fleet, others);
+      await fleet.balanced(others);
       // Its instances polled by the new holders, and their discovery checked.
       const since = Date.now();
       await waitFor(
@@ -298,7 +279,7 @@ describe("handovers Home Assistant does not notice", { timeout: 400_000 }, () =>
     const from = fleet.recorder.messages.length;
     fleet.get(first).process.signal("SIGTERM");
     await fleet.get(first).process.waitForExit(15_000);
-    await balanced(fleet, [last], 10_000);
+    await fleet.balanced([last], 10_000);
     await sleep(POLL_MS);
     assert.deepEqual(
       fleet.recorder.messages

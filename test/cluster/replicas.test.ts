@@ -12,25 +12,6 @@ import { sleep, waitFor } from "../../testkit/wait.js";
 
 const BUCKETS = 16;
 
-/** Waits until every bucket is held by the named replicas within one of even, and returns the counts. */
-async function balanced(fleet: ReplicaFleet, names: readonly string[], timeoutMs = 40_000) {
-  return waitFor(
-    async () => {
-      const holders = await fleet.holders();
-      if (holders.size !== BUCKETS) return undefined;
-      const counts = new Map(names.map((n) => [n, 0]));
-      for (const member of holders.values()) {
-        if (!counts.has(member)) return undefined;
-        counts.set(member, (counts.get(member) ?? 0) + 1);
-      }
-      const values = [...counts.values()];
-      return Math.max(...values) - Math.min(...values) <= 1 ? { holders, counts } : undefined;
-    },
-    `every bucket held by ${names.join(", ")} within one of even`,
-    timeoutMs,
-  );
-}
-
 /**
  * A window of `windowMs` in steady state: the buckets balanced among `names` and held by the same
  * replicas from 1.5 s before the window to its end (balance within one is reached while the
@@ -39,7 +20,7 @@ async function balanced(fleet: ReplicaFleet, names: readonly string[], timeoutMs
 async function steadyWindow(fleet: ReplicaFleet, names: readonly string[], windowMs = 3000) {
   return waitFor(
     async () => {
-      const { holders } = await balanced(fleet, names);
+      const { holders } = await fleet.balanced(names);
       await sleep(1500);
       const since = Date.now();
       await sleep(windowMs);
@@ -83,7 +64,7 @@ describe("three replicas share 60 instances on etcd", { timeout: 300_000 }, () =
       "every replica's member lease saying ready",
       30_000,
     );
-    const { counts } = await balanced(fleet, ["r1", "r2", "r3"]);
+    const { counts } = await fleet.balanced(["r1", "r2", "r3"]);
     assert.ok(
       [...counts.values()].every((n) => n === 5 || n === 6),
       JSON.stringify([...counts]),
@@ -121,7 +102,7 @@ describe("three replicas share 60 instances on etcd", { timeout: 300_000 }, () =
   });
 
   it("kill -9 of a holder: its instances are polled again by the others, no write by a replica not holding the lease, every MQTT reboot once at most", async () => {
-    const { holders } = await balanced(fleet, ["r1", "r2", "r3"]);
+    const { holders } = await fleet.balanced(["r1", "r2", "r3"]);
     const { bucketOf } = await import("../../src/cluster/assign.js");
     const victims = [...fleet.sims.keys()].filter((id) => holders.get(bucketOf(id, BUCKETS)) === "r2");
     assert.ok(victims.length > 0);
@@ -167,9 +148,9 @@ describe("three replicas share 60 instances on etcd", { timeout: 300_000 }, () =
 
   it("a fourth replica joining moves at most ceil(Buckets/4) + 2 buckets, all to it", async () => {
     await fleet.add("r2b");
-    const before = (await balanced(fleet, ["r1", "r3", "r2b"])).holders;
+    const before = (await fleet.balanced(["r1", "r3", "r2b"])).holders;
     await fleet.add("r4");
-    const after = (await balanced(fleet, ["r1", "r3", "r2b", "r4"])).holders;
+    const after = (await fleet.balanced(["r1", "r3", "r2b", "r4"])).holders;
     const moved = [...after].filter(([b, m]) => before.get(b) !== m);
     assert.ok(moved.length <= Math.ceil(BUCKETS / 4) + 2, `moved ${moved.length}`);
     assert.ok(
@@ -180,7 +161,7 @@ describe("three replicas share 60 instances on etcd", { timeout: 300_000 }, () =
 
   it("SIGSTOP of a holder past its lease with commands queued, then SIGCONT: the resumed replica writes and polls nothing it lost", async () => {
     const names = ["r1", "r3", "r2b", "r4"];
-    const { holders } = await balanced(fleet, names);
+    const { holders } = await fleet.balanced(names);
     const { bucketOf } = await import("../../src/cluster/assign.js");
     const victims = [...fleet.sims.keys()].filter((id) => holders.get(bucketOf(id, BUCKETS)) === "r3");
     assert.ok(victims.length > 0);
