@@ -5,10 +5,14 @@
  * `npm run bench -- --only fleet` measures them one after the other, which on a shared machine puts
  * minutes of drift into the ratio.
  *
- *   node dist/bench/poll-cpu.js [--pdus 250] [--window 40] [--frozen] [--profile] [--rounds 1] [--base DIR]
+ *   node dist/bench/poll-cpu.js [--pdus 250] [--window 40] [--frozen] [--profile] [--rounds 1] [--base DIR] [--base-first]
  *
  * --base DIR: also runs the bridge of another build (DIR is its dist/, e.g. of the commit before a
- * change) beside the others, and prints this build's CPU over that one's.
+ * change) beside the others, started the same way (same environment, same options), and prints this
+ * build's CPU over that one's per round and their mean over the unprofiled rounds.
+ * --base-first: starts the base build before this one. The figure of an A/B comparison is the mean
+ * of a run in each order; an A/A run (`--base` of this build's own dist/) shows what is left of a
+ * program's place in the run (docs/performance.md).
  * --frozen: the simulators' `frozen` option, so no value ever changes (the "nothing changes" case).
  * --profile: also writes CPU profiles of the bridge, the naive floor and the base build over the
  * last window (slows them: the ratio of a profiled round is printed but is not the figure).
@@ -22,10 +26,18 @@ import { parseArgs } from "node:util";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { startSimulator, type Simulator } from "../src/simulator/index.js";
-import { DEFAULT_NODE_OPTIONS } from "../src/runtime.js";
 import { startBridge, writeBridgeConfig } from "./lib/bridge.js";
 import { startBroker } from "./lib/broker.js";
-import { DIST, IpcChild, serveIpc, signalReady, sleep, spawnNode, stopChild } from "./lib/child.js";
+import {
+  DIST,
+  IpcChild,
+  serveIpc,
+  signalReady,
+  sleep,
+  spawnNode,
+  stopChild,
+  type LoggedChild,
+} from "./lib/child.js";
 import { InspectorProfiler } from "./lib/inspector-profile.js";
 import { sampleProc } from "./lib/proc.js";
 import { formatSummary, summariseProfile } from "./lib/profile-summary.js";
@@ -78,6 +90,7 @@ async function main(): Promise<void> {
       frozen: { type: "boolean", default: false },
       profile: { type: "boolean", default: false },
       base: { type: "string" },
+      "base-first": { type: "boolean", default: false },
     },
   });
   const pdus = Number(values.pdus);
@@ -102,26 +115,25 @@ async function main(): Promise<void> {
   });
   await baseline.waitForLog("ready", 30_000);
   const config = writeBridgeConfig({ dir, name: "bridge", ports, broker, pollIntervalS: INTERVAL_S });
-  const bridge = await startBridge({
-    configFile: config,
-    logFile: join(dir, "bridge.log"),
-    nodeArgs: values.profile ? ["--inspect=127.0.0.1:0"] : [],
-  });
+  const startThis = () =>
+    startBridge({
+      configFile: config,
+      logFile: join(dir, "bridge.log"),
+      nodeArgs: values.profile ? ["--inspect=127.0.0.1:0"] : [],
+    });
   // --base <dist>: the same bridge from another build (e.g. the commit before a change), running
   // beside it, so that a change is measured against the code it replaces in the same window.
-  const base =
-    values.base === undefined
-      ? null
-      : spawnNode(
-          resolve(values.base, "src/main.js"),
-          ["--config", writeBridgeConfig({ dir, name: "base", ports, broker, pollIntervalS: INTERVAL_S })],
-          {
-            logFile: join(dir, "base.log"),
-            env: { ...process.env, NODE_OPTIONS: DEFAULT_NODE_OPTIONS },
-            nodeArgs: values.profile ? ["--inspect=127.0.0.1:0"] : [],
-          },
-        );
-  await base?.waitForLog("pdu-bridge started", 30_000);
+  const startBase = (dist: string) =>
+    startBridge({
+      configFile: writeBridgeConfig({ dir, name: "base", ports, broker, pollIntervalS: INTERVAL_S }),
+      logFile: join(dir, "base.log"),
+      nodeArgs: values.profile ? ["--inspect=127.0.0.1:0"] : [],
+      dist,
+    });
+  let base: LoggedChild | null = null;
+  if (values.base !== undefined && values["base-first"]) base = await startBase(values.base);
+  const bridge = await startThis();
+  if (values.base !== undefined && !values["base-first"]) base = await startBase(values.base);
   const profiler = values.profile ? await InspectorProfiler.attach(() => bridge.log()) : null;
   const naiveProfiler = values.profile ? await InspectorProfiler.attach(() => baseline.log()) : null;
   const baseProfiler =
@@ -132,6 +144,7 @@ async function main(): Promise<void> {
   // Warm-up: discovery is out and every PDU was polled a few times by both.
   await sleep(Math.max(45, pdus / 25) * 1000);
   try {
+    const ratios: number[] = [];
     for (let round = 1; round <= rounds; round++) {
       const profiling = profiler !== null && round === rounds;
       if (profiling) await Promise.all([profiler.start(), naiveProfiler?.start(), baseProfiler?.start()]);
@@ -155,6 +168,7 @@ async function main(): Promise<void> {
       const expected = (programs * pdus * windowS) / INTERVAL_S;
       const perPoll = (cpu: number) => ((cpu * 1000) / (polls / programs)).toFixed(3);
       const baseCpu = a0 === null || a1 === null ? null : a1.cpuSeconds - a0.cpuSeconds;
+      if (baseCpu !== null && !profiling) ratios.push(bridgeCpu / baseCpu);
       log(
         `round ${round}${profiling ? " (profiled)" : ""}: bridge ${bridgeCpu.toFixed(2)} s (${perPoll(bridgeCpu)} ms/poll), ` +
           `naive ${naiveCpu.toFixed(2)} s (${perPoll(naiveCpu)} ms/poll), ratio ${(bridgeCpu / naiveCpu).toFixed(3)}; ` +
@@ -178,6 +192,13 @@ async function main(): Promise<void> {
           log(`base build profile: ${baseFile}\n${formatSummary(summariseProfile(baseProfile, 30), 30)}`);
         }
       }
+    }
+    if (ratios.length > 0) {
+      const mean = ratios.reduce((a, b) => a + b, 0) / ratios.length;
+      log(
+        `bridge/base over ${ratios.length} unprofiled round(s), ${values["base-first"] ? "base started first" : "this build started first"}: ` +
+          `mean ${mean.toFixed(3)}, min ${Math.min(...ratios).toFixed(3)}, max ${Math.max(...ratios).toFixed(3)}`,
+      );
     }
   } finally {
     profiler?.close();

@@ -93,12 +93,14 @@ export async function startBridge(options: {
    * by itself still apply).
    */
   flags?: BridgeFlags;
+  /** The dist/ folder of the build to run (default: this one's). */
+  dist?: string;
 }): Promise<LoggedChild> {
   const nodeArgs = options.nodeArgs ?? [];
   const env = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_") && k !== "NODE_OPTIONS"),
   );
-  const bridge = spawnNode(resolve(DIST, "src/main.js"), ["--config", options.configFile], {
+  const bridge = spawnNode(resolve(options.dist ?? DIST, "src/main.js"), ["--config", options.configFile], {
     logFile: options.logFile,
     nodeArgs,
     // The API key and PDU credentials are in the file; keep SERVICE_* from the caller's shell out.
