@@ -1,5 +1,5 @@
 /**
- * The error model of both listeners (contract §4 "Errors"): every error is an RFC 9457
+ * The error model of both listeners (docs/http.md, "Errors"): every error is an RFC 9457
  * `application/problem+json` object `{type, title, status, detail}` whose `detail` tells the caller
  * what to fix. Internal failures are logged and answered with a generic 500: never a stack trace,
  * never an exception message that was not written for the caller.
@@ -12,7 +12,7 @@ import { DUPLICATE_KEY_CODE } from "./json-body.js";
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
-/** Largest request body accepted (contract §4: 413 over 64 KiB). */
+/** Largest request body accepted (docs/http.md, "Errors": 413 over 64 KiB). */
 export const BODY_LIMIT = 65536;
 
 /** Prefix of every problem `type`: a tag URI (RFC 4151), stable and deliberately not a URL. */

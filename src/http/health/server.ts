@@ -1,5 +1,5 @@
 /**
- * The health listener (contract §5): liveness, readiness and the integrations report. It reads
+ * The health listener (docs/http.md, "Health listener"): liveness, readiness and the integrations report. It reads
  * state only, so it keeps answering when the API is off and when MQTT or every PDU is down.
  */
 import Type from "typebox";
