@@ -81,6 +81,8 @@ export interface DeviceSpec {
   readonly system?: PduSystem;
   /** OneView member reached through the master (null/undefined: the polled unit itself). */
   readonly proxied?: boolean;
+  /** {@link Device.canResetOutletEnergy}; default true (as a Geist unit). */
+  readonly canResetOutletEnergy?: boolean;
 }
 
 export function device(spec: DeviceSpec): Device {
@@ -111,6 +113,7 @@ export function device(spec: DeviceSpec): Device {
     alarm: spec.alarm ?? CLEAR_ALARM,
     order: 1,
     outletControlEnabled: true,
+    canResetOutletEnergy: spec.canResetOutletEnergy ?? true,
     lifetimeEnergy: 123456,
     system: spec.system ?? system("Rack PDU A", `SER-${spec.id}`),
     route: spec.proxied === true ? { hostKey: `host-${spec.id}`, webPort: 8001, httpsPort: 0 } : null,

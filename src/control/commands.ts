@@ -7,6 +7,7 @@
  * driver call it makes, and a test (docs/architecture.md, "Adding a command").
  */
 import type { OutletTarget, PduDriver } from "../pdu/driver.js";
+import type { Device, DeviceCapability } from "../pdu/model.js";
 
 /** What a command's driver call gets: the driver's writes. */
 export type CommandDriver = Pick<
@@ -85,6 +86,12 @@ export interface CommandRow {
   readonly latches: "on" | "off" | null;
   /** Refused (409, nothing sent) for a `Protected` outlet or group, or a group with a protected outlet. */
   readonly refusedWhenProtected: boolean;
+  /**
+   * What the outlet's device must be able to do (a {@link DeviceCapability} of the model) for the
+   * command to be offered: where it cannot, Home Assistant discovery announces no entity for it and
+   * the console shows no button, and the driver refuses it (409, nothing sent). null: every device.
+   */
+  readonly needs: DeviceCapability | null;
   /** The driver call for one outlet. */
   readonly call: (driver: CommandDriver, target: OutletTarget, signal: AbortSignal) => Promise<void>;
 }
@@ -110,6 +117,7 @@ export const COMMANDS = [
     oncePerRebootDelay: false,
     latches: "on",
     refusedWhenProtected: false,
+    needs: null,
     call: (driver, target, signal) => driver.controlOutlet(target, "on", signal),
   },
   {
@@ -129,6 +137,7 @@ export const COMMANDS = [
     oncePerRebootDelay: false,
     latches: "off",
     refusedWhenProtected: true,
+    needs: null,
     call: (driver, target, signal) => driver.controlOutlet(target, "off", signal),
   },
   {
@@ -170,6 +179,7 @@ export const COMMANDS = [
     oncePerRebootDelay: true,
     latches: null,
     refusedWhenProtected: true,
+    needs: null,
     call: (driver, target, signal) => driver.controlOutlet(target, "reboot", signal),
   },
   {
@@ -196,6 +206,7 @@ export const COMMANDS = [
     oncePerRebootDelay: false,
     latches: null,
     refusedWhenProtected: false,
+    needs: "canResetOutletEnergy",
     call: (driver, target, signal) => driver.resetOutletEnergy(target, signal),
   },
 ] as const satisfies readonly CommandRow[];
@@ -226,6 +237,11 @@ export const GROUP_ACTIONS: readonly string[] = GROUP_ROWS.map((c) => c.name);
 /** Distinct MQTT command levels of a kind of target, in table order. */
 export function mqttLevels(kind: TargetKind): readonly string[] {
   return [...new Set(commandsFor(kind).map((c) => formOf(c, kind)!.mqtt.level))];
+}
+
+/** Whether the command is offered on an outlet of the device: it needs nothing the device cannot do. */
+export function offeredOn(row: Pick<CommandRow, "needs">, device: Pick<Device, DeviceCapability>): boolean {
+  return row.needs === null || device[row.needs];
 }
 
 export function formOf(row: CommandRow, kind: TargetKind): CommandForm | null {

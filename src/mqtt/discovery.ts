@@ -11,7 +11,7 @@
  * device but creates no new entities.
  */
 import { createHash } from "node:crypto";
-import { commandsFor } from "../control/commands.js";
+import { commandsFor, offeredOn } from "../control/commands.js";
 import {
   DELAY_MAX,
   LABEL_MAX,
@@ -52,6 +52,8 @@ interface DeviceShape {
   readonly serialNumber: string;
   readonly firmwareVersion: string;
   readonly hardwareVersion: string;
+  /** The model's capability: without it the outlets' reset button (`needs` of its row) is not announced. */
+  readonly canResetOutletEnergy: boolean;
   readonly outlets: readonly {
     readonly index: number;
     readonly label: string;
@@ -134,6 +136,7 @@ export function discoveryShape(
       serialNumber: d.system.serialNumber,
       firmwareVersion: d.system.firmwareVersion,
       hardwareVersion: d.system.hardwareVersion,
+      canResetOutletEnergy: d.canResetOutletEnergy,
       outlets: d.outlets.map((o) => ({
         index: o.index,
         // An override's Name names the outlet's Home Assistant device as the PDU's label would.
@@ -244,7 +247,7 @@ export function buildDiscovery(
     for (const o of d.outlets) {
       const outlet = outletBlock(b, d, o, shape.vendor);
       if (actionsEnabled) {
-        addOutletCommands(b, d.id, o.index, outlet);
+        addOutletCommands(b, d, o.index, outlet);
         addOutletSettings(b, d.id, o, outlet);
       } else addOutletPowerSensor(b, d.id, o.index, outlet);
       addOutletSensors(b, d.id, o, outlet);
@@ -434,10 +437,14 @@ function outletBlock(b: Builder, d: DeviceShape, o: OutletShape, vendor: Vendor)
   });
 }
 
-/** The outlet's power switch and one button per button command of the table. */
-function addOutletCommands(b: Builder, deviceId: string, index: number, outlet: string): void {
+/**
+ * The outlet's power switch and one button per button command of the table that the device can
+ * carry out ({@link offeredOn}); a button that stops being offered is cleared like any config gone.
+ */
+function addOutletCommands(b: Builder, d: DeviceShape, index: number, outlet: string): void {
   const { topics, instanceId } = b;
-  const rows = commandsFor("outlet");
+  const deviceId = d.id;
+  const rows = commandsFor("outlet").filter((r) => offeredOn(r, d));
   const switched = rows.filter((r) => r.outlet?.homeAssistant.entity === "switch");
   const on = switched.find((r) => r.latches === "on")?.outlet?.mqtt;
   const off = switched.find((r) => r.latches === "off")?.outlet?.mqtt;

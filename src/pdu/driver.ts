@@ -83,7 +83,11 @@ export interface PduDriver {
   poll(signal?: AbortSignal): Promise<Snapshot>;
   /** Switches or power-cycles one outlet now. */
   controlOutlet(target: OutletTarget, action: SwitchAction, signal?: AbortSignal): Promise<void>;
-  /** Resets the outlet's accumulated statistics (energy). */
+  /**
+   * Resets the outlet's accumulated statistics (energy). A driver says whether it can in its
+   * snapshots' `Device.canResetOutletEnergy` (the surfaces offer the command only there); where it
+   * cannot, it refuses (`refused`, naming the model and why) before anything is sent.
+   */
   resetOutletEnergy(target: OutletTarget, signal?: AbortSignal): Promise<void>;
   /** Changes outlet settings; absent: the family cannot, and the request is refused (502). */
   setOutletSettings?(target: OutletTarget, settings: OutletSettings, signal?: AbortSignal): Promise<void>;

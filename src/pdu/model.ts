@@ -138,6 +138,13 @@ export interface Entity {
  */
 export type DeviceRoute = Readonly<Record<string, unknown>>;
 
+/**
+ * The fields of {@link Device} that say what its driver can do for its outlets, each a boolean. A
+ * command row (src/control/commands.ts) names the one it needs; the surfaces that offer commands
+ * (Home Assistant discovery, the console) offer it only where the device's field is true.
+ */
+export type DeviceCapability = "canResetOutletEnergy";
+
 /** Who makes the PDU, as Home Assistant discovery names it; supplied by the driver. */
 export interface Vendor {
   /** `manufacturer` of the Home Assistant devices (`Vertiv`); a unit's OEM is added in parentheses. */
@@ -163,6 +170,20 @@ export interface Device {
    * switching, so control requests are refused before any write. Missing counts as enabled.
    */
   readonly outletControlEnabled: boolean;
+  /**
+   * Whether the driver can reset one outlet's accumulated energy statistics on this device (the
+   * `resetStats` command): Geist units can, an SNMP family only where its MIB has a per-outlet
+   * reset (docs/snmp.md). False: the console offers no reset button and Home Assistant discovery
+   * announces no reset button for the device's outlets, and the driver refuses the command before
+   * anything is sent.
+   *
+   * Per device, not per instance: a device is where the model keeps what writes its outlets take
+   * (as {@link outletControlEnabled}), and it is what every surface already holds when it lists an
+   * outlet's commands, so none of them needs the instance's snapshot beside the outlet. Every device
+   * of an instance has the same value today (one driver, one SNMP profile); the model does not rely
+   * on it.
+   */
+  readonly canResetOutletEnergy: boolean;
   /** `lifetimeEnergy` parsed from its string, or null when absent or not an integer. */
   readonly lifetimeEnergy: number | null;
   /** Identity of the unit this device lives in (the member in OneView mode). */

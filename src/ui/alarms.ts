@@ -104,7 +104,7 @@ const wireCommands = (kind: "outlet" | "group"): WireCommand[] =>
   commandsFor(kind).flatMap((row) => {
     const form = kind === "outlet" ? row.outlet : row.group;
     if (form === null) return [];
-    return [{ name: row.name, ...form.console, latches: row.latches }];
+    return [{ name: row.name, ...form.console, latches: row.latches, needs: row.needs }];
   });
 
 /** What the page needs besides the event stream: the command rows and the alarm lines. */

@@ -111,6 +111,7 @@ export function snapshotEventData(
         state: device.state,
         alarm: wireAlarm(device.alarm),
         outletControlEnabled: device.outletControlEnabled,
+        canResetOutletEnergy: device.canResetOutletEnergy,
         unit: wireUnit(device.system, device.route),
         outlets: device.outlets.map((outlet, o) => {
           const was = reported?.outlets[o];

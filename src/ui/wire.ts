@@ -72,6 +72,8 @@ export interface WireDevice {
   readonly state: string;
   readonly alarm: WireAlarm;
   readonly outletControlEnabled: boolean;
+  /** Whether the driver can reset an outlet's energy statistics (the model's `Device.canResetOutletEnergy`). */
+  readonly canResetOutletEnergy: boolean;
   readonly unit: WireUnit;
   readonly outlets: readonly WireOutlet[];
   readonly entities: readonly WireEntity[];
@@ -232,6 +234,8 @@ export interface WireCommand {
   readonly latches: "on" | "off" | null;
   /** How the button looks. */
   readonly tone: "on" | "off" | "restart" | "reset";
+  /** The device's field that must be true for the button to be shown (the row's `needs`); null: always. */
+  readonly needs: "canResetOutletEnergy" | null;
 }
 
 /** What the page is served with (a JSON block in `/ui/`). */

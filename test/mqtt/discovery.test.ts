@@ -219,6 +219,40 @@ describe("Home Assistant discovery (embedded broker, two instances)", () => {
     assert.equal(bridge.homeAssistant().enabled, true);
     assert.equal(bridge.homeAssistant().discoveryTopic, "homeassistant");
   });
+
+  it("clears the reset-statistics buttons when the device can no longer reset, and announces them again when it can", async () => {
+    const live = await connect(["homeassistant/button/pdu-bridge_rack-a/#"]);
+    const reset = (i: number) => `homeassistant/button/pdu-bridge_rack-a/outlet_DEV1_${i}_reset-stats/config`;
+    const reboot = (i: number) => `homeassistant/button/pdu-bridge_rack-a/outlet_DEV1_${i}_reboot/config`;
+    await live.waitFor(reset(1), (m) => m.payload !== "");
+    const outlets = [outlet(0), outlet(1)];
+    // Polls of the changed device until discovery has caught up (the shape is checked every few polls).
+    const pollUntil = async (canResetOutletEnergy: boolean, done: () => boolean) => {
+      live.clear();
+      await waitFor(() => {
+        if (done()) return true;
+        store.recordSuccess(
+          "rack-a",
+          snapshot("rack-a", [device({ id: "DEV1", outlets, canResetOutletEnergy })]),
+        );
+        return false;
+      }, "discovery of the changed device");
+    };
+    const got = (topic: string, cleared: boolean) =>
+      live.on(topic).some((m) => (m.payload === "") === cleared);
+    await pollUntil(false, () => got(reset(0), true) && got(reset(1), true));
+    const later = await connect(["homeassistant/button/pdu-bridge_rack-a/#"]);
+    await later.waitFor(reboot(1));
+    await sleep(200);
+    const retained = [...later.latest("homeassistant/")].filter(([, m]) => m.payload !== "").map(([t]) => t);
+    assert.deepEqual(
+      retained.sort(),
+      [reboot(0), reboot(1)],
+      "the reboot buttons stay; no reset button is retained",
+    );
+    await pollUntil(true, () => got(reset(0), false) && got(reset(1), false));
+    assert.match(live.last(reset(0))?.payload ?? "", /"name":"Reset statistics"/);
+  });
 });
 
 describe("discovery payloads (pure)", () => {

@@ -375,6 +375,8 @@ function deviceOf(
     alarm: alarmOf(d, path, w),
     order: toNumber(d.order),
     outletControlEnabled: conf.outletControlEnabled !== false,
+    // Every Geist unit resets an outlet's energy (the `resetStats` write of its API).
+    canResetOutletEnergy: true,
     lifetimeEnergy: toCounter(d.lifetimeEnergy),
     system,
     route,

@@ -289,7 +289,7 @@ export class SnmpDriver implements PduDriver {
       const why = profile?.resetStatsRefusal ?? "the family has no energy reset";
       throw new PduError(
         "refused",
-        `${this.#model(target.deviceId)} cannot reset one outlet's statistics: ${why}`,
+        `${this.#model(target.deviceId)} cannot reset one outlet's statistics: ${why}; nothing was sent`,
       );
     }
     const row = this.#rowOf(profile.outlets.table, target);

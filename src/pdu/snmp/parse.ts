@@ -503,6 +503,7 @@ function deviceOf(
     alarm: NO_ALARM,
     order: null,
     outletControlEnabled: true,
+    canResetOutletEnergy: profile.resetEnergy !== undefined,
     lifetimeEnergy: null,
     system,
     route: null,

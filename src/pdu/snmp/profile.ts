@@ -179,7 +179,8 @@ export interface SnmpProfile {
   readonly outletLabel?: CellRef & { readonly maxLength: number };
   /**
    * A per-outlet energy reset: SET `oid`.<the outlet's row index in the outlets table>[.`suffix`] to
-   * the INTEGER `value`. Absent: refused with `resetStatsRefusal`.
+   * the INTEGER `value`. Absent: the devices' `canResetOutletEnergy` is false (no reset button in
+   * the console or Home Assistant) and the command is refused with `resetStatsRefusal`.
    */
   readonly resetEnergy?: {
     readonly name: string;

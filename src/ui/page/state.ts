@@ -7,6 +7,7 @@ import type {
   SnapshotEventData,
   WireActiveAlarm,
   WireCommand,
+  WireDevice,
   WireInstanceStatus,
 } from "../wire.js";
 
@@ -46,6 +47,14 @@ export const alarmKey = (a: WireActiveAlarm): string => `${a.instanceId}\u0000${
 
 /** The command rows of a kind of target, in table order. */
 export const commandsOf = (kind: "outlet" | "group"): readonly WireCommand[] => bootstrap.commands[kind];
+
+/**
+ * The outlet commands the device can carry out: a row that needs a capability the device lacks
+ * (an SNMP family without a per-outlet energy reset) has no button at all, as a device with outlet
+ * control disabled has none.
+ */
+export const outletCommandsOf = (device: WireDevice): readonly WireCommand[] =>
+  bootstrap.commands.outlet.filter((row) => row.needs === null || device[row.needs]);
 
 export const commandOf = (name: string): WireCommand | undefined =>
   bootstrap.commands.outlet.find((c) => c.name === name) ??

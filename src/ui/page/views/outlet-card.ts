@@ -10,7 +10,7 @@ import type { ControlState } from "../control.js";
 import { commandButtons, outletKey, progressOf, updateButtons } from "../control.js";
 import { h, setClass, setText } from "../dom.js";
 import { measured } from "../format.js";
-import { commandsOf, href, state } from "../state.js";
+import { href, outletCommandsOf, state } from "../state.js";
 
 export interface OutletCard {
   readonly element: HTMLElement;
@@ -78,7 +78,7 @@ export function outletCard(
   let latest = { device, outlet };
   const buttons = controllable
     ? commandButtons(
-        commandsOf("outlet"),
+        outletCommandsOf(device),
         (row) => `${row.label} outlet ${outlet.index + 1}`,
         (row) => void outletAction(controls, instanceId, latest.device, latest.outlet, row),
       )

@@ -111,6 +111,7 @@ export function outletView(
             snapshot.actionsEnabled,
             mayControl(),
             device?.outletControlEnabled,
+            device?.canResetOutletEnergy,
             outlet !== undefined,
             outlet !== undefined && hasOwnName(outlet),
           ])

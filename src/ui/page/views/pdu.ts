@@ -275,6 +275,7 @@ function shapeOf(snapshot: SnapshotEventData | null): string {
       d.name,
       d.alarm.raised,
       d.outletControlEnabled,
+      d.canResetOutletEnergy,
       d.unit,
       shownOutlets(d).map((o) => o.index),
       shownEntities(d).map((e) => [e.key, e.load !== null]),
