@@ -30,6 +30,7 @@ import { connectAsync, type MqttClient } from "mqtt";
 import { bucketOf } from "../src/cluster/assign.js";
 import { EtcdLeaseStore } from "../src/cluster/etcd.js";
 import { ETCD, EtcdCluster } from "../testkit/etcd.js";
+import { bucketHolders, clusterConfigLines } from "../testkit/replica-fleet.js";
 import { waitFor } from "../testkit/wait.js";
 import { startBridge } from "./lib/bridge.js";
 import { startBroker, type Broker } from "./lib/broker.js";
@@ -726,7 +727,9 @@ function killRows(o: ClusterBenchOptions, kills: readonly KillRun[]): Row[] {
 /** Writes the configuration of one process and starts it (the image's NODE_OPTIONS). */
 async function startService(
   rig: Rig,
-  o: { name: string; member: string | null; tag: string; prefix?: string; timings?: LeaseTimings },
+  o: { name: string; tag: string } & (
+    { member: null } | { member: string; prefix: string; timings?: LeaseTimings }
+  ),
 ): Promise<LoggedChild> {
   const { ctx } = rig;
   const single = o.member === null;
@@ -762,15 +765,15 @@ async function startService(
   if (o.member !== null) {
     const t = o.timings ?? rig.o.timings;
     lines.push(
-      "Cluster:",
-      "  Enabled: true",
-      "  Backend: etcd",
-      `  MemberName: ${o.member}`,
-      `  Buckets: ${rig.o.buckets}`,
-      `  LeaseDurationSeconds: ${t.lease}`,
-      `  RenewDeadlineSeconds: ${t.renew}`,
-      `  RetryPeriodSeconds: ${t.retry}`,
-      `  Etcd: { Endpoints: ${JSON.stringify(rig.etcd.endpoints)}, Prefix: ${JSON.stringify(o.prefix)} }`,
+      ...clusterConfigLines({
+        member: o.member,
+        buckets: rig.o.buckets,
+        leaseDuration: t.lease,
+        renewDeadline: t.renew,
+        retryPeriod: t.retry,
+        endpoints: rig.etcd.endpoints,
+        prefix: o.prefix,
+      }),
     );
   }
   const configFile = join(ctx.workDir, `cluster-${o.tag}.yaml`);
@@ -813,15 +816,8 @@ class Leases {
   }
 
   /** Bucket → the member named in its lease (released leases left out). */
-  async holders(): Promise<Map<number, string>> {
-    const list = await this.#store.list(AbortSignal.timeout(5000));
-    const map = new Map<number, string>();
-    for (const lease of list.leases) {
-      const match = /^bucket-(\d+)$/.exec(lease.name);
-      const holder = lease.record?.holder ?? "";
-      if (match !== null && holder !== "") map.set(Number(match[1]), holder.split("/")[0] ?? "");
-    }
-    return map;
+  holders(): Promise<Map<number, string>> {
+    return bucketHolders(this.#store);
   }
 
   /**

@@ -20,33 +20,18 @@
  * bench/results/console-page-<timestamp>.json. --quick: 50 PDUs, one round, 10 s windows (a smoke
  * run of the harness, not a measurement). Needs /usr/bin/chromium and mosquitto.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { Page } from "playwright-core";
-import { DEFAULT_NODE_OPTIONS } from "../src/runtime.js";
 import { openBrowser } from "../testkit/browser.js";
-import { freePort } from "../testkit/repo.js";
-import { writeBridgeConfig } from "./lib/bridge.js";
-import { startBroker } from "./lib/broker.js";
-import { DIST, killAllStarted, sleep, spawnNode, stopChild } from "./lib/child.js";
-import { startSimFleet } from "./lib/sim-fleet.js";
+import { sleep } from "./lib/child.js";
+import { log, startConsoleRig } from "./lib/console-rig.js";
 
 const { values } = parseArgs({
   options: { quick: { type: "boolean", default: false }, rounds: { type: "string" } },
   strict: true,
 });
 const quick = values.quick === true;
-const pdus = quick ? 50 : 1000;
-const windowS = quick ? 10 : 60;
 const rounds = Math.max(1, Number(values.rounds ?? (quick ? 1 : 3)));
-const intervalS = 10;
-const log = (line: string) => process.stdout.write(`${line}\n`);
-process.on("SIGINT", () => {
-  killAllStarted();
-  process.exit(130);
-});
 
 const BASELINE_PATH = "/bench/fleet-baseline";
 const CONSOLE_MARK = "pdu-bridge:fleet-first-render";
@@ -96,27 +81,8 @@ interface PageResult {
   readonly eventsPerS: number;
 }
 
-const dir = mkdtempSync(join(tmpdir(), "pdu-bridge-bench-console-page-"));
-const broker = await startBroker("mosquitto");
-const fleet = await startSimFleet({ pdus, processes: quick ? 2 : 4, outlets: 24 });
-const apiPort = await freePort();
-const configFile = writeBridgeConfig({
-  dir,
-  name: "console-page",
-  ports: fleet.ports,
-  broker,
-  pollIntervalS: intervalS,
-  api: { port: apiPort },
-  logLevel: "info",
-});
-const bridge = spawnNode(resolve(DIST, "src/main.js"), ["--config", configFile], {
-  logFile: join(dir, "bridge.log"),
-  env: {
-    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_"))),
-    NODE_OPTIONS: DEFAULT_NODE_OPTIONS,
-  },
-});
-const origin = `http://127.0.0.1:${apiPort}`;
+const rig = await startConsoleRig({ name: "console-page", quick });
+const { pdus, windowS, intervalS, origin } = rig;
 
 /** Status events per second on a stream of our own over the same window. */
 async function countEvents(seconds: number): Promise<number> {
@@ -197,12 +163,10 @@ const median = (list: readonly number[]): number => {
 };
 
 try {
-  await bridge.waitForLog("pdu-bridge started", 180_000);
   log(
     `console-page: ${pdus} PDUs × 24 outlets every ${intervalS} s; ${rounds} round(s), windows of ${windowS} s`,
   );
-  await fleet.waitForPolls(1, 120_000);
-  await sleep(intervalS * 1000);
+  await rig.steady(1);
   const results: PageResult[] = [];
   for (let round = 1; round <= rounds; round++) {
     results.push(await measure("console", round));
@@ -240,16 +204,7 @@ try {
   log(
     `console-page: main thread ${summary.mainThreadPerSecond.consoleMs} ms per second of updates (baseline ${summary.mainThreadPerSecond.baselineMs} ms, ratio ${summary.mainThreadPerSecond.ratio})`,
   );
-  const file = join(
-    process.cwd(),
-    "bench",
-    "results",
-    `console-page-${new Date().toISOString().replace(/[:.]/g, "-")}.json`,
-  );
-  writeFileSync(file, JSON.stringify({ pdus, intervalS, windowS, rounds, quick, results, summary }, null, 2));
-  log(`console-page: results in ${file}`);
+  rig.writeResults({ pdus, intervalS, windowS, rounds, quick, results, summary });
 } finally {
-  await stopChild(bridge.child);
-  await fleet.close();
-  await broker.close();
+  await rig.close();
 }

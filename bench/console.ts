@@ -8,29 +8,19 @@
  * take every snapshot (no filter: the worst case). The streams are read by this process.
  */
 import http from "node:http";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { resolve } from "node:path";
-import { DEFAULT_NODE_OPTIONS } from "../src/runtime.js";
-import { writeBridgeConfig } from "./lib/bridge.js";
-import { startBroker } from "./lib/broker.js";
-import { DIST, killAllStarted, sleep, spawnNode, stopChild } from "./lib/child.js";
+import { sleep } from "./lib/child.js";
+import { log, startConsoleRig } from "./lib/console-rig.js";
 import { ProcMonitor } from "./lib/proc.js";
-import { pduId, startSimFleet } from "./lib/sim-fleet.js";
-import { freePort } from "../testkit/repo.js";
+import { pduId } from "./lib/sim-fleet.js";
 
 const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } }, strict: true });
-const quick = values.quick === true;
-const pdus = quick ? 50 : 1000;
-const windowS = quick ? 10 : 60;
-const intervalS = 10;
-const log = (line: string) => process.stdout.write(`${line}\n`);
-process.on("SIGINT", () => {
-  killAllStarted();
-  process.exit(130);
+const rig = await startConsoleRig({
+  name: "console",
+  quick: values.quick === true,
+  apiKey: "bench-console-key-0123456789abcd",
 });
+const { pdus, windowS, intervalS, apiPort, bridge } = rig;
 
 interface Stream {
   bytes: number;
@@ -51,39 +41,11 @@ function openStream(port: number, path: string): Stream {
   return Object.assign(stream, { request });
 }
 
-const dir = mkdtempSync(join(tmpdir(), "pdu-bridge-bench-console-"));
-const broker = await startBroker("mosquitto");
-const fleet = await startSimFleet({ pdus, processes: quick ? 2 : 4, outlets: 24 });
-const apiPort = await freePort();
-const configFile = writeBridgeConfig({
-  dir,
-  name: "console",
-  ports: fleet.ports,
-  broker,
-  pollIntervalS: intervalS,
-  api: { port: apiPort, apiKey: "bench-console-key-0123456789abcd" },
-  logLevel: "info",
-});
-// As lib/bridge.ts starts it, with a longer wait: 1000 PDUs on a busy machine take a while.
-const bridge = spawnNode(resolve(DIST, "src/main.js"), ["--config", configFile], {
-  logFile: join(dir, "bridge.log"),
-  env: {
-    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_"))),
-    NODE_OPTIONS: DEFAULT_NODE_OPTIONS,
-  },
-});
-await bridge.waitForLog("pdu-bridge started", 180_000).catch(async (error: unknown) => {
-  killAllStarted();
-  await fleet.close();
-  await broker.close();
-  throw error;
-});
 const monitor = new ProcMonitor(bridge.pid, 500);
 const rows: Record<string, unknown>[] = [];
 try {
   log(`console: ${pdus} PDUs × 24 outlets every ${intervalS} s; windows of ${windowS} s`);
-  await fleet.waitForPolls(2, 120_000);
-  await sleep(intervalS * 1000); // history rings allocated, steady state
+  await rig.steady(2);
 
   const measure = async (name: string, paths: string[]) => {
     const streams = paths.map((p) => openStream(apiPort, p));
@@ -123,17 +85,8 @@ try {
     "50 streams of every snapshot",
     Array.from({ length: 50 }, () => "/api/v1/events"),
   );
-  const file = join(
-    process.cwd(),
-    "bench",
-    "results",
-    `console-${new Date().toISOString().replace(/[:.]/g, "-")}.json`,
-  );
-  writeFileSync(file, JSON.stringify({ pdus, intervalS, windowS, rows }, null, 2));
-  log(`console: results in ${file}`);
+  rig.writeResults({ pdus, intervalS, windowS, rows });
 } finally {
   monitor.stop();
-  await stopChild(bridge.child);
-  await fleet.close();
-  await broker.close();
+  await rig.close();
 }

@@ -20,6 +20,47 @@ import { waitFor } from "./wait.js";
 
 export const PARENT = "pdu";
 
+/** A replica's `Cluster:` section on etcd (timings in seconds), as config lines. */
+export function clusterConfigLines(o: {
+  readonly member: string;
+  /** `Cluster.AdvertiseUrl`, or null for none. */
+  readonly advertiseUrl?: string | null;
+  readonly buckets: number;
+  readonly leaseDuration: number;
+  readonly renewDeadline: number;
+  readonly retryPeriod: number;
+  readonly endpoints: readonly string[];
+  readonly prefix: string;
+}): string[] {
+  return [
+    "Cluster:",
+    "  Enabled: true",
+    "  Backend: etcd",
+    `  MemberName: ${o.member}`,
+    ...(o.advertiseUrl === undefined || o.advertiseUrl === null ? [] : [`  AdvertiseUrl: ${o.advertiseUrl}`]),
+    `  Buckets: ${o.buckets}`,
+    `  LeaseDurationSeconds: ${o.leaseDuration}`,
+    `  RenewDeadlineSeconds: ${o.renewDeadline}`,
+    `  RetryPeriodSeconds: ${o.retryPeriod}`,
+    `  Etcd: { Endpoints: ${JSON.stringify(o.endpoints)}, Prefix: ${JSON.stringify(o.prefix)} }`,
+  ];
+}
+
+/**
+ * Bucket → the member named in its lease, read from the installation's leases as any client could
+ * (whether or not the lease is still valid; released leases left out).
+ */
+export async function bucketHolders(leases: EtcdLeaseStore): Promise<Map<number, string>> {
+  const list = await leases.list(AbortSignal.timeout(5000));
+  const map = new Map<number, string>();
+  for (const lease of list.leases) {
+    const match = /^bucket-(\d+)$/.exec(lease.name);
+    const holder = lease.record?.holder ?? "";
+    if (match !== null && holder !== "") map.set(Number(match[1]), holder.split("/")[0] ?? "");
+  }
+  return map;
+}
+
 export interface ReplicaFleetOptions {
   readonly instances: number;
   readonly buckets: number;
@@ -135,7 +176,6 @@ export class ReplicaFleet {
         : [
             `Api: { Enabled: true, Bind: 127.0.0.1, Port: ${apiPort}, ApiKey: ${JSON.stringify(key)}${o.listeners ? ", Worker: false" : ""} }`,
           ];
-    const q = (s: string) => JSON.stringify(s);
     const lines = [
       "Mqtt:",
       `  Connection: { Host: 127.0.0.1, Port: ${this.mqtt.port} }`,
@@ -145,16 +185,16 @@ export class ReplicaFleet {
         ? ["Health: { Enabled: true, Bind: 127.0.0.1, Port: 0 }", "Metrics: { Enabled: true }"]
         : ["Health: { Enabled: false }", "Metrics: { Enabled: false }"]),
       "Logging: { Level: info }",
-      "Cluster:",
-      "  Enabled: true",
-      "  Backend: etcd",
-      `  MemberName: ${name}`,
-      ...(apiPort === null ? [] : [`  AdvertiseUrl: http://127.0.0.1:${apiPort}`]),
-      `  Buckets: ${o.buckets}`,
-      `  LeaseDurationSeconds: ${o.leaseDuration}`,
-      `  RenewDeadlineSeconds: ${o.renewDeadline}`,
-      `  RetryPeriodSeconds: ${o.retryPeriod}`,
-      `  Etcd: { Endpoints: ${JSON.stringify(this.etcd.endpoints)}, Prefix: ${q(this.prefix)} }`,
+      ...clusterConfigLines({
+        member: name,
+        advertiseUrl: apiPort === null ? null : `http://127.0.0.1:${apiPort}`,
+        buckets: o.buckets,
+        leaseDuration: o.leaseDuration,
+        renewDeadline: o.renewDeadline,
+        retryPeriod: o.retryPeriod,
+        endpoints: this.etcd.endpoints,
+        prefix: this.prefix,
+      }),
       "Pdus:",
     ];
     for (const [id, sim] of this.sims) {
@@ -196,15 +236,8 @@ export class ReplicaFleet {
   }
 
   /** Bucket → the member named in its lease (whether or not it is still valid). */
-  async holders(): Promise<Map<number, string>> {
-    const list = await this.#leases.list(AbortSignal.timeout(5000));
-    const map = new Map<number, string>();
-    for (const lease of list.leases) {
-      const match = /^bucket-(\d+)$/.exec(lease.name);
-      const holder = lease.record?.holder ?? "";
-      if (match !== null && holder !== "") map.set(Number(match[1]), holder.split("/")[0] ?? "");
-    }
-    return map;
+  holders(): Promise<Map<number, string>> {
+    return bucketHolders(this.#leases);
   }
 
   /** Member name → whether its member lease says it is ready (what the buckets are spread over). */

@@ -95,6 +95,8 @@ export async function startBridge(options: {
   flags?: BridgeFlags;
   /** The dist/ folder of the build to run (default: this one's). */
   dist?: string;
+  /** How long the start may take, ms (default 30 s). */
+  startTimeoutMs?: number;
 }): Promise<LoggedChild> {
   const nodeArgs = options.nodeArgs ?? [];
   const env = Object.fromEntries(
@@ -108,7 +110,7 @@ export async function startBridge(options: {
     // come later on the command line and win).
     env: options.flags === "plain" ? env : { ...env, NODE_OPTIONS: DEFAULT_NODE_OPTIONS },
   });
-  await bridge.waitForLog("pdu-bridge started", 30_000);
+  await bridge.waitForLog("pdu-bridge started", options.startTimeoutMs ?? 30_000);
   return bridge;
 }
 

@@ -9,11 +9,11 @@ const LEAVES = ["log.ts", "paths.ts"];
 
 /**
  * The parts' shared seams at the top of src/: the event bus (the events' types and the bus), the
- * part lifecycle, the ownership seam (which instances this process owns) and the fencing seam's
- * error. Every part of the service may import them; the domain (pdu/, config/) and the simulator
- * do not.
+ * part lifecycle, the ownership seam (which instances this process owns), the fencing seam's
+ * error and the cluster's status. Every part of the service may import them; the domain (pdu/,
+ * config/) and the simulator do not.
  */
-const SEAMS = ["bus.ts", "lifecycle.ts", "ownership.ts", "fencing.ts"];
+const SEAMS = ["bus.ts", "lifecycle.ts", "ownership.ts", "fencing.ts", "cluster-status.ts"];
 
 /**
  * An area is a folder directly under src/ (its sub-folders belong to it), src/ui/page (the
@@ -27,6 +27,7 @@ export const ALLOWED = {
   "bus.ts": ["config", "control", "pdu", ...LEAVES],
   "ownership.ts": [],
   "fencing.ts": [],
+  "cluster-status.ts": [],
   "lifecycle.ts": [...LEAVES],
   config: ["pdu", ...LEAVES],
   pdu: ["config", ...LEAVES],

@@ -39,9 +39,11 @@ import {
   type LeaseWatch,
   type StoredLease,
 } from "./store.js";
+import type { ClusterStatus, MemberView } from "../cluster-status.js";
 import { FencingError } from "../fencing.js";
 
 export { FencingError };
+export type { ClusterStatus, MemberView };
 
 /** A write must start within this long of the renewal that allowed it (less when RenewDeadline is short). */
 export const START_WINDOW_MS = 1000;
@@ -84,36 +86,6 @@ export type ClusterEvent =
       readonly holdRelease?: (work: Promise<unknown>) => void;
     }
   | { readonly type: "members"; readonly members: readonly MemberView[] };
-
-export interface MemberView {
-  readonly name: string;
-  readonly ready: boolean;
-  /** This replica. */
-  readonly self: boolean;
-}
-
-export interface ClusterStatus {
-  readonly member: string;
-  readonly engine: string;
-  readonly state: "starting" | "running" | "stopping" | "stopped";
-  /** Why this replica holds nothing although it runs (bucket count mismatch, duplicate name), or null. */
-  readonly blocked: string | null;
-  /** The engine answered a list within RenewDeadline. */
-  readonly reachable: boolean;
-  /** Milliseconds since the engine last answered a list (on the monotonic clock), or null before it ever did. */
-  readonly lastAnswerAgeMs: number | null;
-  /** RenewDeadline in milliseconds: the limit `reachable` is judged by. */
-  readonly renewDeadlineMs: number;
-  readonly ready: boolean;
-  /** Buckets held now, ascending. */
-  readonly buckets: readonly number[];
-  /** Alive members of this installation as this replica sees them, by name. */
-  readonly members: readonly MemberView[];
-  /** Buckets acquired and lost by this replica since it started. */
-  readonly transitions: number;
-  /** The last engine error, while the engine is unreachable. */
-  readonly lastError: string | null;
-}
 
 /** What a fenced write gets: check it right before sending, pass its signal, call done() after. */
 export interface WriteGrant {

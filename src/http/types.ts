@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyBaseLogger, FastifyInstance, RawServerDefault } from "fastify";
 import type { EventBus } from "../bus.js";
+import type { ClusterStatus } from "../cluster-status.js";
 import type { Config } from "../config/schema.js";
 import type { ReplicaControl } from "../control/forward.js";
 import type { ControlService } from "../control/types.js";
@@ -50,35 +51,17 @@ export interface HttpMetrics {
 
 /**
  * This replica in the cluster (`Cluster.Enabled`, docs/cluster.md), as readiness and the
- * integrations report read it. Nothing in it is a secret: the engine's endpoints hold no
- * credentials (the configuration refuses them), and the report takes any user info out anyway.
+ * integrations report read it: the cluster's status (src/cluster-status.ts) and what the
+ * composition root adds. Nothing in it is a secret: the engine's endpoints hold no credentials (the
+ * configuration refuses them), and the report takes any user info out anyway.
  */
-export interface ClusterHealth {
-  readonly member: string;
+export interface ClusterHealth extends ClusterStatus {
   /** `Cluster.Backend`: etcd or kubernetes. */
   readonly backend: string;
-  /** The engine as the replica uses it (etcd endpoints and prefix, or namespace and lease prefix). */
-  readonly engine: string;
-  readonly state: "starting" | "running" | "stopping" | "stopped";
-  /** Why this replica holds nothing although it runs (another bucket count, its name taken), or null. */
-  readonly blocked: string | null;
-  /** The engine answered within RenewDeadline (judged from the replica's own rounds, no request of its own). */
-  readonly reachable: boolean;
-  /** Milliseconds since the engine last answered, or null before it ever did. */
-  readonly lastAnswerAgeMs: number | null;
-  readonly renewDeadlineMs: number;
   /** `Cluster.Buckets`. */
   readonly bucketCount: number;
-  /** Buckets held now, ascending. */
-  readonly buckets: readonly number[];
-  /** The configured instances of those buckets. */
+  /** The configured instances of the buckets held. */
   readonly instances: readonly string[];
-  /** The members this replica sees alive (itself included while its own lease is valid). */
-  readonly members: readonly { readonly name: string; readonly ready: boolean }[];
-  /** Buckets acquired and given up by this replica since it started. */
-  readonly transitions: number;
-  /** The last engine error while the engine is unreachable, else null. */
-  readonly lastError: string | null;
 }
 
 /** What the HTTP listeners read from the running service. */

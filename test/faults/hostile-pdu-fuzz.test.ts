@@ -17,13 +17,11 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import fc from "fast-check";
 import { PDU_BOUNDS } from "../../src/pdu/bounds.js";
-import { startSimulator, type SimulatorFault, type Simulator } from "../../src/simulator/index.js";
-import { BridgeProcess, pollCount, until, type Reading } from "../../testkit/faults-harness.js";
-import { Mosquitto } from "../../testkit/mosquitto.js";
-import { Recorder } from "../../testkit/mqtt-client.js";
+import type { SimulatorFault } from "../../src/simulator/index.js";
+import { pollCount, until, type Reading } from "../../testkit/faults-harness.js";
+import { HostileSimRig } from "../../testkit/hostile-sim-rig.js";
 import { failOnUnhandled } from "../../testkit/no-unhandled.js";
-import { freePort } from "../../testkit/repo.js";
-import { MB, RssSampler, rssBytes } from "../../testkit/rss.js";
+import { MB } from "../../testkit/rss.js";
 
 failOnUnhandled();
 
@@ -72,50 +70,27 @@ function faults(a: Answer): SimulatorFault[] {
 
 for (const brokerKind of ["mosquitto", "embedded"] as const) {
   describe(`fuzzing a PDU's answers up to the body cap (${brokerKind} broker)`, () => {
-    let mosquitto: Mosquitto | null = null;
-    let good: Simulator;
-    let bad: Simulator;
-    let bridge: BridgeProcess;
-    let watcher: Recorder;
-    let goodDevice: string;
+    let rig: HostileSimRig;
 
     before(async () => {
-      good = await startSimulator({ outlets: 4, seed: 91 });
-      bad = await startSimulator({ devices: 2, outlets: 4, seed: 92 });
-      goodDevice = good.deviceIds()[0]!;
-      mosquitto = brokerKind === "mosquitto" ? await Mosquitto.start() : null;
-      const broker = mosquitto ?? { host: "127.0.0.1", port: await freePort() };
-      bridge = await BridgeProcess.start(
-        {
-          broker,
-          embedded: mosquitto === null,
-          parentTopic: P,
-          pdus: [
-            { id: "good", sim: good, pollInterval: 1 },
-            { id: "bad", sim: bad, pollInterval: 1, timeout: 10 },
-          ],
-        },
-        `fuzz-${brokerKind}`,
-      );
-      await bridge.waitPolled(["good", "bad"]);
-      watcher = await Recorder.connect(broker, [`${P}/good/#`]);
-      await until(async () => (await bridge.readyz()).status === 200, "READY", 15_000);
+      rig = await HostileSimRig.start({
+        brokerKind,
+        parentTopic: P,
+        good: { outlets: 4, seed: 91 },
+        bad: { devices: 2, outlets: 4, seed: 92 },
+        badTimeout: 10,
+        name: `fuzz-${brokerKind}`,
+      });
     });
 
     after(async () => {
-      await watcher?.close();
-      await bridge?.close();
-      await mosquitto?.close();
-      await good?.close();
-      await bad?.close();
+      await rig?.close();
     });
 
     it(`${RUNS[brokerKind]} hostile answers: no crash, bounded memory, the healthy PDU unaffected`, async (t) => {
-      const pid = bridge.cli.child.pid!;
-      const base = rssBytes(pid)!;
-      const sampler = new RssSampler(pid);
+      const { bad, bridge } = rig;
       const outcomes = { kept: 0, refused: 0 };
-      try {
+      const rss = await rig.hostileSpell(async () => {
         await fc.assert(
           fc.asyncProperty(answer, async (a) => {
             const since = Date.now();
@@ -144,37 +119,18 @@ for (const brokerKind of ["mosquitto", "embedded"] as const) {
             }
             assert.equal(bridge.cli.exit, null, "the bridge runs");
             // The healthy PDU: polled, published, and the service READY over a connection never lost.
-            await until(
-              () =>
-                watcher
-                  .on(`${P}/good/${goodDevice}/outlets/0/measurements/realPower`)
-                  .some((m) => m.at > since),
-              "a new measurement of the healthy PDU",
-              15_000,
-            );
-            assert.equal((await bridge.instanceHealth("good")).lastError, null);
-            const ready = await bridge.readyz();
-            assert.equal(ready.status, 200, ready.text);
-            const connects = bridge.logLines().filter((l) => l.msg === "connected to MQTT broker").length;
-            assert.equal(connects, 1, "the bridge never reconnected to MQTT");
+            await rig.healthyAlongside(since);
           }),
           { numRuns: RUNS[brokerKind], endOnFailure: true },
         );
-      } finally {
-        sampler.stop();
-        await bad.setFault(null);
-      }
-      const growth = sampler.peak - base;
+      });
+      const growth = rss.peak - rss.base;
       t.diagnostic(
         `${brokerKind}: ${outcomes.kept} answers kept (within or brought within the bounds), ` +
-          `${outcomes.refused} refused; RSS ${Math.round(base / MB)} MB, peak +${Math.round(growth / MB)} MB`,
+          `${outcomes.refused} refused; RSS ${Math.round(rss.base / MB)} MB, peak +${Math.round(growth / MB)} MB`,
       );
       assert.ok(growth < RSS_GROWTH_LIMIT, `RSS grew by ${Math.round(growth / MB)} MB`);
-      await until(
-        async () => (await bridge.instanceHealth("bad")).lastError === null,
-        "the PDU answering well again",
-        15_000,
-      );
+      await rig.badAnsweringWell();
     });
   });
 }

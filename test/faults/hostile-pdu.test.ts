@@ -17,14 +17,11 @@
  * and published without the bridge reconnecting, and `/readyz` stays READY.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import { startSimulator, type Simulator } from "../../src/simulator/index.js";
-import { BridgeProcess, pollCount, until, type Reading } from "../../testkit/faults-harness.js";
-import { Mosquitto } from "../../testkit/mosquitto.js";
-import { Recorder } from "../../testkit/mqtt-client.js";
+import { after, before, describe, it, type TestContext } from "node:test";
+import { until, type Reading } from "../../testkit/faults-harness.js";
+import { HostileSimRig, type RssGrowth } from "../../testkit/hostile-sim-rig.js";
 import { failOnUnhandled } from "../../testkit/no-unhandled.js";
-import { freePort } from "../../testkit/repo.js";
-import { MB, RssSampler, rssBytes } from "../../testkit/rss.js";
+import { MB } from "../../testkit/rss.js";
 
 failOnUnhandled();
 
@@ -35,73 +32,33 @@ const RSS_GROWTH_LIMIT = 400 * MB;
 
 for (const brokerKind of ["mosquitto", "embedded"] as const) {
   describe(`a hostile PDU beside a healthy one (${brokerKind} broker)`, () => {
-    let mosquitto: Mosquitto | null = null;
-    let good: Simulator;
-    let bad: Simulator;
-    let bridge: BridgeProcess;
-    let watcher: Recorder;
-    let goodDevice: string;
+    let rig: HostileSimRig;
 
     before(async () => {
-      good = await startSimulator({ outlets: 4, seed: 41 });
-      bad = await startSimulator({ outlets: 4, seed: 42 });
-      goodDevice = good.deviceIds()[0]!;
-      mosquitto = brokerKind === "mosquitto" ? await Mosquitto.start() : null;
-      const broker = mosquitto ?? { host: "127.0.0.1", port: await freePort() };
-      bridge = await BridgeProcess.start(
-        {
-          broker,
-          embedded: mosquitto === null,
-          parentTopic: P,
-          pdus: [
-            { id: "good", sim: good, pollInterval: 1 },
-            { id: "bad", sim: bad, pollInterval: 1 },
-          ],
-        },
-        `bridge-${brokerKind}`,
-      );
-      await bridge.waitPolled(["good", "bad"]);
-      watcher = await Recorder.connect(broker, [`${P}/good/#`]);
-      await until(async () => (await bridge.readyz()).status === 200, "READY", 15_000);
+      rig = await HostileSimRig.start({
+        brokerKind,
+        parentTopic: P,
+        good: { outlets: 4, seed: 41 },
+        bad: { outlets: 4, seed: 42 },
+        name: `bridge-${brokerKind}`,
+      });
     });
 
     after(async () => {
-      await watcher?.close();
-      await bridge?.close();
-      await mosquitto?.close();
-      await good?.close();
-      await bad?.close();
+      await rig?.close();
     });
 
-    /** Waits until the hostile simulator has answered `n` more polls. */
-    const polls = async (n: number) => {
-      const start = pollCount(bad);
-      await until(() => pollCount(bad) >= start + n, `${n} polls of the hostile PDU`, 30_000);
-    };
-
-    /** The healthy PDU is still polled and published, the bridge never reconnected, READY. */
-    const healthyAlongside = async () => {
-      const since = Date.now();
-      const measurement = `${P}/good/${goodDevice}/outlets/0/measurements/realPower`;
-      await until(
-        () => watcher.on(measurement).some((m) => m.at > since),
-        "a new measurement of the healthy PDU",
-        15_000,
-      );
-      const goodHealth = await bridge.instanceHealth("good");
-      assert.equal(goodHealth.lastError, null);
-      const ready = await bridge.readyz();
-      assert.equal(ready.status, 200, ready.text);
-      const connects = bridge.logLines().filter((l) => l.msg === "connected to MQTT broker").length;
-      assert.equal(connects, 1, "the bridge never reconnected to MQTT");
-      assert.equal(bridge.cli.exit, null, "the bridge is running");
+    /** The bridge's memory over a hostile spell: reported, and bounded. */
+    const bounded = (t: TestContext, rss: RssGrowth) => {
+      const growth = `RSS ${Math.round(rss.base / MB)} MB, peak +${Math.round((rss.peak - rss.base) / MB)} MB`;
+      t.diagnostic(`${brokerKind}: ${growth} (${rss.samples} samples)`);
+      assert.ok(rss.peak - rss.base < RSS_GROWTH_LIMIT, growth);
     };
 
     it("a 6,000,000-character device id with 60 outlets: refused, the readings still answer", async (t) => {
-      await bad.setFault(["outlets:60", `huge-id:${HUGE}`]);
-      const sampler = new RssSampler(bridge.cli.child.pid!);
-      const base = rssBytes(bridge.cli.child.pid!)!;
-      try {
+      const { bad, bridge } = rig;
+      const rss = await rig.hostileSpell(async () => {
+        await bad.setFault(["outlets:60", `huge-id:${HUGE}`]);
         // The readings once the first hostile answer is refused: the last good snapshot (a poll
         // may complete between a read and the fault taking effect, so they are read after).
         await until(
@@ -112,7 +69,7 @@ for (const brokerKind of ["mosquitto", "embedded"] as const) {
         );
         const lastGood = await bridge.readings("bad");
         assert.ok(lastGood.length > 0);
-        await polls(3);
+        await rig.polls(3);
         for (const path of ["/api/v1/readings?instance=bad", "/api/v1/readings"]) {
           const answer = await bridge.api(path, { timeoutMs: 30_000 });
           assert.equal(answer.status, 200, `${path}: ${answer.text.slice(0, 300)}`);
@@ -130,27 +87,17 @@ for (const brokerKind of ["mosquitto", "embedded"] as const) {
           kept.map((r: Reading) => [r.deviceId, r.outletIndex, r.type, r.value]),
           lastGood.map((r: Reading) => [r.deviceId, r.outletIndex, r.type, r.value]),
         );
-        await healthyAlongside();
-      } finally {
-        sampler.stop();
-        await bad.setFault(null);
-      }
-      const growth = `RSS ${Math.round(base / MB)} MB, peak +${Math.round((sampler.peak - base) / MB)} MB`;
-      t.diagnostic(`${brokerKind}: ${growth} (${sampler.samples} samples)`);
-      assert.ok(sampler.peak - base < RSS_GROWTH_LIMIT, growth);
-      await until(
-        async () => (await bridge.instanceHealth("bad")).lastError === null,
-        "the PDU answering well again",
-        15_000,
-      );
+        await rig.healthyAlongside();
+      });
+      bounded(t, rss);
+      await rig.badAnsweringWell();
     });
 
     it("6,000,000-character labels: read as blank with a warning, memory bounded", async (t) => {
-      await bad.setFault(`huge-label:${HUGE}`);
-      const sampler = new RssSampler(bridge.cli.child.pid!);
-      const base = rssBytes(bridge.cli.child.pid!)!;
-      try {
-        await polls(4);
+      const { bad, bridge } = rig;
+      const rss = await rig.hostileSpell(async () => {
+        await bad.setFault(`huge-label:${HUGE}`);
+        await rig.polls(4);
         for (let i = 0; i < 3; i++) {
           const answer = await bridge.api("/api/v1/readings?instance=bad", { timeoutMs: 30_000 });
           assert.equal(answer.status, 200);
@@ -169,18 +116,13 @@ for (const brokerKind of ["mosquitto", "embedded"] as const) {
           problems.some((p) => /label of 6000000 characters is longer than \d+; read as blank/.test(p)),
           JSON.stringify(problems),
         );
-        await healthyAlongside();
+        await rig.healthyAlongside();
         // Logged once per place, not on every poll.
-        await polls(2);
+        await rig.polls(2);
         const lines = bridge.logLines().filter((l) => /read as blank/.test(String(l.problem)));
         assert.equal(lines.length, 2, "one line for the device's label, one for the outlet's");
-      } finally {
-        sampler.stop();
-        await bad.setFault(null);
-      }
-      const growth = `RSS ${Math.round(base / MB)} MB, peak +${Math.round((sampler.peak - base) / MB)} MB`;
-      t.diagnostic(`${brokerKind}: ${growth} (${sampler.samples} samples)`);
-      assert.ok(sampler.peak - base < RSS_GROWTH_LIMIT, growth);
+      });
+      bounded(t, rss);
     });
   });
 }

@@ -2,6 +2,7 @@
  * Readiness and the integrations report (contract §5), as pure functions of the service's state so
  * that the rules can be read (and tested) in one place. See docs/http.md "Health rules".
  */
+import type { MemberView } from "../../cluster-status.js";
 import type { ParseWarning } from "../../pdu/model.js";
 import type { InstanceStatus } from "../../poller/store.js";
 import type { ClusterHealth, HttpDeps } from "../types.js";
@@ -65,15 +66,15 @@ export interface Integration {
 }
 
 /** The `cluster` entry (`Cluster.Enabled`): this replica's part of the cluster besides status and detail. */
-export interface ClusterIntegration extends Integration {
-  readonly member: string;
-  readonly backend: string;
-  readonly engine: string;
-  readonly buckets: readonly number[];
-  readonly instances: readonly string[];
-  readonly members: readonly { readonly name: string; readonly ready: boolean }[];
-  readonly transitions: number;
-  readonly lastError: string | null;
+export interface ClusterIntegration
+  extends
+    Integration,
+    Pick<
+      ClusterHealth,
+      "member" | "backend" | "engine" | "buckets" | "instances" | "transitions" | "lastError"
+    > {
+  /** The members as the report shows them (without `self`). */
+  readonly members: readonly Pick<MemberView, "name" | "ready">[];
 }
 
 export interface IntegrationsReport {
