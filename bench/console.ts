@@ -19,19 +19,37 @@ const rig = await startConsoleRig({
   name: "console",
   quick: values.quick === true,
   apiKey: "bench-console-key-0123456789abcd",
+  // Each stream comes as from its own browser behind a reverse proxy on loopback: the service allows
+  // a few streams per client address, and every stream here leaves from 127.0.0.1.
+  trustedProxies: ["127.0.0.1"],
 });
 const { pdus, windowS, intervalS, apiPort, bridge } = rig;
 
 interface Stream {
   bytes: number;
   events: number;
+  /** The stream was refused (its answer was not 200). */
+  refused: boolean;
   readonly request: http.ClientRequest;
 }
 
-function openStream(port: number, path: string): Stream {
-  const stream: Stream = { bytes: 0, events: 0, request: null as unknown as http.ClientRequest };
-  const request = http.get({ host: "127.0.0.1", port, path, agent: false }, (response) => {
-    if (response.statusCode !== 200) log(`console: ${path} answered HTTP ${response.statusCode}`);
+/**
+ * Opens an event stream as the `n`th browser: its X-Forwarded-For names a documentation address
+ * (198.51.100.0/24, never contacted: it is only the header's text) that the proxy would have seen.
+ */
+function openStream(port: number, path: string, n: number): Stream {
+  const stream: Stream = {
+    bytes: 0,
+    events: 0,
+    refused: false,
+    request: null as unknown as http.ClientRequest,
+  };
+  const headers = { "x-forwarded-for": `198.51.100.${1 + (n % 250)}` };
+  const request = http.get({ host: "127.0.0.1", port, path, headers, agent: false }, (response) => {
+    if (response.statusCode !== 200) {
+      stream.refused = true;
+      log(`console: ${path} answered HTTP ${response.statusCode}`);
+    }
     response.on("data", (chunk: Buffer) => {
       stream.bytes += chunk.length;
       for (let i = chunk.indexOf("event: "); i >= 0; i = chunk.indexOf("event: ", i + 1)) stream.events++;
@@ -48,7 +66,7 @@ try {
   await rig.steady(2);
 
   const measure = async (name: string, paths: string[]) => {
-    const streams = paths.map((p) => openStream(apiPort, p));
+    const streams = paths.map((p, n) => openStream(apiPort, p, n));
     await sleep(2000);
     for (const s of streams) {
       s.bytes = 0;
@@ -60,6 +78,8 @@ try {
     const bytes = streams.reduce((n, s) => n + s.bytes, 0);
     const events = streams.reduce((n, s) => n + s.events, 0);
     for (const s of streams) s.request.destroy();
+    const refused = streams.filter((s) => s.refused).length;
+    if (refused > 0) throw new Error(`${name}: ${refused} of ${streams.length} streams refused`);
     const row = {
       name,
       streams: paths.length,

@@ -17,9 +17,16 @@ export interface BridgeConfigOptions {
   readonly ports: readonly number[];
   readonly broker: { readonly host: string; readonly port: number };
   readonly pollIntervalS: number;
-  /** REST API on this port (with this key, when given); omitted: API off. */
-  /** `worker`: Api.Worker (default false). */
-  readonly api?: { readonly port: number; readonly apiKey?: string; readonly worker?: boolean };
+  /**
+   * REST API on this port (with this key, when given); omitted: API off. `worker`: Api.Worker
+   * (default false); `trustedProxies`: Api.TrustedProxies (default none).
+   */
+  readonly api?: {
+    readonly port: number;
+    readonly apiKey?: string;
+    readonly worker?: boolean;
+    readonly trustedProxies?: readonly string[];
+  };
   /** ActionsEnabled (with the simulator's admin/admin credentials). */
   readonly actions?: boolean;
   readonly logLevel?: string;
@@ -65,6 +72,7 @@ export function writeBridgeConfig(o: BridgeConfigOptions): string {
       "  Bind: 127.0.0.1",
       `  ApiKey: ${JSON.stringify(o.api.apiKey ?? "")}`,
       `  Worker: ${o.api.worker === true}`,
+      `  TrustedProxies: ${JSON.stringify(o.api.trustedProxies ?? [])}`,
     );
   } else {
     lines.push("Api: { Enabled: false }");

@@ -43,6 +43,8 @@ export async function startConsoleRig(o: {
   readonly quick: boolean;
   /** The REST API's key (default none: control off). */
   readonly apiKey?: string;
+  /** Api.TrustedProxies (default none). */
+  readonly trustedProxies?: readonly string[];
 }): Promise<ConsoleRig> {
   process.on("SIGINT", () => {
     killAllStarted();
@@ -60,7 +62,11 @@ export async function startConsoleRig(o: {
     ports: fleet.ports,
     broker,
     pollIntervalS: intervalS,
-    api: o.apiKey === undefined ? { port: apiPort } : { port: apiPort, apiKey: o.apiKey },
+    api: {
+      port: apiPort,
+      ...(o.apiKey === undefined ? {} : { apiKey: o.apiKey }),
+      ...(o.trustedProxies === undefined ? {} : { trustedProxies: o.trustedProxies }),
+    },
     logLevel: "info",
   });
   // A longer wait than the other scenarios: 1000 PDUs on a busy machine take a while.
