@@ -11,10 +11,10 @@ import { API_CSP, API_JSON_HEADERS, CONSOLE_PREFIX } from "../http/listener.js";
 import { problem, sendProblem } from "../http/problem.js";
 import { clientAddressResolver } from "../http/api/key-guard.js";
 import { API_PATHS, API_ROUTES } from "../http/api/paths.js";
+import { API_ROUTE_SCHEMAS } from "../http/api/route-schemas.js";
 import type { HttpApp, HttpDeps, ListenerRoutes } from "../http/types.js";
 import { distSrcUrl } from "../paths.js";
 import { consoleBootstrap } from "./alarms.js";
-import { EVENTS_SCHEMA, HISTORY_SCHEMA } from "./route-schemas.js";
 import { ConsoleFeed } from "./feed.js";
 import type { ConsoleBootstrap, OutletHistory } from "./wire.js";
 
@@ -132,7 +132,7 @@ function registerEventsRoute(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed): v
   const resolveClient = clientAddressResolver(deps.config.Api.TrustedProxies);
   app.route({
     ...API_ROUTES.events,
-    schema: EVENTS_SCHEMA,
+    schema: API_ROUTE_SCHEMAS.events,
     handler: (request, reply) => {
       const { instance, snapshots } = request.query;
       if (instance !== undefined && !deps.store.get(instance)) {
@@ -164,7 +164,7 @@ function registerEventsRoute(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed): v
 function registerHistoryRoute(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed): void {
   app.route({
     ...API_ROUTES.outletHistory,
-    schema: HISTORY_SCHEMA,
+    schema: API_ROUTE_SCHEMAS.outletHistory,
     handler: (request, reply) => {
       const { id, deviceId } = request.params;
       const index = Number(request.params.index);

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import Fastify, { type FastifyInstance } from "fastify";
 import { SHARED_SCHEMAS } from "../../src/http/api/schemas.js";
-import { HEALTH_RESPONSE, READINGS_RESPONSE } from "../../src/http/api/reads.js";
+import { HEALTH_RESPONSE, READINGS_RESPONSE } from "../../src/http/api/read-schemas.js";
 import { buildApiServer } from "../../src/http/api/server.js";
 import { readingsJson } from "../../src/pdu/readings.js";
 import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";

@@ -3,42 +3,19 @@
  * instance's load report (src/pdu/load.ts; docs/alarms.md). An instance whose last poll failed keeps
  * the alarms of its last good snapshot, marked `stale`.
  */
-import Type from "typebox";
 import { alarmJson } from "../../pdu/load.js";
 import type { HttpApp } from "../types.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
 import { API_PATHS, API_ROUTES } from "./paths.js";
-import { INTERNAL_ERROR, jsonArray, problemResponse } from "./schemas.js";
+import { API_ROUTE_SCHEMAS } from "./route-schemas.js";
 
 export const ALARMS_PATH = API_PATHS.alarms;
 
 export function registerAlarmsRoute(app: HttpApp, deps: HttpDeps): void {
   app.route({
     ...API_ROUTES.alarms,
-    schema: {
-      summary: "Active alarms: loads against ratings, tripped breakers and what the PDUs report",
-      description:
-        "Every active alarm, critical first, then by instance (configuration order), device and place. " +
-        "`?instance=` limits it to one instance (matched case-insensitively). Thresholds: `Alarms` in the " +
-        "configuration; ratings: the PDU's, else `Pdus.<id>.Ratings`.",
-      operationId: "listAlarms",
-      tags: ["Alarms"],
-      querystring: Type.Object(
-        {
-          instance: Type.Optional(
-            Type.String({ minLength: 1, maxLength: 64, description: "Only this instance" }),
-          ),
-        },
-        { additionalProperties: false },
-      ),
-      response: {
-        200: jsonArray("Alarm", "The active alarms; [] when there are none"),
-        400: problemResponse("Unknown query parameter or empty instance"),
-        404: problemResponse("No such instance"),
-        500: INTERNAL_ERROR,
-      },
-    },
+    schema: API_ROUTE_SCHEMAS.alarms,
     handler: (request, reply) => {
       const wanted = request.query.instance;
       const all = deps.store.list();

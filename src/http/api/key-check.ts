@@ -10,7 +10,7 @@ import { problem, sendProblem } from "../problem.js";
 import type { HttpDeps } from "../types.js";
 import { API_PATHS, API_ROUTES } from "./paths.js";
 import { clientAddressResolver, keyMatcher, type FailedKeyLimiter } from "./key-guard.js";
-import { INTERNAL_ERROR, problemResponse, RetryAfterHeader } from "./schemas.js";
+import { API_ROUTE_SCHEMAS } from "./route-schemas.js";
 
 export const KEY_CHECK_PATH = API_PATHS.keyCheck;
 
@@ -20,22 +20,7 @@ export function registerKeyCheck(app: HttpApp, deps: HttpDeps, limiter: FailedKe
   const resolveClient = clientAddressResolver(deps.config.Api.TrustedProxies);
   app.route({
     ...API_ROUTES.keyCheck,
-    schema: {
-      summary: "Check an API key",
-      description:
-        "204 when `X-Api-Key` is the configured API key; nothing else happens. A wrong key counts towards " +
-        "the lock-out of the control endpoints (429 with Retry-After once an address is locked out).",
-      operationId: "checkApiKey",
-      tags: ["Control"],
-      security: [{ ApiKey: [] }],
-      response: {
-        204: { description: "The key is the configured one", type: "null" },
-        401: problemResponse("X-Api-Key missing or wrong"),
-        403: problemResponse("Control is disabled: no API key is configured"),
-        429: problemResponse("Too many wrong keys from this address", { "Retry-After": RetryAfterHeader }),
-        500: INTERNAL_ERROR,
-      },
-    },
+    schema: API_ROUTE_SCHEMAS.keyCheck,
     handler: (request, reply) => {
       if (configured === "") {
         const detail =

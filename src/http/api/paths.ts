@@ -1,10 +1,11 @@
 /**
- * The one table of the REST API's routes: each route's method and path pattern, by name. The
- * plugins register their handlers and schemas on these rows (`app.route({ ...API_ROUTES.readings,
- * schema, handler })`, so the OpenAPI document lists them), the fast path and the API worker match
- * the plain reads against them, and the web console's client builds its requests from them with
- * {@link fillPath}. It imports nothing: the console's browser bundle includes it (which is why the
- * schemas, typebox objects, stay with the plugins that register them).
+ * The one table of the REST API's routes: each route's method and path pattern, by name. Each
+ * route's schema is the row of the same name in `API_ROUTE_SCHEMAS` (route-schemas.ts, which has
+ * exactly these names); the plugins register their handlers on both rows (`app.route({
+ * ...API_ROUTES.readings, schema: API_ROUTE_SCHEMAS.readings, handler })`, so the OpenAPI document
+ * lists them), the fast path and the API worker match the plain reads against them, and the web
+ * console's client builds its requests from them with {@link fillPath}. It imports nothing: the
+ * console's browser bundle includes it, and the schemas (typebox objects) stay out of that bundle.
  */
 export const API_ROUTES = {
   instances: { method: "GET", url: "/api/v1/instances" },

@@ -1,6 +1,5 @@
 /** The read endpoints of the REST API: instances, health, snapshot ages, readings and alarms. */
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
-import Type from "typebox";
 import { API_JSON_HEADERS } from "../listener.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpApp, HttpDeps } from "../types.js";
@@ -8,15 +7,7 @@ import { registerAlarmsRoute } from "./alarms.js";
 import { iso, type ReadBodies } from "./cached-reads.js";
 import { API_ROUTES } from "./paths.js";
 import { fromReplica, readFromHolder } from "./replica-reads.js";
-import { INTERNAL_ERROR, json, jsonArray, problemResponse } from "./schemas.js";
-
-/**
- * The documented 200 answers of the two cached read routes. Their bodies are sent as cached bytes
- * (cached-reads.ts), not serialised through these; test/http/read-bodies.test.ts proves the bytes are what
- * fastify's serialisation of these schemas gives.
- */
-export const HEALTH_RESPONSE = json("Health", "Service health");
-export const READINGS_RESPONSE = jsonArray("Reading", "The readings; [] for an instance not polled yet");
+import { API_ROUTE_SCHEMAS } from "./route-schemas.js";
 
 export interface ReadRoutesOptions {
   readonly deps: HttpDeps;
@@ -37,13 +28,7 @@ export const readRoutes: FastifyPluginCallbackTypebox<ReadRoutesOptions> = (app,
 function registerInstancesRoute(app: HttpApp, deps: HttpDeps): void {
   app.route({
     ...API_ROUTES.instances,
-    schema: {
-      summary: "List the configured PDU instances",
-      description: "In the order of the configuration file.",
-      operationId: "listInstances",
-      tags: ["Status"],
-      response: { 200: jsonArray("Instance", "The configured instances"), 500: INTERNAL_ERROR },
-    },
+    schema: API_ROUTE_SCHEMAS.instances,
     handler: () =>
       deps.config.instances.map((i) => ({
         id: i.id,
@@ -60,12 +45,7 @@ function registerInstancesRoute(app: HttpApp, deps: HttpDeps): void {
 function registerHealthRoute(app: HttpApp, bodies: ReadBodies): void {
   app.route({
     ...API_ROUTES.health,
-    schema: {
-      summary: "Service health: uptime, MQTT connection and polls",
-      operationId: "getHealth",
-      tags: ["Status"],
-      response: { 200: HEALTH_RESPONSE, 500: INTERNAL_ERROR },
-    },
+    schema: API_ROUTE_SCHEMAS.health,
     handler: (_request, reply) => reply.headers(API_JSON_HEADERS).send(bodies.health()),
   });
 }
@@ -74,17 +54,7 @@ function registerSnapshotsRoute(app: HttpApp, deps: HttpDeps): void {
   const now = deps.now ?? Date.now;
   app.route({
     ...API_ROUTES.snapshots,
-    schema: {
-      summary: "Time and age of the latest snapshot of every instance",
-      description:
-        "One entry per configured instance, in configuration order; both null before its first poll.",
-      operationId: "listSnapshots",
-      tags: ["Status"],
-      response: {
-        200: jsonArray("SnapshotInfo", "One entry per configured instance"),
-        500: INTERNAL_ERROR,
-      },
-    },
+    schema: API_ROUTE_SCHEMAS.snapshots,
     handler: () => {
       const at = now();
       return deps.store.list().map((s) => ({
@@ -100,28 +70,7 @@ function registerSnapshotsRoute(app: HttpApp, deps: HttpDeps): void {
 function registerReadingsRoute(app: HttpApp, deps: HttpDeps, bodies: ReadBodies): void {
   app.route({
     ...API_ROUTES.readings,
-    schema: {
-      summary: "Numeric measurements of every outlet and entity",
-      description:
-        "One reading per numeric measurement in the latest snapshot of each instance (group rollups are not " +
-        "readings). Sorted by instance, device id, outlets before entities, outlet index, entity key, type.",
-      operationId: "listReadings",
-      tags: ["Readings"],
-      querystring: Type.Object(
-        {
-          instance: Type.Optional(
-            Type.String({ minLength: 1, description: "Only this instance (matched case-insensitively)" }),
-          ),
-        },
-        { additionalProperties: false },
-      ),
-      response: {
-        200: READINGS_RESPONSE,
-        400: problemResponse("Unknown query parameter or empty instance"),
-        404: problemResponse("No such instance"),
-        500: INTERNAL_ERROR,
-      },
-    },
+    schema: API_ROUTE_SCHEMAS.readings,
     handler: (request, reply) => {
       const wanted = request.query.instance;
       if (wanted === undefined) return reply.headers(API_JSON_HEADERS).send(bodies.allReadings());

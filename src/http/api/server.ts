@@ -4,7 +4,6 @@
  */
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
-import Type from "typebox";
 import {
   createHttpApp,
   DOCS_PREFIX,
@@ -22,6 +21,7 @@ import { registerKeyCheck } from "./key-check.js";
 import { readRoutes } from "./reads.js";
 import { FailedKeyLimiter } from "./key-guard.js";
 import { API_PATHS, API_ROUTES } from "./paths.js";
+import { API_ROUTE_SCHEMAS } from "./route-schemas.js";
 import { SHARED_SCHEMAS } from "./schemas.js";
 
 export const OPENAPI_PATH = API_PATHS.openApi;
@@ -83,17 +83,7 @@ async function registerDocs(app: HttpApp): Promise<void> {
 function registerDocumentRoutes(app: HttpApp): void {
   app.route({
     ...API_ROUTES.openApi,
-    schema: {
-      summary: "This OpenAPI 3.1 document",
-      operationId: "getOpenApiDocument",
-      tags: ["Documentation"],
-      response: {
-        200: {
-          description: "The OpenAPI document",
-          content: { "application/json": { schema: Type.Object({}, { additionalProperties: true }) } },
-        },
-      },
-    },
+    schema: API_ROUTE_SCHEMAS.openApi,
     handler: () => app.swagger(),
   });
   app.get("/", { schema: { hide: true } }, (_request, reply) => reply.redirect(DOCS_PREFIX, 302));

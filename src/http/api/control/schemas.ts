@@ -1,4 +1,8 @@
-/** The schemas of the control and settings routes: path parameters, bodies and documented answers. */
+/**
+ * The schemas of the control routes (an outlet's and a group's command) and of the key check, and
+ * what they share with the settings routes (settings-schemas.ts): path parameters, bodies and
+ * documented answers. The route table (../route-schemas.ts) gives them to the plugins.
+ */
 import Type from "typebox";
 import { GROUP_ACTIONS, OUTLET_ACTIONS } from "../../../control/types.js";
 import {
@@ -8,7 +12,7 @@ import {
   InstanceIdParam,
   OutletIndexParam,
 } from "../params.js";
-import { INTERNAL_ERROR, json, problemResponse, RetryAfterHeader, SettingsBody } from "../schemas.js";
+import { INTERNAL_ERROR, json, problemResponse, RetryAfterHeader } from "../schemas.js";
 
 export const OutletParams = Type.Object({
   id: InstanceIdParam,
@@ -63,15 +67,48 @@ export const controlResponses = (success: ReturnType<typeof json>, failureSchema
   504: problemResponse("The PDU did not answer in time", undefined, failureSchema),
 });
 
-/** The schema of a settings route (its `params` added by the route). */
-export const settingsSchema = (summary: string, description: string, operationId: string) => ({
-  summary,
+/** `POST /api/v1/instances/:id/outlets/:deviceId/:index/control`. */
+export const OUTLET_CONTROL_SCHEMA = {
+  summary: "Switch, reboot or reset the statistics of one outlet",
   description:
-    `${description} Needs \`X-Api-Key\` and an instance with \`ActionsEnabled: true\`; ` +
-    "values are never converted (a delay sent as a string is 400) and nothing is written unless all are valid.",
-  operationId,
-  tags: ["Settings"],
+    "Needs `X-Api-Key` and an instance with `ActionsEnabled: true`. `on`/`off` are reported as the " +
+    "outlet's state at once (latched until a poll agrees); `reboot` power-cycles; `resetStats` resets energy.",
+  operationId: "controlOutlet",
+  tags: ["Control"],
   security: [{ ApiKey: [] }],
-  body: SettingsBody,
-  response: controlResponses(json("SettingsResult", "Written; the settings as sent"), "Problem"),
-});
+  params: OutletParams,
+  body: OutletBody,
+  response: controlResponses(json("OutletControlResult", "Done"), "Problem"),
+};
+
+/** `POST /api/v1/instances/:id/groups/:groupKey/control`. */
+export const GROUP_CONTROL_SCHEMA = {
+  summary: "Switch or reboot every outlet of a OneView group",
+  description:
+    "Needs `X-Api-Key` and an instance with `ActionsEnabled: true`. A partial failure answers 502 with " +
+    "the result of every outlet in `outlets`.",
+  operationId: "controlGroup",
+  tags: ["Control"],
+  security: [{ ApiKey: [] }],
+  params: GroupParams,
+  body: GroupBody,
+  response: controlResponses(json("GroupControlResult", "Done on every member outlet"), "ControlProblem"),
+};
+
+/** `GET /api/v1/key`: the same checks as the control routes, without doing anything. */
+export const KEY_CHECK_SCHEMA = {
+  summary: "Check an API key",
+  description:
+    "204 when `X-Api-Key` is the configured API key; nothing else happens. A wrong key counts towards " +
+    "the lock-out of the control endpoints (429 with Retry-After once an address is locked out).",
+  operationId: "checkApiKey",
+  tags: ["Control"],
+  security: [{ ApiKey: [] }],
+  response: {
+    204: { description: "The key is the configured one", type: "null" },
+    401: problemResponse("X-Api-Key missing or wrong"),
+    403: problemResponse("Control is disabled: no API key is configured"),
+    429: problemResponse("Too many wrong keys from this address", { "Retry-After": RetryAfterHeader }),
+    500: INTERNAL_ERROR,
+  },
+};

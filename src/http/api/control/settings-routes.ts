@@ -2,44 +2,21 @@
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import type { ControlContextOptions } from "./command-routes.js";
 import { API_ROUTES } from "../paths.js";
+import { API_ROUTE_SCHEMAS } from "../route-schemas.js";
 import { applySettings } from "./core-calls.js";
-import { DeviceParams, EntityParams, GroupParams, OutletParams, settingsSchema } from "./schemas.js";
 
-/** The settings routes: the route, what it does, operation id, path parameters (the target follows from them). */
-const SETTINGS_ROUTES = [
-  [
-    API_ROUTES.outletSettings,
-    "Change an outlet's label, delays or power-on action",
-    "Any of `label`, `onDelay`, `offDelay`, `rebootDelay`, `poaAction`, written to the PDU in one `set`.",
-    "setOutletSettings",
-    OutletParams,
-  ],
-  [API_ROUTES.deviceSettings, "Rename a device", "`label` only.", "setDeviceLabel", DeviceParams],
-  [
-    API_ROUTES.entitySettings,
-    "Rename an entity (a breaker, a phase)",
-    "`label` only.",
-    "setEntityLabel",
-    EntityParams,
-  ],
-  [
-    API_ROUTES.groupSettings,
-    "Rename a OneView group",
-    "`label` only; written on the master.",
-    "setGroupLabel",
-    GroupParams,
-  ],
-] as const;
+/** The settings routes by name; each one's path parameters name its target. */
+const SETTINGS_ROUTES = ["outletSettings", "deviceSettings", "entitySettings", "groupSettings"] as const;
 
 export const settingsRoutes: FastifyPluginCallbackTypebox<ControlContextOptions> = (
   app,
   { deps, audit },
   done,
 ) => {
-  for (const [route, summary, description, operationId, params] of SETTINGS_ROUTES) {
+  for (const name of SETTINGS_ROUTES) {
     app.route({
-      ...route,
-      schema: { ...settingsSchema(summary, description, operationId), params },
+      ...API_ROUTES[name],
+      schema: API_ROUTE_SCHEMAS[name],
       handler: (request, reply) => applySettings({ deps, audit, request, reply }),
     });
   }

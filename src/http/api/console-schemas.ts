@@ -1,6 +1,9 @@
-/** The schemas of the console's API routes: the event stream and an outlet's power history. */
+/**
+ * The schemas of the console's API routes: the event stream and an outlet's power history. The web
+ * console (src/ui/routes.ts) registers them from the route table (route-schemas.ts).
+ */
 import Type from "typebox";
-import { INTERNAL_ERROR, problemResponse, RetryAfterHeader } from "../http/api/schemas.js";
+import { INTERNAL_ERROR, problemResponse, RetryAfterHeader } from "./schemas.js";
 
 const INDEX_PATTERN = "^(0|[1-9][0-9]{0,5})$";
 
