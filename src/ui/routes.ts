@@ -1,5 +1,5 @@
 /**
- * The web console on the API listener (contract §9): the page at `/ui/`, its bundled script and
+ * The web console on the API listener (docs/console.md): the page at `/ui/`, its bundled script and
  * stylesheet (built by esbuild into dist/src/ui/assets/ with content hashes in their names, so they
  * are cached for good while the page itself is revalidated), the event stream `GET /api/v1/events`
  * and the outlet power history. Control uses the existing control endpoints.

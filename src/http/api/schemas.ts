@@ -181,7 +181,7 @@ const SETTINGS_OPTIONS = {
   description: "Any of the outlet's settings (a device, an entity or a group: `label` only)",
 };
 
-/** The body of a settings write (contract §10), built from the settings table. */
+/** The body of a settings write (docs/http.md, "Settings endpoints"), built from the settings table. */
 export const SettingsBody = Type.Object(SETTINGS_PROPERTIES, SETTINGS_OPTIONS);
 /** The same, shared in the OpenAPI document (the 200 answer echoes it). */
 export const SettingsSchema = Type.Object(SETTINGS_PROPERTIES, { ...SETTINGS_OPTIONS, $id: "Settings" });

@@ -1,5 +1,5 @@
 /**
- * Readiness and the integrations report (contract §5), as pure functions of the service's state so
+ * Readiness and the integrations report (docs/http.md, "Health listener"), as pure functions of the service's state so
  * that the rules can be read (and tested) in one place. See docs/http.md "Health rules".
  */
 import type { MemberView } from "../../cluster-status.js";
