@@ -31,6 +31,7 @@ import { startBroker } from "./lib/broker.js";
 import {
   DIST,
   IpcChild,
+  killAllStarted,
   serveIpc,
   signalReady,
   sleep,
@@ -77,7 +78,13 @@ if (process.argv[2] === "--sim-child") {
   });
   signalReady(sims.map((sim) => sim.port));
 } else {
-  await main();
+  try {
+    await main();
+  } catch (error) {
+    // A program that did not start leaves the others running: stop every child before failing.
+    killAllStarted();
+    throw error;
+  }
 }
 
 async function main(): Promise<void> {

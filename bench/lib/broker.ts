@@ -10,7 +10,7 @@ import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { canConnect, freePort } from "../../testkit/repo.js";
-import { sleep, stopChild } from "./child.js";
+import { sleep, stopChild, trackChild } from "./child.js";
 
 export interface Broker {
   readonly host: string;
@@ -40,6 +40,7 @@ export async function startBroker(binary: string, limits: BrokerLimits = "unlimi
   ];
   await writeFile(conf, `${lines.join("\n")}\n`, { mode: 0o644 });
   const child: ChildProcess = spawn(binary, ["-c", conf], { stdio: ["ignore", "ignore", "pipe"] });
+  trackChild(child);
   let output = "";
   child.stderr?.setEncoding("utf8");
   child.stderr?.on("data", (chunk: string) => {

@@ -24,6 +24,12 @@ export async function stopChild(child: ChildProcess, graceMs = 6000): Promise<vo
   clearTimeout(timer);
 }
 
+/** Counts a child started elsewhere (a broker) among those {@link killAllStarted} kills. */
+export function trackChild(child: ChildProcess): void {
+  started.add(child);
+  child.once("exit", () => started.delete(child));
+}
+
 /** Kills whatever is left (used on failure and on SIGINT of the runner). */
 export function killAllStarted(): void {
   for (const child of started)
