@@ -1076,7 +1076,9 @@ export class Elector {
         `${BUCKET_PREFIX}${bucket}`,
         record,
         held.version,
-        this.#signal(),
+        // Not cut short by stop(): a write etcd commits must have its answer read, or the version
+        // kept here goes stale and the release that follows fails its compare-and-swap.
+        this.#ownSignal(),
       );
       const answeredAt = now();
       held.version = stored.version;
