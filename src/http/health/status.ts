@@ -1,6 +1,6 @@
 /**
- * Readiness and the integrations report (docs/http.md, "Health listener"), as pure functions of the service's state so
- * that the rules can be read (and tested) in one place. See docs/http.md "Health rules".
+ * Readiness and the integrations report, as pure functions of the service's state so that the
+ * rules can be read (and tested) in one place. See docs/http.md "Health rules".
  */
 import type { MemberView } from "../../cluster-status.js";
 import type { ParseWarning } from "../../pdu/model.js";
