@@ -16,7 +16,7 @@ import { EtcdCluster } from "./etcd.js";
 import { Mosquitto } from "./mosquitto.js";
 import { Recorder } from "./mqtt-client.js";
 import { freePort } from "./repo.js";
-import { waitFor } from "./wait.js";
+import { sleep, waitFor } from "./wait.js";
 
 export const PARENT = "pdu";
 
@@ -298,6 +298,38 @@ export class ReplicaFleet {
       );
     }
     return map;
+  }
+
+  /**
+   * A window of `windowMs` in steady state: the buckets balanced among `names` and held by the same
+   * replicas from 1.5 s before the window to its end (balance within one is reached while the
+   * preferred holders are still taking buckets over; a handover inside the window is not steady).
+   */
+  async steadyWindow(names: readonly string[], windowMs = 3000, timeoutMs = 90_000) {
+    return waitFor(
+      async () => {
+        const { holders } = await this.balanced(names);
+        await sleep(1500);
+        const since = Date.now();
+        await sleep(windowMs);
+        const now = await this.holders();
+        const same = now.size === holders.size && [...now].every(([b, m]) => holders.get(b) === m);
+        return same ? { holders, since } : undefined;
+      },
+      `the bucket holders among ${names.join(", ")} unchanged for ${windowMs + 1500} ms`,
+      timeoutMs,
+    );
+  }
+
+  /** Instance → the one replica that polled it since `since`; `wrong` lists the others. */
+  pollersIn(since: number): { by: Map<string, string>; wrong: string[] } {
+    const wrong: string[] = [];
+    const by = new Map<string, string>();
+    for (const [id, members] of this.pollers(since)) {
+      if (members.length === 1) by.set(id, members[0]!);
+      else wrong.push(`${id}: ${members.join(", ") || "nobody"}`);
+    }
+    return { by, wrong };
   }
 
   /** Every executed write of every simulator, with its instance. */

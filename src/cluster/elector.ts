@@ -1173,8 +1173,9 @@ export class Elector {
           await this.#store.update(`${BUCKET_PREFIX}${bucket}`, record, held.version, this.#ownSignal()),
         );
       } catch (error) {
-        this.#log.debug(
-          { bucket, err: describeError(error) },
+        // Warn: the others wait for LeaseDuration instead of taking the bucket at once.
+        this.#log.warn(
+          { bucket, reason, err: describeError(error) },
           "cluster: release failed; the lease expires instead",
         );
       }

@@ -375,11 +375,11 @@ describe("replicas while etcd fails", { timeout: 300_000 }, () => {
         10_000,
       );
     }
-    await sleep(1500);
-    const pollSince = Date.now();
-    await sleep(2500);
-    const wrong = [...fleet.pollers(pollSince)].filter(([, members]) => members.length !== 1);
+    // Once the holders stop changing hands, each instance is polled by its bucket's holder alone.
+    const steady = await fleet.steadyWindow(NAMES);
+    const { by, wrong } = fleet.pollersIn(steady.since);
     assert.deepEqual(wrong, [], "each instance polled by exactly one replica again");
+    for (const [id, member] of by) assert.equal(member, steady.holders.get(bucketOf(id, BUCKETS)), id);
     await everyInstanceWrites(fleet, "after etcd came back");
 
     // The journal: nothing executed once the replicas could not have renewed, and none of the

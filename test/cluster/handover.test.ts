@@ -185,9 +185,7 @@ describe("handovers Home Assistant does not notice", { timeout: 400_000 }, () =>
       const over = [...longest].filter(([, ms]) => ms > POLL_MS);
       assert.deepEqual(over, [], "instances unavailable longer than a poll interval (ms)");
       // (c) Every instance polled by exactly one replica, the holder of its bucket.
-      const holders = await fleet.holders();
-      const since = Date.now();
-      await sleep(3 * POLL_MS);
+      const { holders, since } = await fleet.steadyWindow(NAMES, 3 * POLL_MS);
       for (const [id, members] of fleet.pollers(since)) {
         assert.deepEqual(members, [holders.get(bucketOf(id, BUCKETS))], `pollers of ${id}`);
       }

@@ -12,38 +12,6 @@ import { sleep, waitFor } from "../../testkit/wait.js";
 
 const BUCKETS = 16;
 
-/**
- * A window of `windowMs` in steady state: the buckets balanced among `names` and held by the same
- * replicas from 1.5 s before the window to its end (balance within one is reached while the
- * preferred holders are still taking buckets over; a handover inside the window is not steady).
- */
-async function steadyWindow(fleet: ReplicaFleet, names: readonly string[], windowMs = 3000) {
-  return waitFor(
-    async () => {
-      const { holders } = await fleet.balanced(names);
-      await sleep(1500);
-      const since = Date.now();
-      await sleep(windowMs);
-      const now = await fleet.holders();
-      const same = now.size === holders.size && [...now].every(([b, m]) => holders.get(b) === m);
-      return same ? { holders, since } : undefined;
-    },
-    `the bucket holders among ${names.join(", ")} unchanged for ${windowMs + 1500} ms`,
-    90_000,
-  );
-}
-
-/** Instance → the one replica that polled it in the window, or the list when not exactly one. */
-function pollersIn(fleet: ReplicaFleet, since: number) {
-  const wrong: string[] = [];
-  const by = new Map<string, string>();
-  for (const [id, members] of fleet.pollers(since)) {
-    if (members.length === 1) by.set(id, members[0]!);
-    else wrong.push(`${id}: ${members.join(", ") || "nobody"}`);
-  }
-  return { by, wrong };
-}
-
 describe("three replicas share 60 instances on etcd", { timeout: 300_000 }, () => {
   let fleet: ReplicaFleet;
   before(async () => {
@@ -70,8 +38,8 @@ describe("three replicas share 60 instances on etcd", { timeout: 300_000 }, () =
       JSON.stringify([...counts]),
     );
     // Steady state: a window of three poll intervals with no bucket changing hands.
-    const { holders, since } = await steadyWindow(fleet, ["r1", "r2", "r3"]);
-    const { by, wrong } = pollersIn(fleet, since);
+    const { holders, since } = await fleet.steadyWindow(["r1", "r2", "r3"]);
+    const { by, wrong } = fleet.pollersIn(since);
     assert.deepEqual(wrong, [], "each instance polled by exactly one replica");
     const { bucketOf } = await import("../../src/cluster/assign.js");
     for (const [id, member] of by) assert.equal(member, holders.get(bucketOf(id, BUCKETS)), id);
@@ -121,10 +89,10 @@ describe("three replicas share 60 instances on etcd", { timeout: 300_000 }, () =
     await fleet.get("r2").process.kill();
     const killedAt = Date.now();
     await Promise.all(victims.slice(firstHalf.length).map(send));
-    const after = await steadyWindow(fleet, ["r1", "r3"]);
+    const after = await fleet.steadyWindow(["r1", "r3"]);
     for (const id of victims) assert.notEqual(after.holders.get(bucketOf(id, BUCKETS)), "r2");
     const since = after.since;
-    const { by, wrong } = pollersIn(fleet, since);
+    const { by, wrong } = fleet.pollersIn(since);
     assert.deepEqual(wrong, [], "each instance polled by exactly one replica again");
     for (const id of victims) assert.notEqual(by.get(id), "r2");
     // The journal: reboots at most once per instance, and r2 wrote nothing after it was killed.
