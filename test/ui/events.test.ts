@@ -247,6 +247,10 @@ test("the outlet history answers the polled power of the last hour", async () =>
     [`/api/v1/instances/rack/outlets/${deviceId}/01/history`, 400],
     [`/api/v1/instances/rack/outlets/${deviceId}/99/history`, 404],
     [`/api/v1/instances/nope/outlets/${deviceId}/1/history`, 404],
+    // The rules of every outlet route: an instance id and a device id as the control routes take them.
+    [`/api/v1/instances/no%20pe/outlets/${deviceId}/1/history`, 400],
+    [`/api/v1/instances/rack/outlets/%2E%2E/1/history`, 400],
+    [`/api/v1/instances/rack/outlets/${"d".repeat(129)}/1/history`, 400],
   ] as const) {
     const r = await h.api.get(path);
     assert.equal(r.status, status, path);

@@ -3,9 +3,8 @@
  * console (src/ui/routes.ts) registers them from the route table (route-schemas.ts).
  */
 import Type from "typebox";
+import { DeviceIdParam, InstanceIdParam, OutletIndexParam } from "./params.js";
 import { INTERNAL_ERROR, problemResponse, RetryAfterHeader } from "./schemas.js";
-
-const INDEX_PATTERN = "^(0|[1-9][0-9]{0,5})$";
 
 /** `GET /api/v1/events`. */
 export const EVENTS_SCHEMA = {
@@ -63,11 +62,8 @@ export const HISTORY_SCHEMA = {
     "milliseconds and `values` in watts (null where the outlet reported no number), oldest first.",
   operationId: "getOutletHistory",
   tags: ["Readings"],
-  params: Type.Object({
-    id: Type.String({ minLength: 1, description: "Instance id" }),
-    deviceId: Type.String({ minLength: 1, maxLength: 128, description: "The PDU's device id" }),
-    index: Type.String({ pattern: INDEX_PATTERN, description: "0-based outlet index" }),
-  }),
+  // The same rules as every other outlet route: what one accepts, all accept.
+  params: Type.Object({ id: InstanceIdParam, deviceId: DeviceIdParam, index: OutletIndexParam }),
   response: {
     200: {
       description: "The outlet's power samples",
