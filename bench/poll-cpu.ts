@@ -5,14 +5,18 @@
  * `npm run bench -- --only fleet` measures them one after the other, which on a shared machine puts
  * minutes of drift into the ratio.
  *
- *   node dist/bench/poll-cpu.js [--pdus 250] [--window 40] [--frozen] [--profile] [--rounds 1] [--base DIR] [--base-first]
+ *   node dist/bench/poll-cpu.js [--pdus 250] [--window 40] [--frozen] [--profile] [--rounds 1] [--base DIR] [--base-first] [--starts 1]
  *
  * --base DIR: also runs the bridge of another build (DIR is its dist/, e.g. of the commit before a
  * change) beside the others, started the same way (same environment, same options), and prints this
  * build's CPU over that one's per round and their mean over the unprofiled rounds.
- * --base-first: starts the base build before this one. The figure of an A/B comparison is the mean
- * of a run in each order; an A/A run (`--base` of this build's own dist/) shows what is left of a
- * program's place in the run (docs/performance.md).
+ * --base-first: starts the base build before this one (in the first start; the order alternates).
+ * --starts N: starts both bridges N times, each time fresh, with its warm-up and `--rounds` windows,
+ * and prints the mean of the starts' means with its standard error. The rounds of one start agree
+ * closely, but a start fixes where each program polls against the others and the simulators, which
+ * moves the ratio by several percent: the figure of an A/B comparison is a mean over many starts.
+ * An A/A run (`--base` of this build's own dist/) shows what is left of a program's place in the
+ * run (docs/performance.md).
  * --frozen: the simulators' `frozen` option, so no value ever changes (the "nothing changes" case).
  * --profile: also writes CPU profiles of the bridge, the naive floor and the base build over the
  * last window (slows them: the ratio of a profiled round is printed but is not the figure).
@@ -98,11 +102,13 @@ async function main(): Promise<void> {
       profile: { type: "boolean", default: false },
       base: { type: "string" },
       "base-first": { type: "boolean", default: false },
+      starts: { type: "string", default: "1" },
     },
   });
   const pdus = Number(values.pdus);
   const windowS = Number(values.window);
   const rounds = Number(values.rounds);
+  const starts = Number(values.starts);
   const log = (line: string) => process.stdout.write(`${line}\n`);
   const dir = mkdtempSync(join(tmpdir(), "pdu-bridge-poll-cpu-"));
   const tools = ensureTools(false, log);
@@ -122,36 +128,105 @@ async function main(): Promise<void> {
   });
   await baseline.waitForLog("ready", 30_000);
   const config = writeBridgeConfig({ dir, name: "bridge", ports, broker, pollIntervalS: INTERVAL_S });
-  const startThis = () =>
+  const startThis = (start: number) =>
     startBridge({
       configFile: config,
-      logFile: join(dir, "bridge.log"),
+      logFile: join(dir, `bridge-${start}.log`),
       nodeArgs: values.profile ? ["--inspect=127.0.0.1:0"] : [],
     });
   // --base <dist>: the same bridge from another build (e.g. the commit before a change), running
   // beside it, so that a change is measured against the code it replaces in the same window.
-  const startBase = (dist: string) =>
+  const baseConfig = writeBridgeConfig({ dir, name: "base", ports, broker, pollIntervalS: INTERVAL_S });
+  const startBase = (dist: string, start: number) =>
     startBridge({
-      configFile: writeBridgeConfig({ dir, name: "base", ports, broker, pollIntervalS: INTERVAL_S }),
-      logFile: join(dir, "base.log"),
+      configFile: baseConfig,
+      logFile: join(dir, `base-${start}.log`),
       nodeArgs: values.profile ? ["--inspect=127.0.0.1:0"] : [],
       dist,
     });
-  let base: LoggedChild | null = null;
-  if (values.base !== undefined && values["base-first"]) base = await startBase(values.base);
-  const bridge = await startThis();
-  if (values.base !== undefined && !values["base-first"]) base = await startBase(values.base);
-  const profiler = values.profile ? await InspectorProfiler.attach(() => bridge.log()) : null;
-  const naiveProfiler = values.profile ? await InspectorProfiler.attach(() => baseline.log()) : null;
-  const baseProfiler =
-    values.profile && base !== null ? await InspectorProfiler.attach(() => base.log()) : null;
+  const run: Run = { sims, baseline, pdus, windowS, rounds, dir, log };
   log(
-    `poll-cpu: ${pdus} PDUs${values.frozen ? " (frozen: nothing changes)" : ""}, bridge and naive floor at once; scratch ${dir}`,
+    `poll-cpu: ${pdus} PDUs${values.frozen ? " (frozen: nothing changes)" : ""}, bridge and naive floor at once` +
+      `${values.base === undefined ? "" : `, base build ${values.base}`}, ${starts} start(s); scratch ${dir}`,
   );
-  // Warm-up: discovery is out and every PDU was polled a few times by both.
-  await sleep(Math.max(45, pdus / 25) * 1000);
+  const byStart: { baseFirst: boolean; mean: number }[] = [];
+  let running: LoggedChild[] = [];
   try {
-    const ratios: number[] = [];
+    for (let s = 1; s <= starts; s++) {
+      // Each start puts the programs in a new place against each other and the simulators; the
+      // order alternates so that neither build is always the one started first.
+      const baseFirst = values["base-first"] !== (s % 2 === 0);
+      let base: LoggedChild | null = null;
+      if (values.base !== undefined && baseFirst) running.push((base = await startBase(values.base, s)));
+      const bridge = await startThis(s);
+      running.push(bridge);
+      if (values.base !== undefined && !baseFirst) running.push((base = await startBase(values.base, s)));
+      const profiling = values.profile && s === starts;
+      // Warm-up: discovery is out and every PDU was polled a few times by both.
+      await sleep(Math.max(45, pdus / 25) * 1000);
+      const ratios = await measureRounds(run, bridge, base, profiling);
+      if (ratios.length > 0) {
+        const m = ratios.reduce((a, b) => a + b, 0) / ratios.length;
+        byStart.push({ baseFirst, mean: m });
+        log(
+          `start ${s}, ${baseFirst ? "base started first" : "this build started first"}: bridge/base over ` +
+            `${ratios.length} unprofiled round(s) mean ${m.toFixed(3)}, min ${Math.min(...ratios).toFixed(3)}, ` +
+            `max ${Math.max(...ratios).toFixed(3)}`,
+        );
+      }
+      await Promise.all(running.map((c) => stopChild(c.child)));
+      running = [];
+    }
+    if (byStart.length > 1) {
+      const means = byStart.map((b) => b.mean);
+      const m = means.reduce((a, b) => a + b, 0) / means.length;
+      const sd = Math.sqrt(means.reduce((a, b) => a + (b - m) ** 2, 0) / (means.length - 1));
+      const inOrder = (first: boolean) => {
+        const of = byStart.filter((b) => b.baseFirst === first).map((b) => b.mean);
+        return of.length === 0 ? "-" : (of.reduce((a, b) => a + b, 0) / of.length).toFixed(3);
+      };
+      log(
+        `bridge/base over ${byStart.length} starts: mean ${m.toFixed(3)} ± ${(sd / Math.sqrt(means.length)).toFixed(3)} ` +
+          `(standard error), min ${Math.min(...means).toFixed(3)}, max ${Math.max(...means).toFixed(3)}; ` +
+          `this build first ${inOrder(false)}, base first ${inOrder(true)}`,
+      );
+    }
+  } finally {
+    await Promise.all(running.map((c) => stopChild(c.child)));
+    await stopChild(baseline.child);
+    await Promise.all(sims.map((s) => s.request("close").catch(() => undefined)));
+    await Promise.all(sims.map((s) => s.stop()));
+    await broker.close();
+  }
+}
+
+interface Run {
+  readonly sims: readonly IpcChild[];
+  readonly baseline: LoggedChild;
+  readonly pdus: number;
+  readonly windowS: number;
+  readonly rounds: number;
+  readonly dir: string;
+  readonly log: (line: string) => void;
+}
+
+/**
+ * The rounds of one start: each round's CPU seconds of the bridge, the naive floor and the base
+ * build over one window, printed; returns bridge/base of every unprofiled round. With `profile`, the
+ * last round is profiled (its ratio is printed but not returned).
+ */
+async function measureRounds(
+  run: Run,
+  bridge: LoggedChild,
+  base: LoggedChild | null,
+  profile: boolean,
+): Promise<number[]> {
+  const { sims, baseline, pdus, windowS, rounds, dir, log } = run;
+  const profiler = profile ? await InspectorProfiler.attach(() => bridge.log()) : null;
+  const naiveProfiler = profile ? await InspectorProfiler.attach(() => baseline.log()) : null;
+  const baseProfiler = profile && base !== null ? await InspectorProfiler.attach(() => base.log()) : null;
+  const ratios: number[] = [];
+  try {
     for (let round = 1; round <= rounds; round++) {
       const profiling = profiler !== null && round === rounds;
       if (profiling) await Promise.all([profiler.start(), naiveProfiler?.start(), baseProfiler?.start()]);
@@ -186,11 +261,11 @@ async function main(): Promise<void> {
           `bridge RSS ${(b1.rssBytes / 2 ** 20).toFixed(0)} MB`,
       );
       if (profiling) {
-        const [profile, naive] = await Promise.all([profiler.stop(), naiveProfiler!.stop()]);
+        const [bridgeProfile, naive] = await Promise.all([profiler.stop(), naiveProfiler!.stop()]);
         const file = join(dir, "bridge.cpuprofile");
-        writeFileSync(file, JSON.stringify(profile));
+        writeFileSync(file, JSON.stringify(bridgeProfile));
         writeFileSync(join(dir, "naive.cpuprofile"), JSON.stringify(naive));
-        log(`profile: ${file}\n${formatSummary(summariseProfile(profile, 30), 30)}`);
+        log(`profile: ${file}\n${formatSummary(summariseProfile(bridgeProfile, 30), 30)}`);
         log(`naive profile:\n${formatSummary(summariseProfile(naive, 15), 15)}`);
         if (baseProfiler !== null) {
           const baseProfile = await baseProfiler.stop();
@@ -200,22 +275,10 @@ async function main(): Promise<void> {
         }
       }
     }
-    if (ratios.length > 0) {
-      const mean = ratios.reduce((a, b) => a + b, 0) / ratios.length;
-      log(
-        `bridge/base over ${ratios.length} unprofiled round(s), ${values["base-first"] ? "base started first" : "this build started first"}: ` +
-          `mean ${mean.toFixed(3)}, min ${Math.min(...ratios).toFixed(3)}, max ${Math.max(...ratios).toFixed(3)}`,
-      );
-    }
   } finally {
     profiler?.close();
     naiveProfiler?.close();
     baseProfiler?.close();
-    await stopChild(bridge.child);
-    await stopChild(baseline.child);
-    if (base !== null) await stopChild(base.child);
-    await Promise.all(sims.map((s) => s.request("close").catch(() => undefined)));
-    await Promise.all(sims.map((s) => s.stop()));
-    await broker.close();
   }
+  return ratios;
 }
