@@ -1,15 +1,17 @@
 /**
  * The election algorithm with several replicas in one process, each with its own etcd client, on a
- * real 3-member etcd: spread, joining, leaving, dying, active/standby, a bucket count that differs,
- * the etcd leader stopped and all of etcd down for 20 s. Throughout, a monitor checks that no two
- * replicas ever hold one bucket at the same instant. Timings are short leases (3 s, renew deadline
- * 2 s, retry 0.5 s) and only appear as waits with deadlines.
+ * real 3-member etcd: spread, joining, leaving (also while renewals are on the wire), dying,
+ * active/standby, a bucket count that differs, the etcd leader stopped and all of etcd down for 20 s.
+ * Throughout, a monitor checks that no two replicas ever hold one bucket at the same instant.
+ * Timings are short leases (3 s, renew deadline 2 s, retry 0.5 s) and only appear as waits with
+ * deadlines.
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, afterEach, before, describe, it } from "node:test";
 import { EtcdLeaseStore } from "../../src/cluster/etcd.js";
 import { FencingError } from "../../src/cluster/index.js";
+import type { LeaseRecord, LeaseStore, StoredLease } from "../../src/cluster/store.js";
 import { EtcdCluster } from "../../testkit/etcd.js";
 import { Fleet, type Timings } from "../../testkit/cluster-fleet.js";
 import { sleep, waitFor } from "../../testkit/wait.js";
@@ -35,19 +37,65 @@ afterEach(async () => {
 function newFleet(buckets: number, timings?: Timings): Fleet {
   const prefix = `/election-${randomUUID()}/`;
   let n = 0;
-  fleet = new Fleet(
-    () => {
-      const endpoints = etcd.endpoints;
-      const shift = n++ % endpoints.length;
-      return new EtcdLeaseStore({
-        endpoints: [...endpoints.slice(shift), ...endpoints.slice(0, shift)],
-        prefix,
-        attemptTimeoutMs: 400,
-      });
-    },
-    { buckets, ...(timings === undefined ? {} : { timings }) },
-  );
+  fleet = new Fleet(() => etcdStore(prefix, n++ % etcd.endpoints.length), {
+    buckets,
+    ...(timings === undefined ? {} : { timings }),
+  });
   return fleet;
+}
+
+/** A client of the test etcd on `prefix`, trying its members from the `shift`-th on. */
+function etcdStore(prefix: string, shift: number): EtcdLeaseStore {
+  const endpoints = etcd.endpoints;
+  return new EtcdLeaseStore({
+    endpoints: [...endpoints.slice(shift), ...endpoints.slice(0, shift)],
+    prefix,
+    attemptTimeoutMs: 400,
+  });
+}
+
+/**
+ * Real etcd, with the answer to each bucket renewal held back for `delayMs` after etcd committed
+ * it: the write is done, and a caller that aborts meanwhile never learns its new version (as when
+ * an answer is slow on the wire). `inFlight` counts renewals whose answer is held.
+ */
+class SlowRenewals implements LeaseStore {
+  inFlight = 0;
+  constructor(
+    readonly store: EtcdLeaseStore,
+    readonly delayMs: number,
+  ) {}
+  get description(): string {
+    return this.store.description;
+  }
+  get: LeaseStore["get"] = (name, signal) => this.store.get(name, signal);
+  create: LeaseStore["create"] = (name, record, signal) => this.store.create(name, record, signal);
+  delete: LeaseStore["delete"] = (name, version, signal) => this.store.delete(name, version, signal);
+  list: LeaseStore["list"] = (signal) => this.store.list(signal);
+  watch: LeaseStore["watch"] = (revision, onEvent, onEnd) => this.store.watch(revision, onEvent, onEnd);
+  close: LeaseStore["close"] = () => this.store.close();
+
+  async update(
+    name: string,
+    record: LeaseRecord,
+    version: string,
+    signal: AbortSignal,
+  ): Promise<StoredLease> {
+    const stored = await this.store.update(name, record, version, AbortSignal.timeout(5000));
+    if (!name.startsWith("bucket-") || record.holder === "") return stored;
+    this.inFlight++;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(resolve, this.delayMs);
+        signal.addEventListener("abort", () => (clearTimeout(timer), reject(signal.reason as Error)), {
+          once: true,
+        });
+      });
+    } finally {
+      this.inFlight--;
+    }
+    return stored;
+  }
 }
 
 describe("spread and movement", () => {
@@ -108,6 +156,27 @@ describe("spread and movement", () => {
     assert.ok(
       lost.every((e) => e.member === "c" && e.event.type === "lost" && e.event.reason === "stopping"),
     );
+  });
+
+  it("a replica stopped while renewals are on the wire still releases every bucket (none left to expire)", async () => {
+    const prefix = `/election-${randomUUID()}/`;
+    const slow = new SlowRenewals(etcdStore(prefix, 0), 400);
+    const f = (fleet = new Fleet(() => slow, { buckets: 8 }));
+    await f.add("a");
+    await f.waitSettled(["a"]);
+    assert.equal(f.get("a").status().buckets.length, 8);
+    await waitFor(() => slow.inFlight > 0 || undefined, "a renewal in flight", 5000);
+    await f.stop("a");
+    const reader = etcdStore(prefix, 1);
+    try {
+      const { leases } = await reader.list(AbortSignal.timeout(5000));
+      const named = leases
+        .filter((l) => l.name.startsWith("bucket-") && l.record !== null && l.record.holder !== "")
+        .map((l) => `${l.name}: ${l.record!.holder}`);
+      assert.deepEqual(named, [], "every bucket released when stop() returned");
+    } finally {
+      await reader.close();
+    }
   });
 
   it("a replica that stops renewing (frozen, not released) has its buckets taken after the lease runs out", async () => {
