@@ -46,6 +46,7 @@ import {
 import { InspectorProfiler } from "./lib/inspector-profile.js";
 import { sampleProc } from "./lib/proc.js";
 import { formatSummary, summariseProfile } from "./lib/profile-summary.js";
+import { mean } from "./lib/stats.js";
 import { ensureTools } from "./lib/tools.js";
 
 const PER_CHILD = 250;
@@ -166,7 +167,7 @@ async function main(): Promise<void> {
       await sleep(Math.max(45, pdus / 25) * 1000);
       const ratios = await measureRounds(run, bridge, base, profiling);
       if (ratios.length > 0) {
-        const m = ratios.reduce((a, b) => a + b, 0) / ratios.length;
+        const m = mean(ratios)!;
         byStart.push({ baseFirst, mean: m });
         log(
           `start ${s}, ${baseFirst ? "base started first" : "this build started first"}: bridge/base over ` +
@@ -179,11 +180,11 @@ async function main(): Promise<void> {
     }
     if (byStart.length > 1) {
       const means = byStart.map((b) => b.mean);
-      const m = means.reduce((a, b) => a + b, 0) / means.length;
+      const m = mean(means)!;
       const sd = Math.sqrt(means.reduce((a, b) => a + (b - m) ** 2, 0) / (means.length - 1));
       const inOrder = (first: boolean) => {
         const of = byStart.filter((b) => b.baseFirst === first).map((b) => b.mean);
-        return of.length === 0 ? "-" : (of.reduce((a, b) => a + b, 0) / of.length).toFixed(3);
+        return mean(of)?.toFixed(3) ?? "-";
       };
       log(
         `bridge/base over ${byStart.length} starts: mean ${m.toFixed(3)} ± ${(sd / Math.sqrt(means.length)).toFixed(3)} ` +

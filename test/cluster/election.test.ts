@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto";
 import { after, afterEach, before, describe, it } from "node:test";
 import { EtcdLeaseStore } from "../../src/cluster/etcd.js";
 import { FencingError } from "../../src/cluster/index.js";
-import type { LeaseRecord, LeaseStore, StoredLease } from "../../src/cluster/store.js";
+import type { LeaseRecord, StoredLease } from "../../src/cluster/store.js";
 import { EtcdCluster } from "../../testkit/etcd.js";
 import { Fleet, type Timings } from "../../testkit/cluster-fleet.js";
 import { sleep, waitFor } from "../../testkit/wait.js";
@@ -59,29 +59,22 @@ function etcdStore(prefix: string, shift: number): EtcdLeaseStore {
  * it: the write is done, and a caller that aborts meanwhile never learns its new version (as when
  * an answer is slow on the wire). `inFlight` counts renewals whose answer is held.
  */
-class SlowRenewals implements LeaseStore {
+class SlowRenewals extends EtcdLeaseStore {
   inFlight = 0;
   constructor(
-    readonly store: EtcdLeaseStore,
+    prefix: string,
     readonly delayMs: number,
-  ) {}
-  get description(): string {
-    return this.store.description;
+  ) {
+    super({ endpoints: etcd.endpoints, prefix, attemptTimeoutMs: 400 });
   }
-  get: LeaseStore["get"] = (name, signal) => this.store.get(name, signal);
-  create: LeaseStore["create"] = (name, record, signal) => this.store.create(name, record, signal);
-  delete: LeaseStore["delete"] = (name, version, signal) => this.store.delete(name, version, signal);
-  list: LeaseStore["list"] = (signal) => this.store.list(signal);
-  watch: LeaseStore["watch"] = (revision, onEvent, onEnd) => this.store.watch(revision, onEvent, onEnd);
-  close: LeaseStore["close"] = () => this.store.close();
 
-  async update(
+  override async update(
     name: string,
     record: LeaseRecord,
     version: string,
     signal: AbortSignal,
   ): Promise<StoredLease> {
-    const stored = await this.store.update(name, record, version, AbortSignal.timeout(5000));
+    const stored = await super.update(name, record, version, AbortSignal.timeout(5000));
     if (!name.startsWith("bucket-") || record.holder === "") return stored;
     this.inFlight++;
     try {
@@ -160,7 +153,7 @@ describe("spread and movement", () => {
 
   it("a replica stopped while renewals are on the wire still releases every bucket (none left to expire)", async () => {
     const prefix = `/election-${randomUUID()}/`;
-    const slow = new SlowRenewals(etcdStore(prefix, 0), 400);
+    const slow = new SlowRenewals(prefix, 400);
     const f = (fleet = new Fleet(() => slow, { buckets: 8 }));
     await f.add("a");
     await f.waitSettled(["a"]);
