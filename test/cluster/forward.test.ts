@@ -183,6 +183,12 @@ describe("REST control sent to any replica is carried out by the holder", { time
         keys: list.map((r) => `${r.instanceId}/${r.deviceId}/${r.source}/${r.type}`),
       };
     };
+    // The label changes the readings' keys at the holder's next poll; both reads come after it.
+    await waitFor(
+      async () => (await readings(holder)).keys.some((k) => k.startsWith(`${id}/${deviceOf(id)}/web-01/`)),
+      "the holder's readings carry the new label",
+      20_000,
+    );
     const there = await readings(holder);
     assert.equal(there.status, 200);
     assert.ok(
