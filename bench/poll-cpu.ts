@@ -46,7 +46,7 @@ import {
 import { InspectorProfiler } from "./lib/inspector-profile.js";
 import { sampleProc } from "./lib/proc.js";
 import { formatSummary, summariseProfile } from "./lib/profile-summary.js";
-import { mean } from "./lib/stats.js";
+import { mean, standardError } from "./lib/stats.js";
 import { ensureTools } from "./lib/tools.js";
 
 const PER_CHILD = 250;
@@ -181,13 +181,13 @@ async function main(): Promise<void> {
     if (byStart.length > 1) {
       const means = byStart.map((b) => b.mean);
       const m = mean(means)!;
-      const sd = Math.sqrt(means.reduce((a, b) => a + (b - m) ** 2, 0) / (means.length - 1));
+      const se = standardError(means)!;
       const inOrder = (first: boolean) => {
         const of = byStart.filter((b) => b.baseFirst === first).map((b) => b.mean);
         return mean(of)?.toFixed(3) ?? "-";
       };
       log(
-        `bridge/base over ${byStart.length} starts: mean ${m.toFixed(3)} ± ${(sd / Math.sqrt(means.length)).toFixed(3)} ` +
+        `bridge/base over ${byStart.length} starts: mean ${m.toFixed(3)} ± ${se.toFixed(3)} ` +
           `(standard error), min ${Math.min(...means).toFixed(3)}, max ${Math.max(...means).toFixed(3)}; ` +
           `this build first ${inOrder(false)}, base first ${inOrder(true)}`,
       );

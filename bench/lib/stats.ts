@@ -23,6 +23,15 @@ export function mean(values: readonly number[]): number | null {
   return sum / values.length;
 }
 
+/** Standard error of the mean (sample standard deviation over the square root of n); null below two values. */
+export function standardError(values: readonly number[]): number | null {
+  const m = mean(values);
+  if (m === null || values.length < 2) return null;
+  let squares = 0;
+  for (const v of values) squares += (v - m) ** 2;
+  return Math.sqrt(squares / (values.length - 1) / values.length);
+}
+
 /** `a / b`, or null when either is missing or b is 0. */
 export function ratio(a: number | null, b: number | null): number | null {
   if (a === null || b === null || b === 0) return null;

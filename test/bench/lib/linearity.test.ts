@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { describeLinearity, linearity } from "../../../bench/lib/linearity.js";
-import { sawtooth } from "../../../bench/lib/stats.js";
+import { sawtooth, standardError } from "../../../bench/lib/stats.js";
 
 describe("bench linearity", () => {
   it("a straight line with a fixed cost is linear, every step at the same slope", () => {
@@ -66,5 +66,13 @@ describe("bench linearity", () => {
     const saw = Array.from({ length: 100 }, (_, i) => 100 + (i % 10) * 5); // 100 … 145, repeated
     assert.ok(Math.abs(sawtooth(saw)! - 0.45) < 1e-9);
     assert.equal(sawtooth([]), null);
+  });
+
+  it("standardError: the sample standard deviation over the square root of n", () => {
+    // 1..4: mean 2.5, sample variance 5/3, so sqrt(5/3) / 2.
+    assert.ok(Math.abs(standardError([1, 2, 3, 4])! - Math.sqrt(5 / 3) / 2) < 1e-12);
+    assert.equal(standardError([7, 7, 7]), 0);
+    assert.equal(standardError([1]), null);
+    assert.equal(standardError([]), null);
   });
 });
