@@ -308,7 +308,7 @@ function absentWhen(
   if (when === undefined) return false;
   for (const w of when) {
     const v = t.cell(w, unit, number);
-    if (typeof v === "number" && w.values.includes(v)) return true;
+    if (v !== undefined && w.values.includes(typeof v === "number" ? v : decodeText(v))) return true;
   }
   return false;
 }
