@@ -575,11 +575,15 @@ function unitOutlets(
 function lacksOf(
   profile: SnmpProfile,
   model: string,
+  canReset: boolean,
   canSwitch: boolean,
 ): Readonly<Partial<Record<DeviceCapability, string>>> {
   const out: Partial<Record<DeviceCapability, string>> = {};
-  if (profile.resetEnergy === undefined) {
-    const why = profile.resetStatsRefusal ?? "the family has no energy reset";
+  if (!canReset) {
+    const why =
+      profile.resetEnergy === undefined
+        ? (profile.resetStatsRefusal ?? "the family has no energy reset")
+        : "no outlet of the unit reports an energy counter";
     out.canResetOutletEnergy = `${model} cannot reset one outlet's statistics: ${why}; nothing was sent`;
   }
   if (!canSwitch) {
@@ -603,7 +607,9 @@ function deviceOf(
 ): Device {
   const system = Object.freeze(id);
   const name = id.label;
-  const canReset = profile.resetEnergy !== undefined;
+  // A per-outlet energy reset where the family has one and the unit meters its outlets' energy.
+  const canReset =
+    profile.resetEnergy !== undefined && outlets.some((o) => o.measurements.some((m) => m.type === "energy"));
   return Object.freeze({
     id: deviceId,
     name,
@@ -616,7 +622,7 @@ function deviceOf(
     outletControlEnabled: true,
     canResetOutletEnergy: canReset,
     canSwitchOutlets: can.canSwitch,
-    ...(canReset && can.canSwitch ? {} : { lacks: lacksOf(profile, can.model, can.canSwitch) }),
+    ...(canReset && can.canSwitch ? {} : { lacks: lacksOf(profile, can.model, canReset, can.canSwitch) }),
     lifetimeEnergy: null,
     system,
     route: null,
