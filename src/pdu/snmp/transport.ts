@@ -526,6 +526,8 @@ export class SnmpTransport {
   #tooBigAnswer(varbinds: number, tables: readonly { readonly entry: string }[]): void {
     this.#tooBig++;
     if (varbinds <= 1 || this.#tooBig > MAX_TOO_BIG_PER_POLL) {
+      // The next poll starts from the full size again: an agent that recovers is read as usual.
+      this.#budget = MAX_VARBINDS_PER_REQUEST;
       throw new PduError(
         "ret-code",
         `${this.#pdu()}the agent at ${this.where} answered tooBig ${this.#tooBig} times in one poll, the last to a GETBULK of ${varbinds} varbind${varbinds === 1 ? "" : "s"} (${tables.map((t) => t.entry).join(", ")}): its answers cannot hold the tables' rows; the poll was stopped`,
