@@ -18,7 +18,7 @@ import { pduSnapshot, type OutletSpec } from "../../testkit/asset-fleet.js";
 const INSTANCES = ["p0", "p1", "p2", "p3"];
 
 const outletArb: fc.Arbitrary<OutletSpec> = fc.record({
-  state: fc.constantFrom("on", "on", "off", "unknown") as fc.Arbitrary<"on" | "off" | "unknown">,
+  state: fc.constantFrom<"on" | "off" | "unknown">("on", "on", "off", "unknown"),
   current: fc.oneof(fc.constant(null), fc.double({ min: 0, max: 8, noNaN: true })),
   power: fc.oneof(fc.constant(null), fc.integer({ min: 0, max: 2000 })),
   energy: fc.oneof(fc.constant(undefined), fc.integer({ min: 0, max: 10_000 })),

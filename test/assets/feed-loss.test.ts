@@ -124,13 +124,13 @@ describe("feed-loss projection", () => {
     const [a, b] = projectFeedLoss(model, book.states(), book.readings());
     assert.equal(a?.feed, "A");
     assert.equal(b?.feed, "B");
-    const inlet = entity(b!, "inlet0");
+    const inlet = entity(b, "inlet0");
     assert.equal(inlet.deviceId, "A1");
     assert.equal(inlet.projected, 12);
     assert.equal(inlet.ratio, 0.75);
-    assert.deepEqual(b!.dark, []);
-    assert.deepEqual(b!.atRisk, []);
-    assert.deepEqual(b!.unplaced, []);
+    assert.deepEqual(b.dark, []);
+    assert.deepEqual(b.atRisk, []);
+    assert.deepEqual(b.unplaced, []);
   });
 
   it("lists an instance on another feed without a current reading, and an asset whose other cord is not live as dark", () => {

@@ -120,7 +120,7 @@ describe("sequence plans", () => {
           { maxLength: 40 },
         ),
         fc.integer({ min: 1, max: 6 }),
-        fc.constantFrom("on", "off") as fc.Arbitrary<"on" | "off">,
+        fc.constantFrom<"on" | "off">("on", "off"),
         (specs, max, action) => {
           const m = fleetModel(
             specs.map((s, i) => ({ id: `a${String(i).padStart(2, "0")}`, ...s })),
