@@ -16,6 +16,8 @@ export interface OutletSpec {
   readonly current?: number | null;
   readonly power?: number | null;
   readonly energy?: number | null;
+  /** kWh: the lifetime counter section 18 adds to an outlet's measurements. */
+  readonly energyLifetime?: number;
   readonly feedsFrom?: string;
 }
 
@@ -37,6 +39,8 @@ export function assetOutlet(index: number, spec: OutletSpec): Outlet {
   const measurements = [];
   if (spec.current !== undefined) measurements.push(measurement("current", spec.current, "A"));
   if (spec.energy !== undefined) measurements.push(measurement("energy", spec.energy, "kWh"));
+  if (spec.energyLifetime !== undefined)
+    measurements.push(measurement("energyLifetime", spec.energyLifetime, "kWh"));
   if (spec.power !== undefined) measurements.push(measurement("realPower", spec.power, "W"));
   return Object.freeze({
     index,

@@ -19,7 +19,7 @@ import type { AssetDef, AssetModel } from "./types.js";
 interface Entry {
   readonly def: AssetDef;
   readings: CordReading[];
-  readonly tracker: RedundancyTracker;
+  tracker: RedundancyTracker;
   state: AssetState;
   alarm: FleetAlarm | null;
 }
@@ -72,6 +72,33 @@ export class AssetBook {
         list.push(entry);
       }
     }
+  }
+
+  /**
+   * The book of a new configuration (a live change of assets or feeds), with what the previous one
+   * knew: every instance's latest reading is read again, and an asset whose cords are the same keeps
+   * its count of polls and its alarm (a change of its label or protection moves nothing else). The
+   * alarms of assets gone or whose cords changed are cleared (a changed asset starts its count
+   * afresh).
+   */
+  static reconfigure(
+    previous: AssetBook,
+    model: AssetModel,
+    at: number,
+  ): { readonly book: AssetBook; readonly alarmChanges: readonly FleetAlarmChange[] } {
+    const book = new AssetBook(model);
+    const changes: FleetAlarmChange[] = [];
+    for (const [id, old] of previous.#entries) {
+      const entry = book.#entries.get(id);
+      if (entry !== undefined && sameCords(old.def, entry.def)) {
+        entry.tracker = old.tracker;
+        entry.alarm = old.alarm;
+      } else if (old.alarm !== null) changes.push({ change: "cleared", alarm: old.alarm, at });
+    }
+    for (const reading of previous.#readings.values())
+      changes.push(...book.update(reading, false, at).alarmChanges);
+    book.#alarms = null;
+    return { book, alarmChanges: changes };
   }
 
   /**
@@ -165,4 +192,14 @@ export class AssetBook {
     }
     return this.#alarms;
   }
+}
+
+function sameCords(a: AssetDef, b: AssetDef): boolean {
+  return (
+    a.cords.length === b.cords.length &&
+    a.cords.every((c, i) => {
+      const d = b.cords[i]!;
+      return c.instance === d.instance && c.device === d.device && c.outlet === d.outlet;
+    })
+  );
 }

@@ -155,3 +155,11 @@ export function unmatchedCircuits(ranges: readonly CircuitRange[], snapshot: Sna
   }
   return out;
 }
+
+/**
+ * The outlets of a device that draw through entity `key` (their `feedsFrom`): what a breaker that
+ * falls to 0 A while they are on would have cut (an inferred breaker trip, section 17).
+ */
+export function outletsThrough(device: Device, key: string): readonly Outlet[] {
+  return device.outlets.filter((o) => o.feedsFrom === key);
+}

@@ -58,6 +58,12 @@ export interface CordReading {
   readonly power: number | null;
   readonly current: number | null;
   readonly energy: number | null;
+  /**
+   * The outlet's lifetime energy counter (kWh, the measurement `energyLifetime`, which never
+   * decreases: section 18), where the snapshot has one; kept from the last good snapshot while its
+   * PDU is offline, so a sum of them never drops and comes back. Null when not reported.
+   */
+  readonly energyLifetime: number | null;
   /** The entity the outlet draws through (`Outlet.feedsFrom`, when the device has it), or null. */
   readonly feedsFrom: string | null;
   /** The feed of the outlet's device (`DeviceFeeds`, else the instance's `Feed`), or null. */
@@ -73,6 +79,8 @@ export interface AssetState {
   readonly power: number | null;
   readonly current: number | null;
   readonly energy: number | null;
+  /** The sum of the cords' lifetime counters, only when every cord reports one (section 18's asset counter). */
+  readonly energyLifetime: number | null;
   readonly cordsLive: number;
   readonly cords: number;
   readonly redundancy: Redundancy;
@@ -81,7 +89,7 @@ export interface AssetState {
   /**
    * Whether what the asset shows besides its figures moved since its state before: its state,
    * cordsLive, redundancy, or a cord's status, problem or device; true for a first state. The
-   * figures (power, current, energy) are compared by whoever publishes them.
+   * figures (power, current, energies) are compared by whoever publishes them.
    */
   readonly changed: boolean;
 }
@@ -201,6 +209,7 @@ export function readCord(
       problem: resolution.problem,
       detail: resolution.detail,
       ...NO_VALUES,
+      energyLifetime: null,
       feedsFrom: null,
       feed,
     };
@@ -239,6 +248,7 @@ export function readCord(
           energy: valueIn(outlet.measurements, "energy", KWH),
         }
       : NO_VALUES),
+    energyLifetime: valueIn(outlet.measurements, "energyLifetime", KWH),
     feedsFrom,
     feed: feedOf(model, cord.instance, device.id),
   };
@@ -284,6 +294,7 @@ export function assetState(
   const power = sum(readings, (r) => r.power, true);
   const current = sum(readings, (r) => r.current, true);
   const energy = sum(readings, (r) => r.energy, false);
+  const energyLifetime = sum(readings, (r) => r.energyLifetime, false);
   const changed =
     before === null ||
     before.state !== state ||
@@ -296,6 +307,7 @@ export function assetState(
     before.power === power &&
     before.current === current &&
     before.energy === energy &&
+    before.energyLifetime === energyLifetime &&
     readings.every((r, i) => sameCordValues(before.readings[i]!, r))
   )
     return before.changed ? Object.freeze({ ...before, changed: false }) : before;
@@ -305,6 +317,7 @@ export function assetState(
     power,
     current,
     energy,
+    energyLifetime,
     cordsLive: live,
     cords: n,
     redundancy,
@@ -322,6 +335,7 @@ function sameCordValues(a: CordReading, b: CordReading): boolean {
     a.power === b.power &&
     a.current === b.current &&
     a.energy === b.energy &&
+    a.energyLifetime === b.energyLifetime &&
     a.outletState === b.outletState &&
     a.feedsFrom === b.feedsFrom &&
     a.feed === b.feed &&

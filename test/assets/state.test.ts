@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { AssetBook } from "../../src/assets/book.js";
+import { outletsThrough } from "../../src/assets/circuits.js";
+import { byTag, byTenant, groupTotals } from "../../src/assets/sums.js";
 import { assetState, readAsset, resolveCord, type InstanceReading } from "../../src/assets/state.js";
 import { assetModel, pduSnapshot, readingOf, type OutletSpec } from "../../testkit/asset-fleet.js";
 
@@ -256,5 +258,137 @@ describe("redundancy over polls", () => {
     const changed = book.update({ ...bad.rb, online: false }, true, 3).alarmChanges;
     assert.equal(changed[0]?.change, "changed");
     assert.equal(changed[0]?.alarm.since, 2);
+  });
+});
+
+describe("lifetime energy and group sums", () => {
+  const m = assetModel(
+    {
+      db: {
+        Cords: [
+          { Instance: "pa", Outlet: 0 },
+          { Instance: "pb", Outlet: 0 },
+        ],
+        Tenant: "acme",
+        Tags: ["db"],
+      },
+      web: { Cords: [{ Instance: "pa", Outlet: 1 }], Tenant: "acme", Tags: ["web"] },
+      other: { Cords: [{ Instance: "pb", Outlet: 1 }], Tenant: "zeta" },
+    },
+    { pa: {}, pb: {} },
+  );
+
+  it("sums the cords' lifetime counters, keeping an offline PDU's last one", () => {
+    const book = new AssetBook(m);
+    book.update(
+      readingOf(
+        pduSnapshot("pa", [
+          {
+            id: "A",
+            outlets: [
+              { power: 100, energyLifetime: 10 },
+              { power: 50, energyLifetime: 4 },
+            ],
+          },
+        ]),
+      ),
+      true,
+      1,
+    );
+    book.update(
+      readingOf(
+        pduSnapshot("pb", [{ id: "B", outlets: [{ power: 120, energyLifetime: 20 }, { power: 7 }] }]),
+      ),
+      true,
+      1,
+    );
+    assert.equal(book.get("db")?.energyLifetime, 30);
+    assert.equal(book.get("other")?.energyLifetime, null, "no counter reported");
+    const tenants = groupTotals(m, book.states(), byTenant);
+    assert.deepEqual(tenants, [
+      { key: "acme", assets: ["db", "web"], power: 270, energyLifetime: 34, unknown: [] },
+      { key: "zeta", assets: ["other"], power: 7, energyLifetime: null, unknown: ["other"] },
+    ]);
+    assert.deepEqual(
+      groupTotals(m, book.states(), byTag).map((g) => [g.key, g.assets]),
+      [
+        ["db", ["db"]],
+        ["web", ["web"]],
+      ],
+    );
+    const pb = book.readings().get("pb")!;
+    book.update({ ...pb, online: false }, true, 2);
+    assert.equal(book.get("db")?.energyLifetime, 30, "the counter never drops while a PDU is offline");
+    assert.equal(book.get("db")?.power, null);
+    assert.equal(groupTotals(m, book.states(), byTenant)[0]?.power, null);
+  });
+});
+
+describe("a new configuration", () => {
+  it("keeps the count of polls and the alarm of an asset whose cords are the same, clears those of assets gone", () => {
+    const book = new AssetBook(model);
+    const bad = twoPdus(on(2), off);
+    for (let t = 1; t <= 2; t++) {
+      book.update(bad.ra, true, t);
+      book.update(bad.rb, true, t);
+    }
+    assert.equal(book.alarms().length, 1);
+    const relabelled = assetModel(
+      {
+        db: {
+          Cords: [
+            { Instance: "pa", Outlet: 0 },
+            { Instance: "pb", Outlet: 0 },
+          ],
+          Label: "Primary",
+        },
+        solo: { Cords: [{ Instance: "pa", Outlet: 1 }] },
+      },
+      { pa: { Feed: "A" }, pb: { Feed: "B" } },
+      ["A", "B"],
+    );
+    const kept = AssetBook.reconfigure(book, relabelled, 3);
+    assert.deepEqual(
+      kept.alarmChanges.map((c) => [c.change, c.alarm.severity]),
+      [["changed", "warning"]],
+      "no longer protected: a warning, with its start kept",
+    );
+    assert.equal(kept.book.alarms()[0]?.since, 2);
+    assert.equal(kept.book.get("db")?.redundancy, "lost");
+    assert.equal(kept.book.get("db")?.state, "partial", "the readings are read again");
+    const moved = assetModel(
+      {
+        db: {
+          Cords: [
+            { Instance: "pa", Outlet: 0 },
+            { Instance: "pb", Outlet: 1 },
+          ],
+        },
+      },
+      { pa: {}, pb: {} },
+    );
+    const fresh = AssetBook.reconfigure(kept.book, moved, 4);
+    assert.deepEqual(
+      fresh.alarmChanges.map((c) => c.change),
+      ["cleared"],
+    );
+    assert.equal(fresh.book.get("db")?.redundancy, "ok", "another cord: counted afresh");
+    assert.equal(fresh.book.get("db")?.state, "on");
+  });
+});
+
+describe("outlets through an entity", () => {
+  it("lists the outlets whose feedsFrom names it", () => {
+    const snap = pduSnapshot("p", [
+      {
+        id: "D",
+        outlets: [{ feedsFrom: "breaker0" }, {}, { feedsFrom: "breaker0" }, { feedsFrom: "breaker1" }],
+        entities: [{ key: "breaker0" }, { key: "breaker1" }],
+      },
+    ]);
+    assert.deepEqual(
+      outletsThrough(snap.devices[0]!, "breaker0").map((o) => o.index),
+      [0, 2],
+    );
   });
 });
