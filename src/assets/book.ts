@@ -132,17 +132,23 @@ export class AssetBook {
   /** Re-reads the entry's cords on the reading's instance, keeping the outlet index right. */
   #reread(entry: Entry, reading: InstanceReading): void {
     const { def } = entry;
-    const readings = entry.readings.slice();
-    def.cords.forEach((cord, i) => {
-      if (cord.instance !== reading.id) return;
-      const before = readings[i]!;
+    const cords = def.cords;
+    // A copy by index: the array before is frozen (it is the state's), which the engine slices slowly.
+    const readings: CordReading[] = new Array<CordReading>(cords.length);
+    for (let i = 0; i < cords.length; i++) {
+      const cord = cords[i]!;
+      const before = entry.readings[i]!;
+      if (cord.instance !== reading.id) {
+        readings[i] = before;
+        continue;
+      }
       const now = readCord(this.model, cord, i, reading);
       readings[i] = now;
       if (before.resolved && (!now.resolved || before.deviceId !== now.deviceId))
         this.#unindex(outletKey(cord.instance, before.deviceId ?? "", cord.outlet), def, i);
       if (now.resolved && (!before.resolved || before.deviceId !== now.deviceId))
         this.#index(outletKey(cord.instance, now.deviceId ?? "", cord.outlet), def, i);
-    });
+    }
     entry.readings = readings;
   }
 

@@ -144,13 +144,18 @@ export function projectFeed(
 }
 
 function finish(w: Working): ProjectedEntity {
-  const projected = w.entity.measured + w.added;
-  const rating = w.entity.rating;
+  const e = w.entity;
+  const projected = e.measured + w.added;
   return Object.freeze({
-    ...w.entity,
+    instance: e.instance,
+    deviceId: e.deviceId,
+    key: e.key,
+    name: e.name,
+    measured: e.measured,
     added: w.added,
     projected,
-    ratio: rating === null ? null : projected / rating,
+    rating: e.rating,
+    ratio: e.rating === null ? null : projected / e.rating,
     exact: w.exact,
   });
 }

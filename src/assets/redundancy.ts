@@ -28,11 +28,14 @@ export const SHARE_MIN_AMPS = 0.5;
 /** Why a cord counts against redundancy now, or null (before the polls-in-a-row rule). */
 export function downReason(readings: readonly CordReading[], i: number): string | null {
   const r = readings[i]!;
-  if (readings.every((x) => x.status === "off")) return null;
+  let allOff = true;
+  for (let k = 0; k < readings.length && allOff; k++) allOff = readings[k]!.status === "off";
+  if (allOff) return null;
   if (r.status === "off") return "off";
   if (r.status === "unknown") return r.detail ?? "its state is unknown";
   let total = 0;
-  for (const x of readings) {
+  for (let k = 0; k < readings.length; k++) {
+    const x = readings[k]!;
     if (x.status !== "live") continue;
     if (x.current === null) return null;
     total += x.current;
@@ -60,8 +63,8 @@ export class RedundancyTracker {
 
   /** Counts one poll of `instance` for each cord of the asset on it, with the readings after it. */
   poll(asset: AssetDef, readings: readonly CordReading[], instance: string): void {
-    asset.cords.forEach((cord, i) => {
-      if (cord.instance !== instance) return;
+    for (let i = 0; i < asset.cords.length; i++) {
+      if (asset.cords[i]!.instance !== instance) continue;
       const s = this.#streaks[i]!;
       const reason = downReason(readings, i);
       if (reason !== null) {
@@ -74,12 +77,13 @@ export class RedundancyTracker {
         s.bad = 0;
         if (s.good >= POLLS_IN_A_ROW) s.down = false;
       }
-    });
+    }
   }
 
   redundancy(cords: number): Redundancy {
     if (cords === 1) return "single";
-    return this.#streaks.some((s) => s.down) ? "lost" : "ok";
+    for (let i = 0; i < this.#streaks.length; i++) if (this.#streaks[i]!.down) return "lost";
+    return "ok";
   }
 
   /** The cords down, by position, with the reason of the last poll that found each down. */

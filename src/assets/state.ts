@@ -158,29 +158,47 @@ export function resolveCord(cord: Cord, snapshot: Snapshot | null): Resolution {
   }
   return found === null
     ? { ok: false, problem: "unknown-outlet", detail: noOutlet(cord, null), deviceId: null }
-    : { ok: true, ...found };
+    : { ok: true, device: found.device, outlet: found.outlet };
 }
 
 const noOutlet = (cord: Cord, deviceId: string | null): string =>
   `${deviceId === null ? `no device of instance ${cord.instance}` : `device ${deviceId} of instance ${cord.instance}`} reports outlet ${cord.outlet} (indexes are 0-based)`;
 
-/** A measurement in the given unit, from the units PDUs use for it; null when absent or other. */
-function valueIn(
-  measurements: readonly Measurement[],
-  type: string,
+/** An outlet's figures in W, A and kWh (null: absent, not a number, or in a unit not known here). */
+interface Figures {
+  power: number | null;
+  current: number | null;
+  energy: number | null;
+  energyLifetime: number | null;
+}
+
+/** `value` in the unit `scales` maps its units to, or null. */
+function scaled(
+  value: number | null,
+  units: string,
   scales: Readonly<Record<string, number>>,
 ): number | null {
-  for (const m of measurements) {
-    if (m.type !== type) continue;
-    const scale = scales[m.units];
-    return m.value === null || !Number.isFinite(m.value) || scale === undefined ? null : m.value * scale;
-  }
-  return null;
+  const scale = scales[units];
+  return value === null || !Number.isFinite(value) || scale === undefined ? null : value * scale;
 }
 
 const WATTS: Readonly<Record<string, number>> = { W: 1, "": 1, kW: 1000 };
 const AMPS: Readonly<Record<string, number>> = { A: 1, "": 1, mA: 0.001 };
 const KWH: Readonly<Record<string, number>> = { kWh: 1, "": 1, Wh: 0.001 };
+
+/** The figures of an outlet's measurements, in one pass (a type is unique within an outlet). */
+function figuresOf(measurements: readonly Measurement[]): Figures {
+  const f: Figures = { power: null, current: null, energy: null, energyLifetime: null };
+  // Indexed: the engine iterates the model's frozen arrays slowly otherwise.
+  for (let i = 0; i < measurements.length; i++) {
+    const m = measurements[i]!;
+    if (m.type === "realPower") f.power ??= scaled(m.value, m.units, WATTS);
+    else if (m.type === "current") f.current ??= scaled(m.value, m.units, AMPS);
+    else if (m.type === "energy") f.energy ??= scaled(m.value, m.units, KWH);
+    else if (m.type === "energyLifetime") f.energyLifetime ??= scaled(m.value, m.units, KWH);
+  }
+  return f;
+}
 
 /** One cord read from its instance's reading. */
 export function readCord(
@@ -191,7 +209,6 @@ export function readCord(
 ): CordReading {
   const snapshot = reading?.snapshot ?? null;
   const resolution = resolveCord(cord, snapshot);
-  const base = { cord: position, instance: cord.instance, index: cord.outlet };
   if (!resolution.ok) {
     // Without a device, the instance's feed holds only where no device of it has a feed of its own.
     const feed =
@@ -200,15 +217,20 @@ export function readCord(
         : model.deviceFeeds.has(cord.instance)
           ? null
           : (model.instanceFeeds.get(cord.instance) ?? null);
+    // Every reading is built with its fields in one order (one shape for the engine: no spreads).
     return {
-      ...base,
+      cord: position,
+      instance: cord.instance,
       deviceId: resolution.deviceId,
+      index: cord.outlet,
       resolved: false,
       status: "unknown",
       outletState: null,
       problem: resolution.problem,
       detail: resolution.detail,
-      ...NO_VALUES,
+      power: null,
+      current: null,
+      energy: null,
       energyLifetime: null,
       feedsFrom: null,
       feed,
@@ -228,33 +250,28 @@ export function readCord(
       ? outlet.feedsFrom
       : null;
   const problem: CordProblem | null = !online ? "offline" : status === "unknown" ? "state-unknown" : null;
+  const f = figuresOf(outlet.measurements);
   return {
-    ...base,
+    cord: position,
+    instance: cord.instance,
     deviceId: device.id,
+    index: cord.outlet,
     resolved: true,
     status,
     outletState: outlet.state,
     problem,
-    detail:
-      problem === "offline"
-        ? `the last poll of instance ${cord.instance} failed`
-        : problem === "state-unknown"
-          ? "the PDU reports the outlet's state as unknown"
-          : null,
-    ...(online
-      ? {
-          power: valueIn(outlet.measurements, "realPower", WATTS),
-          current: valueIn(outlet.measurements, "current", AMPS),
-          energy: valueIn(outlet.measurements, "energy", KWH),
-        }
-      : NO_VALUES),
-    energyLifetime: valueIn(outlet.measurements, "energyLifetime", KWH),
+    detail: problem === null ? null : problem === "offline" ? offlineDetail(cord.instance) : STATE_UNKNOWN,
+    power: online ? f.power : null,
+    current: online ? f.current : null,
+    energy: online ? f.energy : null,
+    energyLifetime: f.energyLifetime,
     feedsFrom,
     feed: feedOf(model, cord.instance, device.id),
   };
 }
 
-const NO_VALUES = { power: null, current: null, energy: null } as const;
+const offlineDetail = (instance: string): string => `the last poll of instance ${instance} failed`;
+const STATE_UNKNOWN = "the PDU reports the outlet's state as unknown";
 
 /** The sum of a value over the cords: a cord that is off and reports none counts 0; else null when one has none. */
 function sum(
