@@ -167,7 +167,8 @@ export function nextBatch(head: JournalHead): {
   readonly batch: readonly JournalStep[];
 } {
   let room = STEPS_IN_FLIGHT - head.steps.filter((s) => s.status === "intent").length;
-  if (room <= 0 || head.state !== "running") return { head, batch: [] };
+  // A stop asked lets the wave in progress finish: an asset is never left with some cords written.
+  if (room <= 0 || (head.state !== "running" && head.state !== "stopping")) return { head, batch: [] };
   const batch: JournalStep[] = [];
   const steps = head.steps.map((s) => {
     if (room <= 0 || s.status !== "pending") return s;
@@ -257,7 +258,7 @@ export function finishWave(head: JournalHead): JournalHead {
   };
 }
 
-/** The head with a stop asked: the wave in progress ends, no later wave starts. */
+/** The head with a stop asked: the wave in progress is finished, no later wave starts. */
 export function requestStop(head: JournalHead): JournalHead {
   return head.state === "running" ? { ...head, state: "stopping" } : head;
 }

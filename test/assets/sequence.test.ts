@@ -311,11 +311,10 @@ describe("sequence journal", () => {
       6,
     );
     const plan = planOf(model, "on");
-    let { head } = newJournal("s2", plan, "r0/1", 0);
-    const { chunks } = newJournal("s2", plan, "r0/1", 0);
-    head = beginWave(
-      head,
-      waveAssets(head, chunks, 0).map((id) => ({ id, cords: 8 })),
+    const { head: start, chunks } = newJournal("s2", plan, "r0/1", 0);
+    let head = beginWave(
+      start,
+      waveAssets(start, chunks, 0).map((id) => ({ id, cords: 8 })),
     );
     assert.equal(head.steps.length, 48);
     const first = nextBatch(head);
@@ -324,18 +323,24 @@ describe("sequence journal", () => {
     head = first.head;
     for (const s of first.batch) head = recordOutcome(head, s.onceId, "done", null);
     head = requestStop(head);
-    assert.deepEqual(nextBatch(head).batch, [], "a stopping sequence sends nothing new");
-    head = head.steps.reduce(
-      (h, s) => (s.status === "pending" ? recordOutcome(h, s.onceId, "refused", "stopped") : h),
-      head,
-    );
+    assert.equal(head.state, "stopping");
+    const rest = nextBatch(head);
+    assert.equal(rest.batch.length, 16, "the wave in progress is finished: no asset is left half written");
+    head = rest.head;
+    for (const s of rest.batch)
+      head = recordOutcome(head, s.onceId, s.asset === "a05" ? "failed" : "done", "PDU error");
+    assert.ok(waveComplete(head));
     head = finishWave(head);
     assert.equal(head.state, "stopped");
-    assert.equal(head.wave, head.sizes.length);
-    assert.equal(head.executed, 4);
+    assert.equal(head.wave, head.sizes.length, "no later wave");
+    assert.equal(head.executed, 5);
     assert.deepEqual(
-      head.failures.map((f) => f.outcome),
-      ["refused", "refused"],
+      head.failures.map((f) => [f.asset, f.outcome]),
+      [["a05", "partial"]],
+    );
+    assert.throws(
+      () => finishWave(beginWave({ ...head, wave: 1, state: "running" }, [{ id: "a06", cords: 1 }])),
+      /without an outcome/,
     );
   });
 
