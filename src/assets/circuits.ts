@@ -141,6 +141,11 @@ export class CircuitApplier {
   }
 }
 
+/** One snapshot with `ranges` applied (see {@link CircuitApplier}, which also keeps what it built). */
+export function applyCircuits(snapshot: Snapshot, ranges: readonly CircuitRange[]): Snapshot {
+  return new CircuitApplier(ranges).apply(snapshot);
+}
+
 /**
  * The `OutletCircuits` rows that name an entity a device of the snapshot does not report (each
  * once, as `key → entity`), for one warning per row after a poll, as for overrides that name

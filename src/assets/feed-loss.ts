@@ -286,6 +286,7 @@ export class FeedLossTracker {
         alarms.set(id, this.#alarm(id, p.feed, e, state, at));
       }
     }
+    this.#keepUnseen(projections, states, alarms);
     const changes: FleetAlarmChange[] = [];
     for (const [id, alarm] of alarms) {
       const change = alarmChange(this.#alarms.get(id) ?? null, alarm, at);
@@ -298,6 +299,26 @@ export class FeedLossTracker {
     const list = [...alarms.values()].sort(compareFleetAlarms);
     if (!sameList(list, this.#list)) this.#list = Object.freeze(list);
     return { alarms: this.#list, changes };
+  }
+
+  /**
+   * Keeps the alarms (and load states) of entities whose instance has no current reading now: an
+   * instance whose polls fail keeps the alarms of its last good snapshot (docs/alarms.md), and a
+   * projection about it is not cleared by a failing PDU.
+   */
+  #keepUnseen(
+    projections: readonly FeedProjection[],
+    states: Map<string, LoadState>,
+    alarms: Map<string, FleetAlarm>,
+  ): void {
+    const unseen = new Map(projections.map((p) => [p.feed, new Set(p.unseen)]));
+    for (const [id, alarm] of this.#alarms) {
+      if (alarms.has(id) || alarm.feed === undefined || alarm.instanceId === undefined) continue;
+      if (unseen.get(alarm.feed)?.has(alarm.instanceId) !== true) continue;
+      alarms.set(id, alarm);
+      const state = this.#states.get(id);
+      if (state !== undefined) states.set(id, state);
+    }
   }
 
   #alarm(

@@ -218,7 +218,11 @@ describe("feed-loss alarms", () => {
     assert.equal(critical.changes[0]?.change, "changed");
     assert.equal(critical.changes[0]?.alarm.severity, "critical");
     assert.equal(critical.changes[0]?.alarm.since, 2);
-    const cleared = step(3.5, 5); // 8.5 / 12 = 71 %
+    const offline = tracker.assess([project(fleet(6.5, 12, false), "A")], 5);
+    assert.deepEqual(offline.changes, [], "pb's polls fail: its projection's alarm is kept, not cleared");
+    assert.equal(offline.alarms[0]?.severity, "critical");
+    assert.deepEqual(step(6.5, 6).changes, [], "back, and still critical");
+    const cleared = step(3.5, 7); // 8.5 / 12 = 71 %
     assert.equal(cleared.changes[0]?.change, "cleared");
     assert.deepEqual(cleared.alarms, []);
   });
