@@ -16,6 +16,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import fc from "fast-check";
 import { AssetBook } from "../../src/assets/book.js";
 import {
   FeedLossTracker,
@@ -23,6 +24,7 @@ import {
   projectFeedLoss,
   type FeedProjection,
 } from "../../src/assets/feed-loss.js";
+import type { AssetConfig } from "../../src/assets/types.js";
 import { DEFAULT_THRESHOLDS } from "../../src/pdu/load.js";
 import { assetModel, pduSnapshot, readingOf } from "../../testkit/asset-fleet.js";
 
@@ -225,5 +227,101 @@ describe("feed-loss alarms", () => {
     const cleared = step(3.5, 7); // 8.5 / 12 = 71 %
     assert.equal(cleared.changes[0]?.change, "cleared");
     assert.deepEqual(cleared.alarms, []);
+  });
+});
+
+describe("feed-loss projection, for any fleet", () => {
+  it("moves exactly the current on the failed feed of assets with live cords elsewhere, all of it through the inlets", () => {
+    const outletArb = fc.record({
+      state: fc.constantFrom<"on" | "off" | "unknown">("on", "on", "on", "off", "unknown"),
+      current: fc.integer({ min: 0, max: 40 }).map((n) => n / 10),
+      breaker: fc.constantFrom<number | null>(0, 1, 2, null),
+    });
+    const instanceArb = fc.record({
+      feed: fc.constantFrom("A", "B", "C"),
+      outlets: fc.array(outletArb, { minLength: 1, maxLength: 6 }),
+      online: fc.boolean(),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(instanceArb, { minLength: 2, maxLength: 5 }),
+        fc.array(fc.array(fc.record({ i: fc.nat(), o: fc.nat() }), { minLength: 1, maxLength: 3 }), {
+          maxLength: 12,
+        }),
+        (instances, assets) => {
+          const ids = instances.map((_, k) => `p${k}`);
+          const configs: Record<string, AssetConfig> = {};
+          const used = new Set<string>();
+          assets.forEach((cords, a) => {
+            const list = cords
+              .map(({ i, o }) => ({
+                Instance: ids[i % ids.length]!,
+                Outlet: o % instances[i % ids.length]!.outlets.length,
+              }))
+              .filter((c) => !used.has(`${c.Instance}/${c.Outlet}`) && used.add(`${c.Instance}/${c.Outlet}`));
+            if (list.length > 0) configs[`a${a}`] = { Cords: list };
+          });
+          const m = assetModel(
+            configs,
+            Object.fromEntries(instances.map((x, k) => [ids[k]!, { Feed: x.feed }])),
+            ["A", "B", "C"],
+          );
+          const book = new AssetBook(m);
+          instances.forEach((x, k) => {
+            const snap = pduSnapshot(ids[k]!, [
+              {
+                id: `D${k}`,
+                outlets: x.outlets.map((o) => ({
+                  state: o.state,
+                  current: o.current,
+                  ...(o.breaker === null ? {} : { feedsFrom: `breaker${o.breaker}` }),
+                })),
+                entities: [
+                  { key: "breaker0", current: 1, rated: 16 },
+                  { key: "breaker1", current: 1, rated: 16 },
+                  { key: "breaker2", current: 1, rated: 16 },
+                  { key: "inlet0", current: 3, rated: 32 },
+                ],
+              },
+            ]);
+            book.update(readingOf(snap, x.online), true, 1);
+          });
+          for (const p of projectFeedLoss(m, book.states(), book.readings())) {
+            // What moves, computed again from the readings: each asset's live current on F, when it
+            // has a live cord on another feed.
+            let moved = 0;
+            for (const s of book.states()) {
+              const live = s.readings.filter((r) => r.status === "live");
+              const onF = live.filter((r) => r.feed === p.feed);
+              if (onF.length > 0 && live.some((r) => r.feed !== p.feed))
+                moved += onF.reduce((t, r) => t + (r.current ?? 0), 0);
+            }
+            const inlets = p.entities.filter((e) => e.key === "inlet0");
+            const intoInlets = inlets.reduce((t, e) => t + e.added, 0);
+            assert.ok(
+              Math.abs(intoInlets - moved) < 1e-9,
+              `feed ${p.feed}: ${intoInlets} A into inlets, ${moved} A moved`,
+            );
+            for (const inlet of inlets) {
+              const device = p.entities.filter(
+                (e) => e.deviceId === inlet.deviceId && e.key.startsWith("breaker"),
+              );
+              const unplaced = p.unplaced.find((u) => u.deviceId === inlet.deviceId)?.amps ?? 0;
+              const intoBreakers = device.reduce((t, e) => t + e.added, 0);
+              assert.ok(
+                Math.abs(inlet.added - intoBreakers - unplaced) < 1e-9,
+                `${inlet.deviceId}: breakers and unplaced add up`,
+              );
+              assert.equal(
+                device.every((e) => e.exact),
+                unplaced === 0,
+              );
+              assert.equal(inlet.projected, inlet.measured + inlet.added);
+            }
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });
