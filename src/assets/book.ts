@@ -11,6 +11,7 @@
  * returned by the update that moved them.
  */
 import { compareFleetAlarms, alarmChange, type FleetAlarm, type FleetAlarmChange } from "./alarms.js";
+import { sameContent } from "../pdu/model.js";
 import { RedundancyTracker, redundancyAlarm } from "./redundancy.js";
 import { assetState, readCord, type AssetState, type CordReading, type InstanceReading } from "./state.js";
 import type { AssetDef, AssetModel } from "./types.js";
@@ -107,13 +108,22 @@ export class AssetBook {
    * it moves states, not the redundancy's count of polls).
    */
   update(reading: InstanceReading, poll: boolean, at: number): AssetUpdate {
+    const previous = this.#readings.get(reading.id);
     this.#readings.set(reading.id, reading);
     const entries = this.#byInstance.get(reading.id);
     if (entries === undefined) return { states: [], alarmChanges: [] };
+    // A poll whose answer was the last one (restamped by its driver) reads the same cords: only the
+    // count of polls moves.
+    const same =
+      previous !== undefined &&
+      previous.online === reading.online &&
+      previous.snapshot !== null &&
+      reading.snapshot !== null &&
+      sameContent(previous.snapshot, reading.snapshot);
     const states: AssetState[] = [];
     const changes: FleetAlarmChange[] = [];
     for (const entry of entries) {
-      this.#reread(entry, reading);
+      if (!same) this.#reread(entry, reading);
       if (poll) entry.tracker.poll(entry.def, entry.readings, reading.id);
       const redundancy = entry.tracker.redundancy(entry.def.cords.length);
       entry.state = assetState(entry.def, entry.readings, redundancy, entry.state);
@@ -123,8 +133,8 @@ export class AssetBook {
       if (change !== null) {
         changes.push(change);
         this.#alarms = null;
+        entry.alarm = alarm;
       }
-      entry.alarm = alarm;
     }
     return { states, alarmChanges: changes };
   }

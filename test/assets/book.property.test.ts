@@ -13,6 +13,7 @@ import { AssetBook } from "../../src/assets/book.js";
 import { buildAssetModel } from "../../src/assets/model.js";
 import { assetState, readAsset, type CordReading, type InstanceReading } from "../../src/assets/state.js";
 import type { AssetConfig, AssetModel } from "../../src/assets/types.js";
+import { restamp } from "../../src/pdu/model.js";
 import { pduSnapshot, type OutletSpec } from "../../testkit/asset-fleet.js";
 
 const INSTANCES = ["p0", "p1", "p2", "p3"];
@@ -29,6 +30,8 @@ const updateArb = fc.record({
   devices: fc.array(fc.array(outletArb, { maxLength: 4 }), { minLength: 1, maxLength: 2 }),
   online: fc.boolean(),
   poll: fc.boolean(),
+  /** The instance's last snapshot again, restamped (a PDU's answer byte for byte the last one). */
+  repeat: fc.boolean(),
 });
 
 const cordArb = fc.record({
@@ -96,11 +99,15 @@ describe("the asset book, incrementally and from scratch", () => {
         let t = 0;
         for (const u of updates) {
           t++;
-          const snapshot = pduSnapshot(
-            u.instance,
-            u.devices.map((outlets, i) => ({ id: `d${i}`, outlets })),
-            t,
-          );
+          const last = readings.get(u.instance)?.snapshot;
+          const snapshot =
+            u.repeat && last !== undefined && last !== null
+              ? restamp(last, t)
+              : pduSnapshot(
+                  u.instance,
+                  u.devices.map((outlets, i) => ({ id: `d${i}`, outlets })),
+                  t,
+                );
           const reading: InstanceReading = { id: u.instance, snapshot, online: u.online };
           const before = new Map([...book.states()].map((s) => [s.id, s]));
           book.update(reading, u.poll, t);
