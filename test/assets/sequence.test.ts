@@ -6,6 +6,7 @@ import {
   finishWave,
   newJournal,
   nextBatch,
+  onceIdOf,
   parseChunk,
   parseHead,
   recordOutcome,
@@ -19,6 +20,8 @@ import {
   type JournalHead,
 } from "../../src/assets/journal.js";
 import { planSequence, type SequencePlan } from "../../src/assets/sequence.js";
+import { ONCE_ID_PATTERN } from "../../src/cluster/elector.js";
+import { COMMAND_ID_PATTERN } from "../../src/control/writes.js";
 import type { AssetConfig, AssetModel } from "../../src/assets/types.js";
 import { assetModel } from "../../testkit/asset-fleet.js";
 
@@ -342,6 +345,15 @@ describe("sequence journal", () => {
       () => finishWave(beginWave({ ...head, wave: 1, state: "running" }, [{ id: "a06", cords: 1 }])),
       /without an outcome/,
     );
+  });
+
+  it("makes once-only ids the fencing takes, also as a command id the control core extends", () => {
+    const longest = onceIdOf("A".repeat(24), 9999, 999, 7);
+    assert.match(longest, ONCE_ID_PATTERN);
+    assert.match(longest, COMMAND_ID_PATTERN);
+    assert.match(`${longest}-0`, ONCE_ID_PATTERN);
+    assert.notEqual(onceIdOf("s1", 1, 2, 3), onceIdOf("s1", 12, 3, 3));
+    assert.throws(() => newJournal("s-1", planOf(fleetModel([]), "on"), "r", 0), /sequence id/);
   });
 
   it("reads back only records that check", () => {
