@@ -106,6 +106,14 @@ export interface Outlet {
   readonly measurements: readonly Measurement[];
   /** The outlet's rated current in amps, where the PDU reports one; absent: not reported. */
   readonly ratedCurrent?: number;
+  /**
+   * The key of the entity of the same device that this outlet draws through (a breaker, bank or
+   * phase: `breaker1`, `bank0`, `phase2`), where the PDU says so or the instance's
+   * `OutletCircuits` configuration does (src/assets/circuits.ts); absent: not known. The feed-loss
+   * projection adds an asset's current to it, and an inferred breaker trip reads which outlets a
+   * breaker feeds from it (docs/assets.md).
+   */
+  readonly feedsFrom?: string;
   /** Set by the configured overrides (src/pdu/overrides.ts); absent: not set. */
   readonly renamed?: true;
   readonly hidden?: true;
