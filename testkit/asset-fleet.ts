@@ -86,6 +86,7 @@ export function assetDevice(spec: DeviceSpec): Device {
     order: 1,
     outletControlEnabled: true,
     canResetOutletEnergy: true,
+    canSwitchOutlets: true,
     lifetimeEnergy: null,
     system: system("Rack PDU", `SER-${spec.id}`),
     route: null,
