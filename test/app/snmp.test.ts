@@ -197,8 +197,13 @@ describe("SNMP PDUs through the bridge", () => {
       const all = [...ha.latest("homeassistant/")].filter(
         ([t, m]) => t.endsWith("/config") && m.payload !== "",
       );
-      return all.length > 100 ? all : null;
-    }, "discovery configs");
+      // Every SNMP unit's sensors, not only the first hundred configs of whichever unit came first.
+      const units = ["_apc-rpdu2", "_raritan-px2", "_servertech-sentry4"];
+      const seen = units.every((u) =>
+        all.some(([t]) => t.startsWith("homeassistant/sensor/") && t.includes(u)),
+      );
+      return all.length > 100 && seen ? all : null;
+    }, "discovery configs of every SNMP unit");
     const ids = new Set<string>();
     let sensors = 0;
     for (const [topic, m] of configs) {
