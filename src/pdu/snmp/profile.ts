@@ -152,6 +152,11 @@ export interface OutletCommandDef extends CellRef {
   readonly on: number;
   readonly off: number;
   readonly reboot: number;
+  /**
+   * Columns of the same table for actions that have an object of their own (EATON-EPDU-MIB's
+   * outletControlOnCmd, …OffCmd, …RebootCmd); an action not listed writes `column`.
+   */
+  readonly columns?: { readonly on?: string; readonly off?: string; readonly reboot?: string };
 }
 
 export interface SnmpProfile {
@@ -187,6 +192,8 @@ export interface SnmpProfile {
     readonly oid: string;
     readonly suffix: readonly number[];
     readonly value: number;
+    /** The object's SNMP type when not INTEGER (EATON-EPDU-MIB's outletWh is an Unsigned32). */
+    readonly type?: "Gauge";
   };
   /** Why a per-outlet statistics reset is refused (shown in the 409), when the MIB has none. */
   readonly resetStatsRefusal?: string;
