@@ -1,0 +1,605 @@
+/**
+ * The SNMP families of CPS-MIB (CyberPower ePDU2 and ePDU), EATON-EPDU-MIB and Sentry3-MIB, and the
+ * detection of Vertiv/Geist agents:
+ * - a real CyberPower PDU44005's walk (../shared/recordings/snmp/, served in place by snmpsimd):
+ *   identity, outlets, bank and phase readings compared with values this test reads from the walk
+ *   under the MIB's scaling, never with the bridge's parser; `Profile: auto` picks it;
+ * - the project's recordings of each family (testkit/snmprec/) served by snmpsimd: readings,
+ *   daisy-chained units as devices, switching, names, delays and the energy reset reaching the agent
+ *   (its writecache variation, read back with snmpget);
+ * - the project's simulator of each family: a SET switches its outlet, the next poll shows it.
+ */
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { chmod, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { isPduError } from "../../../src/pdu/errors.js";
+import { RAISED_ALARM_STATES, type Device, type Snapshot } from "../../../src/pdu/model.js";
+import { SnmpDriver } from "../../../src/pdu/snmp/driver.js";
+import { PROFILES } from "../../../src/pdu/snmp/profiles.js";
+import { startSnmpSimulator, type SnmpSimulator } from "../../../src/simulator/snmp/agent.js";
+import { freePort, REPO_ROOT, sleep } from "../../../testkit/repo.js";
+import { readRecording, snmpInstance, startSnmpsim, type Snmpsim } from "../../../testkit/snmpsim.js";
+import { waitFor } from "../../../testkit/wait.js";
+
+const run = promisify(execFile);
+const round = (x: number) => Math.round(x * 1e6) / 1e6;
+
+/** The folder of the walks recorded from real units (beside the project, or beside its worktrees). */
+function sharedRecordings(): string {
+  const candidates = [
+    join(REPO_ROOT, "..", "shared", "recordings", "snmp"),
+    join(REPO_ROOT, "..", "..", "shared", "recordings", "snmp"),
+  ];
+  const found = candidates.find((dir) => existsSync(join(dir, "cyberpower-pdu44005.snmpwalk")));
+  if (found === undefined) throw new Error(`no shared recordings in ${candidates.join(" or ")}`);
+  return found;
+}
+
+/** A net-snmp `snmpwalk -On` file as OID → value (strings without their quotes; NULL as ""). */
+async function readWalk(file: string): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const line of (await readFile(file, "utf8")).split("\n")) {
+    const m = /^\.?([0-9.]+) = (?:([A-Za-z0-9-]+): )?(.*)$/.exec(line);
+    if (m?.[1] === undefined) continue;
+    const value = m[3] ?? "";
+    out.set(m[1], m[2] === "STRING" ? value.replace(/^"(.*)"$/, "$1") : value === "NULL" ? "" : value);
+  }
+  return out;
+}
+
+/** snmpsimd serving a folder as it is (nothing copied), on a loopback port. */
+async function serveInPlace(dir: string, probe: string): Promise<{ port: number; close(): Promise<void> }> {
+  const cache = await mkdtemp(join(tmpdir(), "snmpsim-cache-"));
+  await chmod(cache, 0o777);
+  const port = await freePort();
+  const args = [
+    `--data-dir=${dir}`,
+    `--cache-dir=${cache}`,
+    `--agent-udpv4-endpoint=127.0.0.1:${port}`,
+    "--logging-method=null",
+  ];
+  if (process.getuid?.() === 0) args.push("--process-user=nobody", "--process-group=nogroup");
+  const child: ChildProcess = spawn("snmpsimd", args, { stdio: ["ignore", "ignore", "ignore"] });
+  const close = async () => {
+    if (child.exitCode === null) {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      await Promise.race([exited, sleep(3000)]);
+      if (child.exitCode === null) child.kill("SIGKILL");
+    }
+    await rm(cache, { recursive: true, force: true });
+  };
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      const { stdout } = await run("snmpget", [
+        "-v2c",
+        "-c",
+        probe,
+        "-Oqv",
+        "-t",
+        "1",
+        "-r",
+        "0",
+        `127.0.0.1:${port}`,
+        "1.3.6.1.2.1.1.2.0",
+      ]);
+      if (stdout.trim() !== "") break;
+    } catch {
+      // not up yet: it indexes the folder first
+    }
+    if (child.exitCode !== null || Date.now() > deadline) {
+      await close();
+      throw new Error("snmpsimd did not start");
+    }
+    await sleep(200);
+  }
+  return { port, close };
+}
+
+function entity(d: Device | undefined, key: string, type: string): number | null | undefined {
+  return d?.entities.find((e) => e.key === key)?.measurements.find((m) => m.type === type)?.value;
+}
+
+const E = "1.3.6.1.4.1.3808.1.1.3";
+const E2 = "1.3.6.1.4.1.3808.1.1.6";
+
+describe("CyberPower PDU44005: a real unit's walk served in place by snmpsimd", () => {
+  const community = "cyberpower-pdu44005";
+  let agent: { port: number; close(): Promise<void> };
+  let walk: Map<string, string>;
+  const w = (oid: string): string => {
+    const v = walk.get(oid);
+    assert.ok(v !== undefined, `the walk has ${oid}`);
+    return v;
+  };
+  const n = (oid: string): number => Number(w(oid));
+  before(async () => {
+    const dir = sharedRecordings();
+    walk = await readWalk(join(dir, `${community}.snmpwalk`));
+    agent = await serveInPlace(dir, community);
+  });
+  after(async () => {
+    await agent?.close();
+  });
+
+  describe("Profile: auto", () => {
+    let driver: SnmpDriver;
+    let s: Snapshot;
+    before(async () => {
+      driver = new SnmpDriver(snmpInstance("cps-auto", agent.port, { Community: community }));
+      s = await driver.poll();
+    });
+    after(async () => {
+      await driver.close();
+    });
+
+    it("picks cyberpower-epdu2 from its sysObjectID and the ePDU2 tables that answer", () => {
+      assert.ok(w("1.3.6.1.2.1.1.2.0").endsWith("1.3.6.1.4.1.3808.1.1.6"));
+      assert.equal(driver.profile?.id, "cyberpower-epdu2");
+      assert.equal(s.vendor.manufacturer, "CyberPower");
+      assert.equal(s.warnings, undefined, JSON.stringify(s.warnings));
+    });
+
+    it("identity: the ePDU2IdentTable row of the unit", () => {
+      assert.equal(s.devices.length, 1);
+      const d = s.devices[0];
+      assert.equal(d?.id, w(`${E2}.2.2.1.10.1`));
+      assert.equal(d?.system.serialNumber, w(`${E2}.2.2.1.10.1`));
+      assert.equal(d?.system.model, w(`${E2}.2.2.1.9.1`));
+      assert.equal(d?.system.model, "PDU44005");
+      assert.equal(d?.name, w(`${E2}.2.2.1.3.1`));
+      assert.equal(d?.system.firmwareVersion, w(`${E2}.2.2.1.7.1`));
+      assert.equal(d?.system.hardwareVersion, w(`${E2}.2.2.1.6.1`));
+    });
+
+    it("10 outlets with their names and states; no reading on a unit that meters no outlet", () => {
+      const outlets = s.devices[0]?.outlets ?? [];
+      assert.equal(outlets.length, 10);
+      assert.equal(n(`${E2}.3.3.1.7.1`), 0, "ePDU2DeviceInfoMeteredOutlets");
+      for (let k = 1; k <= 10; k++) {
+        const o = outlets[k - 1];
+        assert.equal(o?.index, k - 1);
+        assert.equal(o?.label, w(`${E2}.6.1.4.1.4.${k}`));
+        const state = n(`${E2}.6.1.4.1.5.${k}`);
+        assert.equal(o?.state, state === 1 ? "on" : state === 2 ? "off" : "unknown");
+        assert.deepEqual(o?.measurements, [], `outlet ${k} has no readings`);
+      }
+    });
+
+    it("bank, phase and unit readings in A, V, W, VA, % and kWh under the MIB's scaling", () => {
+      const d = s.devices[0];
+      assert.equal(entity(d, "bank0", "current"), round(n(`${E2}.5.4.1.5.1`) * 0.1));
+      assert.equal(entity(d, "phase0", "current"), round(n(`${E2}.4.4.1.5.1`) * 0.1));
+      assert.equal(entity(d, "phase0", "voltage"), round(n(`${E2}.4.4.1.6.1`) * 0.1));
+      assert.equal(entity(d, "phase0", "realPower"), n(`${E2}.4.4.1.7.1`));
+      assert.equal(entity(d, "phase0", "apparentPower"), n(`${E2}.4.4.1.8.1`));
+      assert.equal(entity(d, "phase0", "powerFactor"), n(`${E2}.4.4.1.9.1`));
+      assert.equal(entity(d, "total0", "current"), round(n(`${E2}.3.4.1.5.1`) * 0.1));
+      assert.equal(entity(d, "total0", "realPower"), n(`${E2}.3.4.1.18.1`));
+      assert.equal(entity(d, "total0", "energy"), round(n(`${E2}.3.4.1.9.1`) * 0.1));
+      const units = Object.fromEntries(
+        (d?.entities.find((e) => e.key === "phase0")?.measurements ?? []).map((m) => [m.type, m.units]),
+      );
+      assert.deepEqual(units, {
+        apparentPower: "VA",
+        current: "A",
+        powerFactor: "%",
+        realPower: "W",
+        voltage: "V",
+      });
+    });
+  });
+
+  describe("Profile: cyberpower-epdu (the ePDU tables of the same unit)", () => {
+    let s: Snapshot;
+    before(async () => {
+      const driver = new SnmpDriver(
+        snmpInstance("cps-epdu", agent.port, { Community: community, Profile: "cyberpower-epdu" }),
+      );
+      try {
+        s = await driver.poll();
+      } finally {
+        await driver.close();
+      }
+    });
+
+    it("identity from the ePDUIdent scalars", () => {
+      const d = s.devices[0];
+      assert.equal(d?.system.serialNumber, w(`${E}.1.6.0`));
+      assert.equal(d?.system.model, w(`${E}.1.5.0`));
+      assert.equal(d?.name, w(`${E}.1.1.0`));
+    });
+
+    it("outlets' names and states; their readings are absent where no outlet is monitored", () => {
+      const outlets = s.devices[0]?.outlets ?? [];
+      assert.equal(outlets.length, 10);
+      assert.equal(n(`${E}.3.1.5.0`), 0, "ePDUOutletDevMonitoredOutlets");
+      for (let k = 1; k <= 10; k++) {
+        assert.equal(outlets[k - 1]?.label, w(`${E}.3.5.1.1.2.${k}`));
+        assert.equal(outlets[k - 1]?.state, n(`${E}.3.5.1.1.4.${k}`) === 1 ? "on" : "off");
+        assert.deepEqual(outlets[k - 1]?.measurements, [], `outlet ${k}: the walk's 0s are not readings`);
+      }
+    });
+
+    it("the phase row and the bank row of ePDULoadStatusTable: current and voltage in tenths", () => {
+      const d = s.devices[0];
+      // Row 1 is the phase (bank number 0), row 2 bank 1.
+      assert.equal(n(`${E}.2.3.1.1.5.1`), 0);
+      assert.equal(n(`${E}.2.3.1.1.5.2`), 1);
+      assert.equal(entity(d, "phase0", "current"), round(n(`${E}.2.3.1.1.2.1`) * 0.1));
+      assert.equal(entity(d, "phase0", "voltage"), round(n(`${E}.2.3.1.1.6.1`) * 0.1));
+      assert.equal(entity(d, "phase0", "energy"), round(n(`${E}.2.3.1.1.10.1`) * 0.1));
+      assert.equal(entity(d, "bank0", "current"), round(n(`${E}.2.3.1.1.2.2`) * 0.1));
+      assert.equal(entity(d, "bank0", "voltage"), round(n(`${E}.2.3.1.1.6.2`) * 0.1));
+      // The bank row's apparent power, power factor and energy are NULL in the walk: absent.
+      assert.equal(w(`${E}.2.3.1.1.8.2`), "");
+      for (const type of ["apparentPower", "powerFactor", "energy"])
+        assert.equal(entity(d, "bank0", type), undefined, type);
+    });
+  });
+});
+
+interface Check {
+  /** Device (serial), then an outlet index or an entity key. */
+  readonly device: string;
+  readonly at: number | string;
+  readonly type: string;
+  readonly oid: string;
+  readonly scale: number;
+}
+
+interface Case {
+  readonly profile: string;
+  /** Serials of the units behind the address, in device order. */
+  readonly serials: readonly string[];
+  readonly outletsPerDevice: number;
+  readonly checks: readonly Check[];
+  /** Outlet index 1 of the first device: the objects written for on, off, reboot and the values. */
+  readonly control: Readonly<Record<"on" | "off" | "reboot", { oid: string; value: string }>>;
+  readonly name: string;
+  readonly delays?: { readonly on: string; readonly reboot: string };
+  readonly resetStats: "refused" | { readonly oid: string };
+  /** Readings the recording holds as -1 ("not available"): absent from the snapshot. */
+  readonly absent?: readonly Omit<Check, "scale">[];
+  /** The second unit's outlet index 0 control object for off and its value (chained units). */
+  readonly chained?: { readonly oid: string; readonly value: string };
+}
+
+const S3 = "1.3.6.1.4.1.1718.3";
+const EP = "1.3.6.1.4.1.534.6.6.7";
+
+const CASES: readonly Case[] = [
+  {
+    profile: "cyberpower-epdu2",
+    serials: ["GD3N7E2000123"],
+    outletsPerDevice: 8,
+    checks: [
+      { device: "GD3N7E2000123", at: 2, type: "current", oid: `${E2}.6.2.4.1.6.3`, scale: 0.1 },
+      { device: "GD3N7E2000123", at: 2, type: "realPower", oid: `${E2}.6.2.4.1.7.3`, scale: 1 },
+      { device: "GD3N7E2000123", at: 5, type: "energy", oid: `${E2}.6.2.4.1.11.6`, scale: 0.1 },
+      { device: "GD3N7E2000123", at: "phase0", type: "voltage", oid: `${E2}.4.4.1.6.1`, scale: 0.1 },
+      { device: "GD3N7E2000123", at: "bank0", type: "current", oid: `${E2}.5.4.1.5.1`, scale: 0.1 },
+      { device: "GD3N7E2000123", at: "total0", type: "realPower", oid: `${E2}.3.4.1.18.1`, scale: 1 },
+    ],
+    control: {
+      on: { oid: `${E2}.6.1.5.1.5.2`, value: "1" },
+      off: { oid: `${E2}.6.1.5.1.5.2`, value: "2" },
+      reboot: { oid: `${E2}.6.1.5.1.5.2`, value: "3" },
+    },
+    name: `${E2}.6.1.2.1.4.2`,
+    delays: { on: `${E2}.6.1.2.1.5.2`, reboot: `${E2}.6.1.2.1.7.2` },
+    resetStats: "refused",
+  },
+  {
+    profile: "cyberpower-epdu",
+    serials: ["GD3N7E2000123"],
+    outletsPerDevice: 8,
+    checks: [
+      { device: "GD3N7E2000123", at: 2, type: "current", oid: `${E}.3.5.1.1.7.3`, scale: 0.1 },
+      { device: "GD3N7E2000123", at: 5, type: "energy", oid: `${E}.3.5.1.1.13.6`, scale: 0.1 },
+      { device: "GD3N7E2000123", at: "phase0", type: "voltage", oid: `${E}.2.3.1.1.6.1`, scale: 0.1 },
+      { device: "GD3N7E2000123", at: "bank0", type: "current", oid: `${E}.2.3.1.1.2.2`, scale: 0.1 },
+    ],
+    control: {
+      on: { oid: `${E}.3.3.1.1.4.2`, value: "1" },
+      off: { oid: `${E}.3.3.1.1.4.2`, value: "2" },
+      reboot: { oid: `${E}.3.3.1.1.4.2`, value: "3" },
+    },
+    name: `${E}.3.4.1.1.2.2`,
+    delays: { on: `${E}.3.4.1.1.4.2`, reboot: `${E}.3.4.1.1.6.2` },
+    resetStats: "refused",
+  },
+  {
+    profile: "servertech-sentry3",
+    serials: ["ADLH0001862", "ADLH0001863"],
+    outletsPerDevice: 8,
+    checks: [
+      { device: "ADLH0001862", at: 2, type: "current", oid: `${S3}.2.3.1.7.1.1.3`, scale: 0.01 },
+      { device: "ADLH0001862", at: 2, type: "voltage", oid: `${S3}.2.3.1.13.1.1.3`, scale: 0.1 },
+      { device: "ADLH0001862", at: 2, type: "energy", oid: `${S3}.2.3.1.18.1.1.3`, scale: 0.001 },
+      { device: "ADLH0001862", at: "infeed0", type: "current", oid: `${S3}.2.2.1.7.1.1`, scale: 0.01 },
+      { device: "ADLH0001862", at: "infeed0", type: "energy", oid: `${S3}.2.2.1.16.1.1`, scale: 0.1 },
+      { device: "ADLH0001863", at: 0, type: "current", oid: `${S3}.2.3.1.7.2.1.1`, scale: 0.01 },
+      { device: "ADLH0001863", at: "total0", type: "energy", oid: `${S3}.2.1.1.14.2`, scale: 1 },
+    ],
+    control: {
+      on: { oid: `${S3}.2.3.1.11.1.1.2`, value: "1" },
+      off: { oid: `${S3}.2.3.1.11.1.1.2`, value: "2" },
+      reboot: { oid: `${S3}.2.3.1.11.1.1.2`, value: "3" },
+    },
+    name: `${S3}.2.3.1.3.1.1.2`,
+    resetStats: "refused",
+    absent: [
+      { device: "ADLH0001862", at: 1, type: "powerFactor", oid: `${S3}.2.3.1.16.1.1.2` },
+      { device: "ADLH0001862", at: 4, type: "powerFactor", oid: `${S3}.2.3.1.16.1.1.5` },
+    ],
+    chained: { oid: `${S3}.2.3.1.11.2.1.1`, value: "2" },
+  },
+  {
+    profile: "eaton-epdu",
+    serials: ["G206N12345", "G206N12346"],
+    outletsPerDevice: 8,
+    checks: [
+      { device: "G206N12345", at: 2, type: "current", oid: `${EP}.6.4.1.3.0.3`, scale: 0.001 },
+      { device: "G206N12345", at: 2, type: "voltage", oid: `${EP}.6.3.1.2.0.3`, scale: 0.001 },
+      { device: "G206N12345", at: 2, type: "powerFactor", oid: `${EP}.6.5.1.6.0.3`, scale: 0.1 },
+      { device: "G206N12345", at: 2, type: "energy", oid: `${EP}.6.5.1.4.0.3`, scale: 0.001 },
+      { device: "G206N12345", at: "inlet0", type: "realPower", oid: `${EP}.3.5.1.4.0.1`, scale: 1 },
+      { device: "G206N12345", at: "line0", type: "current", oid: `${EP}.3.3.1.4.0.1.1`, scale: 0.001 },
+      { device: "G206N12345", at: "phase0", type: "voltage", oid: `${EP}.3.2.1.3.0.1.1`, scale: 0.001 },
+      { device: "G206N12345", at: "breaker0", type: "current", oid: `${EP}.5.4.1.3.0.1`, scale: 0.001 },
+      { device: "G206N12346", at: 0, type: "realPower", oid: `${EP}.6.5.1.3.1.1`, scale: 1 },
+    ],
+    control: {
+      on: { oid: `${EP}.6.6.1.4.0.2`, value: "0" },
+      off: { oid: `${EP}.6.6.1.3.0.2`, value: "0" },
+      reboot: { oid: `${EP}.6.6.1.5.0.2`, value: "0" },
+    },
+    name: `${EP}.6.1.1.3.0.2`,
+    delays: { on: `${EP}.6.6.1.7.0.2`, reboot: `${EP}.6.6.1.8.0.2` },
+    resetStats: { oid: `${EP}.6.5.1.4.0.2` },
+    absent: [{ device: "G206N12345", at: 1, type: "powerFactor", oid: `${EP}.6.5.1.6.0.2` }],
+    chained: { oid: `${EP}.6.6.1.3.1.1`, value: "0" },
+  },
+];
+
+function reading(s: Snapshot, serial: string, at: number | string, type: string): number | null | undefined {
+  const d = s.devices.find((x) => x.id === serial);
+  const parent =
+    typeof at === "number" ? d?.outlets.find((o) => o.index === at) : d?.entities.find((e) => e.key === at);
+  return parent?.measurements.find((m) => m.type === type)?.value;
+}
+
+describe("the project's recordings of the new families served by snmpsimd", () => {
+  let sim: Snmpsim;
+  before(async () => {
+    sim = await startSnmpsim({ only: [...CASES.map((c) => c.profile), "vertiv-geist"] });
+  });
+  after(async () => {
+    await sim.close();
+  });
+
+  for (const c of CASES) {
+    describe(c.profile, () => {
+      let driver: SnmpDriver;
+      let s: Snapshot;
+      before(async () => {
+        driver = new SnmpDriver(
+          snmpInstance(`t-${c.profile}`, sim.port, { Community: c.profile, WriteCommunity: c.profile }),
+        );
+        s = await driver.poll();
+      });
+      after(async () => {
+        await driver.close();
+      });
+
+      it("detects the profile; each unit behind the address is a device named by its serial", () => {
+        assert.equal(driver.profile?.id, c.profile);
+        assert.deepEqual(
+          s.devices.map((d) => d.id),
+          c.serials,
+        );
+        for (const d of s.devices) assert.equal(d.outlets.length, c.outletsPerDevice, d.id);
+        assert.equal(s.warnings, undefined, JSON.stringify(s.warnings));
+      });
+
+      it("reads every checked value as the recording holds it, after the MIB's scaling", async () => {
+        const rec = await readRecording(c.profile);
+        for (const check of c.checks) {
+          const raw = Number(rec.get(check.oid)?.value);
+          assert.ok(Number.isFinite(raw), `the recording has ${check.oid}`);
+          assert.equal(
+            reading(s, check.device, check.at, check.type),
+            round(raw * check.scale),
+            `${check.device} ${check.at} ${check.type} (${check.oid})`,
+          );
+        }
+      });
+
+      it("a value the recording marks as not available (-1) is absent, never a number", async () => {
+        const rec = await readRecording(c.profile);
+        for (const a of c.absent ?? []) {
+          assert.equal(rec.get(a.oid)?.value, "-1", `the recording has -1 at ${a.oid}`);
+          assert.equal(reading(s, a.device, a.at, a.type), undefined, `${a.device} ${a.at} ${a.type}`);
+        }
+      });
+
+      it("on, off and reboot reach the agent's objects with the MIB's values", async () => {
+        const target = { deviceId: c.serials[0] ?? "", index: 1, route: null };
+        for (const action of ["off", "on", "reboot"] as const) {
+          await driver.controlOutlet(target, action);
+          assert.equal(await sim.get(c.profile, c.control[action].oid), c.control[action].value, action);
+        }
+        if (c.chained !== undefined) {
+          await driver.controlOutlet({ deviceId: c.serials[1] ?? "", index: 0, route: null }, "off");
+          assert.equal(await sim.get(c.profile, c.chained.oid), c.chained.value, "the second unit's outlet");
+        }
+      });
+
+      it("an outlet name write reaches the agent; delays only where the MIB has them", async () => {
+        const target = { deviceId: c.serials[0] ?? "", index: 1, route: null };
+        await driver.setOutletSettings(target, { label: "web-07" });
+        assert.equal(await sim.get(c.profile, c.name), '"web-07"');
+        if (c.delays === undefined) {
+          await assert.rejects(
+            driver.setOutletSettings(target, { rebootDelay: 9 }),
+            (e) => isPduError(e) && e.kind === "refused",
+          );
+        } else {
+          await driver.setOutletSettings(target, { onDelay: 7, rebootDelay: 9 });
+          assert.equal(await sim.get(c.profile, c.delays.on), "7");
+          assert.equal(await sim.get(c.profile, c.delays.reboot), "9");
+        }
+        await assert.rejects(
+          driver.setOutletSettings(target, { label: "x".repeat(300) }),
+          (e) => isPduError(e) && e.kind === "refused" && /at most \d+ bytes/.test(e.message),
+        );
+      });
+
+      it(
+        c.resetStats === "refused" ? "refuses resetStats naming the family" : "resets one outlet's energy",
+        async () => {
+          const target = { deviceId: c.serials[0] ?? "", index: 1, route: null };
+          if (c.resetStats === "refused") {
+            assert.equal(s.devices[0]?.canResetOutletEnergy, false);
+            await assert.rejects(driver.resetOutletEnergy(target), (e) => {
+              assert.ok(isPduError(e) && e.kind === "refused", String(e));
+              assert.match(e.message, new RegExp(driver.profile?.family ?? "?"));
+              return true;
+            });
+          } else {
+            assert.equal(s.devices[0]?.canResetOutletEnergy, true);
+            await driver.resetOutletEnergy(target);
+            assert.equal(await sim.get(c.profile, c.resetStats.oid), "0");
+          }
+        },
+      );
+    });
+  }
+
+  it("a Vertiv/Geist agent is told to use Driver: geist, naming its sysObjectID", async () => {
+    const driver = new SnmpDriver(snmpInstance("t-geist", sim.port, { Community: "vertiv-geist" }));
+    try {
+      await assert.rejects(driver.poll(), (e) => {
+        assert.ok(isPduError(e), String(e));
+        assert.match(e.message, /Driver: geist/);
+        assert.match(e.message, /1\.3\.6\.1\.4\.1\.21239\.5\.2/);
+        assert.match(e.message, /Vertiv\/Geist/);
+        return true;
+      });
+      assert.equal(driver.profile, null);
+    } finally {
+      await driver.close();
+    }
+  });
+});
+
+describe("the project's simulator of the new families", () => {
+  const driverFor = (sim: SnmpSimulator) =>
+    new SnmpDriver(
+      snmpInstance(`sim-${sim.profile}`, sim.port, {
+        Community: sim.community,
+        WriteCommunity: sim.writeCommunity,
+      }),
+    );
+
+  it("Sentry3: an outlet of tower B is the second device's, and switching it switches that one", async () => {
+    const sim = await startSnmpSimulator({ profile: "servertech-sentry3", port: 0 });
+    const driver = driverFor(sim);
+    try {
+      const s = await driver.poll();
+      assert.equal(s.devices.length, 2);
+      const towerB = s.devices[1];
+      assert.ok(towerB);
+      assert.equal(towerB.outlets[2]?.name, "BA3");
+      const before = sim.unit.outlets[8 + 2]?.on;
+      await driver.controlOutlet(
+        { deviceId: towerB.id, index: 2, route: null },
+        before === true ? "off" : "on",
+      );
+      await waitFor(() => sim.unit.outlets[8 + 2]?.on === !before, "tower B's outlet 3 switched");
+      assert.equal(sim.unit.outlets[2]?.on, true, "tower A's outlet 3 is untouched");
+      await waitFor(
+        async () => (await driver.poll()).devices[1]?.outlets[2]?.state === (before === true ? "off" : "on"),
+        "the poll shows it",
+      );
+    } finally {
+      await driver.close();
+      await sim.close();
+    }
+  });
+
+  it("Eaton: on, off and reboot each write their own object; the energy reset zeroes the outlet", async () => {
+    const sim = await startSnmpSimulator({ profile: "eaton-epdu", port: 0, rebootSeconds: 1 });
+    const driver = driverFor(sim);
+    try {
+      const s = await driver.poll();
+      const first = s.devices[0];
+      assert.ok(first);
+      const target = { deviceId: first.id, index: 1, route: null };
+      await driver.controlOutlet(target, "on");
+      await waitFor(() => sim.unit.outlets[1]?.on === true, "outlet 2 on");
+      await driver.controlOutlet(target, "off");
+      await waitFor(() => sim.unit.outlets[1]?.on === false, "outlet 2 off");
+      await driver.controlOutlet({ ...target, index: 0 }, "reboot");
+      await waitFor(() => sim.unit.outlets[0]?.on === false, "outlet 1 off in the reboot");
+      await waitFor(() => sim.unit.outlets[0]?.on === true, "outlet 1 back on", 10_000);
+      assert.deepEqual(
+        [...new Set(sim.sets.map((x) => x.oid.split(".").at(-3)))],
+        ["4", "3", "5"],
+        "outletControlOnCmd, …OffCmd, …RebootCmd",
+      );
+      await driver.resetOutletEnergy({ ...target, index: 2 });
+      await waitFor(() => (sim.unit.outlets[2]?.energyWh ?? 1) < 1, "outlet 3's energy reset");
+      const again = await driver.poll();
+      const second = again.devices[1];
+      assert.ok(second);
+      await driver.controlOutlet({ deviceId: second.id, index: 0, route: null }, "off");
+      await waitFor(() => sim.unit.outlets[8]?.on === false, "the second unit's outlet 1 off");
+    } finally {
+      await driver.close();
+      await sim.close();
+    }
+  });
+
+  for (const profile of ["cyberpower-epdu2", "cyberpower-epdu"] as const) {
+    it(`${profile}: metered outlets read, switched, and shown switched by the next poll`, async () => {
+      const sim = await startSnmpSimulator({ profile, port: 0 });
+      const driver = driverFor(sim);
+      try {
+        const s = await driver.poll();
+        assert.equal(driver.profile?.id, profile);
+        const d = s.devices[0];
+        assert.ok(d);
+        assert.ok(d.outlets.every((o) => o.measurements.some((m) => m.type === "current")));
+        await driver.controlOutlet({ deviceId: d.id, index: 1, route: null }, "on");
+        await waitFor(() => sim.unit.outlets[1]?.on === true, "outlet 2 on");
+        await waitFor(
+          async () => (await driver.poll()).devices[0]?.outlets[1]?.state === "on",
+          "the poll shows it",
+        );
+      } finally {
+        await driver.close();
+        await sim.close();
+      }
+    });
+  }
+});
+
+describe("the new profiles' alarm states", () => {
+  it("every raised state is one of RAISED_ALARM_STATES, every normal one is not", () => {
+    for (const p of PROFILES) {
+      const defs = [p.outlets.alarm, ...p.entities.map((e) => e.alarm)];
+      for (const def of defs) {
+        for (const s of Object.values(def?.states ?? {}))
+          assert.equal(RAISED_ALARM_STATES.includes(s.name.toLowerCase()), s.raised, `${p.id} ${s.name}`);
+      }
+    }
+  });
+});
