@@ -54,6 +54,8 @@ interface DeviceShape {
   readonly hardwareVersion: string;
   /** The model's capability: without it the outlets' reset button (`needs` of its row) is not announced. */
   readonly canResetOutletEnergy: boolean;
+  /** The model's capability: without it no power switch nor reboot button is announced. */
+  readonly canSwitchOutlets: boolean;
   readonly outlets: readonly {
     readonly index: number;
     readonly label: string;
@@ -137,6 +139,7 @@ export function discoveryShape(
       firmwareVersion: d.system.firmwareVersion,
       hardwareVersion: d.system.hardwareVersion,
       canResetOutletEnergy: d.canResetOutletEnergy,
+      canSwitchOutlets: d.canSwitchOutlets,
       outlets: d.outlets.map((o) => ({
         index: o.index,
         // An override's Name names the outlet's Home Assistant device as the PDU's label would.

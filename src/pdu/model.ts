@@ -159,7 +159,7 @@ export type DeviceRoute = Readonly<Record<string, unknown>>;
  * command row (src/control/commands.ts) names the one it needs; the surfaces that offer commands
  * (Home Assistant discovery, the console) offer it only where the device's field is true.
  */
-export type DeviceCapability = "canResetOutletEnergy";
+export type DeviceCapability = "canResetOutletEnergy" | "canSwitchOutlets";
 
 /** Who makes the PDU, as Home Assistant discovery names it; supplied by the driver. */
 export interface Vendor {
@@ -200,6 +200,18 @@ export interface Device {
    * on it.
    */
   readonly canResetOutletEnergy: boolean;
+  /**
+   * Whether the device's outlets can be switched (on, off, reboot): Geist units can; an SNMP unit
+   * only where its family has outlet control and the unit answers its control table (a metered or
+   * non-switched model does not). False: no switch or reboot is offered anywhere, and such a
+   * command is refused (409) before anything is sent, with the device's `lacks` reason.
+   */
+  readonly canSwitchOutlets: boolean;
+  /**
+   * Why the device lacks a capability, in words naming its model (the 409's detail), for the
+   * capabilities that are false; absent: a generic reason.
+   */
+  readonly lacks?: Readonly<Partial<Record<DeviceCapability, string>>>;
   /** `lifetimeEnergy` parsed from its string, or null when absent or not an integer. */
   readonly lifetimeEnergy: number | null;
   /** Identity of the unit this device lives in (the member in OneView mode). */
