@@ -315,7 +315,11 @@ function absentWhen(
 
 /** Whether the unit marks the value `raw` of a cell declared with `p` as not there. */
 function absent(t: Tables, p: Presence, raw: number, unit: number, number: number): boolean {
-  return p.absentIf?.includes(raw) === true || absentWhen(t, p.absentWhen, unit, number);
+  return (
+    p.absentIf?.includes(raw) === true ||
+    (p.absentBelow !== undefined && raw < p.absentBelow) ||
+    absentWhen(t, p.absentWhen, unit, number)
+  );
 }
 
 function measurement(t: Tables, def: MeasurementDef, unit: number, number: number): Measurement | null {

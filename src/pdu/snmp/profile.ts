@@ -82,6 +82,11 @@ export type AbsentWhen = Source & { readonly values: readonly number[] };
 export interface Presence {
   /** Values of the cell itself that mean "not there" (the -1 "not supported" of PowerNet-MIB). */
   readonly absentIf?: readonly number[];
+  /**
+   * Every value of the cell below this one means "not there" (EATON-EPDU-MIB and Sentry3-MIB: "a
+   * negative value indicates that this object is not available": 0).
+   */
+  readonly absentBelow?: number;
   /** Other cells of the row whose listed values mean "not there" (a status or type column). */
   readonly absentWhen?: readonly AbsentWhen[];
 }

@@ -19,6 +19,8 @@ const load = "ePDULoadStatusEntry";
 const status = "ePDUOutletStatusEntry";
 const config = "ePDUOutletConfigEntry";
 const MONITORED = `${E}.3.1.5.0`;
+/** The outlet readings are "for an Outlet Monitored Rack PDU": absent on a unit that monitors none. */
+const UNMONITORED = [{ scalar: MONITORED, values: [0] }];
 
 /** ePDULoadStatusLoadState: loadNormal(1), loadLow(2), loadNearOverload(3), loadOverload(4). */
 const LOAD_STATES: Readonly<Record<number, AlarmState>> = {
@@ -43,7 +45,7 @@ export const CYBERPOWER_EPDU: SnmpProfile = {
   manufacturer: "CyberPower",
   mibs: ["CPS-MIB"],
   sysObjectIds: ["1.3.6.1.4.1.3808."],
-  probe: status,
+  probe: [status, load],
   scalars: {
     [`${E}.1.1.0`]: { name: "ePDUIdentName", type: "OctetString" },
     [`${E}.1.2.0`]: { name: "ePDUIdentHardwareRev", type: "OctetString" },
@@ -115,14 +117,23 @@ export const CYBERPOWER_EPDU: SnmpProfile = {
   },
   outlets: {
     table: status,
+    // A metered unit without switching answers no outlet status row: identity and loads only.
+    withoutOutlets: { units: { scalar: `${E}.1.5.0` } },
     label: { table: status, column: "OutletName" },
     state: { table: status, column: "OutletState", values: { 1: "on", 2: "off" } },
     measurements: [
-      { table: status, column: "Load", type: "current", units: "A", scale: 0.1 },
-      { table: status, column: "ActivePower", type: "realPower", units: "W", scale: 1 },
-      { table: status, column: "Energy", type: "energy", units: "kWh", scale: 0.1 },
+      { table: status, column: "Load", type: "current", units: "A", scale: 0.1, absentWhen: UNMONITORED },
+      {
+        table: status,
+        column: "ActivePower",
+        type: "realPower",
+        units: "W",
+        scale: 1,
+        absentWhen: UNMONITORED,
+      },
+      { table: status, column: "Energy", type: "energy", units: "kWh", scale: 0.1, absentWhen: UNMONITORED },
     ],
-    alarm: { table: status, column: "Alarm", states: CPS_CURRENT_ALARMS },
+    alarm: { table: status, column: "Alarm", states: CPS_CURRENT_ALARMS, absentWhen: UNMONITORED },
     delays: {
       on: { table: config, column: "PowerOnTime" },
       off: { table: config, column: "PowerOffTime" },

@@ -53,7 +53,7 @@ export const CYBERPOWER_EPDU2: SnmpProfile = {
   manufacturer: "CyberPower",
   mibs: ["CPS-MIB"],
   sysObjectIds: ["1.3.6.1.4.1.3808."],
-  probe: status,
+  probe: [status, metered, ident],
   tables: [
     {
       name: ident, // ePDU2IdentTable
@@ -176,6 +176,7 @@ export const CYBERPOWER_EPDU2: SnmpProfile = {
       columns: {
         Module: { id: 2, type: "Integer" }, // ePDU2OutletMeteredStatusModuleIndex
         Number: { id: 3, type: "Integer" }, // ePDU2OutletMeteredStatusNumber
+        Name: { id: 4, type: "OctetString" }, // ePDU2OutletMeteredStatusName
         Alarm: { id: 5, type: "Integer" }, // ePDU2OutletMeteredStatusAlarm
         Load: { id: 6, type: "Gauge" }, // ePDU2OutletMeteredStatusLoad, tenths of amps
         ActivePower: { id: 7, type: "Gauge" }, // ePDU2OutletMeteredStatusActivePower, watts
@@ -192,7 +193,10 @@ export const CYBERPOWER_EPDU2: SnmpProfile = {
   },
   outlets: {
     table: status,
-    label: { table: status, column: "Name" },
+    // A metered unit without switching has metered outlet rows only; one with neither, its identity.
+    alsoFrom: [metered],
+    withoutOutlets: { units: { table: ident, column: "ModelName" } },
+    label: { table: status, column: "Name", fallback: { table: metered, column: "Name" } },
     state: { table: status, column: "State", values: { 1: "on", 2: "off" } },
     measurements: [
       { table: metered, column: "Load", type: "current", units: "A", scale: 0.1 },

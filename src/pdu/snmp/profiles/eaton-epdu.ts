@@ -17,7 +17,6 @@ import type { AlarmState, MeasurementDef, SnmpProfile } from "../profile.js";
 import { states } from "./alarms.js";
 
 const EP = "1.3.6.1.4.1.534.6.6.7";
-const NA = [-1];
 const unit = { index: 0 } as const;
 
 const unitT = "unitEntry";
@@ -55,15 +54,15 @@ const BREAKER_STATUS: Readonly<Record<number, AlarmState>> = {
 const BREAKERS = [1, 2, 3];
 
 const power = (table: string, va: string, watts: string, wh: string, pf: string): MeasurementDef[] => [
-  { table, column: watts, type: "realPower", units: "W", scale: 1, invalid: NA },
-  { table, column: va, type: "apparentPower", units: "VA", scale: 1, invalid: NA },
-  { table, column: pf, type: "powerFactor", units: "%", scale: 0.1, invalid: NA },
+  { table, column: watts, type: "realPower", units: "W", scale: 1, absentBelow: 0 },
+  { table, column: va, type: "apparentPower", units: "VA", scale: 1, absentBelow: 0 },
+  { table, column: pf, type: "powerFactor", units: "%", scale: 0.1, absentBelow: 0 },
   { table, column: wh, type: "energy", units: "kWh", scale: 0.001 },
 ];
 
 const groupReadings: MeasurementDef[] = [
-  { table: grCurr, column: "groupCurrent", type: "current", units: "A", scale: 0.001, invalid: NA },
-  { table: grVolt, column: "groupVoltage", type: "voltage", units: "V", scale: 0.001, invalid: NA },
+  { table: grCurr, column: "groupCurrent", type: "current", units: "A", scale: 0.001, absentBelow: 0 },
+  { table: grVolt, column: "groupVoltage", type: "voltage", units: "V", scale: 0.001, absentBelow: 0 },
   ...power(grPower, "groupVA", "groupWatts", "groupWh", "groupPowerFactor"),
 ];
 
@@ -73,7 +72,7 @@ export const EATON_EPDU: SnmpProfile = {
   manufacturer: "Eaton",
   mibs: ["EATON-EPDU-MIB"],
   sysObjectIds: ["1.3.6.1.4.1.534."],
-  probe: outletT,
+  probe: [outletT, unitT],
   tables: [
     {
       name: unitT, // unitTable
@@ -253,17 +252,19 @@ export const EATON_EPDU: SnmpProfile = {
   },
   outlets: {
     table: outletT,
+    withoutOutlets: { units: { table: unitT, column: "serialNumber" } },
     name: { table: outletT, column: "outletID" },
     label: { table: outletT, column: "outletName" },
     // A pending command has not switched the outlet yet: pendingOff is still on, pendingOn still off.
     state: { table: outCtl, column: "outletControlStatus", values: { 0: "off", 1: "on", 2: "on", 3: "off" } },
     measurements: [
-      { table: outCurr, column: "outletCurrent", type: "current", units: "A", scale: 0.001, invalid: NA },
-      { table: outVolt, column: "outletVoltage", type: "voltage", units: "V", scale: 0.001, invalid: NA },
+      { table: outCurr, column: "outletCurrent", type: "current", units: "A", scale: 0.001, absentBelow: 0 },
+      { table: outVolt, column: "outletVoltage", type: "voltage", units: "V", scale: 0.001, absentBelow: 0 },
       ...power(outPower, "outletVA", "outletWatts", "outletWh", "outletPowerFactor"),
     ],
-    alarm: { table: outCurr, column: "outletCurrentThStatus", states: TH_STATUS },
-    rating: { table: outCurr, column: "outletCurrentCapacity", scale: 0.001 },
+    // "A negative value indicates that this object is not available."
+    alarm: { table: outCurr, column: "outletCurrentThStatus", states: TH_STATUS, absentBelow: 0 },
+    rating: { table: outCurr, column: "outletCurrentCapacity", scale: 0.001, absentBelow: 0 },
     delays: {
       on: { table: outCtl, column: "outletControlSequenceDelay" },
       reboot: { table: outCtl, column: "outletControlRebootOffTime" },
@@ -289,17 +290,17 @@ export const EATON_EPDU: SnmpProfile = {
       name: { table: inCurr, column: "inputPhaseDesignator" },
       fallbackName: "Input current",
       measurements: [
-        { table: inCurr, column: "inputCurrent", type: "current", units: "A", scale: 0.001, invalid: NA },
+        { table: inCurr, column: "inputCurrent", type: "current", units: "A", scale: 0.001, absentBelow: 0 },
       ],
       alarm: { table: inCurr, column: "inputCurrentThStatus", states: TH_STATUS },
-      rating: { table: inCurr, column: "inputCurrentCapacity", scale: 0.001 },
+      rating: { table: inCurr, column: "inputCurrentCapacity", scale: 0.001, absentBelow: 0 },
     },
     {
       prefix: "phase",
       table: inVolt,
       fallbackName: "Input voltage",
       measurements: [
-        { table: inVolt, column: "inputVoltage", type: "voltage", units: "V", scale: 0.001, invalid: NA },
+        { table: inVolt, column: "inputVoltage", type: "voltage", units: "V", scale: 0.001, absentBelow: 0 },
       ],
       alarm: { table: inVolt, column: "inputVoltageThStatus", states: TH_STATUS },
     },
@@ -311,7 +312,7 @@ export const EATON_EPDU: SnmpProfile = {
       fallbackName: "Breaker",
       measurements: groupReadings,
       alarm: { table: groupT, column: "groupBreakerStatus", states: BREAKER_STATUS },
-      rating: { table: grCurr, column: "groupCurrentCapacity", scale: 0.001 },
+      rating: { table: grCurr, column: "groupCurrentCapacity", scale: 0.001, absentBelow: 0 },
     },
     {
       prefix: "group",
@@ -321,7 +322,7 @@ export const EATON_EPDU: SnmpProfile = {
       fallbackName: "Group",
       measurements: groupReadings,
       alarm: { table: grCurr, column: "groupCurrentThStatus", states: TH_STATUS },
-      rating: { table: grCurr, column: "groupCurrentCapacity", scale: 0.001 },
+      rating: { table: grCurr, column: "groupCurrentCapacity", scale: 0.001, absentBelow: 0 },
     },
   ],
   control: {

@@ -8,13 +8,12 @@
  *
  * Units from the MIB's UNITS clauses: hundredths of amps, tenths of volts, watts, volt-amps,
  * hundredths of power factor, watt-hours for outlets, tenths of kWh for infeeds, kWh for towers;
- * a negative value is "not available" (every such SYNTAX starts at -1).
+ * a negative value is "not available" (absentBelow 0).
  */
 import type { AlarmState, SnmpProfile } from "../profile.js";
 import { states } from "./alarms.js";
 
 const S3 = "1.3.6.1.4.1.1718.3";
-const NA = [-1];
 const tower = "towerEntry";
 const infeed = "infeedEntry";
 const outlet = "outletEntry";
@@ -50,7 +49,7 @@ export const SERVERTECH_SENTRY3: SnmpProfile = {
   manufacturer: "ServerTech",
   mibs: ["Sentry3-MIB"],
   sysObjectIds: ["1.3.6.1.4.1.1718."],
-  probe: outlet,
+  probe: [outlet, tower],
   scalars: {
     [`${S3}.1.1.0`]: { name: "systemVersion", type: "OctetString" },
   },
@@ -124,27 +123,35 @@ export const SERVERTECH_SENTRY3: SnmpProfile = {
   },
   outlets: {
     table: outlet,
+    withoutOutlets: { units: { table: tower, column: "towerProductSN" } },
     name: { table: outlet, column: "outletID" },
     label: { table: outlet, column: "outletName" },
     // outletStatus: off(0), on(1); the wait, error, fuse and noComm states say neither for sure.
     state: { table: outlet, column: "outletStatus", values: { 0: "off", 1: "on" } },
     measurements: [
-      { table: outlet, column: "outletLoadValue", type: "current", units: "A", scale: 0.01, invalid: NA },
-      { table: outlet, column: "outletVoltage", type: "voltage", units: "V", scale: 0.1, invalid: NA },
-      { table: outlet, column: "outletPower", type: "realPower", units: "W", scale: 1, invalid: NA },
+      { table: outlet, column: "outletLoadValue", type: "current", units: "A", scale: 0.01, absentBelow: 0 },
+      { table: outlet, column: "outletVoltage", type: "voltage", units: "V", scale: 0.1, absentBelow: 0 },
+      { table: outlet, column: "outletPower", type: "realPower", units: "W", scale: 1, absentBelow: 0 },
       {
         table: outlet,
         column: "outletApparentPower",
         type: "apparentPower",
         units: "VA",
         scale: 1,
-        invalid: NA,
+        absentBelow: 0,
       },
-      { table: outlet, column: "outletPowerFactor", type: "powerFactor", units: "%", scale: 1, invalid: NA },
-      { table: outlet, column: "outletEnergy", type: "energy", units: "kWh", scale: 0.001, invalid: NA },
+      {
+        table: outlet,
+        column: "outletPowerFactor",
+        type: "powerFactor",
+        units: "%",
+        scale: 1,
+        absentBelow: 0,
+      },
+      { table: outlet, column: "outletEnergy", type: "energy", units: "kWh", scale: 0.001, absentBelow: 0 },
     ],
     alarm: { table: outlet, column: "outletLoadStatus", states: LOAD_STATUS },
-    rating: { table: outlet, column: "outletCapacity", scale: 1 },
+    rating: { table: outlet, column: "outletCapacity", scale: 1, absentBelow: 0 },
     delays: { on: { table: outlet, column: "outletPostOnDelay" } },
   },
   entities: [
@@ -153,17 +160,24 @@ export const SERVERTECH_SENTRY3: SnmpProfile = {
       table: tower,
       fallbackName: "Tower",
       measurements: [
-        { table: tower, column: "towerActivePower", type: "realPower", units: "W", scale: 1, invalid: NA },
+        { table: tower, column: "towerActivePower", type: "realPower", units: "W", scale: 1, absentBelow: 0 },
         {
           table: tower,
           column: "towerApparentPower",
           type: "apparentPower",
           units: "VA",
           scale: 1,
-          invalid: NA,
+          absentBelow: 0,
         },
-        { table: tower, column: "towerPowerFactor", type: "powerFactor", units: "%", scale: 1, invalid: NA },
-        { table: tower, column: "towerEnergy", type: "energy", units: "kWh", scale: 1, invalid: NA },
+        {
+          table: tower,
+          column: "towerPowerFactor",
+          type: "powerFactor",
+          units: "%",
+          scale: 1,
+          absentBelow: 0,
+        },
+        { table: tower, column: "towerEnergy", type: "energy", units: "kWh", scale: 1, absentBelow: 0 },
       ],
       alarm: { table: tower, column: "towerStatus", states: TOWER_STATUS },
     },
@@ -173,16 +187,23 @@ export const SERVERTECH_SENTRY3: SnmpProfile = {
       name: { table: infeed, column: "infeedName" },
       fallbackName: "Input feed",
       measurements: [
-        { table: infeed, column: "infeedLoadValue", type: "current", units: "A", scale: 0.01, invalid: NA },
-        { table: infeed, column: "infeedVoltage", type: "voltage", units: "V", scale: 0.1, invalid: NA },
-        { table: infeed, column: "infeedPower", type: "realPower", units: "W", scale: 1, invalid: NA },
+        {
+          table: infeed,
+          column: "infeedLoadValue",
+          type: "current",
+          units: "A",
+          scale: 0.01,
+          absentBelow: 0,
+        },
+        { table: infeed, column: "infeedVoltage", type: "voltage", units: "V", scale: 0.1, absentBelow: 0 },
+        { table: infeed, column: "infeedPower", type: "realPower", units: "W", scale: 1, absentBelow: 0 },
         {
           table: infeed,
           column: "infeedApparentPower",
           type: "apparentPower",
           units: "VA",
           scale: 1,
-          invalid: NA,
+          absentBelow: 0,
         },
         {
           table: infeed,
@@ -190,12 +211,12 @@ export const SERVERTECH_SENTRY3: SnmpProfile = {
           type: "powerFactor",
           units: "%",
           scale: 1,
-          invalid: NA,
+          absentBelow: 0,
         },
-        { table: infeed, column: "infeedEnergy", type: "energy", units: "kWh", scale: 0.1, invalid: NA },
+        { table: infeed, column: "infeedEnergy", type: "energy", units: "kWh", scale: 0.1, absentBelow: 0 },
       ],
       alarm: { table: infeed, column: "infeedLoadStatus", states: LOAD_STATUS },
-      rating: { table: infeed, column: "infeedCapacity", scale: 1 },
+      rating: { table: infeed, column: "infeedCapacity", scale: 1, absentBelow: 0 },
     },
   ],
   control: {
