@@ -252,7 +252,9 @@ export function buildDiscovery(
       if (actionsEnabled) {
         addOutletCommands(b, d, o.index, outlet);
         addOutletSettings(b, d.id, o, outlet);
-      } else addOutletPowerSensor(b, d.id, o.index, outlet);
+      }
+      // Without a switch (no actions, or a device that cannot switch): the power as a sensor.
+      if (!actionsEnabled || !d.canSwitchOutlets) addOutletPowerSensor(b, d.id, o.index, outlet);
       addOutletSensors(b, d.id, o, outlet);
       const load = d.loads.find((l) => l.outlet === o.index);
       if (load?.rated === true) addLoadSensor(b, d.id, load, outlet);

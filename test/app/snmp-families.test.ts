@@ -1,24 +1,34 @@
 /**
  * The new SNMP families through the whole bridge (poller, control core, REST API, embedded broker,
- * Home Assistant discovery): a real CyberPower PDU44005's walk served in place by snmpsimd, the
- * project's recordings of CyberPower ePDU2, ServerTech Sentry3 and Eaton ePDU served by snmpsimd,
- * and the project's Eaton simulator. What the unit marks as not there (an outlet reading on a unit
- * that meters no outlet, a -1 "not available") is published nowhere: no REST reading, no MQTT
- * value, no Home Assistant sensor. Expected values come from the recordings themselves.
+ * Home Assistant discovery):
+ * - a real CyberPower PDU44005's walk (../shared/recordings/snmp/) served in place by snmpsimd,
+ *   with `Profile: auto` (ePDU2) and with `cyberpower-epdu`: REST readings, MQTT values, outlets,
+ *   labels, states and Home Assistant discovery exactly as the test works them out of the walk
+ *   (testkit/snmp-expect.ts, from CPS-MIB's text): no outlet reading on a unit that meters none;
+ * - the project's recordings of CyberPower ePDU2, ServerTech Sentry3 and Eaton ePDU served by
+ *   snmpsimd, and the project's Eaton simulator: chained units as devices, a -1 "not available"
+ *   published nowhere, control over REST and MQTT, resetStats sent or refused.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { startSnmpSimulator, type SnmpSimulator } from "../../src/simulator/snmp/agent.js";
 import { startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
 import { haDiscoveryProblems } from "../../testkit/ha-mqtt-rules.js";
-import { readWalk, serveInPlace, sharedRecordings } from "../../testkit/snmp-recordings.js";
+import { expectCyberpowerEpdu, expectCyberpowerEpdu2 } from "../../testkit/snmp-expect.js";
+import {
+  checkDiscovery,
+  checkMqtt,
+  checkRestReadings,
+  recordingsMissing,
+  startRecordingsRig,
+  type RecordingCase,
+  type RecordingsRig,
+} from "../../testkit/snmp-recordings.js";
 import { readRecording, startSnmpsim, type Snmpsim } from "../../testkit/snmpsim.js";
 import { waitFor } from "../../testkit/wait.js";
 
 const KEY = "snmp-families-test-key-7d2e01";
 const withKey = { "x-api-key": KEY };
-const REAL = "cyberpower-pdu44005";
 const RECORDED = ["cyberpower-epdu2", "servertech-sentry3", "eaton-epdu"] as const;
 const E2 = "1.3.6.1.4.1.3808.1.1.6";
 const EP = "1.3.6.1.4.1.534.6.6.7";
@@ -37,18 +47,57 @@ interface Reading {
 
 const variable = (id: string) => `SERVICE_PDU_${id.toUpperCase().replaceAll("-", "_")}`;
 
-describe("the new SNMP families through the bridge", () => {
-  let real: { port: number; close(): Promise<void> };
-  let walk: Map<string, string>;
+const REAL_CASES: readonly RecordingCase[] = [
+  {
+    instance: "pdu44005",
+    file: "cyberpower-pdu44005.snmpwalk",
+    profile: "auto",
+    expect: expectCyberpowerEpdu2,
+  },
+  {
+    instance: "pdu44005-epdu",
+    file: "cyberpower-pdu44005.snmpwalk",
+    profile: "cyberpower-epdu",
+    expect: expectCyberpowerEpdu,
+  },
+];
+
+describe("CyberPower PDU44005's walk through the bridge", { skip: recordingsMissing }, () => {
+  let rig: RecordingsRig;
+  before(async () => {
+    rig = await startRecordingsRig(REAL_CASES, KEY);
+  });
+  after(async () => {
+    await rig?.close();
+  });
+
+  it("Profile: auto reads it as cyberpower-epdu2", () => {
+    assert.equal(rig.h.app.store.get("pdu44005")?.snapshot?.devices[0]?.type, "cyberpower-epdu2");
+    assert.equal(rig.h.app.store.get("pdu44005")?.snapshot?.devices[0]?.outlets.length, 10);
+  });
+
+  for (const c of REAL_CASES) {
+    describe(c.instance, () => {
+      it("REST readings are exactly the walk's values under CPS-MIB's scaling", async () => {
+        await checkRestReadings(rig, c.instance);
+      });
+      it("MQTT carries the same values, the 10 outlets, their labels and states", async () => {
+        await checkMqtt(rig, c.instance);
+      });
+      it("Home Assistant discovery announces exactly those sensors and a switch per outlet", async () => {
+        await checkDiscovery(rig, c.instance);
+      });
+    });
+  }
+});
+
+describe("the project's recordings and simulator of the new families through the bridge", () => {
   let agent: Snmpsim;
   let simulator: SnmpSimulator;
   let h: AppHarness<never>;
   let readings: Reading[];
 
   before(async () => {
-    const dir = sharedRecordings();
-    walk = await readWalk(join(dir, `${REAL}.snmpwalk`));
-    real = await serveInPlace(dir, REAL);
     agent = await startSnmpsim({ only: RECORDED });
     simulator = await startSnmpSimulator({
       profile: "eaton-epdu",
@@ -58,7 +107,6 @@ describe("the new SNMP families through the bridge", () => {
       rebootSeconds: 1,
     });
     const env: Record<string, string> = {
-      [`${variable("real")}_COMMUNITY`]: REAL,
       [`${variable("sim")}_COMMUNITY`]: "lab-read",
       [`${variable("sim")}_WRITE_COMMUNITY`]: "lab-write",
     };
@@ -66,13 +114,13 @@ describe("the new SNMP families through the bridge", () => {
       env[`${variable(p)}_COMMUNITY`] = p;
       env[`${variable(p)}_WRITE_COMMUNITY`] = p;
     }
-    const pdu = (id: string, port: number, actions: boolean) =>
+    const pdu = (id: string, port: number) =>
       [
         `  ${id}:`,
         "    Driver: snmp",
         `    Connection: { Host: 127.0.0.1, Port: ${port}, Timeout: 2 }`,
         "    PollInterval: 2",
-        `    ActionsEnabled: ${actions}`,
+        "    ActionsEnabled: true",
       ].join("\n");
     h = await startAppHarness({
       yaml: () =>
@@ -80,9 +128,8 @@ describe("the new SNMP families through the bridge", () => {
           "Mqtt:",
           "  Embedded: { Bind: 127.0.0.1, Port: 0 }",
           "Pdus:",
-          pdu("real", real.port, false),
-          ...RECORDED.map((p) => pdu(p, agent.port, true)),
-          pdu("sim", simulator.port, true),
+          ...RECORDED.map((p) => pdu(p, agent.port)),
+          pdu("sim", simulator.port),
           `Api: { Enabled: true, Bind: 127.0.0.1, Port: 0, ApiKey: ${KEY} }`,
           "HomeAssistant: { SensorExpireAfterSeconds: 4 }",
         ].join("\n"),
@@ -97,14 +144,8 @@ describe("the new SNMP families through the bridge", () => {
     await h?.close();
     await simulator?.close();
     await agent?.close();
-    await real?.close();
   });
 
-  const w = (oid: string): number => {
-    const v = walk.get(oid);
-    assert.ok(v !== undefined, `the walk has ${oid}`);
-    return Number(v);
-  };
   const of = (instance: string, device: string, at: number | string, type: string) =>
     readings.find(
       (r) =>
@@ -113,24 +154,6 @@ describe("the new SNMP families through the bridge", () => {
         r.type === type &&
         (typeof at === "number" ? r.outletIndex === at : r.entityKey === at),
     );
-
-  it("REST: the real PDU44005's bank, phase and unit readings equal the walk's under CPS-MIB's scaling; its outlets have none", () => {
-    const serial = String(walk.get(`${E2}.2.2.1.10.1`));
-    const mine = readings.filter((r) => r.instanceId === "real");
-    assert.ok(mine.length > 0);
-    assert.ok(mine.every((r) => r.deviceId === serial));
-    assert.deepEqual(
-      mine.filter((r) => r.sourceType === "outlet"),
-      [],
-      "ePDU2DeviceInfoMeteredOutlets is 0: no outlet reading",
-    );
-    assert.equal(of("real", serial, "bank0", "current")?.value, Math.round(w(`${E2}.5.4.1.5.1`)) / 10);
-    assert.equal(of("real", serial, "bank0", "current")?.units, "A");
-    assert.equal(of("real", serial, "phase0", "voltage")?.value, w(`${E2}.4.4.1.6.1`) / 10);
-    assert.equal(of("real", serial, "phase0", "voltage")?.units, "V");
-    assert.equal(of("real", serial, "total0", "realPower")?.value, w(`${E2}.3.4.1.18.1`));
-    assert.equal(of("real", serial, "total0", "energy")?.value, w(`${E2}.3.4.1.9.1`) / 10);
-  });
 
   it("REST: every unit behind one address is a device, with readings equal to the recordings'", async () => {
     const eaton = await readRecording("eaton-epdu");
@@ -160,7 +183,7 @@ describe("the new SNMP families through the bridge", () => {
       of("cyberpower-epdu2", "GD3N7E2000123", 2, "current")?.value,
       num(cps, `${E2}.6.2.4.1.6.3`) / 10,
     );
-    for (const r of readings.filter((x) => x.instanceId !== "real"))
+    for (const r of readings)
       assert.ok(["A", "V", "W", "VA", "%", "kWh"].includes(r.units), `${r.instanceId} ${r.type} ${r.units}`);
   });
 
@@ -173,12 +196,6 @@ describe("the new SNMP families through the bridge", () => {
     await waitFor(() => h.mqtt.latest(there).has(there), "outlet 0's power factor on MQTT");
     const never = `${h.parent}/eaton-epdu/G206N12345/outlets/1/measurements/powerFactor`;
     assert.equal(h.mqtt.latest(never).has(never), false);
-    const realOutlets = [...h.mqtt.latest(`${h.parent}/real/`).keys()].filter((t) =>
-      /\/outlets\/\d+\/measurements\//.test(t),
-    );
-    assert.deepEqual(realOutlets, [], "no outlet measurement of the real PDU44005 on MQTT");
-    const state = `${h.parent}/real/${String(walk.get(`${E2}.2.2.1.10.1`))}/outlets/0/state`;
-    await waitFor(() => h.mqtt.latest(state).get(state)?.payload === "on", "the real unit's outlet 1 state");
   });
 
   it("control: REST on/off reach the Eaton simulator's per-command objects; MQTT reboot reaches Sentry3's outletControlAction", async () => {
@@ -224,13 +241,15 @@ describe("the new SNMP families through the bridge", () => {
 
   it("Home Assistant discovery: valid configs, the vendor as manufacturer, no sensor for a value not there", async () => {
     const ha = await h.subscribe(["homeassistant/#"]);
+    // Retained configs arrive as a stream: wait for the last ones the checks below need.
+    const pf0 = `${h.parent}/eaton-epdu/G206N12345/outlets/0/measurements/powerFactor`;
     const configs = await waitFor(() => {
       const all = [...ha.latest("homeassistant/")].filter(
         ([t, m]) => t.endsWith("/config") && m.payload !== "",
       );
-      return all.some(([t]) => t.includes("_eaton-epdu/")) && all.some(([t]) => t.includes("_real/"))
-        ? all
-        : null;
+      const has = (id: string) => all.some(([t]) => t.includes(`_${id}/`));
+      const pf = all.some(([, m]) => m.payload.includes(`"state_topic":"${pf0}"`));
+      return pf && has("servertech-sentry3") && has("cyberpower-epdu2") && has("sim") ? all : null;
     }, "discovery configs");
     const payloads = configs.map(([topic, m]) => ({
       topic,
@@ -241,22 +260,12 @@ describe("the new SNMP families through the bridge", () => {
       if (["number", "select", "text"].includes(p.component))
         assert.deepEqual(haDiscoveryProblems(p.component, p.config), [], p.topic);
     const mine = (id: string) => payloads.filter((p) => p.topic.includes(`_${id}/`));
-    assert.ok(mine("real").every((p) => p.config.device.manufacturer === "CyberPower"));
+    assert.ok(mine("cyberpower-epdu2").every((p) => p.config.device.manufacturer === "CyberPower"));
     assert.ok(mine("eaton-epdu").every((p) => p.config.device.manufacturer === "Eaton"));
     assert.ok(mine("servertech-sentry3").every((p) => p.config.device.manufacturer === "ServerTech"));
     const stateTopics = payloads.map((p) => String(p.config.state_topic));
-    assert.ok(
-      stateTopics.includes(
-        `${h.parent}/real/${String(walk.get(`${E2}.2.2.1.10.1`))}/entity/bank0/measurements/current`,
-      ),
-    );
-    assert.ok(
-      !stateTopics.some((t) => t.startsWith(`${h.parent}/real/`) && /\/outlets\/\d+\/measurements\//.test(t)),
-    );
     assert.ok(!stateTopics.includes(`${h.parent}/eaton-epdu/G206N12345/outlets/1/measurements/powerFactor`));
-    assert.ok(stateTopics.includes(`${h.parent}/eaton-epdu/G206N12345/outlets/0/measurements/powerFactor`));
-    // The real unit's instance has actions off: no switch for its outlets.
-    assert.ok(!mine("real").some((p) => p.component === "switch"));
+    assert.ok(stateTopics.includes(pf0));
     assert.ok(mine("eaton-epdu").some((p) => p.component === "switch"));
   });
 });

@@ -301,6 +301,9 @@ export class SnmpDriver implements PduDriver {
   async resetOutletEnergy(target: OutletTarget, signal?: AbortSignal): Promise<void> {
     const profile = this.#profile;
     const reset = profile?.resetEnergy;
+    const device = this.#last?.snapshot.devices.find((d) => d.id === target.deviceId);
+    if (device?.canResetOutletEnergy === false && device.lacks?.canResetOutletEnergy !== undefined)
+      throw new PduError("refused", device.lacks.canResetOutletEnergy);
     if (profile === null || reset === undefined) {
       const why = profile?.resetStatsRefusal ?? "the family has no energy reset";
       throw new PduError(

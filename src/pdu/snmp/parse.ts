@@ -308,7 +308,7 @@ function absentWhen(
   if (when === undefined) return false;
   for (const w of when) {
     const v = t.cell(w, unit, number);
-    if (typeof v === "number" && w.values.includes(v)) return true;
+    if (v !== undefined && w.values.includes(typeof v === "number" ? v : decodeText(v))) return true;
   }
   return false;
 }
@@ -579,11 +579,15 @@ function unitOutlets(
 function lacksOf(
   profile: SnmpProfile,
   model: string,
+  canReset: boolean,
   canSwitch: boolean,
 ): Readonly<Partial<Record<DeviceCapability, string>>> {
   const out: Partial<Record<DeviceCapability, string>> = {};
-  if (profile.resetEnergy === undefined) {
-    const why = profile.resetStatsRefusal ?? "the family has no energy reset";
+  if (!canReset) {
+    const why =
+      profile.resetEnergy === undefined
+        ? (profile.resetStatsRefusal ?? "the family has no energy reset")
+        : "no outlet of the unit reports an energy counter";
     out.canResetOutletEnergy = `${model} cannot reset one outlet's statistics: ${why}; nothing was sent`;
   }
   if (!canSwitch) {
@@ -607,7 +611,9 @@ function deviceOf(
 ): Device {
   const system = Object.freeze(id);
   const name = id.label;
-  const canReset = profile.resetEnergy !== undefined;
+  // A per-outlet energy reset where the family has one and the unit meters its outlets' energy.
+  const canReset =
+    profile.resetEnergy !== undefined && outlets.some((o) => o.measurements.some((m) => m.type === "energy"));
   return Object.freeze({
     id: deviceId,
     name,
@@ -620,7 +626,7 @@ function deviceOf(
     outletControlEnabled: true,
     canResetOutletEnergy: canReset,
     canSwitchOutlets: can.canSwitch,
-    ...(canReset && can.canSwitch ? {} : { lacks: lacksOf(profile, can.model, can.canSwitch) }),
+    ...(canReset && can.canSwitch ? {} : { lacks: lacksOf(profile, can.model, canReset, can.canSwitch) }),
     lifetimeEnergy: null,
     system,
     route: null,

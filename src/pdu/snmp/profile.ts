@@ -69,11 +69,12 @@ export interface ScalarRef {
 export type Source = CellRef | ScalarRef;
 
 /**
- * A cell of the same row (the same unit and number; a scalar for a table-less unit) whose listed
- * INTEGER values say that something is not there: a sensor's status `notInstalled`, `notPresent`,
- * `unavailable`, a probe type `notInstalled`.
+ * A cell of the same row (the same unit and number), or a scalar, whose listed values say that
+ * something is not there: INTEGER values (a sensor's status `notInstalled`, `notPresent`,
+ * `unavailable`, a probe type `notInstalled`) or texts of a DisplayString (PDU-MIB's
+ * `outletEnergySupport` "No").
  */
-export type AbsentWhen = Source & { readonly values: readonly number[] };
+export type AbsentWhen = Source & { readonly values: readonly (number | string)[] };
 
 /**
  * How the MIB marks a value as not there, as a profile declares it. A value so marked is absent

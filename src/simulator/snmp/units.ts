@@ -255,7 +255,7 @@ export class SimUnit {
         [2, I, 1],
         [3, S, "Inlet air"],
         [4, I, 1],
-        [5, I, 1],
+        [5, I, 2],
         [6, I, 2],
         [7, I, 752],
         [8, I, 244],
@@ -786,6 +786,7 @@ export class SimUnit {
     const inlets = new TableBuilder(`${P}.1.20.2.1`, 1).row(
       [1],
       [
+        [3, I, 1],
         [4, G, 15000],
         [7, G, tot * 100],
         [8, G, 120100],
