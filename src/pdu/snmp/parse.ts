@@ -480,8 +480,17 @@ function noUnit(profile: SnmpProfile): ParseError {
 /** The units (by number) that answer a row of the profile's control table. */
 function switchedUnits(t: Tables, profile: SnmpProfile): ReadonlySet<number> {
   const units = new Set<number>();
-  if (profile.control === undefined) return units;
-  for (const key of t.rows(profile.control.table).keys()) units.add(Number(key.slice(0, key.indexOf(":"))));
+  const control = profile.control;
+  if (control === undefined) return units;
+  const need = control.requires;
+  for (const [key, row] of t.rows(control.table)) {
+    if (need !== undefined) {
+      const bits = row.cells.get(need.column);
+      const octet = Buffer.isBuffer(bits) ? bits[need.bit >> 3] : undefined;
+      if (octet === undefined || (octet & (0x80 >> (need.bit & 7))) === 0) continue;
+    }
+    units.add(Number(key.slice(0, key.indexOf(":"))));
+  }
   return units;
 }
 
@@ -591,10 +600,13 @@ function lacksOf(
     out.canResetOutletEnergy = `${model} cannot reset one outlet's statistics: ${why}; nothing was sent`;
   }
   if (!canSwitch) {
+    const control = profile.control;
     const why =
-      profile.control === undefined
+      control === undefined
         ? `${profile.mibs.join(", ")} has no outlet control`
-        : `the unit answers no row of ${profile.control.table} (a metered or non-switched model)`;
+        : control.requires === undefined
+          ? `the unit answers no row of ${control.table} (a metered or non-switched model)`
+          : `no row of ${control.table} has ${control.requires.column} bit ${control.requires.bit} set (a metered or non-switched model)`;
     out.canSwitchOutlets = `${model} has no outlet switching over SNMP: ${why}; nothing was sent`;
   }
   return Object.freeze(out);

@@ -208,6 +208,12 @@ export interface OutletCommandDef extends CellRef {
    * outletControlOnCmd, …OffCmd, …RebootCmd); an action not listed writes `column`.
    */
   readonly columns?: { readonly on?: string; readonly off?: string; readonly reboot?: string };
+  /**
+   * A BITS cell of the control table's rows that says whether the outlet can switch at all
+   * (Sentry3-MIB outletCapabilities powerControl(2): without it the actions "have no effect"): a
+   * unit whose rows all lack the bit cannot switch. Bit n is octet n ÷ 8, mask 0x80 >> n mod 8.
+   */
+  readonly requires?: { readonly column: string; readonly bit: number };
 }
 
 export interface SnmpProfile {

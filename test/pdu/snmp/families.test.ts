@@ -15,6 +15,8 @@ import { join } from "node:path";
 import { isPduError } from "../../../src/pdu/errors.js";
 import { RAISED_ALARM_STATES, type Device, type Snapshot } from "../../../src/pdu/model.js";
 import { SnmpDriver } from "../../../src/pdu/snmp/driver.js";
+import { parsePoll, type WalkedVarbind } from "../../../src/pdu/snmp/parse.js";
+import { SERVERTECH_SENTRY3 } from "../../../src/pdu/snmp/profiles/servertech-sentry3.js";
 import { PROFILES } from "../../../src/pdu/snmp/profiles.js";
 import { startSnmpSimulator, type SnmpSimulator } from "../../../src/simulator/snmp/agent.js";
 import { recordingsMissing, SHARED_RECORDINGS } from "../../../testkit/snmp-recordings.js";
@@ -531,5 +533,41 @@ describe("the new profiles' alarm states", () => {
           assert.equal(RAISED_ALARM_STATES.includes(s.name.toLowerCase()), s.raised, `${p.id} ${s.name}`);
       }
     }
+  });
+});
+
+describe("Sentry3 outlets without the powerControl capability", () => {
+  const OUTLET = "1.3.6.1.4.1.1718.3.2.3.1";
+  const TOWER = "1.3.6.1.4.1.1718.3.2.1.1";
+  const poll = (capabilities: readonly number[]) =>
+    parsePoll(
+      SERVERTECH_SENTRY3,
+      {
+        tables: new Map<string, WalkedVarbind[]>([
+          ["towerEntry", [{ oid: `${TOWER}.6.1`, type: "OctetString", value: Buffer.from("ADLH0009999") }]],
+          [
+            "outletEntry",
+            [1, 2].flatMap((k) => [
+              { oid: `${OUTLET}.2.1.1.${k}`, type: "OctetString" as const, value: Buffer.from(`AA${k}`) },
+              { oid: `${OUTLET}.4.1.1.${k}`, type: "OctetString" as const, value: Buffer.from(capabilities) },
+              { oid: `${OUTLET}.5.1.1.${k}`, type: "Integer" as const, value: 1 },
+              { oid: `${OUTLET}.11.1.1.${k}`, type: "Integer" as const, value: 0 },
+            ]),
+          ],
+        ]),
+        scalars: new Map(),
+      },
+      "smart",
+      1,
+      { manufacturer: "ServerTech", groupModel: "Group" },
+    ).snapshot.devices[0];
+
+  it("a tower whose outlets lack powerControl (a Smart CDU: actions 'have no effect') cannot switch", () => {
+    // outletCapabilities BITS: onSense(0) and loadSense(1) set, powerControl(2) not.
+    const smart = poll([0xc0]);
+    assert.equal(smart?.canSwitchOutlets, false);
+    assert.match(smart?.lacks?.canSwitchOutlets ?? "", /ServerTech Sentry3.*outletCapabilities bit 2/);
+    assert.equal(smart?.outlets[0]?.state, "on", "its outlets still report their state");
+    assert.equal(poll([0xe0])?.canSwitchOutlets, true, "with powerControl(2) set it can");
   });
 });

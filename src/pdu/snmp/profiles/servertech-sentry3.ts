@@ -101,6 +101,7 @@ export const SERVERTECH_SENTRY3: SnmpProfile = {
       columns: {
         outletID: { id: 2, type: "OctetString" }, // SIZE(2..4): AA1, ...
         outletName: { id: 3, type: "OctetString", writable: true }, // SIZE(0..24)
+        outletCapabilities: { id: 4, type: "OctetString" }, // BITS: onSense(0), loadSense(1), powerControl(2), ...
         outletStatus: { id: 5, type: "Integer" },
         outletLoadStatus: { id: 6, type: "Integer" },
         outletLoadValue: { id: 7, type: "Integer" }, // hundredth Amps
@@ -225,6 +226,8 @@ export const SERVERTECH_SENTRY3: SnmpProfile = {
     on: 1,
     off: 2,
     reboot: 3,
+    // "If the outletCapabilities 'powerControl' bit is FALSE, then the actions have no effect."
+    requires: { column: "outletCapabilities", bit: 2 },
   },
   outletLabel: { table: outlet, column: "outletName", maxLength: 24 },
   resetStatsRefusal: "Sentry3-MIB has no per-outlet energy reset",
