@@ -16,6 +16,7 @@ import { isPduError } from "../../../src/pdu/errors.js";
 import { RAISED_ALARM_STATES, type Device, type Snapshot } from "../../../src/pdu/model.js";
 import { SnmpDriver } from "../../../src/pdu/snmp/driver.js";
 import { parsePoll, type WalkedVarbind } from "../../../src/pdu/snmp/parse.js";
+import { CYBERPOWER_EPDU2 } from "../../../src/pdu/snmp/profiles/cyberpower-epdu2.js";
 import { SERVERTECH_SENTRY3 } from "../../../src/pdu/snmp/profiles/servertech-sentry3.js";
 import { PROFILES } from "../../../src/pdu/snmp/profiles.js";
 import { startSnmpSimulator, type SnmpSimulator } from "../../../src/simulator/snmp/agent.js";
@@ -569,5 +570,88 @@ describe("Sentry3 outlets without the powerControl capability", () => {
     assert.match(smart?.lacks?.canSwitchOutlets ?? "", /ServerTech Sentry3.*outletCapabilities bit 2/);
     assert.equal(smart?.outlets[0]?.state, "on", "its outlets still report their state");
     assert.equal(poll([0xe0])?.canSwitchOutlets, true, "with powerControl(2) set it can");
+  });
+});
+
+describe("numbering of chained units and infeeds", () => {
+  const vendor = { manufacturer: "x", groupModel: "Group" };
+  const data = (tables: [string, WalkedVarbind[]][]) => ({ tables: new Map(tables), scalars: new Map() });
+  const int = (oid: string, value: number): WalkedVarbind => ({ oid, type: "Integer", value });
+  const str = (oid: string, value: string): WalkedVarbind => ({
+    oid,
+    type: "OctetString",
+    value: Buffer.from(value),
+  });
+
+  it("CyberPower ePDU2: each ModuleIndex of the chain is a device, its rows keyed by Module and Number", () => {
+    const ident = `${E2}.2.2.1`;
+    const status = `${E2}.6.1.4.1`;
+    // Rows 1-2 are module 1's outlets 1-2, rows 3-4 module 2's outlets 1-2 (the table's own index runs on).
+    const rows = [
+      [1, 1, 1, 1],
+      [2, 1, 2, 2],
+      [3, 2, 1, 2],
+      [4, 2, 2, 1],
+    ];
+    const { snapshot } = parsePoll(
+      CYBERPOWER_EPDU2,
+      data([
+        [
+          "ePDU2IdentEntry",
+          [
+            int(`${ident}.2.1`, 1),
+            str(`${ident}.10.1`, "HOST0001"),
+            int(`${ident}.2.2`, 2),
+            str(`${ident}.10.2`, "LINK0002"),
+          ],
+        ],
+        [
+          "ePDU2OutletSwitchedStatusEntry",
+          rows.flatMap(([i, m, n, state]) => [
+            int(`${status}.2.${i}`, m ?? 0),
+            int(`${status}.3.${i}`, n ?? 0),
+            str(`${status}.4.${i}`, `m${m}o${n}`),
+            int(`${status}.5.${i}`, state ?? 0),
+          ]),
+        ],
+      ]),
+      "chain",
+      1,
+      vendor,
+    );
+    assert.deepEqual(
+      snapshot.devices.map((d) => [d.id, d.outlets.map((o) => `${o.index}:${o.label}:${o.state}`)]),
+      [
+        ["HOST0001", ["0:m1o1:on", "1:m1o2:off"]],
+        ["LINK0002", ["0:m2o1:off", "1:m2o2:on"]],
+      ],
+    );
+  });
+
+  it("Sentry3: a tower's outlets of its second infeed are numbered 64 on (AB3 is index 66)", () => {
+    const outlet = "1.3.6.1.4.1.1718.3.2.3.1";
+    const { snapshot } = parsePoll(
+      SERVERTECH_SENTRY3,
+      data([
+        [
+          "outletEntry",
+          [
+            str(`${outlet}.2.1.1.3`, "AA3"),
+            int(`${outlet}.5.1.1.3`, 1),
+            str(`${outlet}.2.1.2.3`, "AB3"),
+            int(`${outlet}.5.1.2.3`, 0),
+            str(`${outlet}.2.2.1.1`, "BA1"),
+            int(`${outlet}.5.2.1.1`, 1),
+          ],
+        ],
+      ]),
+      "cdu",
+      1,
+      vendor,
+    );
+    assert.deepEqual(
+      snapshot.devices.map((d) => d.outlets.map((o) => `${o.index}:${o.name}:${o.state}`)),
+      [["2:AA3:on", "66:AB3:off"], ["0:BA1:on"]],
+    );
   });
 });
