@@ -254,20 +254,28 @@ function duplicate(table: TableDef, kept: Row, other: Row, unit: number, number:
 /** The parsed tables of one poll, and lookups into them. */
 class Tables {
   readonly #rows = new Map<string, Rows>();
+  /** Tables of one row per unit (their number a constant): the constant, by table name. */
+  readonly #perUnit = new Map<string, number>();
   constructor(
     readonly profile: SnmpProfile,
     readonly data: PollData,
     readonly warnings: Warnings,
   ) {
-    for (const t of profile.tables)
+    for (const t of profile.tables) {
       this.#rows.set(t.name, rowsOf(t, data.tables.get(t.name) ?? [], warnings));
+      if ("constant" in t.number) this.#perUnit.set(t.name, t.number.constant);
+    }
   }
   rows(table: string): Rows {
     return this.#rows.get(table) ?? new Map<string, Row>();
   }
-  /** The cell of `ref` for the row (unit, number); undefined when absent. */
+  /**
+   * The cell of `ref` for the row (unit, number); undefined when absent. A table of one row per
+   * unit answers for every row of its unit (an Eaton unit's communicationStatus for its outlets).
+   */
   cell(ref: Source, unit: number, number: number): Cell | undefined {
     if (isScalar(ref)) return this.data.scalars.get(ref.scalar)?.value ?? undefined;
+    number = this.#perUnit.get(ref.table) ?? number;
     const key = ref.sensorType === undefined ? `${unit}:${number}` : `${unit}:${number}:${ref.sensorType}`;
     return this.rows(ref.table).get(key)?.cells.get(ref.column);
   }

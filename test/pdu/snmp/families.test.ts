@@ -17,6 +17,7 @@ import { RAISED_ALARM_STATES, type Device, type Snapshot } from "../../../src/pd
 import { SnmpDriver } from "../../../src/pdu/snmp/driver.js";
 import { parsePoll, type WalkedVarbind } from "../../../src/pdu/snmp/parse.js";
 import { CYBERPOWER_EPDU2 } from "../../../src/pdu/snmp/profiles/cyberpower-epdu2.js";
+import { EATON_EPDU } from "../../../src/pdu/snmp/profiles/eaton-epdu.js";
 import { SERVERTECH_SENTRY3 } from "../../../src/pdu/snmp/profiles/servertech-sentry3.js";
 import { PROFILES } from "../../../src/pdu/snmp/profiles.js";
 import { startSnmpSimulator, type SnmpSimulator } from "../../../src/simulator/snmp/agent.js";
@@ -653,5 +654,55 @@ describe("numbering of chained units and infeeds", () => {
       snapshot.devices.map((d) => d.outlets.map((o) => `${o.index}:${o.name}:${o.state}`)),
       [["2:AA3:on", "66:AB3:off"], ["0:BA1:on"]],
     );
+  });
+});
+
+describe("an Eaton unit that lost communication", () => {
+  it("has no readings and no outlet state while its unitTable says communicationLost; the others are read", () => {
+    const unit = `${EP}.1.2.1`;
+    const outlet = `${EP}.6.1.1`;
+    const current = `${EP}.6.4.1`;
+    const ctl = `${EP}.6.6.1`;
+    const total = `${EP}.3.5.1`;
+    const int = (oid: string, value: number): WalkedVarbind => ({ oid, type: "Integer", value });
+    const str = (oid: string, value: string): WalkedVarbind => ({
+      oid,
+      type: "OctetString",
+      value: Buffer.from(value),
+    });
+    const { snapshot } = parsePoll(
+      EATON_EPDU,
+      {
+        tables: new Map<string, WalkedVarbind[]>([
+          [
+            "unitEntry",
+            [
+              str(`${unit}.4.0`, "G206N00001"),
+              str(`${unit}.4.1`, "G206N00002"),
+              int(`${unit}.30.0`, 0),
+              int(`${unit}.30.1`, 1), // communicationLost
+            ],
+          ],
+          ["outletEntry", [str(`${outlet}.2.0.1`, "A1"), str(`${outlet}.2.1.1`, "A1")]],
+          ["outletCurrentEntry", [int(`${current}.3.0.1`, 1200), int(`${current}.3.1.1`, 0)]],
+          ["outletControlEntry", [int(`${ctl}.2.0.1`, 1), int(`${ctl}.2.1.1`, 0)]],
+          ["inputEntry", [int(`${EP}.3.1.1.2.0.1`, 1), int(`${EP}.3.1.1.2.1.1`, 1)]],
+          ["inputTotalPowerEntry", [int(`${total}.4.0.1`, 250), int(`${total}.4.1.1`, 0)]],
+        ]),
+        scalars: new Map(),
+      },
+      "eaton",
+      1,
+      { manufacturer: "Eaton", groupModel: "Group" },
+    );
+    const [good, lost] = snapshot.devices;
+    assert.equal(good?.id, "G206N00001");
+    assert.equal(good?.outlets[0]?.state, "on");
+    assert.equal(good?.outlets[0]?.measurements.find((m) => m.type === "current")?.value, 1.2);
+    assert.equal(good?.entities.find((e) => e.key === "inlet0")?.measurements[0]?.value, 250);
+    assert.equal(lost?.id, "G206N00002");
+    assert.equal(lost?.outlets[0]?.state, "unknown", "its 0 (off) is not a state of it now");
+    assert.deepEqual(lost?.outlets[0]?.measurements, [], "its 0 A is not a reading of it now");
+    assert.deepEqual(lost?.entities, []);
   });
 });

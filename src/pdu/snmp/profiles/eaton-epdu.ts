@@ -13,7 +13,15 @@
  * command in seconds: the bridge writes 0 (now). An outlet's energy (outletWh, Unsigned32) is reset
  * by writing 0 to it.
  */
-import type { AlarmState, MeasurementDef, SnmpProfile } from "../profile.js";
+import type {
+  AbsentWhen,
+  AlarmDef,
+  AlarmState,
+  MeasurementDef,
+  Presence,
+  SnmpProfile,
+  StateDef,
+} from "../profile.js";
 import { states } from "./alarms.js";
 
 const EP = "1.3.6.1.4.1.534.6.6.7";
@@ -49,6 +57,16 @@ const BREAKER_STATUS: Readonly<Record<number, AlarmState>> = {
   1: states.normal("breakerOn"),
   2: states.alarm("breakerOff"),
 };
+
+/**
+ * unitEntry.communicationStatus communicationLost(1): "the internal communication with the PDU"
+ * is lost, so nothing the agent serves of that unit is a reading of it now.
+ */
+const LOST: AbsentWhen = { table: unitT, column: "communicationStatus", values: [1] };
+const unlessLost = <T extends Presence>(def: T): T => ({
+  ...def,
+  absentWhen: [...(def.absentWhen ?? []), LOST],
+});
 
 /** groupType values of a breaker: breaker1pole(1), breaker2pole(2), breaker3pole(3). */
 const BREAKERS = [1, 2, 3];
@@ -86,6 +104,7 @@ export const EATON_EPDU: SnmpProfile = {
         serialNumber: { id: 4, type: "OctetString" },
         firmwareVersion: { id: 5, type: "OctetString" },
         unitName: { id: 6, type: "OctetString" },
+        communicationStatus: { id: 30, type: "Integer" }, // good(0), communicationLost(1)
       },
     },
     {
@@ -256,14 +275,23 @@ export const EATON_EPDU: SnmpProfile = {
     name: { table: outletT, column: "outletID" },
     label: { table: outletT, column: "outletName" },
     // A pending command has not switched the outlet yet: pendingOff is still on, pendingOn still off.
-    state: { table: outCtl, column: "outletControlStatus", values: { 0: "off", 1: "on", 2: "on", 3: "off" } },
+    state: unlessLost<StateDef>({
+      table: outCtl,
+      column: "outletControlStatus",
+      values: { 0: "off", 1: "on", 2: "on", 3: "off" },
+    }),
     measurements: [
       { table: outCurr, column: "outletCurrent", type: "current", units: "A", scale: 0.001, absentBelow: 0 },
       { table: outVolt, column: "outletVoltage", type: "voltage", units: "V", scale: 0.001, absentBelow: 0 },
       ...power(outPower, "outletVA", "outletWatts", "outletWh", "outletPowerFactor"),
-    ],
+    ].map((m) => unlessLost<MeasurementDef>(m)),
     // "A negative value indicates that this object is not available."
-    alarm: { table: outCurr, column: "outletCurrentThStatus", states: TH_STATUS, absentBelow: 0 },
+    alarm: unlessLost<AlarmDef>({
+      table: outCurr,
+      column: "outletCurrentThStatus",
+      states: TH_STATUS,
+      absentBelow: 0,
+    }),
     rating: { table: outCurr, column: "outletCurrentCapacity", scale: 0.001, absentBelow: 0 },
     delays: {
       on: { table: outCtl, column: "outletControlSequenceDelay" },
@@ -273,6 +301,7 @@ export const EATON_EPDU: SnmpProfile = {
   entities: [
     {
       prefix: "inlet",
+      absentWhen: [LOST],
       table: inputT,
       name: { table: inputT, column: "inputFeedName" },
       fallbackName: "Input",
@@ -286,6 +315,7 @@ export const EATON_EPDU: SnmpProfile = {
     },
     {
       prefix: "line",
+      absentWhen: [LOST],
       table: inCurr,
       name: { table: inCurr, column: "inputPhaseDesignator" },
       fallbackName: "Input current",
@@ -297,6 +327,7 @@ export const EATON_EPDU: SnmpProfile = {
     },
     {
       prefix: "phase",
+      absentWhen: [LOST],
       table: inVolt,
       fallbackName: "Input voltage",
       measurements: [
@@ -306,6 +337,7 @@ export const EATON_EPDU: SnmpProfile = {
     },
     {
       prefix: "breaker",
+      absentWhen: [LOST],
       table: groupT,
       where: { table: groupT, column: "groupType", values: BREAKERS },
       name: { table: groupT, column: "groupName" },
@@ -316,6 +348,7 @@ export const EATON_EPDU: SnmpProfile = {
     },
     {
       prefix: "group",
+      absentWhen: [LOST],
       table: groupT,
       where: { table: groupT, column: "groupType", values: BREAKERS, not: true },
       name: { table: groupT, column: "groupName" },
