@@ -172,6 +172,7 @@ export class SnmpDriver implements PduDriver {
 
   async #poll(signal: AbortSignal | undefined): Promise<Snapshot> {
     const transport = await this.#transport();
+    transport.beginPoll();
     const profile = (this.#profile ??= await this.#detect(transport, signal));
     const walked = await transport.walkTables(
       profile.tables.map((table) => ({

@@ -481,7 +481,7 @@ function noUnit(profile: SnmpProfile): ParseError {
   const what = parts.length === 1 ? "the outlet table answered no row" : "none of them answered";
   return new ParseError(
     parts.join(", "),
-    `${what}: not a ${profile.family} unit, or its agent does not serve the table`,
+    `${what}: the agent serves no unit of the family ${profile.family}, or not this table`,
   );
 }
 
