@@ -434,6 +434,230 @@ export const expectCyberpowerEpdu: Expect = (walk, instanceId) => {
   ];
 };
 
+// ---------------------------------------------------------------------------------------------
+// Sentry3-MIB (1.3.6.1.4.1.1718.3): towers (towerIndex) as devices; infeeds (tower, infeed) and
+// outlets (tower, infeed, outlet), an outlet of infeed f numbered (f - 1) × 64 + outlet; hundredths
+// of amps, tenths of volts, W, VA, hundredths of power factor, Wh for outlets, tenths of kWh for
+// infeeds, kWh for towers; a negative value is "not available".
+
+const S3 = "1.3.6.1.4.1.1718.3";
+
+/** Readings of one row, [column, type, units, scale], each left out when negative. */
+function nonNegative(
+  walk: Walk,
+  entry: string,
+  index: string,
+  cols: readonly (readonly [number, string, string, number])[],
+  at: Partial<ExpectedReading>,
+): ExpectedReading[] {
+  const out: ExpectedReading[] = [];
+  for (const [column, type, units, scale] of cols) {
+    const raw = walk.int(`${entry}.${column}.${index}`);
+    if (raw === undefined || raw < 0) continue;
+    out.push({ outlet: null, entity: null, ...at, type, units, value: round(raw * scale) });
+  }
+  return out;
+}
+
+export const expectSentry3: Expect = (walk, instanceId) => {
+  const towers = walk.column(`${S3}.2.1.1.2`).map(([index]) => index[0] ?? 0);
+  return towers.map((tower) => {
+    const readings = nonNegative(
+      walk,
+      `${S3}.2.1.1`,
+      String(tower),
+      [
+        [11, "realPower", "W", 1],
+        [12, "apparentPower", "VA", 1],
+        [13, "powerFactor", "%", 1],
+        [14, "energy", "kWh", 1],
+      ],
+      { entity: "total0" },
+    );
+    for (const [index] of walk.column(`${S3}.2.2.1.2`)) {
+      if (index[0] !== tower) continue;
+      readings.push(
+        ...nonNegative(
+          walk,
+          `${S3}.2.2.1`,
+          index.join("."),
+          [
+            [7, "current", "A", 0.01],
+            [11, "voltage", "V", 0.1],
+            [12, "realPower", "W", 1],
+            [13, "apparentPower", "VA", 1],
+            [14, "powerFactor", "%", 1],
+            [16, "energy", "kWh", 0.1],
+          ],
+          { entity: `infeed${(index[1] ?? 1) - 1}` },
+        ),
+      );
+    }
+    const outlets: ExpectedOutlet[] = [];
+    let canSwitch = false;
+    for (const [index, id] of walk.column(`${S3}.2.3.1.2`)) {
+      if (index[0] !== tower) continue;
+      const i = index.join(".");
+      const number = ((index[1] ?? 1) - 1) * 64 + (index[2] ?? 0);
+      const name = walk.text(`${S3}.2.3.1.3.${i}`) ?? "";
+      const status = walk.int(`${S3}.2.3.1.5.${i}`); // off(0), on(1), others neither
+      outlets.push({
+        index: number - 1,
+        label: name !== "" ? name : id.bytes.toString("utf8"),
+        state: status === 0 ? "off" : status === 1 ? "on" : "unknown",
+      });
+      // outletCapabilities BITS: powerControl(2) is 0x20 of the first octet.
+      canSwitch ||= ((walk.get(`${S3}.2.3.1.4.${i}`)?.bytes[0] ?? 0) & 0x20) !== 0;
+      readings.push(
+        ...nonNegative(
+          walk,
+          `${S3}.2.3.1`,
+          i,
+          [
+            [7, "current", "A", 0.01],
+            [13, "voltage", "V", 0.1],
+            [14, "realPower", "W", 1],
+            [15, "apparentPower", "VA", 1],
+            [16, "powerFactor", "%", 1],
+            [18, "energy", "kWh", 0.001],
+          ],
+          { outlet: number - 1 },
+        ),
+      );
+    }
+    return {
+      id: deviceId(
+        walk.text(`${S3}.2.1.1.6.${tower}`),
+        "",
+        towers.length > 1 ? `${instanceId}-${tower}` : instanceId,
+      ),
+      model: walk.text(`${S3}.2.1.1.7.${tower}`) ?? "",
+      outlets: outlets.sort((a, b) => a.index - b.index),
+      readings,
+      canSwitch,
+    };
+  });
+};
+
+// ---------------------------------------------------------------------------------------------
+// EATON-EPDU-MIB (1.3.6.1.4.1.534.6.6.7): strapped units (strappingIndex 0..23) as devices; mA, mV,
+// W, VA, Wh, power factor in thousandths; "a negative value indicates that this object is not
+// available"; nothing of a unit whose communicationStatus is communicationLost(1) is a reading.
+
+const EP = "1.3.6.1.4.1.534.6.6.7";
+
+export const expectEatonEpdu: Expect = (walk, instanceId) => {
+  const units = walk.column(`${EP}.1.2.1.4`).map(([index]) => index[0] ?? 0);
+  return units.map((unit) => {
+    const lost = walk.int(`${EP}.1.2.1.30.${unit}`) === 1;
+    const readings: ExpectedReading[] = [];
+    const outlets: ExpectedOutlet[] = [];
+    const rows = (entry: string) =>
+      walk
+        .column(entry)
+        .filter(([index]) => index[0] === unit)
+        .map(([index]) => index);
+    for (const [, o] of rows(`${EP}.6.1.1.2`)) {
+      const number = o ?? 0;
+      const i = `${unit}.${number}`;
+      const name = walk.text(`${EP}.6.1.1.3.${i}`) ?? "";
+      const status = walk.int(`${EP}.6.6.1.2.${i}`); // off(0), on(1), pendingOff(2), pendingOn(3)
+      outlets.push({
+        index: number - 1,
+        label: name !== "" ? name : (walk.text(`${EP}.6.1.1.2.${i}`) ?? ""),
+        state: lost
+          ? "unknown"
+          : status === 1 || status === 2
+            ? "on"
+            : status === 0 || status === 3
+              ? "off"
+              : "unknown",
+      });
+      if (lost) continue;
+      const at = { outlet: number - 1 };
+      readings.push(...nonNegative(walk, `${EP}.6.4.1`, i, [[3, "current", "A", 0.001]], at));
+      readings.push(...nonNegative(walk, `${EP}.6.3.1`, i, [[2, "voltage", "V", 0.001]], at));
+      readings.push(
+        ...nonNegative(
+          walk,
+          `${EP}.6.5.1`,
+          i,
+          [
+            [3, "realPower", "W", 1],
+            [2, "apparentPower", "VA", 1],
+            [6, "powerFactor", "%", 0.1],
+            [4, "energy", "kWh", 0.001],
+          ],
+          at,
+        ),
+      );
+    }
+    if (!lost) {
+      for (const index of rows(`${EP}.3.1.1.2`)) {
+        readings.push(
+          ...nonNegative(
+            walk,
+            `${EP}.3.5.1`,
+            index.join("."),
+            [
+              [4, "realPower", "W", 1],
+              [3, "apparentPower", "VA", 1],
+              [7, "powerFactor", "%", 0.1],
+              [5, "energy", "kWh", 0.001],
+            ],
+            { entity: `inlet${(index[1] ?? 1) - 1}` },
+          ),
+        );
+      }
+      for (const index of rows(`${EP}.3.3.1.4`)) {
+        const entity = `line${((index[1] ?? 1) - 1) * 4 + (index[2] ?? 1) - 1}`;
+        readings.push(
+          ...nonNegative(walk, `${EP}.3.3.1`, index.join("."), [[4, "current", "A", 0.001]], { entity }),
+        );
+      }
+      for (const index of rows(`${EP}.3.2.1.3`)) {
+        const entity = `phase${((index[1] ?? 1) - 1) * 3 + (index[2] ?? 1) - 1}`;
+        readings.push(
+          ...nonNegative(walk, `${EP}.3.2.1`, index.join("."), [[3, "voltage", "V", 0.001]], { entity }),
+        );
+      }
+      for (const index of rows(`${EP}.5.1.1.4`)) {
+        const g = index[1] ?? 1;
+        const type = walk.int(`${EP}.5.1.1.4.${index.join(".")}`); // breaker1pole(1)..breaker3pole(3)
+        const entity = `${type !== undefined && type >= 1 && type <= 3 ? "breaker" : "group"}${g - 1}`;
+        const i = index.join(".");
+        readings.push(...nonNegative(walk, `${EP}.5.4.1`, i, [[3, "current", "A", 0.001]], { entity }));
+        readings.push(...nonNegative(walk, `${EP}.5.3.1`, i, [[3, "voltage", "V", 0.001]], { entity }));
+        readings.push(
+          ...nonNegative(
+            walk,
+            `${EP}.5.5.1`,
+            i,
+            [
+              [3, "realPower", "W", 1],
+              [2, "apparentPower", "VA", 1],
+              [6, "powerFactor", "%", 0.1],
+              [4, "energy", "kWh", 0.001],
+            ],
+            { entity },
+          ),
+        );
+      }
+    }
+    return {
+      id: deviceId(
+        walk.text(`${EP}.1.2.1.4.${unit}`),
+        "",
+        units.length > 1 ? `${instanceId}-${unit}` : instanceId,
+      ),
+      model: walk.text(`${EP}.1.2.1.3.${unit}`) ?? "",
+      outlets: outlets.sort((a, b) => a.index - b.index),
+      readings,
+      canSwitch: rows(`${EP}.6.6.1.2`).length > 0,
+    };
+  });
+};
+
 /** The expectation of each profile, by `Snmp.Profile`. */
 export const EXPECT: Readonly<Record<string, Expect>> = {
   "apc-rpdu2": expectApcRpdu2,
@@ -441,4 +665,6 @@ export const EXPECT: Readonly<Record<string, Expect>> = {
   "raritan-px2": expectRaritanPx2,
   "cyberpower-epdu2": expectCyberpowerEpdu2,
   "cyberpower-epdu": expectCyberpowerEpdu,
+  "servertech-sentry3": expectSentry3,
+  "eaton-epdu": expectEatonEpdu,
 };

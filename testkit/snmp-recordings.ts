@@ -56,9 +56,11 @@ const community = (file: string) => file.replace(/\.(snmprec|snmpwalk)$/, "");
 export async function startRecordingsRig(
   cases: readonly RecordingCase[],
   apiKey: string,
+  /** Another directory of recordings to serve in place (the project's testkit/snmprec/). */
+  from?: string,
 ): Promise<RecordingsRig> {
-  if (SHARED_RECORDINGS === null) throw new Error("no shared SNMP recordings");
-  const dir = SHARED_RECORDINGS;
+  const dir = from ?? SHARED_RECORDINGS;
+  if (dir === null) throw new Error("no shared SNMP recordings");
   const expected = new Map<string, readonly ExpectedDevice[]>();
   for (const c of cases) expected.set(c.instance, c.expect(await Walk.read(join(dir, c.file)), c.instance));
   const agent = await startSnmpsim({ dataDir: dir });

@@ -14,7 +14,12 @@ import assert from "node:assert/strict";
 import { startSnmpSimulator, type SnmpSimulator } from "../../src/simulator/snmp/agent.js";
 import { startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
 import { haDiscoveryProblems } from "../../testkit/ha-mqtt-rules.js";
-import { expectCyberpowerEpdu, expectCyberpowerEpdu2 } from "../../testkit/snmp-expect.js";
+import {
+  expectCyberpowerEpdu,
+  expectCyberpowerEpdu2,
+  expectEatonEpdu,
+  expectSentry3,
+} from "../../testkit/snmp-expect.js";
 import {
   checkDiscovery,
   checkMqtt,
@@ -24,7 +29,7 @@ import {
   type RecordingCase,
   type RecordingsRig,
 } from "../../testkit/snmp-recordings.js";
-import { readRecording, startSnmpsim, type Snmpsim } from "../../testkit/snmpsim.js";
+import { readRecording, RECORDINGS, startSnmpsim, type Snmpsim } from "../../testkit/snmpsim.js";
 import { waitFor } from "../../testkit/wait.js";
 
 const KEY = "snmp-families-test-key-7d2e01";
@@ -82,6 +87,51 @@ describe("CyberPower PDU44005's walk through the bridge", { skip: recordingsMiss
         await checkRestReadings(rig, c.instance);
       });
       it("MQTT carries the same values, the 10 outlets, their labels and states", async () => {
+        await checkMqtt(rig, c.instance);
+      });
+      it("Home Assistant discovery announces exactly those sensors and a switch per outlet", async () => {
+        await checkDiscovery(rig, c.instance);
+      });
+    });
+  }
+});
+
+/** The project's own recordings of the new families, held to expectations read from them the same way. */
+const OWN_CASES: readonly RecordingCase[] = [
+  { instance: "own-epdu2", file: "cyberpower-epdu2.snmprec", profile: "auto", expect: expectCyberpowerEpdu2 },
+  { instance: "own-epdu", file: "cyberpower-epdu.snmprec", profile: "auto", expect: expectCyberpowerEpdu },
+  { instance: "own-sentry3", file: "servertech-sentry3.snmprec", profile: "auto", expect: expectSentry3 },
+  { instance: "own-eaton", file: "eaton-epdu.snmprec", profile: "auto", expect: expectEatonEpdu },
+];
+
+describe("the project's recordings of the new families through the bridge, exactly", () => {
+  let rig: RecordingsRig;
+  before(async () => {
+    rig = await startRecordingsRig(OWN_CASES, KEY, RECORDINGS);
+  });
+  after(async () => {
+    await rig?.close();
+  });
+
+  it("each recording is detected as its family, chained units as devices", () => {
+    const of = (id: string) => rig.h.app.store.get(id)?.snapshot?.devices ?? [];
+    assert.deepEqual(
+      OWN_CASES.map((c) => [c.instance, of(c.instance).map((d) => d.type)]),
+      [
+        ["own-epdu2", ["cyberpower-epdu2"]],
+        ["own-epdu", ["cyberpower-epdu"]],
+        ["own-sentry3", ["servertech-sentry3", "servertech-sentry3"]],
+        ["own-eaton", ["eaton-epdu", "eaton-epdu"]],
+      ],
+    );
+  });
+
+  for (const c of OWN_CASES) {
+    describe(c.instance, () => {
+      it("REST readings are exactly the recording's values under the MIB's scaling, none it marks not there", async () => {
+        await checkRestReadings(rig, c.instance);
+      });
+      it("MQTT carries the same values, the outlets, their labels and states", async () => {
         await checkMqtt(rig, c.instance);
       });
       it("Home Assistant discovery announces exactly those sensors and a switch per outlet", async () => {
