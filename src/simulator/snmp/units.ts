@@ -2,7 +2,8 @@
  * The simulated SNMP PDU of each profile: its state (outlets on or off, names, living currents,
  * accruing energy) and the MIB tables it answers, in the shape of the project's recordings
  * (testkit/snmprec/: the same tables, columns, types and index structure; a test holds the two
- * together). Values move with time; writes change the state.
+ * together). Values move with time; writes change the state. The CyberPower, Eaton and Sentry3
+ * units build their tables in files of their own (./families.ts) from the unit's `view`.
  */
 import { Wave, hash32, random } from "../living.js";
 import {
