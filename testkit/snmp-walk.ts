@@ -79,7 +79,8 @@ function snmpwalkRecord(record: string): [string, WalkValue] | null {
     const quoted = /^"([\s\S]*)"$/.exec(raw);
     return [oid, value(type, NaN, Buffer.from(quoted?.[1] ?? raw, "utf8"))];
   }
-  if (type === "ObjectId" || type === "IpAddress") return [oid, value(type, NaN, Buffer.from(raw.trim()))];
+  if (type === "ObjectId" || type === "IpAddress")
+    return [oid, value(type, NaN, Buffer.from(raw.trim().replace(/^\./, "")))];
   const n = /-?\d+/.exec(raw)?.[0];
   return [oid, value(type, n === undefined ? NaN : Number(n), Buffer.alloc(0))];
 }

@@ -60,6 +60,8 @@ export interface SnmpSimulatorOptions {
     readonly privKey?: string;
   };
   readonly hostile?: SnmpHostileMode;
+  /** false: a model without outlet switching (see `UnitOptions.switched`). */
+  readonly switched?: boolean;
   /** Answers tooBig to every GETBULK asking for more varbinds than this (overrides the too-big modes). */
   readonly tooBigAbove?: number;
   readonly seed?: number;
@@ -155,6 +157,7 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
     ...(o.rebootSeconds === undefined ? {} : { rebootSeconds: o.rebootSeconds }),
     frozen: o.frozen === true,
     badNames: hostile === "bad-names",
+    ...(o.switched === undefined ? {} : { switched: o.switched }),
   });
   const host = o.host ?? "127.0.0.1";
   const community = o.community ?? "public";

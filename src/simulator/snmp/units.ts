@@ -66,6 +66,13 @@ export interface UnitOptions {
   readonly frozen?: boolean;
   /** Outlet names as raw bytes (not UTF-8, with control characters): the hostile mode. */
   readonly badNames?: boolean;
+  /**
+   * false: a model without outlet switching (default true): an APC rPDU2 unit serves only its
+   * metered outlet table (an AP88xx), an APC rPDU unit no outlet table at all (an AP7853), a
+   * Raritan PX2 no switch table (a PXE: its outlets' onOff sensors still tell their state). The
+   * other profiles ignore it.
+   */
+  readonly switched?: boolean;
 }
 
 export class SimUnit {
@@ -74,6 +81,7 @@ export class SimUnit {
   readonly #rebootMs: number;
   readonly #frozen: boolean;
   readonly #badNames: boolean;
+  readonly #switched: boolean;
   #last = Date.now();
 
   constructor(o: UnitOptions) {
@@ -81,6 +89,7 @@ export class SimUnit {
     this.#rebootMs = (o.rebootSeconds ?? 2) * 1000;
     this.#frozen = o.frozen === true;
     this.#badNames = o.badNames === true;
+    this.#switched = o.switched !== false;
     const r = random(hash32(o.seed ?? 1, SIM_PROFILES.indexOf(o.profile)));
     const count = o.outlets * familyChain(o.profile);
     this.outlets = Array.from({ length: count }, (_, i) => {
@@ -267,9 +276,10 @@ export class SimUnit {
     );
     return {
       scalars,
-      tables: [ident, props, status, phaseProps, phase, config, sstatus, control, metered, sensor].map((t) =>
-        t.done(),
-      ),
+      tables: (this.#switched
+        ? [ident, props, status, phaseProps, phase, config, sstatus, control, metered, sensor]
+        : [ident, props, status, phaseProps, phase, metered, sensor]
+      ).map((t) => t.done()),
     };
   }
   /** The single phase's properties and readings. */
@@ -488,7 +498,10 @@ export class SimUnit {
         k,
       );
     });
-    return { scalars, tables: [load, control, config, status].map((t) => t.done()) };
+    return {
+      scalars,
+      tables: (this.#switched ? [load, control, config, status] : [load]).map((t) => t.done()),
+    };
   }
 
   #raritanPx2(now: number): SimContent {
@@ -556,7 +569,7 @@ export class SimUnit {
         ocpSensorCfg,
         outletCfg,
         outletSensorCfg,
-        switchCtl,
+        ...(this.#switched ? [switchCtl] : []),
         sensorCtl,
         inletMeas,
         ocpMeas,
@@ -602,7 +615,8 @@ export class SimUnit {
           ],
           k,
         );
-        const state = st === 1 && c > 25 ? 5 : 4;
+        // A switched-off outlet's power factor is unavailable(-1), as real units report it.
+        const state = st === 7 && !o.on ? -1 : st === 1 && c > 25 ? 5 : 4;
         outletMeas.row(
           [1, k, st],
           [
