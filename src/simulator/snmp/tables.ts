@@ -54,6 +54,8 @@ export interface SimOutletView {
 /** What a family simulated in a file of its own builds its tables from (SimUnit.view). */
 export interface FamilyView {
   readonly outlets: readonly SimOutletView[];
+  /** false: a model without outlet switching (UnitOptions.switched). */
+  readonly switched: boolean;
   /** Outlet i's (0-based) current in tenths of amps now. */
   tenths(i: number): number;
   /** The sum of every outlet's tenths of amps. */

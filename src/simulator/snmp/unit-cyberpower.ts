@@ -47,7 +47,7 @@ export function cyberpowerContent(u: FamilyView, epdu2: boolean): SimContent {
       { oid: `${E2}.3.1.0`, type: I, value: 1 },
       { oid: `${E2}.4.1.0`, type: I, value: 1 },
       { oid: `${E2}.5.1.0`, type: I, value: 1 },
-      { oid: `${E2}.6.1.1.0`, type: I, value: u.outlets.length },
+      { oid: `${E2}.6.1.1.0`, type: I, value: u.switched ? u.outlets.length : 0 },
       { oid: `${E2}.6.2.1.0`, type: I, value: u.outlets.length },
     );
     tables.push(...epdu2Tables(u));
@@ -77,7 +77,7 @@ function epduScalars(u: FamilyView): SimScalar[] {
     int(`${E}.2.1.7.0`, n),
     int(`${E}.3.1.1.0`, 1), // ePDUOutletDevCommand: noCommandAll
     int(`${E}.3.1.2.0`, 0),
-    int(`${E}.3.1.3.0`, n),
+    int(`${E}.3.1.3.0`, u.switched ? n : 0),
     int(`${E}.3.1.4.0`, n),
     int(`${E}.3.1.5.0`, n), // ePDUOutletDevMonitoredOutlets
     int(`${E}.3.1.6.0`, 1),
@@ -152,10 +152,8 @@ function epduTables(u: FamilyView): TableBuilder[] {
     phaseConfig,
     load,
     bankConfig,
-    control,
-    config,
-    monitored,
-    status,
+    // A metered unit has no controlled outlet (ePDUOutletDevNumCntrlOutlets 0): no rows there.
+    ...(u.switched ? [control, config, monitored, status] : [monitored]),
     outletBank,
     ...epduStatus(u, tot),
   ];
@@ -321,11 +319,11 @@ function epdu2Tables(u: FamilyView): TableBuilder[] {
       [4, I, 1],
     ],
   );
-  return [...epdu2Unit(n), device, deviceControl, ...epdu2Loads(tot), ...epdu2Outlets(u)];
+  return [...epdu2Unit(n, u.switched), device, deviceControl, ...epdu2Loads(tot), ...epdu2Outlets(u)];
 }
 
 /** ePDU2IdentTable, ePDU2DeviceConfigTable and ePDU2DeviceInfoTable of the one unit. */
-function epdu2Unit(n: number): TableBuilder[] {
+function epdu2Unit(n: number, switched: boolean): TableBuilder[] {
   const ident = new TableBuilder(`${E2}.2.2.1`, 1).row(
     [1],
     [
@@ -367,7 +365,7 @@ function epdu2Unit(n: number): TableBuilder[] {
       [3, S, NAME],
       [4, I, 16],
       [5, I, n],
-      [6, I, n],
+      [6, I, switched ? n : 0],
       [7, I, n],
       [8, I, 1],
       [9, I, 1],
@@ -495,5 +493,5 @@ function epdu2Outlets(u: FamilyView): TableBuilder[] {
       k,
     );
   });
-  return [config, info, status, control, metered];
+  return u.switched ? [config, info, status, control, metered] : [metered];
 }

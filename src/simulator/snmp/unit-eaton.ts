@@ -66,7 +66,11 @@ export function eatonContent(u: FamilyView): SimContent {
     groupRows(t, strap, tenths, wh);
     for (let k = 1; k <= perUnit; k++) outletRows(u, t, strap, k, first + k);
   }
-  return { scalars, tables: Object.values(t).map((x) => x.done()) };
+  // A unit without switching (monitored, advanced monitored) has no control tables.
+  const served = Object.entries(t).filter(
+    ([name]) => u.switched || (name !== "outCtl" && name !== "unitControl"),
+  );
+  return { scalars, tables: served.map(([, x]) => x.done()) };
 }
 
 function unitCells(strap: number, outlets: number): Cell[] {

@@ -120,7 +120,8 @@ function outletRow(u: FamilyView, outlets: TableBuilder, t: number, k: number, o
     [
       [2, S, `${id}A${k}`],
       [3, S, u.name(outlet, o.name), "name"],
-      [4, S, Buffer.from([0xe0, 0x80])],
+      // outletCapabilities: onSense, loadSense, powerControl (a Smart tower: not), powerSense.
+      [4, S, Buffer.from([u.switched ? 0xe0 : 0xc0, 0x80])],
       [5, I, o.on ? 1 : 0],
       [6, I, o.on ? (c > 25 ? 4 : 0) : 1],
       [7, I, o.on ? c * 10 : 0],

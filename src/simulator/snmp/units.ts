@@ -69,8 +69,9 @@ export interface UnitOptions {
   /**
    * false: a model without outlet switching (default true): an APC rPDU2 unit serves only its
    * metered outlet table (an AP88xx), an APC rPDU unit no outlet table at all (an AP7853), a
-   * Raritan PX2 no switch table (a PXE: its outlets' onOff sensors still tell their state). The
-   * other profiles ignore it.
+   * Raritan PX2 no switch table (a PXE: its outlets' onOff sensors still tell their state), an
+   * Eaton unit no outletControlTable, a Sentry3 tower outlets without the powerControl capability,
+   * a CyberPower unit only its metered outlet tables. The other profiles ignore it.
    */
   readonly switched?: boolean;
 }
@@ -194,6 +195,7 @@ export class SimUnit {
   view(now: number): FamilyView {
     return {
       outlets: this.outlets,
+      switched: this.#switched,
       tenths: (i) => this.#tenths(i, now),
       totalTenths: () => this.#totalTenths(now),
       name: (k, text) => this.#name(k, text),

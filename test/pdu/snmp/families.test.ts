@@ -73,7 +73,10 @@ describe(
       });
 
       it("picks cyberpower-epdu2 from its sysObjectID and the ePDU2 tables that answer", () => {
-        assert.equal(walk.get("1.3.6.1.2.1.1.2.0")?.bytes.toString(), ".1.3.6.1.4.1.3808.1.1.6");
+        assert.equal(
+          walk.get("1.3.6.1.2.1.1.2.0")?.bytes.toString().replace(/^\./, ""),
+          "1.3.6.1.4.1.3808.1.1.6",
+        );
         assert.equal(driver.profile?.id, "cyberpower-epdu2");
         assert.equal(s.vendor.manufacturer, "CyberPower");
         assert.equal(s.warnings, undefined, JSON.stringify(s.warnings));
@@ -705,4 +708,53 @@ describe("an Eaton unit that lost communication", () => {
     assert.deepEqual(lost?.outlets[0]?.measurements, [], "its 0 A is not a reading of it now");
     assert.deepEqual(lost?.entities, []);
   });
+});
+
+describe("the new families' models without switching, as the project's simulator serves them", () => {
+  const cases = [
+    { profile: "eaton-epdu", devices: 2, outlets: 8, family: /Eaton ePDU/ },
+    { profile: "servertech-sentry3", devices: 2, outlets: 8, family: /ServerTech Sentry3/ },
+    { profile: "cyberpower-epdu2", devices: 1, outlets: 8, family: /CyberPower ePDU2/ },
+    // ePDU lists only controlled outlets: a metered unit shows its identity and loads, no outlet.
+    { profile: "cyberpower-epdu", devices: 1, outlets: 0, family: /CyberPower ePDU/ },
+  ] as const;
+  for (const c of cases) {
+    it(`${c.profile}: read, never switchable, a command refused naming the model with nothing sent`, async () => {
+      const sim = await startSnmpSimulator({ profile: c.profile, port: 0, switched: false });
+      const driver = new SnmpDriver(
+        snmpInstance(`metered-${c.profile}`, sim.port, { Community: "public", WriteCommunity: "private" }),
+      );
+      try {
+        const s = await driver.poll();
+        assert.equal(driver.profile?.id, c.profile);
+        assert.equal(s.devices.length, c.devices);
+        assert.equal(s.warnings, undefined, JSON.stringify(s.warnings));
+        for (const d of s.devices) {
+          assert.equal(d.canSwitchOutlets, false, d.id);
+          assert.match(d.lacks?.canSwitchOutlets ?? "", c.family);
+          assert.equal(d.outlets.length, c.outlets, d.id);
+          assert.ok(
+            d.entities.some((e) => e.measurements.length > 0),
+            `${d.id}: its loads are read`,
+          );
+          if (c.outlets > 0)
+            assert.ok(
+              d.outlets.some((o) => o.measurements.length > 0),
+              `${d.id}: metered outlets`,
+            );
+        }
+        if (c.outlets > 0) {
+          const target = { deviceId: s.devices[0]?.id ?? "", index: 0, route: null };
+          await assert.rejects(
+            driver.controlOutlet(target, "off"),
+            (e) => isPduError(e) && e.kind === "refused",
+          );
+        }
+        assert.deepEqual(sim.sets, [], "nothing was sent");
+      } finally {
+        await driver.close();
+        await sim.close();
+      }
+    });
+  }
 });
