@@ -298,9 +298,373 @@ export const expectRaritanPx2: Expect = (walk, instanceId) => {
   ];
 };
 
+// ---------------------------------------------------------------------------------------------
+// CPS-MIB ePDU2 (1.3.6.1.4.1.3808.1.1.6): tables carry a ModuleIndex (column 2) and a Number
+// (column 3); currents and voltages in tenths, power in W, VA, power factor in hundredths, energy in
+// tenths of kWh. An outlet's readings are in ePDU2OutletMeteredStatusTable, a row per metered outlet.
+
+const E2 = "1.3.6.1.4.1.3808.1.1.6";
+
+/** The rows of an ePDU2 table of one module: each row's index and its Number (1 for a per-unit table). */
+function epdu2Rows(walk: Walk, entry: string, module: number, numbered: boolean) {
+  const rows: { index: string; number: number }[] = [];
+  for (const [index, v] of walk.column(`${entry}.2`)) {
+    if (v.number !== module) continue;
+    const i = index.join(".");
+    const number = numbered ? walk.int(`${entry}.3.${i}`) : 1;
+    if (number !== undefined) rows.push({ index: i, number });
+  }
+  return rows;
+}
+
+export const expectCyberpowerEpdu2: Expect = (walk, instanceId) => {
+  const devices: ExpectedDevice[] = [];
+  for (const [index, moduleValue] of walk.column(`${E2}.2.2.1.2`)) {
+    const module = moduleValue.number;
+    const i = index.join(".");
+    const readings: ExpectedReading[] = [];
+    const outlets = new Map<number, ExpectedOutlet>();
+    for (const row of epdu2Rows(walk, `${E2}.6.1.4.1`, module, true)) {
+      const state = walk.int(`${E2}.6.1.4.1.5.${row.index}`); // outletStatusOn(1), outletStatusOff(2)
+      const label = walk.text(`${E2}.6.1.4.1.4.${row.index}`) ?? "";
+      outlets.set(row.number, {
+        index: row.number - 1,
+        label: label !== "" ? label : `Outlet ${row.number}`,
+        state: state === 1 ? "on" : state === 2 ? "off" : "unknown",
+      });
+    }
+    const metered: Col[] = [
+      [6, "current", "A", 0.1, false],
+      [7, "realPower", "W", 1, false],
+      [11, "energy", "kWh", 0.1, false],
+    ];
+    for (const row of epdu2Rows(walk, `${E2}.6.2.4.1`, module, true)) {
+      const at = { outlet: row.number - 1 };
+      readings.push(...rpdu2Readings(walk, `${E2}.6.2.4.1`, row.index, metered, at));
+    }
+    const device: Col[] = [
+      [5, "current", "A", 0.1, false],
+      [18, "realPower", "W", 1, false],
+      [15, "apparentPower", "VA", 1, false],
+      [16, "powerFactor", "%", 1, false],
+      [9, "energy", "kWh", 0.1, false],
+    ];
+    for (const row of epdu2Rows(walk, `${E2}.3.4.1`, module, false))
+      readings.push(...rpdu2Readings(walk, `${E2}.3.4.1`, row.index, device, { entity: "total0" }));
+    const phase: Col[] = [
+      [5, "current", "A", 0.1, false],
+      [6, "voltage", "V", 0.1, false],
+      [7, "realPower", "W", 1, false],
+      [8, "apparentPower", "VA", 1, false],
+      [9, "powerFactor", "%", 1, false],
+    ];
+    for (const row of epdu2Rows(walk, `${E2}.4.4.1`, module, true))
+      readings.push(
+        ...rpdu2Readings(walk, `${E2}.4.4.1`, row.index, phase, { entity: `phase${row.number - 1}` }),
+      );
+    for (const row of epdu2Rows(walk, `${E2}.5.4.1`, module, true)) {
+      const bank: Col[] = [[5, "current", "A", 0.1, false]];
+      readings.push(
+        ...rpdu2Readings(walk, `${E2}.5.4.1`, row.index, bank, { entity: `bank${row.number - 1}` }),
+      );
+    }
+    devices.push({
+      id: deviceId(walk.text(`${E2}.2.2.1.10.${i}`), "", instanceId),
+      model: walk.text(`${E2}.2.2.1.9.${i}`) ?? "",
+      outlets: [...outlets.values()].sort((a, b) => a.index - b.index),
+      readings,
+      canSwitch: epdu2Rows(walk, `${E2}.6.1.5.1`, module, true).length > 0,
+    });
+  }
+  return devices;
+};
+
+// ---------------------------------------------------------------------------------------------
+// CPS-MIB ePDU (1.3.6.1.4.1.3808.1.1.3): one unit. ePDULoadStatusTable holds the phases (bank
+// number 0) then the banks; the outlet readings of ePDUOutletStatusTable are those "for an Outlet
+// Monitored Rack PDU": none where ePDUOutletDevMonitoredOutlets is 0.
+
+const E1 = "1.3.6.1.4.1.3808.1.1.3";
+
+export const expectCyberpowerEpdu: Expect = (walk, instanceId) => {
+  const readings: ExpectedReading[] = [];
+  const outlets: ExpectedOutlet[] = [];
+  const monitored = (walk.int(`${E1}.3.1.5.0`) ?? 0) > 0;
+  const outletCols: Col[] = [
+    [7, "current", "A", 0.1, false],
+    [8, "realPower", "W", 1, false],
+    [13, "energy", "kWh", 0.1, false],
+  ];
+  for (const [index] of walk.column(`${E1}.3.5.1.1.1`)) {
+    const i = index.join(".");
+    const number = index[0] ?? 0;
+    const state = walk.int(`${E1}.3.5.1.1.4.${i}`); // outletStatusOn(1), outletStatusOff(2)
+    const label = walk.text(`${E1}.3.5.1.1.2.${i}`) ?? "";
+    outlets.push({
+      index: number - 1,
+      label: label !== "" ? label : `Outlet ${number}`,
+      state: state === 1 ? "on" : state === 2 ? "off" : "unknown",
+    });
+    if (monitored)
+      readings.push(...rpdu2Readings(walk, `${E1}.3.5.1.1`, i, outletCols, { outlet: number - 1 }));
+  }
+  const load: Col[] = [
+    [2, "current", "A", 0.1, false],
+    [6, "voltage", "V", 0.1, false],
+    [7, "realPower", "W", 1, false],
+    [8, "apparentPower", "VA", 1, false],
+    [9, "powerFactor", "%", 1, false],
+    [10, "energy", "kWh", 0.1, false],
+  ];
+  for (const [index] of walk.column(`${E1}.2.3.1.1.1`)) {
+    const i = index.join(".");
+    const bank = walk.int(`${E1}.2.3.1.1.5.${i}`);
+    const phase = walk.int(`${E1}.2.3.1.1.4.${i}`);
+    const entity = bank === 0 ? `phase${(phase ?? 1) - 1}` : `bank${(bank ?? 1) - 1}`;
+    readings.push(...rpdu2Readings(walk, `${E1}.2.3.1.1`, i, load, { entity }));
+  }
+  return [
+    {
+      id: deviceId(walk.text(`${E1}.1.6.0`), "", instanceId),
+      model: walk.text(`${E1}.1.5.0`) ?? "",
+      outlets: outlets.sort((a, b) => a.index - b.index),
+      readings,
+      canSwitch: walk.column(`${E1}.3.3.1.1.4`).length > 0,
+    },
+  ];
+};
+
+// ---------------------------------------------------------------------------------------------
+// Sentry3-MIB (1.3.6.1.4.1.1718.3): towers (towerIndex) as devices; infeeds (tower, infeed) and
+// outlets (tower, infeed, outlet), an outlet of infeed f numbered (f - 1) × 64 + outlet; hundredths
+// of amps, tenths of volts, W, VA, hundredths of power factor, Wh for outlets, tenths of kWh for
+// infeeds, kWh for towers; a negative value is "not available".
+
+const S3 = "1.3.6.1.4.1.1718.3";
+
+/** Readings of one row, [column, type, units, scale], each left out when negative. */
+function nonNegative(
+  walk: Walk,
+  entry: string,
+  index: string,
+  cols: readonly (readonly [number, string, string, number])[],
+  at: Partial<ExpectedReading>,
+): ExpectedReading[] {
+  const out: ExpectedReading[] = [];
+  for (const [column, type, units, scale] of cols) {
+    const raw = walk.int(`${entry}.${column}.${index}`);
+    if (raw === undefined || raw < 0) continue;
+    out.push({ outlet: null, entity: null, ...at, type, units, value: round(raw * scale) });
+  }
+  return out;
+}
+
+export const expectSentry3: Expect = (walk, instanceId) => {
+  const towers = walk.column(`${S3}.2.1.1.2`).map(([index]) => index[0] ?? 0);
+  return towers.map((tower) => {
+    const readings = nonNegative(
+      walk,
+      `${S3}.2.1.1`,
+      String(tower),
+      [
+        [11, "realPower", "W", 1],
+        [12, "apparentPower", "VA", 1],
+        [13, "powerFactor", "%", 1],
+        [14, "energy", "kWh", 1],
+      ],
+      { entity: "total0" },
+    );
+    for (const [index] of walk.column(`${S3}.2.2.1.2`)) {
+      if (index[0] !== tower) continue;
+      readings.push(
+        ...nonNegative(
+          walk,
+          `${S3}.2.2.1`,
+          index.join("."),
+          [
+            [7, "current", "A", 0.01],
+            [11, "voltage", "V", 0.1],
+            [12, "realPower", "W", 1],
+            [13, "apparentPower", "VA", 1],
+            [14, "powerFactor", "%", 1],
+            [16, "energy", "kWh", 0.1],
+          ],
+          { entity: `infeed${(index[1] ?? 1) - 1}` },
+        ),
+      );
+    }
+    const outlets: ExpectedOutlet[] = [];
+    let canSwitch = false;
+    for (const [index, id] of walk.column(`${S3}.2.3.1.2`)) {
+      if (index[0] !== tower) continue;
+      const i = index.join(".");
+      const number = ((index[1] ?? 1) - 1) * 64 + (index[2] ?? 0);
+      const name = walk.text(`${S3}.2.3.1.3.${i}`) ?? "";
+      const status = walk.int(`${S3}.2.3.1.5.${i}`); // off(0), on(1), others neither
+      outlets.push({
+        index: number - 1,
+        label: name !== "" ? name : id.bytes.toString("utf8"),
+        state: status === 0 ? "off" : status === 1 ? "on" : "unknown",
+      });
+      // outletCapabilities BITS: powerControl(2) is 0x20 of the first octet.
+      canSwitch ||= ((walk.get(`${S3}.2.3.1.4.${i}`)?.bytes[0] ?? 0) & 0x20) !== 0;
+      readings.push(
+        ...nonNegative(
+          walk,
+          `${S3}.2.3.1`,
+          i,
+          [
+            [7, "current", "A", 0.01],
+            [13, "voltage", "V", 0.1],
+            [14, "realPower", "W", 1],
+            [15, "apparentPower", "VA", 1],
+            [16, "powerFactor", "%", 1],
+            [18, "energy", "kWh", 0.001],
+          ],
+          { outlet: number - 1 },
+        ),
+      );
+    }
+    return {
+      id: deviceId(
+        walk.text(`${S3}.2.1.1.6.${tower}`),
+        "",
+        towers.length > 1 ? `${instanceId}-${tower}` : instanceId,
+      ),
+      model: walk.text(`${S3}.2.1.1.7.${tower}`) ?? "",
+      outlets: outlets.sort((a, b) => a.index - b.index),
+      readings,
+      canSwitch,
+    };
+  });
+};
+
+// ---------------------------------------------------------------------------------------------
+// EATON-EPDU-MIB (1.3.6.1.4.1.534.6.6.7): strapped units (strappingIndex 0..23) as devices; mA, mV,
+// W, VA, Wh, power factor in thousandths; "a negative value indicates that this object is not
+// available"; nothing of a unit whose communicationStatus is communicationLost(1) is a reading.
+
+const EP = "1.3.6.1.4.1.534.6.6.7";
+
+export const expectEatonEpdu: Expect = (walk, instanceId) => {
+  const units = walk.column(`${EP}.1.2.1.4`).map(([index]) => index[0] ?? 0);
+  return units.map((unit) => {
+    const lost = walk.int(`${EP}.1.2.1.30.${unit}`) === 1;
+    const readings: ExpectedReading[] = [];
+    const outlets: ExpectedOutlet[] = [];
+    const rows = (entry: string) =>
+      walk
+        .column(entry)
+        .filter(([index]) => index[0] === unit)
+        .map(([index]) => index);
+    for (const [, o] of rows(`${EP}.6.1.1.2`)) {
+      const number = o ?? 0;
+      const i = `${unit}.${number}`;
+      const name = walk.text(`${EP}.6.1.1.3.${i}`) ?? "";
+      const status = walk.int(`${EP}.6.6.1.2.${i}`); // off(0), on(1), pendingOff(2), pendingOn(3)
+      outlets.push({
+        index: number - 1,
+        label: name !== "" ? name : (walk.text(`${EP}.6.1.1.2.${i}`) ?? ""),
+        state: lost
+          ? "unknown"
+          : status === 1 || status === 2
+            ? "on"
+            : status === 0 || status === 3
+              ? "off"
+              : "unknown",
+      });
+      if (lost) continue;
+      const at = { outlet: number - 1 };
+      readings.push(...nonNegative(walk, `${EP}.6.4.1`, i, [[3, "current", "A", 0.001]], at));
+      readings.push(...nonNegative(walk, `${EP}.6.3.1`, i, [[2, "voltage", "V", 0.001]], at));
+      readings.push(
+        ...nonNegative(
+          walk,
+          `${EP}.6.5.1`,
+          i,
+          [
+            [3, "realPower", "W", 1],
+            [2, "apparentPower", "VA", 1],
+            [6, "powerFactor", "%", 0.1],
+            [4, "energy", "kWh", 0.001],
+          ],
+          at,
+        ),
+      );
+    }
+    if (!lost) {
+      for (const index of rows(`${EP}.3.1.1.2`)) {
+        readings.push(
+          ...nonNegative(
+            walk,
+            `${EP}.3.5.1`,
+            index.join("."),
+            [
+              [4, "realPower", "W", 1],
+              [3, "apparentPower", "VA", 1],
+              [7, "powerFactor", "%", 0.1],
+              [5, "energy", "kWh", 0.001],
+            ],
+            { entity: `inlet${(index[1] ?? 1) - 1}` },
+          ),
+        );
+      }
+      for (const index of rows(`${EP}.3.3.1.4`)) {
+        const entity = `line${((index[1] ?? 1) - 1) * 4 + (index[2] ?? 1) - 1}`;
+        readings.push(
+          ...nonNegative(walk, `${EP}.3.3.1`, index.join("."), [[4, "current", "A", 0.001]], { entity }),
+        );
+      }
+      for (const index of rows(`${EP}.3.2.1.3`)) {
+        const entity = `phase${((index[1] ?? 1) - 1) * 3 + (index[2] ?? 1) - 1}`;
+        readings.push(
+          ...nonNegative(walk, `${EP}.3.2.1`, index.join("."), [[3, "voltage", "V", 0.001]], { entity }),
+        );
+      }
+      for (const index of rows(`${EP}.5.1.1.4`)) {
+        const g = index[1] ?? 1;
+        const type = walk.int(`${EP}.5.1.1.4.${index.join(".")}`); // breaker1pole(1)..breaker3pole(3)
+        const entity = `${type !== undefined && type >= 1 && type <= 3 ? "breaker" : "group"}${g - 1}`;
+        const i = index.join(".");
+        readings.push(...nonNegative(walk, `${EP}.5.4.1`, i, [[3, "current", "A", 0.001]], { entity }));
+        readings.push(...nonNegative(walk, `${EP}.5.3.1`, i, [[3, "voltage", "V", 0.001]], { entity }));
+        readings.push(
+          ...nonNegative(
+            walk,
+            `${EP}.5.5.1`,
+            i,
+            [
+              [3, "realPower", "W", 1],
+              [2, "apparentPower", "VA", 1],
+              [6, "powerFactor", "%", 0.1],
+              [4, "energy", "kWh", 0.001],
+            ],
+            { entity },
+          ),
+        );
+      }
+    }
+    return {
+      id: deviceId(
+        walk.text(`${EP}.1.2.1.4.${unit}`),
+        "",
+        units.length > 1 ? `${instanceId}-${unit}` : instanceId,
+      ),
+      model: walk.text(`${EP}.1.2.1.3.${unit}`) ?? "",
+      outlets: outlets.sort((a, b) => a.index - b.index),
+      readings,
+      canSwitch: rows(`${EP}.6.6.1.2`).length > 0,
+    };
+  });
+};
+
 /** The expectation of each profile, by `Snmp.Profile`. */
 export const EXPECT: Readonly<Record<string, Expect>> = {
   "apc-rpdu2": expectApcRpdu2,
   "apc-rpdu": expectApcRpdu,
   "raritan-px2": expectRaritanPx2,
+  "cyberpower-epdu2": expectCyberpowerEpdu2,
+  "cyberpower-epdu": expectCyberpowerEpdu,
+  "servertech-sentry3": expectSentry3,
+  "eaton-epdu": expectEatonEpdu,
 };

@@ -56,9 +56,11 @@ const community = (file: string) => file.replace(/\.(snmprec|snmpwalk)$/, "");
 export async function startRecordingsRig(
   cases: readonly RecordingCase[],
   apiKey: string,
+  /** Another directory of recordings to serve in place (the project's testkit/snmprec/). */
+  from?: string,
 ): Promise<RecordingsRig> {
-  if (SHARED_RECORDINGS === null) throw new Error("no shared SNMP recordings");
-  const dir = SHARED_RECORDINGS;
+  const dir = from ?? SHARED_RECORDINGS;
+  if (dir === null) throw new Error("no shared SNMP recordings");
   const expected = new Map<string, readonly ExpectedDevice[]>();
   for (const c of cases) expected.set(c.instance, c.expect(await Walk.read(join(dir, c.file)), c.instance));
   const agent = await startSnmpsim({ dataDir: dir });
@@ -231,8 +233,10 @@ function discoveryHolds(
     .map(([, c]) => String(c.state_topic));
   assert.deepEqual(stateTopics.sort(), [...measurementSensors].sort(), `${instance}: sensors announced`);
   for (const d of devices) {
+    // By topic, not unique_id: an id with characters a discovery id cannot hold ("...cut...") is hashed there.
     const ofOutlets = (component: string) =>
-      parsed.filter(([k, c]) => k === component && String(c.unique_id).includes(`_outlet_${d.id}_`)).length;
+      parsed.filter(([k, c]) => k === component && String(c.state_topic).includes(`/${d.id}/outlets/`))
+        .length;
     assert.equal(ofOutlets("switch"), d.canSwitch ? d.outlets.length : 0, `${instance}: switches`);
     if (!d.canSwitch) {
       const power = parsed.filter(

@@ -315,6 +315,10 @@ export const SnmpProfileNames = [
   "raritan-px2",
   "raritan-px",
   "servertech-sentry4",
+  "servertech-sentry3",
+  "cyberpower-epdu2",
+  "cyberpower-epdu",
+  "eaton-epdu",
 ] as const;
 export type SnmpProfileName = (typeof SnmpProfileNames)[number];
 

@@ -59,6 +59,22 @@ export const RAISED_ALARM_STATES: readonly string[] = Object.freeze([
   "nvmfail",
   "profileerror",
   "conflict",
+  // CyberPower CPS-MIB load states and current alarms
+  "loadlow",
+  "loadnearoverload",
+  "loadoverload",
+  "undercurrentalarm",
+  "nearovercurrentalarm",
+  "overcurrentalarm",
+  // Eaton EATON-EPDU-MIB threshold states and breakers
+  "lowcritical",
+  "highcritical",
+  "breakeroff",
+  // ServerTech Sentry3-MIB tower and load states
+  "fanfail",
+  "overtemp",
+  "outofbalance",
+  "loadhigh",
 ]);
 
 /** True when an `alarm.state` means raised (see {@link RAISED_ALARM_STATES}). */

@@ -23,6 +23,7 @@ import { restamp, type Snapshot, type Vendor } from "../model.js";
 import { parsePoll, type Addressing, type PollData, type WalkedVarbind } from "./parse.js";
 import { columnOf, tableOf, type CellRef, type SnmpProfile } from "./profile.js";
 import { PROFILES, profileById } from "./profiles.js";
+import { OTHER_DRIVER_AGENTS } from "./profiles/vertiv-geist.js";
 import type { SnmpAuth, SnmpTransport, TransportOptions } from "./transport.js";
 
 /**
@@ -226,6 +227,13 @@ export class SnmpDriver implements PduDriver {
       p.sysObjectIds.some((prefix) => sysObjectId.startsWith(prefix)),
     );
     const description = descr === "" ? "" : ` (sysDescr "${descr}")`;
+    const other = OTHER_DRIVER_AGENTS.find((a) => sysObjectId.startsWith(a.sysObjectId));
+    if (candidates.length === 0 && other !== undefined) {
+      throw new PduError(
+        "malformed",
+        `${this.#where} is a ${other.vendor} unit (sysObjectID ${sysObjectId}${description}): it is read over its HTTP API, not SNMP; use Driver: ${other.driver} for this instance (docs/snmp.md)`,
+      );
+    }
     if (candidates.length === 0) {
       throw new PduError(
         "malformed",
@@ -277,14 +285,15 @@ export class SnmpDriver implements PduDriver {
       );
     }
     const value = control[action];
-    const column = columnOf(profile, control);
+    const name = control.columns?.[action] ?? control.column;
+    const column = columnOf(profile, { table: control.table, column: name });
     const row = this.#rowOf(control.table, target);
     const oid = `${tableOf(profile, control.table).oid}.${column.id}.${row.join(".")}`;
     await (
       await this.#transport()
     ).set(
       { oid, type: "Integer", value },
-      `${action} of outlet ${target.index + 1} (SET ${control.column}.${row.join(".")} = ${value})`,
+      `${action} of outlet ${target.index + 1} (SET ${name}.${row.join(".")} = ${value})`,
       action === "reboot",
       signal,
     );
@@ -308,7 +317,7 @@ export class SnmpDriver implements PduDriver {
     await (
       await this.#transport()
     ).set(
-      { oid, type: "Integer", value: reset.value },
+      { oid, type: reset.type ?? "Integer", value: reset.value },
       `energy reset of outlet ${target.index + 1} (SET ${reset.name})`,
       true,
       signal,

@@ -254,20 +254,28 @@ function duplicate(table: TableDef, kept: Row, other: Row, unit: number, number:
 /** The parsed tables of one poll, and lookups into them. */
 class Tables {
   readonly #rows = new Map<string, Rows>();
+  /** Tables of one row per unit (their number a constant): the constant, by table name. */
+  readonly #perUnit = new Map<string, number>();
   constructor(
     readonly profile: SnmpProfile,
     readonly data: PollData,
     readonly warnings: Warnings,
   ) {
-    for (const t of profile.tables)
+    for (const t of profile.tables) {
       this.#rows.set(t.name, rowsOf(t, data.tables.get(t.name) ?? [], warnings));
+      if ("constant" in t.number) this.#perUnit.set(t.name, t.number.constant);
+    }
   }
   rows(table: string): Rows {
     return this.#rows.get(table) ?? new Map<string, Row>();
   }
-  /** The cell of `ref` for the row (unit, number); undefined when absent. */
+  /**
+   * The cell of `ref` for the row (unit, number); undefined when absent. A table of one row per
+   * unit answers for every row of its unit (an Eaton unit's communicationStatus for its outlets).
+   */
   cell(ref: Source, unit: number, number: number): Cell | undefined {
     if (isScalar(ref)) return this.data.scalars.get(ref.scalar)?.value ?? undefined;
+    number = this.#perUnit.get(ref.table) ?? number;
     const key = ref.sensorType === undefined ? `${unit}:${number}` : `${unit}:${number}:${ref.sensorType}`;
     return this.rows(ref.table).get(key)?.cells.get(ref.column);
   }
@@ -315,7 +323,11 @@ function absentWhen(
 
 /** Whether the unit marks the value `raw` of a cell declared with `p` as not there. */
 function absent(t: Tables, p: Presence, raw: number, unit: number, number: number): boolean {
-  return p.absentIf?.includes(raw) === true || absentWhen(t, p.absentWhen, unit, number);
+  return (
+    p.absentIf?.includes(raw) === true ||
+    (p.absentBelow !== undefined && raw < p.absentBelow) ||
+    absentWhen(t, p.absentWhen, unit, number)
+  );
 }
 
 function measurement(t: Tables, def: MeasurementDef, unit: number, number: number): Measurement | null {
@@ -476,8 +488,17 @@ function noUnit(profile: SnmpProfile): ParseError {
 /** The units (by number) that answer a row of the profile's control table. */
 function switchedUnits(t: Tables, profile: SnmpProfile): ReadonlySet<number> {
   const units = new Set<number>();
-  if (profile.control === undefined) return units;
-  for (const key of t.rows(profile.control.table).keys()) units.add(Number(key.slice(0, key.indexOf(":"))));
+  const control = profile.control;
+  if (control === undefined) return units;
+  const need = control.requires;
+  for (const [key, row] of t.rows(control.table)) {
+    if (need !== undefined) {
+      const bits = row.cells.get(need.column);
+      const octet = Buffer.isBuffer(bits) ? bits[need.bit >> 3] : undefined;
+      if (octet === undefined || (octet & (0x80 >> (need.bit & 7))) === 0) continue;
+    }
+    units.add(Number(key.slice(0, key.indexOf(":"))));
+  }
   return units;
 }
 
@@ -587,10 +608,13 @@ function lacksOf(
     out.canResetOutletEnergy = `${model} cannot reset one outlet's statistics: ${why}; nothing was sent`;
   }
   if (!canSwitch) {
+    const control = profile.control;
     const why =
-      profile.control === undefined
+      control === undefined
         ? `${profile.mibs.join(", ")} has no outlet control`
-        : `the unit answers no row of ${profile.control.table} (a metered or non-switched model)`;
+        : control.requires === undefined
+          ? `the unit answers no row of ${control.table} (a metered or non-switched model)`
+          : `no row of ${control.table} has ${control.requires.column} bit ${control.requires.bit} set (a metered or non-switched model)`;
     out.canSwitchOutlets = `${model} has no outlet switching over SNMP: ${why}; nothing was sent`;
   }
   return Object.freeze(out);

@@ -83,6 +83,11 @@ export type AbsentWhen = Source & { readonly values: readonly (number | string)[
 export interface Presence {
   /** Values of the cell itself that mean "not there" (the -1 "not supported" of PowerNet-MIB). */
   readonly absentIf?: readonly number[];
+  /**
+   * Every value of the cell below this one means "not there" (EATON-EPDU-MIB and Sentry3-MIB: "a
+   * negative value indicates that this object is not available": 0).
+   */
+  readonly absentBelow?: number;
   /** Other cells of the row whose listed values mean "not there" (a status or type column). */
   readonly absentWhen?: readonly AbsentWhen[];
 }
@@ -198,6 +203,17 @@ export interface OutletCommandDef extends CellRef {
   readonly on: number;
   readonly off: number;
   readonly reboot: number;
+  /**
+   * Columns of the same table for actions that have an object of their own (EATON-EPDU-MIB's
+   * outletControlOnCmd, …OffCmd, …RebootCmd); an action not listed writes `column`.
+   */
+  readonly columns?: { readonly on?: string; readonly off?: string; readonly reboot?: string };
+  /**
+   * A BITS cell of the control table's rows that says whether the outlet can switch at all
+   * (Sentry3-MIB outletCapabilities powerControl(2): without it the actions "have no effect"): a
+   * unit whose rows all lack the bit cannot switch. Bit n is octet n ÷ 8, mask 0x80 >> n mod 8.
+   */
+  readonly requires?: { readonly column: string; readonly bit: number };
 }
 
 export interface SnmpProfile {
@@ -240,6 +256,8 @@ export interface SnmpProfile {
     readonly oid: string;
     readonly suffix: readonly number[];
     readonly value: number;
+    /** The object's SNMP type when not INTEGER (EATON-EPDU-MIB's outletWh is an Unsigned32). */
+    readonly type?: "Gauge";
   };
   /** Why a per-outlet statistics reset is refused (shown in the 409), when the MIB has none. */
   readonly resetStatsRefusal?: string;

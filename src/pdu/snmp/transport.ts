@@ -47,7 +47,7 @@ export interface TransportOptions {
 /** What a SET sends: the OID and an INTEGER or OCTET STRING value. */
 export interface SetVarbind {
   readonly oid: string;
-  readonly type: "Integer" | "OctetString";
+  readonly type: "Integer" | "Gauge" | "OctetString";
   readonly value: number | Buffer;
 }
 
@@ -552,7 +552,12 @@ export class SnmpTransport {
     session.on("error", () => {
       // reported through the request's callback
     });
-    const type = varbind.type === "Integer" ? snmp.ObjectType.Integer : snmp.ObjectType.OctetString;
+    const type =
+      varbind.type === "Integer"
+        ? snmp.ObjectType.Integer
+        : varbind.type === "Gauge"
+          ? snmp.ObjectType.Gauge
+          : snmp.ObjectType.OctetString;
     try {
       const answer = await this.#request<snmp.Varbind[]>(
         (done) => session.set([{ oid: varbind.oid, type, value: varbind.value }], done),

@@ -139,6 +139,8 @@ const INDEX_COLUMN_BASE = 900;
 interface CellRole {
   readonly write: WriteRole | undefined;
   readonly outlet: number | undefined;
+  /** The column's sub-identifier (a family with one control object per command tells them apart by it). */
+  readonly column: number;
 }
 
 /** Whether a column of an outlet row is one the hostile column modes change: numeric readings and states. */
@@ -287,7 +289,7 @@ function requestHandler(ctx: {
     const outlet = role.outlet;
     switch (role.write) {
       case "control": {
-        const action = typeof value === "number" ? unit.commandOf(value) : null;
+        const action = typeof value === "number" ? unit.commandOf(value, role.column) : null;
         if (action === null) {
           request.done({ errorStatus: snmp.ErrorStatus.WrongValue });
           return;
@@ -381,7 +383,7 @@ function registerTable(
     mib.addTableRow(name, [...values, ...row.index]);
     for (const c of columns) {
       const oid = `${table.entry}.${c.id}.${row.index.join(".")}`;
-      roles.set(oid, { write: c.write, outlet: row.outlet });
+      roles.set(oid, { write: c.write, outlet: row.outlet, column: c.id });
       served.values.set(cellKey(name, c.id, row.index), row.cells.get(c.id) ?? 0);
     }
     // A cell the row does not have (a sensor without a reading), and in the no-such-instance mode

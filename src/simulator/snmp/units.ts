@@ -2,49 +2,29 @@
  * The simulated SNMP PDU of each profile: its state (outlets on or off, names, living currents,
  * accruing energy) and the MIB tables it answers, in the shape of the project's recordings
  * (testkit/snmprec/: the same tables, columns, types and index structure; a test holds the two
- * together). Values move with time; writes change the state.
+ * together). Values move with time; writes change the state. The CyberPower, Eaton and Sentry3
+ * units build their tables in files of their own (./families.ts) from the unit's `view`.
  */
 import { Wave, hash32, random } from "../living.js";
+import {
+  FAMILY_SIM_PROFILES,
+  familyChain,
+  familyCommand,
+  familyContent,
+  familyDefaultName,
+} from "./families.js";
+import { TableBuilder, type SimContent, type SimScalar, type SimValue, type FamilyView } from "./tables.js";
 
-export type SimType = "Integer" | "OctetString" | "Gauge" | "Counter" | "IpAddress" | "OID" | "TimeTicks";
-
-/** What a write to a column does. */
-export type WriteRole = "control" | "name" | "reset" | "plain";
-
-export interface SimColumn {
-  readonly id: number;
-  readonly type: SimType;
-  readonly write?: WriteRole;
-}
-
-export type SimValue = number | string | Buffer;
-
-export interface SimRow {
-  readonly index: readonly number[];
-  /** The outlet (1-based) a row of an outlet table belongs to. */
-  readonly outlet?: number;
-  readonly cells: ReadonlyMap<number, SimValue>;
-}
-
-export interface SimTable {
-  /** Entry OID. */
-  readonly entry: string;
-  readonly indexLength: number;
-  readonly columns: readonly SimColumn[];
-  readonly rows: readonly SimRow[];
-}
-
-export interface SimScalar {
-  readonly oid: string;
-  readonly type: SimType;
-  readonly value: SimValue;
-  readonly write?: WriteRole;
-}
-
-export interface SimContent {
-  readonly scalars: readonly SimScalar[];
-  readonly tables: readonly SimTable[];
-}
+export type {
+  SimColumn,
+  SimContent,
+  SimRow,
+  SimScalar,
+  SimTable,
+  SimType,
+  SimValue,
+  WriteRole,
+} from "./tables.js";
 
 /** The profiles the simulator serves. */
 export const SIM_PROFILES = [
@@ -53,6 +33,7 @@ export const SIM_PROFILES = [
   "raritan-px2",
   "raritan-px",
   "servertech-sentry4",
+  ...FAMILY_SIM_PROFILES,
 ] as const;
 export type SimProfile = (typeof SIM_PROFILES)[number];
 
@@ -65,35 +46,6 @@ interface OutletState {
   energyWh: number;
   /** Reboot in progress: back on at this time (epoch ms). */
   backOnAt: number | null;
-}
-
-type Cell = readonly [number, SimType, SimValue, WriteRole?];
-
-class TableBuilder {
-  readonly columns = new Map<number, SimColumn>();
-  readonly rows: SimRow[] = [];
-  constructor(
-    readonly entry: string,
-    readonly indexLength: number,
-  ) {}
-  row(index: readonly number[], cells: readonly Cell[], outlet?: number): this {
-    const map = new Map<number, SimValue>();
-    for (const [id, type, value, write] of cells) {
-      if (!this.columns.has(id))
-        this.columns.set(id, { id, type, ...(write === undefined ? {} : { write }) });
-      map.set(id, value);
-    }
-    this.rows.push({ index, cells: map, ...(outlet === undefined ? {} : { outlet }) });
-    return this;
-  }
-  done(): SimTable {
-    return {
-      entry: this.entry,
-      indexLength: this.indexLength,
-      columns: [...this.columns.values()].sort((a, b) => a.id - b.id),
-      rows: this.rows,
-    };
-  }
 }
 
 const I = "Integer";
@@ -117,8 +69,9 @@ export interface UnitOptions {
   /**
    * false: a model without outlet switching (default true): an APC rPDU2 unit serves only its
    * metered outlet table (an AP88xx), an APC rPDU unit no outlet table at all (an AP7853), a
-   * Raritan PX2 no switch table (a PXE: its outlets' onOff sensors still tell their state). The
-   * other profiles ignore it.
+   * Raritan PX2 no switch table (a PXE: its outlets' onOff sensors still tell their state), an
+   * Eaton unit no outletControlTable, a Sentry3 tower outlets without the powerControl capability,
+   * a CyberPower unit only its metered outlet tables. The other profiles ignore it.
    */
   readonly switched?: boolean;
 }
@@ -139,11 +92,12 @@ export class SimUnit {
     this.#badNames = o.badNames === true;
     this.#switched = o.switched !== false;
     const r = random(hash32(o.seed ?? 1, SIM_PROFILES.indexOf(o.profile)));
-    this.outlets = Array.from({ length: o.outlets }, (_, i) => {
+    const count = o.outlets * familyChain(o.profile);
+    this.outlets = Array.from({ length: count }, (_, i) => {
       const tenths = i < BASE_TENTHS.length ? (BASE_TENTHS[i] ?? 0) : Math.round(r() * 30);
       return {
         on: i < BASE_ON.length ? (BASE_ON[i] ?? true) : r() > 0.2,
-        name: this.defaultName(i + 1),
+        name: this.defaultName(i + 1, count),
         wave: new Wave(tenths / 10, r, [0.08, 0.04], o.frozen === true || tenths === 0),
         energyWh: 1000 + (i + 1) * 37,
         backOnAt: null,
@@ -151,7 +105,8 @@ export class SimUnit {
     });
   }
 
-  defaultName(n: number): string {
+  /** The name outlet n of `count` has until one is written. */
+  defaultName(n: number, count = this.outlets.length): string {
     switch (this.profile) {
       case "apc-rpdu2":
         return n === 3 ? "db-01" : `Outlet ${n}`;
@@ -163,6 +118,8 @@ export class SimUnit {
         return n === 4 ? "fw-01" : `Outlet ${n}`;
       case "servertech-sentry4":
         return n === 6 ? "backup-01" : `Master_Outlet_${n}`;
+      default:
+        return familyDefaultName(this.profile, n, count);
     }
   }
 
@@ -229,7 +186,21 @@ export class SimUnit {
         return this.#raritanPx(now);
       case "servertech-sentry4":
         return this.#sentry4(now);
+      default:
+        return familyContent(this.profile, this.view(now));
     }
+  }
+
+  /** The unit as the families in files of their own (./families.ts) read it. */
+  view(now: number): FamilyView {
+    return {
+      outlets: this.outlets,
+      switched: this.#switched,
+      tenths: (i) => this.#tenths(i, now),
+      totalTenths: () => this.#totalTenths(now),
+      name: (k, text) => this.#name(k, text),
+      system: (descr, objectId, name) => this.#system(descr, objectId, name),
+    };
   }
 
   #tenths(i: number, now: number): number {
@@ -1016,15 +987,19 @@ export class SimUnit {
     return { lineCfg, lineMon, phaseCfg, phaseMon };
   }
 
-  /** What a control value written to an outlet's control column means, per the profile's MIB. */
-  commandOf(value: number): "on" | "off" | "reboot" | null {
-    const table: Readonly<Record<SimProfile, Readonly<Record<number, "on" | "off" | "reboot">>>> = {
+  /**
+   * What a control value written to an outlet's control column (`column`: its sub-identifier) means,
+   * per the profile's MIB.
+   */
+  commandOf(value: number, column?: number): "on" | "off" | "reboot" | null {
+    const table: Readonly<Partial<Record<SimProfile, Readonly<Record<number, "on" | "off" | "reboot">>>>> = {
       "apc-rpdu2": { 1: "on", 2: "off", 3: "reboot" },
       "apc-rpdu": { 1: "on", 2: "off", 3: "reboot" },
       "raritan-px2": { 1: "on", 0: "off", 2: "reboot" },
       "raritan-px": { 1: "on", 0: "off", 2: "reboot" },
       "servertech-sentry4": { 1: "on", 2: "off", 3: "reboot" },
     };
-    return table[this.profile][value] ?? null;
+    const own = table[this.profile];
+    return own === undefined ? familyCommand(this.profile, value, column) : (own[value] ?? null);
   }
 }
