@@ -87,6 +87,8 @@ export async function startRecordingsRig(
           "Pdus:",
           ...cases.map(pdu),
           `Api: { Enabled: true, Bind: 127.0.0.1, Port: 0, ApiKey: ${apiKey} }`,
+          // Port 0: two rigs (and any other bridge on the machine) never contend for the default 8081.
+          "Health: { Enabled: true, Bind: 127.0.0.1, Port: 0 }",
           // Values are republished every 2 s, so a subscriber that came late sees every one.
           "HomeAssistant: { SensorExpireAfterSeconds: 4 }",
         ].join("\n"),
