@@ -17,6 +17,7 @@
  * `credentials` whenever an instance's problem appears or goes.
  */
 import type { EventBus } from "../bus.js";
+import { findInstance } from "../config/instance-lookup.js";
 import type { Config, InstanceConfig } from "../config/schema.js";
 import { instanceVariablePrefix } from "../config/secrets.js";
 import type { Logger } from "../log.js";
@@ -75,14 +76,11 @@ export class CredentialsCheck {
         if (due) this.#run(instanceId);
       },
       // A command or settings write the core carried out needed the login: it works. The request
-      // may name the instance in another case (the core takes the configured id equal ignoring case).
+      // names the instance as the core found it (findInstance), maybe in another case.
       control: ({ fromCore, status, instanceId }) => {
         if (!fromCore || status !== 200 || instanceId === null) return;
-        const lower = instanceId.toLowerCase();
-        const id = this.#states.has(instanceId)
-          ? instanceId
-          : [...this.#states.keys()].find((k) => k.toLowerCase() === lower);
-        if (id !== undefined) this.#worked(id);
+        const id = findInstance(this.#o.config().instances, instanceId)?.id;
+        if (id !== undefined && this.#states.has(id)) this.#worked(id);
       },
     });
   }
