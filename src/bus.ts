@@ -14,7 +14,6 @@
  */
 import type { LiveChanges } from "./config/kubernetes/diff.js";
 import type { Config } from "./config/schema.js";
-import type { ControlSource, SettingsTarget } from "./control/types.js";
 import type { Logger } from "./log.js";
 import type { AlarmChange, LoadReport, Snapshot } from "./pdu/model.js";
 
@@ -78,6 +77,35 @@ export interface AlarmsEvent {
   readonly instanceId: string;
   readonly changes: readonly AlarmChange[];
 }
+
+/** An outlet, or a OneView group, that a command names (the control core's contract, src/control/types.ts). */
+export type ControlTarget =
+  | { readonly kind: "outlet"; readonly deviceId: string; readonly index: number }
+  | { readonly kind: "group"; readonly groupKey: string };
+
+/**
+ * What a settings write names (docs/control.md, "Settings writes"): an outlet, a device, an entity
+ * or a OneView group.
+ */
+export type SettingsTarget =
+  | ControlTarget
+  | { readonly kind: "device"; readonly deviceId: string }
+  | { readonly kind: "entity"; readonly deviceId: string; readonly entityKey: string };
+
+/** A person signed in to the web console (OpenID Connect): the ID token's subject and a display name. */
+export interface ConsoleUser {
+  readonly sub: string;
+  readonly name: string;
+}
+
+/**
+ * Who asked: for the audit log. `rest` is a machine with the API key (`key`: the key matched),
+ * `console` a signed-in user of the web console, `mqtt` a command topic.
+ */
+export type ControlSource =
+  | { readonly surface: "rest"; readonly client: string; readonly key?: boolean }
+  | { readonly surface: "console"; readonly client: string; readonly user: ConsoleUser }
+  | { readonly surface: "mqtt"; readonly topic: string };
 
 /**
  * One control attempt, from either surface, as audited (src/control/audit.ts): every command and

@@ -12,8 +12,8 @@ import { isIP } from "node:net";
 import { hostname } from "node:os";
 import { dirname, resolve } from "node:path";
 import { Value } from "typebox/value";
-import { ratingKeyProblem } from "../pdu/load.js";
-import { overrideProblem } from "../pdu/overrides.js";
+import { overrideProblem } from "./overrides.js";
+import { ratingKeyProblem } from "./ratings.js";
 import {
   checkApiAuthRules,
   checkOidcSecretInFile,

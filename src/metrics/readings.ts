@@ -7,14 +7,14 @@
  * over the snapshots appends each sample to its family's text, and the families are joined in a
  * fixed order (a family's samples must be one group in both text formats).
  *
- * What a PDU names becomes a label value only when it is a safe name (src/pdu/names.ts, the rule of
+ * What a PDU names becomes a label value only when it is a safe name (src/names.ts, the rule of
  * MQTT topics): a device, entity or group whose id is not is left out. And at most
  * {@link MAX_SERIES_PER_INSTANCE} series of one instance are written: whole devices in order, then
  * whole groups, as long as they fit. What is left out is counted per instance and reason
  * ({@link metricsPlan}); the bridge's metrics export the counts.
  */
 import type { Device, Group, Measurement, Snapshot } from "../pdu/model.js";
-import { isSafeName } from "../pdu/names.js";
+import { isSafeName } from "../names.js";
 
 /** How one measurement type becomes a metric: the name after `pdu_outlet_` and the unit scale. */
 interface Kind {

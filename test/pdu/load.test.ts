@@ -14,10 +14,10 @@ import {
   HYSTERESIS_PERCENT,
   LoadTracker,
   nextLoadState,
-  ratingKeyProblem,
   reportedMeaning,
   type LoadThresholds,
 } from "../../src/pdu/load.js";
+import { ratingKeyProblem } from "../../src/config/ratings.js";
 import type {
   Alarm,
   Device,

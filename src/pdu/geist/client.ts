@@ -20,7 +20,7 @@
  *   run twice (`reboot`, `resetStats`): they go over a fresh connection of their own and are never
  *   re-sent once any byte of the request may have reached the PDU; a failure after that point is a
  *   `outcome-unknown` PduError. Device ids become URL segments only when they are safe names
- *   (src/pdu/names.ts), so `.`/`..` can never turn a write into another path.
+ *   (src/names.ts), so `.`/`..` can never turn a write into another path.
  * - Tokens are cached per target port; a write answered with retCode 1001 drops the token, logs in
  *   again and is retried once. Concurrent writes to one port share one login.
  * - Secrets (password, tokens) are never logged nor put in error messages.
@@ -43,7 +43,7 @@ import type {
 } from "../driver.js";
 import { MEMBER_HEADER } from "../driver.js";
 import { restamp, type DeviceRoute, type Snapshot } from "../model.js";
-import { pathSegment } from "../names.js";
+import { pathSegment } from "../../names.js";
 import { parseApiTree, parseOneView } from "./parse.js";
 import {
   commandBody,
