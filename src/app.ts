@@ -141,21 +141,7 @@ export class App {
           loginProblem: (id) => this.credentials.problem(id),
         })
       : null;
-    const httpDeps = (more: Partial<HttpDeps>): HttpDeps => ({
-      // A getter, so live configuration changes (poll intervals) show in the listeners.
-      get config() {
-        return current();
-      },
-      store,
-      bus,
-      logger,
-      startedAt: this.startedAt,
-      mqttStatus: () => mqtt.status(),
-      homeAssistantStatus: () => mqtt.homeAssistant(),
-      loginProblem: (id) => this.credentials.problem(id),
-      ...(metrics === null ? {} : { metrics, metricsRoute: metricsRoute(metrics) }),
-      ...more,
-    });
+    const httpDeps = (more: Partial<HttpDeps>): HttpDeps => this.#httpDeps(metrics, more);
     [this.#api, this.#health] = this.#listeners(httpDeps);
     const api = this.#api;
     this.#lifecycle = new Lifecycle(
@@ -174,6 +160,27 @@ export class App {
       ],
       logger,
     );
+  }
+
+  /** What a listener is given: the App's store, bus and status functions, and `more`. */
+  #httpDeps(metrics: BridgeMetrics | null, more: Partial<HttpDeps>): HttpDeps {
+    const current = (): Config => this.config;
+    const mqtt = this.#mqtt;
+    return {
+      // A getter, so live configuration changes (poll intervals) show in the listeners.
+      get config() {
+        return current();
+      },
+      store: this.store,
+      bus: this.bus,
+      logger: this.logger,
+      startedAt: this.startedAt,
+      mqttStatus: () => mqtt.status(),
+      homeAssistantStatus: () => mqtt.homeAssistant(),
+      loginProblem: (id) => this.credentials.problem(id),
+      ...(metrics === null ? {} : { metrics, metricsRoute: metricsRoute(metrics) }),
+      ...more,
+    };
   }
 
   /** The REST API (with the console) and the health listener, as configured. */
