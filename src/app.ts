@@ -159,6 +159,7 @@ export class App {
         control,
       ],
       logger,
+      bus,
     );
   }
 
@@ -379,11 +380,10 @@ function pollTargets(config: Config, clients: ReadonlyMap<string, PduDriver>) {
  * stopped last, when nothing polls or writes any more.
  */
 function pdusPart(store: SnapshotStore, clients: ReadonlyMap<string, PduDriver>, bus: EventBus): Part {
-  let unlisten = (): void => undefined;
   return {
     name: "pdus",
     start() {
-      unlisten = bus.listen({
+      bus.listen(this, {
         configApplied: ({ config, live }) => {
           for (const [id, seconds] of live.pollIntervals) clients.get(id)?.setPollInterval?.(seconds * 1000);
           // Re-derives the snapshot: REST, control's Protected and MQTT's retained topics at once.
@@ -395,7 +395,6 @@ function pdusPart(store: SnapshotStore, clients: ReadonlyMap<string, PduDriver>,
       });
     },
     async stop() {
-      unlisten();
       store.close();
       await Promise.allSettled([...clients.values()].map((c) => c.close()));
     },
@@ -409,7 +408,6 @@ function pdusPart(store: SnapshotStore, clients: ReadonlyMap<string, PduDriver>,
  * after a live change of its overrides.
  */
 function instanceLog(store: SnapshotStore, config: () => Config, bus: EventBus, logger: Logger): Part {
-  let unlisten = (): void => undefined;
   const warnUnknownOverrides = (id: string): void => {
     const snapshot = store.get(id)?.snapshot ?? null;
     const instance = config().instances.find((i) => i.id === id);
@@ -422,7 +420,7 @@ function instanceLog(store: SnapshotStore, config: () => Config, bus: EventBus, 
     name: "instance-log",
     start() {
       const unchecked = new Set(config().instances.map((i) => i.id));
-      unlisten = bus.listen({
+      bus.listen(this, {
         instanceStatus: (event) => {
           if (!event.online) return;
           const devices = event.snapshot.devices;
@@ -454,7 +452,7 @@ function instanceLog(store: SnapshotStore, config: () => Config, bus: EventBus, 
       });
     },
     stop() {
-      unlisten();
+      // Its listeners are all it has: the lifecycle releases them.
     },
   };
 }

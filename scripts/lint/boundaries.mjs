@@ -34,7 +34,7 @@ export const ALLOWED = {
   "ownership.ts": [],
   "fencing.ts": [],
   "cluster-status.ts": [],
-  "lifecycle.ts": [...LEAVES],
+  "lifecycle.ts": ["bus.ts", ...LEAVES],
   config: [...LEAVES],
   pdu: ["config", ...LEAVES],
   poller: ["pdu", "config", ...SEAMS, ...LEAVES],

@@ -48,7 +48,6 @@ export class CredentialsCheck {
   readonly #running = new Set<string>();
   /** Aborted on stop: a login in flight is cut. */
   readonly #stop = new AbortController();
-  #unlisten: (() => void) | null = null;
 
   constructor(options: CredentialsCheckOptions) {
     this.#o = options;
@@ -62,7 +61,7 @@ export class CredentialsCheck {
       this.#states.set(instance.id, { kind: "unknown", checkedAt: null, outage: false });
       this.#run(instance.id);
     }
-    this.#unlisten = this.#o.bus.listen({
+    this.#o.bus.listen(this, {
       pollFailed: ({ instanceId }) => {
         const state = this.#states.get(instanceId);
         if (state?.kind === "unknown" && !state.outage)
@@ -91,10 +90,8 @@ export class CredentialsCheck {
     return state?.kind === "refused" ? state.problem : null;
   }
 
-  /** Stops following the bus and cuts a login in flight. */
+  /** Cuts a login in flight (the lifecycle has released its bus listeners). */
   stop(): void {
-    this.#unlisten?.();
-    this.#unlisten = null;
     this.#stop.abort();
   }
 

@@ -79,7 +79,6 @@ export class Poller {
   readonly #bus: EventBus;
   readonly #ownership: Ownership;
   readonly #abort = new AbortController();
-  #unlisten: (() => void) | null = null;
   #timer: NodeJS.Timeout | null = null;
   #timerAt = Infinity;
   #running = false;
@@ -108,7 +107,7 @@ export class Poller {
   start(): void {
     if (this.#running) return;
     this.#running = true;
-    this.#unlisten = this.#bus.listen({
+    this.#bus.listen(this, {
       configApplied: ({ live }) => {
         for (const [id, seconds] of live.pollIntervals) this.setInterval(id, seconds * 1000);
       },
@@ -129,8 +128,6 @@ export class Poller {
   /** Abort in-flight polls and wait for them to settle. */
   async stop(): Promise<void> {
     this.#running = false;
-    this.#unlisten?.();
-    this.#unlisten = null;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     this.#abort.abort();

@@ -14,7 +14,7 @@ function clock(start = 1_700_000_000_000) {
 function storeOf(ids: string[], now?: () => number): { store: SnapshotStore; events: StoreEvent[] } {
   const bus = new EventBus();
   const events: StoreEvent[] = [];
-  bus.listen({ snapshot: (e) => events.push(e), pollFailed: (e) => events.push(e) });
+  bus.listen(events, { snapshot: (e) => events.push(e), pollFailed: (e) => events.push(e) });
   return { store: new SnapshotStore(ids, { bus, ...(now === undefined ? {} : { now }) }), events };
 }
 
