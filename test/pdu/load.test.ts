@@ -27,7 +27,7 @@ import type {
   LoadState,
   Snapshot,
 } from "../../src/pdu/model.js";
-import { CLEAR_ALARM, device, measurement, outlet, snapshot } from "../../testkit/mqtt-snapshots.js";
+import { CLEAR_ALARM, device, measurement, outlet, snapshot } from "../../testkit/snapshot-builders.js";
 
 const T = DEFAULT_THRESHOLDS;
 const STATES: readonly LoadState[] = ["normal", "warning", "critical"];
