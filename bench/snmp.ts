@@ -37,6 +37,7 @@ import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import snmp from "net-snmp";
 import { DEFAULT_NODE_OPTIONS } from "../src/runtime.js";
+import { configYaml, type PduDocument } from "../testkit/config-yaml.js";
 import { startBroker } from "./lib/broker.js";
 import { DIST, IpcChild, serveIpc, signalReady, sleep, spawnNode, stopChild } from "./lib/child.js";
 import { InspectorProfiler } from "./lib/inspector-profile.js";
@@ -212,26 +213,31 @@ export async function runSnmp(ctx: BenchContext): Promise<ScenarioResult> {
       Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_") && k !== "NODE_OPTIONS"),
     );
     env.NODE_OPTIONS = DEFAULT_NODE_OPTIONS;
-    const lines = [
-      "Mqtt:",
-      `  Connection: { Host: ${broker.host}, Port: ${broker.port}, Scheme: mqtt }`,
-      `  ClientId: bench-snmp-${process.pid}`,
-      "Pdus:",
-    ];
+    const pdus: Record<string, PduDocument> = {};
     ports.forEach((port, i) => {
       const id = `snmp-${String(i).padStart(4, "0")}`;
-      lines.push(
-        `  ${id}:`,
-        "    Driver: snmp",
-        `    Connection: { Host: ${BRIDGE_ADDRESS}, Port: ${port}, Timeout: 5 }`,
-        "    Snmp: { Profile: apc-rpdu2 }",
-        `    PollInterval: ${intervalS}`,
-      );
+      pdus[id] = {
+        Driver: "snmp",
+        Connection: { Host: BRIDGE_ADDRESS, Port: port, Timeout: 5 },
+        Snmp: { Profile: "apc-rpdu2" },
+        PollInterval: intervalS,
+      };
       env[`SERVICE_PDU_${id.toUpperCase().replaceAll("-", "_")}_COMMUNITY`] = "bench";
     });
-    lines.push("Api: { Enabled: false }", "Health: { Enabled: false }", "Logging: { Level: info }");
     const config = join(ctx.workDir, "snmp-bridge.yaml");
-    writeFileSync(config, `${lines.join("\n")}\n`);
+    writeFileSync(
+      config,
+      configYaml({
+        Mqtt: {
+          Connection: { Host: broker.host, Port: broker.port, Scheme: "mqtt" },
+          ClientId: `bench-snmp-${process.pid}`,
+        },
+        Pdus: pdus,
+        Api: { Enabled: false },
+        Health: { Enabled: false },
+        Logging: { Level: "info" },
+      }),
+    );
     const floorFile = join(ctx.workDir, "snmp-floor.json");
     writeFileSync(floorFile, JSON.stringify({ ports, intervalMs: intervalS * 1000, concurrency: 64 }));
     const floorChild = spawnNode(script, ["--floor", floorFile], {
