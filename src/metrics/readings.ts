@@ -362,7 +362,8 @@ const CHUNK_CHARS = 64 * 1024;
  * The reading families of these snapshots (each the latest good snapshot of an instance whose last
  * poll succeeded, in the order given) in the Prometheus text format or OpenMetrics (without `# EOF`),
  * as chunks of about 64 KB: family by family (each family's samples are one group, as both formats
- * require), so that at 1,000 PDUs a scrape holds a chunk at a time rather than 18 MB of text.
+ * require), so that a scrape of a large fleet holds a chunk at a time rather than the whole text
+ * (docs/performance.md, "Metrics scenario").
  */
 export function* readingChunks(snapshots: readonly Snapshot[], format: Format): Generator<string> {
   const planned = snapshots.map(metricsPlan);

@@ -98,7 +98,7 @@ export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
  * unit to close it after each answer (`Connection: close`): the unit gets its connection slot back
  * at once instead of holding it idle, the next poll never meets a connection the unit dropped in the
  * meantime, and the connection's objects are garbage while young instead of after four seconds in
- * the old generation (npm run bench: fewer full collections at 1000 PDUs).
+ * the old generation: less live heap and fewer full collections (docs/performance.md, "Measurements behind the code").
  */
 export const READ_KEEP_ALIVE_MS = 4000;
 
