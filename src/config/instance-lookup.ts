@@ -5,14 +5,12 @@
  * one id matches that way.
  */
 export function findInstance<T extends { readonly id: string }>(
-  items: Iterable<T>,
+  items: readonly T[],
   requested: string,
 ): T | undefined {
+  // The exact id first, without a lower-cased copy of every id (most requests name it exactly).
+  const exact = items.find((item) => item.id === requested);
+  if (exact !== undefined) return exact;
   const lower = requested.toLowerCase();
-  let folded: T | undefined;
-  for (const item of items) {
-    if (item.id === requested) return item;
-    if (folded === undefined && item.id.toLowerCase() === lower) folded = item;
-  }
-  return folded;
+  return items.find((item) => item.id.toLowerCase() === lower);
 }

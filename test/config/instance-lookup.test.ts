@@ -25,8 +25,8 @@ describe("findInstance", () => {
     assert.equal(findInstance([], "rack-A"), undefined);
   });
 
-  it("reads any iterable, a store's statuses or a map's values", () => {
-    const byId = new Map(instances.map((i) => [i.id, i]));
-    assert.equal(findInstance(byId.values(), "RACK-B2"), instances[2]);
+  it("returns the item itself, whatever else it holds", () => {
+    const statuses = instances.map((i) => ({ ...i, consecutiveFailures: 0 }));
+    assert.equal(findInstance(statuses, "RACK-B2"), statuses[2]);
   });
 });
