@@ -83,6 +83,8 @@ export interface DeviceSpec {
   readonly proxied?: boolean;
   /** {@link Device.canResetOutletEnergy}; default true (as a Geist unit). */
   readonly canResetOutletEnergy?: boolean;
+  /** {@link Device.canSwitchOutlets}; default true (as a Geist unit). */
+  readonly canSwitchOutlets?: boolean;
 }
 
 export function device(spec: DeviceSpec): Device {
@@ -114,6 +116,7 @@ export function device(spec: DeviceSpec): Device {
     order: 1,
     outletControlEnabled: true,
     canResetOutletEnergy: spec.canResetOutletEnergy ?? true,
+    canSwitchOutlets: spec.canSwitchOutlets ?? true,
     lifetimeEnergy: 123456,
     system: spec.system ?? system("Rack PDU A", `SER-${spec.id}`),
     route: spec.proxied === true ? { hostKey: `host-${spec.id}`, webPort: 8001, httpsPort: 0 } : null,

@@ -73,18 +73,29 @@ export interface Snmpsim {
   close(): Promise<void>;
 }
 
+/** The data files of a directory that snmpsimd serves (their names without extension are the communities). */
+const DATA_FILE = /\.(snmprec|snmpwalk)$/;
+
 /**
  * `only`: serve just these recordings (with SNMPv3, the empty context gets one of the data files:
- * give one recording). A v3 user without `privKey` is authNoPriv.
+ * give one recording). A v3 user without `privKey` is authNoPriv. `dataDir`: serve that directory
+ * in place instead of the project's recordings (nothing is copied; snmpsimd keeps its index and
+ * what SETs write in a temporary cache directory); `only` and `v3` do not apply to it.
  */
 export async function startSnmpsim(
-  options: { v3?: V3User; only?: readonly string[] } = {},
+  options: { v3?: V3User; only?: readonly string[]; dataDir?: string } = {},
 ): Promise<Snmpsim> {
   const dir = await mkdtemp(join(tmpdir(), "snmpsim-"));
-  const data = join(dir, "data");
   const cache = join(dir, "cache");
-  await run("mkdir", ["-p", data, cache]);
-  for (const f of await readdir(RECORDINGS)) {
+  const data = options.dataDir ?? join(dir, "data");
+  await run("mkdir", ["-p", cache, ...(options.dataDir === undefined ? [data] : [])]);
+  let probe = options.only?.[0] ?? "apc-rpdu2";
+  if (options.dataDir !== undefined) {
+    const first = (await readdir(data)).find((f) => DATA_FILE.test(f));
+    if (first === undefined) throw new Error(`no .snmprec or .snmpwalk file in ${data}`);
+    probe = first.replace(DATA_FILE, "");
+  }
+  for (const f of options.dataDir === undefined ? await readdir(RECORDINGS) : []) {
     if (!f.endsWith(".snmprec")) continue;
     if (options.only !== undefined && !options.only.includes(f.replace(/\.snmprec$/, ""))) continue;
     await copyFile(join(RECORDINGS, f), join(data, f));
@@ -102,8 +113,9 @@ export async function startSnmpsim(
     await chmod(v3Dir, 0o777);
     await chmod(join(v3Dir, "127.0.0.1.snmprec"), 0o666);
   }
-  for (const p of [dir, data, cache]) await chmod(p, 0o777);
-  for (const f of await readdir(data)) if (f.endsWith(".snmprec")) await chmod(join(data, f), 0o666);
+  for (const p of options.dataDir === undefined ? [dir, data, cache] : [dir, cache]) await chmod(p, 0o777);
+  if (options.dataDir === undefined)
+    for (const f of await readdir(data)) if (f.endsWith(".snmprec")) await chmod(join(data, f), 0o666);
   const port = await freePort();
   const args = [
     `--data-dir=${data}`,
@@ -144,7 +156,6 @@ export async function startSnmpsim(
   const deadline = Date.now() + 30_000;
   for (;;) {
     try {
-      const probe = options.only?.[0] ?? "apc-rpdu2";
       if ((await get(probe, "1.3.6.1.2.1.1.2.0")) !== "") break;
     } catch {
       // not up yet (it indexes the recordings first)

@@ -40,6 +40,9 @@ export const ALLOWED = {
   poller: ["pdu", "config", ...SEAMS, ...LEAVES],
   cluster: ["config", ...SEAMS, ...LEAVES],
   control: ["pdu", "config", "poller", ...SEAMS, ...LEAVES],
+  // Assets, feeds and sequences: a domain core over the model (docs/assets.md); the parts that
+  // wire it in (the App, control, the surfaces) import it, not the other way round.
+  assets: ["pdu", ...SEAMS, ...LEAVES],
   mqtt: ["pdu", "config", "control", "poller", ...SEAMS, ...LEAVES],
   http: ["pdu", "config", "control", "poller", "mqtt", ...SEAMS, ...LEAVES],
   metrics: ["pdu", "config", "control", "poller", "http", ...SEAMS, ...LEAVES],

@@ -117,7 +117,7 @@ export const COMMANDS = [
     oncePerRebootDelay: false,
     latches: "on",
     refusedWhenProtected: false,
-    needs: null,
+    needs: "canSwitchOutlets",
     call: (driver, target, signal) => driver.controlOutlet(target, "on", signal),
   },
   {
@@ -137,7 +137,7 @@ export const COMMANDS = [
     oncePerRebootDelay: false,
     latches: "off",
     refusedWhenProtected: true,
-    needs: null,
+    needs: "canSwitchOutlets",
     call: (driver, target, signal) => driver.controlOutlet(target, "off", signal),
   },
   {
@@ -179,7 +179,7 @@ export const COMMANDS = [
     oncePerRebootDelay: true,
     latches: null,
     refusedWhenProtected: true,
-    needs: null,
+    needs: "canSwitchOutlets",
     call: (driver, target, signal) => driver.controlOutlet(target, "reboot", signal),
   },
   {

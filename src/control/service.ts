@@ -127,7 +127,7 @@ export class ControlCore implements ControlService {
     const { id, snapshot } = polled;
 
     // 5. the target in the latest snapshot, and whether it is protected
-    const planned = planCommand(snapshot, target, id);
+    const planned = planCommand(snapshot, target, id, row.needs);
     if ("status" in planned) return planned;
     const { resolved, targets } = planned;
     const guarded = row.refusedWhenProtected

@@ -5,7 +5,7 @@
  * is missing; and the key of the turn each write takes (./outlet-turns.ts).
  */
 import type { LabelTarget, OutletTarget } from "../pdu/driver.js";
-import { findDevice, findGroup, type Snapshot } from "../pdu/model.js";
+import { findDevice, findGroup, type Device, type DeviceCapability, type Snapshot } from "../pdu/model.js";
 import { nameProblem } from "../names.js";
 import { listSome, outletName, quote, refuse, type Refusal } from "./outcomes.js";
 import type { ControlTarget, SettingsTarget } from "./types.js";
@@ -71,10 +71,31 @@ function controlDisabledOnPdu(deviceIds: readonly string[], id: string, groupKey
   );
 }
 
-/** The outlets a command writes, or why it cannot be sent (400, 404, 409). */
-export function planCommand(snapshot: Snapshot, target: ControlTarget, id: string): CommandPlan | Refusal {
+/**
+ * 409: the device cannot carry out the command at all (a metered unit without switching, a family
+ * without a per-outlet energy reset): its model's reason, nothing is sent.
+ */
+function notSupported(device: Device, needs: DeviceCapability, id: string): Refusal {
+  return refuse(
+    409,
+    "Not supported by the PDU",
+    device.lacks?.[needs] ??
+      `device ${device.id} of instance ${id} cannot carry out this command (${needs} is false); nothing was sent`,
+  );
+}
+
+/**
+ * The outlets a command writes, or why it cannot be sent (400, 404, 409). `needs`: the capability
+ * the command needs of the device (its row's), checked before the outlet.
+ */
+export function planCommand(
+  snapshot: Snapshot,
+  target: ControlTarget,
+  id: string,
+  needs: DeviceCapability | null = null,
+): CommandPlan | Refusal {
   return target.kind === "outlet"
-    ? planOutlet(snapshot, target, id)
+    ? planOutlet(snapshot, target, id, needs)
     : planGroup(snapshot, target.groupKey, id);
 }
 
@@ -82,11 +103,13 @@ function planOutlet(
   snapshot: Snapshot,
   target: Extract<ControlTarget, { kind: "outlet" }>,
   id: string,
+  needs: DeviceCapability | null,
 ): CommandPlan | Refusal {
   const problem = nameProblem(target.deviceId);
   if (problem !== null) return unsafeName("device id", target.deviceId, problem, id);
   const device = findDevice(snapshot, target.deviceId);
   if (device === undefined) return unknownDevice(snapshot, target.deviceId, id);
+  if (needs !== null && !device[needs]) return notSupported(device, needs, id);
   const found = device.outlets.find((o) => o.index === target.index);
   if (found === undefined) {
     const indexes = device.outlets.map((o) => o.index);

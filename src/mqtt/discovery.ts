@@ -54,6 +54,8 @@ interface DeviceShape {
   readonly hardwareVersion: string;
   /** The model's capability: without it the outlets' reset button (`needs` of its row) is not announced. */
   readonly canResetOutletEnergy: boolean;
+  /** The model's capability: without it no power switch nor reboot button is announced. */
+  readonly canSwitchOutlets: boolean;
   readonly outlets: readonly {
     readonly index: number;
     readonly label: string;
@@ -137,6 +139,7 @@ export function discoveryShape(
       firmwareVersion: d.system.firmwareVersion,
       hardwareVersion: d.system.hardwareVersion,
       canResetOutletEnergy: d.canResetOutletEnergy,
+      canSwitchOutlets: d.canSwitchOutlets,
       outlets: d.outlets.map((o) => ({
         index: o.index,
         // An override's Name names the outlet's Home Assistant device as the PDU's label would.
@@ -250,7 +253,9 @@ export function buildDiscovery(
       if (actionsEnabled) {
         addOutletCommands(b, d, o.index, outlet);
         addOutletSettings(b, d.id, o, outlet);
-      } else addOutletPowerSensor(b, d.id, o.index, outlet);
+      }
+      // Without a switch (no actions, or a device that cannot switch): the power as a sensor.
+      if (!actionsEnabled || !d.canSwitchOutlets) addOutletPowerSensor(b, d.id, o.index, outlet);
       addOutletSensors(b, d.id, o, outlet);
       const load = d.loads.find((l) => l.outlet === o.index);
       if (load?.rated === true) addLoadSensor(b, d.id, load, outlet);

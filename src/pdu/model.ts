@@ -106,6 +106,14 @@ export interface Outlet {
   readonly measurements: readonly Measurement[];
   /** The outlet's rated current in amps, where the PDU reports one; absent: not reported. */
   readonly ratedCurrent?: number;
+  /**
+   * The key of the entity of the same device that this outlet draws through (a breaker, bank or
+   * phase: `breaker1`, `bank0`, `phase2`), where the PDU says so or the instance's
+   * `OutletCircuits` configuration does (src/assets/circuits.ts); absent: not known. The feed-loss
+   * projection adds an asset's current to it, and an inferred breaker trip reads which outlets a
+   * breaker feeds from it (docs/assets.md).
+   */
+  readonly feedsFrom?: string;
   /** Set by the configured overrides (src/pdu/overrides.ts); absent: not set. */
   readonly renamed?: true;
   readonly hidden?: true;
@@ -143,7 +151,7 @@ export type DeviceRoute = Readonly<Record<string, unknown>>;
  * command row (src/control/commands.ts) names the one it needs; the surfaces that offer commands
  * (Home Assistant discovery, the console) offer it only where the device's field is true.
  */
-export type DeviceCapability = "canResetOutletEnergy";
+export type DeviceCapability = "canResetOutletEnergy" | "canSwitchOutlets";
 
 /** Who makes the PDU, as Home Assistant discovery names it; supplied by the driver. */
 export interface Vendor {
@@ -184,6 +192,18 @@ export interface Device {
    * on it.
    */
   readonly canResetOutletEnergy: boolean;
+  /**
+   * Whether the device's outlets can be switched (on, off, reboot): Geist units can; an SNMP unit
+   * only where its family has outlet control and the unit answers its control table (a metered or
+   * non-switched model does not). False: no switch or reboot is offered anywhere, and such a
+   * command is refused (409) before anything is sent, with the device's `lacks` reason.
+   */
+  readonly canSwitchOutlets: boolean;
+  /**
+   * Why the device lacks a capability, in words naming its model (the 409's detail), for the
+   * capabilities that are false; absent: a generic reason.
+   */
+  readonly lacks?: Readonly<Partial<Record<DeviceCapability, string>>>;
   /** `lifetimeEnergy` parsed from its string, or null when absent or not an integer. */
   readonly lifetimeEnergy: number | null;
   /** Identity of the unit this device lives in (the member in OneView mode). */

@@ -112,6 +112,7 @@ export function snapshotEventData(
         alarm: wireAlarm(device.alarm),
         outletControlEnabled: device.outletControlEnabled,
         canResetOutletEnergy: device.canResetOutletEnergy,
+        canSwitchOutlets: device.canSwitchOutlets,
         unit: wireUnit(device.system, device.route),
         outlets: device.outlets.map((outlet, o) => {
           const was = reported?.outlets[o];

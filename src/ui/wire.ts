@@ -74,6 +74,8 @@ export interface WireDevice {
   readonly outletControlEnabled: boolean;
   /** Whether the driver can reset an outlet's energy statistics (the model's `Device.canResetOutletEnergy`). */
   readonly canResetOutletEnergy: boolean;
+  /** Whether the outlets can be switched (the model's `Device.canSwitchOutlets`). */
+  readonly canSwitchOutlets: boolean;
   readonly unit: WireUnit;
   readonly outlets: readonly WireOutlet[];
   readonly entities: readonly WireEntity[];
@@ -235,7 +237,7 @@ export interface WireCommand {
   /** How the button looks. */
   readonly tone: "on" | "off" | "restart" | "reset";
   /** The device's field that must be true for the button to be shown (the row's `needs`); null: always. */
-  readonly needs: "canResetOutletEnergy" | null;
+  readonly needs: "canResetOutletEnergy" | "canSwitchOutlets" | null;
 }
 
 /** What the page is served with (a JSON block in `/ui/`). */

@@ -271,6 +271,32 @@ describe("discovery payloads (pure)", () => {
       assert.equal("expire_after" in (JSON.parse(payload) as object), false);
   });
 
+  it("a device that cannot switch: no switch or reboot button, a power binary sensor per outlet", () => {
+    const snap = snapshot("default", [
+      device({ id: "METERED", outlets: [outlet(0), outlet(1)], canSwitchOutlets: false }),
+      device({ id: "SWITCHED", outlets: [outlet(0)] }),
+    ]);
+    const built = buildDiscovery(
+      { topics, prefix: "homeassistant", expireAfter: 60 },
+      "default",
+      true,
+      discoveryShape("default", snap, guard),
+    );
+    const of = (id: string, component: string, kind: string) =>
+      [...built.keys()].filter(
+        (t) =>
+          t.startsWith(`homeassistant/${component}/`) &&
+          t.includes(`outlet_${id}_`) &&
+          t.endsWith(`_${kind}/config`),
+      );
+    assert.equal(of("METERED", "switch", "power").length, 0);
+    assert.equal(of("METERED", "button", "reboot").length, 0);
+    assert.equal(of("METERED", "binary_sensor", "power").length, 2);
+    assert.equal(of("SWITCHED", "switch", "power").length, 1);
+    assert.equal(of("SWITCHED", "button", "reboot").length, 1);
+    assert.equal(of("SWITCHED", "binary_sensor", "power").length, 0);
+  });
+
   it("skips devices whose id cannot be a topic level, and builds valid object ids for odd ones", () => {
     const snap = snapshot("default", [
       device({ id: "BAD/ID", outlets: [outlet(0)] }),

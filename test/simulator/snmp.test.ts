@@ -199,6 +199,23 @@ describe("SNMP simulator", () => {
           JSON.stringify(s?.warnings),
         );
       },
+      "too-big": (r) => {
+        // Asked for less (varbinds and repetitions) after each tooBig: every outlet is read.
+        assert.equal(r.status, "fulfilled", r.status === "rejected" ? String(r.reason) : "");
+        assert.equal(r.status === "fulfilled" ? r.value.devices[0]?.outlets.length : 0, 8);
+      },
+      "too-big-always": (r) => {
+        const e: unknown = r.status === "rejected" ? r.reason : null;
+        assert.ok(isPduError(e) && e.kind === "ret-code" && /answered tooBig/.test(e.message), String(e));
+      },
+      "duplicate-rows": (r) => {
+        assert.equal(r.status, "fulfilled");
+        const s = r.status === "fulfilled" ? r.value : null;
+        assert.ok(
+          s?.warnings?.some((w) => /rows 2 and 9 both claim number 2 of unit 1/.test(w.problem)),
+          JSON.stringify(s?.warnings),
+        );
+      },
       "bad-names": (r) => {
         assert.equal(r.status, "fulfilled");
         const s = r.status === "fulfilled" ? r.value : null;

@@ -377,6 +377,7 @@ function deviceOf(
     outletControlEnabled: conf.outletControlEnabled !== false,
     // Every Geist unit resets an outlet's energy (the `resetStats` write of its API).
     canResetOutletEnergy: true,
+    canSwitchOutlets: true,
     lifetimeEnergy: toCounter(d.lifetimeEnergy),
     system,
     route,

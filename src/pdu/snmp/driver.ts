@@ -171,6 +171,7 @@ export class SnmpDriver implements PduDriver {
 
   async #poll(signal: AbortSignal | undefined): Promise<Snapshot> {
     const transport = await this.#transport();
+    transport.beginPoll();
     const profile = (this.#profile ??= await this.#detect(transport, signal));
     const walked = await transport.walkTables(
       profile.tables.map((table) => ({
@@ -232,13 +233,15 @@ export class SnmpDriver implements PduDriver {
       );
     }
     for (const profile of candidates) {
-      const probe = tableOf(profile, profile.probe);
-      const first = Object.values(probe.columns)[0];
-      if (first === undefined) continue;
-      const { varbinds } = await transport.walkColumns(probe.oid, [first.id], signal);
-      if (varbinds.length > 0) {
-        this.#logger.info({ profile: profile.id, sysObjectId }, "SNMP profile detected");
-        return profile;
+      for (const name of typeof profile.probe === "string" ? [profile.probe] : profile.probe) {
+        const probe = tableOf(profile, name);
+        const first = Object.values(probe.columns)[0];
+        if (first === undefined) continue;
+        const { varbinds } = await transport.walkColumns(probe.oid, [first.id], signal);
+        if (varbinds.length > 0) {
+          this.#logger.info({ profile: profile.id, sysObjectId }, "SNMP profile detected");
+          return profile;
+        }
       }
     }
     throw new PduError(
@@ -265,8 +268,13 @@ export class SnmpDriver implements PduDriver {
   async controlOutlet(target: OutletTarget, action: SwitchAction, signal?: AbortSignal): Promise<void> {
     const profile = this.#profile;
     const control = profile?.control;
-    if (profile === null || control === undefined) {
-      throw new PduError("refused", `${this.#model(target.deviceId)} has no outlet switching over SNMP`);
+    const device = this.#last?.snapshot.devices.find((d) => d.id === target.deviceId);
+    if (profile === null || control === undefined || device?.canSwitchOutlets === false) {
+      throw new PduError(
+        "refused",
+        device?.lacks?.canSwitchOutlets ??
+          `${this.#model(target.deviceId)} has no outlet switching over SNMP; nothing was sent`,
+      );
     }
     const value = control[action];
     const column = columnOf(profile, control);
@@ -285,6 +293,9 @@ export class SnmpDriver implements PduDriver {
   async resetOutletEnergy(target: OutletTarget, signal?: AbortSignal): Promise<void> {
     const profile = this.#profile;
     const reset = profile?.resetEnergy;
+    const device = this.#last?.snapshot.devices.find((d) => d.id === target.deviceId);
+    if (device?.canResetOutletEnergy === false && device.lacks?.canResetOutletEnergy !== undefined)
+      throw new PduError("refused", device.lacks.canResetOutletEnergy);
     if (profile === null || reset === undefined) {
       const why = profile?.resetStatsRefusal ?? "the family has no energy reset";
       throw new PduError(

@@ -10,6 +10,7 @@
  */
 import {
   compareKeys,
+  type DeviceCapability,
   type Alarm,
   type Device,
   type Entity,
@@ -25,15 +26,18 @@ import { ParseError } from "../errors.js";
 import { nameProblem } from "../../names.js";
 import {
   isScalar,
+  type AbsentWhen,
   type AlarmDef,
   type CellRef,
   type ColumnType,
   type IdentityRef,
   type MeasurementDef,
   type Part,
+  type Presence,
   type RatingDef,
   type SnmpProfile,
   type Source,
+  type StateDef,
   type TableDef,
 } from "./profile.js";
 
@@ -228,9 +232,23 @@ function rowsOf(table: TableDef, varbinds: readonly WalkedVarbind[], warnings: W
       if (sensor === undefined) continue;
       key += `:${sensor}`;
     }
-    if (!rows.has(key)) rows.set(key, row);
+    const first = rows.get(key);
+    if (first === undefined) rows.set(key, row);
+    else duplicate(table, first, row, unit, number, warnings);
   }
   return rows;
+}
+
+/**
+ * Two rows of a table claiming one unit and number (two control rows for one outlet): the first
+ * in the agent's order is used, and a warning names both rows (the poller logs it once per
+ * instance).
+ */
+function duplicate(table: TableDef, kept: Row, other: Row, unit: number, number: number, w: Warnings): void {
+  w.add(
+    `${table.name}[${other.index.join(".")}]`,
+    `rows ${kept.index.join(".")} and ${other.index.join(".")} both claim number ${number} of unit ${unit}: row ${kept.index.join(".")} is used, row ${other.index.join(".")} ignored`,
+  );
 }
 
 /** The parsed tables of one poll, and lookups into them. */
@@ -280,11 +298,31 @@ function round(x: number): number {
   return Math.round(x * 1e6) / 1e6;
 }
 
+/** Whether one of the cells of `when` (of the row unit, number) holds one of its values. */
+function absentWhen(
+  t: Tables,
+  when: readonly AbsentWhen[] | undefined,
+  unit: number,
+  number: number,
+): boolean {
+  if (when === undefined) return false;
+  for (const w of when) {
+    const v = t.cell(w, unit, number);
+    if (v !== undefined && w.values.includes(typeof v === "number" ? v : decodeText(v))) return true;
+  }
+  return false;
+}
+
+/** Whether the unit marks the value `raw` of a cell declared with `p` as not there. */
+function absent(t: Tables, p: Presence, raw: number, unit: number, number: number): boolean {
+  return p.absentIf?.includes(raw) === true || absentWhen(t, p.absentWhen, unit, number);
+}
+
 function measurement(t: Tables, def: MeasurementDef, unit: number, number: number): Measurement | null {
   const raw = t.cell(def, unit, number);
   if (raw === undefined) return null;
   if (typeof raw !== "number") return null;
-  if (def.invalid?.includes(raw) === true) return null;
+  if (absent(t, def, raw, unit, number)) return null;
   let value = raw;
   if (def.decimals !== undefined) {
     const digits = t.cell(def.decimals, unit, number);
@@ -320,7 +358,7 @@ function measurements(
 function alarmOf(t: Tables, def: AlarmDef | undefined, unit: number, number: number): Alarm {
   if (def === undefined) return NO_ALARM;
   const v = t.cell(def, unit, number);
-  if (typeof v !== "number") return NO_ALARM;
+  if (typeof v !== "number" || absent(t, def, v, unit, number)) return NO_ALARM;
   const s = def.states[v];
   if (s === undefined) return Object.freeze({ state: `unknown(${v})`, severity: "", raised: false });
   return Object.freeze({ state: s.name, severity: s.severity, raised: s.raised });
@@ -331,8 +369,11 @@ function ratingOf(t: Tables, def: RatingDef | undefined, unit: number, number: n
   const v = t.cell(def, unit, number);
   if (v === undefined) return undefined;
   let n: number;
-  if (typeof v === "number") n = v;
-  else {
+  if (typeof v === "number") {
+    if (absent(t, def, v, unit, number)) return undefined;
+    n = v;
+  } else {
+    if (absentWhen(t, def.absentWhen, unit, number)) return undefined;
     const m = /^\s*(\d+(?:\.\d+)?)/.exec(decodeText(v));
     if (m?.[1] === undefined) return undefined;
     n = Number(m[1]);
@@ -391,8 +432,59 @@ function rowIndexes(
 }
 
 /**
+ * The outlet rows of a poll (keys `unit:number`, in the agent's order): the rows of the outlets
+ * table, then those of its `alsoFrom` tables that it lacks.
+ */
+function outletKeys(t: Tables, profile: SnmpProfile): { keys(): Iterable<string> } {
+  const main = t.rows(profile.outlets.table);
+  const also = profile.outlets.alsoFrom;
+  if (also === undefined) return main;
+  const keys = new Set(main.keys());
+  for (const table of also) for (const key of t.rows(table).keys()) keys.add(key);
+  return keys;
+}
+
+/** The unit numbers of a poll: those of the outlet rows, and (metered-only units) those `withoutOutlets` finds. */
+function unitsOf(t: Tables, profile: SnmpProfile, keys: { keys(): Iterable<string> }): number[] {
+  const units = new Set<number>();
+  for (const key of keys.keys()) units.add(Number(key.slice(0, key.indexOf(":"))));
+  const alone = profile.outlets.withoutOutlets?.units;
+  if (alone !== undefined) {
+    if (isScalar(alone)) {
+      if (t.cell(alone, 1, 1) !== undefined) units.add(1);
+    } else {
+      for (const [key, row] of t.rows(alone.table))
+        if (row.cells.has(alone.column)) units.add(Number(key.slice(0, key.indexOf(":"))));
+    }
+  }
+  return [...units].sort((a, b) => a - b);
+}
+
+/** The error of a poll that found no unit: the tables (and scalar) that answered nothing. */
+function noUnit(profile: SnmpProfile): ParseError {
+  const named = (table: string) => `${table} (${profile.tables.find((x) => x.name === table)?.oid ?? "?"})`;
+  const parts = [profile.outlets.table, ...(profile.outlets.alsoFrom ?? [])].map(named);
+  const alone = profile.outlets.withoutOutlets?.units;
+  if (alone !== undefined) parts.push(isScalar(alone) ? alone.scalar : named(alone.table));
+  const what = parts.length === 1 ? "the outlet table answered no row" : "none of them answered";
+  return new ParseError(
+    parts.join(", "),
+    `${what}: the agent serves no unit of the family ${profile.family}, or not this table`,
+  );
+}
+
+/** The units (by number) that answer a row of the profile's control table. */
+function switchedUnits(t: Tables, profile: SnmpProfile): ReadonlySet<number> {
+  const units = new Set<number>();
+  if (profile.control === undefined) return units;
+  for (const key of t.rows(profile.control.table).keys()) units.add(Number(key.slice(0, key.indexOf(":"))));
+  return units;
+}
+
+/**
  * The snapshot of one poll. `instanceId` names the snapshot and is the device id of a unit that
- * reports neither serial nor MAC; `outletsOid` names the essential table in the error.
+ * reports neither serial nor MAC. A poll that finds no unit (no outlet row, and nothing of
+ * `withoutOutlets`) fails naming the tables.
  */
 export function parsePoll(
   profile: SnmpProfile,
@@ -403,17 +495,10 @@ export function parsePoll(
 ): { snapshot: Snapshot; addressing: Addressing } {
   const warnings = new Warnings();
   const t = new Tables(profile, data, warnings);
-  const outletTable = profile.tables.find((x) => x.name === profile.outlets.table);
-  const outletRows = t.rows(profile.outlets.table);
-  if (outletRows.size === 0) {
-    throw new ParseError(
-      `${profile.outlets.table} (${outletTable?.oid ?? "?"})`,
-      `the outlet table answered no row: not a ${profile.family} unit, or its agent does not serve the table`,
-    );
-  }
-  const units = [...new Set([...outletRows.keys()].map((k) => Number(k.split(":")[0])))].sort(
-    (a, b) => a - b,
-  );
+  const keys = outletKeys(t, profile);
+  const units = unitsOf(t, profile, keys);
+  if (units.length === 0) throw noUnit(profile);
+  const switched = switchedUnits(t, profile);
   const devices: Device[] = [];
   const addressing = {
     rows: new Map<string, ReadonlyMap<string, RowIndexes>>(),
@@ -430,18 +515,20 @@ export function parsePoll(
     if (usedIds.has(deviceId)) deviceId = `${deviceId}-${unit}`;
     usedIds.add(deviceId);
 
-    const { outlets, numbers } = unitOutlets(t, profile, unit, outletRows.keys(), warnings);
+    const canSwitch = switched.has(unit);
+    const { outlets, numbers } = unitOutlets(t, profile, unit, keys, canSwitch, warnings);
 
     const entities: Entity[] = [];
     for (const def of profile.entities) entities.push(...entitiesOf(t, def, unit, units.length));
     entities.sort((a, b) => compareKeys(a.key, b.key));
 
-    devices.push(deviceOf(profile, deviceId, id, outlets, entities));
+    const model = id.model !== "" ? `${profile.family} model ${id.model}` : profile.family;
+    devices.push(deviceOf(profile, deviceId, id, outlets, entities, { model, canSwitch }));
     addressing.rows.set(
       deviceId,
       new Map(writes.map((table) => [table, rowIndexes(t, table, unit, numbers)])),
     );
-    addressing.models.set(deviceId, id.model !== "" ? `${profile.family} model ${id.model}` : profile.family);
+    addressing.models.set(deviceId, model);
   }
   devices.sort((a, b) => compareKeys(a.id, b.id));
   const first = devices[0];
@@ -464,12 +551,13 @@ function unitOutlets(
   t: Tables,
   profile: SnmpProfile,
   unit: number,
-  rowKeys: Iterable<string>,
+  rowKeys: { keys(): Iterable<string> },
+  canSwitch: boolean,
   warnings: Warnings,
 ): { outlets: Outlet[]; numbers: Map<number, number> } {
   const numbers = new Map<number, number>(); // outlet index → MIB number
   const outlets: Outlet[] = [];
-  for (const key of rowKeys) {
+  for (const key of rowKeys.keys()) {
     const [u, n] = key.split(":").map(Number);
     if (u !== unit || n === undefined || n < 1) continue;
     if (outlets.length >= MAX_OUTLETS) {
@@ -477,10 +565,35 @@ function unitOutlets(
       break;
     }
     numbers.set(n - 1, n);
-    outlets.push(outletOf(t, profile, unit, n));
+    outlets.push(outletOf(t, profile, unit, n, canSwitch));
   }
   outlets.sort((a, b) => a.index - b.index);
   return { outlets, numbers };
+}
+
+/** Why a device lacks its capabilities (the 409 of a command it cannot carry out), naming the model. */
+function lacksOf(
+  profile: SnmpProfile,
+  model: string,
+  canReset: boolean,
+  canSwitch: boolean,
+): Readonly<Partial<Record<DeviceCapability, string>>> {
+  const out: Partial<Record<DeviceCapability, string>> = {};
+  if (!canReset) {
+    const why =
+      profile.resetEnergy === undefined
+        ? (profile.resetStatsRefusal ?? "the family has no energy reset")
+        : "no outlet of the unit reports an energy counter";
+    out.canResetOutletEnergy = `${model} cannot reset one outlet's statistics: ${why}; nothing was sent`;
+  }
+  if (!canSwitch) {
+    const why =
+      profile.control === undefined
+        ? `${profile.mibs.join(", ")} has no outlet control`
+        : `the unit answers no row of ${profile.control.table} (a metered or non-switched model)`;
+    out.canSwitchOutlets = `${model} has no outlet switching over SNMP: ${why}; nothing was sent`;
+  }
+  return Object.freeze(out);
 }
 
 /** One unit as a device of the snapshot. */
@@ -490,9 +603,13 @@ function deviceOf(
   id: PduSystem & { label: string },
   outlets: Outlet[],
   entities: Entity[],
+  can: { readonly model: string; readonly canSwitch: boolean },
 ): Device {
   const system = Object.freeze(id);
   const name = id.label;
+  // A per-outlet energy reset where the family has one and the unit meters its outlets' energy.
+  const canReset =
+    profile.resetEnergy !== undefined && outlets.some((o) => o.measurements.some((m) => m.type === "energy"));
   return Object.freeze({
     id: deviceId,
     name,
@@ -503,7 +620,9 @@ function deviceOf(
     alarm: NO_ALARM,
     order: null,
     outletControlEnabled: true,
-    canResetOutletEnergy: profile.resetEnergy !== undefined,
+    canResetOutletEnergy: canReset,
+    canSwitchOutlets: can.canSwitch,
+    ...(canReset && can.canSwitch ? {} : { lacks: lacksOf(profile, can.model, canReset, can.canSwitch) }),
     lifetimeEnergy: null,
     system,
     route: null,
@@ -544,15 +663,25 @@ function identityOf(t: Tables, profile: SnmpProfile, unit: number): PduSystem & 
   };
 }
 
-function outletOf(t: Tables, profile: SnmpProfile, unit: number, number: number): Outlet {
+/** The on/off state of an outlet: `def`'s cell, else its fallback's; undefined when none says. */
+function stateOf(t: Tables, def: StateDef, unit: number, number: number): "on" | "off" | undefined {
+  const raw = t.cell(def, unit, number);
+  if (typeof raw === "number" && !absent(t, def, raw, unit, number)) {
+    const state = def.values[raw];
+    if (state !== undefined) return state;
+  }
+  return def.fallback === undefined ? undefined : stateOf(t, def.fallback, unit, number);
+}
+
+function outletOf(t: Tables, profile: SnmpProfile, unit: number, number: number, canSwitch: boolean): Outlet {
   const def = profile.outlets;
   const index = number - 1;
-  const label = text(t, def.label, unit, number);
+  let label = text(t, def.label, unit, number);
+  if (label === "" && def.label?.fallback !== undefined) label = text(t, def.label.fallback, unit, number);
   const name = def.name === undefined ? `Outlet ${number}` : text(t, def.name, unit, number);
-  const rawState = t.cell(def.state, unit, number);
-  const state: OutletState =
-    typeof rawState === "number" ? (def.state.values[rawState] ?? "unknown") : "unknown";
-  if (rawState === undefined)
+  const state: OutletState = stateOf(t, def.state, unit, number) ?? "unknown";
+  // A unit that cannot switch may not report states at all; a switched one should.
+  if (canSwitch && t.cell(def.state, unit, number) === undefined)
     t.warnings.add(`${def.state.table}.${def.state.column}`, "an outlet without a state is shown as unknown");
   const rating = ratingOf(t, def.rating, unit, number);
   return Object.freeze({
@@ -579,10 +708,12 @@ function entitiesOf(
 ): Entity[] {
   const out: Entity[] = [];
   const make = (number: number, entityNumber: number): Entity | null => {
+    if (absentWhen(t, def.absentWhen, unit, number)) return null;
     const ms = measurements(t, def.measurements, unit, number);
     const alarm = alarmOf(t, def.alarm, unit, number);
     const rating = ratingOf(t, def.rating, unit, number);
-    if (ms.length === 0 && def.alarm === undefined && rating === undefined) return null;
+    // Nothing the unit reports of it (every value absent or marked not there): no entity.
+    if (ms.length === 0 && alarm === NO_ALARM && rating === undefined) return null;
     const key = `${def.prefix}${entityNumber - 1}`;
     const name = def.name === undefined ? "" : text(t, def.name, unit, number);
     const fallback = `${def.fallbackName}${def.prefix === "total" ? "" : ` ${entityNumber}`}`;

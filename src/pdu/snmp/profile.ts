@@ -68,18 +68,36 @@ export interface ScalarRef {
 /** Where a value comes from: a cell of the row, or a scalar (entities of a table-less unit). */
 export type Source = CellRef | ScalarRef;
 
-export type MeasurementDef = Source & {
-  /** The model's measurement type (`current`, `realPower`, `energy`, ...), as for every family. */
-  readonly type: string;
-  /** Units the bridge publishes (`A`, `W`, `VA`, `V`, `kWh`, `%`, `°C`). */
-  readonly units: string;
-  /** Multiplier from the MIB's integer to `units` (tenths of amps: 0.1). */
-  readonly scale: number;
-  /** Decimal digits held in another cell (Raritan's `…SensorDecimalDigits`): value ÷ 10^digits, then `scale`. */
-  readonly decimals?: CellRef;
-  /** Values the MIB defines as "not supported" / "invalid": the measurement is then absent. */
-  readonly invalid?: readonly number[];
-};
+/**
+ * A cell of the same row (the same unit and number), or a scalar, whose listed values say that
+ * something is not there: INTEGER values (a sensor's status `notInstalled`, `notPresent`,
+ * `unavailable`, a probe type `notInstalled`) or texts of a DisplayString (PDU-MIB's
+ * `outletEnergySupport` "No").
+ */
+export type AbsentWhen = Source & { readonly values: readonly (number | string)[] };
+
+/**
+ * How the MIB marks a value as not there, as a profile declares it. A value so marked is absent
+ * from the snapshot (never a number, never zero), silently: it is what the unit reports.
+ */
+export interface Presence {
+  /** Values of the cell itself that mean "not there" (the -1 "not supported" of PowerNet-MIB). */
+  readonly absentIf?: readonly number[];
+  /** Other cells of the row whose listed values mean "not there" (a status or type column). */
+  readonly absentWhen?: readonly AbsentWhen[];
+}
+
+export type MeasurementDef = Source &
+  Presence & {
+    /** The model's measurement type (`current`, `realPower`, `energy`, ...), as for every family. */
+    readonly type: string;
+    /** Units the bridge publishes (`A`, `W`, `VA`, `V`, `kWh`, `%`, `°C`). */
+    readonly units: string;
+    /** Multiplier from the MIB's integer to `units` (tenths of amps: 0.1). */
+    readonly scale: number;
+    /** Decimal digits held in another cell (Raritan's `…SensorDecimalDigits`): value ÷ 10^digits, then `scale`. */
+    readonly decimals?: CellRef;
+  };
 
 /** One state of an enumeration that becomes an alarm. */
 export interface AlarmState {
@@ -90,26 +108,52 @@ export interface AlarmState {
   readonly raised: boolean;
 }
 
-export type AlarmDef = Source & {
-  /** By the enumeration's integer; a value not listed is reported as `unknown(<n>)`, not raised. */
-  readonly states: Readonly<Record<number, AlarmState>>;
-};
+/** An alarm from an enumeration; a value marked absent (`Presence`) is no alarm at all. */
+export type AlarmDef = Source &
+  Presence & {
+    /** By the enumeration's integer; a value not listed is reported as `unknown(<n>)`, not raised. */
+    readonly states: Readonly<Record<number, AlarmState>>;
+  };
 
 /** A rated current (amps) in a cell: an integer times `scale`, or a DisplayString such as `16A`. */
-export type RatingDef = Source & {
-  readonly scale: number;
-  readonly text?: true;
-};
+export type RatingDef = Source &
+  Presence & {
+    readonly scale: number;
+    readonly text?: true;
+  };
+
+/**
+ * An outlet's on/off state: the cell and its enumeration (a value not listed, or marked absent, is
+ * `unknown`); `fallback` is read where this cell gives no state (a Raritan unit without switching
+ * reports the state through its outlets' `onOff` sensors).
+ */
+export type StateDef = CellRef &
+  Presence & {
+    readonly values: Readonly<Record<number, "on" | "off">>;
+    readonly fallback?: StateDef;
+  };
 
 export interface OutletsDef {
-  /** The table whose rows are the outlets (essential: a poll without it fails). */
+  /** The table whose rows are the outlets (essential unless `withoutOutlets` says how else a unit shows). */
   readonly table: string;
+  /**
+   * Tables whose rows are outlets too (an AP88xx has metered outlets and no switched outlet table):
+   * an outlet is a row of `table` or of one of these, by its unit and number.
+   */
+  readonly alsoFrom?: readonly string[];
+  /**
+   * The family has models without any outlet row (an AP7853 has no outlet status table): a unit is
+   * then found by `units` (a table whose rows are the units, or a scalar such a unit answers), is
+   * polled for its identity and entities, and has no outlets. Absent: a poll whose outlet tables
+   * answer no row fails naming them.
+   */
+  readonly withoutOutlets?: { readonly units: Source };
   /** The outlet's fixed name (Raritan's printed label, ServerTech's outlet ID); absent: `Outlet <n>`. */
   readonly name?: CellRef;
-  /** The user-set name (what `outletLabel` writes). */
-  readonly label?: CellRef;
-  /** On/off: the cell and its enumeration. A value not listed is `unknown`. */
-  readonly state: CellRef & { readonly values: Readonly<Record<number, "on" | "off">> };
+  /** The user-set name (what `outletLabel` writes); `fallback` where this cell is absent. */
+  readonly label?: CellRef & { readonly fallback?: CellRef };
+  /** On/off (see {@link StateDef}). */
+  readonly state: StateDef;
   readonly measurements: readonly MeasurementDef[];
   readonly alarm?: AlarmDef;
   readonly rating?: RatingDef;
@@ -132,6 +176,8 @@ export interface EntityDef {
   readonly rating?: RatingDef;
   /** Rows to keep: a cell's value must be one of these (APC's rPDULoadStatusTable mixes phases and banks). */
   readonly where?: CellRef & { readonly values: readonly number[]; readonly not?: true };
+  /** The whole entity is not there when one of these cells holds one of its values (a probe not installed). */
+  readonly absentWhen?: readonly AbsentWhen[];
 }
 
 /** A scalar or a cell of the unit's row in an identity table. */
@@ -165,15 +211,22 @@ export interface SnmpProfile {
   readonly mibs: readonly string[];
   /** sysObjectID prefixes of the vendor (enterprise subtree or product OIDs). */
   readonly sysObjectIds: readonly string[];
-  /** Tried in order among the vendor's profiles: the first whose `probe` table answers a row wins. */
-  readonly probe: string;
+  /**
+   * Tried in order among the vendor's profiles: the first of whose `probe` tables one answers a
+   * row wins (several where models of the family differ in the tables they have).
+   */
+  readonly probe: string | readonly string[];
   readonly tables: readonly TableDef[];
   /** Scalars read with one GET (besides sysObjectID); by OID, with their type. */
   readonly scalars?: Readonly<Record<string, { readonly name: string; readonly type: ColumnType }>>;
   readonly identity: IdentityDef;
   readonly outlets: OutletsDef;
   readonly entities: readonly EntityDef[];
-  /** Outlet switching; absent: the MIB has no control and every switching command is refused. */
+  /**
+   * Outlet switching; absent: the MIB has no control and every switching command is refused. A unit
+   * whose control table answers no row (a metered or non-switched model) cannot switch either:
+   * its devices' `canSwitchOutlets` is false and the command is refused naming the model.
+   */
   readonly control?: OutletCommandDef;
   /** Outlet name writes; absent: refused. `maxLength` in bytes, from the MIB's SIZE. */
   readonly outletLabel?: CellRef & { readonly maxLength: number };

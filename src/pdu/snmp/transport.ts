@@ -152,6 +152,19 @@ function takeAnswer(
 
 /** Most varbinds asked for in one GETBULK (columns × repetitions): answers of a few kilobytes. */
 export const MAX_VARBINDS_PER_REQUEST = 128;
+/**
+ * Most read requests of one poll (its detection, walk and scalar GET together). A 24-outlet APC
+ * unit takes 5; the most rows read of every column (2048) of a profile of 48 columns, from an
+ * agent that answers no more than 24 varbinds a request, about 4100. An agent that makes a poll
+ * send more (it answers one varbind at a time) fails the poll with a clear error instead of being
+ * sent requests without end.
+ */
+export const MAX_REQUESTS_PER_POLL = 4096;
+/**
+ * `tooBig` answers taken in one poll: each halves what is asked (varbinds and repetitions); past
+ * these, the poll fails naming the agent (from 128 varbinds, 5 halvings ask for 4).
+ */
+export const MAX_TOO_BIG_PER_POLL = 5;
 /** Columns whose row counts a transport remembers (a profile reads a few dozen). */
 const MAX_COLUMNS_REMEMBERED = 512;
 
@@ -175,8 +188,11 @@ interface Cursor {
 export class SnmpTransport {
   readonly where: string;
   readonly #options: TransportOptions;
-  /** Varbinds asked for per GETBULK; halved when an agent answers tooBig. */
+  /** Varbinds asked for per GETBULK (and so repetitions at most); halved when an agent answers tooBig. */
   #budget = MAX_VARBINDS_PER_REQUEST;
+  /** Read requests and tooBig answers of the current poll (see {@link beginPoll}). */
+  #requests = 0;
+  #tooBig = 0;
   /** Rows each column had when last walked, by column OID: the next walk's repetitions. */
   readonly #rowsSeen = new Map<string, number>();
   #reader: snmp.Session | null = null;
@@ -189,6 +205,33 @@ export class SnmpTransport {
       ? `[${options.host}]:${options.port}`
       : `${options.host}:${options.port}`;
     this.#timeoutText = `${options.timeout}s`;
+  }
+
+  /** Starts a poll's count of read requests and tooBig answers (the budget of one poll). */
+  beginPoll(): void {
+    this.#requests = 0;
+    this.#tooBig = 0;
+  }
+
+  /** Read requests sent since {@link beginPoll}. */
+  get requestsThisPoll(): number {
+    return this.#requests;
+  }
+
+  /** Counts one read request against the poll's budget; past it, the poll fails. */
+  #spend(what: string): void {
+    if (this.#requests >= MAX_REQUESTS_PER_POLL) {
+      throw new PduError(
+        "malformed",
+        `${this.#pdu()}the agent at ${this.where} needed more than ${MAX_REQUESTS_PER_POLL} requests for one poll (the most one poll sends; next: ${what}): it answers too little per request; the poll was stopped`,
+      );
+    }
+    this.#requests++;
+  }
+
+  /** `PDU <instance>: ` for messages, or "". */
+  #pdu(): string {
+    return this.#options.instanceId === undefined ? "" : `PDU ${this.#options.instanceId}: `;
   }
 
   get canWrite(): boolean {
@@ -330,6 +373,7 @@ export class SnmpTransport {
   /** GET of scalars: each OID's varbind (an exception as a null value). */
   async get(oids: readonly string[], signal?: AbortSignal): Promise<WalkedVarbind[]> {
     if (oids.length === 0) return [];
+    this.#spend("GET of the scalars");
     const session = this.#readSession();
     try {
       const varbinds = await this.#request<snmp.Varbind[]>((done) => session.get([...oids], done), signal);
@@ -342,6 +386,7 @@ export class SnmpTransport {
 
   /** sysObjectID.0 and sysDescr.0 (a bounded, printable text), "" for what is not there. */
   async identify(signal?: AbortSignal): Promise<{ objectId: string; descr: string }> {
+    this.#spend("GET sysObjectID.0");
     const session = this.#readSession();
     let varbinds: snmp.Varbind[];
     try {
@@ -392,7 +437,9 @@ export class SnmpTransport {
    * one, to see its end in the same answer (at most `maxRepetitions`; a column not walked before
    * asks for `maxRepetitions`). A 24-outlet APC unit's tables take five requests. An answer
    * cut short by the agent (fewer varbinds than asked) is continued from where it ended, and a
-   * `tooBig` answer halves the varbinds asked per request for the rest of the transport's life.
+   * `tooBig` answer halves the varbinds (and so the repetitions) asked per request for the rest of
+   * the transport's life; past {@link MAX_TOO_BIG_PER_POLL} of them in one poll, or
+   * {@link MAX_REQUESTS_PER_POLL} requests, the walk fails naming the agent.
    * Returns each table's varbinds (column by column, each column's rows in the agent's order: the
    * same whatever the requests were) and whether it was cut short.
    */
@@ -419,7 +466,18 @@ export class SnmpTransport {
         });
       }
     });
-    const want = (c: Cursor) => Math.max(1, Math.min(o.maxRepetitions, c.expected - c.rows + 1));
+    // Repetitions: the rows each column still wants (one more than the last walk had, to see its
+    // end), or a full batch for a column longer than last time; never more than the varbinds a
+    // request may ask.
+    const want = (c: Cursor) =>
+      Math.max(
+        1,
+        Math.min(
+          o.maxRepetitions,
+          this.#budget,
+          c.rows > c.expected ? o.maxRepetitions : c.expected - c.rows + 1,
+        ),
+      );
     // Every round moves a column on or ends it: this bound is never reached by a working agent.
     const rounds = cursors.length * (o.maxRows + 1);
     for (let round = 0; round < rounds; round++) {
@@ -429,6 +487,7 @@ export class SnmpTransport {
       if (first === undefined) break;
       const reps = want(first);
       const asked = active.slice(0, Math.max(1, Math.floor(this.#budget / reps)));
+      this.#spend(`GETBULK of ${asked.length} columns × ${reps}`);
       let answer: (snmp.Varbind | snmp.Varbind[])[];
       try {
         answer = await this.#request<(snmp.Varbind | snmp.Varbind[])[]>(
@@ -443,9 +502,10 @@ export class SnmpTransport {
         );
       } catch (e) {
         if (signal?.aborted === true) throw signal.reason;
-        // tooBig: the agent cannot send that much in one answer; ask for less from now on.
-        if ((e as { status?: unknown }).status === 1 && asked.length * reps > 1) {
-          this.#budget = Math.max(1, Math.floor((asked.length * reps) / 2));
+        // tooBig: the agent cannot send that much in one answer; ask for half (varbinds and so
+        // repetitions) from now on, a few times in one poll at most.
+        if ((e as { status?: unknown }).status === 1) {
+          this.#tooBigAnswer(asked.length * reps, tables);
           continue;
         }
         throw this.error(e, `GETBULK of ${tables.map((t) => t.entry).join(", ")}`, false);
@@ -460,6 +520,20 @@ export class SnmpTransport {
         this.#rowsSeen.set(c.column, c.rows);
     }
     return out;
+  }
+
+  /** Takes a tooBig answer to a request of `varbinds`: halves the budget, or fails the poll. */
+  #tooBigAnswer(varbinds: number, tables: readonly { readonly entry: string }[]): void {
+    this.#tooBig++;
+    if (varbinds <= 1 || this.#tooBig > MAX_TOO_BIG_PER_POLL) {
+      // The next poll starts from the full size again: an agent that recovers is read as usual.
+      this.#budget = MAX_VARBINDS_PER_REQUEST;
+      throw new PduError(
+        "ret-code",
+        `${this.#pdu()}the agent at ${this.where} answered tooBig ${this.#tooBig} times in one poll, the last to a GETBULK of ${varbinds} varbind${varbinds === 1 ? "" : "s"} (${tables.map((t) => t.entry).join(", ")}): its answers cannot hold the tables' rows; the poll was stopped`,
+      );
+    }
+    this.#budget = Math.max(1, Math.floor(varbinds / 2));
   }
 
   /**

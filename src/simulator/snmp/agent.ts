@@ -12,6 +12,11 @@
  *   every second outlet row has holes where its readings should be.
  * - `huge-tables`: 1500 outlets (the bridge keeps at most 512 per device).
  * - `bad-names`: outlet names that are not UTF-8 and hold control characters.
+ * - `too-big`: answers tooBig to every GETBULK asking for more than 8 varbinds (columns ×
+ *   repetitions), as an agent with a small message size; `too-big-always`: to every GETBULK.
+ *   (`tooBigAbove` sets any other limit.)
+ * - `duplicate-rows`: (apc-rpdu2, whose rows carry their outlet number in a column) an extra row
+ *   of the outlet control table, after the others, claiming outlet 2 again.
  */
 import { createSocket } from "node:dgram";
 import snmp from "net-snmp";
@@ -32,6 +37,9 @@ export const SNMP_HOSTILE_MODES = [
   "no-such-instance",
   "huge-tables",
   "bad-names",
+  "too-big",
+  "too-big-always",
+  "duplicate-rows",
 ] as const;
 export type SnmpHostileMode = (typeof SNMP_HOSTILE_MODES)[number];
 
@@ -52,6 +60,10 @@ export interface SnmpSimulatorOptions {
     readonly privKey?: string;
   };
   readonly hostile?: SnmpHostileMode;
+  /** false: a model without outlet switching (see `UnitOptions.switched`). */
+  readonly switched?: boolean;
+  /** Answers tooBig to every GETBULK asking for more varbinds than this (overrides the too-big modes). */
+  readonly tooBigAbove?: number;
   readonly seed?: number;
   /** Seconds a reboot keeps an outlet off (default 2). */
   readonly rebootSeconds?: number;
@@ -143,6 +155,7 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
     ...(o.rebootSeconds === undefined ? {} : { rebootSeconds: o.rebootSeconds }),
     frozen: o.frozen === true,
     badNames: hostile === "bad-names",
+    ...(o.switched === undefined ? {} : { switched: o.switched }),
   });
   const host = o.host ?? "127.0.0.1";
   const community = o.community ?? "public";
@@ -157,7 +170,7 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
   const refresh = () => refreshMib(served, unit);
   const handler = requestHandler({ unit, sets, roles: served.roles, hostile, profile: o.profile, refresh });
 
-  const content = unit.content();
+  const content = hostile === "duplicate-rows" ? withDuplicateRow(unit.content()) : unit.content();
   content.scalars.forEach((s, i) => {
     const system = s.oid.startsWith("1.3.6.1.2.1.1.");
     if (hostile === "no-such-instance" && !system) return;
@@ -190,6 +203,9 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
     served.mib,
   ) as Agent;
   grantAccess(agent, community, writeCommunity, o.v3);
+  const tooBigAbove =
+    o.tooBigAbove ?? (hostile === "too-big" ? 8 : hostile === "too-big-always" ? 0 : undefined);
+  if (tooBigAbove !== undefined) answerTooBig(agent, tooBigAbove);
   const onRequest = o.onRequest;
   if (onRequest !== undefined) {
     for (const socket of Object.values(agent.listener?.sockets ?? {})) {
@@ -442,6 +458,60 @@ function grantAccess(
     });
     acm.setUserAccess(v.user, snmp.AccessLevel.ReadWrite);
   }
+}
+
+/** What the too-big modes use of net-snmp's agent: its GETBULK handling and its answer. */
+interface BulkAgent {
+  getBulkRequest(socket: unknown, message: BulkMessage, rinfo: unknown): void;
+  sendResponse(socket: unknown, rinfo: unknown, message: BulkMessage, pdu: unknown): void;
+}
+interface BulkMessage {
+  readonly pdu: {
+    readonly nonRepeaters: number;
+    readonly maxRepetitions: number;
+    readonly varbinds: readonly unknown[];
+    getResponsePduForRequest(): { errorStatus: number; errorIndex: number; varbinds: unknown[] };
+  };
+}
+
+/** Makes the agent answer tooBig to every GETBULK asking for more than `limit` varbinds. */
+function answerTooBig(agent: Agent, limit: number): void {
+  const bulk = agent as unknown as BulkAgent;
+  const original = bulk.getBulkRequest.bind(bulk);
+  bulk.getBulkRequest = (socket, message, rinfo) => {
+    const pdu = message.pdu;
+    const repeating = Math.max(0, pdu.varbinds.length - pdu.nonRepeaters);
+    const asked = Math.min(pdu.nonRepeaters, pdu.varbinds.length) + repeating * pdu.maxRepetitions;
+    if (asked <= limit) {
+      original(socket, message, rinfo);
+      return;
+    }
+    const response = pdu.getResponsePduForRequest();
+    response.errorStatus = snmp.ErrorStatus.TooBig;
+    response.errorIndex = 0;
+    response.varbinds = [];
+    bulk.sendResponse(socket, rinfo, message, response);
+  };
+}
+
+/** The rPDU2 outlet control table's entry (`rPDU2OutletSwitchedControlEntry`). */
+const RPDU2_CONTROL = "1.3.6.1.4.1.318.1.1.26.9.2.4.1";
+
+/**
+ * The unit's content with one more row of the rPDU2 control table, after the others, whose
+ * Number (column 4) claims outlet 2 again; other profiles are left as they are.
+ */
+function withDuplicateRow(content: ReturnType<SimUnit["content"]>): ReturnType<SimUnit["content"]> {
+  const tables = content.tables.map((table) => {
+    const second = table.rows.find((r) => r.outlet === 2);
+    if (table.entry !== RPDU2_CONTROL || second === undefined) return table;
+    const index = table.rows.length + 1;
+    const cells = new Map(second.cells);
+    cells.set(1, index);
+    cells.set(3, "Outlet 2 (again)");
+    return { ...table, rows: [...table.rows, { index: [index], outlet: 2, cells }] };
+  });
+  return { ...content, tables };
 }
 
 /** A UDP port free on `host` now (bound and released). */

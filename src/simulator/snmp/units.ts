@@ -114,6 +114,13 @@ export interface UnitOptions {
   readonly frozen?: boolean;
   /** Outlet names as raw bytes (not UTF-8, with control characters): the hostile mode. */
   readonly badNames?: boolean;
+  /**
+   * false: a model without outlet switching (default true): an APC rPDU2 unit serves only its
+   * metered outlet table (an AP88xx), an APC rPDU unit no outlet table at all (an AP7853), a
+   * Raritan PX2 no switch table (a PXE: its outlets' onOff sensors still tell their state). The
+   * other profiles ignore it.
+   */
+  readonly switched?: boolean;
 }
 
 export class SimUnit {
@@ -122,6 +129,7 @@ export class SimUnit {
   readonly #rebootMs: number;
   readonly #frozen: boolean;
   readonly #badNames: boolean;
+  readonly #switched: boolean;
   #last = Date.now();
 
   constructor(o: UnitOptions) {
@@ -129,6 +137,7 @@ export class SimUnit {
     this.#rebootMs = (o.rebootSeconds ?? 2) * 1000;
     this.#frozen = o.frozen === true;
     this.#badNames = o.badNames === true;
+    this.#switched = o.switched !== false;
     const r = random(hash32(o.seed ?? 1, SIM_PROFILES.indexOf(o.profile)));
     this.outlets = Array.from({ length: o.outlets }, (_, i) => {
       const tenths = i < BASE_TENTHS.length ? (BASE_TENTHS[i] ?? 0) : Math.round(r() * 30);
@@ -287,7 +296,7 @@ export class SimUnit {
         [2, I, 1],
         [3, S, "Inlet air"],
         [4, I, 1],
-        [5, I, 1],
+        [5, I, 2],
         [6, I, 2],
         [7, I, 752],
         [8, I, 244],
@@ -298,9 +307,10 @@ export class SimUnit {
     );
     return {
       scalars,
-      tables: [ident, props, status, phaseProps, phase, config, sstatus, control, metered, sensor].map((t) =>
-        t.done(),
-      ),
+      tables: (this.#switched
+        ? [ident, props, status, phaseProps, phase, config, sstatus, control, metered, sensor]
+        : [ident, props, status, phaseProps, phase, metered, sensor]
+      ).map((t) => t.done()),
     };
   }
   /** The single phase's properties and readings. */
@@ -519,7 +529,10 @@ export class SimUnit {
         k,
       );
     });
-    return { scalars, tables: [load, control, config, status].map((t) => t.done()) };
+    return {
+      scalars,
+      tables: (this.#switched ? [load, control, config, status] : [load]).map((t) => t.done()),
+    };
   }
 
   #raritanPx2(now: number): SimContent {
@@ -587,7 +600,7 @@ export class SimUnit {
         ocpSensorCfg,
         outletCfg,
         outletSensorCfg,
-        switchCtl,
+        ...(this.#switched ? [switchCtl] : []),
         sensorCtl,
         inletMeas,
         ocpMeas,
@@ -633,7 +646,8 @@ export class SimUnit {
           ],
           k,
         );
-        const state = st === 1 && c > 25 ? 5 : 4;
+        // A switched-off outlet's power factor is unavailable(-1), as real units report it.
+        const state = st === 7 && !o.on ? -1 : st === 1 && c > 25 ? 5 : 4;
         outletMeas.row(
           [1, k, st],
           [
@@ -818,6 +832,7 @@ export class SimUnit {
     const inlets = new TableBuilder(`${P}.1.20.2.1`, 1).row(
       [1],
       [
+        [3, I, 1],
         [4, G, 15000],
         [7, G, tot * 100],
         [8, G, 120100],

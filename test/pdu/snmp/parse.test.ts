@@ -7,6 +7,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ParseError } from "../../../src/pdu/errors.js";
 import { decodeText, parsePoll, type WalkedVarbind } from "../../../src/pdu/snmp/parse.js";
+import { PROFILES } from "../../../src/pdu/snmp/profiles.js";
 import { RARITAN_PX } from "../../../src/pdu/snmp/profiles/raritan-px.js";
 
 const VENDOR = { manufacturer: "Raritan", groupModel: "Group" };
@@ -91,5 +92,24 @@ describe("SNMP parser", () => {
       () => poll([]),
       (e) => e instanceof ParseError && e.path.includes(OUTLETS),
     );
+  });
+
+  it("a poll that finds no unit names the tables it tried, in words that read right for every family", () => {
+    const empty = { tables: new Map(), scalars: new Map() };
+    for (const profile of PROFILES) {
+      assert.throws(
+        () => parsePoll(profile, empty, "none", 1, VENDOR),
+        (e) => {
+          assert.ok(e instanceof ParseError, String(e));
+          assert.ok(e.path.includes(profile.outlets.table), e.path);
+          assert.match(
+            e.message,
+            new RegExp(`serves no unit of the family ${profile.family.replace(/[()/]/g, ".")}`),
+          );
+          assert.doesNotMatch(e.message, /\ba [AEIOU]/);
+          return true;
+        },
+      );
+    }
   });
 });

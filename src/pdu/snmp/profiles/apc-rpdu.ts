@@ -1,5 +1,5 @@
 /**
- * APC switched rack PDUs of the AP79xx generation, PowerNet-MIB `rPDU` (1.3.6.1.4.1.318.1.1.12):
+ * APC rack PDUs of the AP78xx (metered) and AP79xx (switched) generation, PowerNet-MIB `rPDU` (1.3.6.1.4.1.318.1.1.12):
  * switched outlets without per-outlet metering (rPDUOutletStatusLoad answers only on outlet-monitored
  * models), and the current of each phase and bank with its load state in rPDULoadStatusTable (its
  * rows are the phases first, then the banks; a phase row has rPDULoadStatusBankNumber 0).
@@ -24,11 +24,12 @@ const load = "rPDULoadStatusEntry";
 
 export const APC_RPDU: SnmpProfile = {
   id: "apc-rpdu",
-  family: "APC rPDU (AP79xx)",
+  family: "APC rPDU (AP78xx/AP79xx)",
   manufacturer: "APC",
   mibs: ["PowerNet-MIB"],
   sysObjectIds: ["1.3.6.1.4.1.318."],
-  probe: "rPDUOutletStatusEntry",
+  // A switched unit answers the outlet status table; a metered one (AP78xx) only the load table.
+  probe: ["rPDUOutletStatusEntry", "rPDULoadStatusEntry"],
   scalars: {
     [`${RPDU}.1.1.0`]: { name: "rPDUIdentName", type: "OctetString" },
     [`${RPDU}.1.2.0`]: { name: "rPDUIdentHardwareRev", type: "OctetString" },
@@ -93,6 +94,8 @@ export const APC_RPDU: SnmpProfile = {
   },
   outlets: {
     table: "rPDUOutletStatusEntry",
+    // A metered unit (AP78xx) has no outlet status table: its identity scalars are the unit.
+    withoutOutlets: { units: { scalar: `${RPDU}.1.5.0` } },
     label: { table: "rPDUOutletStatusEntry", column: "OutletName" },
     state: { table: "rPDUOutletStatusEntry", column: "OutletState", values: { 1: "on", 2: "off" } },
     measurements: [

@@ -17,6 +17,7 @@ const RPDU2 = "1.3.6.1.4.1.318.1.1.26";
 const module = { column: "Module" } as const;
 const num = { column: "Number" } as const;
 const NS = [-1];
+const sensor = "rPDU2SensorTempHumidityStatusEntry";
 
 export const APC_RPDU2: SnmpProfile = {
   id: "apc-rpdu2",
@@ -24,7 +25,8 @@ export const APC_RPDU2: SnmpProfile = {
   manufacturer: "APC",
   mibs: ["PowerNet-MIB"],
   sysObjectIds: ["1.3.6.1.4.1.318."],
-  probe: "rPDU2OutletSwitchedStatusEntry",
+  // A switched unit answers the switched outlet table; a metered one (AP84xx, AP88xx) only its ident table.
+  probe: ["rPDU2OutletSwitchedStatusEntry", "rPDU2IdentEntry"],
   tables: [
     {
       name: "rPDU2IdentEntry", // rPDU2IdentTable
@@ -145,6 +147,7 @@ export const APC_RPDU2: SnmpProfile = {
       number: num,
       columns: {
         Module: { id: 2, type: "Integer" }, // rPDU2OutletMeteredStatusModule
+        Name: { id: 3, type: "OctetString" }, // rPDU2OutletMeteredStatusName
         Number: { id: 4, type: "Integer" }, // rPDU2OutletMeteredStatusNumber
         State: { id: 5, type: "Integer" }, // rPDU2OutletMeteredStatusState (load state)
         Current: { id: 6, type: "Integer" }, // rPDU2OutletMeteredStatusCurrent, tenths of amps
@@ -162,9 +165,13 @@ export const APC_RPDU2: SnmpProfile = {
         Module: { id: 2, type: "Integer" }, // rPDU2SensorTempHumidityStatusModule
         Name: { id: 3, type: "OctetString" }, // rPDU2SensorTempHumidityStatusName
         Number: { id: 4, type: "Integer" }, // rPDU2SensorTempHumidityStatusNumber
+        // temperatureOnly(1), temperatureHumidity(2), commsLost(3), notInstalled(4)
+        Type: { id: 5, type: "Integer" }, // rPDU2SensorTempHumidityStatusType
+        CommStatus: { id: 6, type: "Integer" }, // notInstalled(1), commsOK(2), commsLost(3)
         TempC: { id: 8, type: "Integer" }, // rPDU2SensorTempHumidityStatusTempC, tenths of °C
-        TempStatus: { id: 9, type: "Integer" }, // rPDU2SensorTempHumidityStatusTempStatus
+        TempStatus: { id: 9, type: "Integer" }, // notPresent(1) "no probe is attached", ...
         RelativeHumidity: { id: 10, type: "Integer" }, // rPDU2SensorTempHumidityStatusRelativeHumidity, %
+        HumidityStatus: { id: 11, type: "Integer" }, // notPresent(1), ...
       },
     },
   ],
@@ -177,7 +184,15 @@ export const APC_RPDU2: SnmpProfile = {
   },
   outlets: {
     table: "rPDU2OutletSwitchedStatusEntry",
-    label: { table: "rPDU2OutletSwitchedStatusEntry", column: "Name" },
+    // A metered-by-outlet unit without switching (AP88xx) has only metered outlet rows.
+    alsoFrom: ["rPDU2OutletMeteredStatusEntry"],
+    // A metered unit without outlet metering (AP84xx) has neither: its ident row is the unit.
+    withoutOutlets: { units: { table: "rPDU2IdentEntry", column: "ModelNumber" } },
+    label: {
+      table: "rPDU2OutletSwitchedStatusEntry",
+      column: "Name",
+      fallback: { table: "rPDU2OutletMeteredStatusEntry", column: "Name" },
+    },
     state: { table: "rPDU2OutletSwitchedStatusEntry", column: "State", values: { 1: "off", 2: "on" } },
     measurements: [
       { table: "rPDU2OutletMeteredStatusEntry", column: "Current", type: "current", units: "A", scale: 0.1 },
@@ -203,7 +218,7 @@ export const APC_RPDU2: SnmpProfile = {
           type: "realPower",
           units: "W",
           scale: 10,
-          invalid: NS,
+          absentIf: NS,
         },
         {
           table: "rPDU2DeviceStatusEntry",
@@ -211,7 +226,7 @@ export const APC_RPDU2: SnmpProfile = {
           type: "apparentPower",
           units: "VA",
           scale: 10,
-          invalid: NS,
+          absentIf: NS,
         },
         {
           table: "rPDU2DeviceStatusEntry",
@@ -219,7 +234,7 @@ export const APC_RPDU2: SnmpProfile = {
           type: "powerFactor",
           units: "%",
           scale: 1,
-          invalid: NS,
+          absentIf: NS,
         },
         {
           table: "rPDU2DeviceStatusEntry",
@@ -227,10 +242,16 @@ export const APC_RPDU2: SnmpProfile = {
           type: "energy",
           units: "kWh",
           scale: 0.1,
-          invalid: NS,
+          absentIf: NS,
         },
       ],
-      alarm: { table: "rPDU2DeviceStatusEntry", column: "LoadState", states: APC_LOAD_STATES },
+      // notsupported(5): "Models that do not support this feature"
+      alarm: {
+        table: "rPDU2DeviceStatusEntry",
+        column: "LoadState",
+        states: APC_LOAD_STATES,
+        absentIf: [5],
+      },
       rating: { table: "rPDU2DevicePropertiesEntry", column: "MaxCurrentRating", scale: 1 },
     },
     {
@@ -245,7 +266,7 @@ export const APC_RPDU2: SnmpProfile = {
           type: "voltage",
           units: "V",
           scale: 1,
-          invalid: NS,
+          absentIf: NS,
         },
         {
           table: "rPDU2PhaseStatusEntry",
@@ -253,7 +274,7 @@ export const APC_RPDU2: SnmpProfile = {
           type: "realPower",
           units: "W",
           scale: 10,
-          invalid: NS,
+          absentIf: NS,
         },
         {
           table: "rPDU2PhaseStatusEntry",
@@ -261,7 +282,7 @@ export const APC_RPDU2: SnmpProfile = {
           type: "apparentPower",
           units: "VA",
           scale: 10,
-          invalid: NS,
+          absentIf: NS,
         },
         {
           table: "rPDU2PhaseStatusEntry",
@@ -269,7 +290,7 @@ export const APC_RPDU2: SnmpProfile = {
           type: "powerFactor",
           units: "%",
           scale: 1,
-          invalid: NS,
+          absentIf: NS,
         },
       ],
       alarm: { table: "rPDU2PhaseStatusEntry", column: "LoadState", states: APC_LOAD_STATES },
@@ -285,27 +306,43 @@ export const APC_RPDU2: SnmpProfile = {
     },
     {
       prefix: "sensor",
-      table: "rPDU2SensorTempHumidityStatusEntry",
-      name: { table: "rPDU2SensorTempHumidityStatusEntry", column: "Name" },
+      table: sensor,
+      name: { table: sensor, column: "Name" },
       fallbackName: "Sensor",
+      // A probe row that says no probe is there: type or comm status notInstalled.
+      absentWhen: [
+        { table: sensor, column: "Type", values: [4] },
+        { table: sensor, column: "CommStatus", values: [1] },
+      ],
       measurements: [
         {
-          table: "rPDU2SensorTempHumidityStatusEntry",
+          table: sensor,
           column: "TempC",
           type: "temperature",
           units: "°C",
           scale: 0.1,
+          // No probe attached (TempStatus notPresent), or its readings lost (commsLost).
+          absentWhen: [
+            { table: sensor, column: "TempStatus", values: [1] },
+            { table: sensor, column: "CommStatus", values: [3] },
+            { table: sensor, column: "Type", values: [3] },
+          ],
         },
         {
-          table: "rPDU2SensorTempHumidityStatusEntry",
+          table: sensor,
           column: "RelativeHumidity",
           type: "humidity",
           units: "%",
           scale: 1,
-          invalid: NS,
+          // No humidity probe (HumidityStatus notPresent, a temperatureOnly probe), or commsLost.
+          absentWhen: [
+            { table: sensor, column: "HumidityStatus", values: [1] },
+            { table: sensor, column: "Type", values: [1, 3] },
+            { table: sensor, column: "CommStatus", values: [3] },
+          ],
         },
       ],
-      alarm: { table: "rPDU2SensorTempHumidityStatusEntry", column: "TempStatus", states: APC_SENSOR_STATES },
+      alarm: { table: sensor, column: "TempStatus", states: APC_SENSOR_STATES, absentIf: [1] },
     },
   ],
   control: {

@@ -5,13 +5,21 @@
  * PowerFactorPercentage (the ratio × 100). The model name is not readable (objectName is
  * accessible-for-notify only).
  */
-import type { SnmpProfile } from "../profile.js";
+import type { AbsentWhen, SnmpProfile } from "../profile.js";
 import { states } from "./alarms.js";
 
 const PX = "1.3.6.1.4.1.13742.4";
 const outlet = "outletEntry";
 const inlet = "inletEntry";
 const breaker = "circuitBreakerEntry";
+
+/**
+ * outletEnergySupport "No": "outletWattHours and dataLogOutletWattHours will be zero", and
+ * inletActiveEnergy "has an invalid value".
+ */
+const NO_ENERGY: AbsentWhen[] = [{ scalar: `${PX}.1.1.32.0`, values: ["No"] }];
+/** inletCurrent, inletVoltage: "does not apply to 3 phase systems; a value of 0 will be reported". */
+const THREE_PHASE: AbsentWhen[] = [{ table: inlet, column: "inletPoleCount", values: [3, 4] }];
 
 export const RARITAN_PX: SnmpProfile = {
   id: "raritan-px",
@@ -25,6 +33,7 @@ export const RARITAN_PX: SnmpProfile = {
     [`${PX}.1.1.2.0`]: { name: "serialNumber", type: "OctetString" },
     [`${PX}.1.1.6.0`]: { name: "mac", type: "OctetString" }, // MacAddress
     [`${PX}.1.1.7.0`]: { name: "hardwareRev", type: "Integer" },
+    [`${PX}.1.1.32.0`]: { name: "outletEnergySupport", type: "OctetString" }, // "Yes" / "No"
   },
   tables: [
     {
@@ -62,6 +71,7 @@ export const RARITAN_PX: SnmpProfile = {
       index: ["inletIndex"],
       number: { index: 0 },
       columns: {
+        inletPoleCount: { id: 3, type: "Integer" }, // 1 single phase, 3 delta, 4 wye
         inletCurrentRating: { id: 4, type: "Unsigned" }, // MilliAmps
         inletCurrent: { id: 7, type: "Unsigned" }, // MilliAmps
         inletVoltage: { id: 8, type: "Unsigned" }, // MilliVolts
@@ -88,7 +98,14 @@ export const RARITAN_PX: SnmpProfile = {
       { table: outlet, column: "outletActivePower", type: "realPower", units: "W", scale: 1 },
       { table: outlet, column: "outletApparentPower", type: "apparentPower", units: "VA", scale: 1 },
       { table: outlet, column: "outletPowerFactor", type: "powerFactor", units: "%", scale: 1 },
-      { table: outlet, column: "outletWattHours", type: "energy", units: "kWh", scale: 0.001 },
+      {
+        table: outlet,
+        column: "outletWattHours",
+        type: "energy",
+        units: "kWh",
+        scale: 0.001,
+        absentWhen: NO_ENERGY,
+      },
     ],
     rating: { table: outlet, column: "outletCurrentRating", scale: 0.001 },
   },
@@ -98,12 +115,33 @@ export const RARITAN_PX: SnmpProfile = {
       table: inlet,
       fallbackName: "Inlet",
       measurements: [
-        { table: inlet, column: "inletCurrent", type: "current", units: "A", scale: 0.001 },
-        { table: inlet, column: "inletVoltage", type: "voltage", units: "V", scale: 0.001 },
+        {
+          table: inlet,
+          column: "inletCurrent",
+          type: "current",
+          units: "A",
+          scale: 0.001,
+          absentWhen: THREE_PHASE,
+        },
+        {
+          table: inlet,
+          column: "inletVoltage",
+          type: "voltage",
+          units: "V",
+          scale: 0.001,
+          absentWhen: THREE_PHASE,
+        },
         { table: inlet, column: "inletActivePower", type: "realPower", units: "W", scale: 1 },
         { table: inlet, column: "inletApparentPower", type: "apparentPower", units: "VA", scale: 1 },
         { table: inlet, column: "inletPowerFactor", type: "powerFactor", units: "%", scale: 1 },
-        { table: inlet, column: "inletActiveEnergy", type: "energy", units: "kWh", scale: 0.001 },
+        {
+          table: inlet,
+          column: "inletActiveEnergy",
+          type: "energy",
+          units: "kWh",
+          scale: 0.001,
+          absentWhen: NO_ENERGY,
+        },
       ],
       rating: { table: inlet, column: "inletCurrentRating", scale: 0.001 },
     },

@@ -7,7 +7,7 @@
  * configuration table; the base units are the MIB's SensorUnitsEnumeration (amp, volt, watt,
  * voltamp, wattHour; power factor has none and is a ratio, shown in %).
  */
-import type { MeasurementDef, SnmpProfile } from "../profile.js";
+import type { AbsentWhen, MeasurementDef, SnmpProfile } from "../profile.js";
 import { RARITAN_NUMERIC_STATES, RARITAN_TRIP_STATES } from "./alarms.js";
 
 const PDU2 = "1.3.6.1.4.1.13742.6";
@@ -23,6 +23,18 @@ const SENSORS = [
   { sensorType: 8, type: "energy", units: "kWh", scale: 0.001 }, // activeEnergy, wattHour
 ] as const;
 
+/**
+ * Where a sensor reading is not there: `…SensorIsAvailable` false(2) ("The sensor is present",
+ * TruthValue) or `…SensorState` unavailable(-1) ("unavailable means no sensor reading"; the value
+ * "does not apply to sensors that are not present or are in an unavailable state").
+ */
+function notThere(table: string, sensorType: number): AbsentWhen[] {
+  return [
+    { table, column: "IsAvailable", sensorType, values: [2] },
+    { table, column: "State", sensorType, values: [-1] },
+  ];
+}
+
 function sensors(values: string, config: string, column: string, digits: string): MeasurementDef[] {
   return SENSORS.map((s) => ({
     table: values,
@@ -32,11 +44,13 @@ function sensors(values: string, config: string, column: string, digits: string)
     units: s.units,
     scale: s.scale,
     decimals: { table: config, column: digits, sensorType: s.sensorType },
+    absentWhen: notThere(values, s.sensorType),
   }));
 }
 
-/** A sensor table's columns (…SensorIsAvailable(2) is not read: a sensor that is not there has no row's value). */
+/** A sensor measurement table's columns. */
 const MEASUREMENT_COLUMNS = {
+  IsAvailable: { id: 2, type: "Integer" }, // measurements…SensorIsAvailable, TruthValue: true(1), false(2)
   State: { id: 3, type: "Integer" }, // measurements…SensorState, SensorStateEnumeration
   Value: { id: 4, type: "Unsigned" }, // measurements…SensorValue
 } as const;
@@ -202,10 +216,19 @@ export const RARITAN_PX2: SnmpProfile = {
     table: "outletConfigurationEntry",
     name: { table: "outletConfigurationEntry", column: "outletLabel" },
     label: { table: "outletConfigurationEntry", column: "outletName" },
+    // SensorStateEnumeration on(7), off(8); unavailable(-1) or no switch table (a PXE, not
+    // switched): the outlet's onOff(14) sensor, whose states are unavailable, on, off.
     state: {
       table: "outletSwitchControlEntry",
       column: "outletSwitchingState",
       values: { 7: "on", 8: "off" },
+      fallback: {
+        table: "outletSensorMeasurementsEntry",
+        column: "State",
+        sensorType: 14,
+        values: { 7: "on", 8: "off" },
+        absentWhen: notThere("outletSensorMeasurementsEntry", 14),
+      },
     },
     measurements: sensors(
       "outletSensorMeasurementsEntry",
@@ -218,6 +241,7 @@ export const RARITAN_PX2: SnmpProfile = {
       column: "State",
       sensorType: 1,
       states: RARITAN_NUMERIC_STATES,
+      absentWhen: notThere("outletSensorMeasurementsEntry", 1),
     },
     rating: { table: "outletConfigurationEntry", column: "outletRatedCurrent", scale: 1, text: true },
   },
@@ -238,6 +262,7 @@ export const RARITAN_PX2: SnmpProfile = {
         column: "State",
         sensorType: 1,
         states: RARITAN_NUMERIC_STATES,
+        absentWhen: notThere("inletSensorMeasurementsEntry", 1),
       },
       rating: { table: "inletConfigurationEntry", column: "inletRatedCurrent", scale: 1, text: true },
     },
@@ -259,6 +284,7 @@ export const RARITAN_PX2: SnmpProfile = {
             column: "DecimalDigits",
             sensorType: 1,
           },
+          absentWhen: notThere("overCurrentProtectorSensorMeasurementsEntry", 1),
         },
       ],
       alarm: {
@@ -266,6 +292,7 @@ export const RARITAN_PX2: SnmpProfile = {
         column: "State",
         sensorType: 15, // trip
         states: RARITAN_TRIP_STATES,
+        absentWhen: notThere("overCurrentProtectorSensorMeasurementsEntry", 15),
       },
       rating: {
         table: "overCurrentProtectorConfigurationEntry",

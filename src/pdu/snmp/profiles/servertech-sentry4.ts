@@ -7,13 +7,21 @@
  * volt-amps, hundredths of power factor, watt-hours for outlets and tenth kilowatt-hours for cords
  * and phases; -1 is "no reading".
  */
-import type { SnmpProfile } from "../profile.js";
+import type { AbsentWhen, SnmpProfile } from "../profile.js";
 import { SENTRY4_STATUS } from "./alarms.js";
 
 const ST4 = "1.3.6.1.4.1.1718.4.1";
 const unit = { index: 0 } as const;
 const byCord = (span: number) => ({ part: { index: 1 }, span }) as const;
+/** The readings' ranges start at -1, below any reading: the agent's "no reading". */
 const NR = [-1];
+/**
+ * DeviceStatus values under which a row's readings are not readings: notFound(7) "never
+ * connected", lost(8) "disconnected", readError(9) "read failure", noComm(10) "unreachable".
+ */
+const UNREAD = [7, 8, 9, 10];
+/** DeviceStatus notFound(7): "never connected", the row is of nothing that is there. */
+const NOT_FOUND = [7];
 
 const outletCfg = "st4OutletConfigEntry";
 const outletMon = "st4OutletMonitorEntry";
@@ -25,6 +33,11 @@ const phaseCfg = "st4PhaseConfigEntry";
 const phaseMon = "st4PhaseMonitorEntry";
 const ocpCfg = "st4OcpConfigEntry";
 const ocpMon = "st4OcpMonitorEntry";
+
+const OUTLET_UNREAD: AbsentWhen[] = [{ table: outletMon, column: "st4OutletStatus", values: UNREAD }];
+const CORD_UNREAD: AbsentWhen[] = [{ table: cordMon, column: "st4InputCordStatus", values: UNREAD }];
+const LINE_UNREAD: AbsentWhen[] = [{ table: lineMon, column: "st4LineStatus", values: UNREAD }];
+const PHASE_UNREAD: AbsentWhen[] = [{ table: phaseMon, column: "st4PhaseStatus", values: UNREAD }];
 
 const cordIndexed = (
   name: string,
@@ -156,15 +169,32 @@ export const SERVERTECH_SENTRY4: SnmpProfile = {
     label: { table: outletCfg, column: "st4OutletName" },
     state: { table: outletMon, column: "st4OutletState", values: { 1: "on", 2: "off" } },
     measurements: [
-      { table: outletMon, column: "st4OutletCurrent", type: "current", units: "A", scale: 0.01, invalid: NR },
-      { table: outletMon, column: "st4OutletVoltage", type: "voltage", units: "V", scale: 0.1, invalid: NR },
+      {
+        table: outletMon,
+        column: "st4OutletCurrent",
+        type: "current",
+        units: "A",
+        scale: 0.01,
+        absentIf: NR,
+        absentWhen: OUTLET_UNREAD,
+      },
+      {
+        table: outletMon,
+        column: "st4OutletVoltage",
+        type: "voltage",
+        units: "V",
+        scale: 0.1,
+        absentIf: NR,
+        absentWhen: OUTLET_UNREAD,
+      },
       {
         table: outletMon,
         column: "st4OutletActivePower",
         type: "realPower",
         units: "W",
         scale: 1,
-        invalid: NR,
+        absentIf: NR,
+        absentWhen: OUTLET_UNREAD,
       },
       {
         table: outletMon,
@@ -172,7 +202,8 @@ export const SERVERTECH_SENTRY4: SnmpProfile = {
         type: "apparentPower",
         units: "VA",
         scale: 1,
-        invalid: NR,
+        absentIf: NR,
+        absentWhen: OUTLET_UNREAD,
       },
       {
         table: outletMon,
@@ -180,7 +211,8 @@ export const SERVERTECH_SENTRY4: SnmpProfile = {
         type: "powerFactor",
         units: "%",
         scale: 1,
-        invalid: NR,
+        absentIf: NR,
+        absentWhen: OUTLET_UNREAD,
       },
       {
         table: outletMon,
@@ -188,10 +220,11 @@ export const SERVERTECH_SENTRY4: SnmpProfile = {
         type: "energy",
         units: "kWh",
         scale: 0.001,
-        invalid: NR,
+        absentIf: NR,
+        absentWhen: OUTLET_UNREAD,
       },
     ],
-    alarm: { table: outletMon, column: "st4OutletStatus", states: SENTRY4_STATUS },
+    alarm: { table: outletMon, column: "st4OutletStatus", states: SENTRY4_STATUS, absentIf: NOT_FOUND },
     rating: { table: outletCfg, column: "st4OutletCurrentCapacity", scale: 1 },
   },
   entities: [
@@ -207,7 +240,8 @@ export const SERVERTECH_SENTRY4: SnmpProfile = {
           type: "realPower",
           units: "W",
           scale: 1,
-          invalid: NR,
+          absentIf: NR,
+          absentWhen: CORD_UNREAD,
         },
         {
           table: cordMon,
@@ -215,7 +249,8 @@ export const SERVERTECH_SENTRY4: SnmpProfile = {
           type: "apparentPower",
           units: "VA",
           scale: 1,
-          invalid: NR,
+          absentIf: NR,
+          absentWhen: CORD_UNREAD,
         },
         {
           table: cordMon,
@@ -223,7 +258,8 @@ export const SERVERTECH_SENTRY4: SnmpProfile = {
           type: "powerFactor",
           units: "%",
           scale: 1,
-          invalid: NR,
+          absentIf: NR,
+          absentWhen: CORD_UNREAD,
         },
         {
           table: cordMon,
@@ -231,10 +267,12 @@ export const SERVERTECH_SENTRY4: SnmpProfile = {
           type: "energy",
           units: "kWh",
           scale: 0.1,
-          invalid: NR,
+          absentIf: NR,
+          absentWhen: CORD_UNREAD,
         },
       ],
-      alarm: { table: cordMon, column: "st4InputCordStatus", states: SENTRY4_STATUS },
+      alarm: { table: cordMon, column: "st4InputCordStatus", states: SENTRY4_STATUS, absentIf: NOT_FOUND },
+      absentWhen: [{ table: cordMon, column: "st4InputCordStatus", values: NOT_FOUND }],
       rating: { table: cordCfg, column: "st4InputCordCurrentCapacity", scale: 1 },
     },
     {
@@ -243,9 +281,18 @@ export const SERVERTECH_SENTRY4: SnmpProfile = {
       name: { table: lineCfg, column: "st4LineLabel" },
       fallbackName: "Line",
       measurements: [
-        { table: lineMon, column: "st4LineCurrent", type: "current", units: "A", scale: 0.01, invalid: NR },
+        {
+          table: lineMon,
+          column: "st4LineCurrent",
+          type: "current",
+          units: "A",
+          scale: 0.01,
+          absentIf: NR,
+          absentWhen: LINE_UNREAD,
+        },
       ],
-      alarm: { table: lineMon, column: "st4LineStatus", states: SENTRY4_STATUS },
+      alarm: { table: lineMon, column: "st4LineStatus", states: SENTRY4_STATUS, absentIf: NOT_FOUND },
+      absentWhen: [{ table: lineMon, column: "st4LineStatus", values: NOT_FOUND }],
       rating: { table: lineCfg, column: "st4LineCurrentCapacity", scale: 1 },
     },
     {
@@ -254,15 +301,32 @@ export const SERVERTECH_SENTRY4: SnmpProfile = {
       name: { table: phaseCfg, column: "st4PhaseLabel" },
       fallbackName: "Phase",
       measurements: [
-        { table: phaseMon, column: "st4PhaseVoltage", type: "voltage", units: "V", scale: 0.1, invalid: NR },
-        { table: phaseMon, column: "st4PhaseCurrent", type: "current", units: "A", scale: 0.01, invalid: NR },
+        {
+          table: phaseMon,
+          column: "st4PhaseVoltage",
+          type: "voltage",
+          units: "V",
+          scale: 0.1,
+          absentIf: NR,
+          absentWhen: PHASE_UNREAD,
+        },
+        {
+          table: phaseMon,
+          column: "st4PhaseCurrent",
+          type: "current",
+          units: "A",
+          scale: 0.01,
+          absentIf: NR,
+          absentWhen: PHASE_UNREAD,
+        },
         {
           table: phaseMon,
           column: "st4PhaseActivePower",
           type: "realPower",
           units: "W",
           scale: 1,
-          invalid: NR,
+          absentIf: NR,
+          absentWhen: PHASE_UNREAD,
         },
         {
           table: phaseMon,
@@ -270,7 +334,8 @@ export const SERVERTECH_SENTRY4: SnmpProfile = {
           type: "apparentPower",
           units: "VA",
           scale: 1,
-          invalid: NR,
+          absentIf: NR,
+          absentWhen: PHASE_UNREAD,
         },
         {
           table: phaseMon,
@@ -278,11 +343,21 @@ export const SERVERTECH_SENTRY4: SnmpProfile = {
           type: "powerFactor",
           units: "%",
           scale: 1,
-          invalid: NR,
+          absentIf: NR,
+          absentWhen: PHASE_UNREAD,
         },
-        { table: phaseMon, column: "st4PhaseEnergy", type: "energy", units: "kWh", scale: 0.1, invalid: NR },
+        {
+          table: phaseMon,
+          column: "st4PhaseEnergy",
+          type: "energy",
+          units: "kWh",
+          scale: 0.1,
+          absentIf: NR,
+          absentWhen: PHASE_UNREAD,
+        },
       ],
-      alarm: { table: phaseMon, column: "st4PhaseStatus", states: SENTRY4_STATUS },
+      alarm: { table: phaseMon, column: "st4PhaseStatus", states: SENTRY4_STATUS, absentIf: NOT_FOUND },
+      absentWhen: [{ table: phaseMon, column: "st4PhaseStatus", values: NOT_FOUND }],
     },
     {
       prefix: "breaker",
@@ -290,7 +365,8 @@ export const SERVERTECH_SENTRY4: SnmpProfile = {
       name: { table: ocpCfg, column: "st4OcpLabel" },
       fallbackName: "Breaker",
       measurements: [],
-      alarm: { table: ocpMon, column: "st4OcpStatus", states: SENTRY4_STATUS },
+      alarm: { table: ocpMon, column: "st4OcpStatus", states: SENTRY4_STATUS, absentIf: NOT_FOUND },
+      absentWhen: [{ table: ocpMon, column: "st4OcpStatus", values: NOT_FOUND }],
       rating: { table: ocpCfg, column: "st4OcpCurrentCapacity", scale: 1 },
     },
   ],

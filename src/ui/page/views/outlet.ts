@@ -112,6 +112,7 @@ export function outletView(
             mayControl(),
             device?.outletControlEnabled,
             device?.canResetOutletEnergy,
+            device?.canSwitchOutlets,
             outlet !== undefined,
             outlet !== undefined && hasOwnName(outlet),
           ])

@@ -276,6 +276,7 @@ function shapeOf(snapshot: SnapshotEventData | null): string {
       d.alarm.raised,
       d.outletControlEnabled,
       d.canResetOutletEnergy,
+      d.canSwitchOutlets,
       d.unit,
       shownOutlets(d).map((o) => o.index),
       shownEntities(d).map((e) => [e.key, e.load !== null]),

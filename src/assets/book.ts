@@ -1,0 +1,221 @@
+/**
+ * Every asset's state, kept up to date one instance at a time (section 16: "computed on each
+ * snapshot of a cord's instance, without a second pass over the fleet per poll"). An index from
+ * each instance to the cords on it makes a snapshot of one instance re-read only those cords and
+ * recompute only their assets; the cost of an update is the cords on that instance plus the other
+ * cords of their assets, whatever the size of the fleet.
+ *
+ * The book also knows which asset each resolved outlet feeds (the protected-asset rule starts from
+ * outlets: ./protect.ts) and keeps each instance's latest reading (the feed-loss projection reads
+ * the load reports: ./feed-loss.ts). The redundancy alarms it raises, changes and clears are
+ * returned by the update that moved them.
+ */
+import { compareFleetAlarms, alarmChange, type FleetAlarm, type FleetAlarmChange } from "./alarms.js";
+import { sameContent } from "../pdu/model.js";
+import { RedundancyTracker, redundancyAlarm } from "./redundancy.js";
+import { assetState, readCord, type AssetState, type CordReading, type InstanceReading } from "./state.js";
+import type { AssetDef, AssetModel } from "./types.js";
+
+/** One asset's book entry. */
+interface Entry {
+  readonly def: AssetDef;
+  readings: CordReading[];
+  tracker: RedundancyTracker;
+  state: AssetState;
+  alarm: FleetAlarm | null;
+}
+
+/** A cord of an asset, as the outlet index finds it. */
+export interface CordRef {
+  readonly asset: AssetDef;
+  readonly cord: number;
+}
+
+/** What one update moved. */
+export interface AssetUpdate {
+  /** The states of the assets with a cord on the instance, each as now (changed or not), in id order. */
+  readonly states: readonly AssetState[];
+  readonly alarmChanges: readonly FleetAlarmChange[];
+}
+
+const outletKey = (instance: string, deviceId: string, index: number): string =>
+  `${instance}\u0000${deviceId}\u0000${index}`;
+
+const NO_REFS: readonly CordRef[] = Object.freeze([]);
+
+export class AssetBook {
+  readonly model: AssetModel;
+  readonly #entries = new Map<string, Entry>();
+  /** instance → the assets with a cord on it, in id order (each once). */
+  readonly #byInstance = new Map<string, Entry[]>();
+  /** outlet key → the cords resolved to it (one, unless the configuration names it twice). */
+  readonly #outlets = new Map<string, CordRef[]>();
+  readonly #readings = new Map<string, InstanceReading>();
+  /** The alarm list as last built, or null when an update changed it since. */
+  #alarms: readonly FleetAlarm[] | null = null;
+
+  constructor(model: AssetModel) {
+    this.model = model;
+    for (const def of model.assets.values()) {
+      const readings = def.cords.map((cord, i) => readCord(model, cord, i, undefined));
+      const tracker = new RedundancyTracker(def.cords.length);
+      const entry: Entry = {
+        def,
+        readings,
+        tracker,
+        state: assetState(def, readings, tracker.redundancy(def.cords.length), null),
+        alarm: null,
+      };
+      this.#entries.set(def.id, entry);
+      for (const instance of new Set(def.cords.map((c) => c.instance))) {
+        let list = this.#byInstance.get(instance);
+        if (list === undefined) this.#byInstance.set(instance, (list = []));
+        list.push(entry);
+      }
+    }
+  }
+
+  /**
+   * The book of a new configuration (a live change of assets or feeds), with what the previous one
+   * knew: every instance's latest reading is read again, and an asset whose cords are the same keeps
+   * its count of polls and its alarm (a change of its label or protection moves nothing else). The
+   * alarms of assets gone or whose cords changed are cleared (a changed asset starts its count
+   * afresh).
+   */
+  static reconfigure(
+    previous: AssetBook,
+    model: AssetModel,
+    at: number,
+  ): { readonly book: AssetBook; readonly alarmChanges: readonly FleetAlarmChange[] } {
+    const book = new AssetBook(model);
+    const changes: FleetAlarmChange[] = [];
+    for (const [id, old] of previous.#entries) {
+      const entry = book.#entries.get(id);
+      if (entry !== undefined && sameCords(old.def, entry.def)) {
+        entry.tracker = old.tracker;
+        entry.alarm = old.alarm;
+      } else if (old.alarm !== null) changes.push({ change: "cleared", alarm: old.alarm, at });
+    }
+    for (const reading of previous.#readings.values())
+      changes.push(...book.update(reading, false, at).alarmChanges);
+    book.#alarms = null;
+    return { book, alarmChanges: changes };
+  }
+
+  /**
+   * An instance's new reading: a snapshot kept by the store, or a failed poll (`online` false).
+   * `poll` says whether it comes from a poll (a snapshot a latch or a live change made is not one:
+   * it moves states, not the redundancy's count of polls).
+   */
+  update(reading: InstanceReading, poll: boolean, at: number): AssetUpdate {
+    const previous = this.#readings.get(reading.id);
+    this.#readings.set(reading.id, reading);
+    const entries = this.#byInstance.get(reading.id);
+    if (entries === undefined) return { states: [], alarmChanges: [] };
+    // A poll whose answer was the last one (restamped by its driver) reads the same cords: only the
+    // count of polls moves.
+    const same =
+      previous !== undefined &&
+      previous.online === reading.online &&
+      previous.snapshot !== null &&
+      reading.snapshot !== null &&
+      sameContent(previous.snapshot, reading.snapshot);
+    const states: AssetState[] = [];
+    const changes: FleetAlarmChange[] = [];
+    for (const entry of entries) {
+      if (!same) this.#reread(entry, reading);
+      if (poll) entry.tracker.poll(entry.def, entry.readings, reading.id);
+      const redundancy = entry.tracker.redundancy(entry.def.cords.length);
+      entry.state = assetState(entry.def, entry.readings, redundancy, entry.state);
+      states.push(entry.state);
+      const alarm = redundancyAlarm(entry.def, entry.tracker, entry.alarm, at);
+      const change = alarmChange(entry.alarm, alarm, at);
+      if (change !== null) {
+        changes.push(change);
+        this.#alarms = null;
+        entry.alarm = alarm;
+      }
+    }
+    return { states, alarmChanges: changes };
+  }
+
+  /** Re-reads the entry's cords on the reading's instance, keeping the outlet index right. */
+  #reread(entry: Entry, reading: InstanceReading): void {
+    const { def } = entry;
+    const cords = def.cords;
+    // A copy by index: the array before is frozen (it is the state's), which the engine slices slowly.
+    const readings: CordReading[] = new Array<CordReading>(cords.length);
+    for (let i = 0; i < cords.length; i++) {
+      const cord = cords[i]!;
+      const before = entry.readings[i]!;
+      if (cord.instance !== reading.id) {
+        readings[i] = before;
+        continue;
+      }
+      const now = readCord(this.model, cord, i, reading);
+      readings[i] = now;
+      if (before.resolved && (!now.resolved || before.deviceId !== now.deviceId))
+        this.#unindex(outletKey(cord.instance, before.deviceId ?? "", cord.outlet), def, i);
+      if (now.resolved && (!before.resolved || before.deviceId !== now.deviceId))
+        this.#index(outletKey(cord.instance, now.deviceId ?? "", cord.outlet), def, i);
+    }
+    entry.readings = readings;
+  }
+
+  #index(key: string, asset: AssetDef, cord: number): void {
+    const refs = this.#outlets.get(key);
+    if (refs === undefined) this.#outlets.set(key, [{ asset, cord }]);
+    else refs.push({ asset, cord });
+  }
+
+  #unindex(key: string, asset: AssetDef, cord: number): void {
+    const refs = this.#outlets.get(key)?.filter((r) => r.asset !== asset || r.cord !== cord);
+    if (refs === undefined || refs.length === 0) this.#outlets.delete(key);
+    else this.#outlets.set(key, refs);
+  }
+
+  /** An asset's state, or undefined for an id that is not configured. */
+  get(id: string): AssetState | undefined {
+    return this.#entries.get(id)?.state;
+  }
+
+  /** Every asset's state, in id order. */
+  *states(): IterableIterator<AssetState> {
+    for (const entry of this.#entries.values()) yield entry.state;
+  }
+
+  /** The cords resolved to an outlet (empty when it feeds no asset). */
+  cordsAt(instance: string, deviceId: string, index: number): readonly CordRef[] {
+    return this.#outlets.get(outletKey(instance, deviceId, index)) ?? NO_REFS;
+  }
+
+  /** The ids of the assets with a cord on an instance, in id order. */
+  assetsOn(instance: string): readonly string[] {
+    return (this.#byInstance.get(instance) ?? []).map((e) => e.def.id);
+  }
+
+  /** The latest reading of every instance the book was given, by id. */
+  readings(): ReadonlyMap<string, InstanceReading> {
+    return this.#readings;
+  }
+
+  /** The active redundancy alarms, worst first; the same array until an update changes one. */
+  alarms(): readonly FleetAlarm[] {
+    if (this.#alarms === null) {
+      const list: FleetAlarm[] = [];
+      for (const entry of this.#entries.values()) if (entry.alarm !== null) list.push(entry.alarm);
+      this.#alarms = Object.freeze(list.sort(compareFleetAlarms));
+    }
+    return this.#alarms;
+  }
+}
+
+function sameCords(a: AssetDef, b: AssetDef): boolean {
+  return (
+    a.cords.length === b.cords.length &&
+    a.cords.every((c, i) => {
+      const d = b.cords[i]!;
+      return c.instance === d.instance && c.device === d.device && c.outlet === d.outlet;
+    })
+  );
+}

@@ -1,0 +1,371 @@
+/**
+ * Asset state (section 16), pure: each cord resolved against its instance's latest snapshot and
+ * read, and the asset's state and sums from its cords. The redundancy over polls is ./redundancy.ts;
+ * doing this for only the assets a snapshot touches is ./book.ts.
+ *
+ * - A cord names an outlet by instance, device (optional) and 0-based index. Without a device the
+ *   index must be on exactly one device of the instance. A cord that does not resolve is reported
+ *   with the reason, never fatal.
+ * - A cord is `live` when it resolves, its PDU is online (polled, its last poll good) and the outlet
+ *   is on; `off` when it resolves, its PDU is online and the outlet is off; `unknown` otherwise
+ *   (never polled here, its last poll failed, not resolved, the outlet's state unknown).
+ * - The asset is `on` (every cord live), `off` (every cord off), `unknown` (a cord unknown), else
+ *   `partial`. Power and current are the sums over its cords, counting a cord that is off and
+ *   reports nothing as 0, and are null when any other cord reports none (an unknown cord reports
+ *   none: a PDU that fails never turns into a low sum). Energy is the sum only when every cord
+ *   reports it.
+ */
+import type { Device, LoadReport, Measurement, Outlet, OutletState, Snapshot } from "../pdu/model.js";
+import { feedOf, type AssetDef, type AssetModel, type Cord } from "./types.js";
+
+/** What the core reads of an instance: the store's status, as the wiring hands it over. */
+export interface InstanceReading {
+  readonly id: string;
+  /**
+   * The latest snapshot (latches, overrides and `OutletCircuits` applied), or null when the
+   * instance has not been polled successfully (here, or by the replica whose readings these are).
+   */
+  readonly snapshot: Snapshot | null;
+  /** False when its last poll failed: the snapshot is the last good one, its readings stale. */
+  readonly online: boolean;
+  /** The snapshot's load report (the feed-loss projection reads its entities' currents and ratings). */
+  readonly load?: LoadReport;
+}
+
+export type CordProblem =
+  "not-polled" | "offline" | "unknown-device" | "unknown-outlet" | "ambiguous" | "state-unknown";
+
+export type CordStatus = "live" | "off" | "unknown";
+
+/** One cord as last read. */
+export interface CordReading {
+  /** The cord's position in the asset's `Cords`. */
+  readonly cord: number;
+  readonly instance: string;
+  /** The device it resolved to (or named), null while neither. */
+  readonly deviceId: string | null;
+  readonly index: number;
+  /** Whether it resolved to an outlet of the instance's latest snapshot. */
+  readonly resolved: boolean;
+  readonly status: CordStatus;
+  /** The outlet's state as the snapshot says (also for an offline PDU's last snapshot), or null. */
+  readonly outletState: OutletState | null;
+  /** Why the cord is not `live` or `off`, or null. */
+  readonly problem: CordProblem | null;
+  /** Readable detail of {@link problem}, or null. */
+  readonly detail: string | null;
+  /** W, A and kWh from an online PDU; null when not reported or not known now. */
+  readonly power: number | null;
+  readonly current: number | null;
+  readonly energy: number | null;
+  /**
+   * The outlet's lifetime energy counter (kWh, the measurement `energyLifetime`, which never
+   * decreases: section 18), where the snapshot has one; kept from the last good snapshot while its
+   * PDU is offline, so a sum of them never drops and comes back. Null when not reported.
+   */
+  readonly energyLifetime: number | null;
+  /** The entity the outlet draws through (`Outlet.feedsFrom`, when the device has it), or null. */
+  readonly feedsFrom: string | null;
+  /** The feed of the outlet's device (`DeviceFeeds`, else the instance's `Feed`), or null. */
+  readonly feed: string | null;
+}
+
+export type AssetPowerState = "on" | "off" | "partial" | "unknown";
+export type Redundancy = "ok" | "single" | "lost";
+
+export interface AssetState {
+  readonly id: string;
+  readonly state: AssetPowerState;
+  readonly power: number | null;
+  readonly current: number | null;
+  readonly energy: number | null;
+  /** The sum of the cords' lifetime counters, only when every cord reports one (section 18's asset counter). */
+  readonly energyLifetime: number | null;
+  readonly cordsLive: number;
+  readonly cords: number;
+  readonly redundancy: Redundancy;
+  /** In the order of the asset's cords. */
+  readonly readings: readonly CordReading[];
+  /**
+   * Whether what the asset shows besides its figures moved since its state before: its state,
+   * cordsLive, redundancy, or a cord's status, problem or device; true for a first state. The
+   * figures (power, current, energies) are compared by whoever publishes them.
+   */
+  readonly changed: boolean;
+}
+
+/** The outlet with `index` of a device (outlets are sorted by index; most are at their index). */
+export function outletAt(device: Device, index: number): Outlet | undefined {
+  const outlets = device.outlets;
+  const guess = outlets[index];
+  if (guess?.index === index) return guess;
+  let lo = 0;
+  let hi = outlets.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const at = outlets[mid]!.index;
+    if (at === index) return outlets[mid];
+    if (at < index) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return undefined;
+}
+
+export type Resolution =
+  | { readonly ok: true; readonly device: Device; readonly outlet: Outlet }
+  | {
+      readonly ok: false;
+      readonly problem: CordProblem;
+      readonly detail: string;
+      readonly deviceId: string | null;
+    };
+
+/** The outlet a cord names in a snapshot, or why there is none. */
+export function resolveCord(cord: Cord, snapshot: Snapshot | null): Resolution {
+  if (snapshot === null)
+    return {
+      ok: false,
+      problem: "not-polled",
+      detail: `instance ${cord.instance} has not been polled`,
+      deviceId: cord.device,
+    };
+  if (cord.device !== null) {
+    const device = snapshot.devices.find((d) => d.id === cord.device);
+    if (device === undefined)
+      return {
+        ok: false,
+        problem: "unknown-device",
+        detail: `instance ${cord.instance} reports no device ${cord.device}`,
+        deviceId: cord.device,
+      };
+    const outlet = outletAt(device, cord.outlet);
+    return outlet === undefined
+      ? { ok: false, problem: "unknown-outlet", detail: noOutlet(cord, device.id), deviceId: device.id }
+      : { ok: true, device, outlet };
+  }
+  let found: { device: Device; outlet: Outlet } | null = null;
+  for (const device of snapshot.devices) {
+    const outlet = outletAt(device, cord.outlet);
+    if (outlet === undefined) continue;
+    if (found !== null)
+      return {
+        ok: false,
+        problem: "ambiguous",
+        detail: `outlet ${cord.outlet} is on devices ${found.device.id} and ${device.id} of instance ${cord.instance}: name the Device`,
+        deviceId: null,
+      };
+    found = { device, outlet };
+  }
+  return found === null
+    ? { ok: false, problem: "unknown-outlet", detail: noOutlet(cord, null), deviceId: null }
+    : { ok: true, device: found.device, outlet: found.outlet };
+}
+
+const noOutlet = (cord: Cord, deviceId: string | null): string =>
+  `${deviceId === null ? `no device of instance ${cord.instance}` : `device ${deviceId} of instance ${cord.instance}`} reports outlet ${cord.outlet} (indexes are 0-based)`;
+
+/** An outlet's figures in W, A and kWh (null: absent, not a number, or in a unit not known here). */
+interface Figures {
+  power: number | null;
+  current: number | null;
+  energy: number | null;
+  energyLifetime: number | null;
+}
+
+/** `value` in the unit `scales` maps its units to, or null. */
+function scaled(
+  value: number | null,
+  units: string,
+  scales: Readonly<Record<string, number>>,
+): number | null {
+  const scale = scales[units];
+  return value === null || !Number.isFinite(value) || scale === undefined ? null : value * scale;
+}
+
+const WATTS: Readonly<Record<string, number>> = { W: 1, "": 1, kW: 1000 };
+const AMPS: Readonly<Record<string, number>> = { A: 1, "": 1, mA: 0.001 };
+const KWH: Readonly<Record<string, number>> = { kWh: 1, "": 1, Wh: 0.001 };
+
+/** The figures of an outlet's measurements, in one pass (a type is unique within an outlet). */
+function figuresOf(measurements: readonly Measurement[]): Figures {
+  const f: Figures = { power: null, current: null, energy: null, energyLifetime: null };
+  // Indexed: the engine iterates the model's frozen arrays slowly otherwise.
+  for (let i = 0; i < measurements.length; i++) {
+    const m = measurements[i]!;
+    if (m.type === "realPower") f.power ??= scaled(m.value, m.units, WATTS);
+    else if (m.type === "current") f.current ??= scaled(m.value, m.units, AMPS);
+    else if (m.type === "energy") f.energy ??= scaled(m.value, m.units, KWH);
+    else if (m.type === "energyLifetime") f.energyLifetime ??= scaled(m.value, m.units, KWH);
+  }
+  return f;
+}
+
+/** One cord read from its instance's reading. */
+export function readCord(
+  model: AssetModel,
+  cord: Cord,
+  position: number,
+  reading: InstanceReading | undefined,
+): CordReading {
+  const snapshot = reading?.snapshot ?? null;
+  const resolution = resolveCord(cord, snapshot);
+  if (!resolution.ok) {
+    // Without a device, the instance's feed holds only where no device of it has a feed of its own.
+    const feed =
+      resolution.deviceId !== null
+        ? feedOf(model, cord.instance, resolution.deviceId)
+        : model.deviceFeeds.has(cord.instance)
+          ? null
+          : (model.instanceFeeds.get(cord.instance) ?? null);
+    // Every reading is built with its fields in one order (one shape for the engine: no spreads).
+    return {
+      cord: position,
+      instance: cord.instance,
+      deviceId: resolution.deviceId,
+      index: cord.outlet,
+      resolved: false,
+      status: "unknown",
+      outletState: null,
+      problem: resolution.problem,
+      detail: resolution.detail,
+      power: null,
+      current: null,
+      energy: null,
+      energyLifetime: null,
+      feedsFrom: null,
+      feed,
+    };
+  }
+  const { device, outlet } = resolution;
+  const online = reading?.online === true;
+  const status: CordStatus = !online
+    ? "unknown"
+    : outlet.state === "on"
+      ? "live"
+      : outlet.state === "off"
+        ? "off"
+        : "unknown";
+  const feedsFrom =
+    outlet.feedsFrom !== undefined && device.entities.some((e) => e.key === outlet.feedsFrom)
+      ? outlet.feedsFrom
+      : null;
+  const problem: CordProblem | null = !online ? "offline" : status === "unknown" ? "state-unknown" : null;
+  const f = figuresOf(outlet.measurements);
+  return {
+    cord: position,
+    instance: cord.instance,
+    deviceId: device.id,
+    index: cord.outlet,
+    resolved: true,
+    status,
+    outletState: outlet.state,
+    problem,
+    detail: problem === null ? null : problem === "offline" ? offlineDetail(cord.instance) : STATE_UNKNOWN,
+    power: online ? f.power : null,
+    current: online ? f.current : null,
+    energy: online ? f.energy : null,
+    energyLifetime: f.energyLifetime,
+    feedsFrom,
+    feed: feedOf(model, cord.instance, device.id),
+  };
+}
+
+const offlineDetail = (instance: string): string => `the last poll of instance ${instance} failed`;
+const STATE_UNKNOWN = "the PDU reports the outlet's state as unknown";
+
+/** The sum of a value over the cords: a cord that is off and reports none counts 0; else null when one has none. */
+function sum(
+  readings: readonly CordReading[],
+  pick: (r: CordReading) => number | null,
+  offCountsZero: boolean,
+): number | null {
+  let total = 0;
+  for (const r of readings) {
+    const v = pick(r);
+    if (v !== null) total += v;
+    else if (!(offCountsZero && r.status === "off")) return null;
+  }
+  return total;
+}
+
+/**
+ * The asset's state from its cords' readings (redundancy as given: ./redundancy.ts decides it);
+ * `before` itself when nothing of it differs, so a reader that keeps the object it last wrote knows.
+ */
+export function assetState(
+  asset: AssetDef,
+  readings: readonly CordReading[],
+  redundancy: Redundancy,
+  before: AssetState | null,
+): AssetState {
+  let live = 0;
+  let off = 0;
+  let unknown = 0;
+  for (const r of readings) {
+    if (r.status === "live") live++;
+    else if (r.status === "off") off++;
+    else unknown++;
+  }
+  const n = readings.length;
+  const state: AssetPowerState = unknown > 0 ? "unknown" : live === n ? "on" : off === n ? "off" : "partial";
+  const power = sum(readings, (r) => r.power, true);
+  const current = sum(readings, (r) => r.current, true);
+  const energy = sum(readings, (r) => r.energy, false);
+  const energyLifetime = sum(readings, (r) => r.energyLifetime, false);
+  const changed =
+    before === null ||
+    before.state !== state ||
+    before.cordsLive !== live ||
+    before.redundancy !== redundancy ||
+    readings.some((r, i) => !sameCordShown(before.readings[i], r));
+  if (
+    before !== null &&
+    !changed &&
+    before.power === power &&
+    before.current === current &&
+    before.energy === energy &&
+    before.energyLifetime === energyLifetime &&
+    readings.every((r, i) => sameCordValues(before.readings[i]!, r))
+  )
+    return before.changed ? Object.freeze({ ...before, changed: false }) : before;
+  return Object.freeze({
+    id: asset.id,
+    state,
+    power,
+    current,
+    energy,
+    energyLifetime,
+    cordsLive: live,
+    cords: n,
+    redundancy,
+    readings: Object.freeze(readings),
+    changed,
+  });
+}
+
+function sameCordShown(a: CordReading | undefined, b: CordReading): boolean {
+  return a !== undefined && a.status === b.status && a.problem === b.problem && a.deviceId === b.deviceId;
+}
+
+function sameCordValues(a: CordReading, b: CordReading): boolean {
+  return (
+    a.power === b.power &&
+    a.current === b.current &&
+    a.energy === b.energy &&
+    a.energyLifetime === b.energyLifetime &&
+    a.outletState === b.outletState &&
+    a.feedsFrom === b.feedsFrom &&
+    a.feed === b.feed &&
+    a.resolved === b.resolved &&
+    a.detail === b.detail
+  );
+}
+
+/** Every cord of an asset read from the readings by instance (the from-scratch way). */
+export function readAsset(
+  model: AssetModel,
+  asset: AssetDef,
+  readings: ReadonlyMap<string, InstanceReading>,
+): CordReading[] {
+  return asset.cords.map((cord, i) => readCord(model, cord, i, readings.get(cord.instance)));
+}
