@@ -30,6 +30,7 @@ import { connectAsync, type MqttClient } from "mqtt";
 import { bucketOf } from "../src/cluster/assign.js";
 import { EtcdLeaseStore } from "../src/cluster/etcd.js";
 import { ETCD, EtcdCluster } from "../testkit/etcd.js";
+import { configYaml } from "../testkit/config-yaml.js";
 import { bucketHolders, clusterConfigLines } from "../testkit/replica-fleet.js";
 import { waitFor } from "../testkit/wait.js";
 import { startBridge } from "./lib/bridge.js";
@@ -733,35 +734,34 @@ async function startService(
 ): Promise<LoggedChild> {
   const { ctx } = rig;
   const single = o.member === null;
-  const lines = [
-    "Mqtt:",
-    "  Connection:",
-    `    Host: ${rig.broker.host}`,
-    `    Port: ${rig.broker.port}`,
-    "    Scheme: mqtt",
-    // The same client id on every replica: the bucket connections' ids derive from it.
-    `  ClientId: bench-${single ? "single" : "cluster"}-${process.pid}`,
-    `  ParentTopic: ${single ? SINGLE_PARENT : PARENT}`,
-    "Pdus:",
-  ];
-  rig.ids.forEach((id, i) => {
-    lines.push(
-      `  ${id}:`,
-      `    Connection: { Host: 127.0.0.1, Port: ${rig.fleet.ports[i]}, Scheme: http, Timeout: 15 }`,
-      `    PollInterval: ${rig.o.pollIntervalS}`,
-      "    ActionsEnabled: false",
-    );
+  const text = configYaml({
+    Mqtt: {
+      Connection: { Host: rig.broker.host, Port: rig.broker.port, Scheme: "mqtt" },
+      // The same client id on every replica: the bucket connections' ids derive from it.
+      ClientId: `bench-${single ? "single" : "cluster"}-${process.pid}`,
+      ParentTopic: single ? SINGLE_PARENT : PARENT,
+    },
+    Pdus: Object.fromEntries(
+      rig.ids.map((id, i) => [
+        id,
+        {
+          Connection: { Host: "127.0.0.1", Port: rig.fleet.ports[i], Scheme: "http", Timeout: 15 },
+          PollInterval: rig.o.pollIntervalS,
+          ActionsEnabled: false,
+        },
+      ]),
+    ),
+    HomeAssistant: {
+      DiscoveryEnabled: true,
+      DiscoveryTopic: single ? SINGLE_DISCOVERY : DISCOVERY,
+      SensorExpireAfterSeconds: 300,
+    },
+    Api: { Enabled: false },
+    Health: { Enabled: false },
+    Logging: { Level: "info" },
   });
-  lines.push(
-    "HomeAssistant:",
-    "  DiscoveryEnabled: true",
-    `  DiscoveryTopic: ${single ? SINGLE_DISCOVERY : DISCOVERY}`,
-    "  SensorExpireAfterSeconds: 300",
-    "Api: { Enabled: false }",
-    "Health: { Enabled: false }",
-    "Logging:",
-    "  Level: info",
-  );
+  // The Cluster section is replica-fleet.ts's, as the cluster tests write it.
+  const lines = [text.trimEnd()];
   if (o.member !== null) {
     const t = o.timings ?? rig.o.timings;
     lines.push(

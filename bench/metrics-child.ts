@@ -22,6 +22,7 @@ import { GeistClient } from "../src/pdu/geist/client.js";
 import type { Snapshot } from "../src/pdu/model.js";
 import { SnapshotStore } from "../src/poller/store.js";
 import { startSimulator } from "../src/simulator/index.js";
+import { configYaml } from "../testkit/config-yaml.js";
 import { serveIpc, signalReady } from "./lib/child.js";
 
 const { values } = parseArgs({
@@ -61,13 +62,14 @@ if (values.mode === "baseline") {
   const logger = createLogger({ level: "warn" });
   const sim = await startSimulator({ outlets: Number(values.outlets), requestLogLimit: 0 });
   const ids = Array.from({ length: pdus }, (_, i) => `pdu-${String(i).padStart(4, "0")}`);
-  const yaml = [
-    "Mqtt: { Connection: { Host: 127.0.0.1 } }",
-    "Health: { Bind: 127.0.0.1, Port: 0 }",
-    "Pdus:",
-    ...ids.map((id) => `  ${id}: { Connection: { Host: 127.0.0.1, Port: ${sim.port}, Scheme: http } }`),
-  ].join("\n");
-  const config = await parseConfigText(`${yaml}\n`, "bench-metrics.yaml", {});
+  const yaml = configYaml({
+    Mqtt: { Connection: { Host: "127.0.0.1" } },
+    Health: { Bind: "127.0.0.1", Port: 0 },
+    Pdus: Object.fromEntries(
+      ids.map((id) => [id, { Connection: { Host: "127.0.0.1", Port: sim.port, Scheme: "http" } }]),
+    ),
+  });
+  const config = await parseConfigText(yaml, "bench-metrics.yaml", {});
   const client = new GeistClient(config.instances[0]!, { logger });
   const polled = await client.poll(new AbortController().signal);
   await client.close();

@@ -43,6 +43,7 @@ import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import snmp from "net-snmp";
 import { DEFAULT_NODE_OPTIONS } from "../src/runtime.js";
+import { configYaml, type PduDocument } from "../testkit/config-yaml.js";
 import { startBroker } from "./lib/broker.js";
 import { DIST, IpcChild, serveIpc, signalReady, sleep, spawnNode, stopChild } from "./lib/child.js";
 import { InspectorProfiler } from "./lib/inspector-profile.js";
@@ -410,26 +411,31 @@ async function measureFleet(ctx: BenchContext, run: FleetRun): Promise<FleetMeas
       Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_") && k !== "NODE_OPTIONS"),
     );
     env.NODE_OPTIONS = DEFAULT_NODE_OPTIONS;
-    const lines = [
-      "Mqtt:",
-      `  Connection: { Host: ${broker.host}, Port: ${broker.port}, Scheme: mqtt }`,
-      `  ClientId: bench-${name}-${process.pid}`,
-      "Pdus:",
-    ];
+    const pdus: Record<string, PduDocument> = {};
     ports.forEach((port, i) => {
       const id = `${name}-${String(i).padStart(4, "0")}`;
-      lines.push(
-        `  ${id}:`,
-        "    Driver: snmp",
-        `    Connection: { Host: ${BRIDGE_ADDRESS}, Port: ${port}, Timeout: 5 }`,
-        `    Snmp: { Profile: ${profiles[i] ?? "apc-rpdu2"} }`,
-        `    PollInterval: ${intervalS}`,
-      );
+      pdus[id] = {
+        Driver: "snmp",
+        Connection: { Host: BRIDGE_ADDRESS, Port: port, Timeout: 5 },
+        Snmp: { Profile: profiles[i] ?? "apc-rpdu2" },
+        PollInterval: intervalS,
+      };
       env[`SERVICE_PDU_${id.toUpperCase().replaceAll("-", "_")}_COMMUNITY`] = "bench";
     });
-    lines.push("Api: { Enabled: false }", "Health: { Enabled: false }", "Logging: { Level: info }");
     const config = join(ctx.workDir, `${name}-bridge.yaml`);
-    writeFileSync(config, `${lines.join("\n")}\n`);
+    writeFileSync(
+      config,
+      configYaml({
+        Mqtt: {
+          Connection: { Host: broker.host, Port: broker.port, Scheme: "mqtt" },
+          ClientId: `bench-${name}-${process.pid}`,
+        },
+        Pdus: pdus,
+        Api: { Enabled: false },
+        Health: { Enabled: false },
+        Logging: { Level: "info" },
+      }),
+    );
     const floorFile = join(ctx.workDir, `${name}-floor.json`);
     const tables = run.ownTables
       ? profiles.map((p) => (profileById(p)?.tables ?? []).map((t) => t.oid))

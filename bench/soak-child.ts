@@ -115,7 +115,7 @@ async function main(): Promise<void> {
     logger: createLogger({ level: config.Logging.Level, destination }),
   });
   const polls = { ok: 0, failed: 0 };
-  app.bus.listen({
+  app.bus.listen(polls, {
     pollFailed: () => polls.failed++,
     snapshot: (event) => {
       if (event.fromPoll) polls.ok++;

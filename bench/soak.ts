@@ -24,6 +24,7 @@ import { parseArgs } from "node:util";
 import { connectAsync, type MqttClient } from "mqtt";
 import { Pool } from "undici";
 import { sleep } from "../testkit/repo.js";
+import { configYaml } from "../testkit/config-yaml.js";
 import type { ChildMessage, ChildSample, ParentMessage } from "./soak-child.js";
 
 const { values: args } = parseArgs({
@@ -83,24 +84,24 @@ async function startFleet(): Promise<{ child: ChildProcess; ports: number[] }> {
   throw new Error("the simulator fleet exited before it listened");
 }
 
-function configYaml(ports: readonly number[]): string {
-  const lines = [
-    "Mqtt:",
-    "  ClientId: pdu-bridge-soak",
-    "  Embedded: { Bind: 127.0.0.1, Port: 0 }",
-    "Pdus:",
-    ...ports.flatMap((port, n) => [
-      `  ${id(n)}:`,
-      `    Connection: { Host: 127.0.0.1, Port: ${port}, Scheme: http, Timeout: 5 }`,
-      "    PollInterval: 1",
-      `    ActionsEnabled: ${n < CONTROLLED}`,
-      ...(n < CONTROLLED ? ["    Credentials: { Username: admin, Password: admin }"] : []),
-    ]),
-    "Api: { Enabled: true, Bind: 127.0.0.1, Port: 0 }",
-    "Health: { Enabled: true, Bind: 127.0.0.1, Port: 0 }",
-    "Logging: { Level: info }",
-  ];
-  return `${lines.join("\n")}\n`;
+function bridgeConfig(ports: readonly number[]): string {
+  return configYaml({
+    Mqtt: { ClientId: "pdu-bridge-soak", Embedded: { Bind: "127.0.0.1", Port: 0 } },
+    Pdus: Object.fromEntries(
+      ports.map((port, n) => [
+        id(n),
+        {
+          Connection: { Host: "127.0.0.1", Port: port, Scheme: "http", Timeout: 5 },
+          PollInterval: 1,
+          ActionsEnabled: n < CONTROLLED,
+          ...(n < CONTROLLED ? { Credentials: { Username: "admin", Password: "admin" } } : {}),
+        },
+      ]),
+    ),
+    Api: { Enabled: true, Bind: "127.0.0.1", Port: 0 },
+    Health: { Enabled: true, Bind: "127.0.0.1", Port: 0 },
+    Logging: { Level: "info" },
+  });
 }
 
 class Bridge {
@@ -253,7 +254,7 @@ async function main(): Promise<void> {
   const fleet = await startFleet();
   const dir = mkdtempSync(join(tmpdir(), "pdu-soak-"));
   const configPath = join(dir, "config.yaml");
-  writeFileSync(configPath, configYaml(fleet.ports));
+  writeFileSync(configPath, bridgeConfig(fleet.ports));
 
   const bridge = new Bridge(configPath);
   let mqtt: MqttClient | null = null;

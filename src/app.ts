@@ -141,21 +141,7 @@ export class App {
           loginProblem: (id) => this.credentials.problem(id),
         })
       : null;
-    const httpDeps = (more: Partial<HttpDeps>): HttpDeps => ({
-      // A getter, so live configuration changes (poll intervals) show in the listeners.
-      get config() {
-        return current();
-      },
-      store,
-      bus,
-      logger,
-      startedAt: this.startedAt,
-      mqttStatus: () => mqtt.status(),
-      homeAssistantStatus: () => mqtt.homeAssistant(),
-      loginProblem: (id) => this.credentials.problem(id),
-      ...(metrics === null ? {} : { metrics, metricsRoute: metricsRoute(metrics) }),
-      ...more,
-    });
+    const httpDeps = (more: Partial<HttpDeps>): HttpDeps => this.#httpDeps(metrics, more);
     [this.#api, this.#health] = this.#listeners(httpDeps);
     const api = this.#api;
     this.#lifecycle = new Lifecycle(
@@ -173,7 +159,29 @@ export class App {
         control,
       ],
       logger,
+      bus,
     );
+  }
+
+  /** What a listener is given: the App's store, bus and status functions, and `more`. */
+  #httpDeps(metrics: BridgeMetrics | null, more: Partial<HttpDeps>): HttpDeps {
+    const current = (): Config => this.config;
+    const mqtt = this.#mqtt;
+    return {
+      // A getter, so live configuration changes (poll intervals) show in the listeners.
+      get config() {
+        return current();
+      },
+      store: this.store,
+      bus: this.bus,
+      logger: this.logger,
+      startedAt: this.startedAt,
+      mqttStatus: () => mqtt.status(),
+      homeAssistantStatus: () => mqtt.homeAssistant(),
+      loginProblem: (id) => this.credentials.problem(id),
+      ...(metrics === null ? {} : { metrics, metricsRoute: metricsRoute(metrics) }),
+      ...more,
+    };
   }
 
   /** The REST API (with the console) and the health listener, as configured. */
@@ -372,11 +380,10 @@ function pollTargets(config: Config, clients: ReadonlyMap<string, PduDriver>) {
  * stopped last, when nothing polls or writes any more.
  */
 function pdusPart(store: SnapshotStore, clients: ReadonlyMap<string, PduDriver>, bus: EventBus): Part {
-  let unlisten = (): void => undefined;
   return {
     name: "pdus",
     start() {
-      unlisten = bus.listen({
+      bus.listen(this, {
         configApplied: ({ config, live }) => {
           for (const [id, seconds] of live.pollIntervals) clients.get(id)?.setPollInterval?.(seconds * 1000);
           // Re-derives the snapshot: REST, control's Protected and MQTT's retained topics at once.
@@ -388,7 +395,6 @@ function pdusPart(store: SnapshotStore, clients: ReadonlyMap<string, PduDriver>,
       });
     },
     async stop() {
-      unlisten();
       store.close();
       await Promise.allSettled([...clients.values()].map((c) => c.close()));
     },
@@ -402,7 +408,6 @@ function pdusPart(store: SnapshotStore, clients: ReadonlyMap<string, PduDriver>,
  * after a live change of its overrides.
  */
 function instanceLog(store: SnapshotStore, config: () => Config, bus: EventBus, logger: Logger): Part {
-  let unlisten = (): void => undefined;
   const warnUnknownOverrides = (id: string): void => {
     const snapshot = store.get(id)?.snapshot ?? null;
     const instance = config().instances.find((i) => i.id === id);
@@ -415,7 +420,7 @@ function instanceLog(store: SnapshotStore, config: () => Config, bus: EventBus, 
     name: "instance-log",
     start() {
       const unchecked = new Set(config().instances.map((i) => i.id));
-      unlisten = bus.listen({
+      bus.listen(this, {
         instanceStatus: (event) => {
           if (!event.online) return;
           const devices = event.snapshot.devices;
@@ -447,7 +452,7 @@ function instanceLog(store: SnapshotStore, config: () => Config, bus: EventBus, 
       });
     },
     stop() {
-      unlisten();
+      // Its listeners are all it has: the lifecycle releases them.
     },
   };
 }

@@ -4,7 +4,11 @@
  * and listens to each are listed in docs/architecture.md ("The event bus").
  *
  * - Typed: `bus.on("snapshot", (e) => …)` knows `e` is a {@link SnapshotEvent}; `on` returns the
- *   function that removes the listener, and {@link EventBus.listen} takes several at once.
+ *   function that removes the listener.
+ * - Owned: a part registers its listeners with {@link EventBus.listen}, naming itself as their
+ *   owner, and {@link EventBus.release} removes everything an owner registered. The lifecycle
+ *   (src/lifecycle.ts) releases a part's listeners when it stops the part (and when its start
+ *   fails), so a stopped part hears no event and no part keeps its own way of unsubscribing.
  * - Synchronous: `emit` calls the event's listeners in registration order before it returns, so a
  *   part that emits knows every listener has seen the event (the store's snapshot is the one they
  *   read). A listener added during an emit hears the next event; one removed during it is not called.
@@ -14,7 +18,6 @@
  */
 import type { LiveChanges } from "./config/kubernetes/diff.js";
 import type { Config } from "./config/schema.js";
-import type { ControlSource, SettingsTarget } from "./control/types.js";
 import type { Logger } from "./log.js";
 import type { AlarmChange, LoadReport, Snapshot } from "./pdu/model.js";
 
@@ -78,6 +81,35 @@ export interface AlarmsEvent {
   readonly instanceId: string;
   readonly changes: readonly AlarmChange[];
 }
+
+/** An outlet, or a OneView group, that a command names (the control core's contract, src/control/types.ts). */
+export type ControlTarget =
+  | { readonly kind: "outlet"; readonly deviceId: string; readonly index: number }
+  | { readonly kind: "group"; readonly groupKey: string };
+
+/**
+ * What a settings write names (docs/control.md, "Settings writes"): an outlet, a device, an entity
+ * or a OneView group.
+ */
+export type SettingsTarget =
+  | ControlTarget
+  | { readonly kind: "device"; readonly deviceId: string }
+  | { readonly kind: "entity"; readonly deviceId: string; readonly entityKey: string };
+
+/** A person signed in to the web console (OpenID Connect): the ID token's subject and a display name. */
+export interface ConsoleUser {
+  readonly sub: string;
+  readonly name: string;
+}
+
+/**
+ * Who asked: for the audit log. `rest` is a machine with the API key (`key`: the key matched),
+ * `console` a signed-in user of the web console, `mqtt` a command topic.
+ */
+export type ControlSource =
+  | { readonly surface: "rest"; readonly client: string; readonly key?: boolean }
+  | { readonly surface: "console"; readonly client: string; readonly user: ConsoleUser }
+  | { readonly surface: "mqtt"; readonly topic: string };
 
 /**
  * One control attempt, from either surface, as audited (src/control/audit.ts): every command and
@@ -206,6 +238,8 @@ export interface EventBusOptions {
 export class EventBus {
   /** Per event, its listeners in registration order; replaced, never changed, while emits run. */
   readonly #entries = new Map<BusEventName, readonly Entry[]>();
+  /** Per owner, the removal of each listener it registered with {@link listen}. */
+  readonly #owned = new Map<object, (() => void)[]>();
   readonly #logger: Logger | undefined;
   readonly #now: () => number;
 
@@ -227,16 +261,25 @@ export class EventBus {
     };
   }
 
-  /** {@link on} for each of `listeners` (in their order); the returned function removes them all. */
-  listen(listeners: BusListeners): () => void {
-    const offs: (() => void)[] = [];
+  /**
+   * {@link on} for each of `listeners` (in their order), on behalf of `owner` (a part, or an object
+   * a part holds): they hear events until {@link release} of the owner.
+   */
+  listen(owner: object, listeners: BusListeners): void {
+    const offs = this.#owned.get(owner) ?? [];
     for (const name of Object.keys(listeners) as BusEventName[]) {
       const listener = listeners[name] as BusListener<BusEventName> | undefined;
       if (listener !== undefined) offs.push(this.on(name, listener));
     }
-    return () => {
-      for (const off of offs) off();
-    };
+    if (offs.length > 0) this.#owned.set(owner, offs);
+  }
+
+  /** Removes every listener `owner` registered with {@link listen}, at once (also during an emit). */
+  release(owner: object): void {
+    const offs = this.#owned.get(owner);
+    if (offs === undefined) return;
+    this.#owned.delete(owner);
+    for (const off of offs) off();
   }
 
   /** Tells every listener of `name`, in registration order. Never throws. */

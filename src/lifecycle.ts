@@ -1,14 +1,17 @@
 /**
  * The one lifecycle of the service's parts: an ordered list, started in order and stopped in
- * reverse. A part that fails to start leaves nothing running of itself (its own `start` cleans up)
- * and the parts started before it are stopped, in reverse, before the failure is passed on.
+ * reverse. A part that fails to start leaves nothing running of itself (its own `start` cleans up
+ * its work, the lifecycle its bus listeners) and the parts started before it are stopped, in
+ * reverse, before the failure is passed on.
  */
+import type { EventBus } from "./bus.js";
 import type { Logger } from "./log.js";
 
 /**
  * A part of the running service (the list is in src/app.ts, described in docs/architecture.md).
- * `start` registers its bus listeners and starts its work; `stop` ends both. Neither is called
- * twice by {@link Lifecycle}.
+ * `start` registers its bus listeners (`bus.listen(this, …)`) and starts its work; `stop` ends its
+ * work. The lifecycle releases the part's listeners right before its `stop` (so a stopping part
+ * hears no more events) and after a `start` that failed. Neither is called twice by {@link Lifecycle}.
  */
 export interface Part {
   readonly name: string;
@@ -19,14 +22,17 @@ export interface Part {
 export class Lifecycle {
   readonly #parts: readonly Part[];
   readonly #logger: Logger;
+  readonly #bus: Pick<EventBus, "release"> | null;
   /** The parts started, in start order. */
   readonly #started: Part[] = [];
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
 
-  constructor(parts: readonly Part[], logger: Logger) {
+  /** `bus`: where the parts register their listeners, each part as their owner. */
+  constructor(parts: readonly Part[], logger: Logger, bus: Pick<EventBus, "release"> | null = null) {
     this.#parts = parts;
     this.#logger = logger;
+    this.#bus = bus;
   }
 
   /** The parts' names in start order. */
@@ -54,6 +60,7 @@ export class Lifecycle {
       try {
         await part.start();
       } catch (error) {
+        this.#bus?.release(part);
         this.#logger.debug({ part: part.name, err: error }, "part failed to start");
         throw error;
       }
@@ -74,6 +81,7 @@ export class Lifecycle {
     await this.#starting?.catch(() => undefined);
     while (this.#started.length > 0) {
       const part = this.#started.pop()!;
+      this.#bus?.release(part);
       try {
         await part.stop();
       } catch (error) {

@@ -56,18 +56,45 @@ describe("EventBus", () => {
     assert.deepEqual(calls, ["first b", "added b"]);
   });
 
-  it("listen registers several events at once and removes them together", () => {
+  it("listen registers an owner's listeners, and release removes every one of them and no other", () => {
     const bus = new EventBus();
     const calls: string[] = [];
-    const off = bus.listen({
+    const part = { name: "part" };
+    const other = { name: "other" };
+    bus.listen(part, {
       pollFailed: (e) => calls.push(`failed ${e.instanceId}`),
       pollDone: (e) => calls.push(`done ${e.instanceId}`),
     });
+    bus.listen(part, { pollSoon: (e) => calls.push(`soon ${e.instanceId}`) });
+    bus.listen(other, { pollDone: (e) => calls.push(`other ${e.instanceId}`) });
     bus.emit("pollDone", { instanceId: "a", ms: 1 });
     bus.emit("pollFailed", failed("a"));
-    off();
+    bus.emit("pollSoon", { instanceId: "a", delayMs: 0 });
+    bus.release(part);
+    bus.release(part);
     bus.emit("pollDone", { instanceId: "b", ms: 1 });
-    assert.deepEqual(calls, ["done a", "failed a"]);
+    bus.emit("pollFailed", failed("b"));
+    bus.emit("pollSoon", { instanceId: "b", delayMs: 0 });
+    assert.deepEqual(calls, ["done a", "other a", "failed a", "soon a", "other b"]);
+    assert.equal(bus.listenerCount("pollFailed"), 0);
+    assert.equal(bus.listenerCount("pollSoon"), 0);
+    assert.equal(bus.listenerCount("pollDone"), 1);
+  });
+
+  it("an owner released during an emit hears nothing more of it", () => {
+    const bus = new EventBus();
+    const calls: string[] = [];
+    const first = {};
+    const second = {};
+    bus.listen(first, {
+      pollDone: (e) => {
+        calls.push(`first ${e.instanceId}`);
+        bus.release(second);
+      },
+    });
+    bus.listen(second, { pollDone: (e) => calls.push(`second ${e.instanceId}`) });
+    bus.emit("pollDone", { instanceId: "a", ms: 1 });
+    assert.deepEqual(calls, ["first a"]);
   });
 
   it("a listener that throws is logged (once a minute at most) and stops neither the others nor the emitter", () => {

@@ -1,10 +1,12 @@
 /**
  * The parts' lifecycle on its own: started in order, stopped in reverse; a failed start stops what
  * started and passes the error on; a part whose stop fails does not keep the others running; a stop
- * during the start waits for the part starting and leaves the rest unstarted.
+ * during the start waits for the part starting and leaves the rest unstarted; a part's bus listeners
+ * are released when it stops (before its stop runs) or fails to start, so a stopped part hears no event.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { EventBus } from "../src/bus.js";
 import { Lifecycle, type Part } from "../src/lifecycle.js";
 import { LogCapture } from "../testkit/log-capture.js";
 
@@ -74,5 +76,53 @@ describe("Lifecycle", () => {
     open();
     await Promise.all([starting, stopping]);
     assert.deepEqual(calls, ["start a", "start b", "stop b", "stop a"]);
+  });
+
+  it("releases a part's bus listeners before its stop runs: a stopped part hears no event", async () => {
+    const bus = new EventBus();
+    const heard: string[] = [];
+    /** A part that listens from its start and never removes a listener itself. */
+    const listening = (name: string, stop: () => void = () => undefined): Part => ({
+      name,
+      start() {
+        bus.listen(this, {
+          pollSoon: (e) => heard.push(`${name} ${e.instanceId}`),
+          pollDone: (e) => heard.push(`${name} done ${e.instanceId}`),
+        });
+      },
+      stop,
+    });
+    const a = listening("a");
+    // b's stop emits: b itself is released already, a (stopped after it) still hears.
+    const b = listening("b", () => bus.emit("pollSoon", { instanceId: "during b's stop", delayMs: 0 }));
+    const lifecycle = new Lifecycle([a, b], new LogCapture().logger, bus);
+    await lifecycle.start();
+    bus.emit("pollSoon", { instanceId: "running", delayMs: 0 });
+    await lifecycle.stop();
+    bus.emit("pollSoon", { instanceId: "stopped", delayMs: 0 });
+    bus.emit("pollDone", { instanceId: "stopped", ms: 1 });
+    assert.deepEqual(heard, ["a running", "b running", "a during b's stop"]);
+    assert.equal(bus.listenerCount("pollSoon"), 0);
+    assert.equal(bus.listenerCount("pollDone"), 0);
+  });
+
+  it("releases the listeners of a part whose start failed", async () => {
+    const bus = new EventBus();
+    const heard: string[] = [];
+    const failing: Part = {
+      name: "failing",
+      start() {
+        bus.listen(this, { pollSoon: (e) => heard.push(e.instanceId) });
+        throw new Error("failing cannot start");
+      },
+      stop() {
+        heard.push("stopped, though it never started");
+      },
+    };
+    const lifecycle = new Lifecycle([failing], new LogCapture().logger, bus);
+    await assert.rejects(lifecycle.start(), /failing cannot start/);
+    bus.emit("pollSoon", { instanceId: "after the failed start", delayMs: 0 });
+    assert.deepEqual(heard, []);
+    assert.equal(bus.listenerCount("pollSoon"), 0);
   });
 });

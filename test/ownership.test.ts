@@ -17,7 +17,7 @@ import { SnapshotStore } from "../src/poller/store.js";
 import { startControlHarness, type ControlHarness } from "../testkit/control-harness.js";
 import { LogCapture } from "../testkit/log-capture.js";
 import { mqttTestConfig } from "../testkit/mqtt-config.js";
-import { snapshotWith } from "../testkit/mqtt-snapshots.js";
+import { snapshotWith } from "../testkit/snapshot-builders.js";
 import { waitFor } from "../testkit/wait.js";
 
 /** Owns the ids in `owned` (a set the test changes). */

@@ -5,12 +5,14 @@
  * subscriber, every log line captured (or none, on request), and one `close()` that stops
  * everything in reverse order.
  */
+import { parse } from "yaml";
 import { App } from "../src/app.js";
 import { parseConfigText, type Env } from "../src/config/load.js";
 import type { Config } from "../src/config/schema.js";
 import { startSimulator, type Simulator, type SimulatorOptions } from "../src/simulator/index.js";
 import { silentLogger } from "../src/log.js";
 import type { ConsoleLimits } from "../src/ui/feed.js";
+import { configYaml, yamlFragment, type ConfigDocument, type PduDocument } from "./config-yaml.js";
 import { Client } from "./http-harness.js";
 import { LogCapture, type LogLine } from "./log-capture.js";
 import { Recorder } from "./mqtt-client.js";
@@ -27,20 +29,18 @@ export interface PduOptions {
   readonly credentials?: { readonly username: string; readonly password: string } | null;
 }
 
-const q = (s: string): string => JSON.stringify(s);
-
 /** The YAML lines of one `Pdus` entry pointing at `sim` (indented for the `Pdus:` map). */
 export function pduYaml(id: string, sim: Simulator, o: PduOptions = {}): string {
   const credentials = o.credentials === undefined ? { username: "admin", password: "admin" } : o.credentials;
-  return [
-    `  ${id}:`,
-    `    Connection: { Host: ${q(sim.host)}, Port: ${sim.port}, Scheme: ${sim.scheme}, Timeout: ${o.timeout ?? 5} }`,
+  const entry: PduDocument = {
+    Connection: { Host: sim.host, Port: sim.port, Scheme: sim.scheme, Timeout: o.timeout ?? 5 },
     ...(credentials === null
-      ? []
-      : [`    Credentials: { Username: ${q(credentials.username)}, Password: ${q(credentials.password)} }`]),
-    `    PollInterval: ${o.pollInterval ?? 5}`,
-    `    ActionsEnabled: ${o.actionsEnabled ?? false}`,
-  ].join("\n");
+      ? {}
+      : { Credentials: { Username: credentials.username, Password: credentials.password } }),
+    PollInterval: o.pollInterval ?? 5,
+    ActionsEnabled: o.actionsEnabled ?? false,
+  };
+  return yamlFragment({ [id]: entry }, 2);
 }
 
 export interface AppYamlOptions {
@@ -71,25 +71,35 @@ export interface AppYamlOptions {
 
 /** A complete configuration file for the service, every listener on port 0 unless given. */
 export function appYaml(o: AppYamlOptions): string {
-  const lines = ["Mqtt:"];
-  if (o.broker === undefined) lines.push("  Embedded: { Bind: 127.0.0.1, Port: 0 }");
-  else lines.push(`  Connection: { Host: ${q(o.broker.host)}, Port: ${o.broker.port}, Scheme: mqtt }`);
-  lines.push(`  ParentTopic: ${q(o.parentTopic ?? "pdu-bridge")}`, "Pdus:", ...o.pdus);
-  if (o.api !== undefined) {
-    lines.push(
-      `Api: { Enabled: true, Bind: ${q(o.api.bind ?? "127.0.0.1")}, Port: ${o.api.port ?? 0}, ApiKey: ${q(o.api.key)}` +
-        `${o.api.trustedProxies === undefined ? "" : `, TrustedProxies: ${JSON.stringify(o.api.trustedProxies)}`}` +
-        `, Worker: ${o.api.worker ?? process.env.PDU_BRIDGE_TEST_API_WORKER === "1"}` +
-        `${o.api.more === undefined ? "" : `, ${o.api.more}`} }`,
-    );
-  }
   const health =
     typeof o.health === "object"
-      ? { enabled: true, port: o.health.port }
-      : { enabled: o.health ?? true, port: 0 };
-  lines.push(`Health: { Enabled: ${health.enabled}, Bind: 127.0.0.1, Port: ${health.port} }`);
-  if (o.extra !== undefined) lines.push(o.extra);
-  return `${lines.join("\n")}\n`;
+      ? { Enabled: true, Port: o.health.port }
+      : { Enabled: o.health ?? true, Port: 0 };
+  const api = o.api;
+  const text = configYaml({
+    Mqtt: {
+      ...(o.broker === undefined
+        ? { Embedded: { Bind: "127.0.0.1", Port: 0 } }
+        : { Connection: { Host: o.broker.host, Port: o.broker.port, Scheme: "mqtt" } }),
+      ParentTopic: o.parentTopic ?? "pdu-bridge",
+    },
+    ...(api === undefined
+      ? {}
+      : {
+          Api: {
+            Enabled: true,
+            Bind: api.bind ?? "127.0.0.1",
+            Port: api.port ?? 0,
+            ApiKey: api.key,
+            ...(api.trustedProxies === undefined ? {} : { TrustedProxies: [...api.trustedProxies] }),
+            Worker: api.worker ?? process.env.PDU_BRIDGE_TEST_API_WORKER === "1",
+            ...(api.more === undefined ? {} : (parse(`{ ${api.more} }`) as ConfigDocument["Api"])),
+          },
+        }),
+    Health: { ...health, Bind: "127.0.0.1" },
+  });
+  // The `Pdus` entries (pduYaml's, maybe with lines of the caller's) and `extra` are YAML text.
+  return `${[text.trimEnd(), "Pdus:", ...o.pdus, ...(o.extra === undefined ? [] : [o.extra])].join("\n")}\n`;
 }
 
 export type { LogLine } from "./log-capture.js";

@@ -8,7 +8,7 @@ import type { InstanceReading } from "../src/assets/state.js";
 import type { AssetConfig, AssetModel, AssetsSection, InstanceAssetsConfig } from "../src/assets/types.js";
 import { DEFAULT_THRESHOLDS, LoadTracker } from "../src/pdu/load.js";
 import type { Device, Entity, Outlet, OutletState, Snapshot } from "../src/pdu/model.js";
-import { CLEAR_ALARM, measurement, system, VENDOR } from "./mqtt-snapshots.js";
+import { CLEAR_ALARM, measurement, system, VENDOR } from "./snapshot-builders.js";
 
 export interface OutletSpec {
   readonly state?: OutletState;

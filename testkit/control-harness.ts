@@ -5,6 +5,7 @@
 import { EventBus } from "../src/bus.js";
 import { parseConfigText } from "../src/config/load.js";
 import type { Config } from "../src/config/schema.js";
+import { configYaml } from "./config-yaml.js";
 import { createControlService } from "../src/control/service.js";
 import type { ControlOutcome, ControlService, ControlTarget } from "../src/control/types.js";
 import { silentLogger } from "../src/log.js";
@@ -43,19 +44,23 @@ export interface ControlHarness {
 }
 
 export async function configFor(sim: Simulator, instances: readonly TestInstance[]): Promise<Config> {
-  const q = (s: string) => JSON.stringify(s);
-  const lines = ["Mqtt:", "  Embedded: { Bind: 127.0.0.1, Port: 0 }", "Pdus:"];
-  for (const i of instances) {
-    lines.push(
-      `  ${i.id}:`,
-      `    Connection: { Host: ${q(sim.host)}, Port: ${sim.port}, Scheme: ${sim.scheme}, Timeout: ${i.timeout ?? 5} }`,
-      `    Credentials: { Username: ${q(i.username ?? "admin")}, Password: ${q(i.password ?? "admin")} }`,
-      `    PollInterval: ${i.pollInterval ?? 5}`,
-      `    ActionsEnabled: ${i.actionsEnabled ?? true}`,
-    );
-  }
-  lines.push("Api: { Port: 0 }", "Health: { Enabled: false, Port: 0 }");
-  return parseConfigText(lines.join("\n") + "\n", "control-test.yaml", {});
+  const text = configYaml({
+    Mqtt: { Embedded: { Bind: "127.0.0.1", Port: 0 } },
+    Pdus: Object.fromEntries(
+      instances.map((i) => [
+        i.id,
+        {
+          Connection: { Host: sim.host, Port: sim.port, Scheme: sim.scheme, Timeout: i.timeout ?? 5 },
+          Credentials: { Username: i.username ?? "admin", Password: i.password ?? "admin" },
+          PollInterval: i.pollInterval ?? 5,
+          ActionsEnabled: i.actionsEnabled ?? true,
+        },
+      ]),
+    ),
+    Api: { Port: 0 },
+    Health: { Enabled: false, Port: 0 },
+  });
+  return parseConfigText(text, "control-test.yaml", {});
 }
 
 export interface ControlHarnessOptions {

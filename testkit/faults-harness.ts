@@ -12,6 +12,7 @@ import http from "node:http";
 import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import type { Simulator } from "../src/simulator/index.js";
 import { childEnv, CliProcess, tempDir, type LogLine } from "./cli-process.js";
+import { configYaml } from "./config-yaml.js";
 import { watch, type ChildExit, type WatchedChild } from "./no-unhandled.js";
 import { waitFor as until } from "./wait.js";
 
@@ -43,36 +44,34 @@ export interface BridgeSpec {
   readonly discovery?: boolean;
 }
 
-const q = (s: string): string => JSON.stringify(s);
-
 /** The YAML configuration of a bridge: external broker, API (with a key) and health on port 0. */
 export function bridgeYaml(spec: BridgeSpec): string {
-  const lines = [
-    "Mqtt:",
-    spec.embedded === true
-      ? `  Embedded: { Bind: ${q(spec.broker.host)}, Port: ${spec.broker.port} }`
-      : `  Connection: { Host: ${q(spec.broker.host)}, Port: ${spec.broker.port}, Scheme: mqtt }`,
-    `  ParentTopic: ${q(spec.parentTopic ?? "pdu-bridge")}`,
-    `  ClientId: ${q(`faults-${process.pid}-${Math.random().toString(36).slice(2, 8)}`)}`,
-    "  KeepAlive: 10",
-    "Pdus:",
-  ];
-  for (const p of spec.pdus) {
-    lines.push(
-      `  ${p.id}:`,
-      `    Connection: { Host: ${q(p.sim.host)}, Port: ${p.sim.port}, Scheme: ${p.sim.scheme}, Timeout: ${p.timeout ?? 15} }`,
-      `    Credentials: { Username: ${q(p.username ?? "admin")}, Password: ${q(p.password ?? "admin")} }`,
-      `    PollInterval: ${p.pollInterval ?? 1}`,
-      `    ActionsEnabled: ${p.actionsEnabled ?? false}`,
-    );
-  }
-  lines.push(
-    `HomeAssistant: { DiscoveryEnabled: ${spec.discovery ?? true} }`,
-    `Api: { Enabled: true, Bind: 127.0.0.1, Port: 0, ApiKey: ${q(API_KEY)} }`,
-    "Health: { Enabled: true, Bind: 127.0.0.1, Port: 0 }",
-    `Logging: { Level: ${spec.logLevel ?? "info"} }`,
-  );
-  return `${lines.join("\n")}\n`;
+  const broker = { Host: spec.broker.host, Port: spec.broker.port };
+  return configYaml({
+    Mqtt: {
+      ...(spec.embedded === true
+        ? { Embedded: { Bind: broker.Host, Port: broker.Port } }
+        : { Connection: { ...broker, Scheme: "mqtt" } }),
+      ParentTopic: spec.parentTopic ?? "pdu-bridge",
+      ClientId: `faults-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
+      KeepAlive: 10,
+    },
+    Pdus: Object.fromEntries(
+      spec.pdus.map((p) => [
+        p.id,
+        {
+          Connection: { Host: p.sim.host, Port: p.sim.port, Scheme: p.sim.scheme, Timeout: p.timeout ?? 15 },
+          Credentials: { Username: p.username ?? "admin", Password: p.password ?? "admin" },
+          PollInterval: p.pollInterval ?? 1,
+          ActionsEnabled: p.actionsEnabled ?? false,
+        },
+      ]),
+    ),
+    HomeAssistant: { DiscoveryEnabled: spec.discovery ?? true },
+    Api: { Enabled: true, Bind: "127.0.0.1", Port: 0, ApiKey: API_KEY },
+    Health: { Enabled: true, Bind: "127.0.0.1", Port: 0 },
+    Logging: { Level: spec.logLevel ?? "info" },
+  });
 }
 
 export interface HttpResult {

@@ -8,7 +8,7 @@ import { silentLogger } from "../src/log.js";
 import { startMqttBridge } from "../src/mqtt/bridge.js";
 import { SnapshotStore } from "../src/poller/store.js";
 import { mqttTestConfig } from "./mqtt-config.js";
-import { singleUnit } from "./mqtt-snapshots.js";
+import { singleUnit } from "./snapshot-builders.js";
 
 const config = await mqttTestConfig({
   broker: { host: process.env.BROKER_HOST ?? "127.0.0.1", port: Number(process.env.BROKER_PORT) },

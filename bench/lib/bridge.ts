@@ -6,7 +6,9 @@
  */
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { LogLevels } from "../../src/config/schema.js";
 import { DEFAULT_NODE_OPTIONS } from "../../src/runtime.js";
+import { configYaml } from "../../testkit/config-yaml.js";
 import { DIST, spawnNode, stopChild, type LoggedChild } from "./child.js";
 import { pduId } from "./sim-fleet.js";
 
@@ -29,7 +31,7 @@ export interface BridgeConfigOptions {
   };
   /** ActionsEnabled (with the simulator's admin/admin credentials). */
   readonly actions?: boolean;
-  readonly logLevel?: string;
+  readonly logLevel?: (typeof LogLevels)[number];
   /**
    * The health listener (and its Prometheus metrics) on, as in an operator's configuration where it
    * is on by default (on a free loopback port); default off.
@@ -39,51 +41,39 @@ export interface BridgeConfigOptions {
 
 /** Writes the configuration file and returns its path. */
 export function writeBridgeConfig(o: BridgeConfigOptions): string {
-  const lines = [
-    "Mqtt:",
-    "  Connection:",
-    `    Host: ${o.broker.host}`,
-    `    Port: ${o.broker.port}`,
-    "    Scheme: mqtt",
-    `  ClientId: bench-${o.name}-${process.pid}`,
-    "  ParentTopic: pdu-bridge",
-    "Pdus:",
-  ];
-  o.ports.forEach((port, i) => {
-    lines.push(
-      `  ${pduId(i)}:`,
-      `    Connection: { Host: 127.0.0.1, Port: ${port}, Scheme: http, Timeout: 15 }`,
-      `    PollInterval: ${o.pollIntervalS}`,
-      `    ActionsEnabled: ${o.actions === true}`,
-    );
-    if (o.actions === true) lines.push("    Credentials: { Username: admin, Password: admin }");
+  const text = configYaml({
+    Mqtt: {
+      Connection: { Host: o.broker.host, Port: o.broker.port, Scheme: "mqtt" },
+      ClientId: `bench-${o.name}-${process.pid}`,
+      ParentTopic: "pdu-bridge",
+    },
+    Pdus: Object.fromEntries(
+      o.ports.map((port, i) => [
+        pduId(i),
+        {
+          Connection: { Host: "127.0.0.1", Port: port, Scheme: "http", Timeout: 15 },
+          PollInterval: o.pollIntervalS,
+          ActionsEnabled: o.actions === true,
+          ...(o.actions === true ? { Credentials: { Username: "admin", Password: "admin" } } : {}),
+        },
+      ]),
+    ),
+    HomeAssistant: { DiscoveryEnabled: true, DiscoveryTopic: "homeassistant", SensorExpireAfterSeconds: 300 },
+    Api: o.api
+      ? {
+          Enabled: true,
+          Port: o.api.port,
+          Bind: "127.0.0.1",
+          ApiKey: o.api.apiKey ?? "",
+          Worker: o.api.worker === true,
+          TrustedProxies: [...(o.api.trustedProxies ?? [])],
+        }
+      : { Enabled: false },
+    Health: o.health === true ? { Enabled: true, Port: 0, Bind: "127.0.0.1" } : { Enabled: false },
+    Logging: { Level: o.logLevel ?? "info" },
   });
-  lines.push(
-    "HomeAssistant:",
-    "  DiscoveryEnabled: true",
-    "  DiscoveryTopic: homeassistant",
-    "  SensorExpireAfterSeconds: 300",
-  );
-  if (o.api) {
-    lines.push(
-      "Api:",
-      "  Enabled: true",
-      `  Port: ${o.api.port}`,
-      "  Bind: 127.0.0.1",
-      `  ApiKey: ${JSON.stringify(o.api.apiKey ?? "")}`,
-      `  Worker: ${o.api.worker === true}`,
-      `  TrustedProxies: ${JSON.stringify(o.api.trustedProxies ?? [])}`,
-    );
-  } else {
-    lines.push("Api: { Enabled: false }");
-  }
-  lines.push(
-    o.health === true ? "Health: { Enabled: true, Port: 0, Bind: 127.0.0.1 }" : "Health: { Enabled: false }",
-    "Logging:",
-    `  Level: ${o.logLevel ?? "info"}`,
-  );
   const file = join(o.dir, `${o.name}.yaml`);
-  writeFileSync(file, `${lines.join("\n")}\n`);
+  writeFileSync(file, text);
   return file;
 }
 

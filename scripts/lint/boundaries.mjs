@@ -4,8 +4,12 @@ import path from "node:path";
 
 const SRC = path.join(import.meta.dirname, "..", "..", "src");
 
-/** Files at the top of src/ that every folder may import: logging and the install paths. */
-const LEAVES = ["log.ts", "paths.ts"];
+/**
+ * Files at the top of src/ that every folder may import: logging, the install paths, and the rules
+ * of text from outside (safe names, characters that change how text is displayed), which the
+ * configuration's rules and every surface apply alike. They import nothing of src/.
+ */
+const LEAVES = ["log.ts", "paths.ts", "names.ts", "display.ts"];
 
 /**
  * The parts' shared seams at the top of src/: the event bus (the events' types and the bus), the
@@ -24,12 +28,14 @@ const SEAMS = ["bus.ts", "lifecycle.ts", "ownership.ts", "fencing.ts", "cluster-
 export const ALLOWED = {
   "log.ts": [],
   "paths.ts": [],
-  "bus.ts": ["config", "control", "pdu", ...LEAVES],
+  "names.ts": [],
+  "display.ts": [],
+  "bus.ts": ["config", "pdu", ...LEAVES],
   "ownership.ts": [],
   "fencing.ts": [],
   "cluster-status.ts": [],
-  "lifecycle.ts": [...LEAVES],
-  config: ["pdu", ...LEAVES],
+  "lifecycle.ts": ["bus.ts", ...LEAVES],
+  config: [...LEAVES],
   pdu: ["config", ...LEAVES],
   poller: ["pdu", "config", ...SEAMS, ...LEAVES],
   cluster: ["config", ...SEAMS, ...LEAVES],
@@ -52,9 +58,9 @@ export const EXCEPTIONS = [];
 
 const COMPOSITION = new Set(["app.ts", "main.ts", "demo.ts", "runtime.ts"]);
 
-/** The area of a file under src/, or undefined outside src/. */
-export function areaOf(file) {
-  const rel = path.relative(SRC, file);
+/** The area of a file under src/ (or under `src`, another tree laid out the same), or undefined outside it. */
+export function areaOf(file, src = SRC) {
+  const rel = path.relative(src, file);
   if (rel.startsWith("..") || path.isAbsolute(rel)) return undefined;
   const parts = rel.split(path.sep);
   if (parts.length === 1) return parts[0];

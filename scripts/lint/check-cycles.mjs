@@ -1,13 +1,17 @@
-// Fails when the import graph of src/ has a cycle, and prints each cycle as a path of files.
-// Every import counts, `import type` too: a type-only cycle still ties two files together.
+// Fails when the import graph of src/ has a cycle, between files or between folders, and prints
+// each as a path. Every import counts, `import type` too: a type-only cycle still ties two files
+// together. A folder here is an area of the boundary table (scripts/lint/boundaries.mjs: a folder
+// directly under src/, or a file at its top): a loop between two areas is a loop even when no two
+// files form one, and the table itself must allow imports in one direction only.
 // Plain JavaScript on the TypeScript compiler's own scanner, so that `npm run lint` needs no build.
+// `node scripts/lint/check-cycles.mjs [dir]` checks another tree laid out as src/ (the tests do).
 import fs from "node:fs";
 import path from "node:path";
 import ts from "typescript";
-import { resolveSpecifier } from "./boundaries.mjs";
+import { ALLOWED, areaOf, resolveSpecifier } from "./boundaries.mjs";
 
 const ROOT = path.join(import.meta.dirname, "..", "..");
-const SRC = path.join(ROOT, "src");
+const SRC = process.argv[2] === undefined ? path.join(ROOT, "src") : path.resolve(process.argv[2]);
 
 /**
  * Cycles allowed with a reason, each listed by its files (a listed cycle passes only while its
@@ -35,7 +39,24 @@ function importGraph() {
   return graph;
 }
 
-/** The strongly connected components with more than one file, or one file importing itself (Tarjan). */
+/**
+ * The areas' graph: for each area, the areas its files import (its own left out), each with the
+ * first import that makes the edge, `from` and `to` as files.
+ */
+function areaGraph(graph) {
+  const areas = new Map();
+  for (const [file, targets] of graph) {
+    const from = areaOf(file, SRC);
+    if (!areas.has(from)) areas.set(from, new Map());
+    for (const target of targets) {
+      const to = areaOf(target, SRC);
+      if (to !== from && !areas.get(from).has(to)) areas.get(from).set(to, { from: file, to: target });
+    }
+  }
+  return areas;
+}
+
+/** The strongly connected components with more than one node, or one node importing itself (Tarjan). */
 function cycles(graph) {
   const index = new Map();
   const low = new Map();
@@ -71,7 +92,7 @@ function cycles(graph) {
   return found;
 }
 
-/** One closed path through a component, from its first file back to it (breadth-first, shortest). */
+/** One closed path through a component, from its first node back to it (breadth-first, shortest). */
 function pathThrough(graph, component) {
   const members = new Set(component);
   const start = component[0];
@@ -94,7 +115,7 @@ function pathThrough(graph, component) {
   return steps;
 }
 
-const relative = (file) => path.relative(ROOT, file).split(path.sep).join("/");
+const relative = (file) => path.relative(SRC, file).split(path.sep).join("/");
 const graph = importGraph();
 let failed = false;
 let knownSeen = 0;
@@ -109,8 +130,36 @@ for (const component of cycles(graph)) {
   if (known) knownSeen++;
   else failed = true;
 }
+
+const areas = areaGraph(graph);
+const areaEdges = new Map([...areas].map(([area, targets]) => [area, [...targets.keys()].sort()]));
+for (const component of cycles(areaEdges)) {
+  const steps = pathThrough(areaEdges, component);
+  const because = steps
+    .slice(0, -1)
+    .map((area, i) => areas.get(area).get(steps[i + 1]))
+    .map((edge) => `${relative(edge.from)} imports ${relative(edge.to)}`);
+  console.log(`folder loop: ${steps.join(" -> ")} (${because.join("; ")})`);
+  failed = true;
+}
+
+// The table of scripts/lint/boundaries.mjs allows each import one way only: a loop in it would let
+// a folder loop back in without a line of this script failing first.
+const table = new Map(Object.entries(ALLOWED).map(([area, to]) => [area, to.filter((t) => t !== area)]));
+for (const component of cycles(table)) {
+  console.log(
+    `boundary table loop: ${pathThrough(table, component).join(" -> ")} (scripts/lint/boundaries.mjs)`,
+  );
+  failed = true;
+}
+
 if (failed) {
-  console.error("src/ has import cycles: move what both sides need into a file of its own.");
+  console.error(
+    "src/ has import cycles or folder loops: move what both sides need into a file of its own, " +
+      "on the side that is imported.",
+  );
   process.exit(1);
 }
-console.log(`no ${knownSeen > 0 ? "other " : ""}import cycles in src/ (${graph.size} files)`);
+console.log(
+  `no ${knownSeen > 0 ? "other " : ""}import cycles in src/ (${graph.size} files) and no loops between its ${areas.size} areas (folders and top-level files)`,
+);

@@ -10,7 +10,7 @@
  * content (src/pdu/model.ts `sameContent`) for every consumer after it.
  */
 import type { Device, Outlet, Snapshot } from "../pdu/model.js";
-import { nameProblem } from "../pdu/names.js";
+import { nameProblem } from "../names.js";
 import type { CircuitRange } from "./types.js";
 
 /** Highest outlet index a range may name (a PDU answer has at most 256 outlets per device). */

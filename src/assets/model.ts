@@ -4,7 +4,7 @@
  * 2, the Kubernetes source into a refused change). What needs a poll (an outlet the instance does
  * not have, a cord that is not unique) is the resolution's (./resolve.ts), shown on the asset.
  */
-import { nameProblem } from "../pdu/names.js";
+import { nameProblem } from "../names.js";
 import { parseCircuits } from "./circuits.js";
 import {
   ASSET_ID_PATTERN,

@@ -23,7 +23,8 @@ export class ClusterPart implements Part {
   readonly #bus: EventBus;
   readonly #logger: Logger;
   readonly #mqttUp: () => boolean;
-  #unlisten: (() => void)[] = [];
+  /** Removes the listener of the cluster's own events. */
+  #offCluster: (() => void) | null = null;
 
   /** `mqttUp` says whether MQTT is connected now: it starts before this part and tells the bus so then. */
   constructor(cluster: Cluster, bus: EventBus, logger: Logger, mqttUp: () => boolean) {
@@ -42,45 +43,43 @@ export class ClusterPart implements Part {
 
   async start(): Promise<void> {
     const { cluster } = this;
-    this.#unlisten = [
-      cluster.on((event) => {
-        if (event.type === "members") return;
-        const ids = cluster.instancesOf(event.bucket);
-        const held = event.type === "acquired";
-        // Leaving is a handover only while another replica is alive to take the bucket: the last
-        // one leaving lets its buckets go unavailable, as when every replica is gone.
-        const handover =
-          event.type === "lost" &&
-          (event.reason === "handover" ||
-            (event.reason === "stopping" && cluster.status().members.some((m) => !m.self)));
-        if (event.type === "lost") {
-          this.#logger.info(
-            { bucket: event.bucket, reason: event.reason, instances: ids.length },
-            "bucket given up",
-          );
-        } else {
-          this.#logger.info({ bucket: event.bucket, instances: ids.length }, "bucket taken");
-        }
-        this.#bus.emit("ownershipChanged", {
-          gained: held ? ids : [],
-          lost: held ? [] : ids,
-          bucket: {
-            index: event.bucket,
-            held,
-            handover,
-            ...(event.type === "lost" && event.holdRelease !== undefined
-              ? { holdRelease: event.holdRelease }
-              : {}),
-          },
-        });
-      }),
-      this.#bus.listen({
-        mqttConnected: () => cluster.setReady(true),
-        mqttLost: ({ stopping }) => {
-          if (!stopping) cluster.setReady(false);
+    this.#offCluster = cluster.on((event) => {
+      if (event.type === "members") return;
+      const ids = cluster.instancesOf(event.bucket);
+      const held = event.type === "acquired";
+      // Leaving is a handover only while another replica is alive to take the bucket: the last
+      // one leaving lets its buckets go unavailable, as when every replica is gone.
+      const handover =
+        event.type === "lost" &&
+        (event.reason === "handover" ||
+          (event.reason === "stopping" && cluster.status().members.some((m) => !m.self)));
+      if (event.type === "lost") {
+        this.#logger.info(
+          { bucket: event.bucket, reason: event.reason, instances: ids.length },
+          "bucket given up",
+        );
+      } else {
+        this.#logger.info({ bucket: event.bucket, instances: ids.length }, "bucket taken");
+      }
+      this.#bus.emit("ownershipChanged", {
+        gained: held ? ids : [],
+        lost: held ? [] : ids,
+        bucket: {
+          index: event.bucket,
+          held,
+          handover,
+          ...(event.type === "lost" && event.holdRelease !== undefined
+            ? { holdRelease: event.holdRelease }
+            : {}),
         },
-      }),
-    ];
+      });
+    });
+    this.#bus.listen(this, {
+      mqttConnected: () => cluster.setReady(true),
+      mqttLost: ({ stopping }) => {
+        if (!stopping) cluster.setReady(false);
+      },
+    });
     if (this.#mqttUp()) cluster.setReady(true);
     await cluster.start();
   }
@@ -89,8 +88,8 @@ export class ClusterPart implements Part {
     try {
       await this.cluster.stop();
     } finally {
-      for (const unlisten of this.#unlisten) unlisten();
-      this.#unlisten = [];
+      this.#offCluster?.();
+      this.#offCluster = null;
     }
   }
 }

@@ -15,7 +15,7 @@ import { ConfigError } from "./errors.js";
 import { configSource, loadKubernetesConfig } from "./kubernetes/source.js";
 import { loadConfigFile, resolveConfigPath, type Env } from "./load.js";
 import { effectiveConfigYaml } from "./mask.js";
-import { hasOverrides, overrideNotes } from "../pdu/overrides.js";
+import { hasOverrides, overrideNotes } from "./overrides.js";
 import type { Config } from "./schema.js";
 
 export const CHECK_CONFIG_USAGE = "usage: pdu-bridge check-config [--config FILE]";

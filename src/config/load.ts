@@ -12,8 +12,8 @@ import { isIP } from "node:net";
 import { hostname } from "node:os";
 import { dirname, resolve } from "node:path";
 import { Value } from "typebox/value";
-import { ratingKeyProblem } from "../pdu/load.js";
-import { overrideProblem } from "../pdu/overrides.js";
+import { overrideProblem } from "./overrides.js";
+import { ratingKeyProblem } from "./ratings.js";
 import {
   checkApiAuthRules,
   checkOidcSecretInFile,
@@ -182,9 +182,17 @@ export async function parseConfigText(
     instances,
     origin,
   };
-  // The second pass: the rules that read the values, every one of them.
+  await checkRules(config, yaml, env, fail);
+  return config;
+}
+
+/**
+ * The second pass: the rules that read the values, every one of them; the problems in file order
+ * as one error.
+ */
+async function checkRules(config: Config, yaml: ParsedYaml, env: Env, fail: Fail): Promise<void> {
   const rules: ConfigError[] = [];
-  for (const instance of instances) {
+  for (const instance of config.instances) {
     const bad = overrideProblem(instance);
     if (bad !== undefined) rules.push(fail([...bad.path], bad.problem));
     for (const key of Object.keys(instance.Ratings.Entities ?? {})) {
@@ -199,7 +207,6 @@ export async function parseConfigText(
   await checkCaFiles(config, fail, rules);
   await collectFirst(rules, () => readApiTls(config, fail));
   if (rules.length > 0) throw ConfigError.all(inFileOrder(rules));
-  return config;
 }
 
 /**

@@ -3,6 +3,7 @@
  * in order"): the action for the kind of target, the instance, `ActionsEnabled`, a snapshot to
  * check against, and `Protected`. Where the target is in that snapshot is ./targets.ts.
  */
+import { findInstance } from "../config/instance-lookup.js";
 import type { Config, InstanceConfig } from "../config/schema.js";
 import type { OutletSettings, OutletTarget } from "../pdu/driver.js";
 import { findGroup, findOutlet, type Snapshot } from "../pdu/model.js";
@@ -65,7 +66,7 @@ export interface Polled {
  * 409 ActionsEnabled: false, 503 not polled yet (Retry-After: its PollInterval).
  */
 export function polledInstance(config: Config, store: SnapshotStore, requested: string): Polled | Refusal {
-  const instance = findInstance(config, requested);
+  const instance = findInstance(config.instances, requested);
   if (instance === undefined) {
     const known = config.instances.map((i) => i.id);
     return refuse(
@@ -88,13 +89,6 @@ export function polledInstance(config: Config, store: SnapshotStore, requested: 
     );
   }
   return { id, snapshot };
-}
-
-/** Exact id, else the one configured id equal ignoring case (the loader forbids two such ids). */
-function findInstance(config: Config, requested: string): InstanceConfig | undefined {
-  const instances = config.instances;
-  const lower = requested.toLowerCase();
-  return instances.find((i) => i.id === requested) ?? instances.find((i) => i.id.toLowerCase() === lower);
 }
 
 /**

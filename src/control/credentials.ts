@@ -17,6 +17,7 @@
  * `credentials` whenever an instance's problem appears or goes.
  */
 import type { EventBus } from "../bus.js";
+import { findInstance } from "../config/instance-lookup.js";
 import type { Config, InstanceConfig } from "../config/schema.js";
 import { instanceVariablePrefix } from "../config/secrets.js";
 import type { Logger } from "../log.js";
@@ -47,7 +48,6 @@ export class CredentialsCheck {
   readonly #running = new Set<string>();
   /** Aborted on stop: a login in flight is cut. */
   readonly #stop = new AbortController();
-  #unlisten: (() => void) | null = null;
 
   constructor(options: CredentialsCheckOptions) {
     this.#o = options;
@@ -61,7 +61,7 @@ export class CredentialsCheck {
       this.#states.set(instance.id, { kind: "unknown", checkedAt: null, outage: false });
       this.#run(instance.id);
     }
-    this.#unlisten = this.#o.bus.listen({
+    this.#o.bus.listen(this, {
       pollFailed: ({ instanceId }) => {
         const state = this.#states.get(instanceId);
         if (state?.kind === "unknown" && !state.outage)
@@ -75,14 +75,11 @@ export class CredentialsCheck {
         if (due) this.#run(instanceId);
       },
       // A command or settings write the core carried out needed the login: it works. The request
-      // may name the instance in another case (the core takes the configured id equal ignoring case).
+      // names the instance as the core found it (findInstance), maybe in another case.
       control: ({ fromCore, status, instanceId }) => {
         if (!fromCore || status !== 200 || instanceId === null) return;
-        const lower = instanceId.toLowerCase();
-        const id = this.#states.has(instanceId)
-          ? instanceId
-          : [...this.#states.keys()].find((k) => k.toLowerCase() === lower);
-        if (id !== undefined) this.#worked(id);
+        const id = findInstance(this.#o.config().instances, instanceId)?.id;
+        if (id !== undefined && this.#states.has(id)) this.#worked(id);
       },
     });
   }
@@ -93,10 +90,8 @@ export class CredentialsCheck {
     return state?.kind === "refused" ? state.problem : null;
   }
 
-  /** Stops following the bus and cuts a login in flight. */
+  /** Cuts a login in flight (the lifecycle has released its bus listeners). */
   stop(): void {
-    this.#unlisten?.();
-    this.#unlisten = null;
     this.#stop.abort();
   }
 

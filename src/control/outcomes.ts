@@ -5,7 +5,7 @@
 import { FencingError } from "../fencing.js";
 import { describeError, isPduError } from "../pdu/errors.js";
 import type { OutletTarget } from "../pdu/driver.js";
-import { quoteName } from "../pdu/names.js";
+import { quoteName } from "../names.js";
 import { describeTarget } from "./audit.js";
 import type { CommandRow } from "./commands.js";
 import type { Refused } from "./outlet-turns.js";

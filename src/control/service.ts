@@ -18,7 +18,7 @@
  *   without an answer, or any write the service stopped while it ran; 504 nothing answered in
  *   time; 409 superseded by a later on/off, or a reboot already running; 503 waited too long behind
  *   other commands for the outlet (`expired`), or the service is stopping (nothing was sent).
- * Names a PDU supplies that are not safe names (src/pdu/names.ts) are never controlled.
+ * Names a PDU supplies that are not safe names (src/names.ts) are never controlled.
  * After a successful on/off the commanded state is latched in the store (per outlet, in its turn)
  * and one early poll is requested. The core does not write the audit line: the surfaces do.
  * `applySettings` writes labels, delays and the power-on action with the same checks and turns

@@ -12,8 +12,8 @@
  */
 import type { OutletSettings, PoaAction } from "../pdu/driver.js";
 import type { Outlet } from "../pdu/model.js";
-import { displaySpoofing } from "../pdu/display.js";
-import { forbiddenCharacter } from "../pdu/names.js";
+import { displaySpoofing } from "../display.js";
+import { forbiddenCharacter } from "../names.js";
 import type { TurnRules } from "./outlet-turns.js";
 
 /** The audit log's (and the control metrics') action of a settings write. */
@@ -122,7 +122,7 @@ export const isPoaAction = (v: unknown): v is PoaAction => POA_ACTIONS.includes(
 
 /**
  * Why `value` is not a label (1 to 32 characters, no control characters or noncharacters, nothing
- * that changes how text is displayed: ../pdu/display.ts), or null.
+ * that changes how text is displayed: src/display.ts), or null.
  */
 export function labelProblem(value: unknown): string | null {
   if (typeof value !== "string") return "must be a string";

@@ -1,12 +1,12 @@
 /**
  * Routing to the target: a request's target found in the instance's latest snapshot, as the
  * outlets (or the label) to write, each with its device's route (a OneView member's outlet goes
- * through its proxy port), or a 400 (a name that is not safe, src/pdu/names.ts) or 404 naming what
+ * through its proxy port), or a 400 (a name that is not safe, src/names.ts) or 404 naming what
  * is missing; and the key of the turn each write takes (./outlet-turns.ts).
  */
 import type { LabelTarget, OutletTarget } from "../pdu/driver.js";
 import { findDevice, findGroup, type Device, type DeviceCapability, type Snapshot } from "../pdu/model.js";
-import { nameProblem } from "../pdu/names.js";
+import { nameProblem } from "../names.js";
 import { listSome, outletName, quote, refuse, type Refusal } from "./outcomes.js";
 import type { ControlTarget, SettingsTarget } from "./types.js";
 

@@ -3,6 +3,7 @@
  * written once in src/control/ and each surface only translates requests and outcomes.
  */
 
+import type { ControlSource, ControlTarget, SettingsTarget } from "../bus.js";
 import type { OutletSettings } from "../pdu/driver.js";
 import type { CommandName } from "./commands.js";
 
@@ -10,24 +11,11 @@ import type { CommandName } from "./commands.js";
 export { GROUP_ACTIONS, OUTLET_ACTIONS } from "./commands.js";
 export type OutletControlAction = CommandName;
 
-export type ControlTarget =
-  | { readonly kind: "outlet"; readonly deviceId: string; readonly index: number }
-  | { readonly kind: "group"; readonly groupKey: string };
-
-/** A person signed in to the web console (OpenID Connect): the ID token's subject and a display name. */
-export interface ConsoleUser {
-  readonly sub: string;
-  readonly name: string;
-}
-
 /**
- * Who asked: for the audit log. `rest` is a machine with the API key (`key`: the key matched),
- * `console` a signed-in user of the web console, `mqtt` a command topic.
+ * What a request names and who sent it: defined beside the bus's `control` event, which carries
+ * them (src/bus.ts), and part of this contract.
  */
-export type ControlSource =
-  | { readonly surface: "rest"; readonly client: string; readonly key?: boolean }
-  | { readonly surface: "console"; readonly client: string; readonly user: ConsoleUser }
-  | { readonly surface: "mqtt"; readonly topic: string };
+export type { ConsoleUser, ControlSource, ControlTarget, SettingsTarget } from "../bus.js";
 
 export interface ControlRequest {
   readonly instanceId: string;
@@ -109,15 +97,6 @@ export type ControlOutcome =
 
 export type ControlProblem =
   "outcome-unknown" | "superseded" | "outlet-busy" | "expired" | "unsafe-name" | "protected" | "not-held";
-
-/**
- * What a settings write names (docs/control.md, "Settings writes"): an outlet, a device, an entity
- * or a OneView group.
- */
-export type SettingsTarget =
-  | ControlTarget
-  | { readonly kind: "device"; readonly deviceId: string }
-  | { readonly kind: "entity"; readonly deviceId: string; readonly entityKey: string };
 
 export interface SettingsRequest {
   readonly instanceId: string;

@@ -7,10 +7,10 @@
  * - `pdu_alarm_active{instance,device,source,severity}` plus `entity` or `outlet` where the alarm is
  *   on one: 1 for every active alarm (an alarm that clears leaves the exposition).
  *
- * Ids that are not safe names (src/pdu/names.ts) are left out, as everywhere in the exposition.
+ * Ids that are not safe names (src/names.ts) are left out, as everywhere in the exposition.
  */
 import type { LoadReport } from "../pdu/model.js";
-import { nameProblem } from "../pdu/names.js";
+import { nameProblem } from "../names.js";
 import { escapeLabel } from "./readings.js";
 
 /** What the families are written from: one up instance. */

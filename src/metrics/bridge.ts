@@ -227,7 +227,6 @@ export class BridgeMetrics {
   readonly #http: Counter<"listener" | "route" | "code">;
   readonly #apiWorkerRestarts: Counter;
   readonly #clusterTransition: ((event: OwnershipChangedEvent) => void) | null;
-  #unlisten: (() => void) | null = null;
 
   constructor(sources: MetricsSources) {
     this.#sources = sources;
@@ -286,7 +285,7 @@ export class BridgeMetrics {
 
   /** Counts from now on. */
   start(): void {
-    this.#unlisten ??= this.#sources.bus.listen({
+    this.#sources.bus.listen(this, {
       pollDone: ({ instanceId, ms }) => this.observePoll(instanceId, ms),
       // A failed poll is recorded by the store exactly once.
       pollFailed: ({ instanceId }) => this.#pollFailures.inc({ instance: instanceId }),
@@ -373,8 +372,7 @@ export class BridgeMetrics {
 
   /** Stops counting. */
   close(): void {
-    this.#unlisten?.();
-    this.#unlisten = null;
+    this.#sources.bus.release(this);
   }
 }
 

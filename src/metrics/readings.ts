@@ -7,14 +7,14 @@
  * over the snapshots appends each sample to its family's text, and the families are joined in a
  * fixed order (a family's samples must be one group in both text formats).
  *
- * What a PDU names becomes a label value only when it is a safe name (src/pdu/names.ts, the rule of
+ * What a PDU names becomes a label value only when it is a safe name (src/names.ts, the rule of
  * MQTT topics): a device, entity or group whose id is not is left out. And at most
  * {@link MAX_SERIES_PER_INSTANCE} series of one instance are written: whole devices in order, then
  * whole groups, as long as they fit. What is left out is counted per instance and reason
  * ({@link metricsPlan}); the bridge's metrics export the counts.
  */
 import type { Device, Group, Measurement, Snapshot } from "../pdu/model.js";
-import { isSafeName } from "../pdu/names.js";
+import { isSafeName } from "../names.js";
 
 /** How one measurement type becomes a metric: the name after `pdu_outlet_` and the unit scale. */
 interface Kind {
@@ -264,40 +264,63 @@ type Writer = (plan: MetricsPlan, out: string) => string;
 const devicePrefix = (plan: MetricsPlan, deviceId: string): string =>
   `{instance="${escapeLabel(plan.instanceId)}",device="${escapeLabel(deviceId)}"`;
 
+/** `pdu_outlet_state`: 1 on, 0 off; an outlet whose state is unknown has no sample. */
+const writeOutletStates: Writer = (plan, out) => {
+  for (const device of plan.devices) {
+    const dev = devicePrefix(plan, device.id);
+    for (const outlet of device.outlets) {
+      if (outlet.state === "unknown") continue;
+      out += `pdu_outlet_state${dev},outlet="${outlet.index}"} ${outlet.state === "on" ? 1 : 0}\n`;
+    }
+  }
+  return out;
+};
+
+const writeOutletInfo: Writer = (plan, out) => {
+  for (const device of plan.devices) {
+    const dev = devicePrefix(plan, device.id);
+    for (const outlet of device.outlets) {
+      out +=
+        `pdu_outlet_info${dev},outlet="${outlet.index}",label="${escapeLabel(outlet.label)}",` +
+        `name="${escapeLabel(outlet.name)}"} 1\n`;
+    }
+  }
+  return out;
+};
+
+const writeDeviceInfo: Writer = (plan, out) => {
+  for (const device of plan.devices) {
+    out +=
+      `pdu_device_info${devicePrefix(plan, device.id)},label="${escapeLabel(device.label)}",` +
+      `model="${escapeLabel(device.system.model)}",serial="${escapeLabel(device.system.serialNumber)}"} 1\n`;
+  }
+  return out;
+};
+
+/** A group family's samples: one per statistic of each group's rollup `key` of this type. */
+function groupWriter(sample: string, type: string, kind: Kind, key: string): Writer {
+  return (plan, out) => {
+    for (const group of plan.groups) {
+      const m = group.measurements.find((x) => x.key === key && x.type === type);
+      if (m === undefined) continue;
+      const factor = kind.units[m.units];
+      if (factor === undefined) continue;
+      const grp = `${sample}{instance="${escapeLabel(plan.instanceId)}",group="${escapeLabel(group.key)}",stat="`;
+      for (const stat of STATS) {
+        const raw = m[stat];
+        const value = raw === null ? null : applyFactor(raw, factor);
+        if (value !== null) out += `${grp}${stat}"} ${value}\n`;
+      }
+    }
+    return out;
+  };
+}
+
 /** How each family's samples are written from one snapshot, in the order of FAMILIES. */
 const WRITERS: Writer[] = FAMILIES.map((f, index): Writer => {
-  if (index === OUTLET_STATE)
-    return (plan, out) => {
-      for (const device of plan.devices) {
-        const dev = devicePrefix(plan, device.id);
-        for (const outlet of device.outlets) {
-          if (outlet.state === "unknown") continue;
-          out += `pdu_outlet_state${dev},outlet="${outlet.index}"} ${outlet.state === "on" ? 1 : 0}\n`;
-        }
-      }
-      return out;
-    };
-  if (index === OUTLET_INFO)
-    return (plan, out) => {
-      for (const device of plan.devices) {
-        const dev = devicePrefix(plan, device.id);
-        for (const outlet of device.outlets) {
-          out +=
-            `pdu_outlet_info${dev},outlet="${outlet.index}",label="${escapeLabel(outlet.label)}",` +
-            `name="${escapeLabel(outlet.name)}"} 1\n`;
-        }
-      }
-      return out;
-    };
-  if (index === DEVICE_INFO)
-    return (plan, out) => {
-      for (const device of plan.devices) {
-        out +=
-          `pdu_device_info${devicePrefix(plan, device.id)},label="${escapeLabel(device.label)}",` +
-          `model="${escapeLabel(device.system.model)}",serial="${escapeLabel(device.system.serialNumber)}"} 1\n`;
-      }
-      return out;
-    };
+  if (index === OUTLET_STATE) return writeOutletStates;
+  if (index === OUTLET_INFO) return writeOutletInfo;
+  if (index === DEVICE_INFO) return writeDeviceInfo;
   for (const [type, kind] of KIND_LIST) {
     if (outletFamily.get(type) === index)
       return (plan, out) => {
@@ -324,25 +347,10 @@ const WRITERS: Writer[] = FAMILIES.map((f, index): Writer => {
         return out;
       };
     const total = groupTotalFamily.get(type) === index;
-    if (total || groupFamily.get(type) === index) {
-      // Outlet rollups are keyed by their type; PDU-total rollups by `pduTotal` + Type.
-      const key = total ? `pduTotal${type.charAt(0).toUpperCase()}${type.slice(1)}` : type;
-      return (plan, out) => {
-        for (const group of plan.groups) {
-          const m = group.measurements.find((x) => x.key === key && x.type === type);
-          if (m === undefined) continue;
-          const factor = kind.units[m.units];
-          if (factor === undefined) continue;
-          const grp = `${f.sample}{instance="${escapeLabel(plan.instanceId)}",group="${escapeLabel(group.key)}",stat="`;
-          for (const stat of STATS) {
-            const raw = m[stat];
-            const value = raw === null ? null : applyFactor(raw, factor);
-            if (value !== null) out += `${grp}${stat}"} ${value}\n`;
-          }
-        }
-        return out;
-      };
-    }
+    // Outlet rollups are keyed by their type; PDU-total rollups by `pduTotal` + Type.
+    if (total)
+      return groupWriter(f.sample, type, kind, `pduTotal${type.charAt(0).toUpperCase()}${type.slice(1)}`);
+    if (groupFamily.get(type) === index) return groupWriter(f.sample, type, kind, type);
   }
   throw new Error(`no writer for ${f.sample}`);
 });
@@ -354,7 +362,8 @@ const CHUNK_CHARS = 64 * 1024;
  * The reading families of these snapshots (each the latest good snapshot of an instance whose last
  * poll succeeded, in the order given) in the Prometheus text format or OpenMetrics (without `# EOF`),
  * as chunks of about 64 KB: family by family (each family's samples are one group, as both formats
- * require), so that at 1,000 PDUs a scrape holds a chunk at a time rather than 18 MB of text.
+ * require), so that a scrape of a large fleet holds a chunk at a time rather than the whole text
+ * (docs/performance.md, "Metrics scenario").
  */
 export function* readingChunks(snapshots: readonly Snapshot[], format: Format): Generator<string> {
   const planned = snapshots.map(metricsPlan);

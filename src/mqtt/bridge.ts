@@ -70,7 +70,6 @@ interface Running {
   readonly publisher: Publisher;
   readonly ghosts: GhostSweeper | null;
   readonly buckets: BucketStatus | null;
-  readonly unlisten: () => void;
 }
 
 /** How often values are republished at least: half of `expire_after`, or 5 minutes when it is 0. */
@@ -122,7 +121,6 @@ export class MqttBridge implements MqttBridgeHandle {
     // The bridge's password at its own embedded broker: only it may use its client id.
     const bridgeSecret = randomBytes(24).toString("base64url");
     const embedded = await startEmbeddedIfConfigured(config, bridgeSecret, logger);
-    let unlisten = (): void => undefined;
     const replica = this.#deps.replica;
     const buckets =
       replica === undefined
@@ -167,7 +165,7 @@ export class MqttBridge implements MqttBridgeHandle {
         (id) => ghosts?.discovered(id),
         (id) => this.#ownership.owns(id),
       );
-      unlisten = this.#listen(publisher, buckets, ghosts);
+      this.#listen(publisher, buckets, ghosts);
       await connection.connect({
         // Every connect: every instance's status, discovery and retained topics again; the first
         // starts the ghost cleanup.
@@ -177,9 +175,9 @@ export class MqttBridge implements MqttBridgeHandle {
         },
         onMessage: this.#router(publisher, ghosts),
       });
-      this.#running = { embedded, connection, publisher, ghosts, buckets, unlisten };
+      this.#running = { embedded, connection, publisher, ghosts, buckets };
     } catch (error) {
-      unlisten();
+      this.#deps.bus.release(this);
       await buckets?.close();
       await embedded?.close();
       throw error;
@@ -234,7 +232,9 @@ export class MqttBridge implements MqttBridgeHandle {
       const running = this.#running;
       this.#commands.attach(null);
       if (running === null) return;
-      running.unlisten();
+      // Nothing more is published: the lifecycle released the listeners before this stop; a
+      // bridge started without it (startMqttBridge) releases them here.
+      this.#deps.bus.release(this);
       running.ghosts?.close();
       await running.buckets?.close();
       // Every instance goes `offline` with the bridge, not only `P/status`: the ones it owns.
@@ -280,11 +280,11 @@ export class MqttBridge implements MqttBridgeHandle {
   }
 
   /** The part's bus listeners: what it publishes, and when it republishes. */
-  #listen(publisher: Publisher, buckets: BucketStatus | null, ghosts: GhostSweeper | null): () => void {
+  #listen(publisher: Publisher, buckets: BucketStatus | null, ghosts: GhostSweeper | null): void {
     const publish = (event: StoreEvent): void => {
       if (this.#ownership.owns(event.instanceId)) publisher.handle(event);
     };
-    return this.#deps.bus.listen({
+    this.#deps.bus.listen(this, {
       snapshot: publish,
       pollFailed: publish,
       // Re-derived snapshots (REST, control's Protected and MQTT retained topics came with the

@@ -176,7 +176,8 @@ export function discoveryShape(
 
 /**
  * Equal signatures: equal discovery. A digest of the shape, not the shape's JSON: the publisher keeps
- * one per instance, and about 7 KB of JSON per PDU adds up across a fleet.
+ * one per instance, and the shape's JSON per PDU adds up across a fleet
+ * (docs/performance.md, "Measurements behind the code").
  */
 export function discoverySignature(shape: DiscoveryShape): string {
   return createHash("sha256").update(JSON.stringify(shape)).digest("base64");

@@ -3,9 +3,9 @@
  * socket as one write (MQTT 3.1.1 §3.3, MQTT 5 §3.3).
  *
  * Handing each value to mqtt.js costs a packet object, mqtt-packet's five stream writes (header,
- * length, topic length, topic, payload) and a `writev` of hundreds of small chunks per poll: at
- * 1000 PDUs that was more CPU than building the snapshot (npm run bench, fleet profile). A QoS 0
- * PUBLISH has no packet id and nothing to remember, so its bytes are simple:
+ * length, topic length, topic, payload) and a `writev` of hundreds of small chunks per poll, a
+ * large share of a poll's CPU when values change (docs/performance.md, "Measurements behind the code"). A QoS 0 PUBLISH
+ * has no packet id and nothing to remember, so its bytes are simple:
  *
  *   0x30 | retain, remaining length (variable byte integer), topic length (2 bytes, big endian),
  *   topic (UTF-8), [MQTT 5: property length 0], payload (UTF-8).

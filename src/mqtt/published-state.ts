@@ -38,7 +38,7 @@ export interface TopicNames {
 const NONE: readonly string[] = Object.freeze([]);
 
 /** The kinds of key, by code: a slot stores its kind as its place here plus one (0: a free slot). */
-const KINDS: readonly TopicKind[] = [
+const KINDS = [
   "deviceState",
   "deviceAlarm",
   "outletState",
@@ -47,7 +47,10 @@ const KINDS: readonly TopicKind[] = [
   "outletMeasurement",
   "entityMeasurement",
   "groupMeasurement",
-];
+] as const satisfies readonly TopicKind[];
+// A kind missing from the list above (it would be stored as a free slot) fails to compile here.
+const _everyKindListed: Record<Exclude<TopicKind, (typeof KINDS)[number]>, never> = {};
+void _everyKindListed;
 const CODE_OF_KIND = new Map(KINDS.map((kind, code) => [kind, code + 1]));
 
 // A slot's fields in the track's columns: field `F` of slot `s` is at `s * <FIELDS> + F` of its

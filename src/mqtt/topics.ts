@@ -13,7 +13,7 @@ import type { Logger } from "../log.js";
 import { mqttLevels } from "../control/commands.js";
 import { SETTING_NAMES, type SettingName } from "../control/settings.js";
 import type { ControlTarget } from "../control/types.js";
-import { forbiddenCharacter, nameProblem, quoteName } from "../pdu/names.js";
+import { forbiddenCharacter, nameProblem, quoteName } from "../names.js";
 
 /** Command topic levels of an outlet and of a group (from the command table, src/control/commands.ts). */
 export const OUTLET_COMMANDS: readonly string[] = mqttLevels("outlet");

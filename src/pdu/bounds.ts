@@ -42,7 +42,7 @@ import {
   type PduSystem,
   type Snapshot,
 } from "./model.js";
-import { quoteName } from "./names.js";
+import { quoteName } from "../names.js";
 
 /** The bounds, in UTF-16 code units for lengths. */
 export const PDU_BOUNDS = Object.freeze({

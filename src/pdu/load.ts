@@ -31,7 +31,6 @@ import type {
   Measurement,
   Snapshot,
 } from "./model.js";
-import { nameProblem } from "./names.js";
 
 /** Points a value must fall below a line before its state steps back down. */
 export const HYSTERESIS_PERCENT = 5;
@@ -111,17 +110,6 @@ export function entityKind(key: string): string {
 const LOAD_KINDS: ReadonlySet<string> = new Set(
   RATING_KINDS.map(([, prefix]) => prefix).filter((p): p is NonNullable<typeof p> => p !== null),
 );
-
-/** Why a `Ratings.Entities` key is refused, or null. */
-export function ratingKeyProblem(key: string): string | null {
-  const parts = key.split("/");
-  if (parts.length > 2) return "must be an entity key, or a device id and an entity key joined by one '/'";
-  for (const part of parts) {
-    const problem = nameProblem(part);
-    if (problem !== null) return `${parts.length === 2 ? "has a part that " : ""}${problem}`;
-  }
-  return null;
-}
 
 /** The instance's rating of a thing from the configuration, or null. */
 export function configuredRating(

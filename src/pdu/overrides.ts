@@ -13,24 +13,12 @@
  *   protocol compares types) on outlets, entities and group rollups, on every surface.
  *
  * Overrides are keyed by device id, outlet index, entity key and group key, never by names, and
- * unknown keys are not errors (PDUs change): {@link unknownOverrides} lists them for a warning.
+ * unknown keys are not errors (PDUs change): {@link unknownOverrides} lists them for a warning. What
+ * the loader and `check-config` judge of them without a snapshot is in src/config/overrides.ts.
  */
-import { OverrideIndexPattern, type InstanceConfig } from "../config/schema.js";
+import { hasOverrides, type InstanceOverrides, type ThingOverride } from "../config/overrides.js";
 import type { Device, Entity, Group, Outlet, Snapshot } from "./model.js";
 import { findDevice, findGroup } from "./model.js";
-import { displaySpoofing } from "./display.js";
-import { nameProblem, quoteName } from "./names.js";
-
-/** What the overrides read of an instance's configuration. */
-export type InstanceOverrides = Pick<InstanceConfig, "id" | "Overrides" | "Measurements">;
-
-const INDEX = new RegExp(OverrideIndexPattern);
-
-interface ThingOverride {
-  readonly Name?: string;
-  readonly Hidden?: boolean;
-  readonly Protected?: boolean;
-}
 
 /** `record[key]` when it is the record's own key (so `constructor` or `__proto__` never match). */
 function own<T>(record: Readonly<Record<string, T>> | undefined, key: string): T | undefined {
@@ -45,17 +33,6 @@ function groupOverride(instance: InstanceOverrides, key: string): ThingOverride 
   const lower = key.toLowerCase();
   const found = Object.keys(groups).find((k) => k.toLowerCase() === lower);
   return found === undefined ? undefined : groups[found];
-}
-
-/** Whether the instance configures anything that changes a snapshot. */
-export function hasOverrides(instance: InstanceOverrides): boolean {
-  const { Outlets, Entities, Groups } = instance.Overrides;
-  return (
-    instance.Measurements !== undefined ||
-    Object.keys(Outlets).length > 0 ||
-    Object.keys(Entities).length > 0 ||
-    Object.keys(Groups).length > 0
-  );
 }
 
 /** The store's view for the instance (src/poller/store.ts `setView`), or null when nothing is configured. */
@@ -181,69 +158,6 @@ export function publishedView(snapshot: Snapshot): Snapshot {
   return view;
 }
 
-/** A problem with one override key, for a configuration error (path below `Pdus.<id>`). */
-export interface OverrideProblem {
-  readonly path: readonly string[];
-  readonly problem: string;
-}
-
-/**
- * Keys and names the schema cannot judge: device ids, entity and group keys, and every `Name`, must
- * be safe names (src/pdu/names.ts), and a `Name` must not change how text is displayed
- * (src/pdu/display.ts). The first problem, or undefined.
- */
-export function overrideProblem(instance: InstanceOverrides): OverrideProblem | undefined {
-  const base = ["Pdus", instance.id, "Overrides"];
-  const key = (path: string[], k: string, what: string): OverrideProblem | undefined => {
-    const problem = nameProblem(k);
-    return problem === null
-      ? undefined
-      : { path: [...base, ...path, k], problem: `the ${what} ${quoteName(k)} ${problem}` };
-  };
-  const name = (path: string[], o: ThingOverride): OverrideProblem | undefined => {
-    if (o.Name === undefined) return undefined;
-    const problem = nameProblem(o.Name);
-    if (problem !== null)
-      return { path: [...base, ...path, "Name"], problem: `${problem}: a Name must be a safe name` };
-    const spoofing = displaySpoofing(o.Name);
-    return spoofing === null
-      ? undefined
-      : {
-          path: [...base, ...path, "Name"],
-          problem: `contains ${spoofing}: a Name must not change how text is displayed`,
-        };
-  };
-  const { Outlets, Entities, Groups } = instance.Overrides;
-  for (const [deviceId, outlets] of Object.entries(Outlets)) {
-    const found = key(["Outlets"], deviceId, "device id");
-    if (found) return found;
-    for (const [index, o] of Object.entries(outlets)) {
-      if (!INDEX.test(index)) {
-        return {
-          path: [...base, "Outlets", deviceId, index],
-          problem: `outlet indexes are the PDU's 0-based keys written as text ("0", "7"), got ${quoteName(index)}`,
-        };
-      }
-      const bad = name(["Outlets", deviceId, index], o);
-      if (bad) return bad;
-    }
-  }
-  for (const [deviceId, entities] of Object.entries(Entities)) {
-    const found = key(["Entities"], deviceId, "device id");
-    if (found) return found;
-    for (const [entityKey, e] of Object.entries(entities)) {
-      const bad =
-        key(["Entities", deviceId], entityKey, "entity key") ?? name(["Entities", deviceId, entityKey], e);
-      if (bad) return bad;
-    }
-  }
-  for (const [groupKey, g] of Object.entries(Groups)) {
-    const bad = key(["Groups"], groupKey, "group key") ?? name(["Groups", groupKey], g);
-    if (bad) return bad;
-  }
-  return undefined;
-}
-
 /**
  * Overrides that name nothing in the snapshot (a device, outlet, entity or group the PDU does not
  * have), one sentence each, naming the key. Not errors: the PDU may gain the thing later.
@@ -292,38 +206,5 @@ export function unknownOverrides(snapshot: Snapshot, instance: InstanceOverrides
       );
     }
   }
-  return out;
-}
-
-/**
- * What `check-config` can say about overrides without contacting a PDU: settings that have no
- * effect as written. Whether the ids exist is only known after a poll (warned at start).
- */
-export function overrideNotes(
-  instance: InstanceOverrides & Pick<InstanceConfig, "ActionsEnabled">,
-): string[] {
-  const at = `Pdus.${instance.id}.Overrides`;
-  const out: string[] = [];
-  const check = (path: string, o: ThingOverride) => {
-    if (o.Protected === true && !instance.ActionsEnabled) {
-      out.push(
-        `${path}.Protected: has no effect while Pdus.${instance.id}.ActionsEnabled is false (all control is refused)`,
-      );
-    }
-    if (o.Hidden === true && o.Name !== undefined) {
-      out.push(`${path}.Name: not shown anywhere but REST, since the same override has Hidden: true`);
-    }
-    if (o.Name === undefined && o.Hidden === undefined && o.Protected === undefined) {
-      out.push(`${path}: empty override (no Name, Hidden or Protected)`);
-    }
-  };
-  const { Outlets, Entities, Groups } = instance.Overrides;
-  for (const [d, outlets] of Object.entries(Outlets)) {
-    for (const [i, o] of Object.entries(outlets)) check(`${at}.Outlets.${d}.${i}`, o);
-  }
-  for (const [d, entities] of Object.entries(Entities)) {
-    for (const [k, e] of Object.entries(entities)) check(`${at}.Entities.${d}.${k}`, e);
-  }
-  for (const [k, g] of Object.entries(Groups)) check(`${at}.Groups.${k}`, g);
   return out;
 }

@@ -71,7 +71,7 @@ const jsonFailures = new WeakMap<Snapshot, unknown>();
 /**
  * The readings of one snapshot as the members of a JSON array (no brackets; "" when there are none),
  * serialised once per snapshot, so that a busy REST API does not serialise the same values again on
- * every request (npm run bench, API scenario). Should that fail (a string too long for the engine),
+ * every request. Should that fail (a string too long for the engine),
  * the same error is thrown for the snapshot from then on without trying again; callers answer it as
  * a server error.
  */
@@ -106,8 +106,9 @@ function buildReadings(snapshot: Snapshot): Reading[] {
   const { instanceId } = snapshot;
   const timestampUtc = new Date(snapshot.timestamp).toISOString();
   const readings: Reading[] = [];
-  // Objects are written out in full rather than spread from a common base: object spread costs
-  // several microseconds per reading on Node 20 (npm run bench, API scenario).
+  // Objects are written out in full rather than spread from a common base: on Node 20 a spread
+  // followed by new properties takes V8's slow path, most of the endpoint's time
+  // (docs/performance.md, "Measurements behind the code").
   for (const device of snapshot.devices) {
     for (const outlet of device.outlets) {
       for (const m of outlet.measurements) {

@@ -28,8 +28,9 @@ import { ParseWarningLog } from "./warnings.js";
 export const FIRST_POLL_SPREAD_MS = 10_000;
 /**
  * ...unless that would start more first polls a second than this: a first poll costs several times
- * a later one (every topic and Home Assistant config of the PDU is made and sent), and 4000 PDUs at a
- * 30 s interval, all first polled within 10 s, peaked at 1 GB RSS (npm run bench, scale).
+ * a later one (every topic and Home Assistant config of the PDU is made and sent), so a large fleet
+ * first polled all at once peaks far above the memory of one whose first polls are spread
+ * (docs/performance.md, "Measurements behind the code").
  */
 export const FIRST_POLLS_PER_S = 100;
 
@@ -79,7 +80,6 @@ export class Poller {
   readonly #bus: EventBus;
   readonly #ownership: Ownership;
   readonly #abort = new AbortController();
-  #unlisten: (() => void) | null = null;
   #timer: NodeJS.Timeout | null = null;
   #timerAt = Infinity;
   #running = false;
@@ -108,7 +108,7 @@ export class Poller {
   start(): void {
     if (this.#running) return;
     this.#running = true;
-    this.#unlisten = this.#bus.listen({
+    this.#bus.listen(this, {
       configApplied: ({ live }) => {
         for (const [id, seconds] of live.pollIntervals) this.setInterval(id, seconds * 1000);
       },
@@ -129,8 +129,6 @@ export class Poller {
   /** Abort in-flight polls and wait for them to settle. */
   async stop(): Promise<void> {
     this.#running = false;
-    this.#unlisten?.();
-    this.#unlisten = null;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     this.#abort.abort();

@@ -275,7 +275,6 @@ export class ConsoleFeed {
   readonly #streams = new Set<Stream>();
   /** Open streams per client key. */
   readonly #perClient = new Map<string, number>();
-  #unlisten: (() => void) | null = null;
   /** Alarm changes and control outcomes, sent to a page when it connects. */
   readonly #recent = new RecentEvents();
   #heartbeat: NodeJS.Timeout | null = null;
@@ -294,9 +293,9 @@ export class ConsoleFeed {
 
   /** Follows the bus from now on. */
   start(): void {
-    if (this.#unlisten !== null || this.#closed) return;
+    if (this.#closed) return;
     const onStoreEvent = (event: StoreEvent): void => this.#onStoreEvent(event);
-    this.#unlisten = this.#options.bus.listen({
+    this.#options.bus.listen(this, {
       snapshot: onStoreEvent,
       pollFailed: onStoreEvent,
       alarms: (event) => this.#onAlarms(event),
@@ -473,8 +472,7 @@ export class ConsoleFeed {
   close(): void {
     this.#closed = true;
     this.closeStreams();
-    this.#unlisten?.();
-    this.#unlisten = null;
+    this.#options.bus.release(this);
   }
 
   /** Ends every open stream (the listener closes: nothing may hold its connections open). */

@@ -1,7 +1,8 @@
 /**
  * The composed App's parts and bus, through the real App: the parts in the documented order
- * (docs/architecture.md, "Parts"), every bus event documented ("The event bus"), and a bus
- * listener that throws on every event taking down neither polling nor MQTT.
+ * (docs/architecture.md, "Parts"; test/docs/architecture.test.ts holds the rest of it), and a bus
+ * listener that throws on every event taking down neither polling nor MQTT, and no part left
+ * listening once the App has stopped.
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -59,17 +60,13 @@ describe("the App's parts and bus", () => {
     assert.deepEqual(firstColumn("### Parts"), h.app.parts, "docs/architecture.md lists them in start order");
   });
 
-  it("documents every event of the bus", () => {
-    assert.deepEqual(firstColumn("### The event bus"), [...BUS_EVENT_NAMES]);
-  });
-
   it("a bus listener that throws takes down neither polling nor MQTT", async () => {
     const thrown = { count: 0 };
     const fail = (): never => {
       thrown.count++;
       throw new Error("a broken listener");
     };
-    const off = h.app.bus.listen({ snapshot: fail, pollFailed: fail, pollDone: fail, instanceStatus: fail });
+    h.app.bus.listen(thrown, { snapshot: fail, pollFailed: fail, pollDone: fail, instanceStatus: fail });
     try {
       const since = Date.now();
       const seen = h.mqtt.messages.length;
@@ -86,7 +83,15 @@ describe("the App's parts and bus", () => {
         "the failure is logged",
       );
     } finally {
-      off();
+      h.app.bus.release(thrown);
     }
+  });
+
+  // Last: it stops the App.
+  it("a stopped App's parts hear no event: the lifecycle released every listener", async () => {
+    const counts = () => BUS_EVENT_NAMES.filter((name) => h.app.bus.listenerCount(name) > 0);
+    assert.ok(counts().includes("snapshot"), "the parts listen while the App runs");
+    await h.app.stop();
+    assert.deepEqual(counts(), [], "events with a listener left after stop");
   });
 });

@@ -20,7 +20,7 @@ import { silentLogger } from "../../src/log.js";
 import type { OutletTarget } from "../../src/pdu/driver.js";
 import { consoleBootstrap } from "../../src/ui/alarms.js";
 import { configFrom } from "../../testkit/http-harness.js";
-import { cluster } from "../../testkit/mqtt-snapshots.js";
+import { cluster } from "../../testkit/snapshot-builders.js";
 
 describe("command table", () => {
   it("names each command once, and each form's level and payload pick exactly that row", () => {

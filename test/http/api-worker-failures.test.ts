@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { Measurement, Snapshot } from "../../src/pdu/model.js";
 import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
-import { singleUnit } from "../../testkit/mqtt-snapshots.js";
+import { singleUnit } from "../../testkit/snapshot-builders.js";
 import { failOnUnhandled } from "../../testkit/no-unhandled.js";
 import { waitFor } from "../../testkit/wait.js";
 

@@ -15,7 +15,7 @@ import { ConfigError } from "../../src/config/errors.js";
 import { PEER_HEADER } from "../../src/http/api-worker/store-mirror.js";
 import { startApiWorkerHarness, type AppHarness } from "../../testkit/app-harness.js";
 import { configFrom } from "../../testkit/http-harness.js";
-import { singleUnit } from "../../testkit/mqtt-snapshots.js";
+import { singleUnit } from "../../testkit/snapshot-builders.js";
 import { waitFor } from "../../testkit/wait.js";
 import { SOCKET_LINE } from "../../src/http/api-worker/host.js";
 

@@ -11,7 +11,7 @@ import { createFastReads, createReadBodies, storeReadSource } from "../../src/ht
 import { buildApiServer } from "../../src/http/api/server.js";
 import type { HttpApp } from "../../src/http/types.js";
 import { Client, configFrom, harness, type Harness } from "../../testkit/http-harness.js";
-import { singleUnit } from "../../testkit/mqtt-snapshots.js";
+import { singleUnit } from "../../testkit/snapshot-builders.js";
 
 const CONFIG = `
 Pdus:

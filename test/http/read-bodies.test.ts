@@ -14,7 +14,7 @@ import { buildApiServer } from "../../src/http/api/server.js";
 import { readingsJson } from "../../src/pdu/readings.js";
 import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
 import { configFrom, harness } from "../../testkit/http-harness.js";
-import { singleUnit } from "../../testkit/mqtt-snapshots.js";
+import { singleUnit } from "../../testkit/snapshot-builders.js";
 import { waitFor } from "../../testkit/wait.js";
 
 const POLL_S = 1;

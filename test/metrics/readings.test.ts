@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import { escapeLabel, READING_METRICS, renderReadings } from "../../src/metrics/readings.js";
 import type { Measurement, Snapshot } from "../../src/pdu/model.js";
 import { prometheusUnavailable, promtool } from "../../testkit/prometheus.js";
-import { snapshotWith } from "../../testkit/mqtt-snapshots.js";
+import { snapshotWith } from "../../testkit/snapshot-builders.js";
 
 const noPromtool = await prometheusUnavailable();
 

@@ -14,7 +14,7 @@ import { TopicIdGuard, Topics } from "../../src/mqtt/topics.js";
 import type { Sink } from "../../src/mqtt/types.js";
 import { DEFAULT_THRESHOLDS, LoadTracker } from "../../src/pdu/load.js";
 import type { Entity, LoadReport, Snapshot } from "../../src/pdu/model.js";
-import { CLEAR_ALARM, device, measurement, outlet, snapshot } from "../../testkit/mqtt-snapshots.js";
+import { CLEAR_ALARM, device, measurement, outlet, snapshot } from "../../testkit/snapshot-builders.js";
 
 /** What a broker keeps: the last retained payload of each topic (an empty one clears it). */
 class RetainedSink implements Sink {

@@ -13,7 +13,7 @@ import { ControlStub, done } from "../../testkit/control-stub.js";
 import { LogCapture } from "../../testkit/log-capture.js";
 import { Recorder, waitFor } from "../../testkit/mqtt-client.js";
 import { mqttTestConfig } from "../../testkit/mqtt-config.js";
-import { cluster, singleUnit } from "../../testkit/mqtt-snapshots.js";
+import { cluster, singleUnit } from "../../testkit/snapshot-builders.js";
 
 describe("MQTT commands (embedded broker)", () => {
   const capture = new LogCapture();

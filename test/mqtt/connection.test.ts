@@ -18,7 +18,7 @@ import { ControlStub, done } from "../../testkit/control-stub.js";
 import { LogCapture } from "../../testkit/log-capture.js";
 import { Recorder, waitFor } from "../../testkit/mqtt-client.js";
 import { mqttTestConfig } from "../../testkit/mqtt-config.js";
-import { singleUnit } from "../../testkit/mqtt-snapshots.js";
+import { singleUnit } from "../../testkit/snapshot-builders.js";
 
 const CHILD = join(dirname(fileURLToPath(import.meta.url)), "../../testkit/mqtt-bridge-child.js");
 const SWITCH_CONFIG = "homeassistant/switch/pdu-bridge_default/outlet_DEV1_0_power/config";

@@ -12,7 +12,7 @@ import { applyOverrides } from "../../src/pdu/overrides.js";
 import { buildDiscovery, discoveryShape } from "../../src/mqtt/discovery.js";
 import { TopicIdGuard, Topics } from "../../src/mqtt/topics.js";
 import { haDiscoveryProblems } from "../../testkit/ha-mqtt-rules.js";
-import { outlet, singleUnit, snapshot, device } from "../../testkit/mqtt-snapshots.js";
+import { outlet, singleUnit, snapshot, device } from "../../testkit/snapshot-builders.js";
 
 type Json = Record<string, unknown>;
 

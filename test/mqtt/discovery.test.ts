@@ -13,7 +13,7 @@ import { TopicIdGuard, Topics } from "../../src/mqtt/topics.js";
 import { SnapshotStore } from "../../src/poller/store.js";
 import { mqttTestConfig } from "../../testkit/mqtt-config.js";
 import { Recorder, sleep, waitFor } from "../../testkit/mqtt-client.js";
-import { cluster, device, outlet, singleUnit, snapshot } from "../../testkit/mqtt-snapshots.js";
+import { cluster, device, outlet, singleUnit, snapshot } from "../../testkit/snapshot-builders.js";
 
 type Config = Record<string, unknown> & {
   unique_id: string;

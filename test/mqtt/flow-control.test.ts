@@ -17,7 +17,7 @@ import { TopicIdGuard, Topics } from "../../src/mqtt/topics.js";
 import { SnapshotStore } from "../../src/poller/store.js";
 import { HeldAckBroker } from "../../testkit/held-ack-broker.js";
 import { mqttTestConfig } from "../../testkit/mqtt-config.js";
-import { singleUnit } from "../../testkit/mqtt-snapshots.js";
+import { singleUnit } from "../../testkit/snapshot-builders.js";
 import { sleep, waitFor } from "../../testkit/wait.js";
 
 const IDS = Array.from({ length: 40 }, (_, i) => `pdu${String(i).padStart(2, "0")}`);

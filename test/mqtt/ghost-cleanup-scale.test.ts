@@ -14,7 +14,7 @@ import { LogCapture } from "../../testkit/log-capture.js";
 import { Mosquitto } from "../../testkit/mosquitto.js";
 import { Recorder } from "../../testkit/mqtt-client.js";
 import { mqttTestConfig } from "../../testkit/mqtt-config.js";
-import { singleUnit } from "../../testkit/mqtt-snapshots.js";
+import { singleUnit } from "../../testkit/snapshot-builders.js";
 import { sleep, waitFor } from "../../testkit/wait.js";
 
 const IDS = Array.from({ length: 14 }, (_, i) => `rack${String(i).padStart(2, "0")}`);

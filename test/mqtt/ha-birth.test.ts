@@ -11,7 +11,7 @@ import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
 import { SnapshotStore } from "../../src/poller/store.js";
 import { Recorder } from "../../testkit/mqtt-client.js";
 import { mqttTestConfig } from "../../testkit/mqtt-config.js";
-import { singleUnit } from "../../testkit/mqtt-snapshots.js";
+import { singleUnit } from "../../testkit/snapshot-builders.js";
 import { sleep, waitFor } from "../../testkit/wait.js";
 
 const SWITCH = "homeassistant/switch/pdu-bridge_default/outlet_DEV1_0_power/config";

@@ -13,7 +13,7 @@ import { SnapshotStore } from "../../src/poller/store.js";
 import { Mosquitto } from "../../testkit/mosquitto.js";
 import { Recorder, waitFor } from "../../testkit/mqtt-client.js";
 import { mqttTestConfig } from "../../testkit/mqtt-config.js";
-import { singleUnit } from "../../testkit/mqtt-snapshots.js";
+import { singleUnit } from "../../testkit/snapshot-builders.js";
 
 describe("clean stop", () => {
   let broker: Mosquitto;

@@ -21,7 +21,7 @@ import { SnapshotStore } from "../../src/poller/store.js";
 import { Mosquitto } from "../../testkit/mosquitto.js";
 import { Recorder } from "../../testkit/mqtt-client.js";
 import { mqttTestConfig } from "../../testkit/mqtt-config.js";
-import { singleUnit } from "../../testkit/mqtt-snapshots.js";
+import { singleUnit } from "../../testkit/snapshot-builders.js";
 import { sleep, waitFor } from "../../testkit/wait.js";
 
 /** Topics with levels the names module allows: Latin-1, CJK, an astral emoji, spaces. */

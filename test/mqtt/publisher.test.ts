@@ -14,7 +14,7 @@ import { restamp, type Snapshot } from "../../src/pdu/model.js";
 import { SnapshotStore } from "../../src/poller/store.js";
 import { mqttTestConfig } from "../../testkit/mqtt-config.js";
 import { Recorder, sleep, waitFor } from "../../testkit/mqtt-client.js";
-import { device, outlet, snapshot, type OutletSpec } from "../../testkit/mqtt-snapshots.js";
+import { device, outlet, snapshot, type OutletSpec } from "../../testkit/snapshot-builders.js";
 
 const P = "pdu-bridge/default";
 const D = `${P}/DEV1`;

@@ -16,7 +16,7 @@ import { SnapshotStore } from "../../src/poller/store.js";
 import { HeldAckBroker } from "../../testkit/held-ack-broker.js";
 import { LogCapture } from "../../testkit/log-capture.js";
 import { mqttTestConfig } from "../../testkit/mqtt-config.js";
-import { singleUnit } from "../../testkit/mqtt-snapshots.js";
+import { singleUnit } from "../../testkit/snapshot-builders.js";
 import { sleep, waitFor } from "../../testkit/wait.js";
 
 /** More messages at once than there are packet identifiers. */

@@ -25,7 +25,7 @@ import {
   singleUnit,
   snapshot,
   system,
-} from "../../testkit/mqtt-snapshots.js";
+} from "../../testkit/snapshot-builders.js";
 
 const check = (s: Snapshot): Snapshot => new SnapshotBounds().apply(s);
 const long = (n: number, c = "x") => c.repeat(n);

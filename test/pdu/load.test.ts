@@ -14,10 +14,10 @@ import {
   HYSTERESIS_PERCENT,
   LoadTracker,
   nextLoadState,
-  ratingKeyProblem,
   reportedMeaning,
   type LoadThresholds,
 } from "../../src/pdu/load.js";
+import { ratingKeyProblem } from "../../src/config/ratings.js";
 import type {
   Alarm,
   Device,
@@ -27,7 +27,7 @@ import type {
   LoadState,
   Snapshot,
 } from "../../src/pdu/model.js";
-import { CLEAR_ALARM, device, measurement, outlet, snapshot } from "../../testkit/mqtt-snapshots.js";
+import { CLEAR_ALARM, device, measurement, outlet, snapshot } from "../../testkit/snapshot-builders.js";
 
 const T = DEFAULT_THRESHOLDS;
 const STATES: readonly LoadState[] = ["normal", "warning", "critical"];

@@ -4,9 +4,9 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { InstanceOverrides } from "../../src/pdu/overrides.js";
+import type { InstanceOverrides } from "../../src/config/overrides.js";
 import { applyOverrides, publishedView, unknownOverrides } from "../../src/pdu/overrides.js";
-import { cluster } from "../../testkit/mqtt-snapshots.js";
+import { cluster } from "../../testkit/snapshot-builders.js";
 
 const none = { Outlets: {}, Entities: {}, Groups: {} };
 const instance = (

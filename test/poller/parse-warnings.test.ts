@@ -11,7 +11,6 @@ import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { startHealthServer } from "../../src/http/health/server.js";
 import type { RunningListener } from "../../src/http/listener.js";
-import { createLogger } from "../../src/log.js";
 import { findGroup } from "../../src/pdu/model.js";
 import { GeistClient } from "../../src/pdu/geist/client.js";
 import { Poller } from "../../src/poller/scheduler.js";
@@ -165,12 +164,8 @@ Health: { Bind: 127.0.0.1, Port: 0 }
 
 describe("ParseWarningLog", () => {
   it("remembers at most MAX_LOGGED_PATHS paths per instance, then says so once", () => {
-    const lines: string[] = [];
-    const logger = createLogger({
-      level: "debug",
-      destination: { write: (l: string) => void lines.push(l) },
-    });
-    const warnings = new ParseWarningLog(logger);
+    const capture = new LogCapture();
+    const warnings = new ParseWarningLog(capture.logger);
     const base = parseOneView(wireOneView(), "x", 1);
     for (let i = 0; i < MAX_LOGGED_PATHS + 50; i++) {
       warnings.note("x", {
@@ -182,10 +177,10 @@ describe("ParseWarningLog", () => {
         warnings: [{ path: `$.group.g${i}.entity`, problem: "expected an object" }],
       });
     }
-    const msgs = lines.map((l) => String((JSON.parse(l) as { msg: unknown }).msg));
+    const msgs = capture.lines.map((l) => String(l.msg));
     assert.equal(msgs.filter((m) => m.includes("malformed optional part dropped")).length, MAX_LOGGED_PATHS);
     assert.equal(msgs.filter((m) => m.includes("are not logged")).length, 1);
     warnings.note("y", { ...base, warnings: [{ path: "$.sys", problem: "expected an object" }] });
-    assert.equal(lines.length, MAX_LOGGED_PATHS + 2, "another instance has its own memory");
+    assert.equal(capture.raw.length, MAX_LOGGED_PATHS + 2, "another instance has its own memory");
   });
 });

@@ -11,7 +11,7 @@ import {
   type PollTarget,
 } from "../../src/poller/scheduler.js";
 import { SnapshotStore } from "../../src/poller/store.js";
-import { snapshotWith } from "../../testkit/mqtt-snapshots.js";
+import { snapshotWith } from "../../testkit/snapshot-builders.js";
 
 interface Probe extends PollTarget {
   starts: number[];

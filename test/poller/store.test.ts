@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { EventBus } from "../../src/bus.js";
 import { restamp, type Snapshot } from "../../src/pdu/model.js";
 import { LATCH_MS, SnapshotStore, type StoreEvent } from "../../src/poller/store.js";
-import { snapshotWith } from "../../testkit/mqtt-snapshots.js";
+import { snapshotWith } from "../../testkit/snapshot-builders.js";
 
 function clock(start = 1_700_000_000_000) {
   let t = start;
@@ -14,7 +14,7 @@ function clock(start = 1_700_000_000_000) {
 function storeOf(ids: string[], now?: () => number): { store: SnapshotStore; events: StoreEvent[] } {
   const bus = new EventBus();
   const events: StoreEvent[] = [];
-  bus.listen({ snapshot: (e) => events.push(e), pollFailed: (e) => events.push(e) });
+  bus.listen(events, { snapshot: (e) => events.push(e), pollFailed: (e) => events.push(e) });
   return { store: new SnapshotStore(ids, { bus, ...(now === undefined ? {} : { now }) }), events };
 }
 

@@ -10,7 +10,7 @@ import { after, before, describe, it } from "node:test";
 import type { Snapshot } from "../../src/pdu/model.js";
 import { HISTORY_WINDOW_MS, MAX_HISTORY_SERIES, PowerHistory } from "../../src/ui/history.js";
 import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
-import { device, outlet, snapshot } from "../../testkit/mqtt-snapshots.js";
+import { device, outlet, snapshot } from "../../testkit/snapshot-builders.js";
 
 const INTERVAL_S = 10;
 /** Samples per outlet at a 10 s interval: an hour and one. */

@@ -1,14 +1,13 @@
 /**
  * The REST API's worker thread (`Api.Worker`, on by default). It exists because the main thread's
  * one event loop and large heap are shared with polling, MQTT and control: requests answered there
- * wait behind a fleet's polls, and their allocations feed the main thread's collections. At 1000
- * PDUs polling every 10 s and the API hammered at 64 connections (docs/performance.md, "API under
- * fleet load"), the worker keeps the polls' lateness p99 at about 11 ms against 17.5 ms without
- * it, the API's p99 at 7–8 ms against 9–13 ms, and the CPU per health request at 1.09× a bare
- * node:http server's against 1.23×. The worker owns the listening socket and answers the plain
- * health and readings GETs from a mirror of the store (thread.ts); the main thread feeds the
- * mirror only the statuses that changed, once per event-loop turn (about 20 µs of CPU per poll),
- * and a snapshot's readings cross only when a request needs them (store-mirror.ts). Every other
+ * wait behind a fleet's polls, and their allocations feed the main thread's collections. With a
+ * large fleet polling and the API hammered, the worker keeps both the polls' lateness and the API's
+ * lower, and the CPU per request nearer a bare node:http server's (docs/performance.md, "Measurements behind the code").
+ * The worker owns the listening socket and answers the plain health and readings GETs from a mirror
+ * of the store (thread.ts); the main thread feeds the mirror only the statuses that changed, once per
+ * event-loop turn (a small message per poll), and a snapshot's readings cross only when a request
+ * needs them (store-mirror.ts). Every other
  * request reaches the main thread's fastify app as it came, over a unix socket in a directory only
  * this user may enter, so control, the console, the documents and the errors are those of the app.
  *

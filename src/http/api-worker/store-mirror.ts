@@ -81,7 +81,6 @@ export class MirrorFeed {
   readonly #failed = new Map<string, Snapshot>();
   #scheduled = false;
   #mqttConnected: boolean;
-  readonly #unsubscribe: () => void;
 
   constructor(deps: HttpDeps, post: (message: ToWorker) => void) {
     this.#deps = deps;
@@ -91,7 +90,7 @@ export class MirrorFeed {
       this.#changed.add(event.instanceId);
       this.#schedule();
     };
-    this.#unsubscribe = deps.bus.listen({
+    deps.bus.listen(this, {
       snapshot: changed,
       pollFailed: changed,
       mqttConnected: () => this.#mqtt(true),
@@ -112,7 +111,7 @@ export class MirrorFeed {
   }
 
   stop(): void {
-    this.#unsubscribe();
+    this.#deps.bus.release(this);
   }
 
   #mqtt(connected: boolean): void {

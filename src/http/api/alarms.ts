@@ -3,6 +3,7 @@
  * instance's load report (src/pdu/load.ts; docs/alarms.md). An instance whose last poll failed keeps
  * the alarms of its last good snapshot, marked `stale`.
  */
+import { findInstance } from "../../config/instance-lookup.js";
 import { alarmJson } from "../../pdu/load.js";
 import type { HttpApp } from "../types.js";
 import { problem, sendProblem } from "../problem.js";
@@ -21,13 +22,12 @@ export function registerAlarmsRoute(app: HttpApp, deps: HttpDeps): void {
       const all = deps.store.list();
       let statuses = all;
       if (wanted !== undefined) {
-        const lower = wanted.toLowerCase();
-        const exact = deps.store.get(wanted);
-        statuses = exact ? [exact] : all.filter((s) => s.id.toLowerCase() === lower);
-        if (statuses.length === 0) {
+        const one = findInstance(all, wanted);
+        if (one === undefined) {
           const detail = `unknown instance ${JSON.stringify(wanted)}; configured instances: ${all.map((s) => s.id).join(", ")}`;
           return sendProblem(reply, problem(404, detail));
         }
+        statuses = [one];
       }
       const alarms = statuses.flatMap((s) =>
         s.load.alarms.map((a) => ({

@@ -3,9 +3,9 @@
  * `GET /api/v1/readings`), kept as bytes until what they show changes, and the fast path that
  * serves the plainest of those requests without fastify.
  *
- * Why (docs/performance.md, scenario api): with 200 PDUs polled, building and serialising these
- * answers per request, then fastify's per-request work, held the REST API to a third of what a bare
- * node:http server does on the same machine. Cached, an answer is a lookup and one socket write.
+ * Why: building and serialising these answers per request, then fastify's per-request work, held
+ * the REST API far below what a bare node:http server does on the same machine
+ * (docs/performance.md, "Measurements behind the code"). Cached, an answer is a lookup and one socket write.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Snapshot } from "../../pdu/model.js";
@@ -136,7 +136,8 @@ export function createFastReads<S extends HealthStatus>(
 
 /**
  * A Host header and no body (neither Content-Length nor Transfer-Encoding). Read from the raw list:
- * `request.headers` builds an object per request, which cost about 7 % of a bare server's rate.
+ * `request.headers` builds an object per request, a measurable share of a bare server's rate
+ * (docs/performance.md, "Measurements behind the code").
  */
 function plainHeaders(raw: readonly string[]): boolean {
   let host = false;
@@ -198,9 +199,9 @@ const HEALTH_BLOCK = 32;
  * The `instances` of the health body as bytes, in blocks of {@link HEALTH_BLOCK} instances. With
  * 1000 PDUs polled every 10 s an instance's status changes 100 times a second, each time a new
  * body: only the block holding the changed status is serialised again, the others are copied as
- * they are (joining and encoding all 1000 entries per change was a third of the bridge's extra CPU
- * per health request over a bare server; docs/performance.md, scenario api). Bounded by the
- * configured instances: one block per 32 of them.
+ * they are, since joining and encoding every entry per change is most of a rebuild's time
+ * (docs/performance.md, "Measurements behind the code"). Bounded by the configured instances: one
+ * block per 32 of them.
  */
 class HealthEntries<S extends HealthStatus> {
   #blocks: { statuses: readonly S[]; bytes: Buffer }[] = [];

@@ -1,5 +1,6 @@
 /** The read endpoints of the REST API: instances, health, snapshot ages, readings and alarms. */
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import { findInstance } from "../../config/instance-lookup.js";
 import { API_JSON_HEADERS } from "../listener.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpApp, HttpDeps } from "../types.js";
@@ -74,11 +75,8 @@ function registerReadingsRoute(app: HttpApp, deps: HttpDeps, bodies: ReadBodies)
     handler: (request, reply) => {
       const wanted = request.query.instance;
       if (wanted === undefined) return reply.headers(API_JSON_HEADERS).send(bodies.allReadings());
-      const exact = deps.store.get(wanted);
-      const lower = wanted.toLowerCase();
       const all = deps.store.list();
-      const matches = exact ? [exact] : all.filter((s) => s.id.toLowerCase() === lower);
-      const one = matches[0];
+      const one = findInstance(all, wanted);
       // Among several replicas one instance's readings come from the replica that polls it.
       const replica = deps.replica;
       if (
@@ -88,12 +86,12 @@ function registerReadingsRoute(app: HttpApp, deps: HttpDeps, bodies: ReadBodies)
         !fromReplica(request.headers)
       )
         return readFromHolder(replica, one.id, request.headers, reply);
-      if (matches.length === 0) {
+      if (one === undefined) {
         const known = all.map((s) => s.id).join(", ");
         const detail = `unknown instance ${JSON.stringify(wanted.slice(0, 64))}; configured instances: ${known}`;
         return sendProblem(reply, problem(404, detail));
       }
-      return reply.headers(API_JSON_HEADERS).send(bodies.readingsFor(matches));
+      return reply.headers(API_JSON_HEADERS).send(bodies.readingsFor([one]));
     },
   });
 }

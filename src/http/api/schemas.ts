@@ -18,8 +18,8 @@ const time = (description: string) => Type.String({ format: "date-time", descrip
 /**
  * `T | null`. A schema with one primitive `type` becomes `type: [T, "null"]` (OpenAPI 3.1 allows it)
  * rather than `anyOf`: fast-json-stringify serialises a type list with `typeof` checks, but an
- * `anyOf` by validating every value against each branch, which the API benchmark measured as a tenth
- * of /api/v1/health's time.
+ * `anyOf` by validating every value against each branch, a large share of /api/v1/health's time
+ * (docs/performance.md, "Measurements behind the code").
  */
 const nullable = <T extends TSchema>(schema: T, description: string): TSchema => {
   const { type, ...rest } = schema as TSchema & { type?: unknown };

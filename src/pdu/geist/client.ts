@@ -20,7 +20,7 @@
  *   run twice (`reboot`, `resetStats`): they go over a fresh connection of their own and are never
  *   re-sent once any byte of the request may have reached the PDU; a failure after that point is a
  *   `outcome-unknown` PduError. Device ids become URL segments only when they are safe names
- *   (src/pdu/names.ts), so `.`/`..` can never turn a write into another path.
+ *   (src/names.ts), so `.`/`..` can never turn a write into another path.
  * - Tokens are cached per target port; a write answered with retCode 1001 drops the token, logs in
  *   again and is retried once. Concurrent writes to one port share one login.
  * - Secrets (password, tokens) are never logged nor put in error messages.
@@ -43,7 +43,7 @@ import type {
 } from "../driver.js";
 import { MEMBER_HEADER } from "../driver.js";
 import { restamp, type DeviceRoute, type Snapshot } from "../model.js";
-import { pathSegment } from "../names.js";
+import { pathSegment } from "../../names.js";
 import { parseApiTree, parseOneView } from "./parse.js";
 import {
   commandBody,
@@ -98,7 +98,7 @@ export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
  * unit to close it after each answer (`Connection: close`): the unit gets its connection slot back
  * at once instead of holding it idle, the next poll never meets a connection the unit dropped in the
  * meantime, and the connection's objects are garbage while young instead of after four seconds in
- * the old generation (npm run bench: fewer full collections at 1000 PDUs).
+ * the old generation: less live heap and fewer full collections (docs/performance.md, "Measurements behind the code").
  */
 export const READ_KEEP_ALIVE_MS = 4000;
 

@@ -52,7 +52,7 @@ import {
   type PduSystem,
   type Snapshot,
 } from "../model.js";
-import { quoteName } from "../names.js";
+import { quoteName } from "../../names.js";
 import { GEIST_VENDOR, type ProxyRoute } from "./wire.js";
 
 type Obj = Record<string, unknown>;

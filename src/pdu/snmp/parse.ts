@@ -23,7 +23,7 @@ import {
   type Vendor,
 } from "../model.js";
 import { ParseError } from "../errors.js";
-import { nameProblem } from "../names.js";
+import { nameProblem } from "../../names.js";
 import {
   isScalar,
   type AbsentWhen,

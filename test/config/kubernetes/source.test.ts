@@ -16,8 +16,9 @@ import { LIVE_APPLIERS, liveKeys } from "../../../src/config/kubernetes/diff.js"
 import { parseConfigText } from "../../../src/config/load.js";
 import { referenceRows } from "../../../src/config/reference.js";
 import type { Config } from "../../../src/config/schema.js";
-import { createLogger, type Logger } from "../../../src/log.js";
+import type { Logger } from "../../../src/log.js";
 import { KubeApiStandIn } from "../../../testkit/kube-api.js";
+import { LogCapture } from "../../../testkit/log-capture.js";
 import { freePort } from "../../../testkit/repo.js";
 import { waitFor } from "../../../testkit/wait.js";
 
@@ -248,16 +249,14 @@ describe("loadKubernetesConfig against a stand-in API server", () => {
   });
 
   it("asks for a restart naming the key when Mqtt.ParentTopic changes, and stops watching", async (t) => {
-    const lines: string[] = [];
-    const logger = createLogger({ destination: { write: (line: string) => void lines.push(line) } });
-    const { changes, restarts } = await loadAndWatch(t, logger);
+    const capture = new LogCapture();
+    const { changes, restarts } = await loadAndWatch(t, capture.logger);
     api.setConfigMap(NS, NAME, { "config.yaml": configYaml({ parentTopic: "moved" }) });
     await waitFor(() => restarts.length === 1, "onRestartRequired");
     assert.match(restarts[0]!, /Mqtt\.ParentTopic/);
-    const logged = lines.map((l) => JSON.parse(l) as { msg: string });
     assert.ok(
-      logged.some((l) => l.msg === "configuration changed (Mqtt.ParentTopic): restarting"),
-      lines.join(""),
+      capture.lines.some((l) => l.msg === "configuration changed (Mqtt.ParentTopic): restarting"),
+      capture.text(),
     );
     assert.deepEqual(changes, []);
     await api.waitForWatches(0);

@@ -9,8 +9,8 @@ import { join } from "node:path";
 import { GeistClient, type ClientInstance, type OutletTarget } from "../../../src/pdu/geist/client.js";
 import { ParseError, PduError } from "../../../src/pdu/errors.js";
 import { findDevice, type Snapshot } from "../../../src/pdu/model.js";
-import { createLogger } from "../../../src/log.js";
 import { startSimulator, type Simulator, type SimulatorOptions } from "../../../src/simulator/index.js";
+import { LogCapture } from "../../../testkit/log-capture.js";
 
 interface Overrides {
   Port?: number;
@@ -241,17 +241,13 @@ describe("GeistClient writes", () => {
     { devices: 1, outlets: 4, rebootMs: 60_000, users: { admin: password } },
     { Password: password },
   );
-  const lines: string[] = [];
+  const capture = new LogCapture();
   let client: GeistClient;
   let deviceId: string;
   const target = (index: number): OutletTarget => ({ deviceId, index, route: null });
 
   before(() => {
-    const logger = createLogger({
-      level: "debug",
-      destination: { write: (line: string) => void lines.push(line) },
-    });
-    client = new GeistClient(instanceFor(h.sim, { Password: password }), { logger });
+    client = new GeistClient(instanceFor(h.sim, { Password: password }), { logger: capture.logger });
     deviceId = h.sim.deviceIds()[0] ?? "";
   });
   after(async () => {
@@ -353,13 +349,13 @@ describe("GeistClient writes", () => {
   });
 
   it("logs each request at debug, without the password or tokens", () => {
-    const requests = lines.filter((l) => l.includes('"PDU request"'));
+    const requests = capture.raw.filter((l) => l.includes('"PDU request"'));
     assert.ok(requests.some((l) => l.includes('"method":"POST"') && l.includes('"status":200')));
     const tokens = h.sim.requests
       .map((r) => tokenOf(r.body))
       .filter((t): t is string => t !== undefined && t !== "");
     assert.ok(tokens.length > 0);
-    for (const l of lines) {
+    for (const l of capture.raw) {
       assert.ok(!l.includes(password), `password in ${l}`);
       for (const t of tokens) assert.ok(!l.includes(t), `token in ${l}`);
     }

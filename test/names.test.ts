@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { isSafeName, MAX_NAME_BYTES, nameProblem, pathSegment, quoteName } from "../../src/pdu/names.js";
-import { TopicIdGuard, topicProblem, WARNED_IDS_MAX, WARNINGS_PER_WINDOW } from "../../src/mqtt/topics.js";
-import { LogCapture } from "../../testkit/log-capture.js";
+import { isSafeName, MAX_NAME_BYTES, nameProblem, pathSegment, quoteName } from "../src/names.js";
+import { TopicIdGuard, topicProblem, WARNED_IDS_MAX, WARNINGS_PER_WINDOW } from "../src/mqtt/topics.js";
+import { LogCapture } from "../testkit/log-capture.js";
 
 describe("the safe-name predicate (contract §7)", () => {
   it("refuses every kind of unsafe name the contract lists", () => {

@@ -1,4 +1,4 @@
-/** Builders of model snapshots for the MQTT tests (single units and OneView clusters). */
+/** Builders of model snapshots (single units and OneView clusters) for the tests of every surface. */
 import type {
   Alarm,
   Device,
