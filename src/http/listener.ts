@@ -9,6 +9,7 @@ import Fastify, {
   LogController,
   type FastifyBaseLogger,
   type FastifyReply,
+  type FastifyRequest,
   type FastifySchemaCompiler,
   type FastifySchemaValidationError,
   type RawServerDefault,
@@ -53,6 +54,17 @@ export const CONSOLE_PREFIX = "/ui";
 export const CONSOLE_CSP =
   "default-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+/**
+ * The path pattern of the route fastify chose for a request (`/api/v1/instances/:id/...`), or null
+ * when none matched (a 404). Every rule that guards paths decides on this, never on `request.url`:
+ * the router decodes percent-encodings (`/%61pi/` is `/api/`) and routes an absolute-form target
+ * (`http://host/api/...`) by its path, so the request line as written and the route it reaches can
+ * differ.
+ */
+export function routedPath(request: FastifyRequest): string | null {
+  return request.is404 ? null : (request.routeOptions.url ?? null);
+}
+
 export function isConsolePath(url: string): boolean {
   return (
     url === CONSOLE_PREFIX || url.startsWith(`${CONSOLE_PREFIX}/`) || url.startsWith(`${CONSOLE_PREFIX}?`)
@@ -77,12 +89,15 @@ export function isDocsPath(url: string): boolean {
   return url === DOCS_PREFIX || url.startsWith(`${DOCS_PREFIX}/`) || url.startsWith(`${DOCS_PREFIX}?`);
 }
 
-/** The headers every response carries; static docs assets keep their own Cache-Control. */
-function applySecurityHeaders(reply: FastifyReply, url: string): void {
+/**
+ * The headers every response carries; static docs assets keep their own Cache-Control. The policy
+ * follows the route that answers (a request no route took gets the strictest).
+ */
+function applySecurityHeaders(reply: FastifyReply, route: string | null): void {
   reply.headers(SECURITY_HEADERS);
   reply.header(
     "content-security-policy",
-    isDocsPath(url) ? DOCS_CSP : isConsolePath(url) ? CONSOLE_CSP : API_CSP,
+    route === null ? API_CSP : isDocsPath(route) ? DOCS_CSP : isConsolePath(route) ? CONSOLE_CSP : API_CSP,
   );
   if (!reply.hasHeader("cache-control")) reply.header("cache-control", "no-store");
 }
@@ -242,7 +257,7 @@ export function createHttpApp(
     clientErrorHandler,
     frameworkErrors: (error, request, reply) => {
       request.log.debug({ code: error.code, url: request.url }, "request refused by the router");
-      applySecurityHeaders(reply, request.url);
+      applySecurityHeaders(reply, null);
       void sendProblem(reply, problemForError(error) ?? problem(500, INTERNAL_ERROR_DETAIL));
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -250,7 +265,7 @@ export function createHttpApp(
   installJsonBodyParser(app);
 
   app.addHook("onSend", (request, reply, payload, done) => {
-    applySecurityHeaders(reply, request.url);
+    applySecurityHeaders(reply, routedPath(request));
     done(null, payload);
   });
   installProblemHandling(app, hint);

@@ -9,6 +9,7 @@ import {
   DOCS_PREFIX,
   httpLimits,
   listen,
+  routedPath,
   type HttpLimits,
   type RunningListener,
   type TlsPair,
@@ -68,9 +69,10 @@ async function registerDocs(app: HttpApp): Promise<void> {
     theme: { title: "pdu-bridge API" },
     uiHooks: {
       // swagger-ui redirects static/index.html to the page by rewriting the URL with a pattern
-      // anchored at its end, so with a query string (or a fragment) it redirected to itself, forever.
+      // anchored at its end, so with a query string (or a fragment), or with the name spelt with a
+      // percent-encoding, it redirected to itself, forever. Decided on the routed, decoded name.
       onRequest: (request, reply, done) => {
-        if (request.url.split(/[?#]/, 1)[0] === `${DOCS_PREFIX}/static/index.html`) {
+        if (routedPath(request) === `${DOCS_PREFIX}/static/index.html`) {
           void reply.redirect(`${DOCS_PREFIX}/`, 302);
           return;
         }

@@ -19,7 +19,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import fastifyPlugin from "fastify-plugin";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import Type from "typebox";
-import { CONSOLE_PREFIX } from "../listener.js";
+import { CONSOLE_PREFIX, routedPath } from "../listener.js";
 import { clientAddressResolver, type FailedKeyLimiter, keyMatcher } from "../api/key-guard.js";
 import { API_PATHS } from "../api/paths.js";
 import { problem, sendProblem } from "../problem.js";
@@ -223,9 +223,9 @@ class ConsoleSignIn {
 
   /** The `onRequest` hook: who the request comes from, the cross-site defence, ProtectReads. */
   readonly onRequest = (request: FastifyRequest, reply: FastifyReply, done: () => void): void => {
-    const url = request.url;
-    const query = url.indexOf("?");
-    const path = query < 0 ? url : url.slice(0, query);
+    // The route the request reaches, never the request line as written (see routedPath).
+    const path = routedPath(request);
+    const api = path?.startsWith("/api/") === true;
     const read = request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS";
     const keyed = request.headers["x-api-key"] !== undefined;
     const cookieId = readCookie(request.headers.cookie, this.names.session);
@@ -235,7 +235,7 @@ class ConsoleSignIn {
         const refused = this.crossSiteProblem(request, session);
         if (refused !== null) {
           this.logger.warn(
-            { client: this.clientOf(request), user: session.user.sub, path },
+            { client: this.clientOf(request), user: session.user.sub, path: request.url.slice(0, 200) },
             "cross-site request refused",
           );
           sendProblem(reply, problem(403, refused));
@@ -245,7 +245,7 @@ class ConsoleSignIn {
       setConsolePrincipal(request, { user: session.user, role: session.role });
       // Activity: what the user does, not the page's own checks or its event stream reconnecting.
       if (path !== SESSION_PATH && path !== EVENTS_PATH) this.sessions.touch(cookieId, session, this.now());
-    } else if (!read && !keyed && cookieId !== undefined && path.startsWith("/api/")) {
+    } else if (!read && !keyed && cookieId !== undefined && api) {
       const detail = `the console session has ended (signed out or timed out); sign in again at ${LOGIN_PATH}`;
       sendProblem(reply, problem(401, detail));
       return;
@@ -254,13 +254,7 @@ class ConsoleSignIn {
       void reply.redirect(loginHref(CONSOLE_HOME), 302);
       return;
     }
-    if (
-      this.settings.ProtectReads &&
-      session === null &&
-      read &&
-      path.startsWith("/api/") &&
-      this.refuseRead(request, reply)
-    )
+    if (this.settings.ProtectReads && session === null && read && api && this.refuseRead(request, reply))
       return;
     done();
   };
