@@ -4,7 +4,7 @@
  * normalise or refuse), from a chosen loopback address (127.0.0.2, 127.0.0.3, … are distinct
  * clients to the listener), and the answer's status and head read back.
  */
-import net from "node:net";
+import net, { connect, type Socket } from "node:net";
 
 export interface RawAnswer {
   /** The status code, or 0 when the connection closed (or timed out) before a status line. */
@@ -73,4 +73,74 @@ export function rawGet(
 ): Promise<RawAnswer> {
   const lines = [`GET ${target} HTTP/1.1`, `Host: 127.0.0.1:${port}`, "Connection: close", ...headers];
   return rawRequest(port, `${lines.join("\r\n")}\r\n\r\n`, options);
+}
+
+/**
+ * A raw event-stream client of `GET /api/v1/events?instance=rack` from `from`: the answer's head is
+ * read, the rest only when `reading` (a client that never reads keeps its socket paused).
+ */
+export class RawStream {
+  status = 0;
+  head = "";
+  body = "";
+  closed = false;
+  readonly socket: Socket;
+  readonly answered: Promise<void>;
+
+  constructor(port: number, from: string, reading: boolean, headers: Record<string, string> = {}) {
+    this.socket = connect({ host: "127.0.0.1", port, localAddress: from });
+    const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`);
+    this.socket.write(
+      `GET /api/v1/events?instance=rack HTTP/1.1\r\nHost: 127.0.0.1\r\n${lines.join("")}\r\n`,
+    );
+    let text = "";
+    this.answered = new Promise((resolve, reject) => {
+      this.socket.on("data", (chunk: Buffer) => {
+        if (this.status !== 0) {
+          this.body += chunk.toString("latin1");
+          return;
+        }
+        text += chunk.toString("latin1");
+        const end = text.indexOf("\r\n\r\n");
+        if (end < 0) return;
+        this.head = text.slice(0, end);
+        this.body = text.slice(end + 4);
+        this.status = Number(/^HTTP\/1\.1 (\d{3})/.exec(this.head)?.[1] ?? -1);
+        // A client that never reads: nothing more is taken from the socket.
+        if (!reading) this.socket.pause();
+        resolve();
+      });
+      this.socket.on("error", (error) => {
+        this.closed = true;
+        reject(error);
+      });
+      // Closed unanswered (a connection the listener refused): status stays 0.
+      this.socket.on("close", () => resolve());
+    });
+    this.answered.catch(() => undefined);
+    this.socket.on("close", () => (this.closed = true));
+  }
+
+  /** The body without HTTP/1.1 chunk framing, and whether the last chunk came. */
+  dechunked(): { readonly text: string; readonly ended: boolean } {
+    let rest = this.body;
+    let text = "";
+    for (;;) {
+      const line = rest.indexOf("\r\n");
+      if (line < 0) return { text, ended: false };
+      const size = parseInt(rest.slice(0, line), 16);
+      if (size === 0) return { text, ended: true };
+      if (rest.length < line + 2 + size + 2) return { text, ended: false };
+      text += rest.slice(line + 2, line + 2 + size);
+      rest = rest.slice(line + 2 + size + 2);
+    }
+  }
+
+  header(name: string): string | undefined {
+    return new RegExp(`^${name}: (.*)$`, "im").exec(this.head)?.[1];
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
 }

@@ -78,6 +78,8 @@ export function writeBridgeConfig(o: BridgeConfigOptions): string {
     lines.push("Api: { Enabled: false }");
   }
   lines.push(
+    // wrk's 64 connections all come from 127.0.0.1: one client, as the listeners count clients.
+    "Http: { MaxConnectionsPerClient: 1024 }",
     o.health === true ? "Health: { Enabled: true, Port: 0, Bind: 127.0.0.1 }" : "Health: { Enabled: false }",
     "Logging:",
     `  Level: ${o.logLevel ?? "info"}`,

@@ -762,7 +762,15 @@ export const ConfigSchema = Type.Object(
           minimum: 1,
           maximum: 1000000,
           default: 1024,
-          description: "Open connections each listener accepts at most; further ones are closed at once",
+          description:
+            "Open connections each listener accepts at most; further ones are closed at once. The last sixteenth is kept for clients holding fewer than 2 (probes, scrapes, a new console)",
+        }),
+        MaxConnectionsPerClient: Type.Integer({
+          minimum: 1,
+          maximum: 1000000,
+          default: 32,
+          description:
+            "Open connections one client (an IPv4 address, an IPv6 /64) may hold on each listener; further ones are closed at once. Api.TrustedProxies are not held to it",
         }),
       },
       {

@@ -21,6 +21,7 @@ import { ConfigError } from "../config/errors.js";
 import type { Config } from "../config/schema.js";
 import type { Logger } from "../log.js";
 import type { FastPath, HttpApp } from "./types.js";
+import { ConnectionGate, type GateLog } from "./connection-gate.js";
 import { installJsonBodyParser } from "./json-body.js";
 import {
   BODY_LIMIT,
@@ -127,8 +128,12 @@ export interface HttpLimits {
   readonly headersTimeoutMs: number;
   /** Milliseconds an idle keep-alive connection stays open. */
   readonly keepAliveTimeoutMs: number;
-  /** Open connections at most; node closes further ones at once. */
+  /** Open connections at most; further ones are closed at once (connection-gate.ts). */
   readonly maxConnections: number;
+  /** Open connections one client (an address, an IPv6 /64) may hold at most. */
+  readonly maxConnectionsPerClient: number;
+  /** Addresses not held to `maxConnectionsPerClient`: the API's trusted proxies. */
+  readonly exemptClients?: readonly string[];
   /** Largest request head in bytes; absent: node's (`http.maxHeaderSize`, 16 KiB by default). */
   readonly maxHeaderBytes?: number;
 }
@@ -139,16 +144,22 @@ export const DEFAULT_LIMITS: HttpLimits = {
   headersTimeoutMs: 10_000,
   keepAliveTimeoutMs: 5_000,
   maxConnections: 1024,
+  maxConnectionsPerClient: 32,
 };
 
-/** The limits of `Http.*` (seconds in the file). */
-export function httpLimits(config: Config): HttpLimits {
+/**
+ * The limits of `Http.*` (seconds in the file) for one listener: the API's trusted proxies carry
+ * many clients, so they are not held to the per-client limit there.
+ */
+export function httpLimits(config: Config, listener: "api" | "health"): HttpLimits {
   const http = config.Http;
   return {
     requestTimeoutMs: Math.round(http.RequestTimeout * 1000),
     headersTimeoutMs: Math.round(http.HeadersTimeout * 1000),
     keepAliveTimeoutMs: Math.round(http.KeepAliveTimeout * 1000),
     maxConnections: http.MaxConnections,
+    maxConnectionsPerClient: http.MaxConnectionsPerClient,
+    ...(listener === "api" ? { exemptClients: config.Api.TrustedProxies } : {}),
   };
 }
 
@@ -159,11 +170,12 @@ export interface TlsPair {
 }
 
 /**
- * The node:http server (node:https with `tls`) with the limits, and `fastPath` (if any) in front of
- * fastify's handler. Node checks the request and header timeouts every `connectionsCheckingInterval`
- * (30 s by default, which would let a 10 s timeout run 40 s), so it is checked at least every second.
+ * The node:http server (node:https with `tls`) with the limits, the connection gate in front of it
+ * (`log` takes its refusal lines), and `fastPath` (if any) in front of fastify's handler. Node checks
+ * the request and header timeouts every `connectionsCheckingInterval` (30 s by default, which would
+ * let a 10 s timeout run 40 s), so it is checked at least every second.
  */
-export function serverFactory(limits: HttpLimits, fastPath?: FastPath, tls?: TlsPair | null) {
+export function serverFactory(limits: HttpLimits, log: GateLog, fastPath?: FastPath, tls?: TlsPair | null) {
   return (
     handler: (request: IncomingMessage, response: ServerResponse) => void,
     options: { http?: object; maxRequestsPerSocket?: number },
@@ -192,7 +204,16 @@ export function serverFactory(limits: HttpLimits, fastPath?: FastPath, tls?: Tls
       tls === undefined || tls === null
         ? createServer(settings, listener)
         : createTlsServer({ ...settings, cert: tls.cert, key: tls.key }, listener);
-    server.maxConnections = limits.maxConnections;
+    const gate = new ConnectionGate(
+      {
+        maxConnections: limits.maxConnections,
+        maxPerClient: limits.maxConnectionsPerClient,
+        exempt: limits.exemptClients ?? [],
+      },
+      log,
+    );
+    gate.attach(server);
+    server.once("close", () => gate.close());
     if ((options.maxRequestsPerSocket ?? 0) > 0) server.maxRequestsPerSocket = options.maxRequestsPerSocket!;
     return server;
   };
@@ -236,14 +257,15 @@ export function createHttpApp(
   limits: HttpLimits = DEFAULT_LIMITS,
   tls: TlsPair | null = null,
 ): HttpApp {
+  const log = logger.child({ listener });
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
-    loggerInstance: logger.child({ listener }),
+    loggerInstance: log,
     // Per-request lines would be noise (probes every few seconds); errors and control are logged
     // with the method and URL they concern. No child logger per request: with the redaction
     // configured, creating one cost more than routing the request (npm run bench, scenario api).
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: (parent) => parent,
-    serverFactory: serverFactory(limits, fastPath, tls),
+    serverFactory: serverFactory(limits, (fields, message) => log.warn(fields, message), fastPath, tls),
     bodyLimit: BODY_LIMIT,
     // Never converts a value, should a route ever fall back to fastify's own ajv (see strictValidator).
     ajv: { customOptions: { coerceTypes: false } },

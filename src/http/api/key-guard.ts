@@ -4,6 +4,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { BlockList, isIP } from "node:net";
+import { plainAddress } from "../client-address.js";
 
 const digest = (text: string): Buffer => createHash("sha256").update(text, "utf8").digest();
 
@@ -119,13 +120,6 @@ export class FailedKeyLimiter {
 }
 
 const secondsUntil = (time: number, now: number): number => Math.max(1, Math.ceil((time - now) / 1000));
-
-/** `::ffff:10.0.0.5` (an IPv4 peer of a dual-stack listener) as `10.0.0.5`; other addresses as they are. */
-function plainAddress(address: string): string {
-  const trimmed = address.trim();
-  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(trimmed);
-  return mapped?.[1] ?? trimmed;
-}
 
 /**
  * Who a request comes from, for the lock-out and the audit log (`Api.TrustedProxies`). Behind an

@@ -111,7 +111,7 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
     "api",
     `the endpoints are listed in ${OPENAPI_PATH} and at ${DOCS_PREFIX}`,
     fastReads === undefined ? undefined : (deps.metrics?.wrapFastPath("api", fastReads) ?? fastReads),
-    options.limits ?? httpLimits(deps.config),
+    options.limits ?? httpLimits(deps.config, "api"),
     options.tls ?? null,
   );
   deps.metrics?.instrument(app, "api");

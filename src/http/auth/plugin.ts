@@ -28,7 +28,7 @@ import type { Logger } from "../../log.js";
 import type { HttpApp, HttpDeps } from "../types.js";
 import { cookieNames, CookieSeal, readCookie, setCookie } from "./cookies.js";
 import { AUTH_CSS, AUTH_PREFIX, AUTH_STYLESHEET, authPage } from "./pages.js";
-import { consolePrincipal, setConsolePrincipal } from "./principal.js";
+import { consolePrincipal, setConsolePrincipal, setKeyReader } from "./principal.js";
 import { OidcProvider, SignInError } from "./provider.js";
 import { claimAt, claimValues, roleOf, userOf } from "./roles.js";
 import { type Session, SessionStore } from "./sessions.js";
@@ -199,8 +199,10 @@ class ConsoleSignIn {
       sendProblem(reply, problem(429, detail), { "retry-after": String(locked) });
       return true;
     }
-    if (typeof presented === "string" && presented !== "" && this.#matchesKey?.(presented) === true)
+    if (typeof presented === "string" && presented !== "" && this.#matchesKey?.(presented) === true) {
+      setKeyReader(request);
       return false;
+    }
     if (!limiter.recordFailure(client)) {
       const wait = limiter.fullRetryAfter();
       const detail = `too many clients are sending wrong API keys; try again in ${wait} s with the right X-Api-Key`;
