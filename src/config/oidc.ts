@@ -123,6 +123,13 @@ export function checkApiAuthRules(config: Config, fail: Fail): void {
       `must not be longer than Api.Oidc.Sessions.AbsoluteTimeout (${oidc.Sessions.AbsoluteTimeout})`,
     );
   }
+  if (api.PublicUrl === null) {
+    throw fail(
+      ["Api", "PublicUrl"],
+      "is required when Api.Oidc.Enabled is true: the sign-in's redirect URI and the origin a console change must come from are built from it, never from a request's Host header; set it to the origin browsers use (https://pdu.example.com)",
+      ["Api", "Oidc", "Enabled"],
+    );
+  }
 }
 
 /** The certificate and key of `Api.Tls` (PEM text), or null when HTTPS is off. */

@@ -686,7 +686,7 @@ export const ConfigSchema = Type.Object(
             "Run the REST API listener in a worker thread that answers GET /api/v1/health and /api/v1/readings from a mirror of the snapshots and passes every other request to the main thread (docs/architecture.md); false serves every request on the main thread, beside polling",
         }),
         PublicUrl: nullableString(
-          "How browsers reach the REST API and the console (https://pdu.example.com): the origin of the sign-in's redirect URI, the cookies and the cross-site check; needed behind a reverse proxy. null: taken from each request's Host header and Api.Tls",
+          "How browsers reach the REST API and the console (https://pdu.example.com): the origin of the sign-in's redirect URIs, the cookies and the cross-site check; required with Api.Oidc.Enabled (never taken from a request's Host header)",
         ),
         Tls: Type.Object(
           {

@@ -420,6 +420,12 @@ const CASES: readonly Case[] = [
     says: "cannot read /nonexistent/api.pem",
   },
   {
+    name: "sign-in without a public URL (the redirect URI would follow the request's Host)",
+    yaml: `${PDU}Api: { Oidc: { Enabled: true, Issuer: "https://id.example.com" } }\n`,
+    key: "Api.PublicUrl",
+    says: "is required when Api.Oidc.Enabled is true",
+  },
+  {
     name: "a public URL with a path",
     yaml: `${PDU}Api: { PublicUrl: "https://pdu.example.com/console" }\n`,
     key: "Api.PublicUrl",

@@ -23,6 +23,7 @@ import { CONSOLE_PREFIX, routedPath } from "../listener.js";
 import { clientAddressResolver, type FailedKeyLimiter, keyMatcher } from "../api/key-guard.js";
 import { API_PATHS } from "../api/paths.js";
 import { problem, sendProblem } from "../problem.js";
+import { ConfigError } from "../../config/errors.js";
 import type { Config } from "../../config/schema.js";
 import type { Logger } from "../../log.js";
 import type { HttpApp, HttpDeps } from "../types.js";
@@ -84,10 +85,6 @@ export function safeReturnPath(value: unknown): string {
   return `${url.pathname}${url.search}${url.hash}`;
 }
 
-/** A Host header that names a host (and port) and nothing else. */
-const HOST_PATTERN =
-  /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$/;
-
 const sameText = (a: string, b: string): boolean => {
   const x = Buffer.from(a, "utf8");
   const y = Buffer.from(b, "utf8");
@@ -117,6 +114,14 @@ class ConsoleSignIn {
   readonly settings: Config["Api"]["Oidc"];
   readonly now: () => number;
   readonly logger: Logger;
+  /**
+   * How browsers reach this service: `Api.PublicUrl` (required with sign-in) as written, for the
+   * redirect URIs. They and the origin check use it, never a request's Host header, which a client
+   * writes as it likes.
+   */
+  readonly origin: string;
+  /** {@link origin} as a browser's `Origin` header serialises it (lower case, no default port). */
+  readonly #browserOrigin: string;
   /** The session cookie is `Secure` (HTTPS, directly or behind a proxy). */
   readonly secure: boolean;
   readonly names: ReturnType<typeof cookieNames>;
@@ -133,7 +138,11 @@ class ConsoleSignIn {
     this.now = deps.now ?? Date.now;
     this.logger = deps.logger.child({ component: "console-sign-in" });
     const api = this.api;
-    this.secure = api.PublicUrl !== null ? api.PublicUrl.startsWith("https:") : api.Tls.CertFile !== null;
+    if (api.PublicUrl === null)
+      throw new ConfigError("Api.PublicUrl", "is required when Api.Oidc.Enabled is true");
+    this.origin = api.PublicUrl;
+    this.#browserOrigin = new URL(api.PublicUrl).origin;
+    this.secure = this.#browserOrigin.startsWith("https:");
     this.names = cookieNames(this.secure);
     const settings = this.settings;
     this.sessions = new SessionStore({
@@ -157,22 +166,14 @@ class ConsoleSignIn {
     return this.#resolveClient(request.socket.remoteAddress, request.headers["x-forwarded-for"]);
   }
 
-  /** How browsers reach this service: Api.PublicUrl, else the request's Host and the listener's scheme. */
-  originOf(request: FastifyRequest): string | null {
-    if (this.api.PublicUrl !== null) return this.api.PublicUrl;
-    const host = request.headers.host;
-    if (typeof host !== "string" || !HOST_PATTERN.test(host)) return null;
-    return `${this.api.Tls.CertFile !== null ? "https" : "http"}://${host.toLowerCase()}`;
-  }
-
   /** The cross-site defence of a state-changing request made with a session; a refusal, or null. */
   crossSiteProblem(request: FastifyRequest, session: Session): string | null {
     const origin = request.headers.origin;
-    const expected = this.originOf(request);
-    if (typeof origin !== "string" || expected === null || origin.toLowerCase() !== expected) {
+    const expected = this.#browserOrigin;
+    if (typeof origin !== "string" || origin.toLowerCase() !== expected) {
       return (
         `cross-site request refused: a change made with a console session must come from the console at ` +
-        `${expected ?? "this service"} (Origin: ${typeof origin === "string" ? origin.slice(0, 200) : "missing"}); nothing was done`
+        `${expected} (Origin: ${typeof origin === "string" ? origin.slice(0, 200) : "missing"}); nothing was done`
       );
     }
     const token = request.headers["x-csrf-token"];
@@ -262,19 +263,13 @@ class ConsoleSignIn {
   };
 
   /** `login`: to the provider, with the flow sealed in a cookie. */
-  async login(request: FastifyRequest, reply: FastifyReply, returnTo: string | undefined) {
-    const origin = this.originOf(request);
-    if (origin === null) {
-      const why =
-        "the request's Host header is not a host name; set Api.PublicUrl to the address browsers use";
-      return page(reply, 400, authPage("Cannot sign in", [why], []));
-    }
+  async login(reply: FastifyReply, returnTo: string | undefined) {
     const flow: Flow = {
       s: randomToken(),
       n: randomToken(),
       v: randomToken(),
       r: safeReturnPath(returnTo),
-      u: `${origin}${CALLBACK_PATH}`,
+      u: `${this.origin}${CALLBACK_PATH}`,
       t: this.now(),
     };
     let target: URL;
@@ -411,11 +406,8 @@ class ConsoleSignIn {
     const id = readCookie(request.headers.cookie, this.names.session);
     const session = this.sessions.get(id, this.now());
     this.sessions.delete(id);
-    const origin = this.originOf(request);
     const location =
-      (origin === null
-        ? null
-        : this.provider.endSessionUrl(session?.idToken ?? null, `${origin}${SIGNED_OUT_PATH}`)) ??
+      this.provider.endSessionUrl(session?.idToken ?? null, `${this.origin}${SIGNED_OUT_PATH}`) ??
       SIGNED_OUT_PATH;
     if (session !== null)
       this.logger.info({ client: this.clientOf(request), user: session.user.sub }, "console sign-out");
@@ -514,7 +506,7 @@ const plugin: FastifyPluginCallbackTypebox<ConsoleAuthOptions> = (app, options, 
     { additionalProperties: false },
   );
   app.get(LOGIN_PATH, { schema: { hide: true, querystring: loginQuery } }, (request, reply) =>
-    signIn.login(request, reply, request.query.return),
+    signIn.login(reply, request.query.return),
   );
   const callbackQuery = Type.Object({}, { additionalProperties: Type.String({ maxLength: 4096 }) });
   app.get(CALLBACK_PATH, { schema: { hide: true, querystring: callbackQuery } }, (request, reply) =>
