@@ -318,11 +318,11 @@ export const SnmpProfileNames = [
 ] as const;
 export type SnmpProfileName = (typeof SnmpProfileNames)[number];
 
-/** A secret of the SNMP block: only from the environment, so the file leaves it null. */
+/** A secret of the SNMP block: from the environment, else the file (as every secret). */
 const snmpSecret = (variable: string, what: string) =>
   Type.Union([Type.String(), Type.Null()], {
     default: null,
-    description: `${what}; a secret taken only from SERVICE_PDU_<ID>_${variable} (or SERVICE_PDU_<ID>_${variable}_FILE): leave it out of the file`,
+    description: `${what}; a secret: SERVICE_PDU_<ID>_${variable} (or SERVICE_PDU_<ID>_${variable}_FILE) wins over the file, and a ConfigMap may not hold it`,
   });
 
 export const SnmpSchema = Type.Object(
@@ -432,7 +432,7 @@ export const OidcSchema = Type.Object(
       description: "The client id registered at the provider",
     }),
     ClientSecret: nullableString(
-      "Never set here: the client secret comes from SERVICE_OIDC_CLIENT_SECRET or SERVICE_OIDC_CLIENT_SECRET_FILE (unset: a public client with PKCE)",
+      "The client secret (unset: a public client with PKCE); a secret: SERVICE_OIDC_CLIENT_SECRET (or SERVICE_OIDC_CLIENT_SECRET_FILE) wins over the file, and a ConfigMap may not hold it",
     ),
     Scopes: Type.Array(Type.String({ minLength: 1, maxLength: 128, pattern: "^[!#-\\[\\]-~]+$" }), {
       default: ["openid", "profile", "email"],
