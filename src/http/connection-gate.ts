@@ -150,7 +150,10 @@ export class ConnectionGate {
     const folded = this.#folded;
     this.#folded = 0;
     this.#loggedAt = this.#now();
-    this.#log({ refused: folded, open: this.#open }, `connections refused: ${folded} more in the last minute`);
+    this.#log(
+      { refused: folded, open: this.#open },
+      `connections refused: ${folded} more in the last minute`,
+    );
   }
 
   /** Stops the pending log line (the listener closes). */

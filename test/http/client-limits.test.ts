@@ -129,7 +129,9 @@ for (const worker of [false, true]) {
           .filter((l) => /connections refused/.test(String(l.msg)));
         assert.ok(refusals.length >= 1 && refusals.length <= 2, `${refusals.length} log lines`);
         assert.equal(refusals[0]!.client, "127.0.0.2");
-        t.diagnostic(`${listener}: 1025 connections from one client, ${open} kept; probes ${answered}/${tried}`);
+        t.diagnostic(
+          `${listener}: 1025 connections from one client, ${open} kept; probes ${answered}/${tried}`,
+        );
         closeAll(held);
       });
     }
