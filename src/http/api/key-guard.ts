@@ -4,7 +4,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { BlockList, isIP } from "node:net";
-import { plainAddress } from "../client-address.js";
+import { clientKey, plainAddress } from "../client-address.js";
 
 const digest = (text: string): Buffer => createHash("sha256").update(text, "utf8").digest();
 
@@ -50,8 +50,13 @@ export class FailedKeyLimiter {
     this.#capacity = capacity;
   }
 
-  /** Whole seconds until `client` may try again (at least 1), or 0 when it is not locked out. */
-  retryAfter(client: string): number {
+  /**
+   * Whole seconds until `client` may try again (at least 1), or 0 when it is not locked out. A
+   * client is counted by its {@link clientKey} (an IPv6 one by its /64: otherwise a host could
+   * try ten keys from each of its addresses).
+   */
+  retryAfter(address: string): number {
+    const client = clientKey(address);
     const now = this.#now();
     const recent = this.#recent(client, now);
     if (recent.length <= MAX_FAILURES) return 0;
@@ -62,7 +67,8 @@ export class FailedKeyLimiter {
    * Records a failed key. Returns false when it cannot be recorded because every remembered address
    * is locked out and `client` is not one of them: answer 429 (see {@link fullRetryAfter}).
    */
-  recordFailure(client: string): boolean {
+  recordFailure(address: string): boolean {
+    const client = clientKey(address);
     const now = this.#now();
     const known = this.#unlocked.has(client) || this.#locked.has(client);
     if (!known && this.size >= this.#capacity && !this.#makeRoom(now)) return false;
