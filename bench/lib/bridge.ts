@@ -69,6 +69,8 @@ export function writeBridgeConfig(o: BridgeConfigOptions): string {
           TrustedProxies: [...(o.api.trustedProxies ?? [])],
         }
       : { Enabled: false },
+    // wrk's 64 connections all come from 127.0.0.1: one client, as the listeners count clients.
+    Http: { MaxConnectionsPerClient: 1024 },
     Health: o.health === true ? { Enabled: true, Port: 0, Bind: "127.0.0.1" } : { Enabled: false },
     Logging: { Level: o.logLevel ?? "info" },
   });

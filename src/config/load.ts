@@ -14,13 +14,7 @@ import { dirname, resolve } from "node:path";
 import { Value } from "typebox/value";
 import { overrideProblem } from "./overrides.js";
 import { ratingKeyProblem } from "./ratings.js";
-import {
-  checkApiAuthRules,
-  checkOidcSecretInFile,
-  OIDC_SECRET_VARIABLE,
-  readApiTls,
-  resolveApiSection,
-} from "./oidc.js";
+import { checkApiAuthRules, OIDC_SECRET_VARIABLE, readApiTls, resolveApiSection } from "./oidc.js";
 import { parseYaml, type KeyPath, type ParsedYaml } from "./document.js";
 import { ConfigError } from "./errors.js";
 import {
@@ -47,7 +41,8 @@ import {
   readSecret,
   PDU_VARIABLE_PREFIX,
   secretInConfigMap,
-  snmpSecretInFile,
+  snmpSecretSource,
+  SNMP_SECRET_VARIABLES,
   type Env,
   type MergedSecrets,
 } from "./secrets.js";
@@ -136,18 +131,16 @@ export async function parseConfigText(
   }
   const ids = checkShape(data, yaml, fail);
   if (!Value.Check(ConfigSchema, data)) throw new ConfigError("", "invalid configuration", { file: origin });
-  checkOidcSecretInFile(data, fail);
 
+  // A file may hold any secret (the environment wins); a ConfigMap none.
   if (options.source === "kubernetes") {
     const secret = secretInConfigMap(data, ids);
     if (secret !== undefined) throw fail(secret.path, secret.problem);
   }
-  for (const id of ids) {
-    const inFile = snmpSecretInFile(data, id);
-    if (inFile !== undefined) throw fail(inFile.path, inFile.problem);
-  }
   const secrets = await mergeSecrets(data, ids, env);
-  const clientSecret = (await readSecret(env, OIDC_SECRET_VARIABLE)) ?? null;
+  const fileSecret = data.Api.Oidc.ClientSecret;
+  const clientSecret =
+    (await readSecret(env, OIDC_SECRET_VARIABLE)) ?? (fileSecret === "" ? null : fileSecret);
   const baseDir = options.baseDir ?? process.cwd();
   const caFile = (file: string | null) => (file === null ? null : resolve(baseDir, file));
 
@@ -204,6 +197,7 @@ async function checkRules(config: Config, yaml: ParsedYaml, env: Env, fail: Fail
   checkCrossFieldRules(config, yaml, fail, rules);
   await collectFirst(rules, () => checkApiAuthRules(config, fail));
   checkSecretRules(config, env, fail, rules);
+  checkSnmpSecretsApply(config, env, yaml, fail, rules);
   await checkCaFiles(config, fail, rules);
   await collectFirst(rules, () => readApiTls(config, fail));
   if (rules.length > 0) throw ConfigError.all(inFileOrder(rules));
@@ -620,6 +614,40 @@ function checkSecretRules(config: Config, env: Env, fail: Fail, problems: Config
         ["Mqtt", "Credentials"],
       ),
     );
+  }
+}
+
+/**
+ * SNMP secrets that would be ignored are refused, naming the key and where the secret came from
+ * (never the secret): any of them on an instance without `Driver: snmp`, a community with
+ * `Version: 3`, a key with `Version: 2c`, a privacy key with `Auth.PrivProtocol: none`.
+ */
+function checkSnmpSecretsApply(
+  config: Config,
+  env: Env,
+  yaml: ParsedYaml,
+  fail: Fail,
+  problems: ConfigError[],
+): void {
+  for (const instance of config.instances) {
+    const s = instance.Snmp;
+    const unused = (key: keyof typeof SNMP_SECRET_VARIABLES): string | null => {
+      if (instance.Driver !== "snmp") return `Driver is ${instance.Driver}, which uses no SNMP secret`;
+      const community = key === "Community" || key === "WriteCommunity";
+      if (s.Version === "3" && community)
+        return "Version is 3, which authenticates with Auth.Username, AuthKey and PrivKey";
+      if (s.Version === "2c" && !community) return "Version is 2c, which uses Community and WriteCommunity";
+      if (key === "PrivKey" && s.Auth.PrivProtocol === "none") return "Auth.PrivProtocol is none";
+      return null;
+    };
+    for (const key of Object.keys(SNMP_SECRET_VARIABLES) as (keyof typeof SNMP_SECRET_VARIABLES)[]) {
+      const path = ["Pdus", instance.id, "Snmp", key];
+      const source = snmpSecretSource(env, instance.id, key, yaml.has(path) ? s[key] : null);
+      const why = source === null ? null : unused(key);
+      if (why === null) continue;
+      const line = yaml.has(path) ? path : ["Pdus", instance.id];
+      problems.push(fail(path, `is set (${source}) but ${why}: it would be ignored; remove it`, line));
+    }
   }
 }
 

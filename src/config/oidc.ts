@@ -1,7 +1,7 @@
 /**
  * The rules of the REST API's sign-in and HTTPS keys (`Api.PublicUrl`, `Api.Tls`, `Api.Oidc`) that
  * span keys or need files: checked by the loader after the schema, each failure a ConfigError naming
- * the key (exit 2). The client secret is never taken from the file.
+ * the key (exit 2).
  */
 import { readFile } from "node:fs/promises";
 import { isIP } from "node:net";
@@ -13,22 +13,11 @@ import type { Config, FileConfig } from "./schema.js";
 import { ioReason } from "./secrets.js";
 import { showValue } from "./validate.js";
 
-export const OIDC_SECRET_VARIABLE = "SERVICE_OIDC_CLIENT_SECRET";
+export { OIDC_SECRET_VARIABLE } from "./secrets.js";
 
 type Fail = (path: KeyPath, problem: string, linePath?: KeyPath) => ConfigError;
 
-/** A client secret written in the file is refused whatever else is set: it belongs in the environment. */
-export function checkOidcSecretInFile(file: FileConfig, fail: Fail): void {
-  const secret = file.Api.Oidc.ClientSecret;
-  if (secret !== null && secret !== "") {
-    throw fail(
-      ["Api", "Oidc", "ClientSecret"],
-      `a secret does not belong in the configuration file; set ${OIDC_SECRET_VARIABLE} or ${OIDC_SECRET_VARIABLE}_FILE instead`,
-    );
-  }
-}
-
-/** `Api` with its file paths resolved against `baseDir` and the client secret from the environment. */
+/** `Api` with its file paths resolved against `baseDir` and the client secret (environment, else file). */
 export function resolveApiSection(api: FileConfig["Api"], baseDir: string, clientSecret: string | null) {
   const path = (file: string | null) => (file === null ? null : resolve(baseDir, file));
   return {
@@ -121,6 +110,13 @@ export function checkApiAuthRules(config: Config, fail: Fail): void {
     throw fail(
       ["Api", "Oidc", "Sessions", "IdleTimeout"],
       `must not be longer than Api.Oidc.Sessions.AbsoluteTimeout (${oidc.Sessions.AbsoluteTimeout})`,
+    );
+  }
+  if (api.PublicUrl === null) {
+    throw fail(
+      ["Api", "PublicUrl"],
+      "is required when Api.Oidc.Enabled is true: the sign-in's redirect URI and the origin a console change must come from are built from it, never from a request's Host header; set it to the origin browsers use (https://pdu.example.com)",
+      ["Api", "Oidc", "Enabled"],
     );
   }
 }

@@ -322,11 +322,11 @@ export const SnmpProfileNames = [
 ] as const;
 export type SnmpProfileName = (typeof SnmpProfileNames)[number];
 
-/** A secret of the SNMP block: only from the environment, so the file leaves it null. */
+/** A secret of the SNMP block: from the environment, else the file (as every secret). */
 const snmpSecret = (variable: string, what: string) =>
   Type.Union([Type.String(), Type.Null()], {
     default: null,
-    description: `${what}; a secret taken only from SERVICE_PDU_<ID>_${variable} (or SERVICE_PDU_<ID>_${variable}_FILE): leave it out of the file`,
+    description: `${what}; a secret: SERVICE_PDU_<ID>_${variable} (or SERVICE_PDU_<ID>_${variable}_FILE) wins over the file, and a ConfigMap may not hold it`,
   });
 
 export const SnmpSchema = Type.Object(
@@ -436,7 +436,7 @@ export const OidcSchema = Type.Object(
       description: "The client id registered at the provider",
     }),
     ClientSecret: nullableString(
-      "Never set here: the client secret comes from SERVICE_OIDC_CLIENT_SECRET or SERVICE_OIDC_CLIENT_SECRET_FILE (unset: a public client with PKCE)",
+      "The client secret (unset: a public client with PKCE); a secret: SERVICE_OIDC_CLIENT_SECRET (or SERVICE_OIDC_CLIENT_SECRET_FILE) wins over the file, and a ConfigMap may not hold it",
     ),
     Scopes: Type.Array(Type.String({ minLength: 1, maxLength: 128, pattern: "^[!#-\\[\\]-~]+$" }), {
       default: ["openid", "profile", "email"],
@@ -690,7 +690,7 @@ export const ConfigSchema = Type.Object(
             "Run the REST API listener in a worker thread that answers GET /api/v1/health and /api/v1/readings from a mirror of the snapshots and passes every other request to the main thread (docs/architecture.md); false serves every request on the main thread, beside polling",
         }),
         PublicUrl: nullableString(
-          "How browsers reach the REST API and the console (https://pdu.example.com): the origin of the sign-in's redirect URI, the cookies and the cross-site check; needed behind a reverse proxy. null: taken from each request's Host header and Api.Tls",
+          "How browsers reach the REST API and the console (https://pdu.example.com): the origin of the sign-in's redirect URIs, the cookies and the cross-site check; required with Api.Oidc.Enabled (never taken from a request's Host header)",
         ),
         Tls: Type.Object(
           {
@@ -766,7 +766,15 @@ export const ConfigSchema = Type.Object(
           minimum: 1,
           maximum: 1000000,
           default: 1024,
-          description: "Open connections each listener accepts at most; further ones are closed at once",
+          description:
+            "Open connections each listener accepts at most; further ones are closed at once. The last sixteenth is kept for clients holding fewer than 2 (probes, scrapes, a new console)",
+        }),
+        MaxConnectionsPerClient: Type.Integer({
+          minimum: 1,
+          maximum: 1000000,
+          default: 32,
+          description:
+            "Open connections one client (an IPv4 address, an IPv6 /64) may hold on each listener; further ones are closed at once. Api.TrustedProxies are not held to it",
         }),
       },
       {

@@ -30,6 +30,8 @@ export const MQTT_VARIABLE_PREFIX = "SERVICE_MQTT";
 export const PDU_VARIABLE_PREFIX = "SERVICE_PDU";
 /** The etcd backend's credentials (Cluster.Etcd); there are no keys for them in the file. */
 export const ETCD_VARIABLE_PREFIX = "SERVICE_ETCD";
+/** The console sign-in's client secret (`Api.Oidc.ClientSecret`). */
+export const OIDC_SECRET_VARIABLE = "SERVICE_OIDC_CLIENT_SECRET";
 
 /** An instance id as it appears in variable names: upper-cased, `-` as `_` (`rack-a` → `RACK_A`). */
 export const instanceVariableId = (id: string): string => id.toUpperCase().replaceAll("-", "_");
@@ -73,7 +75,7 @@ export function ioReason(cause: unknown): string {
 const nonEmpty = (value: string | null | undefined): string | undefined =>
   value === null || value === undefined || value === "" ? undefined : value;
 
-/** An SNMP instance's secrets, from the environment only. */
+/** An instance's SNMP secrets: from `SERVICE_PDU_<ID>_*` (and `_FILE`), else the file's `Pdus.<id>.Snmp`. */
 export interface SnmpSecrets {
   Community: string | null;
   WriteCommunity: string | null;
@@ -96,27 +98,26 @@ export interface MergedSecrets {
   readonly pdus: ReadonlyMap<string, Credentials>;
   /** Where each PDU credential came from, by instance id. */
   readonly pduSources: ReadonlyMap<string, CredentialSources>;
-  /** By instance id, for instances with Driver snmp. */
+  /** By instance id, for every instance (a Geist one's are refused by the loader's rules). */
   readonly snmp: ReadonlyMap<string, SnmpSecrets>;
   /** Only from the environment. */
   readonly etcd: Credentials;
 }
 
-/** An SNMP secret written in the file: they come only from the environment. */
-export function snmpSecretInFile(file: FileConfig, id: string): Problem | undefined {
-  const snmp = file.Pdus[id]?.Snmp;
-  if (snmp === undefined) return undefined;
-  for (const [key, variable] of Object.entries(SNMP_SECRET_VARIABLES)) {
-    const value = snmp[key as keyof SnmpSecrets];
-    if (value !== null && value !== undefined) {
-      const name = `${instanceVariablePrefix(id)}_${variable}`;
-      return {
-        path: ["Pdus", id, "Snmp", key],
-        problem: `is a secret taken only from the environment: remove it from the file and set ${name} or ${name}_FILE`,
-      };
-    }
-  }
-  return undefined;
+/**
+ * Where an instance's SNMP secret comes from, for messages that never show it: its variable (the
+ * `_FILE` form first) when set, else the file's key when the file sets it; null when neither.
+ */
+export function snmpSecretSource(
+  env: Env,
+  id: string,
+  key: keyof SnmpSecrets,
+  inFile: string | null | undefined,
+): string | null {
+  const name = `${instanceVariablePrefix(id)}_${SNMP_SECRET_VARIABLES[key]}`;
+  const variable = [`${name}_FILE`, name].find((v) => (env[v] ?? "") !== "");
+  if (variable !== undefined) return variable;
+  return nonEmpty(inFile) === undefined ? null : `Pdus.${id}.Snmp.${key} in the file`;
 }
 
 /**
@@ -141,18 +142,16 @@ export async function mergeSecrets(
   const pduSources = new Map<string, CredentialSources>();
   const snmp = new Map<string, SnmpSecrets>();
   for (const id of ids) {
-    if (file.Pdus[id]?.Driver === "snmp") {
-      const own = instanceVariablePrefix(id);
-      const read = async (key: keyof SnmpSecrets) =>
-        (await readSecret(env, `${own}_${SNMP_SECRET_VARIABLES[key]}`)) ?? null;
-      snmp.set(id, {
-        Community: await read("Community"),
-        WriteCommunity: await read("WriteCommunity"),
-        AuthKey: await read("AuthKey"),
-        PrivKey: await read("PrivKey"),
-      });
-    }
     const own = instanceVariablePrefix(id);
+    const fileSnmp = file.Pdus[id]?.Snmp;
+    const read = async (key: keyof SnmpSecrets) =>
+      (await readSecret(env, `${own}_${SNMP_SECRET_VARIABLES[key]}`)) ?? nonEmpty(fileSnmp?.[key]) ?? null;
+    snmp.set(id, {
+      Community: await read("Community"),
+      WriteCommunity: await read("WriteCommunity"),
+      AuthKey: await read("AuthKey"),
+      PrivKey: await read("PrivKey"),
+    });
     const fromFile = file.Pdus[id]?.Credentials;
     const inFile = (field: "Username" | "Password") => {
       const value = nonEmpty(fromFile?.[field]);
@@ -176,7 +175,10 @@ export async function mergeSecrets(
   };
 }
 
-/** For a ConfigMap: the first secret written in the text itself (they belong in a Kubernetes Secret). */
+/**
+ * For a ConfigMap: the first secret written in the text itself (they belong in a Kubernetes
+ * Secret). A configuration file may hold any secret (the environment wins); a ConfigMap none.
+ */
 export function secretInConfigMap(file: FileConfig, ids: readonly string[]): Problem | undefined {
   const refuse = (path: string[], variables: string) => ({
     path,
@@ -189,6 +191,9 @@ export function secretInConfigMap(file: FileConfig, ids: readonly string[]): Pro
     const name = `${MQTT_VARIABLE_PREFIX}_PASSWORD`;
     return refuse(["Mqtt", "Credentials", "Password"], `${name} or ${name}_FILE`);
   }
+  if (nonEmpty(file.Api.Oidc.ClientSecret) !== undefined) {
+    return refuse(["Api", "Oidc", "ClientSecret"], `${OIDC_SECRET_VARIABLE} or ${OIDC_SECRET_VARIABLE}_FILE`);
+  }
   for (const id of ids) {
     if (nonEmpty(file.Pdus[id]?.Credentials.Password) !== undefined) {
       const name = `${instanceVariablePrefix(id)}_PASSWORD`;
@@ -196,6 +201,11 @@ export function secretInConfigMap(file: FileConfig, ids: readonly string[]): Pro
         ["Pdus", id, "Credentials", "Password"],
         `${name} or ${name}_FILE (or ${PDU_VARIABLE_PREFIX}_PASSWORD for every instance)`,
       );
+    }
+    for (const [key, variable] of Object.entries(SNMP_SECRET_VARIABLES)) {
+      if (nonEmpty(file.Pdus[id]?.Snmp[key as keyof SnmpSecrets]) === undefined) continue;
+      const name = `${instanceVariablePrefix(id)}_${variable}`;
+      return refuse(["Pdus", id, "Snmp", key], `${name} or ${name}_FILE`);
     }
   }
   return undefined;

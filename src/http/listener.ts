@@ -9,6 +9,7 @@ import Fastify, {
   LogController,
   type FastifyBaseLogger,
   type FastifyReply,
+  type FastifyRequest,
   type FastifySchemaCompiler,
   type FastifySchemaValidationError,
   type RawServerDefault,
@@ -20,6 +21,7 @@ import { ConfigError } from "../config/errors.js";
 import type { Config } from "../config/schema.js";
 import type { Logger } from "../log.js";
 import type { FastPath, HttpApp } from "./types.js";
+import { ConnectionGate, type GateLog } from "./connection-gate.js";
 import { installJsonBodyParser } from "./json-body.js";
 import {
   BODY_LIMIT,
@@ -53,6 +55,17 @@ export const CONSOLE_PREFIX = "/ui";
 export const CONSOLE_CSP =
   "default-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+/**
+ * The path pattern of the route fastify chose for a request (`/api/v1/instances/:id/...`), or null
+ * when none matched (a 404). Every rule that guards paths decides on this, never on `request.url`:
+ * the router decodes percent-encodings (`/%61pi/` is `/api/`) and routes an absolute-form target
+ * (`http://host/api/...`) by its path, so the request line as written and the route it reaches can
+ * differ.
+ */
+export function routedPath(request: FastifyRequest): string | null {
+  return request.is404 ? null : (request.routeOptions.url ?? null);
+}
+
 export function isConsolePath(url: string): boolean {
   return (
     url === CONSOLE_PREFIX || url.startsWith(`${CONSOLE_PREFIX}/`) || url.startsWith(`${CONSOLE_PREFIX}?`)
@@ -77,12 +90,15 @@ export function isDocsPath(url: string): boolean {
   return url === DOCS_PREFIX || url.startsWith(`${DOCS_PREFIX}/`) || url.startsWith(`${DOCS_PREFIX}?`);
 }
 
-/** The headers every response carries; static docs assets keep their own Cache-Control. */
-function applySecurityHeaders(reply: FastifyReply, url: string): void {
+/**
+ * The headers every response carries; static docs assets keep their own Cache-Control. The policy
+ * follows the route that answers (a request no route took gets the strictest).
+ */
+function applySecurityHeaders(reply: FastifyReply, route: string | null): void {
   reply.headers(SECURITY_HEADERS);
   reply.header(
     "content-security-policy",
-    isDocsPath(url) ? DOCS_CSP : isConsolePath(url) ? CONSOLE_CSP : API_CSP,
+    route === null ? API_CSP : isDocsPath(route) ? DOCS_CSP : isConsolePath(route) ? CONSOLE_CSP : API_CSP,
   );
   if (!reply.hasHeader("cache-control")) reply.header("cache-control", "no-store");
 }
@@ -112,8 +128,12 @@ export interface HttpLimits {
   readonly headersTimeoutMs: number;
   /** Milliseconds an idle keep-alive connection stays open. */
   readonly keepAliveTimeoutMs: number;
-  /** Open connections at most; node closes further ones at once. */
+  /** Open connections at most; further ones are closed at once (connection-gate.ts). */
   readonly maxConnections: number;
+  /** Open connections one client (an address, an IPv6 /64) may hold at most. */
+  readonly maxConnectionsPerClient: number;
+  /** Addresses not held to `maxConnectionsPerClient`: the API's trusted proxies. */
+  readonly exemptClients?: readonly string[];
   /** Largest request head in bytes; absent: node's (`http.maxHeaderSize`, 16 KiB by default). */
   readonly maxHeaderBytes?: number;
 }
@@ -124,16 +144,22 @@ export const DEFAULT_LIMITS: HttpLimits = {
   headersTimeoutMs: 10_000,
   keepAliveTimeoutMs: 5_000,
   maxConnections: 1024,
+  maxConnectionsPerClient: 32,
 };
 
-/** The limits of `Http.*` (seconds in the file). */
-export function httpLimits(config: Config): HttpLimits {
+/**
+ * The limits of `Http.*` (seconds in the file) for one listener: the API's trusted proxies carry
+ * many clients, so they are not held to the per-client limit there.
+ */
+export function httpLimits(config: Config, listener: "api" | "health"): HttpLimits {
   const http = config.Http;
   return {
     requestTimeoutMs: Math.round(http.RequestTimeout * 1000),
     headersTimeoutMs: Math.round(http.HeadersTimeout * 1000),
     keepAliveTimeoutMs: Math.round(http.KeepAliveTimeout * 1000),
     maxConnections: http.MaxConnections,
+    maxConnectionsPerClient: http.MaxConnectionsPerClient,
+    ...(listener === "api" ? { exemptClients: config.Api.TrustedProxies } : {}),
   };
 }
 
@@ -144,11 +170,12 @@ export interface TlsPair {
 }
 
 /**
- * The node:http server (node:https with `tls`) with the limits, and `fastPath` (if any) in front of
- * fastify's handler. Node checks the request and header timeouts every `connectionsCheckingInterval`
- * (30 s by default, which would let a 10 s timeout run 40 s), so it is checked at least every second.
+ * The node:http server (node:https with `tls`) with the limits, the connection gate in front of it
+ * (`log` takes its refusal lines), and `fastPath` (if any) in front of fastify's handler. Node checks
+ * the request and header timeouts every `connectionsCheckingInterval` (30 s by default, which would
+ * let a 10 s timeout run 40 s), so it is checked at least every second.
  */
-export function serverFactory(limits: HttpLimits, fastPath?: FastPath, tls?: TlsPair | null) {
+export function serverFactory(limits: HttpLimits, log: GateLog, fastPath?: FastPath, tls?: TlsPair | null) {
   return (
     handler: (request: IncomingMessage, response: ServerResponse) => void,
     options: { http?: object; maxRequestsPerSocket?: number },
@@ -177,7 +204,16 @@ export function serverFactory(limits: HttpLimits, fastPath?: FastPath, tls?: Tls
       tls === undefined || tls === null
         ? createServer(settings, listener)
         : createTlsServer({ ...settings, cert: tls.cert, key: tls.key }, listener);
-    server.maxConnections = limits.maxConnections;
+    const gate = new ConnectionGate(
+      {
+        maxConnections: limits.maxConnections,
+        maxPerClient: limits.maxConnectionsPerClient,
+        exempt: limits.exemptClients ?? [],
+      },
+      log,
+    );
+    gate.attach(server);
+    server.once("close", () => gate.close());
     if ((options.maxRequestsPerSocket ?? 0) > 0) server.maxRequestsPerSocket = options.maxRequestsPerSocket!;
     return server;
   };
@@ -221,14 +257,15 @@ export function createHttpApp(
   limits: HttpLimits = DEFAULT_LIMITS,
   tls: TlsPair | null = null,
 ): HttpApp {
+  const log = logger.child({ listener });
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
-    loggerInstance: logger.child({ listener }),
+    loggerInstance: log,
     // Per-request lines would be noise (probes every few seconds); errors and control are logged
     // with the method and URL they concern. No child logger per request: with the redaction
     // configured, creating one cost more than routing the request (npm run bench, scenario api).
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: (parent) => parent,
-    serverFactory: serverFactory(limits, fastPath, tls),
+    serverFactory: serverFactory(limits, (fields, message) => log.warn(fields, message), fastPath, tls),
     bodyLimit: BODY_LIMIT,
     // Never converts a value, should a route ever fall back to fastify's own ajv (see strictValidator).
     ajv: { customOptions: { coerceTypes: false } },
@@ -242,7 +279,7 @@ export function createHttpApp(
     clientErrorHandler,
     frameworkErrors: (error, request, reply) => {
       request.log.debug({ code: error.code, url: request.url }, "request refused by the router");
-      applySecurityHeaders(reply, request.url);
+      applySecurityHeaders(reply, null);
       void sendProblem(reply, problemForError(error) ?? problem(500, INTERNAL_ERROR_DETAIL));
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -250,7 +287,7 @@ export function createHttpApp(
   installJsonBodyParser(app);
 
   app.addHook("onSend", (request, reply, payload, done) => {
-    applySecurityHeaders(reply, request.url);
+    applySecurityHeaders(reply, routedPath(request));
     done(null, payload);
   });
   installProblemHandling(app, hint);

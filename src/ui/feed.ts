@@ -10,9 +10,14 @@
  * (docs/reliability.md, "Console event streams"):
  * - at most `maxStreamsPerClient` streams per client address (an IPv6 client per /64), the address
  *   as `Api.TrustedProxies` resolves it (more are refused with 429);
- * - at most `maxStreams` in all; when they are all open, a client holding k streams takes the
- *   oldest stream of the client holding the most, if that one holds at least k + 2 (so the streams
- *   end up shared, never passed back and forth); otherwise 503;
+ * - at most `maxStreams` in all; when they are all open, a newcomer takes a place (see
+ *   {@link ConsoleFeed.admit}): a client holding k streams takes the oldest stream of the client
+ *   holding the most, if that one holds at least k + 2 (so the streams end up shared, never passed
+ *   back and forth); a signed-in console (a session, or the key checked by ProtectReads) takes the
+ *   oldest anonymous stream, and anonymous streams never end a signed-in one; an anonymous client
+ *   holding none takes the oldest anonymous stream once that has been open `rotateAfterMs`, so
+ *   that clients holding one stream each from many addresses cannot keep everyone else out;
+ *   otherwise 503;
  * - each stream is ended after `maxStreamAgeMs` (less up to a tenth, so that streams opened
  *   together do not end together), after a `reconnect` event: the page opens a new one at once and
  *   gets the full current state again, so nothing holds a stream for good;
@@ -21,9 +26,9 @@
  * - each event is serialised once, however many streams get it.
  */
 import type { ServerResponse } from "node:http";
-import { isIP } from "node:net";
 import type { AlarmsEvent, ControlEvent, EventBus } from "../bus.js";
 import type { Config } from "../config/schema.js";
+import { clientKey } from "../http/client-address.js";
 import { SETTINGS_ACTION } from "../control/settings.js";
 import type { Logger } from "../log.js";
 import { EMPTY_REPORT } from "../pdu/load.js";
@@ -44,6 +49,8 @@ import type {
   WireUnit,
 } from "./wire.js";
 
+export { clientKey };
+
 export const DEFAULT_MAX_STREAMS = 64;
 /**
  * Streams one client address may hold: more than a browser opens to one origin over HTTP/1.1 (six
@@ -54,8 +61,16 @@ export const DEFAULT_MAX_STREAMS_PER_CLIENT = 8;
 export const DEFAULT_MAX_STREAM_AGE_MS = 15 * 60_000;
 /** What a stream may have queued in its socket before it counts as a consumer that does not read. */
 export const DEFAULT_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+/**
+ * How long an anonymous stream is kept from a newcomer holding none, when every client holds one
+ * or two: long enough that streams are not passed round for nothing, short enough that a console
+ * waits at most this (retrying every 5 s) while other addresses hold every place.
+ */
+export const DEFAULT_ROTATE_AFTER_MS = 60_000;
 /** Retry-After (s) of a stream refused for the per-client or the overall limit. */
 const REFUSED_RETRY_AFTER_S = 10;
+/** Streams ended for a newcomer are logged at most this often (the rest counted in the next line). */
+const EVICTION_LOG_MS = 60_000;
 const HEARTBEAT_MS = 15_000;
 /** How long the browser waits before reconnecting (the `retry:` field). */
 const RETRY_MS = 2_000;
@@ -210,6 +225,10 @@ interface Stream extends StreamFilter {
   /** The client's address, and the key its streams are counted under ({@link clientKey}). */
   readonly client: string;
   readonly key: string;
+  /** Opened by a signed-in console (a session, or the key checked by ProtectReads). */
+  readonly signedIn: boolean;
+  /** When it was opened (epoch ms, the feed's clock). */
+  readonly opened: number;
   /** Ends the stream at its maximum age. */
   expiry: NodeJS.Timeout | null;
   /**
@@ -226,6 +245,7 @@ export interface ConsoleLimits {
   readonly maxStreamsPerClient?: number;
   readonly maxStreamAgeMs?: number;
   readonly maxBufferedBytes?: number;
+  readonly rotateAfterMs?: number;
 }
 
 export interface ConsoleFeedOptions extends ConsoleLimits {
@@ -247,20 +267,18 @@ export interface StreamRefusal {
   readonly retryAfter: number;
 }
 
-/**
- * What a client's streams are counted under: its address, or for IPv6 its /64 prefix (one host
- * commonly holds a whole /64, so counting single addresses would let it open streams without end).
- */
-export function clientKey(address: string): string {
-  if (isIP(address) !== 6) return address;
-  const [head = "", tail = ""] = address.toLowerCase().split("::", 2);
-  const left = head === "" ? [] : head.split(":");
-  const right = address.includes("::") ? (tail === "" ? [] : tail.split(":")) : [];
-  const groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
-  return `${groups
-    .slice(0, 4)
-    .map((g) => g.replace(/^0+(?=.)/, ""))
-    .join(":")}::/64`;
+/** The oldest of `streams` (oldest first) of the client holding the most of them, if at least `least`. */
+function oldestOfHeaviest(streams: readonly Stream[], least: number): Stream | null {
+  const counts = new Map<string, number>();
+  let heaviest: string | null = null;
+  let most = 0;
+  for (const s of streams) {
+    const n = (counts.get(s.key) ?? 0) + 1;
+    counts.set(s.key, n);
+    if (n > most) [heaviest, most] = [s.key, n];
+  }
+  if (heaviest === null || most < least) return null;
+  return streams.find((s) => s.key === heaviest) ?? null;
 }
 
 export class ConsoleFeed {
@@ -269,6 +287,7 @@ export class ConsoleFeed {
   readonly maxStreams: number;
   readonly maxStreamsPerClient: number;
   readonly maxStreamAgeMs: number;
+  readonly rotateAfterMs: number;
   readonly #options: ConsoleFeedOptions;
   readonly #maxBuffered: number;
   /** Open streams, oldest first. */
@@ -279,12 +298,15 @@ export class ConsoleFeed {
   readonly #recent = new RecentEvents();
   #heartbeat: NodeJS.Timeout | null = null;
   #closed = false;
+  #evictionLoggedAt = Number.NEGATIVE_INFINITY;
+  #evictionsFolded = 0;
 
   constructor(options: ConsoleFeedOptions) {
     this.#options = options;
     this.maxStreams = options.maxStreams ?? DEFAULT_MAX_STREAMS;
     this.maxStreamsPerClient = options.maxStreamsPerClient ?? DEFAULT_MAX_STREAMS_PER_CLIENT;
     this.maxStreamAgeMs = options.maxStreamAgeMs ?? DEFAULT_MAX_STREAM_AGE_MS;
+    this.rotateAfterMs = options.rotateAfterMs ?? DEFAULT_ROTATE_AFTER_MS;
     this.#maxBuffered = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
     this.history = new PowerHistory(
       (id) => options.config().instances.find((i) => i.id === id)?.PollInterval ?? 5,
@@ -324,11 +346,12 @@ export class ConsoleFeed {
   }
 
   /**
-   * Whether `client` (its address, as `Api.TrustedProxies` resolves it) may open a stream now, or
-   * why not. At the overall limit this may end another client's oldest stream to make room (see the
-   * file's note), so call it only right before {@link open}.
+   * Whether `client` (its address, as `Api.TrustedProxies` resolves it; `signedIn` for a console
+   * session or the key checked by ProtectReads) may open a stream now, or why not. At the overall
+   * limit this may end another stream to make room (see the file's note and {@link #victim}), so
+   * call it only right before {@link open}.
    */
-  admit(client: string): StreamRefusal | null {
+  admit(client: string, signedIn = false): StreamRefusal | null {
     if (this.#closed) {
       return {
         status: 503,
@@ -336,8 +359,7 @@ export class ConsoleFeed {
         retryAfter: REFUSED_RETRY_AFTER_S,
       };
     }
-    const key = clientKey(client);
-    const own = this.#perClient.get(key) ?? 0;
+    const own = this.#perClient.get(clientKey(client)) ?? 0;
     if (own >= this.maxStreamsPerClient) {
       return {
         status: 429,
@@ -348,28 +370,56 @@ export class ConsoleFeed {
       };
     }
     if (this.#streams.size < this.maxStreams) return null;
-    let heaviest: string | null = null;
-    let most = 0;
-    for (const [k, n] of this.#perClient) {
-      if (n > most) [heaviest, most] = [k, n];
-    }
-    if (heaviest === null || most < own + 2) {
+    const victim = this.#victim(own, signedIn);
+    if (victim === null) {
       return {
         status: 503,
         detail: `${this.maxStreams} event streams are open already; close one or try again later`,
         retryAfter: REFUSED_RETRY_AFTER_S,
       };
     }
-    const oldest = [...this.#streams].find((s) => s.key === heaviest);
-    if (oldest !== undefined) {
-      this.#options.logger.info(
-        { client: oldest.client, streams: most, for: client },
-        "console feed: ended the oldest event stream of the client holding the most, to make room for another client",
-      );
-      this.#drop(oldest);
-      oldest.response.end();
-    }
+    this.#logEviction(victim, client);
+    this.#drop(victim);
+    victim.response.end();
     return null;
+  }
+
+  /**
+   * The stream a newcomer holding `own` streams may end, or null. A signed-in newcomer ends an
+   * anonymous stream while there is one (the oldest of the client holding the most anonymous
+   * ones). Otherwise, among the streams the newcomer may end (a signed-in one any, an anonymous one
+   * only anonymous ones): the oldest of the client holding the most, if that holds at least own +
+   * 2; for an anonymous newcomer holding none, the oldest anonymous stream open `rotateAfterMs`.
+   */
+  #victim(own: number, signedIn: boolean): Stream | null {
+    const anonymous = [...this.#streams].filter((s) => !s.signedIn);
+    if (signedIn && anonymous.length > 0) return oldestOfHeaviest(anonymous, 0);
+    const fair = oldestOfHeaviest(signedIn ? [...this.#streams] : anonymous, own + 2);
+    if (fair !== null || signedIn || own > 0) return fair;
+    const cutoff = this.now - this.rotateAfterMs;
+    return anonymous.find((s) => s.opened <= cutoff) ?? null;
+  }
+
+  /** One info line a minute at most; the ones folded are counted in the next. */
+  #logEviction(victim: Stream, client: string): void {
+    const now = this.now;
+    if (now - this.#evictionLoggedAt < EVICTION_LOG_MS) {
+      this.#evictionsFolded++;
+      return;
+    }
+    const folded = this.#evictionsFolded;
+    this.#evictionLoggedAt = now;
+    this.#evictionsFolded = 0;
+    this.#options.logger.info(
+      {
+        client: victim.client,
+        streams: this.#perClient.get(victim.key) ?? 0,
+        signedIn: victim.signedIn,
+        for: client,
+        ...(folded > 0 ? { endedBefore: folded } : {}),
+      },
+      "console feed: ended an event stream to make room for another client (the oldest of the client holding the most, else the oldest anonymous one)",
+    );
   }
 
   /**
@@ -382,6 +432,7 @@ export class ConsoleFeed {
     headers: Record<string, string>,
     filter: StreamFilter,
     client: string,
+    signedIn = false,
   ): boolean {
     if (this.#closed) return false;
     const key = clientKey(client);
@@ -390,6 +441,8 @@ export class ConsoleFeed {
       ...filter,
       client,
       key,
+      signedIn,
+      opened: this.now,
       expiry: null,
       backlog: null,
     };

@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import { API_CSP, API_JSON_HEADERS, CONSOLE_PREFIX } from "../http/listener.js";
 import { problem, sendProblem } from "../http/problem.js";
 import { clientAddressResolver } from "../http/api/key-guard.js";
+import { isSignedIn } from "../http/auth/principal.js";
 import { API_PATHS, API_ROUTES } from "../http/api/paths.js";
 import { API_ROUTE_SCHEMAS } from "../http/api/route-schemas.js";
 import type { HttpApp, HttpDeps, ListenerRoutes } from "../http/types.js";
@@ -140,7 +141,9 @@ function registerEventsRoute(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed): v
         return sendProblem(reply, problem(404, detail));
       }
       const client = resolveClient(request.socket.remoteAddress, request.headers["x-forwarded-for"]);
-      const refused = feed.admit(client);
+      // A signed-in console keeps its place against anonymous streams (src/ui/feed.ts).
+      const signedIn = isSignedIn(request);
+      const refused = feed.admit(client, signedIn);
       if (refused !== null) {
         return sendProblem(reply, problem(refused.status, refused.detail), {
           "retry-after": String(refused.retryAfter),
@@ -153,6 +156,7 @@ function registerEventsRoute(app: HttpApp, deps: HttpDeps, feed: ConsoleFeed): v
         STREAM_HEADERS,
         { instanceId: instance ?? null, snapshots: snapshots !== "false" },
         client,
+        signedIn,
       );
       if (!opened) reply.raw.destroy();
       return reply;

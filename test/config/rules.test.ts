@@ -372,10 +372,29 @@ const CASES: readonly Case[] = [
     says: "is required when Api.Oidc.Enabled is true",
   },
   {
-    name: "a client secret in the file",
-    yaml: `${PDU}Api:\n  Oidc: { Enabled: true, Issuer: https://id.example.com, ClientSecret: s3cret-value }\n`,
-    key: "Api.Oidc.ClientSecret",
-    says: "set SERVICE_OIDC_CLIENT_SECRET or SERVICE_OIDC_CLIENT_SECRET_FILE",
+    name: "an SNMP community for a Geist instance, from the environment",
+    yaml: PDU,
+    env: { SERVICE_PDU_RACK_A_COMMUNITY: "public-s3cret" },
+    key: "Pdus.rack-a.Snmp.Community",
+    says: "is set (SERVICE_PDU_RACK_A_COMMUNITY) but Driver is geist, which uses no SNMP secret",
+  },
+  {
+    name: "an SNMP community in the file for a Geist instance",
+    yaml: `${PDU}    Snmp: { Community: public-s3cret }\n`,
+    key: "Pdus.rack-a.Snmp.Community",
+    line: 5,
+    says: "is set (Pdus.rack-a.Snmp.Community in the file) but Driver is geist",
+  },
+  {
+    name: "a community for an SNMPv3 instance",
+    yaml: "Pdus:\n  rack-a:\n    Driver: snmp\n    Connection: { Host: 127.0.0.1 }\n    Snmp: { Version: 3, Auth: { Username: ops } }\n",
+    env: {
+      SERVICE_PDU_RACK_A_AUTH_KEY: "auth-key-s3cret",
+      SERVICE_PDU_RACK_A_PRIV_KEY: "priv-key-s3cret",
+      SERVICE_PDU_RACK_A_WRITE_COMMUNITY: "write-s3cret",
+    },
+    key: "Pdus.rack-a.Snmp.WriteCommunity",
+    says: "but Version is 3, which authenticates with Auth.Username, AuthKey and PrivKey",
   },
   {
     name: "an issuer over plain HTTP off loopback",
@@ -418,6 +437,12 @@ const CASES: readonly Case[] = [
     yaml: `${PDU}Api: { Tls: { CertFile: /nonexistent/api.pem, KeyFile: /nonexistent/api.key } }\n`,
     key: "Api.Tls.CertFile",
     says: "cannot read /nonexistent/api.pem",
+  },
+  {
+    name: "sign-in without a public URL (the redirect URI would follow the request's Host)",
+    yaml: `${PDU}Api: { Oidc: { Enabled: true, Issuer: "https://id.example.com" } }\n`,
+    key: "Api.PublicUrl",
+    says: "is required when Api.Oidc.Enabled is true",
   },
   {
     name: "a public URL with a path",

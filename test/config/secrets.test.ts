@@ -173,6 +173,21 @@ describe("kubernetes source: secrets do not belong in ConfigMaps", () => {
       "Pdus.rack-a.Credentials.Password",
       "set SERVICE_PDU_RACK_A_PASSWORD",
     ],
+    [
+      `Api: { PublicUrl: "https://pdu.example.com", Oidc: { Enabled: true, Issuer: "https://id.example.com", ClientSecret: c } }\n${PDU}`,
+      "Api.Oidc.ClientSecret",
+      "set SERVICE_OIDC_CLIENT_SECRET or SERVICE_OIDC_CLIENT_SECRET_FILE",
+    ],
+    [
+      `${PDU}    Driver: snmp\n    Snmp: { Community: public-c }\n`,
+      "Pdus.rack-a.Snmp.Community",
+      "set SERVICE_PDU_RACK_A_COMMUNITY or SERVICE_PDU_RACK_A_COMMUNITY_FILE",
+    ],
+    [
+      `${PDU}    Driver: snmp\n    Snmp: { Version: 3, Auth: { Username: ops }, AuthKey: auth-key-1, PrivKey: priv-key-1 }\n`,
+      "Pdus.rack-a.Snmp.AuthKey",
+      "set SERVICE_PDU_RACK_A_AUTH_KEY",
+    ],
   ];
   for (const [text, key, says] of cases) {
     test(`refuses ${key}`, async () => {
@@ -183,7 +198,7 @@ describe("kubernetes source: secrets do not belong in ConfigMaps", () => {
         assert.equal(e.file, "configmap ns/pdu-bridge");
         return true;
       });
-      // The same text from a file is allowed.
+      // The same text from a file is allowed: a file may hold any secret, a ConfigMap none.
       await parseConfigText(text, "test.yaml", {});
     });
   }

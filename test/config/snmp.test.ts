@@ -1,7 +1,8 @@
 /**
- * `Driver: snmp` in the configuration: defaults (port 161, v2c, Profile auto), the secrets only from
- * the environment (and their _FILE forms), exit-2 problems naming the key and the variable, never
- * the secret, and check-config masking them.
+ * `Driver: snmp` in the configuration: defaults (port 161, v2c, Profile auto), the secrets from the
+ * environment (and their _FILE forms), else the file, as every other secret; exit-2 problems naming
+ * the key and the variable, never the secret, also for a secret that would be ignored; and
+ * check-config masking them.
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -55,11 +56,45 @@ describe("Driver: snmp configuration", () => {
     assert.match(e.message, /SERVICE_PDU_RACK_C_WRITE_COMMUNITY/);
   });
 
-  it("a community written in the file is refused: secrets come only from the environment", async () => {
-    const e = await problem(yaml("{ Community: public-in-file }"), { SERVICE_PDU_RACK_C_COMMUNITY: "r" });
-    assert.equal(e.key, "Pdus.rack-c.Snmp.Community");
-    assert.match(e.message, /only from the environment/);
-    assert.doesNotMatch(e.message, /public-in-file/);
+  it("a community written in the file is taken as every secret is: the variable wins over it", async () => {
+    const inFile = await parseConfigText(yaml("{ Community: public-in-file }"), "snmp.yaml", {});
+    assert.equal(inFile.instances[0]?.Snmp.Community, "public-in-file");
+    const both = await parseConfigText(yaml("{ Community: public-in-file }"), "snmp.yaml", {
+      SERVICE_PDU_RACK_C_COMMUNITY: "from-env",
+    });
+    assert.equal(both.instances[0]?.Snmp.Community, "from-env");
+  });
+
+  it("a secret that would be ignored is refused, naming the key and where it came from, never the value", async () => {
+    const geist = [
+      "Pdus:",
+      "  rack-g:",
+      "    Connection: { Host: 10.0.0.13 }",
+      "    Snmp: { WriteCommunity: w-s3cret }",
+    ].join("\n");
+    const fromFile = await problem(geist);
+    assert.equal(fromFile.key, "Pdus.rack-g.Snmp.WriteCommunity");
+    assert.equal(fromFile.line, 4);
+    assert.match(fromFile.message, /in the file\) but Driver is geist, which uses no SNMP secret/);
+    const env = await problem(geist.split("\n").slice(0, 3).join("\n"), {
+      SERVICE_PDU_RACK_G_COMMUNITY: "c-s3cret",
+    });
+    assert.equal(env.key, "Pdus.rack-g.Snmp.Community");
+    assert.match(env.message, /is set \(SERVICE_PDU_RACK_G_COMMUNITY\) but Driver is geist/);
+
+    const v3 = yaml("{ Version: 3, Auth: { Username: ops } }");
+    const keys = { SERVICE_PDU_RACK_C_AUTH_KEY: "auth-s3cret", SERVICE_PDU_RACK_C_PRIV_KEY: "priv-s3cret" };
+    const community = await problem(v3, { ...keys, SERVICE_PDU_RACK_C_COMMUNITY: "c-s3cret" });
+    assert.equal(community.key, "Pdus.rack-c.Snmp.Community");
+    assert.match(community.message, /but Version is 3/);
+    const noPriv = yaml("{ Version: 3, Auth: { Username: ops, PrivProtocol: none } }");
+    const priv = await problem(noPriv, keys);
+    assert.equal(priv.key, "Pdus.rack-c.Snmp.PrivKey");
+    assert.match(priv.message, /but Auth.PrivProtocol is none/);
+    const v2 = await problem(yaml("{ AuthKey: auth-s3cret }"), { SERVICE_PDU_RACK_C_COMMUNITY: "r" });
+    assert.equal(v2.key, "Pdus.rack-c.Snmp.AuthKey");
+    assert.match(v2.message, /but Version is 2c/);
+    for (const e of [fromFile, env, community, priv, v2]) assert.doesNotMatch(e.message, /s3cret/);
   });
 
   it("v3 without a user name, without keys, or with a short key", async () => {

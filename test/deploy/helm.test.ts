@@ -225,6 +225,14 @@ describe("Helm chart deploy/helm/pdu-bridge", { skip }, () => {
         "config.Pdus.default.Credentials.Password=s3cret-key",
         /config\.Pdus\.default\.Credentials\.Password is set/,
       ],
+      [
+        "config.Pdus.rack-c.Snmp.Community=s3cret-key",
+        /config\.Pdus\.rack-c\.Snmp\.Community is set.*SERVICE_PDU_RACK_C_COMMUNITY/,
+      ],
+      [
+        "config.Pdus.rack-c.Snmp.PrivKey=s3cret-key",
+        /config\.Pdus\.rack-c\.Snmp\.PrivKey is set.*SERVICE_PDU_RACK_C_PRIV_KEY/,
+      ],
     ];
     for (const [set, message] of cases) {
       const result = await runHelm(["template", "release", CHART_DIR, "--set", set]);
@@ -278,6 +286,23 @@ describe("Helm chart deploy/helm/pdu-bridge", { skip }, () => {
     ]);
     assert.notEqual(refused.code, 0);
     assert.match(refused.stderr, /config\.Api\.Oidc\.ClientSecret is set.*SERVICE_OIDC_CLIENT_SECRET/);
+
+    // Sign-in without the address browsers use: its redirect URI would follow a request's Host.
+    const noUrl = await runHelm([
+      "template",
+      "release",
+      CHART_DIR,
+      ...API_VALUES,
+      "--set",
+      "config.Api.Oidc.Enabled=true",
+      "--set",
+      "config.Api.Oidc.Issuer=https://id.example.com",
+    ]);
+    assert.notEqual(noUrl.code, 0);
+    assert.match(
+      noUrl.stderr,
+      /config\.Api\.Oidc\.Enabled needs the address browsers use: set oidc\.publicUrl/,
+    );
   });
 
   it("routes /api, /openapi, /docs and /ui through the Ingress to the api Service", () => {

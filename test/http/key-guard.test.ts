@@ -48,3 +48,13 @@ test("memory stays bounded: expired addresses are pruned, then the oldest", () =
   for (let i = 0; i < 1000; i++) limiter.recordFailure("busy");
   assert.ok(limiter.retryAfter("busy") > 0);
 });
+
+test("an IPv6 client is locked out by its /64: a fresh address in the same /64 is still locked", () => {
+  const limiter = new FailedKeyLimiter(() => 1_000_000);
+  for (let i = 1; i <= MAX_FAILURES + 1; i++) limiter.recordFailure(`2001:db8:1:2::${i.toString(16)}`);
+  assert.ok(limiter.retryAfter("2001:db8:1:2:ffff::99") > 0, "another address of the same /64");
+  assert.equal(limiter.retryAfter("2001:db8:1:3::1"), 0, "another /64");
+  // An IPv4 peer of a dual-stack listener is its IPv4 address.
+  for (let i = 0; i <= MAX_FAILURES; i++) limiter.recordFailure("::ffff:10.0.0.7");
+  assert.ok(limiter.retryAfter("10.0.0.7") > 0);
+});

@@ -22,10 +22,20 @@ interface Dripper {
   received: string;
 }
 
-/** A connection that sends `head` and then one byte of `drip` every `everyMs` until it is closed. */
-function dripper(port: number, head: string, drip: string, everyMs: number): Promise<Dripper> {
+/**
+ * A connection from `from` (a loopback address: each is another client, and one client may hold
+ * only `Http.MaxConnectionsPerClient`) that sends `head` and then one byte of `drip` every
+ * `everyMs` until it is closed.
+ */
+function dripper(
+  port: number,
+  head: string,
+  drip: string,
+  everyMs: number,
+  from = "127.0.0.1",
+): Promise<Dripper> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: "127.0.0.1", port });
+    const socket = net.connect({ host: "127.0.0.1", port, localAddress: from });
     const d: Dripper = { socket, opened: Date.now(), closedAt: null, received: "" };
     let timer: NodeJS.Timeout | undefined;
     socket.setEncoding("latin1");
@@ -85,11 +95,13 @@ describe("HTTP listener limits", () => {
       `POST /api/v1/instances/lab/outlets/${dev}/0/control HTTP/1.1\r\nHost: x\r\n` +
       `X-Api-Key: ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${body.length + 500}\r\n\r\n`;
     const opening: Promise<Dripper>[] = [];
-    for (let i = 0; i < 400; i++) opening.push(dripper(h.api.port, post, " ", 150));
+    // From 100 client addresses, a few connections each.
+    const from = (i: number) => `127.0.2.${(i % 100) + 1}`;
+    for (let i = 0; i < 400; i++) opening.push(dripper(h.api.port, post, " ", 150, from(i)));
     for (let i = 0; i < 300; i++)
-      opening.push(dripper(h.health.port, "GET /healthz HTTP/1.1\r\nHost: x\r\n", "X", 150));
-    for (let i = 0; i < 150; i++) opening.push(dripper(h.health.port, "", "", 0));
-    for (let i = 0; i < 150; i++) opening.push(dripper(h.api.port, "", "", 0));
+      opening.push(dripper(h.health.port, "GET /healthz HTTP/1.1\r\nHost: x\r\n", "X", 150, from(i)));
+    for (let i = 0; i < 150; i++) opening.push(dripper(h.health.port, "", "", 0, from(i + 300)));
+    for (let i = 0; i < 150; i++) opening.push(dripper(h.api.port, "", "", 0, from(i + 400)));
     drippers.push(...(await Promise.all(opening)));
     assert.equal(drippers.length, 1000);
 
@@ -133,7 +145,9 @@ describe("HTTP listener connection cap", () => {
   });
 
   it("closes connections beyond Http.MaxConnections at once and answers again when there is room", async () => {
-    for (let i = 0; i < 20; i++) held.push((await dripper(h.health.port, "", "", 0)).socket);
+    // Twenty clients holding one each (a client holding one may still take the last place).
+    for (let i = 0; i < 20; i++)
+      held.push((await dripper(h.health.port, "", "", 0, `127.0.3.${i + 1}`)).socket);
     // The 21st connection is accepted by the kernel and closed by the service without an answer.
     await assert.rejects(healthz(h.health.port));
     // The silent ones are closed by the headers timeout; then there is room again.

@@ -50,6 +50,7 @@ async function startBridge(port: number, idle: number, ca: string): Promise<AppH
           key: KEY,
           port,
           more:
+            `PublicUrl: "http://127.0.0.1:${port}", ` +
             `Oidc: { Enabled: true, Issuer: ${JSON.stringify(op.issuer)}, CaFile: ${JSON.stringify(ca)}, ` +
             `Scopes: [openid, profile, email, groups], Sessions: { IdleTimeout: ${idle} } }`,
         },

@@ -2,8 +2,11 @@
  * The console's event streams under a client that tries to hold them all, against the whole
  * service (the REST API on its worker thread, and on the main thread) polling the simulator, with
  * raw sockets from chosen loopback addresses:
- * - one address opening 64 streams that it never reads gets 8, then 429s, and another address still
- *   gets its stream (before: 64 streams, then 503 for every other console);
+ * - one address opening 64 streams that it never reads gets 8, then 429s until its connections
+ *   reach `Http.MaxConnectionsPerClient` (32), then none, and another address still gets its
+ *   stream (before: 64 streams, then 503 for every other console);
+ * - 64 addresses holding one stream each keep another console out only until their oldest stream
+ *   is `rotateAfterMs` old: the newcomer takes its place (before: 503 for as long as they held);
  * - the address is the client's, through the worker and through a trusted proxy's X-Forwarded-For
  *   (and only a trusted proxy's);
  * - at the overall limit, a new address takes the oldest stream of the address holding the most,
@@ -13,81 +16,16 @@
  * - a client that stops reading is disconnected through the worker too: its TCP connection closes.
  */
 import assert from "node:assert/strict";
-import { connect, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { parseApiTree } from "../../src/pdu/geist/parse.js";
 import { clientKey } from "../../src/ui/feed.js";
 import { chromiumMissing, openBrowser, type BrowserSession } from "../../testkit/browser.js";
 import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
 import { singleUnitTree } from "../../testkit/fixtures/geist-trees.js";
+import { RawStream } from "../../testkit/raw-http.js";
 import { waitFor } from "../../testkit/wait.js";
 
 const KEY = "streams-test-key-0123456789abcdef";
-
-/** A raw event-stream client: the answer's head is read, the rest only when `reading`. */
-class RawStream {
-  status = 0;
-  head = "";
-  body = "";
-  closed = false;
-  readonly socket: Socket;
-  readonly answered: Promise<void>;
-
-  constructor(port: number, from: string, reading: boolean, headers: Record<string, string> = {}) {
-    this.socket = connect({ host: "127.0.0.1", port, localAddress: from });
-    const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`);
-    this.socket.write(
-      `GET /api/v1/events?instance=rack HTTP/1.1\r\nHost: 127.0.0.1\r\n${lines.join("")}\r\n`,
-    );
-    let text = "";
-    this.answered = new Promise((resolve, reject) => {
-      this.socket.on("data", (chunk: Buffer) => {
-        if (this.status !== 0) {
-          this.body += chunk.toString("latin1");
-          return;
-        }
-        text += chunk.toString("latin1");
-        const end = text.indexOf("\r\n\r\n");
-        if (end < 0) return;
-        this.head = text.slice(0, end);
-        this.body = text.slice(end + 4);
-        this.status = Number(/^HTTP\/1\.1 (\d{3})/.exec(this.head)?.[1] ?? -1);
-        // A client that never reads: nothing more is taken from the socket.
-        if (!reading) this.socket.pause();
-        resolve();
-      });
-      this.socket.on("error", (error) => {
-        this.closed = true;
-        reject(error);
-      });
-    });
-    this.answered.catch(() => undefined);
-    this.socket.on("close", () => (this.closed = true));
-  }
-
-  /** The body without HTTP/1.1 chunk framing, and whether the last chunk came. */
-  dechunked(): { readonly text: string; readonly ended: boolean } {
-    let rest = this.body;
-    let text = "";
-    for (;;) {
-      const line = rest.indexOf("\r\n");
-      if (line < 0) return { text, ended: false };
-      const size = parseInt(rest.slice(0, line), 16);
-      if (size === 0) return { text, ended: true };
-      if (rest.length < line + 2 + size + 2) return { text, ended: false };
-      text += rest.slice(line + 2, line + 2 + size);
-      rest = rest.slice(line + 2 + size + 2);
-    }
-  }
-
-  header(name: string): string | undefined {
-    return new RegExp(`^${name}: (.*)$`, "im").exec(this.head)?.[1];
-  }
-
-  close(): void {
-    this.socket.destroy();
-  }
-}
 
 async function harness(worker: boolean, limits = {}): Promise<AppHarness<"rack">> {
   return startAppHarness<"rack">({
@@ -108,6 +46,9 @@ test("clients are counted by address, an IPv6 client by its /64", () => {
   assert.equal(clientKey("2001:0db8:0001:0002::"), "2001:db8:1:2::/64");
   assert.equal(clientKey("::1"), "0:0:0:0::/64");
   assert.equal(clientKey("fe80::1"), "fe80:0:0:0::/64");
+  // An IPv4 client of a dual-stack listener is its IPv4 address, not the /64 of every such client.
+  assert.equal(clientKey("::ffff:10.0.0.5"), "10.0.0.5");
+  assert.notEqual(clientKey("::ffff:10.0.0.5"), clientKey("::ffff:10.0.0.6"));
 });
 
 for (const worker of [true, false]) {
@@ -118,7 +59,7 @@ for (const worker of [true, false]) {
     const stream = async (from: string, headers: Record<string, string> = {}, reading = false) => {
       const s = new RawStream(port, from, reading, headers);
       open.push(s);
-      await s.answered;
+      await s.answered.catch(() => undefined);
       return s;
     };
     const closeAll = async () => {
@@ -141,7 +82,9 @@ for (const worker of [true, false]) {
       const statuses: number[] = [];
       for (let i = 0; i < 64; i++) statuses.push((await stream("127.0.0.2")).status);
       assert.equal(statuses.filter((s) => s === 200).length, feed.maxStreamsPerClient, statuses.join(" "));
-      assert.equal(statuses.filter((s) => s === 429).length, 64 - feed.maxStreamsPerClient);
+      // Each answered one holds its connection: past Http.MaxConnectionsPerClient (32), none is kept.
+      assert.equal(statuses.filter((s) => s === 429).length, 32 - feed.maxStreamsPerClient);
+      assert.equal(statuses.filter((s) => s === 0).length, 64 - 32);
       const refused = open.find((s) => s.status === 429)!;
       assert.match(refused.header("content-type") ?? "", /^application\/problem\+json/);
       assert.ok(Number(refused.header("retry-after")) > 0, "Retry-After");
@@ -194,9 +137,7 @@ for (const worker of [true, false]) {
       );
       assert.equal(feed.streamsOf("127.0.1.1"), 7);
       assert.ok(
-        h
-          .logs()
-          .some((l) => /ended the oldest event stream of the client holding the most/.test(String(l.msg))),
+        h.logs().some((l) => /ended an event stream to make room for another client/.test(String(l.msg))),
       );
       // The first address cannot take it back: 7 against at most 8 is its share.
       const back = await stream("127.0.1.1");
@@ -206,6 +147,61 @@ for (const worker of [true, false]) {
     });
   });
 }
+
+describe("64 addresses holding one stream each", () => {
+  let h: AppHarness<"rack">;
+  const ROTATE_MS = 1500;
+  const open: RawStream[] = [];
+
+  before(async () => {
+    h = await harness(true, { rotateAfterMs: ROTATE_MS });
+    await h.waitForPoll("rack");
+  });
+  after(async () => {
+    for (const s of open) s.close();
+    await h?.close();
+  });
+
+  test("keep another console out only until their oldest stream is rotateAfterMs old", async (t) => {
+    const port = h.app.endpoints.apiPort!;
+    const feed = h.app.console!;
+    const stream = async (from: string) => {
+      const s = new RawStream(port, from, true);
+      open.push(s);
+      await s.answered.catch(() => undefined);
+      return s;
+    };
+    const holders: RawStream[] = [];
+    for (let a = 1; a <= 64; a++) holders.push(await stream(`127.0.4.${a}`));
+    assert.ok(holders.every((s) => s.status === 200));
+    assert.equal(feed.streams, 64);
+    // At once: every stream is younger than the rotation age.
+    const early = await stream("127.0.0.6");
+    assert.equal(early.status, 503, early.head);
+    early.close();
+    // The page retries (every 5 s); here until the oldest stream is old enough.
+    let tries = 1;
+    const newcomer = await waitFor(async () => {
+      tries++;
+      const s = await stream("127.0.0.6");
+      if (s.status === 200) return s;
+      s.close();
+      return undefined;
+    }, "the newcomer gets a stream");
+    await waitFor(() => /^event: snapshot$/m.test(newcomer.body), "the newcomer's snapshot");
+    assert.equal(feed.streams, 64);
+    assert.equal(feed.streamsOf("127.0.0.6"), 1);
+    await waitFor(
+      () => holders[0]!.closed || holders[0]!.dechunked().ended,
+      "the oldest holder's stream ended",
+    );
+    assert.equal(feed.streamsOf("127.0.4.1"), 0);
+    // Holders taking places back rotate through the oldest: never more than one place each.
+    for (let a = 1; a <= 8; a++) await stream(`127.0.4.${a}`);
+    assert.ok([...Array(64).keys()].every((a) => feed.streamsOf(`127.0.4.${a + 1}`) <= 1));
+    t.diagnostic(`newcomer admitted after ${tries} tries`);
+  });
+});
 
 describe("stream age", () => {
   let h: AppHarness<"rack">;

@@ -187,7 +187,7 @@ class WorkerSupervisor {
     const setup: WorkerSetup = {
       bind: this.#bind,
       port: listenPort,
-      limits: httpLimits(deps.config),
+      limits: httpLimits(deps.config, "api"),
       startedAt: deps.startedAt,
       upstream: this.#upstream,
       tls: this.#tls,
@@ -248,7 +248,10 @@ class WorkerSupervisor {
         for (const [path, status, n] of message.counts) deps.metrics?.observeHttp("api", path, status, n);
         break;
       case "log":
-        deps.logger[message.level]({ err: message.err }, message.msg);
+        deps.logger[message.level](
+          { ...message.fields, ...(message.err === undefined ? {} : { err: message.err }) },
+          message.msg,
+        );
         break;
       case "readings":
         this.#post(this.#feed.readings(message.ids), state.thread);
@@ -358,7 +361,7 @@ class WorkerSupervisor {
  */
 async function startUpstream(deps: HttpDeps, upstream: string): Promise<HttpApp> {
   const app = await buildApiServer(deps, {
-    limits: { ...httpLimits(deps.config), maxHeaderBytes: httpMaxHeaderSize + UPSTREAM_HEAD_ROOM },
+    limits: { ...httpLimits(deps.config, "api"), maxHeaderBytes: httpMaxHeaderSize + UPSTREAM_HEAD_ROOM },
   });
   app.server.prependListener("request", adoptPeer);
   // Not the API's address: requests reach this socket only through the worker (logged when it listens).

@@ -41,7 +41,14 @@ export type FromWorker =
   | { readonly kind: "listen-failed"; readonly code: string | undefined; readonly message: string }
   /** Requests the worker answered itself since its last report, by path. */
   | { readonly kind: "served"; readonly counts: [path: string, statusCode: number, count: number][] }
-  | { readonly kind: "log"; readonly level: "warn" | "error"; readonly msg: string; readonly err: string }
+  | {
+      readonly kind: "log";
+      readonly level: "warn" | "error";
+      readonly msg: string;
+      readonly err?: string;
+      /** More fields of the line (the connection gate's client and rule). */
+      readonly fields?: Readonly<Record<string, unknown>>;
+    }
   /** Asks for the readings of these instances (their snapshots were "new"). */
   | { readonly kind: "readings"; readonly ids: string[] }
   /** The answer to the main thread's heartbeat. */

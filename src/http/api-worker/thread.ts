@@ -339,6 +339,8 @@ function passBody(request: IncomingMessage, upstream: ClientRequest): void {
 
 const server = serverFactory(
   setup.limits,
+  // The gate logs at most a line a minute of its own.
+  (fields, msg) => send({ kind: "log", level: "warn", msg, fields: { listener: "api", ...fields } }),
   setup.fastReads ? fastPath : undefined,
   setup.tls,
 )(forwardSafely, {

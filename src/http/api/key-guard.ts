@@ -4,6 +4,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { BlockList, isIP } from "node:net";
+import { clientKey, plainAddress } from "../client-address.js";
 
 const digest = (text: string): Buffer => createHash("sha256").update(text, "utf8").digest();
 
@@ -49,8 +50,13 @@ export class FailedKeyLimiter {
     this.#capacity = capacity;
   }
 
-  /** Whole seconds until `client` may try again (at least 1), or 0 when it is not locked out. */
-  retryAfter(client: string): number {
+  /**
+   * Whole seconds until `client` may try again (at least 1), or 0 when it is not locked out. A
+   * client is counted by its {@link clientKey} (an IPv6 one by its /64: otherwise a host could
+   * try ten keys from each of its addresses).
+   */
+  retryAfter(address: string): number {
+    const client = clientKey(address);
     const now = this.#now();
     const recent = this.#recent(client, now);
     if (recent.length <= MAX_FAILURES) return 0;
@@ -61,7 +67,8 @@ export class FailedKeyLimiter {
    * Records a failed key. Returns false when it cannot be recorded because every remembered address
    * is locked out and `client` is not one of them: answer 429 (see {@link fullRetryAfter}).
    */
-  recordFailure(client: string): boolean {
+  recordFailure(address: string): boolean {
+    const client = clientKey(address);
     const now = this.#now();
     const known = this.#unlocked.has(client) || this.#locked.has(client);
     if (!known && this.size >= this.#capacity && !this.#makeRoom(now)) return false;
@@ -119,13 +126,6 @@ export class FailedKeyLimiter {
 }
 
 const secondsUntil = (time: number, now: number): number => Math.max(1, Math.ceil((time - now) / 1000));
-
-/** `::ffff:10.0.0.5` (an IPv4 peer of a dual-stack listener) as `10.0.0.5`; other addresses as they are. */
-function plainAddress(address: string): string {
-  const trimmed = address.trim();
-  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(trimmed);
-  return mapped?.[1] ?? trimmed;
-}
 
 /**
  * Who a request comes from, for the lock-out and the audit log (`Api.TrustedProxies`). Behind an

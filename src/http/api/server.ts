@@ -9,6 +9,7 @@ import {
   DOCS_PREFIX,
   httpLimits,
   listen,
+  routedPath,
   type HttpLimits,
   type RunningListener,
   type TlsPair,
@@ -68,9 +69,10 @@ async function registerDocs(app: HttpApp): Promise<void> {
     theme: { title: "pdu-bridge API" },
     uiHooks: {
       // swagger-ui redirects static/index.html to the page by rewriting the URL with a pattern
-      // anchored at its end, so with a query string (or a fragment) it redirected to itself, forever.
+      // anchored at its end, so with a query string (or a fragment), or with the name spelt with a
+      // percent-encoding, it redirected to itself, forever. Decided on the routed, decoded name.
       onRequest: (request, reply, done) => {
-        if (request.url.split(/[?#]/, 1)[0] === `${DOCS_PREFIX}/static/index.html`) {
+        if (routedPath(request) === `${DOCS_PREFIX}/static/index.html`) {
           void reply.redirect(`${DOCS_PREFIX}/`, 302);
           return;
         }
@@ -109,7 +111,7 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
     "api",
     `the endpoints are listed in ${OPENAPI_PATH} and at ${DOCS_PREFIX}`,
     fastReads === undefined ? undefined : (deps.metrics?.wrapFastPath("api", fastReads) ?? fastReads),
-    options.limits ?? httpLimits(deps.config),
+    options.limits ?? httpLimits(deps.config, "api"),
     options.tls ?? null,
   );
   deps.metrics?.instrument(app, "api");

@@ -19,16 +19,17 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import fastifyPlugin from "fastify-plugin";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import Type from "typebox";
-import { CONSOLE_PREFIX } from "../listener.js";
+import { CONSOLE_PREFIX, routedPath } from "../listener.js";
 import { clientAddressResolver, type FailedKeyLimiter, keyMatcher } from "../api/key-guard.js";
 import { API_PATHS } from "../api/paths.js";
 import { problem, sendProblem } from "../problem.js";
+import { ConfigError } from "../../config/errors.js";
 import type { Config } from "../../config/schema.js";
 import type { Logger } from "../../log.js";
 import type { HttpApp, HttpDeps } from "../types.js";
 import { cookieNames, CookieSeal, readCookie, setCookie } from "./cookies.js";
 import { AUTH_CSS, AUTH_PREFIX, AUTH_STYLESHEET, authPage } from "./pages.js";
-import { consolePrincipal, setConsolePrincipal } from "./principal.js";
+import { consolePrincipal, setConsolePrincipal, setKeyReader } from "./principal.js";
 import { OidcProvider, SignInError } from "./provider.js";
 import { claimAt, claimValues, roleOf, userOf } from "./roles.js";
 import { type Session, SessionStore } from "./sessions.js";
@@ -84,10 +85,6 @@ export function safeReturnPath(value: unknown): string {
   return `${url.pathname}${url.search}${url.hash}`;
 }
 
-/** A Host header that names a host (and port) and nothing else. */
-const HOST_PATTERN =
-  /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$/;
-
 const sameText = (a: string, b: string): boolean => {
   const x = Buffer.from(a, "utf8");
   const y = Buffer.from(b, "utf8");
@@ -117,6 +114,14 @@ class ConsoleSignIn {
   readonly settings: Config["Api"]["Oidc"];
   readonly now: () => number;
   readonly logger: Logger;
+  /**
+   * How browsers reach this service: `Api.PublicUrl` (required with sign-in) as written, for the
+   * redirect URIs. They and the origin check use it, never a request's Host header, which a client
+   * writes as it likes.
+   */
+  readonly origin: string;
+  /** {@link origin} as a browser's `Origin` header serialises it (lower case, no default port). */
+  readonly #browserOrigin: string;
   /** The session cookie is `Secure` (HTTPS, directly or behind a proxy). */
   readonly secure: boolean;
   readonly names: ReturnType<typeof cookieNames>;
@@ -133,7 +138,11 @@ class ConsoleSignIn {
     this.now = deps.now ?? Date.now;
     this.logger = deps.logger.child({ component: "console-sign-in" });
     const api = this.api;
-    this.secure = api.PublicUrl !== null ? api.PublicUrl.startsWith("https:") : api.Tls.CertFile !== null;
+    if (api.PublicUrl === null)
+      throw new ConfigError("Api.PublicUrl", "is required when Api.Oidc.Enabled is true");
+    this.origin = api.PublicUrl;
+    this.#browserOrigin = new URL(api.PublicUrl).origin;
+    this.secure = this.#browserOrigin.startsWith("https:");
     this.names = cookieNames(this.secure);
     const settings = this.settings;
     this.sessions = new SessionStore({
@@ -157,22 +166,14 @@ class ConsoleSignIn {
     return this.#resolveClient(request.socket.remoteAddress, request.headers["x-forwarded-for"]);
   }
 
-  /** How browsers reach this service: Api.PublicUrl, else the request's Host and the listener's scheme. */
-  originOf(request: FastifyRequest): string | null {
-    if (this.api.PublicUrl !== null) return this.api.PublicUrl;
-    const host = request.headers.host;
-    if (typeof host !== "string" || !HOST_PATTERN.test(host)) return null;
-    return `${this.api.Tls.CertFile !== null ? "https" : "http"}://${host.toLowerCase()}`;
-  }
-
   /** The cross-site defence of a state-changing request made with a session; a refusal, or null. */
   crossSiteProblem(request: FastifyRequest, session: Session): string | null {
     const origin = request.headers.origin;
-    const expected = this.originOf(request);
-    if (typeof origin !== "string" || expected === null || origin.toLowerCase() !== expected) {
+    const expected = this.#browserOrigin;
+    if (typeof origin !== "string" || origin.toLowerCase() !== expected) {
       return (
         `cross-site request refused: a change made with a console session must come from the console at ` +
-        `${expected ?? "this service"} (Origin: ${typeof origin === "string" ? origin.slice(0, 200) : "missing"}); nothing was done`
+        `${expected} (Origin: ${typeof origin === "string" ? origin.slice(0, 200) : "missing"}); nothing was done`
       );
     }
     const token = request.headers["x-csrf-token"];
@@ -199,8 +200,10 @@ class ConsoleSignIn {
       sendProblem(reply, problem(429, detail), { "retry-after": String(locked) });
       return true;
     }
-    if (typeof presented === "string" && presented !== "" && this.#matchesKey?.(presented) === true)
+    if (typeof presented === "string" && presented !== "" && this.#matchesKey?.(presented) === true) {
+      setKeyReader(request);
       return false;
+    }
     if (!limiter.recordFailure(client)) {
       const wait = limiter.fullRetryAfter();
       const detail = `too many clients are sending wrong API keys; try again in ${wait} s with the right X-Api-Key`;
@@ -223,9 +226,9 @@ class ConsoleSignIn {
 
   /** The `onRequest` hook: who the request comes from, the cross-site defence, ProtectReads. */
   readonly onRequest = (request: FastifyRequest, reply: FastifyReply, done: () => void): void => {
-    const url = request.url;
-    const query = url.indexOf("?");
-    const path = query < 0 ? url : url.slice(0, query);
+    // The route the request reaches, never the request line as written (see routedPath).
+    const path = routedPath(request);
+    const api = path?.startsWith("/api/") === true;
     const read = request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS";
     const keyed = request.headers["x-api-key"] !== undefined;
     const cookieId = readCookie(request.headers.cookie, this.names.session);
@@ -235,7 +238,7 @@ class ConsoleSignIn {
         const refused = this.crossSiteProblem(request, session);
         if (refused !== null) {
           this.logger.warn(
-            { client: this.clientOf(request), user: session.user.sub, path },
+            { client: this.clientOf(request), user: session.user.sub, path: request.url.slice(0, 200) },
             "cross-site request refused",
           );
           sendProblem(reply, problem(403, refused));
@@ -245,7 +248,7 @@ class ConsoleSignIn {
       setConsolePrincipal(request, { user: session.user, role: session.role });
       // Activity: what the user does, not the page's own checks or its event stream reconnecting.
       if (path !== SESSION_PATH && path !== EVENTS_PATH) this.sessions.touch(cookieId, session, this.now());
-    } else if (!read && !keyed && cookieId !== undefined && path.startsWith("/api/")) {
+    } else if (!read && !keyed && cookieId !== undefined && api) {
       const detail = `the console session has ended (signed out or timed out); sign in again at ${LOGIN_PATH}`;
       sendProblem(reply, problem(401, detail));
       return;
@@ -254,31 +257,19 @@ class ConsoleSignIn {
       void reply.redirect(loginHref(CONSOLE_HOME), 302);
       return;
     }
-    if (
-      this.settings.ProtectReads &&
-      session === null &&
-      read &&
-      path.startsWith("/api/") &&
-      this.refuseRead(request, reply)
-    )
+    if (this.settings.ProtectReads && session === null && read && api && this.refuseRead(request, reply))
       return;
     done();
   };
 
   /** `login`: to the provider, with the flow sealed in a cookie. */
-  async login(request: FastifyRequest, reply: FastifyReply, returnTo: string | undefined) {
-    const origin = this.originOf(request);
-    if (origin === null) {
-      const why =
-        "the request's Host header is not a host name; set Api.PublicUrl to the address browsers use";
-      return page(reply, 400, authPage("Cannot sign in", [why], []));
-    }
+  async login(reply: FastifyReply, returnTo: string | undefined) {
     const flow: Flow = {
       s: randomToken(),
       n: randomToken(),
       v: randomToken(),
       r: safeReturnPath(returnTo),
-      u: `${origin}${CALLBACK_PATH}`,
+      u: `${this.origin}${CALLBACK_PATH}`,
       t: this.now(),
     };
     let target: URL;
@@ -415,11 +406,8 @@ class ConsoleSignIn {
     const id = readCookie(request.headers.cookie, this.names.session);
     const session = this.sessions.get(id, this.now());
     this.sessions.delete(id);
-    const origin = this.originOf(request);
     const location =
-      (origin === null
-        ? null
-        : this.provider.endSessionUrl(session?.idToken ?? null, `${origin}${SIGNED_OUT_PATH}`)) ??
+      this.provider.endSessionUrl(session?.idToken ?? null, `${this.origin}${SIGNED_OUT_PATH}`) ??
       SIGNED_OUT_PATH;
     if (session !== null)
       this.logger.info({ client: this.clientOf(request), user: session.user.sub }, "console sign-out");
@@ -518,7 +506,7 @@ const plugin: FastifyPluginCallbackTypebox<ConsoleAuthOptions> = (app, options, 
     { additionalProperties: false },
   );
   app.get(LOGIN_PATH, { schema: { hide: true, querystring: loginQuery } }, (request, reply) =>
-    signIn.login(request, reply, request.query.return),
+    signIn.login(reply, request.query.return),
   );
   const callbackQuery = Type.Object({}, { additionalProperties: Type.String({ maxLength: 4096 }) });
   app.get(CALLBACK_PATH, { schema: { hide: true, querystring: callbackQuery } }, (request, reply) =>

@@ -28,3 +28,18 @@ export function setConsolePrincipal(request: FastifyRequest, principal: ConsoleP
 export function consolePrincipal(request: FastifyRequest): ConsolePrincipal | null {
   return principals.get(request) ?? null;
 }
+
+const keyReaders = new WeakSet<FastifyRequest>();
+
+/** Set by the sign-in plugin for a read whose `X-Api-Key` it checked (`Api.Oidc.ProtectReads`). */
+export function setKeyReader(request: FastifyRequest): void {
+  keyReaders.add(request);
+}
+
+/**
+ * Whether a request is a signed-in console's or a checked key holder's (not anonymous): the
+ * console's event streams keep a place for these (src/ui/feed.ts).
+ */
+export function isSignedIn(request: FastifyRequest): boolean {
+  return principals.has(request) || keyReaders.has(request);
+}

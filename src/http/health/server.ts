@@ -42,7 +42,7 @@ export async function buildHealthServer(deps: HttpDeps): Promise<HttpApp> {
       ? `the health listener serves GET /healthz, /readyz, /health/integrations and ${deps.config.Metrics.Path}`
       : "the health listener serves GET /healthz, /readyz and /health/integrations",
     undefined,
-    httpLimits(deps.config),
+    httpLimits(deps.config, "health"),
   );
 
   deps.metrics?.instrument(app, "health");

@@ -127,7 +127,7 @@ test("roles and names from the provider's claims", () => {
 
 test("check-config shows the client secret from the environment masked", async () => {
   const yaml =
-    "Pdus:\n  a:\n    Connection: { Host: 192.0.2.1 }\nApi:\n  Oidc: { Enabled: true, Issuer: https://id.example.com/realms/ops }\n";
+    "Pdus:\n  a:\n    Connection: { Host: 192.0.2.1 }\nApi:\n  PublicUrl: https://pdu.example.com\n  Oidc: { Enabled: true, Issuer: https://id.example.com/realms/ops }\n";
   const config = await parseConfigText(yaml, "t.yaml", { SERVICE_OIDC_CLIENT_SECRET: "the-real-secret" });
   assert.equal(config.Api.Oidc.ClientSecret, "the-real-secret");
   const shown = effectiveConfigYaml(config);

@@ -70,6 +70,7 @@ for (const [i, worker] of [false, true].entries()) {
               port,
               worker,
               more:
+                `PublicUrl: ${JSON.stringify(base)}, ` +
                 `Tls: { CertFile: ${JSON.stringify(join(dir, "api.pem"))}, KeyFile: ${JSON.stringify(join(dir, "api.key"))} }, ` +
                 `Oidc: { Enabled: true, Issuer: ${JSON.stringify(op.issuer)}, CaFile: ${JSON.stringify(join(dir, "op.pem"))}, ` +
                 "Scopes: [openid, profile, email, groups], ProtectReads: true }",

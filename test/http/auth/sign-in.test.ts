@@ -23,6 +23,7 @@ import {
   startTestProvider,
   type TestProvider,
 } from "../../../testkit/oidc-provider.js";
+import { rawRequest } from "../../../testkit/raw-http.js";
 import { freePort } from "../../../testkit/repo.js";
 import { waitFor } from "../../../testkit/wait.js";
 
@@ -58,6 +59,7 @@ before(async () => {
           key: KEY,
           port,
           more:
+            `PublicUrl: ${JSON.stringify(bridge)}, ` +
             `Oidc: { Enabled: true, Issuer: ${JSON.stringify(op.issuer)}, CaFile: ${JSON.stringify(ca)}, ` +
             "Scopes: [openid, profile, email, groups] }",
         },
@@ -299,6 +301,36 @@ test("a request from another origin with the session is refused and nothing is d
   assert.equal(form.status, 403);
   assert.equal(h.sims.rack.outlet(deviceId, 2).state, "on", "the outlet was not switched");
   assert.ok(auditsOf(2).every((l) => l.status === 403 && l.outcome === "refused"));
+});
+
+test("a forged Host header changes neither the redirect URIs nor the origin a change must come from", async () => {
+  const port = new URL(bridge).port;
+  const hosts = ["evil.example", "evil.example:443", `127.0.0.1:${port}.evil.example`, "localhost", "[::1]"];
+  for (const host of hosts) {
+    const login = await rawRequest(
+      Number(port),
+      `GET /ui/auth/login HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+    );
+    assert.equal(login.status, 302, `${host}: ${login.head}`);
+    const location = new URL(/\r\nlocation: ([^\r]*)/i.exec(login.head)?.[1] ?? "");
+    assert.equal(location.origin, op.issuer, host);
+    assert.equal(location.searchParams.get("redirect_uri"), `${bridge}/ui/auth/callback`, host);
+  }
+  // Signing out with a forged Host: the provider is told to send the browser to Api.PublicUrl.
+  const { jar, csrf } = await signedIn("alice");
+  const out = await rawRequest(
+    Number(port),
+    `POST /ui/auth/logout HTTP/1.1\r\nHost: evil.example\r\nOrigin: http://evil.example\r\n` +
+      `X-CSRF-Token: ${csrf}\r\nCookie: ${jar.header()}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
+  );
+  assert.equal(out.status, 403, "the forged Host does not make its own origin the service's");
+  const right = await request(jar, local, `${bridge}/ui/auth/logout`, {
+    method: "POST",
+    headers: { origin: bridge, "x-csrf-token": csrf, host: "evil.example" },
+  });
+  assert.equal(right.status, 200, right.body);
+  const next = new URL((JSON.parse(right.body) as { location: string }).location);
+  assert.equal(next.searchParams.get("post_logout_redirect_uri"), `${bridge}/ui/auth/signed-out`);
 });
 
 test("the return path cannot redirect off the console", async () => {

@@ -126,6 +126,14 @@ depends on them, so `helm template` and `helm install` stop with one clear messa
 {{- if dig "Credentials" "Password" "" ($pdu | default dict) }}
 {{- fail (printf "config.Pdus.%s.Credentials.Password is set: %s SERVICE_PDU_%s_PASSWORD" $id $hint (upper $id | replace "-" "_")) }}
 {{- end }}
+{{- range $key, $variable := dict "Community" "COMMUNITY" "WriteCommunity" "WRITE_COMMUNITY" "AuthKey" "AUTH_KEY" "PrivKey" "PRIV_KEY" }}
+{{- if dig "Snmp" $key "" ($pdu | default dict) }}
+{{- fail (printf "config.Pdus.%s.Snmp.%s is set: %s SERVICE_PDU_%s_%s" $id $key $hint (upper $id | replace "-" "_") $variable) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if and (dig "Api" "Oidc" "Enabled" false $config) (not .Values.oidc.publicUrl) (not (dig "Api" "PublicUrl" "" $config)) }}
+{{- fail "config.Api.Oidc.Enabled needs the address browsers use: set oidc.publicUrl (or config.Api.PublicUrl); the sign-in's redirect URI is never taken from a request's Host header" }}
 {{- end }}
 {{- if not (has .Values.configSource (list "file" "kubernetes")) }}
 {{- fail (printf "configSource must be file or kubernetes (got %v)" .Values.configSource) }}
