@@ -25,6 +25,8 @@ export interface PduOptions {
   readonly pollInterval?: number;
   /** Default admin / admin (the simulator's default user); null: no Credentials at all. */
   readonly credentials?: { readonly username: string; readonly password: string } | null;
+  /** `RelayProtection` in seconds; default the service's. */
+  readonly relayProtection?: number;
 }
 
 const q = (s: string): string => JSON.stringify(s);
@@ -40,6 +42,7 @@ export function pduYaml(id: string, sim: Simulator, o: PduOptions = {}): string 
       : [`    Credentials: { Username: ${q(credentials.username)}, Password: ${q(credentials.password)} }`]),
     `    PollInterval: ${o.pollInterval ?? 5}`,
     `    ActionsEnabled: ${o.actionsEnabled ?? false}`,
+    ...(o.relayProtection === undefined ? [] : [`    RelayProtection: ${o.relayProtection}`]),
   ].join("\n");
 }
 

@@ -23,6 +23,8 @@ export interface TestInstance {
   /** Default admin / admin (the simulator's default user). */
   readonly username?: string;
   readonly password?: string;
+  /** `RelayProtection` in seconds; default the service's. */
+  readonly relayProtection?: number;
 }
 
 export interface ControlHarness {
@@ -52,6 +54,7 @@ export async function configFor(sim: Simulator, instances: readonly TestInstance
       `    Credentials: { Username: ${q(i.username ?? "admin")}, Password: ${q(i.password ?? "admin")} }`,
       `    PollInterval: ${i.pollInterval ?? 5}`,
       `    ActionsEnabled: ${i.actionsEnabled ?? true}`,
+      ...(i.relayProtection === undefined ? [] : [`    RelayProtection: ${i.relayProtection}`]),
     );
   }
   lines.push("Api: { Port: 0 }", "Health: { Enabled: false, Port: 0 }");

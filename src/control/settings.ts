@@ -21,13 +21,14 @@ export const SETTINGS_ACTION = "set";
 
 /**
  * How a settings write takes part in the outlet's turns (./outlet-turns.ts), which an outlet's
- * commands take too: it waits behind a running write, never takes a waiting one's place, and sets
- * off no reboot delay.
+ * commands take too: it waits behind a running write, never takes a waiting one's place, sets off
+ * no reboot delay and switches no relay.
  */
 export const SETTINGS_TURN: TurnRules = {
   name: SETTINGS_ACTION,
   supersedesWaiting: false,
   oncePerRebootDelay: false,
+  switchesRelay: false,
 };
 
 /** Longest label, in characters (code points). */
