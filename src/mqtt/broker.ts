@@ -17,6 +17,7 @@ import { Duplex } from "node:stream";
 import { Aedes, type AedesOptions, type AuthenticateError, type Client } from "aedes";
 import { ConfigError } from "../config/errors.js";
 import { describeError } from "../pdu/errors.js";
+import { FoldedLog } from "../log-limit.js";
 import type { Logger } from "../log.js";
 import { Topics } from "./topics.js";
 
@@ -328,18 +329,14 @@ interface AccessRules {
   disconnected(client: Client): void;
 }
 
-/** One warning per reason per 10 s (a hostile client must not flood the log), with the count skipped. */
+/**
+ * One warning per reason per 10 s (a hostile client must not flood the log), then one line with the
+ * count of the rest (src/log-limit.ts).
+ */
 function rateLimitedWarn(log: Logger): Warn {
-  const last = new Map<string, { at: number; skipped: number }>();
+  const folded = new FoldedLog(log, { burst: 1 });
   return (reason: string, message: string, fields: Record<string, unknown>): void => {
-    const now = Date.now();
-    const entry = last.get(reason);
-    if (entry !== undefined && now - entry.at < 10_000) {
-      entry.skipped++;
-      return;
-    }
-    log.warn({ ...fields, ...(entry?.skipped ? { suppressed: entry.skipped } : {}) }, message);
-    last.set(reason, { at: now, skipped: 0 });
+    folded.warn(reason, fields, message);
   };
 }
 
