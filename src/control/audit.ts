@@ -7,11 +7,12 @@
  * name), one made with the API key says `user: "api-key"`.
  *
  * Lines an outsider can repeat at will are folded (src/log-limit.ts): a burst of refusals of the
- * same kind (a flood of garbage MQTT commands, alternating commands refused by the outlet's turns
- * or its relay protection) writes its first lines and then one line with the count of the rest
- * ("control … and 4,812 more like this in the last 10 s", `folded`: the count); the requests a
- * settings write merged (./settings-bursts.ts) are audited once, by the burst's first. The bus still
- * hears every attempt (the metrics count each one). A done command is never folded.
+ * same kind (a flood of garbage MQTT commands) writes its first lines and then one line with the
+ * count of the rest ("control … and 4,812 more like this in the last 10 s", `folded`: the count);
+ * a burst of commands refused by the outlet's turns or its relay protection is audited once (its
+ * first line, then the count); the requests a settings write merged (./settings-bursts.ts) are
+ * audited once, by the burst's first. The bus still hears every attempt (the metrics count each
+ * one). A done command is never folded.
  */
 import type { ControlEvent, EventBus } from "../bus.js";
 import { FoldedLog } from "../log-limit.js";
@@ -34,11 +35,14 @@ export interface AuditSink {
 }
 
 /**
- * How an audit line is folded: lines of one `key` fold together; `quiet` counts every line into the
- * summary and writes none (the requests a settings burst merged into its first's write).
+ * How an audit line is folded: lines of one `key` fold together, the first {@link AUDIT_BURST} of a
+ * window written; `once` writes only the first (a burst of the turns' refusals is audited once);
+ * `quiet` counts every line into the summary and writes none (the requests a settings burst merged
+ * into its first's write).
  */
 export interface AuditFold {
   readonly key: string;
+  readonly once?: boolean;
   readonly quiet?: boolean;
 }
 
@@ -46,21 +50,25 @@ export interface AuditFold {
 export const AUDIT_BURST = 20;
 
 /** The refusals of the outlets' turns and relay protection: a flood of commands for one outlet makes them. */
-const TURN_PROBLEMS: ReadonlySet<ControlProblem | undefined> = new Set([
+const TURN_PROBLEMS: ReadonlySet<string | undefined> = new Set<ControlProblem>([
   "superseded",
   "outlet-busy",
   "expired",
   "relay-protection",
 ]);
 
-/** The fold of a line a surface did not name one for: the turns' refusals, per instance. */
+/** Whether `problem` is a refusal of the outlets' turns or of relay protection (audited once per burst). */
+export const isTurnRefusal = (problem: string | undefined): boolean => TURN_PROBLEMS.has(problem);
+
+/** The fold of a line a surface did not name one for: the turns' refusals, once per burst per instance. */
 function defaultFold(entry: AuditEntry): AuditFold | null {
-  if (entry.fromCore !== true || !TURN_PROBLEMS.has(entry.problem as ControlProblem)) return null;
-  return { key: `${entry.source.surface}|${entry.instanceId ?? ""}|${entry.problem ?? ""}` };
+  if (entry.fromCore !== true || !isTurnRefusal(entry.problem)) return null;
+  return { key: `${entry.source.surface}|${entry.instanceId ?? ""}|${entry.problem ?? ""}`, once: true };
 }
 
 interface Folds {
   readonly loud: FoldedLog;
+  readonly once: FoldedLog;
   readonly quiet: FoldedLog;
 }
 
@@ -72,6 +80,7 @@ function foldsOf(logger: Logger): Folds {
   if (folds === undefined) {
     folds = {
       loud: new FoldedLog(logger, { burst: AUDIT_BURST }),
+      once: new FoldedLog(logger, { burst: 1 }),
       quiet: new FoldedLog(logger, { burst: 0 }),
     };
     FOLDS.set(logger, folds);
@@ -107,7 +116,8 @@ export function auditControl(to: AuditSink, entry: AuditEntry, fold?: AuditFold 
   if (folding === null) to.logger[level](line, "control");
   else {
     const folds = foldsOf(to.logger);
-    (folding.quiet === true ? folds.quiet : folds.loud).write(level, folding.key, line, "control");
+    const log = folding.quiet === true ? folds.quiet : folding.once === true ? folds.once : folds.loud;
+    log.write(level, folding.key, line, "control");
   }
 }
 

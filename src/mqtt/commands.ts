@@ -13,7 +13,7 @@
  */
 import type { EventBus } from "../bus.js";
 import type { InstanceConfig } from "../config/schema.js";
-import { auditControl, type AuditFold, type AuditSink } from "../control/audit.js";
+import { auditControl, isTurnRefusal, type AuditFold, type AuditSink } from "../control/audit.js";
 import { acceptedPayloads, commandFromMqtt } from "../control/commands.js";
 import { SETTINGS_ACTION, setting, valueFromMqtt } from "../control/settings.js";
 import { actionsDisabled } from "../control/service.js";
@@ -197,12 +197,14 @@ export class CommandHandler {
 /**
  * How the audit line of the core's outcome folds: a done command or settings write is always
  * written, except a request a settings burst merged into its first's write (counted quietly, the
- * first's line says how many); refusals and failures fold per instance, status and problem.
+ * first's line says how many); refusals and failures fold per instance, status and problem, the
+ * refusals of the outlets' turns and relay protection once per burst.
  */
 function coreFold(instanceId: string, outcome: ControlOutcome | SettingsOutcome): AuditFold | null {
   if ("burst" in outcome && outcome.burst !== undefined && !outcome.burst.first) {
     return { key: `mqtt|merged|${instanceId}`, quiet: true };
   }
   if (outcome.ok) return null;
-  return { key: `mqtt|core|${instanceId}|${outcome.status}|${outcome.problem ?? ""}` };
+  const key = `mqtt|core|${instanceId}|${outcome.status}|${outcome.problem ?? ""}`;
+  return isTurnRefusal(outcome.problem) ? { key, once: true } : { key };
 }

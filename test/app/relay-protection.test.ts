@@ -66,7 +66,13 @@ describe("relay protection", () => {
     assert.match(String(refused[0]?.detail), /relay protection.*may switch again from \d{4}-\d\d-\d\dT/);
     // The burst's refusals are audited once: its first line, the rest only counted.
     const lines = h.audits().filter((l) => l.topic === topic && l.problem === "relay-protection");
-    assert.ok(lines.length <= 2, `${lines.length} audit lines for ${refused.length} refusals`);
+    assert.ok(lines.length <= 1, `${lines.length} audit lines for ${refused.length} refusals`);
+    const superseded = events.slice(seen).filter((e) => e.problem === "superseded").length;
+    const supersededLines = h.audits().filter((l) => l.topic === topic && l.problem === "superseded");
+    assert.ok(
+      supersededLines.length <= 1,
+      `${supersededLines.length} audit lines for ${superseded} superseded`,
+    );
   });
 
   it("REST: a change sooner than the interval is 409 relay-protection with Retry-After, then runs", async () => {
