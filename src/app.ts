@@ -41,6 +41,7 @@ import type { RunningListener } from "./http/listener.js";
 import { startHealthServer } from "./http/health/server.js";
 import type { ClusterHealth, HttpDeps } from "./http/types.js";
 import { Lifecycle, type Part } from "./lifecycle.js";
+import { FoldedLog } from "./log-limit.js";
 import { createLogger, type Logger } from "./log.js";
 import { BridgeMetrics } from "./metrics/bridge.js";
 import { metricsRoute } from "./metrics/endpoint.js";
@@ -403,11 +404,13 @@ function pdusPart(store: SnapshotStore, clients: ReadonlyMap<string, PduDriver>,
 
 /**
  * The instance log: one line per instance when it comes online (its first poll, or the first after
- * failures; the poller logs the failures themselves), one line per alarm raised, changed or cleared,
- * and one warning per override that names nothing on the PDU, after the instance's first poll and
- * after a live change of its overrides.
+ * failures; the poller logs the failures themselves), one line per alarm raised, changed or cleared
+ * (a PDU whose alarms flap folded per instance and kind: the first 20 of 10 s, then one line with
+ * the count, src/log-limit.ts), and one warning per override that names nothing on the PDU, after
+ * the instance's first poll and after a live change of its overrides.
  */
 function instanceLog(store: SnapshotStore, config: () => Config, bus: EventBus, logger: Logger): Part {
+  let alarmLog = new FoldedLog(logger, { burst: 20 });
   const warnUnknownOverrides = (id: string): void => {
     const snapshot = store.get(id)?.snapshot ?? null;
     const instance = config().instances.find((i) => i.id === id);
@@ -442,8 +445,9 @@ function instanceLog(store: SnapshotStore, config: () => Config, bus: EventBus, 
               percent: alarm.percent,
               reported: alarm.reported,
             };
-            if (change === "cleared") logger.info(line, "alarm cleared");
-            else logger.warn(line, change === "raised" ? "alarm raised" : "alarm changed");
+            const key = `${instanceId}|${change}`;
+            if (change === "cleared") alarmLog.info(key, line, "alarm cleared");
+            else alarmLog.warn(key, line, change === "raised" ? "alarm raised" : "alarm changed");
           }
         },
         configApplied: ({ live }) => {
@@ -452,7 +456,9 @@ function instanceLog(store: SnapshotStore, config: () => Config, bus: EventBus, 
       });
     },
     stop() {
-      // Its listeners are all it has: the lifecycle releases them.
+      // Its listeners are released by the lifecycle; the fold of alarm lines is its own.
+      alarmLog.close();
+      alarmLog = new FoldedLog(logger, { burst: 20 });
     },
   };
 }

@@ -1,10 +1,15 @@
 /**
- * Characters that change how the text around them is displayed, refused in what operators write
- * as display text (labels over REST and MQTT, override `Name`s): the bidirectional formatting
- * characters (embeddings, overrides, isolates and marks: U+202E shows `exe.txt` as `txt.exe`) and
- * the line and paragraph separators (U+2028, U+2029: a line break in a one-line label). Labels a
- * PDU sends are the driver's to judge, not these rules'.
+ * The one rule for display text, whoever supplies it: {@link displayTextProblem}. Text the bridge
+ * shows (names, labels and states a PDU sends, applied to every snapshot by the bounds of
+ * ./bounds.ts, which read such a text as blank so a display name falls back to the next one) and
+ * text operators write (labels over REST and MQTT, override `Name`s) may contain neither a control
+ * character, a noncharacter or a lone surrogate (./names.ts) nor a character that changes how the
+ * text around it is displayed: the bidirectional formatting characters (embeddings, overrides,
+ * isolates and marks: U+202E shows `exe.txt` as `txt.exe`) and the line and paragraph separators
+ * (U+2028, U+2029: a line break in a one-line label). So Home Assistant names, metrics labels,
+ * REST readings and the console never show what a label written through the bridge could not be.
  */
+import { forbiddenCharacter } from "./names.js";
 
 /** Why each refused code point is refused, by code point. */
 const SPOOFING: ReadonlyMap<number, string> = new Map([
@@ -35,4 +40,15 @@ export function displaySpoofing(text: string): string | null {
   if (found === null) return null;
   const cp = found[0].codePointAt(0)!;
   return `U+${cp.toString(16).toUpperCase().padStart(4, "0")}, ${SPOOFING.get(cp) ?? "a formatting character"}`;
+}
+
+/**
+ * Why `text` may not be shown or written as display text (a control character, a noncharacter, a
+ * lone surrogate, or a character that changes how text is displayed), described, or null.
+ */
+export function displayTextProblem(text: string): string | null {
+  const bad = forbiddenCharacter(text);
+  if (bad !== null) return `contains ${bad}`;
+  const spoofing = displaySpoofing(text);
+  return spoofing === null ? null : `contains ${spoofing}, which changes how text is displayed`;
 }

@@ -27,6 +27,8 @@ export interface PduOptions {
   readonly pollInterval?: number;
   /** Default admin / admin (the simulator's default user); null: no Credentials at all. */
   readonly credentials?: { readonly username: string; readonly password: string } | null;
+  /** `RelayProtection` in seconds; default the service's. */
+  readonly relayProtection?: number;
 }
 
 /** The YAML lines of one `Pdus` entry pointing at `sim` (indented for the `Pdus:` map). */
@@ -39,6 +41,7 @@ export function pduYaml(id: string, sim: Simulator, o: PduOptions = {}): string 
       : { Credentials: { Username: credentials.username, Password: credentials.password } }),
     PollInterval: o.pollInterval ?? 5,
     ActionsEnabled: o.actionsEnabled ?? false,
+    ...(o.relayProtection === undefined ? {} : { RelayProtection: o.relayProtection }),
   };
   return yamlFragment({ [id]: entry }, 2);
 }

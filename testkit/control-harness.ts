@@ -24,6 +24,8 @@ export interface TestInstance {
   /** Default admin / admin (the simulator's default user). */
   readonly username?: string;
   readonly password?: string;
+  /** `RelayProtection` in seconds; default the service's. */
+  readonly relayProtection?: number;
 }
 
 export interface ControlHarness {
@@ -54,6 +56,7 @@ export async function configFor(sim: Simulator, instances: readonly TestInstance
           Credentials: { Username: i.username ?? "admin", Password: i.password ?? "admin" },
           PollInterval: i.pollInterval ?? 5,
           ActionsEnabled: i.actionsEnabled ?? true,
+          ...(i.relayProtection === undefined ? {} : { RelayProtection: i.relayProtection }),
         },
       ]),
     ),

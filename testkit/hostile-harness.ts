@@ -20,6 +20,8 @@ export interface BridgeOptions {
   readonly sim?: SimulatorOptions;
   /** Api.Bind, default 127.0.0.1. */
   readonly apiBind?: string;
+  /** `RelayProtection` of every instance, in seconds; default the service's. */
+  readonly relayProtection?: number;
 }
 
 export interface RunningBridge {
@@ -45,7 +47,11 @@ export async function startBridge(options: BridgeOptions): Promise<RunningBridge
     yaml: (sims) =>
       appYaml({
         pdus: Object.entries(options.instances).map(([id, actionsEnabled]) =>
-          pduYaml(id, sims.sim, { actionsEnabled, pollInterval: 1 }),
+          pduYaml(id, sims.sim, {
+            actionsEnabled,
+            pollInterval: 1,
+            ...(options.relayProtection === undefined ? {} : { relayProtection: options.relayProtection }),
+          }),
         ),
         api: { key: "", ...(options.apiBind === undefined ? {} : { bind: options.apiBind }) },
       }),

@@ -204,6 +204,9 @@ export class ReplicaFleet {
         "    Credentials: { Username: admin, Password: admin }",
         `    PollInterval: ${o.pollInterval}`,
         "    ActionsEnabled: true",
+        // The cluster tests switch outlets in quick succession across replicas; relay protection
+        // has its own test (test/app/relay-protection.test.ts).
+        "    RelayProtection: 0",
       );
     }
     return `${lines.join("\n")}\n`;

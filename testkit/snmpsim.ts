@@ -33,6 +33,7 @@ export function snmpInstance(
     Credentials: { Username: null, Password: null },
     PollInterval: 5,
     ActionsEnabled: true,
+    RelayProtection: 3,
     Overrides: { Outlets: {}, Entities: {}, Groups: {} },
     Ratings: {},
     Driver: "snmp",

@@ -5,11 +5,12 @@ import path from "node:path";
 const SRC = path.join(import.meta.dirname, "..", "..", "src");
 
 /**
- * Files at the top of src/ that every folder may import: logging, the install paths, and the rules
- * of text from outside (safe names, characters that change how text is displayed), which the
- * configuration's rules and every surface apply alike. They import nothing of src/.
+ * Files at the top of src/ that every folder may import: logging, the fold of lines driven from
+ * outside, the install paths, and the rules of text from outside (safe names, characters that
+ * change how text is displayed), which the configuration's rules and every surface apply alike.
+ * They import nothing of src/ but each other.
  */
-const LEAVES = ["log.ts", "paths.ts", "names.ts", "display.ts"];
+const LEAVES = ["log.ts", "log-limit.ts", "paths.ts", "names.ts", "display.ts"];
 
 /**
  * The parts' shared seams at the top of src/: the event bus (the events' types and the bus), the
@@ -27,9 +28,10 @@ const SEAMS = ["bus.ts", "lifecycle.ts", "ownership.ts", "fencing.ts", "cluster-
  */
 export const ALLOWED = {
   "log.ts": [],
+  "log-limit.ts": ["log.ts"],
   "paths.ts": [],
   "names.ts": [],
-  "display.ts": [],
+  "display.ts": ["names.ts"],
   "bus.ts": ["config", "pdu", ...LEAVES],
   "ownership.ts": [],
   "fencing.ts": [],

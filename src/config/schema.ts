@@ -389,6 +389,13 @@ export const PduSchema = Type.Object(
       default: false,
       description: "Allow control of this PDU (REST and MQTT); refused unless true",
     }),
+    RelayProtection: Type.Number({
+      minimum: 0,
+      maximum: 3600,
+      default: 3,
+      description:
+        "Relay protection: the least time in seconds between two state changes (on, off, reboot) of one outlet, whichever surface sent them (MQTT, REST, the console, group commands); a change sooner is refused (409 relay-protection, saying when it may run) and nothing is sent; 0 turns it off (docs/control.md)",
+    }),
     Measurements: Type.Optional(
       Type.Array(Type.String({ minLength: 1, maxLength: 64, pattern: "^[A-Za-z0-9_]+$" }), {
         minItems: 1,

@@ -82,6 +82,12 @@ export interface CommandRow {
    * as one.
    */
   readonly oncePerRebootDelay: boolean;
+  /**
+   * It switches the outlet's relay (on, off, a reboot's off and on): in the outlet's turns it is
+   * refused (`relay`) less than the instance's `RelayProtection` after the last such command sent to
+   * the outlet, whatever surface either came by, so no flood can cycle the relay faster.
+   */
+  readonly switchesRelay: boolean;
   /** The outlet state shown at once after it succeeded (until a poll agrees), or null. */
   readonly latches: "on" | "off" | null;
   /** Refused (409, nothing sent) for a `Protected` outlet or group, or a group with a protected outlet. */
@@ -115,6 +121,7 @@ export const COMMANDS = [
     idempotent: true,
     supersedesWaiting: true,
     oncePerRebootDelay: false,
+    switchesRelay: true,
     latches: "on",
     refusedWhenProtected: false,
     needs: "canSwitchOutlets",
@@ -135,6 +142,7 @@ export const COMMANDS = [
     idempotent: true,
     supersedesWaiting: true,
     oncePerRebootDelay: false,
+    switchesRelay: true,
     latches: "off",
     refusedWhenProtected: true,
     needs: "canSwitchOutlets",
@@ -177,6 +185,7 @@ export const COMMANDS = [
     idempotent: false,
     supersedesWaiting: false,
     oncePerRebootDelay: true,
+    switchesRelay: true,
     latches: null,
     refusedWhenProtected: true,
     needs: "canSwitchOutlets",
@@ -204,6 +213,7 @@ export const COMMANDS = [
     idempotent: false,
     supersedesWaiting: false,
     oncePerRebootDelay: false,
+    switchesRelay: false,
     latches: null,
     refusedWhenProtected: false,
     needs: "canResetOutletEnergy",

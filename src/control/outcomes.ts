@@ -57,16 +57,28 @@ export const outletName = (t: { deviceId: string; index: number }): string => `$
  * Why one write was not done: `timeout` no answer in time; `failed` the PDU refused or failed;
  * `unknown` it may or may not have been carried out (never re-sent); `refused` the PDU or its family
  * refused it and nothing was done; `stopped` not sent, the service is stopping; `superseded`,
- * `busy`, `expired` not sent, refused in the outlet's turns (./outlet-turns.ts); `fenced` not sent,
+ * `busy`, `expired`, `relay` not sent, refused in the outlet's turns (./outlet-turns.ts; `relay`: its
+ * relay protection, with when it may run); `fenced` not sent,
  * this replica may not write to the instance now (the cluster's fencing refused the grant, or it
  * came too late).
  */
 export type FailureKind =
-  "timeout" | "failed" | "unknown" | "refused" | "stopped" | "superseded" | "busy" | "expired" | "fenced";
+  | "timeout"
+  | "failed"
+  | "unknown"
+  | "refused"
+  | "stopped"
+  | "superseded"
+  | "busy"
+  | "expired"
+  | "relay"
+  | "fenced";
 
 export interface WriteFailure {
   readonly kind: FailureKind;
   readonly error: string;
+  /** `relay`: when the outlet may switch again (epoch ms). */
+  readonly retryAt?: number;
 }
 
 /** How one write ended. */
@@ -91,10 +103,28 @@ export function notSent(refused: Refused): WriteFailure {
       };
     case "busy":
       return { kind: "busy", error: `${refused.reason}; not sent` };
+    case "relay":
+      return { kind: "relay", error: relayReason(refused), retryAt: refused.at };
     case "stopped":
       return STOPPED;
   }
 }
+
+/** Why relay protection refused a switch, and when it may run. */
+function relayReason(refused: Extract<Refused, { kind: "relay" }>): string {
+  const interval = seconds(refused.intervalMs);
+  return (
+    `relay protection: this outlet switched ${seconds(refused.sinceMs)} s ago and switches at most once every ${interval} s ` +
+    `(RelayProtection); it may switch again from ${new Date(refused.at).toISOString()} ` +
+    `(in ${seconds(refused.intervalMs - refused.sinceMs)} s); not sent`
+  );
+}
+
+const seconds = (ms: number): string => (Math.ceil(ms / 100) / 10).toString();
+
+/** Seconds until `at` (epoch ms), at least 1: a Retry-After. */
+export const retryAfterOf = (at: number | undefined): number =>
+  Math.max(1, Math.ceil(((at ?? Date.now()) - Date.now()) / 1000));
 
 /** How a write that threw failed: cut by a stop (outcome unknown), timed out, unknown, or failed. */
 export function failureOf(e: unknown, signal: AbortSignal): WriteFailure {
@@ -200,6 +230,14 @@ function failedCommand(
   if (refusal === "busy") {
     return refuse(409, "Outlet busy", `${what} was refused: ${why}`, { ...extra, problem: "outlet-busy" });
   }
+  if (refusal === "relay") {
+    const retryAt = Math.max(...failed.map((f) => f.retryAt ?? 0));
+    return refuse(409, "Relay protection", `${what} was refused: ${why}`, {
+      ...extra,
+      retryAfter: retryAfterOf(retryAt),
+      problem: "relay-protection",
+    });
+  }
   if (refusal === "expired") {
     return refuse(503, "Expired", `${what} was dropped: ${why}; send it again if it is still wanted`, {
       ...extra,
@@ -261,6 +299,11 @@ export function settingsFailure(what: string, failed: WriteFailure): Refusal {
       });
     case "busy":
       return refuse(409, "Busy", why, { problem: "outlet-busy" });
+    case "relay":
+      return refuse(409, "Relay protection", why, {
+        retryAfter: retryAfterOf(failed.retryAt),
+        problem: "relay-protection",
+      });
     case "superseded":
       return refuse(409, "Superseded", why, { problem: "superseded" });
     case "refused":

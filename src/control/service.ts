@@ -16,7 +16,8 @@
  *   200 every outlet done; 502 the PDU refused or failed (a group lists which outlets succeeded and
  *   which failed); 502 `outcome-unknown` a reboot/resetStats whose request may have reached the PDU
  *   without an answer, or any write the service stopped while it ran; 504 nothing answered in
- *   time; 409 superseded by a later on/off, or a reboot already running; 503 waited too long behind
+ *   time; 409 superseded by a later on/off, or a reboot already running, or the outlet switched less
+ *   than its instance's `RelayProtection` ago (nothing sent); 503 waited too long behind
  *   other commands for the outlet (`expired`), or the service is stopping (nothing was sent).
  * Names a PDU supplies that are not safe names (src/names.ts) are never controlled.
  * After a successful on/off the commanded state is latched in the store (per outlet, in its turn)
@@ -35,6 +36,7 @@ import { checkAction, polledInstance, protectedRefusal } from "./checks.js";
 import type { CommandDriver } from "./commands.js";
 import { OutletTurns, type OutletTurnsOptions } from "./outlet-turns.js";
 import { commandOutcome, controlUnavailable, stoppingRefusal } from "./outcomes.js";
+import { SettingsBursts } from "./settings-bursts.js";
 import { applySettings, type SettingsWriteDeps } from "./settings-writes.js";
 import { STOP_BUDGET_MS, WritesInFlight } from "./stopping.js";
 import { planCommand } from "./targets.js";
@@ -85,6 +87,7 @@ export class ControlCore implements ControlService {
   readonly #turns: OutletTurns;
   readonly #inFlight: WritesInFlight;
   readonly #writer: Writer;
+  readonly #bursts = new SettingsBursts();
 
   constructor(deps: ControlDeps) {
     this.#deps = deps;
@@ -143,7 +146,10 @@ export class ControlCore implements ControlService {
     // 6. the writes
     const where = { instance: id, target: describeTarget(resolved), action };
     this.#logger.debug({ ...where, outlets: targets.length }, "control: writing");
-    const written = await this.#writer.writeCommand(id, client, targets, row, request.commandId);
+    const written = await this.#writer.writeCommand(id, client, targets, row, {
+      commandId: request.commandId,
+      relayIntervalMs: relayIntervalMs(this.#deps.config, id),
+    });
 
     // 7. the outcome (an outcome-unknown write is polled soon too: the PDU's report tells)
     this.#writer.repollAfter(id, written);
@@ -171,8 +177,15 @@ export class ControlCore implements ControlService {
       logger: this.#logger,
       writer: this.#writer,
       inFlight: this.#inFlight,
+      bursts: this.#bursts,
     };
   }
+}
+
+/** The instance's relay protection (ms): the least time between two state changes of one outlet. */
+function relayIntervalMs(config: Config, id: string): number {
+  const seconds = config.instances.find((i) => i.id === id)?.RelayProtection ?? 0;
+  return Math.round(seconds * 1000);
 }
 
 export function createControlService(deps: ControlDeps): ControlCore {

@@ -1,9 +1,10 @@
 /**
  * Settings writes (docs/control.md, "Settings writes"): labels, delays and the power-on action. The
  * same checks as a command (instance, ActionsEnabled, polled, target in the latest snapshot), the
- * values checked by the settings table (./settings.ts), the write in the target's turn (an outlet's
- * turn is the one its commands take), then an early poll, which shows the new values: the PDU
- * reports settings at once, unlike a switched state.
+ * values checked by the settings table (./settings.ts), the write merged with the target's burst
+ * (./settings-bursts.ts: at most one write per target per second, the last value wins) and made in
+ * the target's turn (an outlet's turn is the one its commands take), then an early poll, which shows
+ * the new values: the PDU reports settings at once, unlike a switched state.
  */
 import type { Config } from "../config/schema.js";
 import type { Logger } from "../log.js";
@@ -12,7 +13,15 @@ import type { SnapshotStore } from "../poller/store.js";
 import { describeTarget } from "./audit.js";
 import type { CommandDriver } from "./commands.js";
 import { badIndex, polledInstance, protectedSettingsRefusal } from "./checks.js";
-import { controlUnavailable, refuse, settingsFailure, stoppingRefusal, type Refusal } from "./outcomes.js";
+import {
+  controlUnavailable,
+  refuse,
+  settingsFailure,
+  stoppingRefusal,
+  type Refusal,
+  type WriteResult,
+} from "./outcomes.js";
+import type { SettingsBursts } from "./settings-bursts.js";
 import { SETTING_NAMES, settingsProblem, SETTINGS_ACTION, SETTINGS_TURN } from "./settings.js";
 import type { WritesInFlight } from "./stopping.js";
 import { planSettings, type SettingsPlan } from "./targets.js";
@@ -27,6 +36,7 @@ export interface SettingsWriteDeps {
   readonly logger: Logger;
   readonly writer: Writer;
   readonly inFlight: WritesInFlight;
+  readonly bursts: SettingsBursts;
 }
 
 /** A settings write: checked, then written in its target's turn; never rejects. */
@@ -53,14 +63,34 @@ export async function applySettings(
   }
   const call = driverCall(deps.client(id), planned, settings, id);
   if (typeof call !== "function") return call;
-  const what = `${SETTINGS_ACTION} ${Object.keys(settings).join(", ")} on ${describeTarget(planned.resolved)} of instance ${id}`;
-  if (deps.inFlight.stopping) return stoppingRefusal(what);
+  const what = (names: readonly string[]) =>
+    `${SETTINGS_ACTION} ${names.join(", ")} on ${describeTarget(planned.resolved)} of instance ${id}`;
+  if (deps.inFlight.stopping) return stoppingRefusal(what(Object.keys(settings)));
 
+  const written = await deps.bursts.submit(planned.key, { ...settings }, (merged) =>
+    writeMerged(deps, id, planned, merged),
+  );
+  if (written.first) deps.writer.repollAfter(id, [written.result]);
+  const burst = written.requests > 1 ? { burst: { requests: written.requests, first: written.first } } : {};
+  const result = written.result;
+  if (result.ok) {
+    const done = written.settings as OutletSettings;
+    return { ok: true, status: 200, instanceId: id, target: planned.resolved, settings: done, ...burst };
+  }
+  return { ...settingsFailure(what(Object.keys(written.settings)), result), ...burst };
+}
+
+/** The write of a burst's merged settings, in the target's turn; never rejects. */
+function writeMerged(
+  deps: SettingsWriteDeps,
+  id: string,
+  planned: SettingsPlan,
+  settings: OutletSettings,
+): Promise<WriteResult> {
+  const call = driverCall(deps.client(id), planned, settings, id);
+  if (typeof call !== "function") return Promise.resolve({ ok: false, kind: "failed", error: call.detail });
   deps.logger.debug({ instance: id, target: describeTarget(planned.resolved) }, "control: writing settings");
-  const result = await deps.writer.inTurn(id, planned.key, SETTINGS_TURN, call);
-  deps.writer.repollAfter(id, [result]);
-  if (result.ok) return { ok: true, status: 200, instanceId: id, target: planned.resolved, settings };
-  return settingsFailure(what, result);
+  return deps.writer.inTurn(id, planned.key, SETTINGS_TURN, call);
 }
 
 /** The driver call that writes the settings, or why there is none (503 no driver, 502 not supported). */

@@ -12,8 +12,7 @@
  */
 import type { OutletSettings, PoaAction } from "../pdu/driver.js";
 import type { Outlet } from "../pdu/model.js";
-import { displaySpoofing } from "../display.js";
-import { forbiddenCharacter } from "../names.js";
+import { displayTextProblem } from "../display.js";
 import type { TurnRules } from "./outlet-turns.js";
 
 /** The audit log's (and the control metrics') action of a settings write. */
@@ -21,13 +20,14 @@ export const SETTINGS_ACTION = "set";
 
 /**
  * How a settings write takes part in the outlet's turns (./outlet-turns.ts), which an outlet's
- * commands take too: it waits behind a running write, never takes a waiting one's place, and sets
- * off no reboot delay.
+ * commands take too: it waits behind a running write, never takes a waiting one's place, sets off
+ * no reboot delay and switches no relay.
  */
 export const SETTINGS_TURN: TurnRules = {
   name: SETTINGS_ACTION,
   supersedesWaiting: false,
   oncePerRebootDelay: false,
+  switchesRelay: false,
 };
 
 /** Longest label, in characters (code points). */
@@ -129,12 +129,9 @@ export function labelProblem(value: unknown): string | null {
   const length = [...value].length;
   if (length === 0) return "must not be empty";
   if (length > LABEL_MAX) return `must be at most ${LABEL_MAX} characters (got ${length})`;
-  const bad = forbiddenCharacter(value);
-  if (bad !== null) return `must be printable characters only (it contains ${bad})`;
-  const spoofing = displaySpoofing(value);
-  return spoofing === null
-    ? null
-    : `must not contain characters that change how text is displayed (it contains ${spoofing})`;
+  // The one rule for display text (src/pdu/display.ts), the same the bridge applies to what it shows.
+  const problem = displayTextProblem(value);
+  return problem === null ? null : `must be printable text that displays as written (it ${problem})`;
 }
 
 /** Why `value` is not a value of the setting (a JSON value, never converted), or null. */

@@ -80,7 +80,7 @@ export type ControlOutcome =
       readonly title: string;
       /** What went wrong and what to do, safe to show to the caller. */
       readonly detail: string;
-      /** Seconds, for 503. */
+      /** Seconds, for 503 (and a 409 `relay-protection`: when the outlet may switch again). */
       readonly retryAfter?: number;
       /** Per-outlet results of a partially failed group action. */
       readonly outlets?: readonly OutletResult[];
@@ -90,13 +90,21 @@ export type ControlOutcome =
        * before retrying), `superseded` (409), `outlet-busy` (409: a reboot already running or within
        * its reboot delay, or another command already waiting), `expired` (503: waited too long),
        * `not-held` (503: among several replicas, this one may not write to the instance now;
-       * nothing was sent).
+       * nothing was sent), `relay-protection` (409: the outlet switched less than its instance's
+       * `RelayProtection` ago; `retryAfter` says when it may; nothing was sent).
        */
       readonly problem?: ControlProblem;
     };
 
 export type ControlProblem =
-  "outcome-unknown" | "superseded" | "outlet-busy" | "expired" | "unsafe-name" | "protected" | "not-held";
+  | "outcome-unknown"
+  | "superseded"
+  | "outlet-busy"
+  | "expired"
+  | "unsafe-name"
+  | "protected"
+  | "not-held"
+  | "relay-protection";
 
 export interface SettingsRequest {
   readonly instanceId: string;
@@ -106,8 +114,20 @@ export interface SettingsRequest {
   readonly source: ControlSource;
 }
 
-/** Outcome of a settings write: 200 echoes the settings written; refusals as for control. */
-export type SettingsOutcome =
+/**
+ * A settings write that merged several requests (./settings-bursts.ts): how many, and whether this
+ * request was the burst's first (the one audited).
+ */
+export interface SettingsBurst {
+  readonly requests: number;
+  readonly first: boolean;
+}
+
+/**
+ * Outcome of a settings write: 200 echoes the settings written (a burst's merged settings);
+ * refusals as for control. `burst` when the write merged several requests.
+ */
+export type SettingsOutcome = (
   | {
       readonly ok: true;
       readonly status: 200;
@@ -115,7 +135,8 @@ export type SettingsOutcome =
       readonly target: SettingsTarget;
       readonly settings: OutletSettings;
     }
-  | Extract<ControlOutcome, { ok: false }>;
+  | Extract<ControlOutcome, { ok: false }>
+) & { readonly burst?: SettingsBurst };
 
 export interface ControlService {
   execute(request: ControlRequest): Promise<ControlOutcome>;

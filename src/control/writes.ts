@@ -66,15 +66,16 @@ export class Writer {
     client: CommandDriver,
     targets: readonly PlannedOutlet[],
     row: CommandRow,
-    commandId?: string,
+    options: { readonly commandId?: string | undefined; readonly relayIntervalMs: number },
   ): Promise<Written[]> {
+    const { commandId, relayIntervalMs } = options;
     const id =
       commandId !== undefined && COMMAND_ID_PATTERN.test(commandId)
         ? commandId
         : randomBytes(12).toString("base64url");
     const onceId = (k: number): string | undefined => (row.idempotent ? undefined : `${id}-${k}`);
     return mapBounded([...targets.entries()], GROUP_CONCURRENCY, ([k, t]) =>
-      this.#writeOutlet(instanceId, client, t, row, onceId(k)),
+      this.#writeOutlet(instanceId, client, t, row, onceId(k), relayIntervalMs),
     );
   }
 
@@ -93,10 +94,11 @@ export class Writer {
     planned: PlannedOutlet,
     row: CommandRow,
     onceId: string | undefined,
+    relayIntervalMs: number,
   ): Promise<Written> {
     const target: OutletTarget = { deviceId: planned.deviceId, index: planned.index, route: planned.route };
     const key = outletKey(instanceId, target.deviceId, target.index);
-    const turn = await this.#turns.acquire(key, row, planned.rebootDelay);
+    const turn = await this.#turns.acquire(key, row, planned.rebootDelay, relayIntervalMs);
     if (!turn.ok) return { target, ok: false, ...notSent(turn) };
     let result: Written | undefined;
     try {
@@ -104,7 +106,8 @@ export class Writer {
       if (row.latches !== null) this.#latch(instanceId, target, row.latches, result);
       return result;
     } finally {
-      // A write that may have reached the PDU starts the outlet's reboot delay hold (./outlet-turns.ts).
+      // A write that may have reached the PDU starts the outlet's reboot delay hold and its relay
+      // protection (./outlet-turns.ts).
       turn.release(
         result === undefined || result.ok || result.kind === "unknown" || result.kind === "timeout",
       );

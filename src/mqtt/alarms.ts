@@ -5,9 +5,14 @@
  * - `P/<instance>/<deviceId>/entity/<key>/load` and `…/outlets/<i>/load`: `{"percent":…,"state":…}`,
  *   retained, QoS 1, published when the payload changes, cleared (empty retained) when the thing has
  *   no load any more;
- * - `P/<instance>/alarms`: the active alarms as a JSON list, retained, QoS 1, when it changes;
+ * - `P/<instance>/alarms`: the active alarms as a JSON list, retained, QoS 1, when it changes; a
+ *   list that does not fit in one packet the broker takes is cut to the most severe that do (the
+ *   report lists them critical first), never left as an earlier poll's list, and
+ *   `P/<instance>/alarms/omitted` (retained) says how many it leaves out (0 when none);
  * - `P/<instance>/events`: one message per alarm raised, changed or cleared (`event_type` first, for
- *   Home Assistant's event entity), not retained, QoS 1.
+ *   Home Assistant's event entity), not retained, QoS 1; a PDU whose alarms flap is folded
+ *   (src/log-limit.ts): the first {@link EVENT_BURST} events of an instance's 10 s window are sent,
+ *   then one `folded` event with the count of the rest.
  *
  * Hidden things (overrides) have no topics and are left out of the list and the events. Ids that
  * cannot be topic levels are skipped through the publisher's guard. Per instance it keeps the
@@ -16,6 +21,7 @@
  * `changed`, a report's `samePoints`, its `alarms` the same array while the list says the same)
  * let a report that changed nothing cost nothing: no topic is built, no payload serialised.
  */
+import { LineFolder } from "../log-limit.js";
 import { alarmJson, loadJson } from "../pdu/load.js";
 import type { ActiveAlarm, AlarmChange, LoadPoint, LoadReport } from "../pdu/model.js";
 import type { TopicIdGuard, Topics } from "./topics.js";
@@ -29,21 +35,41 @@ interface InstanceTopics {
   /** The alarm list last published (the report's array, and its JSON), or null before the first. */
   alarmList: readonly ActiveAlarm[] | null;
   alarms: string | null;
+  /** The omitted count last published, or null before the first. */
+  omitted: number | null;
 }
 
-/** The Home Assistant event types of the `events` topic. */
-export const ALARM_EVENT_TYPES = ["raised", "changed", "cleared"] as const;
+/** The Home Assistant event types of the `events` topic (`folded`: events left out of a flood). */
+export const ALARM_EVENT_TYPES = ["raised", "changed", "cleared", "folded"] as const;
+
+/** Alarm events of one instance sent per 10 s window before the rest are only counted. */
+export const EVENT_BURST = 100;
 
 export class AlarmTopics {
   readonly #sink: Sink;
   readonly #topics: Topics;
   readonly #guard: TopicIdGuard;
   readonly #instances = new Map<string, InstanceTopics>();
+  /** Per instance (configured ids only): which events go out, and the count of the rest. */
+  readonly #events: LineFolder<string>;
 
   constructor(sink: Sink, topics: Topics, guard: TopicIdGuard) {
     this.#sink = sink;
     this.#topics = topics;
     this.#guard = guard;
+    this.#events = new LineFolder<string>(
+      ({ key, count, windowMs }) => {
+        const payload = {
+          event_type: "folded",
+          atUtc: new Date().toISOString(),
+          instanceId: key,
+          count,
+          windowS: Math.round(windowMs / 1000),
+        };
+        this.#sink.publish(this.#topics.events(key), JSON.stringify(payload), 1, false);
+      },
+      { burst: EVENT_BURST },
+    );
   }
 
   /**
@@ -53,27 +79,52 @@ export class AlarmTopics {
   publish(id: string, report: LoadReport, changes: readonly AlarmChange[], force: boolean): void {
     let state = this.#instances.get(id);
     if (state === undefined) {
-      state = { loads: new Map(), serial: 0, alarmList: null, alarms: null };
+      state = { loads: new Map(), serial: 0, alarmList: null, alarms: null, omitted: null };
       this.#instances.set(id, state);
     }
     this.#loads(id, state, report, force);
     this.#list(id, state, report, force);
     for (const { change, alarm, at } of changes) {
-      if (alarm.hidden === true) continue;
+      if (alarm.hidden === true || !this.#events.admit(id, id)) continue;
       const payload = { event_type: change, atUtc: new Date(at).toISOString(), ...alarmJson(id, alarm) };
       this.#sink.publish(this.#topics.events(id), JSON.stringify(payload), 1, false);
     }
   }
 
-  /** The active alarms, when the report's list is another than the one last published. */
+  /**
+   * The active alarms, when the report's list is another than the one last published: whole, or cut
+   * to what fits in one packet, with the count left out.
+   */
   #list(id: string, state: InstanceTopics, report: LoadReport, force: boolean): void {
     if (!force && report.alarms === state.alarmList) return;
     state.alarmList = report.alarms;
-    const list = JSON.stringify(report.alarms.filter((a) => a.hidden !== true).map((a) => alarmJson(id, a)));
+    const topic = this.#topics.alarms(id);
+    const items = report.alarms.filter((a) => a.hidden !== true).map((a) => JSON.stringify(alarmJson(id, a)));
+    const shown = this.#fitting(topic, items);
+    const list = `[${items.slice(0, shown).join(",")}]`;
     if (force || list !== state.alarms) {
       state.alarms = list;
-      this.#sink.publish(this.#topics.alarms(id), list, 1, true);
+      this.#sink.publish(topic, list, 1, true);
     }
+    const omitted = items.length - shown;
+    if (force || omitted !== state.omitted) {
+      state.omitted = omitted;
+      this.#sink.publish(this.#topics.alarmsOmitted(id), String(omitted), 1, true);
+    }
+  }
+
+  /** How many of `items` (from the first) fit in one list message on `topic`. */
+  #fitting(topic: string, items: readonly string[]): number {
+    const fits = (n: number) => this.#sink.fits(topic, `[${items.slice(0, n).join(",")}]`, 1);
+    if (fits(items.length)) return items.length;
+    let low = 0; // fits
+    let high = items.length; // does not
+    while (high - low > 1) {
+      const mid = (low + high) >>> 1;
+      if (fits(mid)) low = mid;
+      else high = mid;
+    }
+    return low;
   }
 
   /**

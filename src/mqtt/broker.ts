@@ -7,7 +7,9 @@
  * its client id and publish under the parent topic (other clients only its command topics) and
  * under the discovery prefix (other clients only `<prefix>/status`, Home Assistant's birth); a
  * packet over `Mqtt.Embedded.MaxPacketSize` closes the connection before it is buffered (the
- * bridge itself never sends one: it knows the limit); other clients' retained messages are bounded.
+ * bridge itself never sends one: it knows the limit); other clients' retained messages are bounded,
+ * and a retained command (which would replay at every reconnect of the bridge) is refused from
+ * everyone: only its clear (an empty payload) is taken.
  */
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
@@ -15,6 +17,7 @@ import { Duplex } from "node:stream";
 import { Aedes, type AedesOptions, type AuthenticateError, type Client } from "aedes";
 import { ConfigError } from "../config/errors.js";
 import { describeError } from "../pdu/errors.js";
+import { FoldedLog } from "../log-limit.js";
 import type { Logger } from "../log.js";
 import { Topics } from "./topics.js";
 
@@ -138,6 +141,7 @@ function accessRules(options: EmbeddedBrokerOptions, warn: Warn): AccessRules {
   const bridge = options.bridge;
   const bridgeSecret = Buffer.from(bridge?.secret ?? "");
   const isProtected = protectedTopics(options.parentTopic, options.discoveryPrefix);
+  const commands = options.parentTopic === undefined ? null : new Topics(options.parentTopic);
   /** The bridge's live connection (an aedes client), if any. */
   let bridgeClient: Client | null = null;
   const admitRetained = retainedBudget(options.maxForeignRetained ?? MAX_FOREIGN_RETAINED, warn);
@@ -184,6 +188,18 @@ function accessRules(options: EmbeddedBrokerOptions, warn: Warn): AccessRules {
           remote: remoteOf(client),
         });
         done(new Error("topic reserved for the bridge"));
+        return;
+      }
+      if (packet.retain && packet.payload.length > 0 && commands?.isCommandShaped(topic) === true) {
+        warn(
+          "retained-command",
+          "a retained command was refused (it would replay at every reconnect); disconnected",
+          {
+            topic: topic.slice(0, 200),
+            remote: remoteOf(client),
+          },
+        );
+        done(new Error("retained commands are refused"));
         return;
       }
       if (packet.retain && !admitRetained(topic, packet.payload.length, client)) {
@@ -313,18 +329,14 @@ interface AccessRules {
   disconnected(client: Client): void;
 }
 
-/** One warning per reason per 10 s (a hostile client must not flood the log), with the count skipped. */
+/**
+ * One warning per reason per 10 s (a hostile client must not flood the log), then one line with the
+ * count of the rest (src/log-limit.ts).
+ */
 function rateLimitedWarn(log: Logger): Warn {
-  const last = new Map<string, { at: number; skipped: number }>();
+  const folded = new FoldedLog(log, { burst: 1 });
   return (reason: string, message: string, fields: Record<string, unknown>): void => {
-    const now = Date.now();
-    const entry = last.get(reason);
-    if (entry !== undefined && now - entry.at < 10_000) {
-      entry.skipped++;
-      return;
-    }
-    log.warn({ ...fields, ...(entry?.skipped ? { suppressed: entry.skipped } : {}) }, message);
-    last.set(reason, { at: now, skipped: 0 });
+    folded.warn(reason, fields, message);
   };
 }
 

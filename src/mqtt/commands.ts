@@ -6,15 +6,24 @@
  * too large (> 1 KiB), retained (a retained command would replay on every reconnect), not a command
  * topic, unknown instance, instance without `ActionsEnabled`, bad payload, no control attached.
  * A command for an instance this process does not own (src/ownership.ts) is left to its owner,
- * which takes and audits it.
+ * which takes and audits it. What any broker client can repeat at will is folded in the audit log
+ * (src/control/audit.ts): refusals per kind (and per configured instance, never per topic or
+ * payload, which the sender chooses), the first lines of a 10 s window written and the rest counted;
+ * a done command is always written, and a settings write's merged requests are audited once.
  */
 import type { EventBus } from "../bus.js";
 import type { InstanceConfig } from "../config/schema.js";
-import { auditControl, type AuditSink } from "../control/audit.js";
+import { auditControl, isTurnRefusal, type AuditFold, type AuditSink } from "../control/audit.js";
 import { acceptedPayloads, commandFromMqtt } from "../control/commands.js";
 import { SETTINGS_ACTION, setting, valueFromMqtt } from "../control/settings.js";
 import { actionsDisabled } from "../control/service.js";
-import type { ControlService, ControlSource, ControlTarget } from "../control/types.js";
+import type {
+  ControlOutcome,
+  ControlService,
+  ControlSource,
+  ControlTarget,
+  SettingsOutcome,
+} from "../control/types.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
 import { OWN_ALL, type Ownership } from "../ownership.js";
@@ -67,7 +76,12 @@ export class CommandHandler {
       instanceId: string | null = null,
       target: ControlTarget | null = null,
       action: string | null = null,
-    ) => auditControl(this.#audit, { source, instanceId, target, action, status, detail });
+    ) => {
+      // Folded per status and configured instance: the topic and payload are the sender's choice.
+      const known = instanceId !== null && this.#instances.has(instanceId) ? instanceId : "";
+      const fold = { key: `mqtt|${status}|${known}|${action ?? ""}` };
+      auditControl(this.#audit, { source, instanceId, target, action, status, detail }, fold);
+    };
 
     if (payload.length > MAX_COMMAND_PAYLOAD) {
       refuse(413, `payload of ${payload.length} bytes is over the ${MAX_COMMAND_PAYLOAD}-byte limit`);
@@ -116,16 +130,11 @@ export class CommandHandler {
       const outcome = await control.execute({ instanceId, target, action, source });
       const detail = outcome.ok ? undefined : outcome.detail;
       const problem = outcome.ok ? undefined : outcome.problem;
-      auditControl(this.#audit, {
-        source,
-        instanceId,
-        target,
-        action,
-        status: outcome.status,
-        detail,
-        problem,
-        fromCore: true,
-      });
+      auditControl(
+        this.#audit,
+        { source, instanceId, target, action, status: outcome.status, detail, problem, fromCore: true },
+        coreFold(instanceId, outcome),
+      );
     } catch (error) {
       refuse(500, `control failed: ${describeError(error)}`, instanceId, target, action);
     }
@@ -139,17 +148,19 @@ export class CommandHandler {
     name: string,
     payload: string,
   ): Promise<void> {
-    const audit = (status: number, detail?: string, problem?: string, fromCore = false) =>
-      auditControl(this.#audit, {
-        source,
-        instanceId,
-        target,
-        action: SETTINGS_ACTION,
-        status,
-        detail,
-        problem,
-        fromCore,
-      });
+    const audit = (
+      status: number,
+      detail?: string,
+      problem?: string,
+      fromCore = false,
+      fold: AuditFold | null = { key: `mqtt|${status}|${instanceId}|${SETTINGS_ACTION}` },
+      merged?: number,
+    ) =>
+      auditControl(
+        this.#audit,
+        { source, instanceId, target, action: SETTINGS_ACTION, status, detail, problem, fromCore, merged },
+        fold,
+      );
     const row = setting(name);
     const parsed = row === undefined ? null : valueFromMqtt(row, payload);
     if (parsed === null || !parsed.ok) {
@@ -174,9 +185,26 @@ export class CommandHandler {
         outcome.ok ? undefined : outcome.detail,
         outcome.ok ? undefined : outcome.problem,
         true,
+        coreFold(instanceId, outcome),
+        outcome.burst?.requests,
       );
     } catch (error) {
       audit(500, `settings write failed: ${describeError(error)}`);
     }
   }
+}
+
+/**
+ * How the audit line of the core's outcome folds: a done command or settings write is always
+ * written, except a request a settings burst merged into its first's write (counted quietly, the
+ * first's line says how many); refusals and failures fold per instance, status and problem, the
+ * refusals of the outlets' turns and relay protection once per burst.
+ */
+function coreFold(instanceId: string, outcome: ControlOutcome | SettingsOutcome): AuditFold | null {
+  if ("burst" in outcome && outcome.burst !== undefined && !outcome.burst.first) {
+    return { key: `mqtt|merged|${instanceId}`, quiet: true };
+  }
+  if (outcome.ok) return null;
+  const key = `mqtt|core|${instanceId}|${outcome.status}|${outcome.problem ?? ""}`;
+  return isTurnRefusal(outcome.problem) ? { key, once: true } : { key };
 }

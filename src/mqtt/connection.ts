@@ -461,15 +461,26 @@ export class MqttConnection {
     return this.#outbox.size;
   }
 
-  /** True (and the message dropped, logged and counted) when its packet is over the broker's maximum. */
-  #tooLarge(topic: string, payload: string, qos: 0 | 1): boolean {
-    if (this.#brokerMaxPacket === Infinity) return false;
-    const size = publishPacketSize(
+  /** Whether the message's packet is within the broker's maximum (and the payload within ours). */
+  fits(topic: string, payload: string, qos: 0 | 1): boolean {
+    return (
+      payload.length <= MAX_PAYLOAD_CHARS && this.#packetSize(topic, payload, qos) <= this.#brokerMaxPacket
+    );
+  }
+
+  #packetSize(topic: string, payload: string, qos: 0 | 1): number {
+    return publishPacketSize(
       this.#version,
       Buffer.byteLength(topic, "utf8"),
       Buffer.byteLength(payload, "utf8"),
       qos,
     );
+  }
+
+  /** True (and the message dropped, logged and counted) when its packet is over the broker's maximum. */
+  #tooLarge(topic: string, payload: string, qos: 0 | 1): boolean {
+    if (this.#brokerMaxPacket === Infinity) return false;
+    const size = this.#packetSize(topic, payload, qos);
     if (size <= this.#brokerMaxPacket) return false;
     this.#dropped(topic, `packet of ${size} bytes is over the broker's maximum of ${this.#brokerMaxPacket}`);
     return true;

@@ -297,6 +297,11 @@ export class Topics {
     return `${this.parent}/${instanceId}/alarms`;
   }
 
+  /** How many active alarms the retained list leaves out, to fit in one packet (retained count). */
+  alarmsOmitted(instanceId: string): string {
+    return `${this.parent}/${instanceId}/alarms/omitted`;
+  }
+
   /** Alarms raised, changed and cleared (not retained). */
   events(instanceId: string): string {
     return `${this.parent}/${instanceId}/events`;

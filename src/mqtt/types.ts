@@ -8,6 +8,8 @@ export interface Sink {
   readonly congested: boolean;
   /** Runs `callback` once, when the connection is no longer congested or was lost. */
   onceUncongested(callback: () => void): void;
+  /** Whether the message fits in one packet the broker takes (else `publish` would drop it). */
+  fits(topic: string, payload: string, qos: 0 | 1): boolean;
 }
 
 export interface MqttStatus {

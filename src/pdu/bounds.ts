@@ -11,9 +11,10 @@
  * - an id that is too long (device id, entity key, measurement type, group key): the thing it names
  *   is left out, never cut into a different id; a device left out takes its outlets and entities,
  *   and its outlets leave the groups;
- * - a text that is too long (name, label, state, alarm, power-on action, units, identity fields):
- *   read as blank, and a display name made of it falls back as the driver's would (name, then the
- *   id or `Outlet <n>`);
+ * - a text that is too long (name, label, state, alarm, power-on action, units, identity fields),
+ *   or that breaks the one rule for display text (./display.ts: a control character, or one that
+ *   changes how text is displayed, such as U+202E): read as blank, and a display name made of it
+ *   falls back as the driver's would (name, then the id or `Outlet <n>`);
  * - a count that is too large (devices, outlets, entities, measurements, groups, members): the whole
  *   answer is refused (a poll failure naming the bound): which part to leave out would be a guess;
  * - an answer whose every device is left out is refused too: a PDU is never turned into no devices.
@@ -42,6 +43,7 @@ import {
   type PduSystem,
   type Snapshot,
 } from "./model.js";
+import { displayTextProblem } from "../display.js";
 import { quoteName } from "../names.js";
 
 /** The bounds, in UTF-16 code units for lengths. */
@@ -168,10 +170,31 @@ function count(n: number, max: number, what: string): void {
   if (n > max) refuse(`${what} ${n}, more than ${max}`);
 }
 
-/** `value`, or "" with a warning when it is longer than `max`. */
+/**
+ * Any character of the one display rule's (./display.ts): controls, noncharacters, surrogates
+ * (checked in full by {@link displayTextProblem}), bidirectional formatting, line and paragraph
+ * separators. A fast test: most texts have none.
+ */
+const SUSPECT =
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what it looks for
+  /[\u0000-\u001f\u007f-\u009f\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/;
+
+/** Why `value` may not be shown, or null (the one display rule, with a fast path). */
+const undisplayable = (value: string): string | null =>
+  SUSPECT.test(value) ? displayTextProblem(value) : null;
+
+/** Whether a text passes as it is: within `max` and displayable. */
+const fits = (value: string, max: number): boolean => value.length <= max && undisplayable(value) === null;
+
+/** `value`, or "" with a warning when it is longer than `max` or may not be shown. */
 function text(value: string, max: number, notes: Notes, path: () => string, what: string): string {
-  if (value.length <= max) return value;
-  notes.add(`${path()}.${what}`, tooLong(what, value.length, max, "read as blank"));
+  if (value.length > max) {
+    notes.add(`${path()}.${what}`, tooLong(what, value.length, max, "read as blank"));
+    return "";
+  }
+  const problem = undisplayable(value);
+  if (problem === null) return value;
+  notes.add(`${path()}.${what}`, `${what} ${quoteName(value, 40)} ${problem}; read as blank`);
   return "";
 }
 
@@ -194,7 +217,7 @@ function boundNames(
   const name = text(o.name, max, notes, path, "name");
   const label = text(o.label, max, notes, path, "label");
   const displayName =
-    o.displayName.length <= max && name === o.name && label === o.label
+    fits(o.displayName, max) && name === o.name && label === o.label
       ? o.displayName
       : display(label, name, fallback);
   return { name, label, displayName };
@@ -300,7 +323,7 @@ function boundSystem(
   let out: Record<string, string> | null = null;
   for (const field of SYSTEM_FIELDS) {
     const value = system[field];
-    if (value.length <= PDU_BOUNDS.textChars) continue;
+    if (fits(value, PDU_BOUNDS.textChars)) continue;
     out ??= { ...system };
     out[field] = text(value, PDU_BOUNDS.textChars, notes, path, field);
   }
@@ -314,12 +337,12 @@ function boundSystem(
 const TEXT = PDU_BOUNDS.textChars;
 
 function alarmFits(alarm: Alarm): boolean {
-  return alarm.state.length <= TEXT && alarm.severity.length <= TEXT;
+  return fits(alarm.state, TEXT) && fits(alarm.severity, TEXT);
 }
 
 function measurementsFit(list: readonly Measurement[]): boolean {
   for (const m of list) {
-    if (m.type.length > PDU_BOUNDS.idChars || m.units.length > PDU_BOUNDS.unitsChars) return false;
+    if (m.type.length > PDU_BOUNDS.idChars || !fits(m.units, PDU_BOUNDS.unitsChars)) return false;
     if (m.alarm !== null && !alarmFits(m.alarm)) return false;
   }
   return true;
@@ -329,10 +352,10 @@ function outletFits(o: Outlet): boolean {
   return (
     Number.isSafeInteger(o.index) &&
     o.index >= 0 &&
-    o.name.length <= TEXT &&
-    o.label.length <= TEXT &&
-    o.displayName.length <= TEXT &&
-    (o.poaAction === null || o.poaAction.length <= TEXT) &&
+    fits(o.name, TEXT) &&
+    fits(o.label, TEXT) &&
+    fits(o.displayName, TEXT) &&
+    (o.poaAction === null || fits(o.poaAction, TEXT)) &&
     alarmFits(o.alarm) &&
     measurementsFit(o.measurements)
   );
@@ -341,16 +364,16 @@ function outletFits(o: Outlet): boolean {
 function entityFits(e: Entity): boolean {
   return (
     e.key.length <= PDU_BOUNDS.idChars &&
-    e.name.length <= TEXT &&
-    e.label.length <= TEXT &&
-    e.displayName.length <= TEXT &&
+    fits(e.name, TEXT) &&
+    fits(e.label, TEXT) &&
+    fits(e.displayName, TEXT) &&
     alarmFits(e.alarm) &&
     measurementsFit(e.measurements)
   );
 }
 
 function systemFits(system: PduSystem): boolean {
-  for (const field of SYSTEM_FIELDS) if (system[field].length > TEXT) return false;
+  for (const field of SYSTEM_FIELDS) if (!fits(system[field], TEXT)) return false;
   return true;
 }
 
@@ -367,11 +390,11 @@ function deviceFits(d: Device): boolean {
     d.id.length <= PDU_BOUNDS.idChars &&
     d.outlets.length <= PDU_BOUNDS.outletsPerDevice &&
     d.entities.length <= PDU_BOUNDS.entitiesPerDevice &&
-    d.name.length <= TEXT &&
-    d.label.length <= TEXT &&
-    d.displayName.length <= TEXT &&
-    d.type.length <= TEXT &&
-    d.state.length <= TEXT &&
+    fits(d.name, TEXT) &&
+    fits(d.label, TEXT) &&
+    fits(d.displayName, TEXT) &&
+    fits(d.type, TEXT) &&
+    fits(d.state, TEXT) &&
     alarmFits(d.alarm) &&
     systemFits(d.system)
   );
@@ -382,15 +405,15 @@ function groupFits(g: Group): boolean {
     g.key.length > PDU_BOUNDS.idChars ||
     g.measurements.length > PDU_BOUNDS.measurementsPerPart ||
     g.members.length > PDU_BOUNDS.outlets ||
-    g.name.length > TEXT ||
-    g.label.length > TEXT ||
-    g.displayName.length > TEXT ||
-    g.state.length > TEXT
+    !fits(g.name, TEXT) ||
+    !fits(g.label, TEXT) ||
+    !fits(g.displayName, TEXT) ||
+    !fits(g.state, TEXT)
   )
     return false;
   for (const m of g.measurements) {
     if (m.key.length > PDU_BOUNDS.idChars || m.type.length > PDU_BOUNDS.idChars) return false;
-    if (m.units.length > PDU_BOUNDS.unitsChars) return false;
+    if (!fits(m.units, PDU_BOUNDS.unitsChars)) return false;
   }
   return true;
 }
@@ -426,7 +449,7 @@ function passesAsIs(s: Snapshot): boolean {
 
 function boundAlarm(alarm: Alarm, notes: Notes, path: () => string): Alarm {
   const max = PDU_BOUNDS.textChars;
-  if (alarm.state.length <= max && alarm.severity.length <= max) return alarm;
+  if (fits(alarm.state, max) && fits(alarm.severity, max)) return alarm;
   const state = text(alarm.state, max, notes, () => `${path()}.alarm`, "state");
   const severity = text(alarm.severity, max, notes, () => `${path()}.alarm`, "severity");
   // A blank state is a clear alarm (model.ts); an over-long one is no state the model raises on.
@@ -457,9 +480,9 @@ function boundMeasurements(
       notes.add(`${path()}.measurements[${i}]`, problem);
       next = null;
     } else if (
-      m.units.length > PDU_BOUNDS.unitsChars ||
+      !fits(m.units, PDU_BOUNDS.unitsChars) ||
       (m.alarm !== null &&
-        (m.alarm.state.length > PDU_BOUNDS.textChars || m.alarm.severity.length > PDU_BOUNDS.textChars))
+        (!fits(m.alarm.state, PDU_BOUNDS.textChars) || !fits(m.alarm.severity, PDU_BOUNDS.textChars)))
     ) {
       const at = () => `${path()}.measurements.${quoteName(m.type)}`;
       next = {
@@ -475,7 +498,7 @@ function boundMeasurements(
 }
 
 function textsOver(...values: readonly string[]): boolean {
-  for (const v of values) if (v.length > PDU_BOUNDS.textChars) return true;
+  for (const v of values) if (!fits(v, PDU_BOUNDS.textChars)) return true;
   return false;
 }
 
@@ -503,7 +526,7 @@ function boundOutlet(o: Outlet, notes: Notes, devicePath: () => string): Outlet 
   const label = text(o.label, max, notes, path, "label");
   const poaAction = o.poaAction === null ? null : text(o.poaAction, max, notes, path, "poaAction") || null;
   const displayName =
-    o.displayName.length <= max && name === o.name && label === o.label
+    fits(o.displayName, max) && name === o.name && label === o.label
       ? o.displayName
       : display(label, name, `Outlet ${o.index + 1}`);
   return { ...o, name, label, displayName, poaAction, alarm, measurements };
@@ -525,7 +548,7 @@ function boundEntity(e: Entity, i: number, notes: Notes, devicePath: () => strin
   const name = text(e.name, max, notes, path, "name");
   const label = text(e.label, max, notes, path, "label");
   const displayName =
-    e.displayName.length <= max && name === e.name && label === e.label
+    fits(e.displayName, max) && name === e.name && label === e.label
       ? e.displayName
       : display(label, name, e.key);
   return { ...e, name, label, displayName, alarm, measurements };
@@ -584,7 +607,7 @@ function boundGroupMeasurements(
       const problem = tooLong("rollup key", id, PDU_BOUNDS.idChars, "the rollup is left out");
       notes.add(`${path}.measurements[${i}]`, problem);
       next = null;
-    } else if (m.units.length > PDU_BOUNDS.unitsChars) {
+    } else if (!fits(m.units, PDU_BOUNDS.unitsChars)) {
       next = {
         ...m,
         units: text(

@@ -59,9 +59,10 @@ describe("control effects through the composed App", () => {
         appYaml({
           api: { key: KEY },
           pdus: [
-            pduYaml("lab", s.single, { actionsEnabled: true, pollInterval: 2 }),
-            pduYaml("lag", s.lag, { actionsEnabled: true, pollInterval: 1 }),
-            pduYaml("cluster", s.cluster, { actionsEnabled: true, pollInterval: 2 }),
+            // Relay protection off: outlets switch in quick succession here (test/app/relay-protection.test.ts).
+            pduYaml("lab", s.single, { actionsEnabled: true, pollInterval: 2, relayProtection: 0 }),
+            pduYaml("lag", s.lag, { actionsEnabled: true, pollInterval: 1, relayProtection: 0 }),
+            pduYaml("cluster", s.cluster, { actionsEnabled: true, pollInterval: 2, relayProtection: 0 }),
           ],
         }),
     });

@@ -38,8 +38,9 @@ describe("MQTT commands through the composed App", () => {
         appYaml({
           api: { key: KEY },
           pdus: [
-            pduYaml("lab", s.main, { actionsEnabled: true, pollInterval: 2 }),
-            pduYaml("cl", s.cluster, { actionsEnabled: true, pollInterval: 2 }),
+            // Relay protection off: outlets switch in quick succession (test/app/relay-protection.test.ts).
+            pduYaml("lab", s.main, { actionsEnabled: true, pollInterval: 2, relayProtection: 0 }),
+            pduYaml("cl", s.cluster, { actionsEnabled: true, pollInterval: 2, relayProtection: 0 }),
             pduYaml("ro", s.readonly, { actionsEnabled: false, credentials: null, pollInterval: 2 }),
           ],
         }),

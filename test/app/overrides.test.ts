@@ -68,7 +68,7 @@ describe("overrides through the composed App", () => {
         return appYaml({
           api: { key: KEY },
           pdus: [
-            pduYaml("lab", s.main, { actionsEnabled: true, pollInterval: 2 }) +
+            pduYaml("lab", s.main, { actionsEnabled: true, pollInterval: 2, relayProtection: 0 }) +
               [
                 "",
                 "    Measurements: [REALPOWER, energy, Current]",
@@ -85,7 +85,7 @@ describe("overrides through the composed App", () => {
                 '          total0: { Name: "Left bank" }',
                 "          breaker1: { Hidden: true }",
               ].join("\n"),
-            pduYaml("cluster", s.cluster, { actionsEnabled: true, pollInterval: 2 }) +
+            pduYaml("cluster", s.cluster, { actionsEnabled: true, pollInterval: 2, relayProtection: 0 }) +
               [
                 "",
                 "    Overrides:",

@@ -87,6 +87,7 @@ describe("SNMP PDUs through the bridge", () => {
         `    Connection: { Host: 127.0.0.1, Port: ${port}, Timeout: 2 }`,
         "    PollInterval: 2",
         "    ActionsEnabled: true",
+        "    RelayProtection: 0", // on, off and reboot in quick succession (test/app/relay-protection.test.ts)
       ].join("\n");
     h = await startAppHarness({
       yaml: () =>

@@ -14,6 +14,7 @@ const rules = (name: string, supersedesWaiting: boolean, oncePerRebootDelay: boo
   name,
   supersedesWaiting,
   oncePerRebootDelay,
+  switchesRelay: false,
 });
 
 function row(name: string): TurnRules {

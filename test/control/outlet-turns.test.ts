@@ -52,7 +52,8 @@ describe("per-outlet command discipline", () => {
   before(async () => {
     h = await startControlHarness({
       sim: { oneview: { members: 1 }, outlets: 4, stateLagMs: 60_000 },
-      instances: [{ id: "pdu", timeout: 30 }],
+      // Relay protection off: these cases are about the turns' other rules (test/app/relay-protection.test.ts).
+      instances: [{ id: "pdu", timeout: 30, relayProtection: 0 }],
       poll: ["pdu"],
     });
     const first = h.sim.deviceIds()[0];

@@ -5,13 +5,15 @@
  * size limit, checked separately), retained messages, and topic levels that are
  * empty, unicode, very long, not an integer, or name no outlet. What a client can actually send:
  * topics with `+`/`#` or too many levels are refused by the broker itself (it drops the client),
- * checked separately. Every command that reaches the bridge is refused and audited with its topic,
- * nothing is sent to the PDU, and the bridge keeps publishing afterwards.
+ * checked separately. Every command that reaches the bridge is refused and audited with its topic
+ * (the bus's `control` event of each; the log folds a flood of them, with their count), nothing is
+ * sent to the PDU, and the bridge keeps publishing afterwards.
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import fc from "fast-check";
 import { connectAsync, type MqttClient } from "mqtt";
+import type { ControlEvent } from "../../src/bus.js";
 import { printedAs, startBridge, type RunningBridge } from "../../testkit/hostile-harness.js";
 import { Recorder } from "../../testkit/mqtt-client.js";
 import { waitFor } from "../../testkit/wait.js";
@@ -29,7 +31,11 @@ const FILTERS = ["lab", "ro"].flatMap((id) => [
   `${P}/${id}/groups/+/set`,
 ]);
 
+/** The topic that tells when the bridge hears commands (a device no generated topic names). */
+const PROBE = `${P}/lab/probe-${process.pid}/outlets/0/set`;
 let bridge: RunningBridge;
+/** Every MQTT command's audit as the bus tells it (the log folds floods). */
+const audits: ControlEvent[] = [];
 let client: MqttClient;
 let watcher: Recorder;
 /** The last message sent by `client`, and what it was doing when the broker dropped it. */
@@ -84,31 +90,42 @@ async function withTimeout<T>(promise: Promise<T>, what: string, ms = 5000): Pro
   }
 }
 
-/** Publishes and, when the bridge subscribes to the topic, waits for the audit line it causes. */
+/** Publishes and, when the bridge subscribes to the topic, waits for the audit it causes. */
 async function publishAndAudit(
   topic: string,
   payload: Buffer,
   retain: boolean,
 ): Promise<Record<string, unknown> | null> {
-  const before = bridge.log.audits.length;
+  const before = audits.length;
   lastPublished = `${topic.slice(0, 200)} (${topic.length} chars, ${payload.length} bytes, retain ${retain})`;
   await withTimeout(
     client.publishAsync(topic, payload, { qos: 1, retain }),
     `PUBACK of ${topic.slice(0, 120)}`,
   );
   if (!delivered(topic)) return null;
-  await bridge.log.waitForAudits(before + 1, `the audit line of ${topic.slice(0, 200)}`);
-  assert.equal(bridge.log.audits.length, before + 1, "exactly one audit line per command");
-  return bridge.log.audits[before] ?? null;
+  await waitFor(() => audits.length > before, `the audit of ${topic.slice(0, 200)}`);
+  assert.equal(audits.length, before + 1, "exactly one audit per command");
+  const event = audits[before]!;
+  const { status } = event;
+  const outcome = status === 200 ? "done" : status >= 500 ? "failed" : "refused";
+  return {
+    ...event,
+    topic: event.source.surface === "mqtt" ? event.source.topic : null,
+    source: "mqtt",
+    outcome,
+  };
 }
 
 before(async () => {
   bridge = await startBridge({ apiKey: KEY, instances: { lab: true, ro: false } });
+  bridge.app.bus.on("control", (e) => {
+    if (e.source.surface === "mqtt" && e.source.topic !== PROBE) audits.push(e);
+  });
   watcher = await Recorder.connect(bridge.broker, [`${P}/#`]);
   client = await connect(`hostile-${process.pid}`);
   client.on("close", () => (droppedAfter ??= lastPublished));
   // The bridge subscribes after its connect, possibly after start() returned: probe until it hears.
-  const probe = `${P}/lab/probe/outlets/0/set`;
+  const probe = PROBE;
   const deadline = Date.now() + 10_000;
   while (!bridge.log.audits.some((a) => a.topic === probe)) {
     if (Date.now() > deadline) throw new Error("the bridge never received a command");
@@ -211,14 +228,6 @@ const msgArb = (deviceId: string): fc.Arbitrary<Msg> =>
         retain: false,
         status: 413,
       })),
-    // retained, with a payload that is not a command. (A retained *valid* command is executed once:
-    // a broker forwards it to established subscriptions with RETAIN=0, MQTT 3.1.1 §3.3.1.3; only its
-    // replay on a new subscription arrives retained, and the bridge refuses that.)
-    fc
-      .tuple(realIndex, payloadArb)
-      .map(([i, p]) => ({ topic: `${P}/lab/${deviceId}/outlets/${i}/set`, payload: Buffer.from(p, "utf8") }))
-      .filter((m) => !isOnOff(m.payload))
-      .map((m) => ({ ...m, label: "retained bad payload", retain: true, status: 400 })),
     // hostile device or index levels, any command and payload
     fc
       .tuple(
@@ -329,6 +338,14 @@ test(`hostile MQTT commands: ${RUNS} cases, each refused and audited, nothing se
     [],
     "the simulator received a command",
   );
+  // The log folds the flood: fewer lines than refusals, and lines that count the ones folded.
+  const lines = bridge.log.audits.filter((l) => l.source === "mqtt");
+  assert.ok(lines.length < deliveredCount, `${lines.length} audit lines for ${deliveredCount} refusals`);
+  await waitFor(
+    () => bridge.log.audits.some((l) => typeof l.folded === "number" && l.folded > 0),
+    "a line with the count of the folded ones",
+    15_000,
+  );
 });
 
 test("200 KiB payloads on every command topic are refused by size", async () => {
@@ -343,8 +360,21 @@ test("200 KiB payloads on every command topic are refused by size", async () => 
   assert.deepEqual(bridge.sim.writes(), []);
 });
 
+test("a retained command, valid or not: the embedded broker drops that client, keeps nothing, the bridge hears nothing", async () => {
+  const seen = audits.length;
+  for (const [n, payload] of ["off", "garbage", "reboot"].entries()) {
+    const rogue = await connect(`rogue-retained-${process.pid}-${n}`);
+    const closed = new Promise<void>((resolve) => rogue.once("close", () => resolve()));
+    rogue.publish(`${P}/lab/${bridge.deviceId}/outlets/${n}/set`, payload, { qos: 0, retain: true });
+    await withTimeout(closed, `close of the connection that sent a retained ${payload}`);
+    await rogue.endAsync(true);
+  }
+  assert.equal(audits.length, seen, "no command reached the bridge");
+  assert.deepEqual(bridge.sim.writes(), []);
+});
+
 test("1 MB packets are over the embedded broker's MaxPacketSize: it drops that client, the bridge hears nothing", async () => {
-  const audits = bridge.log.audits.length;
+  const seen = audits.length;
   const big = Buffer.alloc(1024 * 1024, "o");
   for (const [n, command] of COMMANDS.entries()) {
     const rogue = await connect(`rogue-big-${process.pid}-${n}`);
@@ -353,12 +383,12 @@ test("1 MB packets are over the embedded broker's MaxPacketSize: it drops that c
     await withTimeout(closed, `close of the connection that sent 1 MB on ${command}`);
     await rogue.endAsync(true);
   }
-  assert.equal(bridge.log.audits.length, audits, "no command reached the bridge");
+  assert.equal(audits.length, seen, "no command reached the bridge");
   assert.deepEqual(bridge.sim.writes(), []);
 });
 
 test("wildcards, too many levels, $SYS or a bridge-only topic in a PUBLISH: the broker drops that client, the bridge hears nothing", async () => {
-  const audits = bridge.log.audits.length;
+  const seen = audits.length;
   const topics = [
     `${P}/lab/+/outlets/0/reboot`,
     `${P}/lab/${bridge.deviceId}/outlets/+/reboot`,
@@ -385,7 +415,7 @@ test("wildcards, too many levels, $SYS or a bridge-only topic in a PUBLISH: the 
     await withTimeout(closed, `close of the connection that published to ${topic.slice(0, 60)}`);
     await rogue.endAsync(true);
   }
-  assert.equal(bridge.log.audits.length, audits, "no command reached the bridge");
+  assert.equal(audits.length, seen, "no command reached the bridge");
   assert.deepEqual(bridge.sim.writes(), []);
 });
 

@@ -117,6 +117,8 @@ describe("PDU-supplied names and writes, with a spawned mosquitto", () => {
       "    Credentials: { Username: admin, Password: admin }",
       "    PollInterval: 1",
       "    ActionsEnabled: true",
+      // The property switches outlet 7 on and off once per run (test/app/relay-protection.test.ts).
+      "    RelayProtection: 0",
       "  bad:",
       `    Connection: { Host: ${pdu.host}, Port: ${pdu.port}, Scheme: http, Timeout: 5 }`,
       "    Credentials: { Username: admin, Password: admin }",
@@ -297,13 +299,15 @@ describe("PDU-supplied names and writes, with a spawned mosquitto", () => {
     await Promise.all(
       Array.from({ length: 50 }, () => commander.client.publishAsync(topic, "reboot", { qos: 1 })),
     );
-    await log.waitForAudits(audits + 50, "50 audit lines", 15_000);
-    const mine = log.audits.slice(audits).filter((a) => a.topic === topic);
-    assert.equal(mine.length, 50, "every command audited");
+    // Every command is audited: a line each, or counted in the line that folds a burst of them
+    // (written when the burst's 10 s window ends).
+    const mine = () => log.audits.slice(audits).filter((a) => a.topic === topic);
+    const counted = () => mine().reduce((n, a) => n + (typeof a.folded === "number" ? a.folded : 1), 0);
+    await waitFor(() => counted() === 50, "50 commands audited", 20_000);
     assert.equal(writes() - before, 1, "one reboot write reached the PDU");
-    assert.equal(mine.filter((a) => a.status === 200).length, 1);
-    const refused = mine.filter((a) => a.status === 409);
-    assert.equal(refused.length, 49, JSON.stringify(mine.map((a) => a.status)));
+    assert.equal(mine().filter((a) => a.status === 200).length, 1);
+    const refused = mine().filter((a) => a.status === 409);
+    assert.ok(refused.length < 49, `the burst's refusals are folded (${refused.length} lines)`);
     for (const a of refused) {
       assert.equal(a.problem, "outlet-busy");
       assert.equal(a.outcome, "refused");

@@ -34,6 +34,10 @@ class RetainedSink implements Sink {
   onceUncongested(callback: () => void): void {
     callback();
   }
+
+  fits(): boolean {
+    return true;
+  }
 }
 
 const topics = new Topics("pdu-bridge");

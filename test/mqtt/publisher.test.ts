@@ -91,6 +91,7 @@ describe("publisher (embedded broker)", () => {
       // The phase's load (no rating configured) and the active alarms (none).
       [`${D}/entity/phase0/load`]: '{"percent":null,"state":"normal"}',
       [`${P}/alarms`]: "[]",
+      [`${P}/alarms/omitted`]: "0",
       // The settings as the snapshot reports them (the test snapshot's outlets all have the same).
       ...Object.fromEntries(
         [0, 1, 2].flatMap((i) => [
