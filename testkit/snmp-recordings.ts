@@ -78,6 +78,7 @@ export async function startRecordingsRig(
         `    Snmp: { Profile: ${c.profile} }`,
         "    PollInterval: 2",
         "    ActionsEnabled: true",
+        "    RelayProtection: 0", // commands in quick succession (test/app/relay-protection.test.ts)
       ].join("\n");
     const h = await startAppHarness({
       yaml: () =>

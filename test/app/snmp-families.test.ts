@@ -171,6 +171,7 @@ describe("the project's recordings and simulator of the new families through the
         `    Connection: { Host: 127.0.0.1, Port: ${port}, Timeout: 2 }`,
         "    PollInterval: 2",
         "    ActionsEnabled: true",
+        "    RelayProtection: 0", // commands in quick succession (test/app/relay-protection.test.ts)
       ].join("\n");
     h = await startAppHarness({
       yaml: () =>
