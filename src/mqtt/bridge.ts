@@ -261,7 +261,7 @@ export class MqttBridge implements MqttBridgeHandle {
     published: (instanceId: string) => ReadonlySet<string> | null,
     retainedRead: (instanceId: string, configs: ReadonlyMap<string, string> | null) => void,
   ): GhostSweeper | null {
-    const { config } = this.#deps;
+    const { config, replica } = this.#deps;
     if (!config.HomeAssistant.DiscoveryEnabled) return null;
     return new GhostSweeper({
       prefix: config.HomeAssistant.DiscoveryTopic,
@@ -271,7 +271,14 @@ export class MqttBridge implements MqttBridgeHandle {
       current: (id) => (this.#ownership.owns(id) ? published(id) : null),
       markerTopic: this.#topics.sweepMarker(),
       // Among several replicas: read per bucket taken, and judged by the publisher's discovery.
-      ...(this.#deps.replica === undefined ? {} : { onRead: retainedRead }),
+      ...(replica === undefined ? {} : { onRead: retainedRead }),
+      // An instance no longer configured: cleared by the holder of its bucket, which nobody else
+      // may publish it from (docs/mqtt.md, "Instances removed from the configuration").
+      removed: {
+        parentTopic: this.#topics.parent,
+        nodeIdOf: (id) => discoveryNodeId(this.#topics.parent, id),
+        mayClear: (id) => replica === undefined || replica.holdsBucket(replica.bucketOf(id)),
+      },
       // aedes streams a subscription's retained messages on their own (its marker may come first)
       // and holds no per-client queue limit: larger rounds, and a short settle after each marker.
       ...(embedded ? { settleMs: EMBEDDED_SWEEP_SETTLE_MS, roundConfigs: EMBEDDED_ROUND_CONFIGS } : {}),
