@@ -141,6 +141,15 @@ export function configuredRating(
   return row === undefined ? null : (ratings[row[0]] ?? null);
 }
 
+/**
+ * Whether a thing has a `current` measurement in units a load can be computed from (`A`, blank or
+ * `mA`): without one its load percent is never known, whatever its rating.
+ */
+export function measuresLoad(measurements: readonly Measurement[]): boolean {
+  const m = measurements.find((x) => x.type.toLowerCase() === "current");
+  return m !== undefined && (m.units === "A" || m.units === "" || m.units === "mA");
+}
+
 /** Amps of a `current` measurement (`A`, blank or `mA`), or null. */
 function amps(measurements: readonly Measurement[]): { found: boolean; value: number | null } {
   for (const m of measurements) {
