@@ -142,7 +142,7 @@ export interface WireInstanceStatus {
   /** Active alarms by severity (hidden things left out). */
   readonly alarms: { readonly critical: number; readonly warning: number };
   /**
-   * The most loaded phase (else inlet, line, cord, bank or total): the highest share of its rating,
+   * The most loaded phase, bank, breaker or other load entity: the highest share of its rating,
    * else the highest current; null when none reports a current.
    */
   readonly peak: (WireLoad & { readonly name: string }) | null;
