@@ -17,7 +17,7 @@
 import { createHash } from "node:crypto";
 import type { InstanceConfig } from "../../config/schema.js";
 import { silentLogger, type Logger } from "../../log.js";
-import { ParseError, PduError } from "../errors.js";
+import { ParseError, PduError, refusedUnsent } from "../errors.js";
 import type { OutletSettings, OutletTarget, PduDriver, SwitchAction } from "../driver.js";
 import { restamp, type Snapshot, type Vendor } from "../model.js";
 import { parsePoll, type Addressing, type PollData, type WalkedVarbind } from "./parse.js";
@@ -254,8 +254,7 @@ export class SnmpDriver implements PduDriver {
   #rowOf(table: string, target: OutletTarget): readonly number[] {
     const row = this.#last?.addressing.rows.get(target.deviceId)?.get(table)?.get(target.index);
     if (row === undefined) {
-      throw new PduError(
-        "refused",
+      throw refusedUnsent(
         `outlet ${target.index + 1} of ${target.deviceId} is not in the last answer of ${this.#where}: nothing was sent`,
       );
     }
@@ -266,7 +265,7 @@ export class SnmpDriver implements PduDriver {
     const profile = this.#profile;
     const control = profile?.control;
     if (profile === null || control === undefined) {
-      throw new PduError("refused", `${this.#model(target.deviceId)} has no outlet switching over SNMP`);
+      throw refusedUnsent(`${this.#model(target.deviceId)} has no outlet switching over SNMP`);
     }
     const value = control[action];
     const column = columnOf(profile, control);
@@ -287,8 +286,7 @@ export class SnmpDriver implements PduDriver {
     const reset = profile?.resetEnergy;
     if (profile === null || reset === undefined) {
       const why = profile?.resetStatsRefusal ?? "the family has no energy reset";
-      throw new PduError(
-        "refused",
+      throw refusedUnsent(
         `${this.#model(target.deviceId)} cannot reset one outlet's statistics: ${why}; nothing was sent`,
       );
     }
@@ -316,7 +314,7 @@ export class SnmpDriver implements PduDriver {
     signal?: AbortSignal,
   ): Promise<void> {
     const profile = this.#profile;
-    if (profile === null) throw new PduError("refused", "the SNMP PDU has not been polled yet");
+    if (profile === null) throw refusedUnsent("the SNMP PDU has not been polled yet");
     const delays = profile.outlets.delays;
     const refs: Record<string, CellRef | undefined> = {
       onDelay: delays?.on,
@@ -336,8 +334,7 @@ export class SnmpDriver implements PduDriver {
         }
         const bytes = Buffer.from(typeof value === "string" ? value : "", "utf8");
         if (bytes.length > def.maxLength) {
-          throw new PduError(
-            "refused",
+          throw refusedUnsent(
             `${this.#model(target.deviceId)} takes outlet names of at most ${def.maxLength} bytes (${def.column}); this one has ${bytes.length}`,
           );
         }
@@ -352,8 +349,7 @@ export class SnmpDriver implements PduDriver {
       writes.push({ ref, type: "Integer", value, what: key });
     }
     if (unsupported.length > 0) {
-      throw new PduError(
-        "refused",
+      throw refusedUnsent(
         `${this.#model(target.deviceId)} has no writable SNMP object for ${unsupported.join(", ")}: nothing was sent`,
       );
     }
