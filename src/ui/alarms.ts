@@ -105,10 +105,11 @@ const wireCommands = (kind: "outlet" | "group"): WireCommand[] =>
     return [{ name: row.name, ...form.console, latches: row.latches, needs: row.needs }];
   });
 
-/** What the page needs besides the event stream: the command rows and the alarm lines. */
+/** What the page needs besides the event stream: the command rows, the alarm lines, whether sign-in is on. */
 export function consoleBootstrap(config: Config): ConsoleBootstrap {
   return {
     commands: { outlet: wireCommands("outlet"), group: wireCommands("group") },
     alarms: { warnPercent: config.Alarms.WarnPercent, criticalPercent: config.Alarms.CriticalPercent },
+    signIn: config.Api.Oidc.Enabled,
   };
 }

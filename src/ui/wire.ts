@@ -242,6 +242,8 @@ export interface WireCommand {
 export interface ConsoleBootstrap {
   readonly commands: { readonly outlet: readonly WireCommand[]; readonly group: readonly WireCommand[] };
   readonly alarms: { readonly warnPercent: number; readonly criticalPercent: number };
+  /** `Api.Oidc.Enabled`: the page asks `/ui/auth/session` who is signed in only when it is on. */
+  readonly signIn: boolean;
 }
 
 /** `GET /api/v1/instances/{id}/outlets/{deviceId}/{index}/history`. */

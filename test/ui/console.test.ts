@@ -500,6 +500,16 @@ test("every request of the console goes to the service, without a CSP violation"
   );
   const outside = requests().filter((u) => !u.startsWith(`${origin}/`) && u !== "about:blank");
   assert.deepEqual(outside, [], "no request leaves the service");
+  // Sign-in is off here: no page asks who is signed in (it would get a 404 every time).
+  assert.ok(
+    requests().filter((u) => u.startsWith(`${origin}/ui/`)).length > 0,
+    "the console's pages were loaded",
+  );
+  assert.deepEqual(
+    requests().filter((u) => u.startsWith(`${origin}/ui/auth/`)),
+    [],
+    "no request to /ui/auth/ without sign-in",
+  );
   const violations = await page.evaluate<string[]>("window.cspViolations");
   assert.deepEqual(violations, []);
 });
