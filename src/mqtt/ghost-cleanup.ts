@@ -27,11 +27,12 @@
  *
  * Instances that left the configuration: before the first round, a census round reads the retained
  * instance statuses (`<P>/+/status`, which every instance the bridge ever published keeps, `offline`
- * after a clean stop). An instance found there that is not configured has its retained configs read
- * in the rounds like any other and all of them cleared at once, when {@link GhostSweeperOptions.mayClear}
- * allows (among several replicas: when this replica holds the instance's bucket, so no replica should
- * publish it); one info line per instance says how many. Its status is left in place, so a config
- * missed now is found at the next start.
+ * after a clean stop). An instance found `offline` there that is not configured has its retained
+ * configs read in the rounds like any other and all of them cleared at once, when
+ * {@link RemovedInstances.mayClear} allows (among several replicas: when this replica holds the
+ * instance's bucket, so no replica should publish it); one info line per instance says how many. One
+ * still `online` is left alone: a process may be publishing it. Its status is left in place, so a
+ * config missed now is found at the next start.
  *
  * What is collected is outside input: only well-formed topics of the subscribed shape, and at most
  * {@link MAX_GHOST_TOPICS} of them (and {@link MAX_REMOVED_INSTANCES} instances no longer configured).
@@ -297,7 +298,9 @@ export class GhostSweeper {
     if (!retained || payload.length === 0) return;
     const statusOf = this.#statusId(topic);
     if (statusOf !== null) {
-      if (round?.census === true && this.#censusIds.size < MAX_REMOVED_INSTANCES) {
+      // Only an instance nobody publishes now: `offline`, as a clean stop leaves it.
+      const offline = payload.length <= 16 && payload.toString("latin1").trim().toLowerCase() === "offline";
+      if (round?.census === true && offline && this.#censusIds.size < MAX_REMOVED_INSTANCES) {
         this.#censusIds.add(statusOf);
         round.lastConfigAt = this.#now();
       }
@@ -467,6 +470,10 @@ export class GhostSweeper {
     if (this.#o.onRead !== undefined) return;
     void this.#o.sink.unsubscribe([this.#marker]);
     this.#phase = this.#collected.size === 0 ? "done" : "judging";
+    this.#o.logger.debug(
+      { rounds: this.#rounds, waiting: this.#collected.size },
+      "ghost cleanup: the retained discovery configs are read",
+    );
   }
 
   #abandon(error: unknown): void {

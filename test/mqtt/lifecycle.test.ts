@@ -195,6 +195,8 @@ describe("an instance removed from the configuration, at the next start", () => 
   const KEPT_NODE = "pdu-bridge_default";
   // Another bridge's instance of the same id (another ParentTopic, so another node id).
   const OTHER = `${D}/switch/other-bridge_rack2/outlet_DEV2_0_power/config`;
+  // An instance not configured whose status is still `online`: something may publish it.
+  const LIVE = `${D}/sensor/pdu-bridge_rack9/outlet_DEV9_0_power/config`;
 
   let broker: Mosquitto;
   const bridges: MqttBridge[] = [];
@@ -252,11 +254,13 @@ describe("an instance removed from the configuration, at the next start", () => 
     assert.ok(removedBefore.size > 20, `rack2 has its configs (${removedBefore.size})`);
     assert.ok(keptBefore.size > 20, `default has its configs (${keptBefore.size})`);
     await first.stop();
+    await planter.publish(LIVE, JSON.stringify({ name: "live" }), true);
+    await planter.publish("pdu-bridge/rack9/status", "online", true);
 
     // The second start without rack2.
     const watcher = await subscribe([`${D}/#`]);
     await waitFor(
-      () => watcher.messages.length >= removedBefore.size + keptBefore.size,
+      () => watcher.messages.length >= removedBefore.size + keptBefore.size + 2,
       "the retained configs",
     );
     watcher.clear();
@@ -275,6 +279,10 @@ describe("an instance removed from the configuration, at the next start", () => 
     assert.equal(line.cleared, removedBefore.size, "each of its configs cleared once");
     assert.equal(line.level, "info", "an info line");
 
+    await waitFor(
+      () => [...removedBefore.keys()].every((t) => watcher.on(t).some((m) => m.payload === "")),
+      "every clear at the broker",
+    );
     assert.deepEqual([...(await retainedOf(REMOVED_NODE)).keys()], [], "no config of rack2 is retained");
     const keptAfter = await retainedOf(KEPT_NODE);
     assert.deepEqual([...keptAfter.keys()].sort(), [...keptBefore.keys()].sort(), "default's configs stay");
@@ -284,5 +292,14 @@ describe("an instance removed from the configuration, at the next start", () => 
       "none of default's configs was cleared",
     );
     assert.equal(watcher.on(OTHER).length, 0, "another bridge's config is untouched");
+    await waitFor(
+      () => capture.lines.some((l) => l.msg === "ghost cleanup: the retained discovery configs are read"),
+      "the end of the reading",
+    );
+    assert.equal(watcher.on(LIVE).length, 0, "an instance still online is left alone");
+    assert.ok(
+      !capture.lines.some((l) => l.instance === "rack9"),
+      "nothing said about the instance still online",
+    );
   });
 });
