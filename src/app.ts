@@ -312,6 +312,17 @@ export class App {
     );
   }
 
+  /**
+   * Before a restart for `next` (a change that cannot apply live): MQTT clears the discovery
+   * configs of the instances `next` leaves out that this process publishes (docs/mqtt.md,
+   * "Instances removed from the configuration"), and publishes nothing more for them.
+   */
+  clearRemovedInstances(next: Config): void {
+    const kept = new Set(next.instances.map((i) => i.id));
+    const removed = this.#config.instances.filter((i) => !kept.has(i.id)).map((i) => i.id);
+    if (removed.length > 0) this.#mqtt.clearRemoved(removed);
+  }
+
   /** Stops every part; safe to call more than once (later calls wait for the first). */
   stop(): Promise<void> {
     this.#stopping ??= (async () => {

@@ -52,7 +52,11 @@ async function runFromKubernetes(): Promise<number> {
   const watch = source.watch(
     {
       onChange: (next, live) => app.applyLive(next, live),
-      onRestartRequired: () => restartRequired(),
+      // Instances the new configuration leaves out lose their Home Assistant discovery now.
+      onRestartRequired: (_reason, next) => {
+        app.clearRemovedInstances(next);
+        restartRequired();
+      },
       onError: (error) =>
         app.logger.warn({ error: describeError(error) }, "configuration change not applied"),
     },

@@ -15,6 +15,13 @@
  * Discovery schemas drop keys they do not know (`extra=vol.REMOVE_EXTRA`), so an unknown key is not
  * an error there but a silently ignored setting: the check reports it so a typo cannot pass.
  * `default_entity_id` is newer than the schemas.py read; it is accepted as a known key.
+ *
+ * The `device` and `origin` blocks are different: their schemas (`MQTT_ENTITY_DEVICE_INFO_SCHEMA`,
+ * `MQTT_ORIGIN_INFO_SCHEMA` in schemas.py) take no key they do not know, and a config whose block
+ * has one is refused whole. Which device keys a release knows is {@link DEVICE_KEYS_SINCE}; the
+ * checks are made for {@link EARLIEST_SUPPORTED_HA} unless told another release, so a key newer
+ * than the earliest release docs/mqtt.md supports fails them. The `switch` and `button` platforms
+ * are from switch.py and button.py (`PLATFORM_SCHEMA_MODERN`).
  */
 
 type Json = Record<string, unknown>;
@@ -65,7 +72,87 @@ const PLATFORM_KEYS: Readonly<Record<string, readonly string[]>> = {
   ],
   binary_sensor: ["device_class", "expire_after", "force_update", "off_delay", "payload_off", "payload_on"],
   event: ["device_class", "event_types"],
+  switch: [...RW_KEYS, "device_class", "payload_off", "payload_on", "state_off", "state_on"],
+  button: ["command_template", "command_topic", "device_class", "payload_press", "retain"],
 };
+
+/** A Home Assistant release, `[year, month]`. */
+export type HaRelease = readonly [number, number];
+
+/**
+ * The earliest Home Assistant release the bridge's discovery supports (docs/mqtt.md, "Home
+ * Assistant versions"): 2024.8, the first whose device schema knows `model_id`.
+ */
+export const EARLIEST_SUPPORTED_HA: HaRelease = [2024, 8];
+
+/**
+ * The keys of the `device` block and the release that first knew each ([0, 0]: every release the
+ * rules consider). Abbreviations are the same keys.
+ */
+const DEVICE_KEYS_SINCE: Readonly<Record<string, HaRelease>> = {
+  connections: [0, 0],
+  identifiers: [0, 0],
+  manufacturer: [0, 0],
+  model: [0, 0],
+  name: [0, 0],
+  sw_version: [0, 0],
+  hw_version: [0, 0],
+  serial_number: [0, 0],
+  suggested_area: [0, 0],
+  configuration_url: [0, 0],
+  via_device: [0, 0],
+  model_id: [2024, 8],
+};
+const DEVICE_ABBREVIATIONS: Readonly<Record<string, string>> = {
+  cns: "connections",
+  ids: "identifiers",
+  mf: "manufacturer",
+  mdl: "model",
+  mdl_id: "model_id",
+  sw: "sw_version",
+  hw: "hw_version",
+  sn: "serial_number",
+  sa: "suggested_area",
+  cu: "configuration_url",
+};
+const ORIGIN_KEYS = new Set(["name", "sw_version", "support_url", "sw", "url"]);
+const SWITCH_DEVICE_CLASSES = new Set(["outlet", "switch"]);
+const BUTTON_DEVICE_CLASSES = new Set(["identify", "restart", "update"]);
+
+const atLeast = (release: HaRelease, since: HaRelease): boolean =>
+  release[0] > since[0] || (release[0] === since[0] && release[1] >= since[1]);
+
+/** Why Home Assistant `release` would refuse a config for its `device` block; [] when it takes it. */
+export function haDeviceProblems(device: Json, release: HaRelease = EARLIEST_SUPPORTED_HA): string[] {
+  const problems: string[] = [];
+  for (const key of Object.keys(device)) {
+    const since = DEVICE_KEYS_SINCE[DEVICE_ABBREVIATIONS[key] ?? key];
+    const name = `${release[0]}.${release[1]}`;
+    if (since === undefined) problems.push(`device key ${key} is unknown to Home Assistant ${name}`);
+    else if (!atLeast(release, since))
+      problems.push(
+        `device key ${key} is unknown to Home Assistant ${name} (known since ${since.join(".")})`,
+      );
+  }
+  const ids = device.identifiers ?? device.ids;
+  const connections = device.connections ?? device.cns;
+  if (!(Array.isArray(ids) && ids.length > 0) && !(Array.isArray(connections) && connections.length > 0))
+    problems.push("device needs identifiers or connections");
+  for (const key of [
+    "name",
+    "manufacturer",
+    "model",
+    "model_id",
+    "sw_version",
+    "hw_version",
+    "serial_number",
+  ])
+    if (device[key] !== undefined && typeof device[key] !== "string")
+      problems.push(`device ${key} must be a string`);
+  if (device.via_device !== undefined && typeof device.via_device !== "string")
+    problems.push("device via_device must be a string");
+  return problems;
+}
 
 /** Platforms that only read (MQTT_RO_SCHEMA: state_topic required, no command topic). */
 const READ_ONLY = new Set(["sensor", "binary_sensor", "event"]);
@@ -171,15 +258,27 @@ const isTopic = (v: unknown): boolean => typeof v === "string" && v !== "" && !/
 const isNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
 const isPositiveInt = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0;
 
-/** Why Home Assistant would refuse (or silently drop part of) a discovery config; [] when it accepts it. */
-export function haDiscoveryProblems(component: string, config: Json): string[] {
+/**
+ * Why Home Assistant (`release`, default the earliest supported) would refuse, or silently drop part
+ * of, a discovery config; [] when it accepts it.
+ */
+export function haDiscoveryProblems(
+  component: string,
+  config: Json,
+  release: HaRelease = EARLIEST_SUPPORTED_HA,
+): string[] {
   const problems: string[] = [];
   const platform = PLATFORM_KEYS[component];
   if (platform === undefined) return [`no rules transcribed for ${component}`];
   for (const key of Object.keys(config)) {
     if (!COMMON_KEYS.includes(key) && !platform.includes(key)) problems.push(`unknown key ${key}`);
   }
-  if (READ_ONLY.has(component)) {
+  if (component === "button") {
+    // MQTT_BASE_SCHEMA and a command topic; no state.
+    if (!isTopic(config.command_topic))
+      problems.push("command_topic is required and must be a publish topic");
+    if (config.state_topic !== undefined) problems.push("a button has no state_topic");
+  } else if (READ_ONLY.has(component)) {
     // MQTT_RO_SCHEMA
     if (!isTopic(config.state_topic)) problems.push("state_topic is required and must be a topic");
   } else {
@@ -218,14 +317,13 @@ export function haDiscoveryProblems(component: string, config: Json): string[] {
   )
     problems.push("availability_mode must be all, any or latest");
   const device = config.device as Json | undefined;
-  if (device !== undefined) {
-    const ids = device.identifiers;
-    const connections = device.connections;
-    if (!(Array.isArray(ids) && ids.length > 0) && !(Array.isArray(connections) && connections.length > 0))
-      problems.push("device needs identifiers or connections");
-  }
+  if (device !== undefined) problems.push(...haDeviceProblems(device, release));
   const origin = config.origin as Json | undefined;
-  if (origin !== undefined && typeof origin.name !== "string") problems.push("origin needs a name");
+  if (origin !== undefined) {
+    if (typeof origin.name !== "string") problems.push("origin needs a name");
+    for (const key of Object.keys(origin))
+      if (!ORIGIN_KEYS.has(key)) problems.push(`origin key ${key} is unknown`);
+  }
 
   switch (component) {
     case "number": {
@@ -301,6 +399,14 @@ export function haDiscoveryProblems(component: string, config: Json): string[] {
         problems.push(`unknown event device_class ${show(deviceClass)}`);
       break;
     }
+    case "switch":
+      if (!oneOf(config.device_class, SWITCH_DEVICE_CLASSES))
+        problems.push(`unknown switch device_class ${show(config.device_class)}`);
+      break;
+    case "button":
+      if (!oneOf(config.device_class, BUTTON_DEVICE_CLASSES))
+        problems.push(`unknown button device_class ${show(config.device_class)}`);
+      break;
     case "text": {
       // min default 0, max default 255; both non-negative integers; min <= max <= 255.
       const min = config.min ?? 0;

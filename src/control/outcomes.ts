@@ -55,10 +55,11 @@ export const outletName = (t: { deviceId: string; index: number }): string => `$
 
 /**
  * Why one write was not done: `timeout` no answer in time; `failed` the PDU refused or failed;
- * `unknown` it may or may not have been carried out (never re-sent); `refused` the PDU or its family
- * refused it and nothing was done; `stopped` not sent, the service is stopping; `superseded`,
- * `busy`, `expired`, `relay` not sent, refused in the outlet's turns (./outlet-turns.ts; `relay`: its
- * relay protection, with when it may run); `fenced` not sent,
+ * `unknown` it may or may not have been carried out (never re-sent); `refused` the PDU refused it and
+ * nothing was done; `unsupported` the driver refused it before sending anything (the PDU's family or
+ * model cannot carry it out); `stopped` not sent, the service is stopping; `superseded`, `busy`,
+ * `expired`, `relay` not sent, refused in the outlet's turns (./outlet-turns.ts; `relay`: its relay
+ * protection, with when it may run); `fenced` not sent,
  * this replica may not write to the instance now (the cluster's fencing refused the grant, or it
  * came too late).
  */
@@ -67,6 +68,7 @@ export type FailureKind =
   | "failed"
   | "unknown"
   | "refused"
+  | "unsupported"
   | "stopped"
   | "superseded"
   | "busy"
@@ -126,6 +128,9 @@ const seconds = (ms: number): string => (Math.ceil(ms / 100) / 10).toString();
 export const retryAfterOf = (at: number | undefined): number =>
   Math.max(1, Math.ceil(((at ?? Date.now()) - Date.now()) / 1000));
 
+/** The title of a write the bridge refused before sending anything (not the PDU's refusal). */
+const UNSUPPORTED_TITLE = "Refused by the bridge, nothing sent";
+
 /** How a write that threw failed: cut by a stop (outcome unknown), timed out, unknown, or failed. */
 export function failureOf(e: unknown, signal: AbortSignal): WriteFailure {
   if (signal.aborted)
@@ -137,7 +142,9 @@ export function failureOf(e: unknown, signal: AbortSignal): WriteFailure {
       : e.kind === "outcome-unknown"
         ? "unknown"
         : e.kind === "refused"
-          ? "refused"
+          ? e.unsent
+            ? "unsupported"
+            : "refused"
           : "failed";
   return { kind, error: describeError(e) };
 }
@@ -248,6 +255,9 @@ function failedCommand(
   if (refusal === "refused") {
     return refuse(409, "Refused by the PDU", `${what} was refused: ${why}`, extra);
   }
+  if (refusal === "unsupported") {
+    return refuse(409, UNSUPPORTED_TITLE, `${what} was refused: ${why}`, extra);
+  }
   if (!anySucceeded && failed.every((f) => f.kind === "timeout")) {
     return refuse(
       504,
@@ -308,6 +318,8 @@ export function settingsFailure(what: string, failed: WriteFailure): Refusal {
       return refuse(409, "Superseded", why, { problem: "superseded" });
     case "refused":
       return refuse(409, "Refused by the PDU", why);
+    case "unsupported":
+      return refuse(409, UNSUPPORTED_TITLE, why);
     case "timeout":
       return refuse(
         504,

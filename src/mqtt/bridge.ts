@@ -93,6 +93,8 @@ export class MqttBridge implements MqttBridgeHandle {
   readonly #commands: CommandHandler;
   #running: Running | null = null;
   #stopping: Promise<void> | null = null;
+  /** Instances whose discovery {@link clearRemoved} cleared: nothing more is published for them. */
+  readonly #removed = new Set<string>();
 
   constructor(deps: MqttBridgeDeps) {
     this.#deps = deps;
@@ -163,7 +165,7 @@ export class MqttBridge implements MqttBridgeHandle {
         this.#topics,
         logger,
         (id) => ghosts?.discovered(id),
-        (id) => this.#ownership.owns(id),
+        (id) => this.#publishes(id),
       );
       this.#listen(publisher, buckets, ghosts);
       await connection.connect({
@@ -245,9 +247,38 @@ export class MqttBridge implements MqttBridgeHandle {
     return this.#stopping;
   }
 
-  /** The instances owned now, in configuration order. */
+  /**
+   * Clears the discovery of instances that left the configuration (a restart for the new one
+   * follows): each config last published for an instance it owns, with one info line per instance.
+   * Nothing more is published for them; their status still goes `offline` on stop, and the ghost
+   * cleanup of the next start finds whatever was not cleared here (not connected, never published).
+   */
+  clearRemoved(instanceIds: readonly string[]): void {
+    const running = this.#running;
+    if (running === null) return;
+    for (const id of instanceIds) {
+      if (!this.#ownership.owns(id) || this.#removed.has(id)) continue;
+      this.#removed.add(id);
+      let cleared = 0;
+      for (const topic of running.publisher.discoveryTopics(id) ?? []) {
+        if (running.connection.publish(topic, "", 1, true)) cleared++;
+      }
+      if (cleared === 0) continue;
+      this.#logger.info(
+        { instance: id, cleared },
+        "cleared the retained discovery configs of an instance that is no longer configured",
+      );
+    }
+  }
+
+  /** Whether the instance is published here: owned, and not removed ({@link clearRemoved}). */
+  #publishes(id: string): boolean {
+    return this.#ownership.owns(id) && !this.#removed.has(id);
+  }
+
+  /** The instances published here now, in configuration order. */
   #owned(): string[] {
-    return this.#deps.store.ids().filter((id) => this.#ownership.owns(id));
+    return this.#deps.store.ids().filter((id) => this.#publishes(id));
   }
 
   #haStatusSubscription(): string[] {
@@ -261,7 +292,7 @@ export class MqttBridge implements MqttBridgeHandle {
     published: (instanceId: string) => ReadonlySet<string> | null,
     retainedRead: (instanceId: string, configs: ReadonlyMap<string, string> | null) => void,
   ): GhostSweeper | null {
-    const { config } = this.#deps;
+    const { config, replica } = this.#deps;
     if (!config.HomeAssistant.DiscoveryEnabled) return null;
     return new GhostSweeper({
       prefix: config.HomeAssistant.DiscoveryTopic,
@@ -271,7 +302,14 @@ export class MqttBridge implements MqttBridgeHandle {
       current: (id) => (this.#ownership.owns(id) ? published(id) : null),
       markerTopic: this.#topics.sweepMarker(),
       // Among several replicas: read per bucket taken, and judged by the publisher's discovery.
-      ...(this.#deps.replica === undefined ? {} : { onRead: retainedRead }),
+      ...(replica === undefined ? {} : { onRead: retainedRead }),
+      // An instance no longer configured: cleared by the holder of its bucket, which nobody else
+      // may publish it from (docs/mqtt.md, "Instances removed from the configuration").
+      removed: {
+        parentTopic: this.#topics.parent,
+        nodeIdOf: (id) => discoveryNodeId(this.#topics.parent, id),
+        mayClear: (id) => replica === undefined || replica.holdsBucket(replica.bucketOf(id)),
+      },
       // aedes streams a subscription's retained messages on their own (its marker may come first)
       // and holds no per-client queue limit: larger rounds, and a short settle after each marker.
       ...(embedded ? { settleMs: EMBEDDED_SWEEP_SETTLE_MS, roundConfigs: EMBEDDED_ROUND_CONFIGS } : {}),
@@ -282,7 +320,7 @@ export class MqttBridge implements MqttBridgeHandle {
   /** The part's bus listeners: what it publishes, and when it republishes. */
   #listen(publisher: Publisher, buckets: BucketStatus | null, ghosts: GhostSweeper | null): void {
     const publish = (event: StoreEvent): void => {
-      if (this.#ownership.owns(event.instanceId)) publisher.handle(event);
+      if (this.#publishes(event.instanceId)) publisher.handle(event);
     };
     this.#deps.bus.listen(this, {
       snapshot: publish,

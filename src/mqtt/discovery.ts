@@ -11,7 +11,7 @@
  * device but creates no new entities.
  */
 import { createHash } from "node:crypto";
-import { commandsFor, offeredOn } from "../control/commands.js";
+import { commandsFor, offeredOn, type CommandRow } from "../control/commands.js";
 import {
   DELAY_MAX,
   LABEL_MAX,
@@ -19,8 +19,15 @@ import {
   OUTLET_SETTINGS,
   type SettingName,
 } from "../control/settings.js";
-import { EMPTY_REPORT } from "../pdu/load.js";
-import { RAISED_ALARM_STATES, type LoadReport, type Snapshot, type Vendor } from "../pdu/model.js";
+import { EMPTY_REPORT, measuresLoad } from "../pdu/load.js";
+import {
+  RAISED_ALARM_STATES,
+  type Device,
+  type LoadReport,
+  type LoadTarget,
+  type Snapshot,
+  type Vendor,
+} from "../pdu/model.js";
 import { ALARM_EVENT_TYPES } from "./alarms.js";
 import type { TopicIdGuard, Topics } from "./topics.js";
 
@@ -76,7 +83,7 @@ interface DeviceShape {
     readonly name: string;
     readonly measurements: readonly MeasurementShape[];
   }[];
-  /** Outlets and entities with a `load` topic (src/mqtt/alarms.ts), and whether each has a rating. */
+  /** Outlets and entities with a `load` topic (src/mqtt/alarms.ts), and whether each has a percent. */
   readonly loads: readonly LoadShape[];
 }
 
@@ -84,12 +91,17 @@ interface LoadShape {
   readonly outlet: number | null;
   readonly entity: string | null;
   readonly name: string;
+  /** A rating and a current to compare with it: the load percent can be known (its sensor is offered). */
   readonly rated: boolean;
 }
 
 interface GroupShape {
   readonly key: string;
   readonly name: string;
+  /** `Protected`, or a member outlet is: the group commands a protected target refuses are not offered. */
+  readonly protected: boolean;
+  /** It has member outlets: a group without any refuses every command (nothing to switch). */
+  readonly switchable: boolean;
   readonly measurements: readonly (MeasurementShape & { readonly key: string })[];
 }
 
@@ -109,11 +121,11 @@ export function discoveryShape(
   guard: TopicIdGuard,
   load: LoadReport = EMPTY_REPORT,
 ): DiscoveryShape {
-  const loadsOf = (deviceId: string): LoadShape[] =>
+  const loadsOf = (device: Device): LoadShape[] =>
     load.points
       .filter(
         (p) =>
-          p.deviceId === deviceId &&
+          p.deviceId === device.id &&
           p.hidden !== true &&
           (p.target.kind === "outlet" || guard.ok(instanceId, "entity key", p.target.key)),
       )
@@ -121,7 +133,7 @@ export function discoveryShape(
         outlet: p.target.kind === "outlet" ? p.target.index : null,
         entity: p.target.kind === "entity" ? p.target.key : null,
         name: p.name,
-        rated: p.rating !== null,
+        rated: p.rating !== null && measuresLoad(measurementsAt(device, p.target)),
       }));
   const measurements = (list: readonly MeasurementShape[]) =>
     list
@@ -158,13 +170,21 @@ export function discoveryShape(
       entities: d.entities
         .filter((e) => guard.ok(instanceId, "entity key", e.key))
         .map((e) => ({ key: e.key, name: e.displayName, measurements: measurements(e.measurements) })),
-      loads: loadsOf(d.id),
+      loads: loadsOf(d),
     }));
+  // Protected outlets by `<device>/<index>`, for the groups that include one.
+  const shielded = new Set<string>();
+  if (snapshot.groups.length > 0) {
+    for (const d of snapshot.devices)
+      for (const o of d.outlets) if (o.protected === true) shielded.add(`${d.id}/${o.index}`);
+  }
   const groups = snapshot.groups
     .filter((g) => guard.ok(instanceId, "group key", g.key))
     .map((g) => ({
       key: g.key,
       name: g.displayName,
+      protected: g.protected === true || g.members.some((m) => shielded.has(`${m.deviceId}/${m.index}`)),
+      switchable: g.members.length > 0,
       measurements: g.measurements
         .filter((m) => guard.ok(instanceId, "group measurement key", m.key))
         .map((m) => ({ key: m.key, type: m.type, units: m.units })),
@@ -172,6 +192,15 @@ export function discoveryShape(
   const direct = snapshot.devices.find((d) => d.route === null && devices.some((s) => s.id === d.id));
   const vendor = { manufacturer: snapshot.vendor.manufacturer, groupModel: snapshot.vendor.groupModel };
   return { devices, groups, masterDeviceId: direct?.id ?? devices[0]?.id ?? null, vendor };
+}
+
+/** The measurements of the outlet or entity a load point is of ([] when it is not in the device). */
+function measurementsAt(device: Device, target: LoadTarget) {
+  return (
+    (target.kind === "outlet"
+      ? device.outlets.find((o) => o.index === target.index)?.measurements
+      : device.entities.find((e) => e.key === target.key)?.measurements) ?? []
+  );
 }
 
 /**
@@ -251,11 +280,12 @@ export function buildDiscovery(
     for (const o of d.outlets) {
       const outlet = outletBlock(b, d, o, shape.vendor);
       if (actionsEnabled) {
-        addOutletCommands(b, d, o.index, outlet);
+        addOutletCommands(b, d, o, outlet);
         addOutletSettings(b, d.id, o, outlet);
       }
-      // Without a switch (no actions, or a device that cannot switch): the power as a sensor.
-      if (!actionsEnabled || !d.canSwitchOutlets) addOutletPowerSensor(b, d.id, o.index, outlet);
+      // Without actions, the power as a sensor (with actions, addOutletCommands adds it wherever no
+      // switch is offered: a device that cannot switch, a protected outlet).
+      if (!actionsEnabled) addOutletPowerSensor(b, d.id, o.index, outlet);
       addOutletSensors(b, d.id, o, outlet);
       const load = d.loads.find((l) => l.outlet === o.index);
       if (load?.rated === true) addLoadSensor(b, d.id, load, outlet);
@@ -264,7 +294,7 @@ export function buildDiscovery(
   for (const g of shape.groups) {
     const group = groupBlock(b, g, shape);
     addGroupSensors(b, g, group);
-    if (actionsEnabled) addGroupCommands(b, g.key, group);
+    if (actionsEnabled) addGroupCommands(b, g, group);
   }
   return out;
 }
@@ -324,11 +354,20 @@ const deviceIdentifier = (b: Builder, id: string) => `${b.nodeId}_device_${idPar
 const manufacturerOf = (d: DeviceShape, vendor: Vendor) =>
   d.oem === "" ? vendor.manufacturer : `${vendor.manufacturer} (${d.oem})`;
 
+/**
+ * A Home Assistant device name that says which PDU: the instance id (unique in the configuration)
+ * before the PDU's own name, unless that name has it already. PDUs of one model often share their
+ * names, and their outlets' labels (`Outlet 1`) always do.
+ */
+export function pduDeviceName(instanceId: string, name: string): string {
+  return name.toLowerCase().includes(instanceId.toLowerCase()) ? name : `${instanceId} ${name}`;
+}
+
 /** The Home Assistant device of a PDU device, serialised. */
 function deviceBlock(b: Builder, d: DeviceShape, vendor: Vendor): string {
   return JSON.stringify({
     identifiers: [deviceIdentifier(b, d.id)],
-    name: d.name,
+    name: pduDeviceName(b.instanceId, d.name),
     manufacturer: manufacturerOf(d, vendor),
     ...nonEmpty({
       model: d.model,
@@ -432,11 +471,14 @@ function addLoadSensor(b: Builder, deviceId: string, load: LoadShape, device: st
 
 type OutletShape = DeviceShape["outlets"][number];
 
-/** The Home Assistant device of one outlet (below its PDU device), serialised. */
+/**
+ * The Home Assistant device of one outlet (below its PDU device), serialised: named after its PDU's
+ * device, then its label (or name), so outlets sort under their PDU and no two PDUs' share a name.
+ */
 function outletBlock(b: Builder, d: DeviceShape, o: OutletShape, vendor: Vendor): string {
   return JSON.stringify({
     identifiers: [`${b.nodeId}_outlet_${idPart(d.id)}_${String(o.index)}`],
-    name: o.label !== "" ? o.label : `${d.name} ${o.name}`,
+    name: `${pduDeviceName(b.instanceId, d.name)} ${o.label !== "" ? o.label : o.name}`,
     manufacturer: manufacturerOf(d, vendor),
     model: "Outlet",
     via_device: deviceIdentifier(b, d.id),
@@ -444,13 +486,25 @@ function outletBlock(b: Builder, d: DeviceShape, o: OutletShape, vendor: Vendor)
 }
 
 /**
- * The outlet's power switch and one button per button command of the table that the device can
- * carry out ({@link offeredOn}); a button that stops being offered is cleared like any config gone.
+ * Whether a command is offered on a target: the device can carry it out ({@link offeredOn}), and
+ * the target is not protected where the command's row says a protected target refuses it (the
+ * control core's rule, src/control/checks.ts): a command refused every time is not offered.
  */
-function addOutletCommands(b: Builder, d: DeviceShape, index: number, outlet: string): void {
+function offered(row: CommandRow, device: DeviceShape, isProtected: boolean): boolean {
+  return offeredOn(row, device) && !(isProtected && row.refusedWhenProtected);
+}
+
+/**
+ * The outlet's power switch and one button per button command of the table that the device can
+ * carry out and the outlet does not refuse ({@link offered}); a protected outlet, which refuses
+ * `off`, gets no switch but its power as a read-only binary sensor. A config that stops being
+ * offered is cleared like any config gone.
+ */
+function addOutletCommands(b: Builder, d: DeviceShape, o: OutletShape, outlet: string): void {
   const { topics, instanceId } = b;
   const deviceId = d.id;
-  const rows = commandsFor("outlet").filter((r) => offeredOn(r, d));
+  const index = o.index;
+  const rows = commandsFor("outlet").filter((r) => offered(r, d, o.protected));
   const switched = rows.filter((r) => r.outlet?.homeAssistant.entity === "switch");
   const on = switched.find((r) => r.latches === "on")?.outlet?.mqtt;
   const off = switched.find((r) => r.latches === "off")?.outlet?.mqtt;
@@ -466,7 +520,7 @@ function addOutletCommands(b: Builder, d: DeviceShape, index: number, outlet: st
       device_class: "outlet",
       qos: 1,
     });
-  }
+  } else addOutletPowerSensor(b, deviceId, index, outlet);
   for (const row of rows) {
     const form = row.outlet;
     if (form === null || form.homeAssistant.entity !== "button") continue;
@@ -548,7 +602,7 @@ function addOutletSensors(b: Builder, deviceId: string, o: OutletShape, outlet: 
 function groupBlock(b: Builder, g: GroupShape, shape: DiscoveryShape): string {
   return JSON.stringify({
     identifiers: [`${b.nodeId}_group_${idPart(g.key)}`],
-    name: g.name,
+    name: pduDeviceName(b.instanceId, g.name),
     manufacturer: shape.vendor.manufacturer,
     model: shape.vendor.groupModel,
     ...(shape.masterDeviceId === null ? {} : { via_device: deviceIdentifier(b, shape.masterDeviceId) }),
@@ -568,9 +622,15 @@ function addGroupSensors(b: Builder, g: GroupShape, group: string): void {
   }
 }
 
-/** One button per group command of the table. */
-function addGroupCommands(b: Builder, groupKey: string, group: string): void {
+/**
+ * One button per group command of the table that the group does not refuse every time: none for a
+ * group without member outlets, `on` only for a protected one (src/control/targets.ts, checks.ts).
+ */
+function addGroupCommands(b: Builder, g: GroupShape, group: string): void {
+  const groupKey = g.key;
+  if (!g.switchable) return;
   for (const row of commandsFor("group")) {
+    if (g.protected && row.refusedWhenProtected) continue;
     const form = row.group;
     if (form === null || form.homeAssistant.entity !== "button") continue;
     const ha = form.homeAssistant;

@@ -25,10 +25,20 @@
  * what is missing or differs and clears what the instance no longer produces) instead of being
  * judged here.
  *
+ * Instances that left the configuration: before the first round, a census round reads the retained
+ * instance statuses (`<P>/+/status`, which every instance the bridge ever published keeps, `offline`
+ * after a clean stop). An instance found `offline` there that is not configured has its retained
+ * configs read in the rounds like any other and all of them cleared at once, when
+ * {@link RemovedInstances.mayClear} allows (among several replicas: when this replica holds the
+ * instance's bucket, so no replica should publish it); one info line per instance says how many. One
+ * still `online` is left alone: a process may be publishing it. Its status is left in place, so a
+ * config missed now is found at the next start.
+ *
  * What is collected is outside input: only well-formed topics of the subscribed shape, and at most
- * {@link MAX_GHOST_TOPICS} of them.
+ * {@link MAX_GHOST_TOPICS} of them (and {@link MAX_REMOVED_INSTANCES} instances no longer configured).
  */
 import { createHash, randomBytes } from "node:crypto";
+import { InstanceIdPattern } from "../config/schema.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
 
@@ -44,6 +54,9 @@ export const GHOST_IDLE_MS = 1000;
 export const ROUND_MAX_MS = 15_000;
 /** Collected config topics over every instance at most (about 1,100 PDUs' worth). */
 export const MAX_GHOST_TOPICS = 200_000;
+/** Instances no longer configured remembered from the census at most. */
+export const MAX_REMOVED_INSTANCES = 10_000;
+const INSTANCE_ID = new RegExp(InstanceIdPattern);
 /** Longest topic collected (ours are far shorter). */
 const MAX_TOPIC_CHARS = 1024;
 const TICK_MS = 50;
@@ -80,6 +93,21 @@ export interface GhostSweeperOptions {
    * they could not be read (then nothing is known of them).
    */
   readonly onRead?: (instanceId: string, configs: ReadonlyMap<string, string> | null) => void;
+  /**
+   * Clears the configs of instances no longer configured, found by a census of the retained
+   * `<parentTopic>/+/status` topics before the first round; absent: no census.
+   */
+  readonly removed?: RemovedInstances;
+}
+
+/** What the sweeper needs to find and clear the configs of instances no longer configured. */
+export interface RemovedInstances {
+  /** `Mqtt.ParentTopic`: the census reads `<parentTopic>/+/status`. */
+  readonly parentTopic: string;
+  /** The `node_id` of an instance's configs. */
+  nodeIdOf(instanceId: string): string;
+  /** Whether this process may clear the instance's configs now (among replicas: it holds its bucket). */
+  mayClear(instanceId: string): boolean;
 }
 
 /** A short digest of a discovery config's payload (the same for a string and its UTF-8 bytes). */
@@ -98,6 +126,8 @@ interface Collected {
   read: boolean;
   /** Per acquisition: config topic → digest of its payload. */
   readonly digests: Map<string, string> | null;
+  /** An instance no longer configured: every config is cleared once read. */
+  readonly removed: boolean;
 }
 
 interface Round {
@@ -109,6 +139,8 @@ interface Round {
   readonly seq: number;
   /** When the marker arrived; null before. */
   markerAt: number | null;
+  /** The census: it reads the retained instance statuses, not configs. */
+  readonly census: boolean;
 }
 
 export class GhostSweeper {
@@ -139,6 +171,14 @@ export class GhostSweeper {
   #markerReady = false;
   /** Per acquisition: connects seen (a subscription of an earlier connection is gone). */
   #connects = 0;
+  /** The census of instance statuses: not begun, read into {@link #censusIds}, or over. */
+  #census: "pending" | "reading" | "done";
+  /** Instance ids whose status the census round read. */
+  readonly #censusIds = new Set<string>();
+  /** Instances no longer configured that the census found and that are not queued yet: id → node id. */
+  readonly #removed = new Map<string, string>();
+  /** Node id → instance id of the instances no longer configured that were queued. */
+  readonly #removedNodes = new Map<string, string>();
 
   constructor(options: GhostSweeperOptions) {
     this.#o = options;
@@ -146,6 +186,7 @@ export class GhostSweeper {
     this.#settleMs = options.settleMs ?? 0;
     this.#roundConfigs = options.roundConfigs ?? ROUND_CONFIGS;
     this.#marker = `${options.markerTopic}/${randomBytes(6).toString("hex")}`;
+    this.#census = options.removed === undefined ? "done" : "pending";
     // Node ids are built from the parent topic (escaped) and a validated instance id; one that
     // could be a wildcard or span levels is not subscribed.
     for (const [nodeId, instanceId] of options.nodeIds) {
@@ -156,8 +197,12 @@ export class GhostSweeper {
     this.#prefixLevels = options.prefix.split("/").length;
   }
 
-  /** Whether a message belongs to the sweeper (configs under the prefix and its marker, while reading). */
+  /**
+   * Whether a message belongs to the sweeper: configs under the prefix and its marker while reading,
+   * and an instance's status whenever there is a census (a late one is dropped, never a command).
+   */
   accepts(topic: string): boolean {
+    if (this.#statusId(topic) !== null) return true;
     if (this.#phase !== "reading" && this.#phase !== "judging") return false;
     return topic === this.#marker || (topic.startsWith(`${this.#o.prefix}/`) && topic.endsWith("/config"));
   }
@@ -177,6 +222,7 @@ export class GhostSweeper {
       if (this.#unread.includes(id) || this.#collected.has(id)) continue;
       this.#unread.push(id);
     }
+    this.#queueRemoved();
     if (this.#phase === "reading" && this.#markerReady && this.#round === null) this.#startRounds();
   }
 
@@ -187,7 +233,7 @@ export class GhostSweeper {
       return;
     }
     if (this.#phase !== "idle") return;
-    if (this.#unread.length === 0) {
+    if (this.#unread.length === 0 && this.#census === "done") {
       this.#phase = "done";
       return;
     }
@@ -213,6 +259,10 @@ export class GhostSweeper {
       this.#round = null;
       for (const id of round.instances) this.#collected.delete(id);
       this.#unread.unshift(...round.instances);
+      if (round.census) {
+        this.#census = "pending";
+        this.#censusIds.clear();
+      }
     }
     this.#o.sink.subscribeOnce([this.#marker]).then(
       () => {
@@ -225,7 +275,7 @@ export class GhostSweeper {
   }
 
   #startRounds(): void {
-    if (this.#unread.length === 0) return;
+    if (this.#unread.length === 0 && this.#census !== "pending") return;
     if (this.#timer === null) {
       this.#timer = setInterval(() => this.#tick(), TICK_MS);
       this.#timer.unref();
@@ -246,6 +296,16 @@ export class GhostSweeper {
     }
     // Our own publishes come back live (not retained); an empty payload is already cleared.
     if (!retained || payload.length === 0) return;
+    const statusOf = this.#statusId(topic);
+    if (statusOf !== null) {
+      // Only an instance nobody publishes now: `offline`, as a clean stop leaves it.
+      const offline = payload.length <= 16 && payload.toString("latin1").trim().toLowerCase() === "offline";
+      if (round?.census === true && offline && this.#censusIds.size < MAX_REMOVED_INSTANCES) {
+        this.#censusIds.add(statusOf);
+        round.lastConfigAt = this.#now();
+      }
+      return;
+    }
     // MQTT forbids U+0000 in a topic; one that has it anyway is not ours (and would split wrongly).
     if (topic.length > MAX_TOPIC_CHARS || topic.includes("\u0000")) return;
     const levels = topic.split("/");
@@ -253,7 +313,7 @@ export class GhostSweeper {
     const component = levels[this.#prefixLevels] ?? "";
     const nodeId = levels[this.#prefixLevels + 1] ?? "";
     const objectId = levels[this.#prefixLevels + 2] ?? "";
-    const instanceId = this.#o.nodeIds.get(nodeId);
+    const instanceId = this.#o.nodeIds.get(nodeId) ?? this.#removedNodes.get(nodeId);
     if (instanceId === undefined || component === "" || objectId === "") return;
     // Judged already (a late delivery): nothing more to do for it.
     const seen = this.#collected.get(instanceId);
@@ -303,6 +363,12 @@ export class GhostSweeper {
   /** Subscribes to the next round of instances, or ends the reading when none is left. */
   #nextRound(): void {
     if (this.#phase !== "reading") return;
+    if (this.#census === "pending") {
+      this.#census = "reading";
+      const parent = this.#o.removed?.parentTopic ?? "";
+      this.#subscribeRound([], [`${parent}/+/status`], true);
+      return;
+    }
     const size =
       this.#perInstance === null
         ? 1
@@ -314,18 +380,33 @@ export class GhostSweeper {
     }
     const perAcquisition = this.#o.onRead !== undefined;
     for (const id of instances) {
+      const removed = !this.#o.nodeIds.has(this.#nodeIdOf.get(id) ?? "");
       this.#collected.set(id, {
         joined: [],
         pending: [],
         count: 0,
         read: false,
-        digests: perAcquisition ? new Map() : null,
+        digests: perAcquisition && !removed ? new Map() : null,
+        removed,
       });
     }
     const filters = instances.map((id) => `${this.#o.prefix}/+/${this.#nodeIdOf.get(id) ?? ""}/+/config`);
+    this.#subscribeRound(instances, filters, false);
+  }
+
+  /** Begins a round: subscribes to its filters, then publishes its marker. */
+  #subscribeRound(instances: readonly string[], filters: readonly string[], census: boolean): void {
     const now = this.#now();
     const seq = ++this.#rounds;
-    const round: Round = { instances, filters, seq, startedAt: now, lastConfigAt: now, markerAt: null };
+    const round: Round = {
+      instances,
+      filters,
+      seq,
+      startedAt: now,
+      lastConfigAt: now,
+      markerAt: null,
+      census,
+    };
     this.#round = round;
     this.#o.sink.subscribeOnce(filters, { noLocal: true }).then(
       () => {
@@ -357,13 +438,20 @@ export class GhostSweeper {
     if (!over && now - round.startedAt < ROUND_MAX_MS) return;
     this.#round = null;
     void this.#o.sink.unsubscribe(round.filters);
+    if (round.census) {
+      this.#endCensus();
+      this.#nextRound();
+      return;
+    }
     let largest = this.#perInstance ?? 1;
     for (const id of round.instances) {
       const seen = this.#collected.get(id);
       if (seen === undefined) continue;
       seen.read = true;
       largest = Math.max(largest, seen.count);
-      if (seen.digests !== null) {
+      if (seen.removed) {
+        this.#clearRemoved(id);
+      } else if (seen.digests !== null) {
         this.#collected.delete(id);
         this.#total -= seen.count;
         this.#o.onRead?.(id, seen.digests);
@@ -382,6 +470,10 @@ export class GhostSweeper {
     if (this.#o.onRead !== undefined) return;
     void this.#o.sink.unsubscribe([this.#marker]);
     this.#phase = this.#collected.size === 0 ? "done" : "judging";
+    this.#o.logger.debug(
+      { rounds: this.#rounds, waiting: this.#collected.size },
+      "ghost cleanup: the retained discovery configs are read",
+    );
   }
 
   #abandon(error: unknown): void {
@@ -396,6 +488,79 @@ export class GhostSweeper {
     );
   }
 
+  /**
+   * The census is over: the instances it found that are not configured are remembered, and those
+   * this process may clear now are queued.
+   */
+  #endCensus(): void {
+    this.#census = "done";
+    const removed = this.#o.removed;
+    if (removed !== undefined) {
+      for (const id of this.#censusIds) {
+        const nodeId = removed.nodeIdOf(id);
+        // A node id that could be a wildcard or span levels is not subscribed.
+        if (this.#o.nodeIds.has(nodeId) || /[+#/]/.test(nodeId)) continue;
+        this.#removed.set(id, nodeId);
+      }
+    }
+    this.#censusIds.clear();
+    this.#queueRemoved();
+  }
+
+  /** Queues the instances no longer configured that this process may clear now (each once). */
+  #queueRemoved(): void {
+    const removed = this.#o.removed;
+    if (removed === undefined) return;
+    for (const [id, nodeId] of this.#removed) {
+      if (!removed.mayClear(id)) continue;
+      this.#removed.delete(id);
+      this.#nodeIdOf.set(id, nodeId);
+      this.#removedNodes.set(nodeId, id);
+      this.#unread.push(id);
+    }
+  }
+
+  /** Clears every collected config of an instance no longer configured, when it may still be cleared. */
+  #clearRemoved(instanceId: string): void {
+    const seen = this.#collected.get(instanceId);
+    if (seen === undefined) return;
+    this.#collected.delete(instanceId);
+    this.#total -= seen.count;
+    // Its bucket went to another replica meanwhile: that one judges it when it reads the bucket.
+    if (this.#o.removed?.mayClear(instanceId) !== true) return;
+    const cleared = this.#clear(instanceId, seen, null);
+    if (cleared > 0) {
+      this.#o.logger.info(
+        { instance: instanceId, cleared },
+        "cleared the retained discovery configs of an instance that is no longer configured",
+      );
+    }
+  }
+
+  /** Publishes an empty retained payload on each collected config not in `keep`; how many went out. */
+  #clear(instanceId: string, seen: Collected, keep: ReadonlySet<string> | null): number {
+    // Each config once (a topic is delivered once per subscription, but nothing relies on it).
+    const parts = new Set([...seen.joined, ...seen.pending].join("\u0000").split("\u0000"));
+    const nodeId = this.#nodeIdOf.get(instanceId) ?? "";
+    let cleared = 0;
+    for (const part of parts) {
+      if (part === "") continue;
+      const slash = part.indexOf("/");
+      const topic = `${this.#o.prefix}/${part.slice(0, slash)}/${nodeId}/${part.slice(slash + 1)}/config`;
+      if (keep?.has(topic) === true) continue;
+      if (this.#o.sink.publish(topic, "", 1, true)) cleared++;
+    }
+    return cleared;
+  }
+
+  /** The instance id of `<parentTopic>/<id>/status` when there is a census, else null. */
+  #statusId(topic: string): string | null {
+    const parent = this.#o.removed?.parentTopic;
+    if (parent === undefined || !topic.startsWith(`${parent}/`) || !topic.endsWith("/status")) return null;
+    const id = topic.slice(parent.length + 1, -"/status".length);
+    return INSTANCE_ID.test(id) ? id : null;
+  }
+
   /** Clears the instance's collected configs that its current discovery does not produce. */
   #judge(instanceId: string): void {
     const seen = this.#collected.get(instanceId);
@@ -405,17 +570,7 @@ export class GhostSweeper {
     if (current === null) return;
     this.#collected.delete(instanceId);
     this.#total -= seen.count;
-    // Each config once (a topic is delivered once per subscription, but nothing relies on it).
-    const parts = new Set([...seen.joined, ...seen.pending].join("\u0000").split("\u0000"));
-    const nodeId = this.#nodeIdOf.get(instanceId) ?? "";
-    let cleared = 0;
-    for (const part of parts) {
-      if (part === "") continue;
-      const slash = part.indexOf("/");
-      const topic = `${this.#o.prefix}/${part.slice(0, slash)}/${nodeId}/${part.slice(slash + 1)}/config`;
-      if (current.has(topic)) continue;
-      if (this.#o.sink.publish(topic, "", 1, true)) cleared++;
-    }
+    const cleared = this.#clear(instanceId, seen, current);
     if (cleared > 0) {
       this.#o.logger.info(
         { instance: instanceId, cleared },

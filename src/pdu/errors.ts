@@ -36,18 +36,29 @@ export class PduError extends Error {
   readonly retCode: number | undefined;
   /** The PDU's retMsg, for `ret-code` errors. */
   readonly retMsg: string | undefined;
+  /**
+   * A `refused` the driver decided before sending anything (the family or model cannot carry the
+   * write out), not the PDU's own refusal: surfaces say the bridge refused it.
+   */
+  readonly unsent: boolean;
 
   constructor(
     kind: PduErrorKind,
     message: string,
-    details: { status?: number; retCode?: number; retMsg?: string; cause?: unknown } = {},
+    details: { status?: number; retCode?: number; retMsg?: string; cause?: unknown; unsent?: boolean } = {},
   ) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.kind = kind;
     this.status = details.status;
     this.retCode = details.retCode;
     this.retMsg = details.retMsg;
+    this.unsent = details.unsent === true;
   }
+}
+
+/** A write the driver refuses before sending anything (`refused`, {@link PduError.unsent}). */
+export function refusedUnsent(message: string): PduError {
+  return new PduError("refused", message, { unsent: true });
 }
 
 /** A wire tree that cannot be turned into a snapshot. `path` is a JSON path such as `$.dev.X.outlet.3.state`. */

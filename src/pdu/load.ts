@@ -9,7 +9,8 @@
  *   from `Alarms.CriticalPercent`; it falls back a step only {@link HYSTERESIS_PERCENT} points below
  *   the line, so a value at the line does not flap.
  * - What the PDU reports raised (an outlet's, entity's or device's alarm, a measurement's threshold
- *   alarm) counts by {@link REPORTED_STATES}, one table.
+ *   alarm) counts by {@link REPORTED_STATES}, one table; a low load of an outlet that is off is its
+ *   normal ({@link LOW_LOAD_STATES}), not an alarm.
  *
  * A {@link LoadTracker} per instance keeps each thing's last load state (the hysteresis) and each
  * alarm's start, and forgets both with the thing: what a snapshot no longer has is not kept.
@@ -90,6 +91,13 @@ export const REPORTED_STATES: ReadonlyMap<string, ReportedMeaning> = new Map<str
   ["open", { severity: "critical", source: "tripped" }],
 ]);
 
+/**
+ * Reported states that say a thing draws less than its low threshold: what an outlet that is off
+ * always does (an APC unit reports `lowLoad` for every outlet switched off), so on an outlet that
+ * is off they are not alarms. On an outlet that is on they are (a server that stopped drawing).
+ */
+export const LOW_LOAD_STATES: ReadonlySet<string> = new Set(["lowload"]);
+
 /** What a reported alarm means, or null when it is not raised. */
 export function reportedMeaning(alarm: Alarm): ReportedMeaning | null {
   if (!alarm.raised) return null;
@@ -129,6 +137,15 @@ export function configuredRating(
   return row === undefined ? null : (ratings[row[0]] ?? null);
 }
 
+/**
+ * Whether a thing has a `current` measurement in units a load can be computed from (`A`, blank or
+ * `mA`): without one its load percent is never known, whatever its rating.
+ */
+export function measuresLoad(measurements: readonly Measurement[]): boolean {
+  const m = measurements.find((x) => x.type.toLowerCase() === "current");
+  return m !== undefined && (m.units === "A" || m.units === "" || m.units === "mA");
+}
+
 /** Amps of a `current` measurement (`A`, blank or `mA`), or null. */
 function amps(measurements: readonly Measurement[]): { found: boolean; value: number | null } {
   for (const m of measurements) {
@@ -141,12 +158,17 @@ function amps(measurements: readonly Measurement[]): { found: boolean; value: nu
   return { found: false, value: null };
 }
 
-/** The worst reported meaning of a thing: its own alarm and its measurements' threshold alarms. */
+/**
+ * The worst reported meaning of a thing: its own alarm and its measurements' threshold alarms; for
+ * an outlet that is `off`, its own low-load state left out ({@link LOW_LOAD_STATES}).
+ */
 function reportedOf(
   alarm: Alarm,
   measurements: readonly Measurement[],
+  off: boolean,
 ): { meaning: ReportedMeaning; state: string } | null {
-  let worst: ReportedMeaning | null = reportedMeaning(alarm);
+  const lowWhileOff = off && LOW_LOAD_STATES.has(alarm.state.trim().toLowerCase());
+  let worst: ReportedMeaning | null = lowWhileOff ? null : reportedMeaning(alarm);
   let state = worst === null ? "" : alarm.state;
   for (const m of measurements) {
     if (m.alarm === null) continue;
@@ -194,6 +216,8 @@ interface Thing {
   readonly measurements: readonly Measurement[];
   readonly ratedCurrent: number | undefined;
   readonly hidden: boolean;
+  /** An outlet that is off (its low-load state is no alarm). */
+  readonly off: boolean;
 }
 
 /** One assessment in progress: what it has found so far. */
@@ -306,6 +330,7 @@ export class LoadTracker {
         measurements: outlet.measurements,
         ratedCurrent: outlet.ratedCurrent,
         hidden: outlet.hidden === true,
+        off: outlet.state === "off",
       });
     }
     for (const entity of device.entities) {
@@ -316,6 +341,7 @@ export class LoadTracker {
         measurements: entity.measurements,
         ratedCurrent: entity.ratedCurrent,
         hidden: entity.hidden === true,
+        off: false,
       });
     }
     const own = reportedMeaning(device.alarm);
@@ -352,7 +378,7 @@ export class LoadTracker {
     // The last report's point at the place this thing's point would take: the same thing while the
     // snapshot keeps its shape.
     const before = sameThing(this.#last?.points[run.points.length], device.id, target);
-    const reported = reportedOf(thing.alarm, thing.measurements);
+    const reported = reportedOf(thing.alarm, thing.measurements, thing.off);
     const current = amps(thing.measurements);
     const rated = thing.ratedCurrent;
     const fromPdu = rated !== undefined && Number.isFinite(rated) && rated > 0;

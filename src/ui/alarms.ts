@@ -6,7 +6,7 @@
  */
 import type { Config } from "../config/schema.js";
 import { commandsFor } from "../control/commands.js";
-import { alarmJson, entityKind, loadJson } from "../pdu/load.js";
+import { alarmJson, loadJson } from "../pdu/load.js";
 import type { AlarmChange, LoadPoint, LoadReport } from "../pdu/model.js";
 import type {
   AlarmEventData,
@@ -55,21 +55,19 @@ export function alarmCounts(report: LoadReport): WireInstanceStatus["alarms"] {
   return { critical, warning };
 }
 
-/** Kinds a PDU's most loaded "phase" is looked for in, in this order (phases first). */
-const PEAK_KINDS = ["phase", "inlet", "line", "cord", "bank", "total"];
-
-/** The most loaded phase (else inlet, line, cord, bank, total) of a report, or null. */
+/**
+ * The most loaded of a report's phases, banks, breakers and other load entities (inlets, lines,
+ * cords, totals), or null: the highest share of its rating, a rated one before any unrated, and
+ * among unrated ones the highest current. A breaker at 94 % of its rating is what an operator must
+ * see, whatever its phase carries.
+ */
 export function peakLoad(report: LoadReport): WireInstanceStatus["peak"] {
-  for (const kind of PEAK_KINDS) {
-    let best: LoadPoint | null = null;
-    for (const p of report.points) {
-      if (p.hidden === true || p.target.kind !== "entity" || p.current === null) continue;
-      if (entityKind(p.target.key) !== kind) continue;
-      if (best === null || rankOf(p) > rankOf(best)) best = p;
-    }
-    if (best !== null) return { name: best.name, ...wireLoad(best) };
+  let best: LoadPoint | null = null;
+  for (const p of report.points) {
+    if (p.hidden === true || p.target.kind !== "entity" || p.current === null) continue;
+    if (best === null || rankOf(p) > rankOf(best)) best = p;
   }
-  return null;
+  return best === null ? null : { name: best.name, ...wireLoad(best) };
 }
 
 /** Rated loads by their share of the rating, above every unrated one (by current). */
@@ -107,10 +105,11 @@ const wireCommands = (kind: "outlet" | "group"): WireCommand[] =>
     return [{ name: row.name, ...form.console, latches: row.latches, needs: row.needs }];
   });
 
-/** What the page needs besides the event stream: the command rows and the alarm lines. */
+/** What the page needs besides the event stream: the command rows, the alarm lines, whether sign-in is on. */
 export function consoleBootstrap(config: Config): ConsoleBootstrap {
   return {
     commands: { outlet: wireCommands("outlet"), group: wireCommands("group") },
     alarms: { warnPercent: config.Alarms.WarnPercent, criticalPercent: config.Alarms.CriticalPercent },
+    signIn: config.Api.Oidc.Enabled,
   };
 }

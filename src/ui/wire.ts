@@ -144,7 +144,7 @@ export interface WireInstanceStatus {
   /** Active alarms by severity (hidden things left out). */
   readonly alarms: { readonly critical: number; readonly warning: number };
   /**
-   * The most loaded phase (else inlet, line, cord, bank or total): the highest share of its rating,
+   * The most loaded phase, bank, breaker or other load entity: the highest share of its rating,
    * else the highest current; null when none reports a current.
    */
   readonly peak: (WireLoad & { readonly name: string }) | null;
@@ -244,6 +244,8 @@ export interface WireCommand {
 export interface ConsoleBootstrap {
   readonly commands: { readonly outlet: readonly WireCommand[]; readonly group: readonly WireCommand[] };
   readonly alarms: { readonly warnPercent: number; readonly criticalPercent: number };
+  /** `Api.Oidc.Enabled`: the page asks `/ui/auth/session` who is signed in only when it is on. */
+  readonly signIn: boolean;
 }
 
 /** `GET /api/v1/instances/{id}/outlets/{deviceId}/{index}/history`. */

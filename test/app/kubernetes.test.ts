@@ -3,7 +3,8 @@
  * (SERVICE_CONFIG_SOURCE=kubernetes, the service-account directory and KUBERNETES_SERVICE_HOST/PORT
  * pointing at testkit/kube-api.ts): a PollInterval change through the watch changes the cadence
  * the simulator sees; an Api.ApiKey in the ConfigMap is refused (at start: exit 2 naming the key;
- * through the watch: a warning, and the running configuration stays).
+ * through the watch: a warning, and the running configuration stays); an instance removed through the
+ * watch loses its retained Home Assistant discovery configs before the restart, the others stay.
  */
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -12,7 +13,8 @@ import { startSimulator, type Simulator } from "../../src/simulator/index.js";
 import { appYaml, pduYaml } from "../../testkit/app-harness.js";
 import { childEnv, CliProcess, hasStackTrace } from "../../testkit/cli-process.js";
 import { KubeApiStandIn } from "../../testkit/kube-api.js";
-import { waitFor } from "../../testkit/mqtt-client.js";
+import { Mosquitto } from "../../testkit/mosquitto.js";
+import { Recorder, waitFor } from "../../testkit/mqtt-client.js";
 
 const NS = "pdu";
 const NAME = "pdu-bridge";
@@ -137,5 +139,64 @@ describe("configuration from a Kubernetes ConfigMap, through the real CLI", () =
     assert.ok(!cli.output.includes(CM_KEY), "the key is not printed");
     assert.ok(!hasStackTrace(cli.output), cli.output);
     assert.equal(cli.logs().length, 0, "nothing started");
+  });
+
+  it("an instance removed through the ConfigMap loses its retained discovery configs before the restart; the others stay", async () => {
+    const broker = await Mosquitto.start();
+    const recorders: Recorder[] = [];
+    try {
+      const yaml = (ids: readonly string[]) =>
+        appYaml({
+          broker,
+          pdus: ids.map((id) => pduYaml(id, sim, { pollInterval: 1, credentials: null })),
+        });
+      /** The retained, non-empty discovery configs of an instance, as a fresh subscriber sees them. */
+      const retainedOf = async (id: string): Promise<Set<string>> => {
+        const r = await Recorder.connect(broker, [`homeassistant/+/pdu-bridge_${id}/+/config`, "marker"]);
+        recorders.push(r);
+        await r.publish("marker", "x", false);
+        await r.waitFor("marker");
+        return new Set(r.messages.filter((m) => m.retain && m.payload !== "").map((m) => m.topic));
+      };
+      kube.setConfigMap(NS, "removal", { "config.yaml": yaml(["lab", "gone"]) });
+      const cli = CliProcess.spawn([], podEnv("removal"));
+      processes.push(cli);
+      await cli.started();
+      await waitFor(
+        async () => (await retainedOf("gone")).size > 20,
+        "the discovery of the instance to remove",
+      );
+      await waitFor(async () => (await retainedOf("lab")).size > 20, "the discovery of the instance kept");
+      const gone = await retainedOf("gone");
+      const kept = await retainedOf("lab");
+      const watcher = await Recorder.connect(broker, ["homeassistant/#"]);
+      recorders.push(watcher);
+
+      kube.setConfigMap(NS, "removal", { "config.yaml": yaml(["lab"]) });
+      const line = await cli.waitForLog(
+        (l) => l.msg === "cleared the retained discovery configs of an instance that is no longer configured",
+        "the info line",
+      );
+      assert.equal(line.instance, "gone");
+      assert.equal(line.cleared, gone.size, "each of its configs cleared once");
+      assert.deepEqual(await cli.waitForExit(8000), { code: 0, signal: null }, cli.output);
+
+      assert.deepEqual([...(await retainedOf("gone"))], [], "no config of the removed instance is retained");
+      assert.deepEqual(
+        [...(await retainedOf("lab"))].sort(),
+        [...kept].sort(),
+        "the kept instance's configs stay",
+      );
+      assert.deepEqual(
+        watcher.messages
+          .filter((m) => m.payload === "" && !m.topic.includes("pdu-bridge_gone/"))
+          .map((m) => m.topic),
+        [],
+        "nothing else was cleared",
+      );
+    } finally {
+      for (const r of recorders) await r.close();
+      await broker.close();
+    }
   });
 });

@@ -128,7 +128,11 @@ describe("overrides changed live through the Kubernetes source", () => {
 
     // Renamed: the label topic and the outlet's Home Assistant device.
     await h.mqtt.waitFor(outletTopic(0, "label"), (m) => m.payload === "beta");
-    await waitFor(() => configsWith(`"name":"beta"`).length > 0, "the outlet device renamed beta");
+    // (named after its PDU, then the override's Name)
+    await waitFor(
+      () => configsWith(` beta"`).some((t) => t.includes("/pdu-bridge_lab/")),
+      "the outlet device renamed beta",
+    );
     // Hidden: its retained topics and every discovery config it had are cleared.
     await h.mqtt.waitFor(outletTopic(1, "label"), (m) => m.payload === "");
     await waitFor(

@@ -129,7 +129,7 @@ describe("overrides through the composed App", () => {
     const label = await h.mqtt.waitFor(`${h.parent}/lab/${dev}/outlets/0/label`);
     assert.equal(label.payload, "core-switch");
     await waitFor(
-      () => [...configs().values()].some((p) => p.includes(`"name":"core-switch"`)),
+      () => [...configs().values()].some((p) => / core-switch"/.test(p) && p.includes(`"name":"lab `)),
       "the outlet's Home Assistant device named core-switch",
     );
     await waitFor(

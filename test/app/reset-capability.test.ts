@@ -4,7 +4,8 @@
  * SNMP simulator as an APC rPDU2 (its MIB has no per-outlet energy reset) and as a Raritan PX2 (has
  * one). Home Assistant discovery announces no reset button for the APC's outlets and one for every
  * outlet of the others; the console in Chromium shows none on the APC's outlets and one on the
- * Geist's; REST and MQTT resetStats to the APC are refused, naming why, and nothing is written to it.
+ * Geist's; REST and MQTT resetStats to the APC are refused by the bridge (so titled), naming why,
+ * and nothing is written to it.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -116,6 +117,8 @@ describe("resetStats follows what the PDU can do", () => {
     );
     assert.equal(res.status, 409, res.text);
     assert.match(res.text, /cannot reset one outlet's statistics/);
+    // The bridge refused it before sending anything: the title says who, not "Refused by the PDU".
+    assert.equal((JSON.parse(res.text) as { title: string }).title, "Refused by the bridge, nothing sent");
     // The profile's reason: the MIB resets every outlet of the unit at once, never one.
     assert.match(res.text, /every outlet of the unit at once.*; nothing was sent/);
     await h.commandsReady("apc");

@@ -12,6 +12,8 @@
  * - A `kill -9` and the takeover: discovery stays complete and unchanged; the new holders write only
  *   the configs of their instances that differ from what the broker retains (one altered on purpose)
  *   and clear only ghosts under their own instances, never one under another replica's instance.
+ * - Instances no longer configured (their status and configs retained before the replicas start):
+ *   their configs are cleared by the holders of their buckets, and no configured instance's config.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -107,12 +109,20 @@ function longestUnavailable(
 describe("handovers Home Assistant does not notice", { timeout: 400_000 }, () => {
   let fleet: ReplicaFleet;
   let baseline: Map<string, string>;
+  /** Instances no longer configured: their status and configs are retained before any replica starts. */
+  const REMOVED = ["gone-a", "gone-b", "gone-c"];
+  const removedConfigs = REMOVED.flatMap((id) =>
+    ["power", "energy"].map((m) => `homeassistant/sensor/${PARENT}_${id}/outlet_X_0_${m}/config`),
+  );
   before(async () => {
     fleet = await ReplicaFleet.start({
       instances: INSTANCES,
       buckets: BUCKETS,
       pollInterval: POLL_MS / 1000,
     });
+    for (const id of REMOVED) await fleet.recorder.publish(`${PARENT}/${id}/status`, "offline", true);
+    for (const topic of removedConfigs)
+      await fleet.recorder.publish(topic, JSON.stringify({ name: "old" }), true);
     await Promise.all(NAMES.map((n) => fleet.add(n)));
     await fleet.balanced(NAMES);
     // Discovery complete and quiet: every instance has configs, and none came for two seconds.
@@ -129,6 +139,32 @@ describe("handovers Home Assistant does not notice", { timeout: 400_000 }, () =>
   });
   after(async () => {
     await fleet?.close();
+  });
+
+  it("instances no longer configured: their configs cleared by their buckets' holders, no other config cleared", () => {
+    const cleared = fleet.recorder.messages.filter((m) => isConfig(m.topic) && m.payload === "");
+    assert.deepEqual(
+      [...new Set(cleared.map((m) => m.topic))].sort(),
+      [...removedConfigs].sort(),
+      "exactly the removed instances' configs were cleared",
+    );
+    assert.ok(!REMOVED.some((id) => [...baseline.keys()].some((t) => instanceOf(t) === id)));
+    // One info line per removed instance, from replicas that held its bucket (never more clears than configs).
+    const lines = NAMES.flatMap((n) =>
+      fleet
+        .get(n)
+        .process.logs()
+        .filter(
+          (l) =>
+            l.msg === "cleared the retained discovery configs of an instance that is no longer configured",
+        ),
+    );
+    assert.deepEqual([...new Set(lines.map((l) => l.instance))].sort(), REMOVED);
+    assert.equal(
+      lines.reduce((sum, l) => sum + Number(l.cleared), 0),
+      removedConfigs.length,
+      "each removed config cleared once",
+    );
   });
 
   it("a rolling restart (SIGTERM in turn): leases released, nothing unavailable beyond a poll interval, no config written, one poller each", async () => {

@@ -423,10 +423,10 @@ test("security headers on every response, Cache-Control no-store on API JSON, an
   assert.equal(responses[2]?.status, 405, "no CORS preflight: OPTIONS is not served");
 });
 
-test("GET / redirects to /docs/v1; the docs page and its assets come from the service", async () => {
+test("GET / redirects to the console at /ui/; the docs page and its assets come from the service", async () => {
   const root = await client.get("/");
   assert.equal(root.status, 302);
-  assert.equal(root.headers.location, "/docs/v1");
+  assert.equal(root.headers.location, "/ui/");
 
   for (const path of ["/docs/v1", "/docs/v1/"]) {
     const page = await client.get(path);

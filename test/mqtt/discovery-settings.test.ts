@@ -11,7 +11,7 @@ import { silentLogger } from "../../src/log.js";
 import { applyOverrides } from "../../src/pdu/overrides.js";
 import { buildDiscovery, discoveryShape } from "../../src/mqtt/discovery.js";
 import { TopicIdGuard, Topics } from "../../src/mqtt/topics.js";
-import { haDiscoveryProblems } from "../../testkit/ha-mqtt-rules.js";
+import { EARLIEST_SUPPORTED_HA, haDeviceProblems, haDiscoveryProblems } from "../../testkit/ha-mqtt-rules.js";
 import { outlet, singleUnit, snapshot, device } from "../../testkit/snapshot-builders.js";
 
 type Json = Record<string, unknown>;
@@ -124,5 +124,40 @@ describe("discovery of outlet settings", () => {
       [],
       "unknown keys are reported",
     );
+  });
+
+  it("the device keys are checked for the Home Assistant releases supported", () => {
+    const config = (device: Record<string, unknown>) => ({ state_topic: "a/b", device });
+    const pdu = {
+      identifiers: ["x"],
+      name: "rack-a PDU",
+      manufacturer: "Vertiv",
+      model: "rPDU",
+      model_id: "IMD-03E",
+    };
+    assert.deepEqual(
+      haDiscoveryProblems("sensor", config(pdu)),
+      [],
+      "the earliest release supported knows model_id",
+    );
+    assert.deepEqual(haDiscoveryProblems("sensor", config(pdu), [2025, 11]), [], "and every later one");
+    assert.deepEqual(haDiscoveryProblems("sensor", config(pdu), [2024, 7]), [
+      "device key model_id is unknown to Home Assistant 2024.7 (known since 2024.8)",
+    ]);
+    assert.deepEqual(
+      haDeviceProblems({ ids: ["x"], mdl_id: "y" }, [2024, 7]).length,
+      1,
+      "abbreviated keys too",
+    );
+    assert.deepEqual(haDiscoveryProblems("sensor", config({ ...pdu, model_number: "y" })), [
+      `device key model_number is unknown to Home Assistant ${EARLIEST_SUPPORTED_HA.join(".")}`,
+    ]);
+    assert.notDeepEqual(haDiscoveryProblems("sensor", config({ name: "no ids" })), []);
+    assert.notDeepEqual(
+      haDiscoveryProblems("sensor", { state_topic: "a/b", origin: { name: "x", version: "1" } }),
+      [],
+    );
+    assert.notDeepEqual(haDiscoveryProblems("button", { command_topic: "a/b", device_class: "reboot" }), []);
+    assert.notDeepEqual(haDiscoveryProblems("switch", { command_topic: "a/b", device_class: "plug" }), []);
   });
 });

@@ -175,7 +175,7 @@ describe("Home Assistant discovery (embedded broker, two instances)", () => {
     assert.equal(total.device.via_device, "pdu-bridge_cluster_device_DEV1");
     const voltage = all.get("homeassistant/sensor/pdu-bridge_cluster/group_2_voltage/config");
     assert.equal(voltage?.value_template, "{{ value_json.avg }}");
-    assert.equal(voltage?.device.name, "Web servers");
+    assert.equal(voltage?.device.name, "cluster Web servers", "the group named after its instance");
     const m = await states.waitFor("pdu-bridge/cluster/groups/total/measurements/pduTotalRealPower");
     assert.deepEqual(JSON.parse(m.payload), { sum: 218, avg: 109, min: 109, max: 109 });
     assert.equal(m.retain, false);
@@ -193,7 +193,7 @@ describe("Home Assistant discovery (embedded broker, two instances)", () => {
     const c = JSON.parse(m.payload) as Config;
     assert.equal(c.unique_id, all.get(topic)?.unique_id);
     assert.equal(c.default_entity_id, all.get(topic)?.default_entity_id);
-    assert.equal(c.device.name, "web-07");
+    assert.equal(c.device.name, "rack-a Rack PDU web-07", "its PDU, then its label");
     assert.ok(!JSON.stringify([c.unique_id, c.object_id, c.device.identifiers]).includes("web-07"));
     assert.deepEqual(
       live.messages.map((x) => x.topic).filter((t) => t !== topic && !t.includes("outlet_DEV1_1_")),

@@ -188,3 +188,118 @@ describe("ghost discovery cleanup at start", () => {
     assert.equal(watcher.on(OTHER).length, 0, "nothing was published on another bridge's config");
   });
 });
+
+describe("an instance removed from the configuration, at the next start", () => {
+  const D = "homeassistant";
+  const REMOVED_NODE = "pdu-bridge_rack2";
+  const KEPT_NODE = "pdu-bridge_default";
+  // Another bridge's instance of the same id (another ParentTopic, so another node id).
+  const OTHER = `${D}/switch/other-bridge_rack2/outlet_DEV2_0_power/config`;
+  // An instance not configured whose status is still `online`: something may publish it.
+  const LIVE = `${D}/sensor/pdu-bridge_rack9/outlet_DEV9_0_power/config`;
+
+  let broker: Mosquitto;
+  const bridges: MqttBridge[] = [];
+  const stores: SnapshotStore[] = [];
+  const recorders: Recorder[] = [];
+  const subscribe = async (topics: string[]) => {
+    const r = await Recorder.connect(broker, topics);
+    recorders.push(r);
+    return r;
+  };
+  /** The retained configs of a node id on the broker now, as a fresh subscriber sees them. */
+  const retainedOf = async (nodeId: string): Promise<Map<string, string>> => {
+    const r = await subscribe([`${D}/+/${nodeId}/+/config`, OTHER]);
+    await waitFor(() => r.messages.some((m) => m.topic === OTHER), "the retained configs");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const ours = r.messages.filter((m) => m.retain && m.payload !== "" && m.topic !== OTHER);
+    return new Map(ours.map((m) => [m.topic, m.payload]));
+  };
+  const start = async (instances: Record<string, boolean>, capture: LogCapture) => {
+    const config = await mqttTestConfig({ broker: { host: broker.host, port: broker.port }, instances });
+    const bus = new EventBus();
+    const store = new SnapshotStore(Object.keys(instances), { bus });
+    stores.push(store);
+    store.recordSuccess("default", singleUnit("default", "DEV1", 2));
+    if ("rack2" in instances) store.recordSuccess("rack2", singleUnit("rack2", "DEV2", 3));
+    const bridge = await startMqttBridge({ config, store, bus, logger: capture.logger });
+    bridges.push(bridge);
+    return bridge;
+  };
+
+  before(async () => {
+    broker = await Mosquitto.start();
+  });
+
+  after(async () => {
+    for (const r of recorders) await r.close();
+    for (const b of bridges) await b.stop();
+    for (const s of stores) s.close();
+    await broker.close();
+  });
+
+  it("clears every retained config of the instance no longer configured, with one info line, and no other", async () => {
+    const planter = await subscribe([]);
+    await planter.publish(OTHER, JSON.stringify({ name: "other" }), true);
+
+    // The first start publishes the discovery of both instances.
+    const first = await start({ default: true, rack2: true }, new LogCapture());
+    const published = await subscribe([`${D}/+/${REMOVED_NODE}/+/config`, `${D}/+/${KEPT_NODE}/+/config`]);
+    await waitFor(
+      () => published.messages.some((m) => m.topic.includes(REMOVED_NODE)),
+      "the removed instance's discovery",
+    );
+    const removedBefore = await retainedOf(REMOVED_NODE);
+    const keptBefore = await retainedOf(KEPT_NODE);
+    assert.ok(removedBefore.size > 20, `rack2 has its configs (${removedBefore.size})`);
+    assert.ok(keptBefore.size > 20, `default has its configs (${keptBefore.size})`);
+    await first.stop();
+    await planter.publish(LIVE, JSON.stringify({ name: "live" }), true);
+    await planter.publish("pdu-bridge/rack9/status", "online", true);
+
+    // The second start without rack2.
+    const watcher = await subscribe([`${D}/#`]);
+    await waitFor(
+      () => watcher.messages.length >= removedBefore.size + keptBefore.size + 2,
+      "the retained configs",
+    );
+    watcher.clear();
+    const capture = new LogCapture();
+    await start({ default: true }, capture);
+    const line = await waitFor(
+      () =>
+        capture.lines.find(
+          (l) =>
+            l.msg === "cleared the retained discovery configs of an instance that is no longer configured",
+        ),
+      "the info line of the removed instance",
+      20_000,
+    );
+    assert.equal(line.instance, "rack2");
+    assert.equal(line.cleared, removedBefore.size, "each of its configs cleared once");
+    assert.equal(line.level, "info", "an info line");
+
+    await waitFor(
+      () => [...removedBefore.keys()].every((t) => watcher.on(t).some((m) => m.payload === "")),
+      "every clear at the broker",
+    );
+    assert.deepEqual([...(await retainedOf(REMOVED_NODE)).keys()], [], "no config of rack2 is retained");
+    const keptAfter = await retainedOf(KEPT_NODE);
+    assert.deepEqual([...keptAfter.keys()].sort(), [...keptBefore.keys()].sort(), "default's configs stay");
+    assert.deepEqual(
+      watcher.messages.filter((m) => m.topic.includes(KEPT_NODE) && m.payload === "").map((m) => m.topic),
+      [],
+      "none of default's configs was cleared",
+    );
+    assert.equal(watcher.on(OTHER).length, 0, "another bridge's config is untouched");
+    await waitFor(
+      () => capture.lines.some((l) => l.msg === "ghost cleanup: the retained discovery configs are read"),
+      "the end of the reading",
+    );
+    assert.equal(watcher.on(LIVE).length, 0, "an instance still online is left alone");
+    assert.ok(
+      !capture.lines.some((l) => l.instance === "rack9"),
+      "nothing said about the instance still online",
+    );
+  });
+});

@@ -272,9 +272,11 @@ test("the console page is revalidated, its hashed assets cached for good, all un
     assert.equal(asset.headers["cache-control"], "public, max-age=31536000, immutable");
   }
   assert.equal((await h.api.get("/ui/assets/console-NOPE.js")).status, 404);
+  // With the console on, `/` is the console (the API docs stay at /docs/v1).
   const root = await h.api.get("/");
   assert.equal(root.status, 302);
-  assert.equal(root.headers.location, "/docs/v1");
+  assert.equal(root.headers.location, "/ui/");
+  assert.equal((await h.api.get("/docs/v1")).status, 200);
   const doc = (await h.api.get("/openapi/v1.json")).json<{
     info: { description: string };
     paths: Record<string, unknown>;

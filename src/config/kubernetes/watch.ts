@@ -20,8 +20,11 @@ import { diffConfig, type LiveChanges } from "./diff.js";
 export interface ConfigWatchHandlers {
   /** A valid new configuration whose changes all apply live: apply `live`; `next` is the new whole. */
   onChange(next: Config, live: LiveChanges): void;
-  /** A valid new configuration that needs a restart (`reason` names the keys). Watching has stopped. */
-  onRestartRequired(reason: string): void;
+  /**
+   * A valid new configuration that needs a restart (`reason` names the keys; `next` is the new
+   * whole, for what the running service does before it stops). Watching has stopped.
+   */
+  onRestartRequired(reason: string, next: Config): void;
   /** Invalid new configuration (a ConfigError), ConfigMap deleted, or the watch failed (it retries). */
   onError(error: Error): void;
 }
@@ -183,7 +186,7 @@ class ConfigMapWatch {
       const reason = `configuration changed (${diff.restart.join(", ")})`;
       this.#logger.info(logged, `${reason}: restarting`);
       this.#abort.abort();
-      this.#call("onRestartRequired", () => this.#handlers.onRestartRequired(reason));
+      this.#call("onRestartRequired", () => this.#handlers.onRestartRequired(reason, next));
       return;
     }
     current.config = next;

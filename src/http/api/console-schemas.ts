@@ -12,7 +12,7 @@ export const EVENTS_SCHEMA = {
   description:
     "A `text/event-stream` that stays open. Events: `status` (`{instances:[…]}`: every instance on " +
     "connect, then each one whose poll status changed: online/failing/pending, last poll, error, " +
-    "consecutive failures, device count, total power, label, model, alarm counts, most loaded phase), " +
+    "consecutive failures, device count, total power, label, model, alarm counts, most loaded phase, bank or breaker), " +
     "`snapshot` (the latest snapshot of an instance with each load against its rating and its active " +
     "alarms, on connect and after every poll or commanded state change), `control` (the outcome of every " +
     "control request, REST or MQTT), `alarm` (an alarm raised, changed or cleared), and on connect " +

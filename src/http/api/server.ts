@@ -5,6 +5,7 @@
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import {
+  CONSOLE_PREFIX,
   createHttpApp,
   DOCS_PREFIX,
   httpLimits,
@@ -82,13 +83,15 @@ async function registerDocs(app: HttpApp): Promise<void> {
   });
 }
 
-function registerDocumentRoutes(app: HttpApp): void {
+/** The OpenAPI document, and `/`: to the web console where the listener serves it, else the API docs. */
+function registerDocumentRoutes(app: HttpApp, withConsole: boolean): void {
   app.route({
     ...API_ROUTES.openApi,
     schema: API_ROUTE_SCHEMAS.openApi,
     handler: () => app.swagger(),
   });
-  app.get("/", { schema: { hide: true } }, (_request, reply) => reply.redirect(DOCS_PREFIX, 302));
+  const home = withConsole ? `${CONSOLE_PREFIX}/` : DOCS_PREFIX;
+  app.get("/", { schema: { hide: true } }, (_request, reply) => reply.redirect(home, 302));
 }
 
 export interface ApiServerOptions {
@@ -130,7 +133,7 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
   // Among several replicas: the requests other replicas hand this one, in a context of their own.
   if (deps.replica !== undefined) await app.register(replicaRoute, { deps, replica: deps.replica });
   registerKeyCheck(app, deps, limiter);
-  registerDocumentRoutes(app);
+  registerDocumentRoutes(app, deps.consoleRoutes !== undefined);
   deps.consoleRoutes?.(app, deps);
   await app.ready();
   return app;

@@ -357,13 +357,33 @@ export class GeistClient implements PduDriver {
 
   private async probeOneView(signal: AbortSignal | undefined): Promise<boolean> {
     const path = "/api/conf/oneview/enabled";
-    const envelope = await this.exchange("GET", this.port, path, undefined, signal);
+    const envelope = await this.exchange("GET", this.port, path, undefined, signal).catch((e: unknown) => {
+      throw this.notGeist(e);
+    });
     // A unit without OneView support may not know the path at all: then it is not a master.
     if (envelope.retCode === RetCode.pathNotFound) return false;
     const data = this.expectOk(envelope, "GET", path, this.port).data;
     if (data === true || data === "true") return true;
     if (data === false || data === "false") return false;
     throw new PduError("malformed", `GET ${path} on ${this.where(this.port)} did not answer a boolean`);
+  }
+
+  /**
+   * The first request's failure, with a hint when what answered is a web server but not a Geist
+   * unit's API (a status saying the path is not there, or an answer that is not the API's JSON
+   * envelope): a Geist unit answers every `/api` path with its envelope, even one it does not know.
+   * A 5xx or a refused login is the unit's own and stays as it is.
+   */
+  private notGeist(e: unknown): unknown {
+    if (!(e instanceof PduError)) return e;
+    const notThere = e.kind === "http-status" && [400, 404, 405, 501].includes(e.status ?? 0);
+    if (!notThere && e.kind !== "malformed") return e;
+    return new PduError(
+      e.kind,
+      `${e.message}: this does not look like a Geist PDU's API; check Pdus.${this.instanceId}.Connection ` +
+        "(Host, Port, Scheme: the unit's web interface), and Driver (snmp for an SNMP PDU)",
+      { ...(e.status === undefined ? {} : { status: e.status }), cause: e },
+    );
   }
 
   // ---- writes ----

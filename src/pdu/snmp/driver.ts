@@ -17,7 +17,7 @@
 import { createHash } from "node:crypto";
 import type { InstanceConfig } from "../../config/schema.js";
 import { silentLogger, type Logger } from "../../log.js";
-import { ParseError, PduError } from "../errors.js";
+import { ParseError, PduError, refusedUnsent } from "../errors.js";
 import type { OutletSettings, OutletTarget, PduDriver, SwitchAction } from "../driver.js";
 import { restamp, type Snapshot, type Vendor } from "../model.js";
 import { parsePoll, type Addressing, type PollData, type WalkedVarbind } from "./parse.js";
@@ -265,8 +265,7 @@ export class SnmpDriver implements PduDriver {
   #rowOf(table: string, target: OutletTarget): readonly number[] {
     const row = this.#last?.addressing.rows.get(target.deviceId)?.get(table)?.get(target.index);
     if (row === undefined) {
-      throw new PduError(
-        "refused",
+      throw refusedUnsent(
         `outlet ${target.index + 1} of ${target.deviceId} is not in the last answer of ${this.#where}: nothing was sent`,
       );
     }
@@ -278,10 +277,9 @@ export class SnmpDriver implements PduDriver {
     const control = profile?.control;
     const device = this.#last?.snapshot.devices.find((d) => d.id === target.deviceId);
     if (profile === null || control === undefined || device?.canSwitchOutlets === false) {
-      throw new PduError(
-        "refused",
+      throw refusedUnsent(
         device?.lacks?.canSwitchOutlets ??
-          `${this.#model(target.deviceId)} has no outlet switching over SNMP; nothing was sent`,
+          `${this.#model(target.deviceId)} has no outlet switching over SNMP`,
       );
     }
     const value = control[action];
@@ -304,11 +302,10 @@ export class SnmpDriver implements PduDriver {
     const reset = profile?.resetEnergy;
     const device = this.#last?.snapshot.devices.find((d) => d.id === target.deviceId);
     if (device?.canResetOutletEnergy === false && device.lacks?.canResetOutletEnergy !== undefined)
-      throw new PduError("refused", device.lacks.canResetOutletEnergy);
+      throw refusedUnsent(device.lacks.canResetOutletEnergy);
     if (profile === null || reset === undefined) {
       const why = profile?.resetStatsRefusal ?? "the family has no energy reset";
-      throw new PduError(
-        "refused",
+      throw refusedUnsent(
         `${this.#model(target.deviceId)} cannot reset one outlet's statistics: ${why}; nothing was sent`,
       );
     }
@@ -336,7 +333,7 @@ export class SnmpDriver implements PduDriver {
     signal?: AbortSignal,
   ): Promise<void> {
     const profile = this.#profile;
-    if (profile === null) throw new PduError("refused", "the SNMP PDU has not been polled yet");
+    if (profile === null) throw refusedUnsent("the SNMP PDU has not been polled yet");
     const delays = profile.outlets.delays;
     const refs: Record<string, CellRef | undefined> = {
       onDelay: delays?.on,
@@ -356,8 +353,7 @@ export class SnmpDriver implements PduDriver {
         }
         const bytes = Buffer.from(typeof value === "string" ? value : "", "utf8");
         if (bytes.length > def.maxLength) {
-          throw new PduError(
-            "refused",
+          throw refusedUnsent(
             `${this.#model(target.deviceId)} takes outlet names of at most ${def.maxLength} bytes (${def.column}); this one has ${bytes.length}`,
           );
         }
@@ -372,8 +368,7 @@ export class SnmpDriver implements PduDriver {
       writes.push({ ref, type: "Integer", value, what: key });
     }
     if (unsupported.length > 0) {
-      throw new PduError(
-        "refused",
+      throw refusedUnsent(
         `${this.#model(target.deviceId)} has no writable SNMP object for ${unsupported.join(", ")}: nothing was sent`,
       );
     }

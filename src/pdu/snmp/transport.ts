@@ -10,7 +10,8 @@
  */
 import { isIPv6 } from "node:net";
 import snmp from "net-snmp";
-import { PduError } from "../errors.js";
+import { PduError, refusedUnsent } from "../errors.js";
+import { instanceVariablePrefix, SNMP_SECRET_VARIABLES } from "../../config/secrets.js";
 import type { ColumnType } from "./profile.js";
 import type { Cell, WalkedVarbind } from "./parse.js";
 
@@ -280,8 +281,18 @@ export class SnmpTransport {
     return this.#reader;
   }
 
-  /** The error of a failed request as a PduError naming the agent and what was asked. */
-  error(e: unknown, what: string, once: boolean): PduError {
+  /**
+   * Where the community of a read (or a write) comes from, for a message: the instance's variable
+   * (`SERVICE_PDU_<ID>_COMMUNITY`, `…_WRITE_COMMUNITY`), or the pattern when the instance is unknown.
+   */
+  #communityVariable(write: boolean): string {
+    const id = this.#options.instanceId;
+    const prefix = id === undefined ? "SERVICE_PDU_<ID>" : instanceVariablePrefix(id);
+    return `${prefix}_${SNMP_SECRET_VARIABLES[write ? "WriteCommunity" : "Community"]}`;
+  }
+
+  /** The error of a failed request as a PduError naming the agent and what was asked (`write`: a SET). */
+  error(e: unknown, what: string, once: boolean, write = false): PduError {
     const name = (e as { name?: unknown } | null)?.name;
     const message = e instanceof Error ? e.message : String(e);
     if (name === "RequestTimedOutError") {
@@ -294,7 +305,7 @@ export class SnmpTransport {
       }
       const hint =
         this.#options.auth.version === "2c"
-          ? " (a wrong community gets no answer at all)"
+          ? ` (a wrong community gets no answer at all: check ${this.#communityVariable(write)})`
           : " (an SNMPv3 agent may not answer a user, key or protocol it does not accept)";
       const pdu = this.#options.instanceId === undefined ? "" : ` (PDU ${this.#options.instanceId})`;
       return new PduError(
@@ -543,9 +554,8 @@ export class SnmpTransport {
   async set(varbind: SetVarbind, what: string, once: boolean, signal?: AbortSignal): Promise<void> {
     if (this.#closed) throw new PduError("unreachable", `cannot reach ${this.where}: closed`);
     if (!this.canWrite) {
-      throw new PduError(
-        "refused",
-        `${what} on ${this.where} needs a write community: set SERVICE_PDU_<ID>_WRITE_COMMUNITY`,
+      throw refusedUnsent(
+        `${what} on ${this.where} needs a write community: set ${this.#communityVariable(true)}`,
       );
     }
     const session = this.#session(true);
@@ -570,7 +580,7 @@ export class SnmpTransport {
     } catch (e) {
       if (e instanceof PduError) throw e;
       if (signal?.aborted === true) throw signal.reason;
-      throw this.error(e, what, once);
+      throw this.error(e, what, once, true);
     } finally {
       session.close();
     }

@@ -1,9 +1,12 @@
 /**
- * Who uses the page. With sign-in on (the service answers `/ui/auth/session`), the page acts for the
- * signed-in user: operators get the controls, viewers none, and every change carries the session's
- * CSRF token; a session that has ended sends the browser back to sign in. Without sign-in (404 there)
- * control needs the API key, as before (api.ts).
+ * Who uses the page. With sign-in on (the page's bootstrap data says so, and the service answers
+ * `/ui/auth/session`), the page acts for the signed-in user: operators get the controls, viewers
+ * none, and every change carries the session's CSRF token; a session that has ended sends the
+ * browser back to sign in. Without sign-in the session is never asked for, and control needs the
+ * API key (api.ts).
  */
+import { bootstrap } from "./state.js";
+
 const SESSION_PATH = "/ui/auth/session";
 const LOGIN_PATH = "/ui/auth/login";
 const LOGOUT_PATH = "/ui/auth/logout";
@@ -41,6 +44,7 @@ async function fetchSession(): Promise<Response | null> {
 
 /** Learns whether sign-in is on and who is signed in; sends the browser to sign in when it must. */
 export async function startSession(): Promise<void> {
+  if (!bootstrap.signIn) return;
   const response = await fetchSession();
   if (response === null || response.status === 404) return;
   signInOn = true;

@@ -30,7 +30,12 @@ function readBootstrap(): ConsoleBootstrap {
   } catch {
     // no bootstrap: no controls
   }
-  return { commands: { outlet: [], group: [] }, alarms: { warnPercent: 80, criticalPercent: 95 } };
+  // Whether sign-in is on is then unknown: the session is asked for.
+  return {
+    commands: { outlet: [], group: [] },
+    alarms: { warnPercent: 80, criticalPercent: 95 },
+    signIn: true,
+  };
 }
 
 export const bootstrap: ConsoleBootstrap = readBootstrap();

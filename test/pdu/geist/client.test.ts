@@ -612,6 +612,64 @@ async function startRelay(
   };
 }
 
+describe("GeistClient against a web server that is not a Geist PDU", () => {
+  /** A real HTTP server: 404 with an HTML page for every path, or an HTML page with 200. */
+  async function webServer(status: number): Promise<{ port: number; close(): Promise<void> }> {
+    const server = http.createServer((_req, res) => {
+      res.writeHead(status, { "content-type": "text/html" }).end("<html><body>Not Found</body></html>");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    return { port, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  }
+  const instanceAt = (port: number): ClientInstance => ({
+    id: "rack-a",
+    Connection: {
+      Host: "127.0.0.1",
+      Port: port,
+      Scheme: "http",
+      Timeout: 2,
+      ValidateCertificate: true,
+      CaFile: null,
+    },
+    Credentials: { Username: "admin", Password: "admin" },
+  });
+
+  for (const status of [404, 200]) {
+    it(`HTTP ${status} with a web page: the error says it does not look like a Geist PDU's API and what to check`, async () => {
+      const web = await webServer(status);
+      const client = new GeistClient(instanceAt(web.port));
+      try {
+        await rejectsWith(client.poll(), (e) => {
+          if (status === 404)
+            assert.match(e.message, /^HTTP 404 from 127\.0\.0\.1:\d+ \(GET \/api\/conf\/oneview\/enabled\)/);
+          assert.match(e.message, /does not look like a Geist PDU's API/);
+          assert.match(e.message, /check Pdus\.rack-a\.Connection \(Host, Port, Scheme/);
+          assert.match(e.message, /Driver \(snmp for an SNMP PDU\)/);
+        });
+      } finally {
+        await client.close();
+        await web.close();
+      }
+    });
+  }
+
+  it("a Geist unit's own 500 gets no such hint", async () => {
+    const h2 = await startSimulator({ devices: 1, outlets: 1 });
+    const client = new GeistClient(instanceFor(h2));
+    try {
+      await h2.setFault("http500");
+      await rejectsWith(client.poll(), (e) => {
+        assert.equal(e.status, 500);
+        assert.doesNotMatch(e.message, /Geist PDU's API/);
+      });
+    } finally {
+      await client.close();
+      await h2.close();
+    }
+  });
+});
+
 describe("GeistClient on a dropped connection", () => {
   let sim: Simulator;
   let relay: Awaited<ReturnType<typeof startRelay>>;

@@ -311,12 +311,17 @@ describe("SNMP driver against snmpsimd serving the recordings", () => {
     }
   });
 
-  it("a wrong community gets no answer: a timeout naming the agent, never a crash", async () => {
+  it("a wrong community gets no answer: a timeout naming the agent and the variable to fix, never a crash", async () => {
     const driver = new SnmpDriver(snmpInstance("t-wrong", sim.port, { Community: "no-such-community" }, 1));
     try {
       await assert.rejects(driver.poll(), (e) => {
         assert.ok(isPduError(e) && e.kind === "timeout", String(e));
         assert.match(e.message, new RegExp(`127\\.0\\.0\\.1:${sim.port}`));
+        assert.match(
+          e.message,
+          /check SERVICE_PDU_T_WRONG_COMMUNITY\)/,
+          "the variable of the instance's community",
+        );
         return true;
       });
     } finally {

@@ -1,8 +1,8 @@
 /**
  * The fleet view, built for thousands of instances: problems first (offline, critical, warning,
  * stale), a text filter (instance id, host, label, model), state filters with their counts, sortable
- * columns, and per instance its health, total power and most loaded phase as a bar against its
- * rating.
+ * columns, and per instance its health, total power and most loaded phase, bank or breaker (the
+ * highest share of its rating) as a bar against its rating.
  *
  * Only what is on screen is in the page: the rows are windowed over the page's scroll (a row per
  * instance in view, plus a few above and below, reused as the window moves), and a live update
@@ -48,7 +48,7 @@ const COLUMNS: readonly { key: SortKey; title: string; descending: boolean; cls:
   { key: "instance", title: "Instance", descending: false, cls: "c-id" },
   { key: "health", title: "State", descending: false, cls: "c-health" },
   { key: "power", title: "Power", descending: true, cls: "c-power n" },
-  { key: "load", title: "Most loaded phase", descending: true, cls: "c-load" },
+  { key: "load", title: "Most loaded", descending: true, cls: "c-load" },
   { key: "outlets", title: "Outlets", descending: true, cls: "c-outlets n" },
   { key: "polled", title: "Last good poll", descending: false, cls: "c-age n" },
 ];
@@ -162,8 +162,8 @@ function fill(r: RowElement, e: Entry, now: number): void {
   setText(r.badge, HEALTH_TEXT[e.health]);
   setText(r.detail, healthDetail(s, now));
   setText(r.power, watts(s.powerW));
-  r.bar.update(s.peak, s.peak === null ? "Most loaded phase" : s.peak.name);
-  setText(r.bar.text, s.peak === null ? "no phase current" : `${s.peak.name}: ${loadText(s.peak)}`);
+  r.bar.update(s.peak, s.peak === null ? "Most loaded" : s.peak.name);
+  setText(r.bar.text, s.peak === null ? "no load current" : `${s.peak.name}: ${loadText(s.peak)}`);
   setText(r.outlets, s.outlets === null ? "–" : String(s.outlets));
   setText(r.age, ago(s.lastSuccessUtc, now));
 }

@@ -75,7 +75,7 @@ function totalsBlock() {
   const apparent = figure("Apparent power");
   const energy = figure("Energy");
   const outlets = figure("Outlets on");
-  const peak = figure("Most loaded phase");
+  const peak = figure("Most loaded");
   const element = h(
     "dl",
     { class: "totals", "aria-label": "Totals of the PDU" },
