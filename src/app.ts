@@ -34,12 +34,12 @@ import { ConfigError } from "./config/errors.js";
 import type { Config } from "./config/schema.js";
 import { CredentialsCheck } from "./control/credentials.js";
 import { createControlService, type ControlCore } from "./control/service.js";
-import { ForwardingControl, type ReplicaControl } from "./control/forward.js";
+import { createReplicaForwarding, type ReplicaForwarding } from "./cluster/forward/index.js";
 import type { ControlService, WriteFence } from "./control/types.js";
 import type { ApiListener } from "./http/api-worker/host.js";
 import type { RunningListener } from "./http/listener.js";
 import { startHealthServer } from "./http/health/server.js";
-import type { ClusterHealth, HttpDeps } from "./http/types.js";
+import type { ClusterHealth, HttpDeps, ReplicaSurface } from "./http/types.js";
 import { Lifecycle, type Part } from "./lifecycle.js";
 import { createLogger, type Logger } from "./log.js";
 import { BridgeMetrics } from "./metrics/bridge.js";
@@ -464,8 +464,8 @@ class ControlPart implements Part {
    * What the REST surface (and the console) calls: the core itself in one process; among several
    * replicas the forwarding to the holder, and this replica's side of it (docs/cluster.md).
    */
-  readonly rest: { readonly service: ControlService; readonly replica?: ReplicaControl };
-  readonly #forwarding: ForwardingControl | null;
+  readonly rest: { readonly service: ControlService; readonly replica?: ReplicaSurface };
+  readonly #forwarding: ReplicaForwarding | null;
   /** Aborted once the graceful stop is over: a hard stop of anything still writing. */
   readonly #hardStop = new AbortController();
 
@@ -496,20 +496,11 @@ class ControlPart implements Part {
     });
     const core = this.core;
     this.#forwarding =
-      cluster === null ? null : new ForwardingControl({ config, local: core, cluster, logger });
+      cluster === null ? null : createReplicaForwarding({ config, local: core, cluster, logger });
     this.rest =
-      cluster === null || this.#forwarding === null
+      this.#forwarding === null
         ? { service: core }
-        : {
-            service: this.#forwarding,
-            replica: {
-              member: cluster.member,
-              holds: (id) => cluster.holds(id),
-              holderOf: (id) => cluster.holderOf(id),
-              urlOf: (member) => cluster.urlOf(member),
-              local: core,
-            },
-          };
+        : { service: this.#forwarding.service, replica: this.#forwarding.surface };
   }
 
   start(): void {}

@@ -18,6 +18,7 @@
  *   the server says it is no longer valid.
  */
 import { Agent, request, type Dispatcher } from "undici";
+import { readBoundedText } from "./bounded-body.js";
 import {
   assertWritable,
   checkRecord,
@@ -201,7 +202,7 @@ export class EtcdGateway {
     }
     let text: string;
     try {
-      text = await readLimited(response.body);
+      text = await readBoundedText(response.body, MAX_ANSWER_BYTES);
     } catch (error) {
       throw new Unavailable(attempt.aborted ? "no answer in time" : describeError(error));
     }
@@ -326,20 +327,6 @@ export class EtcdGateway {
   async close(): Promise<void> {
     await this.#agent.destroy();
   }
-}
-
-async function readLimited(body: Dispatcher.ResponseData["body"]): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_ANSWER_BYTES) {
-      body.destroy();
-      throw new Error("the answer is too large");
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString("utf8");
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> =>

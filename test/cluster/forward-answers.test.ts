@@ -12,12 +12,8 @@ import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
 import { parseConfigText } from "../../src/config/load.js";
 import type { Config } from "../../src/config/schema.js";
-import {
-  FORWARD_PATH,
-  FORWARD_SIGNATURE_HEADER,
-  ForwardingControl,
-  forwardSigned,
-} from "../../src/control/forward.js";
+import { ForwardingControl } from "../../src/cluster/forward/control.js";
+import { FORWARD_PATH, FORWARD_SIGNATURE_HEADER, forwardSigned } from "../../src/cluster/forward/protocol.js";
 import { createLogger } from "../../src/log.js";
 import { ControlStub } from "../../testkit/control-stub.js";
 import { freePort } from "../../testkit/repo.js";

@@ -14,7 +14,7 @@ import {
   FORWARD_PATH,
   FORWARD_SIGNATURE_HEADER,
   signForward,
-} from "../../src/control/forward.js";
+} from "../../src/cluster/forward/protocol.js";
 import { ReplicaFleet } from "../../testkit/replica-fleet.js";
 import { sleep, waitFor } from "../../testkit/wait.js";
 

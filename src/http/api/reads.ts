@@ -6,7 +6,6 @@ import type { HttpApp, HttpDeps } from "../types.js";
 import { registerAlarmsRoute } from "./alarms.js";
 import { iso, type ReadBodies } from "./cached-reads.js";
 import { API_ROUTES } from "./paths.js";
-import { fromReplica, readFromHolder } from "./replica-reads.js";
 import { API_ROUTE_SCHEMAS } from "./route-schemas.js";
 
 export interface ReadRoutesOptions {
@@ -85,9 +84,9 @@ function registerReadingsRoute(app: HttpApp, deps: HttpDeps, bodies: ReadBodies)
         one !== undefined &&
         replica !== undefined &&
         !replica.holds(one.id) &&
-        !fromReplica(request.headers)
+        !replica.fromReplica(request.headers)
       )
-        return readFromHolder(replica, one.id, request.headers, reply);
+        return replica.readFromHolder(one.id, request.headers, reply);
       if (matches.length === 0) {
         const known = all.map((s) => s.id).join(", ");
         const detail = `unknown instance ${JSON.stringify(wanted.slice(0, 64))}; configured instances: ${known}`;

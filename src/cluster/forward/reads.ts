@@ -1,5 +1,5 @@
 /**
- * One instance's readings among several replicas (docs/cluster.md, "Reads on any replica"): a
+ * One instance's readings among several replicas (docs/cluster.md, "REST on any replica"): a
  * replica that does not hold the instance asks the replica that does (the one that polls it) and
  * answers with its status and body. A read that comes from another replica (it names its member in
  * {@link FORWARD_FROM_HEADER}) is answered from this replica's own snapshots and never passed on, so
@@ -7,25 +7,33 @@
  */
 import type { FastifyReply } from "fastify";
 import type { IncomingHttpHeaders } from "node:http";
-import { request as httpRequest } from "undici";
-import { FORWARD_FROM_HEADER, type ReplicaControl } from "../../control/forward.js";
 import { NOT_HELD_RETRY_AFTER } from "../../control/outcomes.js";
-import { problem, sendProblem } from "../problem.js";
-import { API_PATHS } from "./paths.js";
+import { API_PATHS } from "../../http/api/paths.js";
+import { problem, sendProblem } from "../../http/problem.js";
+import type { ReplicaClient } from "./client.js";
+import { FORWARD_FROM_HEADER } from "./protocol.js";
 
 /** Largest answer passed on, in bytes (one instance's readings). */
-const READ_ANSWER_LIMIT = 8 * 1024 * 1024;
+export const READ_ANSWER_LIMIT = 8 * 1024 * 1024;
 /** How long the holder has to answer a read. */
-const READ_TIMEOUT_MS = 10_000;
+export const READ_TIMEOUT_MS = 10_000;
 
 /** Whether a request comes from another replica (then it is answered here, never passed on). */
 export function fromReplica(headers: IncomingHttpHeaders): boolean {
   return headers[FORWARD_FROM_HEADER] !== undefined;
 }
 
+/** What reading from the holder needs of the cluster. */
+export interface ReadingCluster {
+  readonly member: string;
+  holderOf(instanceId: string): string | null;
+  urlOf(member: string): string | null;
+}
+
 /** Answers with the holder's answer to `GET /api/v1/readings?instance=<id>`, or 503 with Retry-After. */
 export async function readFromHolder(
-  replica: ReplicaControl,
+  cluster: ReadingCluster,
+  client: ReplicaClient,
   id: string,
   headers: IncomingHttpHeaders,
   reply: FastifyReply,
@@ -34,43 +42,31 @@ export async function readFromHolder(
     sendProblem(
       reply,
       problem(503, `the readings of instance ${id} are not available here now: ${why}; try again shortly`),
-      {
-        "retry-after": String(NOT_HELD_RETRY_AFTER),
-      },
+      { "retry-after": String(NOT_HELD_RETRY_AFTER) },
     );
-  const holder = replica.holderOf(id);
+  const holder = cluster.holderOf(id);
   if (holder === null) return unavailable("no replica holds it (it is changing hands)");
-  const url = replica.urlOf(holder);
+  const url = cluster.urlOf(holder);
   if (url === null) return unavailable(`replica ${holder} holds it and advertises no API address`);
   const key = headers["x-api-key"];
   try {
-    const answer = await httpRequest(
+    const answer = await client.send(
       new URL(`${API_PATHS.readings}?instance=${encodeURIComponent(id)}`, url),
       {
         method: "GET",
         headers: {
-          [FORWARD_FROM_HEADER]: replica.member,
+          [FORWARD_FROM_HEADER]: cluster.member,
           // Under Api.Oidc.ProtectReads the client's key is what the holder checks.
           ...(typeof key === "string" ? { "x-api-key": key } : {}),
         },
-        signal: AbortSignal.timeout(READ_TIMEOUT_MS),
+        limit: READ_ANSWER_LIMIT,
+        timeoutMs: READ_TIMEOUT_MS,
       },
     );
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of answer.body as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > READ_ANSWER_LIMIT) throw new Error(`the answer exceeds ${READ_ANSWER_LIMIT} bytes`);
-      chunks.push(chunk);
-    }
-    const type = answer.headers["content-type"];
     return reply
-      .code(answer.statusCode)
-      .headers({
-        "content-type": typeof type === "string" ? type : "application/json",
-        "cache-control": "no-store",
-      })
-      .send(Buffer.concat(chunks));
+      .code(answer.status)
+      .headers({ "content-type": answer.contentType ?? "application/json", "cache-control": "no-store" })
+      .send(answer.text);
   } catch {
     return unavailable(`replica ${holder} holding it did not answer`);
   }

@@ -1,5 +1,5 @@
 /**
- * The requests other replicas hand this one (src/control/forward.ts, docs/cluster.md "REST on any
+ * The receiving end of the protocol between replicas (./protocol.ts, docs/cluster.md "REST on any
  * replica"): a control or settings request of an instance this replica holds, carried out by its own
  * control core and answered with the core's outcome. Its own encapsulated context: the API key
  * guard and the control audit of the public routes do not apply; instead the body must carry the
@@ -10,7 +10,12 @@
  * answered 503 `not-held` (the sending replica passes it to its client, with Retry-After).
  */
 import type { FastifyPluginCallback } from "fastify";
-import { auditControl } from "../../../control/audit.js";
+import { auditControl } from "../../control/audit.js";
+import { NOT_HELD_RETRY_AFTER, refuse } from "../../control/outcomes.js";
+import { SETTINGS_ACTION } from "../../control/settings.js";
+import type { ControlOutcome, ControlService, SettingsOutcome } from "../../control/types.js";
+import { problem, sendProblem } from "../../http/problem.js";
+import type { HttpDeps } from "../../http/types.js";
 import {
   FORWARD_BODY_LIMIT,
   FORWARD_FROM_HEADER,
@@ -19,13 +24,16 @@ import {
   forwardSigned,
   parseForward,
   type ForwardMessage,
-  type ReplicaControl,
-} from "../../../control/forward.js";
-import { NOT_HELD_RETRY_AFTER, refuse } from "../../../control/outcomes.js";
-import { SETTINGS_ACTION } from "../../../control/settings.js";
-import type { ControlOutcome, SettingsOutcome } from "../../../control/types.js";
-import { problem, sendProblem } from "../../problem.js";
-import type { HttpDeps } from "../../types.js";
+} from "./protocol.js";
+
+/** What a replica needs to carry out the requests other replicas hand it. */
+export interface ReplicaControl {
+  readonly member: string;
+  /** Whether this replica holds the instance now. */
+  holds(instanceId: string): boolean;
+  /** This replica's own control core (never the forwarding one: a forward is never forwarded again). */
+  readonly local: ControlService;
+}
 
 export interface ReplicaRouteOptions {
   readonly deps: HttpDeps;
