@@ -34,6 +34,7 @@ import { ConfigError } from "./config/errors.js";
 import type { Config } from "./config/schema.js";
 import { CredentialsCheck } from "./control/credentials.js";
 import { createControlService, type ControlCore } from "./control/service.js";
+import { peerNetworks } from "./config/peer-networks.js";
 import { createReplicaForwarding, type ReplicaForwarding } from "./cluster/forward/index.js";
 import type { ControlService, WriteFence } from "./control/types.js";
 import type { ApiListener } from "./http/api-worker/host.js";
@@ -601,7 +602,15 @@ function advertisedUrl(config: Config, logger: Logger): string | null {
     );
     return null;
   }
-  return `${tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${config.Api.Port}`;
+  const url = `${tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${config.Api.Port}`;
+  if (!peerNetworks(config.Cluster.PeerNetworks).allows(url)) {
+    // The others would never send it a request: refused at start, as an AdvertiseUrl outside them is.
+    throw new ConfigError(
+      "Cluster.PeerNetworks",
+      `does not hold this replica's API address ${url} (from Api.Bind or the host's first IPv4 address): add its network, or set Cluster.AdvertiseUrl to an address within it`,
+    );
+  }
+  return url;
 }
 
 function firstIPv4(): string | null {

@@ -87,6 +87,8 @@ export interface ReplicaFleetOptions {
 
 /** The REST API key of every replica when `listeners` is on and no `apiKey` is given. */
 export const FLEET_API_KEY = "replica-fleet-key-7c41d9";
+/** The replicas' shared secret (SERVICE_CLUSTER_SECRET) of every fleet. */
+export const FLEET_SECRET = "replica-fleet-secret-5d0c7e41a9b2f368";
 
 export interface RunningReplica {
   readonly name: string;
@@ -214,7 +216,11 @@ export class ReplicaFleet {
     const file = join(this.#dir.path, `${name}.yaml`);
     const apiPort = this.options.apiKey === null && !this.options.listeners ? null : await freePort();
     await writeFile(file, this.configText(name, apiPort));
-    const process = CliProcess.spawn(["--config", file], childEnv(), `replica ${name}`);
+    const process = CliProcess.spawn(
+      ["--config", file],
+      childEnv({ SERVICE_CLUSTER_SECRET: FLEET_SECRET }),
+      `replica ${name}`,
+    );
     const api = apiPort === null ? null : `http://127.0.0.1:${apiPort}`;
     this.replicas.set(name, { name, process, healthPort: null, apiPort, api });
     const ports = await process.started(30_000);
@@ -238,6 +244,18 @@ export class ReplicaFleet {
   /** Bucket → the member named in its lease (whether or not it is still valid). */
   holders(): Promise<Map<number, string>> {
     return bucketHolders(this.#leases);
+  }
+
+  /** Member name → the identity (`<member>/<incarnation>`) holding its member lease. */
+  async identities(): Promise<Map<string, string>> {
+    const list = await this.#leases.list(AbortSignal.timeout(5000));
+    const map = new Map<string, string>();
+    for (const lease of list.leases) {
+      const match = /^member-(.+)$/.exec(lease.name);
+      const holder = lease.record?.holder ?? "";
+      if (match !== null && holder !== "") map.set(match[1]!, holder);
+    }
+    return map;
   }
 
   /** Member name → whether its member lease says it is ready (what the buckets are spread over). */

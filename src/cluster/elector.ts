@@ -351,6 +351,18 @@ export class Elector {
     return this.#memberInfo(seen)?.url ?? null;
   }
 
+  /**
+   * The identity (`<member>/<incarnation>`) holding a member's lease, while that lease is alive as
+   * last seen here, or null: requests to that replica name it, so a restart of the member is another
+   * receiver.
+   */
+  identityOf(member: string): string | null {
+    const seen = this.#observed.get(`${MEMBER_PREFIX}${member}`);
+    if (seen === undefined || now() - seen.seenAt >= this.#leaseMs) return null;
+    const info = this.#memberInfo(seen);
+    return info?.name === member ? info.identity : null;
+  }
+
   /** Whether `onceId` is recorded in the bucket's lease as last seen (by this replica or another). */
   onceUsed(bucket: number, onceId: string): boolean {
     const payload =

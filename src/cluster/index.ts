@@ -44,7 +44,8 @@
  *   pdu_bridge_cluster_buckets_held, pdu_bridge_cluster_lease_transitions_total,
  *   pdu_bridge_cluster_members).
  */
-import type { ClusterConfig } from "../config/schema.js";
+import { peerNetworks } from "../config/peer-networks.js";
+import { DEFAULT_PEER_NETWORKS, type ClusterConfig } from "../config/schema.js";
 import type { Env } from "../config/secrets.js";
 import type { Logger } from "../log.js";
 import { bucketOf } from "./assign.js";
@@ -84,8 +85,15 @@ export interface Cluster {
   instancesOf(bucket: number): readonly string[];
   holds(instanceId: string): boolean;
   holderOf(instanceId: string): string | null;
-  /** The REST API URL a member advertises (its member lease, alive as last seen), or null. */
+  /** `<member>/<incarnation>`: this process in the cluster (a restart is another identity). */
+  readonly identity: string;
+  /**
+   * The REST API URL a member advertises (its member lease, alive as last seen), when it is within
+   * `Cluster.PeerNetworks`; else null.
+   */
   urlOf(member: string): string | null;
+  /** The identity holding a member's lease (alive as last seen), or null. */
+  identityOf(member: string): string | null;
   beforeWrite(instanceId: string, options?: { onceId?: string }): Promise<WriteGrant>;
   onceUsed(instanceId: string, onceId: string): boolean;
   on(listener: (event: ClusterEvent) => void): () => void;
@@ -109,7 +117,8 @@ export function createClusterWithStore(
   config: Pick<
     ClusterConfig,
     "MemberName" | "Buckets" | "LeaseDurationSeconds" | "RenewDeadlineSeconds" | "RetryPeriodSeconds"
-  >,
+  > &
+    Partial<Pick<ClusterConfig, "PeerNetworks">>,
   options: ClusterOptions,
 ): Cluster {
   const elector = new Elector({
@@ -129,8 +138,10 @@ export function createClusterWithStore(
     byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), id]);
   }
   const bucket = (id: string) => bucketOf(id, config.Buckets);
+  const urlOf = advertisedUrls(elector, config.PeerNetworks ?? DEFAULT_PEER_NETWORKS, options.logger);
   return {
     member: elector.member,
+    identity: elector.identity,
     buckets: elector.buckets,
     start: () => elector.start(),
     stop: async () => {
@@ -146,7 +157,8 @@ export function createClusterWithStore(
     instancesOf: (b) => byBucket.get(b) ?? [],
     holds: (id) => elector.holdsBucket(bucket(id)),
     holderOf: (id) => elector.holderOf(bucket(id)),
-    urlOf: (member) => elector.urlOf(member),
+    urlOf,
+    identityOf: (member) => elector.identityOf(member),
     beforeWrite: (id, writeOptions) => elector.beforeWrite(bucket(id), writeOptions),
     onceUsed: (id, onceId) => elector.onceUsed(bucket(id), onceId),
     on: (listener) => elector.on(listener),
@@ -154,5 +166,30 @@ export function createClusterWithStore(
       const status = elector.status();
       return { ...status, instances: status.buckets.flatMap((b) => byBucket.get(b) ?? []) };
     },
+  };
+}
+
+/** Members whose refused URL was logged, at most (one line per member and URL). */
+const REFUSED_URLS_LOGGED = 256;
+
+/**
+ * `urlOf` with `Cluster.PeerNetworks` applied: a member advertising a URL outside them is never
+ * sent a request (its instances answer 503 here), and it is logged once per member and URL.
+ */
+function advertisedUrls(elector: Elector, networks: readonly string[], logger: Logger) {
+  const peers = peerNetworks(networks);
+  const logged = new Set<string>();
+  return (member: string): string | null => {
+    const url = elector.urlOf(member);
+    if (url === null || peers.allows(url)) return url;
+    const key = `${member} ${url}`;
+    if (!logged.has(key) && logged.size < REFUSED_URLS_LOGGED) {
+      logged.add(key);
+      logger.error(
+        { member, url, networks },
+        "cluster: a member advertises an API address outside Cluster.PeerNetworks; nothing is sent to it",
+      );
+    }
+    return null;
   };
 }

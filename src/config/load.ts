@@ -22,6 +22,7 @@ import {
   resolveApiSection,
 } from "./oidc.js";
 import { parseYaml, type KeyPath, type ParsedYaml } from "./document.js";
+import { peerNetworkProblem, peerNetworks } from "./peer-networks.js";
 import { ConfigError } from "./errors.js";
 import {
   ConfigSchema,
@@ -38,6 +39,7 @@ import {
 } from "./schema.js";
 import {
   API_KEY_VARIABLE,
+  CLUSTER_SECRET_VARIABLE,
   ETCD_VARIABLE_PREFIX,
   instanceVariableId,
   instanceVariablePrefix,
@@ -170,6 +172,7 @@ export async function parseConfigText(
   const cluster: ClusterConfig = {
     ...data.Cluster,
     MemberName: data.Cluster.MemberName ?? defaultMemberName(env),
+    Secret: secrets.clusterSecret,
     Etcd: { ...data.Cluster.Etcd, CaFile: caFile(data.Cluster.Etcd.CaFile), Credentials: secrets.etcd },
   };
 
@@ -544,11 +547,48 @@ function checkClusterRules(config: Config, fail: Fail): void {
       );
     }
   }
+  for (const [i, entry] of cluster.PeerNetworks.entries()) {
+    const problem = peerNetworkProblem(entry);
+    if (problem !== null)
+      throw fail(["Cluster", "PeerNetworks", String(i)], problem, ["Cluster", "PeerNetworks"]);
+  }
+  const advertised = cluster.AdvertiseUrl;
+  if (advertised !== null && !peerNetworks(cluster.PeerNetworks).allows(advertised)) {
+    throw fail(
+      ["Cluster", "AdvertiseUrl"],
+      `points outside Cluster.PeerNetworks (${cluster.PeerNetworks.join(", ")}): the other replicas would never send it a request; add its network or name to Cluster.PeerNetworks`,
+    );
+  }
+  checkClusterSecret(config);
   if (cluster.Enabled && !new RegExp(MemberNamePattern).test(cluster.MemberName)) {
     throw fail(
       ["Cluster", "MemberName"],
       `not set, and the host name ${showValue(cluster.MemberName)} is not a valid member name ` +
         "(lower-case letters, digits, - and ., at most 63, starting and ending with a letter or digit): set Cluster.MemberName",
+    );
+  }
+}
+
+/** Shortest `SERVICE_CLUSTER_SECRET` accepted, in characters. */
+export const MIN_CLUSTER_SECRET_LENGTH = 32;
+
+/**
+ * The replicas' shared secret: required among several replicas with the REST API on (control and
+ * readings sent to any replica are handed to the holder, signed with it), long enough not to be
+ * guessed. Without the API nothing is handed between replicas.
+ */
+function checkClusterSecret(config: Config): void {
+  const { Enabled, Secret } = config.Cluster;
+  if (Secret === "" && Enabled && config.Api.Enabled) {
+    throw new ConfigError(
+      CLUSTER_SECRET_VARIABLE,
+      `is required with Cluster.Enabled and Api.Enabled: the replicas sign the requests they hand each other with it; set the same secret of at least ${MIN_CLUSTER_SECRET_LENGTH} characters on every replica (openssl rand -hex 32), or ${CLUSTER_SECRET_VARIABLE}_FILE naming a file that holds it`,
+    );
+  }
+  if (Secret !== "" && (Secret.length < MIN_CLUSTER_SECRET_LENGTH || /\s/.test(Secret))) {
+    throw new ConfigError(
+      CLUSTER_SECRET_VARIABLE,
+      `must be at least ${MIN_CLUSTER_SECRET_LENGTH} characters without spaces (openssl rand -hex 32 makes one)`,
     );
   }
 }

@@ -30,6 +30,8 @@ export const MQTT_VARIABLE_PREFIX = "SERVICE_MQTT";
 export const PDU_VARIABLE_PREFIX = "SERVICE_PDU";
 /** The etcd backend's credentials (Cluster.Etcd); there are no keys for them in the file. */
 export const ETCD_VARIABLE_PREFIX = "SERVICE_ETCD";
+/** The secret the replicas sign their requests to each other with (Cluster); never in the file. */
+export const CLUSTER_SECRET_VARIABLE = "SERVICE_CLUSTER_SECRET";
 
 /** An instance id as it appears in variable names: upper-cased, `-` as `_` (`rack-a` → `RACK_A`). */
 export const instanceVariableId = (id: string): string => id.toUpperCase().replaceAll("-", "_");
@@ -100,6 +102,8 @@ export interface MergedSecrets {
   readonly snmp: ReadonlyMap<string, SnmpSecrets>;
   /** Only from the environment. */
   readonly etcd: Credentials;
+  /** {@link CLUSTER_SECRET_VARIABLE}, "" when not set. */
+  readonly clusterSecret: string;
 }
 
 /** An SNMP secret written in the file: they come only from the environment. */
@@ -136,6 +140,7 @@ export async function mergeSecrets(
   const pduPassword = await readSecretFrom(env, `${PDU_VARIABLE_PREFIX}_PASSWORD`);
   const etcdUsername = await readSecret(env, `${ETCD_VARIABLE_PREFIX}_USERNAME`);
   const etcdPassword = await readSecret(env, `${ETCD_VARIABLE_PREFIX}_PASSWORD`);
+  const clusterSecret = (await readSecret(env, CLUSTER_SECRET_VARIABLE)) ?? "";
 
   const pdus = new Map<string, Credentials>();
   const pduSources = new Map<string, CredentialSources>();
@@ -173,6 +178,7 @@ export async function mergeSecrets(
     pdus,
     snmp,
     etcd: { Username: etcdUsername ?? null, Password: etcdPassword ?? null },
+    clusterSecret,
   };
 }
 

@@ -1,5 +1,5 @@
 /** The types every HTTP module shares: the fastify app, the fast path, what the listeners read. */
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, RawServerDefault } from "fastify";
 import type { EventBus } from "../bus.js";
@@ -71,16 +71,18 @@ export interface ClusterHealth extends ClusterStatus {
 export interface ReplicaSurface {
   /** Whether this replica holds the instance now. */
   holds(instanceId: string): boolean;
-  /** Whether a request comes from another replica (answered here, never passed on). */
-  fromReplica(headers: IncomingHttpHeaders): boolean;
   /** Answers one instance's readings with its holder's answer (or 503 with Retry-After). */
-  readFromHolder(
-    instanceId: string,
-    headers: IncomingHttpHeaders,
-    reply: FastifyReply,
-  ): Promise<FastifyReply>;
-  /** Adds the routes other replicas call (hidden from the OpenAPI document), in a context of their own. */
-  routes(app: HttpApp, deps: HttpDeps): Promise<void>;
+  readFromHolder(instanceId: string, reply: FastifyReply): Promise<FastifyReply>;
+  /**
+   * Adds the routes other replicas call (hidden from the OpenAPI document), in a context of their
+   * own; `readings` answers their reads from this replica's snapshots.
+   */
+  routes(app: HttpApp, deps: HttpDeps, readings: LocalReadings): Promise<void>;
+}
+
+/** One instance's readings as `GET /api/v1/readings?instance=` answers them here, or null when unknown. */
+export interface LocalReadings {
+  readingsOf(instanceId: string): Buffer | null;
 }
 
 /** What the HTTP listeners read from the running service. */

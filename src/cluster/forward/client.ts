@@ -1,12 +1,13 @@
 /**
  * The sending end of the protocol between replicas (./protocol.ts): one undici agent for every
- * request this replica sends to another, each answer read within its limit (../bounded-body.ts),
- * and what became of a forward turned into the outcome the client is answered with.
+ * request this replica sends to another, each signed for the replica it is meant for and its answer
+ * read within its limit (../bounded-body.ts) and checked for the holder's signature, and what became
+ * of a forward turned into the outcome the client is answered with.
  *
  * - Not reached (connection refused, no route, connect timeout): nothing was carried out, 503
  *   `not-held` with Retry-After.
- * - Sent, and the answer lost (reset, timeout, too large, not an outcome): 502 `outcome-unknown`,
- *   whatever the action; never retried.
+ * - Sent, and the answer lost (reset, timeout, too large, not an outcome, not signed by the
+ *   holder): 502 `outcome-unknown`, whatever the action; never retried.
  * - Refused by the holder (any status but 200): 502 "Forward refused", nothing done there.
  */
 import { Agent, request as httpRequest } from "undici";
@@ -15,15 +16,14 @@ import type { ControlOutcome, SettingsOutcome } from "../../control/types.js";
 import type { Logger } from "../../log.js";
 import { readBoundedText } from "../bounded-body.js";
 import {
+  claimedUser,
   FORWARD_ANSWER_LIMIT,
-  FORWARD_FROM_HEADER,
   FORWARD_PATH,
-  FORWARD_SIGNATURE_HEADER,
   FORWARD_TIMEOUT_MS,
   parseAnswer,
-  signForward,
   type ForwardMessage,
 } from "./protocol.js";
+import { answerSigned, nonceOf, signRequest } from "./signing.js";
 
 /** An outcome another replica carried out: the member that did, for the surface's log. */
 export type Forwarded<O> = O & { readonly carriedOutBy?: string };
@@ -42,6 +42,8 @@ export interface ReplicaAnswer {
   readonly status: number;
   readonly contentType: string | null;
   readonly text: string;
+  /** Whether the holder signed it for this request (./signing.ts). */
+  readonly signed: boolean;
 }
 
 /** A request to another replica that failed: `sent` false when it cannot have reached it. */
@@ -56,12 +58,24 @@ export class ReplicaRequestError extends Error {
   }
 }
 
+/** A request to another replica: what its signature covers besides the receiver. */
 export interface ReplicaRequest {
-  readonly method: "GET" | "POST";
-  readonly headers: Record<string, string>;
-  readonly body?: string;
+  readonly path: string;
+  readonly body: string;
+  readonly user: string;
   readonly limit: number;
   readonly timeoutMs: number;
+}
+
+/** The replica a request is meant for, and the secret to sign it with. */
+export interface ReplicaTarget {
+  /** Its REST API origin (as it advertises it). */
+  readonly url: string;
+  /** Its identity, `<member>/<incarnation>`, as its member lease names it. */
+  readonly identity: string;
+  /** This replica's member name (the request's `via`). */
+  readonly from: string;
+  readonly secret: string;
 }
 
 /** The HTTP client of replica-to-replica requests (one connection pool, bounded answers). */
@@ -77,19 +91,37 @@ export class ReplicaClient {
     });
   }
 
-  /** Sends one request; throws {@link ReplicaRequestError} when no whole answer came. */
-  async send(url: URL, request: ReplicaRequest): Promise<ReplicaAnswer> {
+  /**
+   * Sends one signed POST; throws {@link ReplicaRequestError} when no whole answer came. The answer's
+   * `signed` says whether the receiver signed it for this very request.
+   */
+  async send(target: ReplicaTarget, request: ReplicaRequest): Promise<ReplicaAnswer> {
+    const parts = {
+      method: "POST",
+      path: request.path,
+      body: request.body,
+      from: target.from,
+      to: target.identity,
+      user: request.user,
+    };
+    const signature = signRequest(target.secret, parts);
     try {
-      const answer = await httpRequest(url, {
-        method: request.method,
+      const answer = await httpRequest(new URL(request.path, target.url), {
+        method: "POST",
         dispatcher: this.#agent,
-        headers: request.headers,
-        ...(request.body === undefined ? {} : { body: request.body }),
+        headers: { "content-type": "application/json", ...signature },
+        body: request.body,
         signal: AbortSignal.timeout(request.timeoutMs),
       });
       const type = answer.headers["content-type"];
       const text = await readBoundedText(answer.body, request.limit);
-      return { status: answer.statusCode, contentType: typeof type === "string" ? type : null, text };
+      const status = answer.statusCode;
+      return {
+        status,
+        contentType: typeof type === "string" ? type : null,
+        text,
+        signed: answerSigned(target.secret, nonceOf(signature), status, text, answer.headers),
+      };
     } catch (error) {
       const code = (error as { code?: unknown }).code;
       const known = typeof code === "string" ? code : null;
@@ -104,20 +136,58 @@ export class ReplicaClient {
 
 export interface ForwarderDeps {
   readonly client: ReplicaClient;
-  /** This replica's member name (the `from` of every forward). */
-  readonly member: string;
   readonly logger: Logger;
   /** Overrides {@link FORWARD_TIMEOUT_MS} (tests). */
   readonly timeoutMs?: number;
 }
 
-/** Who carries a forward out: the instance, its holder and the holder's URL. */
-export interface ForwardTarget {
+/** Who carries a forward out: the instance and its holder, and where to reach that replica. */
+export interface ForwardTarget extends ReplicaTarget {
   readonly instanceId: string;
   readonly holder: string;
-  readonly url: string;
-  /** The shared secret forwards are signed with. */
-  readonly secret: string;
+}
+
+/** What finding the holder needs of the cluster. */
+export interface HolderDirectory {
+  /** This replica's member name. */
+  readonly member: string;
+  holderOf(instanceId: string): string | null;
+  /** The REST API origin a member advertises, when it is within `Cluster.PeerNetworks`. */
+  urlOf(member: string): string | null;
+  /** `<member>/<incarnation>` of a member alive as last seen, or null. */
+  identityOf(member: string): string | null;
+}
+
+/** The holder of an instance and how to reach it, or why there is none to send to (nothing sent). */
+export function findHolder(
+  cluster: HolderDirectory,
+  secret: string,
+  instanceId: string,
+):
+  | { readonly holder: string; readonly target: ReplicaTarget }
+  | { readonly title: string; readonly why: string } {
+  const holder = cluster.holderOf(instanceId);
+  if (holder === null) {
+    return {
+      title: "Instance not held",
+      why: `no replica holds instance ${instanceId} now (it is changing hands)`,
+    };
+  }
+  const url = cluster.urlOf(holder);
+  const identity = cluster.identityOf(holder);
+  if (url === null || identity === null) {
+    return {
+      title: "Instance not reachable",
+      why: `instance ${instanceId} is held by replica ${holder}, which advertises no API address within Cluster.PeerNetworks (Cluster.AdvertiseUrl, Api.Enabled)`,
+    };
+  }
+  if (secret === "") {
+    return {
+      title: "Instance held elsewhere",
+      why: `instance ${instanceId} is held by replica ${holder}; handing requests to another replica needs SERVICE_CLUSTER_SECRET`,
+    };
+  }
+  return { holder, target: { url, identity, from: cluster.member, secret } };
 }
 
 /** Sends a message to the holder and turns what came back into the client's outcome. */
@@ -132,14 +202,10 @@ export async function forwardTo(
   const log = { instance: instanceId, holder, kind: message.kind };
   let answer: ReplicaAnswer;
   try {
-    answer = await deps.client.send(new URL(FORWARD_PATH, target.url), {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        [FORWARD_SIGNATURE_HEADER]: signForward(target.secret, body),
-        [FORWARD_FROM_HEADER]: deps.member,
-      },
+    answer = await deps.client.send(target, {
+      path: FORWARD_PATH,
       body,
+      user: claimedUser(message.source),
       limit: FORWARD_ANSWER_LIMIT,
       timeoutMs: deps.timeoutMs ?? FORWARD_TIMEOUT_MS,
     });
@@ -163,8 +229,13 @@ export async function forwardTo(
     return refuse(
       502,
       "Forward refused",
-      `replica ${holder} holding instance ${instanceId} refused to carry out ${what} (HTTP ${answer.status}): nothing was done; check that every replica runs the same version with the same Api.ApiKey`,
+      `replica ${holder} holding instance ${instanceId} refused to carry out ${what} (HTTP ${answer.status}): nothing was done; check that every replica runs the same version with the same SERVICE_CLUSTER_SECRET`,
     );
+  }
+  if (!answer.signed) {
+    // Someone answered who cannot sign for the request: not a replica of this installation.
+    deps.logger.error(log, "forward: the holder's answer is not signed for the request");
+    return lost(holder, instanceId, what);
   }
   const outcome = parseAnswer(answer.text);
   if (outcome === null) {

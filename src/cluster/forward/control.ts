@@ -22,17 +22,14 @@ import type {
   SettingsRequest,
 } from "../../control/types.js";
 import type { Logger } from "../../log.js";
-import { forwardTo, ReplicaClient, type Forwarded } from "./client.js";
+import { findHolder, forwardTo, ReplicaClient, type Forwarded, type HolderDirectory } from "./client.js";
 import { restSource, type ForwardMessage } from "./protocol.js";
 
 export type { Forwarded } from "./client.js";
 
 /** What the forwarding needs of the cluster. */
-export interface ForwardingCluster {
-  readonly member: string;
+export interface ForwardingCluster extends HolderDirectory {
   holds(instanceId: string): boolean;
-  holderOf(instanceId: string): string | null;
-  urlOf(member: string): string | null;
 }
 
 export interface ForwardingDeps {
@@ -117,37 +114,20 @@ export class ForwardingControl implements ControlService {
     message: ForwardMessage,
     what: string,
   ): Promise<Forwarded<ControlOutcome | SettingsOutcome>> {
-    const { cluster } = this.#deps;
-    const notHeld = (title: string, detail: string) =>
-      Promise.resolve(refuse(503, title, detail, { retryAfter: NOT_HELD_RETRY_AFTER, problem: "not-held" }));
-    const holder = cluster.holderOf(where.id);
-    if (holder === null) {
-      return notHeld(
-        "Instance not held",
-        `no replica holds instance ${where.id} now (it is changing hands): ${what} was not sent; try again shortly`,
-      );
-    }
-    const url = cluster.urlOf(holder);
-    if (url === null) {
-      return notHeld(
-        "Instance not reachable",
-        `instance ${where.id} is held by replica ${holder}, which advertises no API address (Cluster.AdvertiseUrl, Api.Enabled): ${what} was not sent`,
-      );
-    }
-    const secret = this.#deps.config().Api.ApiKey;
-    if (secret === "") {
-      // The API key is the replicas' shared secret: without it no replica would take the forward.
-      return notHeld(
-        "Instance held elsewhere",
-        `instance ${where.id} is held by replica ${holder}; handing requests to another replica needs Api.ApiKey (the replicas' shared secret): ${what} was not sent`,
+    const found = findHolder(this.#deps.cluster, this.#deps.config().Cluster.Secret, where.id);
+    if (!("holder" in found)) {
+      return Promise.resolve(
+        refuse(503, found.title, `${found.why}: ${what} was not sent; try again shortly`, {
+          retryAfter: NOT_HELD_RETRY_AFTER,
+          problem: "not-held",
+        }),
       );
     }
     const deps = {
       client: this.#client,
-      member: cluster.member,
       logger: this.#logger,
       ...(this.#deps.timeoutMs === undefined ? {} : { timeoutMs: this.#deps.timeoutMs }),
     };
-    return forwardTo(deps, { instanceId: where.id, holder, url, secret }, message, what);
+    return forwardTo(deps, { ...found.target, instanceId: where.id, holder: found.holder }, message, what);
   }
 }

@@ -11,14 +11,14 @@ import type { ReplicaSurface } from "../../http/types.js";
 import type { Logger } from "../../log.js";
 import { ReplicaClient } from "./client.js";
 import { ForwardingControl, type ForwardingCluster } from "./control.js";
-import { fromReplica, readFromHolder } from "./reads.js";
+import { readFromHolder } from "./reads.js";
 import { replicaRoute } from "./route.js";
 
 export interface ReplicaForwardingDeps {
   readonly config: () => Config;
   /** This replica's own control core. */
   readonly local: ControlService;
-  readonly cluster: ForwardingCluster;
+  readonly cluster: ForwardingCluster & { readonly identity: string };
   readonly logger: Logger;
 }
 
@@ -33,14 +33,20 @@ export interface ReplicaForwarding {
 export function createReplicaForwarding(deps: ReplicaForwardingDeps): ReplicaForwarding {
   const client = new ReplicaClient();
   const service = new ForwardingControl(deps, client);
-  const { cluster, local } = deps;
-  const replica = { member: cluster.member, holds: (id: string) => cluster.holds(id), local };
+  const { cluster, local, logger } = deps;
+  const replica = {
+    member: cluster.member,
+    identity: cluster.identity,
+    holds: (id: string) => cluster.holds(id),
+    local,
+  };
+  const secret = () => deps.config().Cluster.Secret;
+  const forwardLog = logger.child({ component: "forward" });
   const surface: ReplicaSurface = {
     holds: (id) => cluster.holds(id),
-    fromReplica,
-    readFromHolder: (id, headers, reply) => readFromHolder(cluster, client, id, headers, reply),
-    routes: async (app, httpDeps) => {
-      await app.register(replicaRoute, { deps: httpDeps, replica });
+    readFromHolder: (id, reply) => readFromHolder(cluster, secret, client, forwardLog, id, reply),
+    routes: async (app, httpDeps, readings) => {
+      await app.register(replicaRoute, { deps: httpDeps, replica, readings });
     },
   };
   return { service, surface, close: () => service.close() };

@@ -4,18 +4,16 @@
  * and how both sides sign and check them. The client (./client.ts) and the route (./route.ts) are
  * its two ends; nothing else speaks it.
  */
-import { createHmac, timingSafeEqual } from "node:crypto";
 import Type, { type Static } from "typebox";
 import { Value } from "typebox/value";
 import { WAIT_LIMIT_MS } from "../../control/outlet-turns.js";
 import type { ControlOutcome, ControlRequest, SettingsOutcome } from "../../control/types.js";
+import { sha256 } from "./signing.js";
 
-/** Where a replica takes the requests other replicas hand it (hidden from the OpenAPI document). */
+/** Where a replica takes the control requests other replicas hand it (hidden from the OpenAPI document). */
 export const FORWARD_PATH = "/api/v1/replica/forward";
-/** The header carrying the forward's signature (hex HMAC-SHA256 of the body). */
-export const FORWARD_SIGNATURE_HEADER = "x-pdu-bridge-forward";
-/** The header naming the replica a request comes from (for the logs; the signature is what counts). */
-export const FORWARD_FROM_HEADER = "x-pdu-bridge-member";
+/** Where a replica answers another's read of one instance's readings (hidden likewise). */
+export const READ_PATH = "/api/v1/replica/readings";
 /** Largest forward body accepted, in bytes (a settings write with every field is far smaller). */
 export const FORWARD_BODY_LIMIT = 16 * 1024;
 /** Largest answer read from a holder, in bytes (a group's outcome lists each outlet). */
@@ -123,23 +121,29 @@ export const ForwardAnswer = Type.Object({
   ]),
 });
 
-/** The key forwards are signed with: derived from the API key, so the API key itself never travels. */
-function forwardKey(apiKey: string): Buffer {
-  return createHmac("sha256", apiKey).update("pdu-bridge replica forward v1").digest();
+/** What one replica asks another for: one instance's readings. */
+export const ReadMessage = Type.Object({ instanceId: short(64) }, { additionalProperties: false });
+export type ReadMessage = Static<typeof ReadMessage>;
+
+/** A read's body, or null when it is not one. */
+export function parseRead(body: string): ReadMessage | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return null;
+  }
+  return Value.Check(ReadMessage, value) ? value : null;
 }
 
-/** The signature of a forward's body under the installation's API key (hex). */
-export function signForward(apiKey: string, body: string): string {
-  return createHmac("sha256", forwardKey(apiKey)).update(body).digest("hex");
-}
-
-/** Whether `signature` is the body's signature under the API key (constant time; false without a key). */
-export function forwardSigned(apiKey: string, body: string, signature: unknown): boolean {
-  if (apiKey === "" || typeof signature !== "string") return false;
-  const expected = Buffer.from(signForward(apiKey, body), "utf8");
-  const given = Buffer.from(signature, "utf8");
-  // Equal lengths first (timingSafeEqual needs them); the expected length is public.
-  return given.length === expected.length && timingSafeEqual(given, expected);
+/**
+ * The user a forward claims, as its signature covers it: `api-key` (REST with the key),
+ * `console:<SHA-256 of the subject>` (a console user), `-` (nobody: a read, or no key).
+ */
+export function claimedUser(source: ForwardMessage["source"] | null): string {
+  if (source === null) return "-";
+  if (source.surface === "console") return `console:${sha256(source.user.sub)}`;
+  return source.key === true ? "api-key" : "-";
 }
 
 /** The message in a forward's body, or null when it is not one. */

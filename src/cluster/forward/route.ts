@@ -1,34 +1,40 @@
 /**
  * The receiving end of the protocol between replicas (./protocol.ts, docs/cluster.md "REST on any
  * replica"): a control or settings request of an instance this replica holds, carried out by its own
- * control core and answered with the core's outcome. Its own encapsulated context: the API key
- * guard and the control audit of the public routes do not apply; instead the body must carry the
- * installation's signature (checked in constant time before anything else is read), and the audit
- * line is written here, once, with the user or client the receiving replica authenticated.
+ * control core and answered with the core's outcome; and one instance's readings from this
+ * replica's snapshots. Its own encapsulated context: the API key guard and the control audit of the
+ * public routes do not apply; instead every request must carry a replica's signature meant for this
+ * replica (./signing.ts: checked in constant time before the body is parsed, within its time window,
+ * its nonce never seen before), and the audit line is written here, once, with the user or client
+ * the receiving replica authenticated. Every answer is signed for the request it answers.
  *
- * A forwarded request is never forwarded again: an instance this replica does not hold now is
- * answered 503 `not-held` (the sending replica passes it to its client, with Retry-After).
+ * A request is never passed on: an instance this replica does not hold now is answered 503
+ * `not-held` (the sending replica passes it to its client, with Retry-After).
  */
-import type { FastifyPluginCallback } from "fastify";
+import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from "fastify";
 import { auditControl } from "../../control/audit.js";
 import { NOT_HELD_RETRY_AFTER, refuse } from "../../control/outcomes.js";
 import { SETTINGS_ACTION } from "../../control/settings.js";
 import type { ControlOutcome, ControlService, SettingsOutcome } from "../../control/types.js";
-import { problem, sendProblem } from "../../http/problem.js";
-import type { HttpDeps } from "../../http/types.js";
+import { PROBLEM_CONTENT_TYPE, problem, type Problem } from "../../http/problem.js";
+import type { HttpDeps, LocalReadings } from "../../http/types.js";
+import { FoldedLog } from "./folded-log.js";
 import {
+  claimedUser,
   FORWARD_BODY_LIMIT,
-  FORWARD_FROM_HEADER,
   FORWARD_PATH,
-  FORWARD_SIGNATURE_HEADER,
-  forwardSigned,
   parseForward,
+  parseRead,
+  READ_PATH,
   type ForwardMessage,
 } from "./protocol.js";
+import { NonceCache, REPLICA_HEADERS, signAnswer, verifyRequest, type VerifiedRequest } from "./signing.js";
 
 /** What a replica needs to carry out the requests other replicas hand it. */
 export interface ReplicaControl {
   readonly member: string;
+  /** `<member>/<incarnation>`: the receiver every request to this replica must name. */
+  readonly identity: string;
   /** Whether this replica holds the instance now. */
   holds(instanceId: string): boolean;
   /** This replica's own control core (never the forwarding one: a forward is never forwarded again). */
@@ -38,15 +44,44 @@ export interface ReplicaControl {
 export interface ReplicaRouteOptions {
   readonly deps: HttpDeps;
   readonly replica: ReplicaControl;
+  readonly readings: LocalReadings;
 }
 
-/** A member name as another replica states it, for the logs only (never trusted for anything else). */
-function fromOf(value: unknown): string | undefined {
-  return typeof value === "string" && /^[a-z0-9.-]{1,63}$/.test(value) ? value : undefined;
+/** The answer to a verified request: signed for its nonce. */
+function answer(
+  reply: FastifyReply,
+  secret: string,
+  nonce: string,
+  status: number,
+  body: string,
+  type = "application/json",
+): FastifyReply {
+  return reply
+    .code(status)
+    .headers({
+      "content-type": type,
+      "cache-control": "no-store",
+      [REPLICA_HEADERS.signature]: signAnswer(secret, nonce, status, body),
+    })
+    .send(body);
 }
 
-export const replicaRoute: FastifyPluginCallback<ReplicaRouteOptions> = (app, { deps, replica }, done) => {
+const answerProblem = (reply: FastifyReply, secret: string, nonce: string, body: Problem) =>
+  answer(reply, secret, nonce, body.status, JSON.stringify(body), PROBLEM_CONTENT_TYPE);
+
+export const replicaRoute: FastifyPluginCallback<ReplicaRouteOptions> = (
+  app,
+  { deps, replica, readings },
+  done,
+) => {
   const logger = deps.logger.child({ component: "forward" });
+  const secret = deps.config.Cluster.Secret;
+  const nonces = new NonceCache();
+  const refusals = new FoldedLog(logger, "replica: refused a request without a valid replica signature");
+  app.addHook("onClose", (_app, next) => {
+    refusals.close();
+    next();
+  });
   // The body is signed as it was sent: it is kept as text, checked, and only then parsed.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(
@@ -54,49 +89,107 @@ export const replicaRoute: FastifyPluginCallback<ReplicaRouteOptions> = (app, { 
     { parseAs: "string", bodyLimit: FORWARD_BODY_LIMIT },
     (_request, body, next) => next(null, body),
   );
-  app.post(
-    FORWARD_PATH,
-    { schema: { hide: true }, bodyLimit: FORWARD_BODY_LIMIT },
-    async (request, reply) => {
-      const from = fromOf(request.headers[FORWARD_FROM_HEADER]);
-      const body = typeof request.body === "string" ? request.body : "";
-      if (!forwardSigned(deps.config.Api.ApiKey, body, request.headers[FORWARD_SIGNATURE_HEADER])) {
-        logger.warn(
-          { from, client: request.socket.remoteAddress },
-          "forward: refused a request without a valid replica signature",
-        );
-        return sendProblem(
-          reply,
-          problem(401, "this path takes only requests from replicas of this installation", "Not a replica"),
-        );
-      }
-      const message = parseForward(body);
-      if (message === null) {
-        logger.warn({ from }, "forward: refused a signed request that is not a forward message");
-        return sendProblem(reply, problem(400, "the body is not a forward message of this version"));
-      }
-      const outcome = await carryOut(deps, replica, message);
-      if (outcome === null) return sendProblem(reply, problem(400, "a command names an outlet or a group"));
-      const action = message.kind === "command" ? message.action : SETTINGS_ACTION;
-      auditControl(
-        { logger: deps.logger, bus: deps.bus },
-        {
-          source: message.source,
-          instanceId: message.instanceId,
-          target: message.target,
-          action,
-          status: outcome.status,
-          ...(outcome.ok ? {} : { detail: outcome.detail }),
-          ...(outcome.ok || outcome.problem === undefined ? {} : { problem: outcome.problem }),
-          fromCore: true,
-          ...(from === undefined ? {} : { via: from }),
-        },
+  /** The verified request, or null once it was refused (401, logged folded). */
+  const accept = (request: FastifyRequest, reply: FastifyReply, path: string): VerifiedRequest | null => {
+    const body = typeof request.body === "string" ? request.body : "";
+    const verified = verifyRequest(
+      secret,
+      replica.identity,
+      { method: "POST", path, body },
+      request.headers,
+      nonces,
+    );
+    if (verified.ok) return verified;
+    refusals.note({
+      reason: verified.reason,
+      from: verified.from,
+      client: request.socket.remoteAddress,
+      path,
+    });
+    void reply
+      .code(401)
+      .type(PROBLEM_CONTENT_TYPE)
+      .send(
+        problem(401, "this path takes only requests from replicas of this installation", "Not a replica"),
       );
-      return reply.header("cache-control", "no-store").send({ outcome });
-    },
-  );
+    return null;
+  };
+  const options = { schema: { hide: true }, bodyLimit: FORWARD_BODY_LIMIT } as const;
+  app.post(FORWARD_PATH, options, async (request, reply) => {
+    const verified = accept(request, reply, FORWARD_PATH);
+    if (verified === null) return reply;
+    const message = parseForward(typeof request.body === "string" ? request.body : "");
+    const bad = (detail: string) => answerProblem(reply, secret, verified.nonce, problem(400, detail));
+    if (message === null) return bad("the body is not a forward message of this version");
+    if (claimedUser(message.source) !== verified.user)
+      return bad("the message's user is not the one signed for");
+    const outcome = await carryOut(deps, replica, message);
+    if (outcome === null) return bad("a command names an outlet or a group");
+    auditForward(deps, message, outcome, verified.from);
+    return answer(reply, secret, verified.nonce, 200, JSON.stringify({ outcome }));
+  });
+  app.post(READ_PATH, options, (request, reply) => {
+    const verified = accept(request, reply, READ_PATH);
+    if (verified === null) return reply;
+    const read = parseRead(typeof request.body === "string" ? request.body : "");
+    if (read === null)
+      return answerProblem(
+        reply,
+        secret,
+        verified.nonce,
+        problem(400, "the body is not a read of this version"),
+      );
+    const id = configuredId(deps, read.instanceId);
+    if (id === null) {
+      const detail = `unknown instance ${JSON.stringify(read.instanceId)}`;
+      return answerProblem(reply, secret, verified.nonce, problem(404, detail));
+    }
+    const body = replica.holds(id) ? readings.readingsOf(id) : null;
+    if (body === null) {
+      const detail = `this replica (${replica.member}) does not hold instance ${id} now; try again shortly`;
+      return answerProblem(
+        reply,
+        secret,
+        verified.nonce,
+        problem(503, detail, "Instance not held", { retryAfter: NOT_HELD_RETRY_AFTER }),
+      );
+    }
+    return answer(reply, secret, verified.nonce, 200, body.toString("utf8"));
+  });
   done();
 };
+
+/** The configured id of an instance named exactly, else ignoring case; null when none is. */
+function configuredId(deps: HttpDeps, requested: string): string | null {
+  const instances = deps.config.instances;
+  const lower = requested.toLowerCase();
+  const instance =
+    instances.find((i) => i.id === requested) ?? instances.find((i) => i.id.toLowerCase() === lower);
+  return instance?.id ?? null;
+}
+
+/** The audit line of a forward carried out (or refused) here, with the replica it came through. */
+function auditForward(
+  deps: HttpDeps,
+  message: ForwardMessage,
+  outcome: ControlOutcome | SettingsOutcome,
+  via: string,
+): void {
+  auditControl(
+    { logger: deps.logger, bus: deps.bus },
+    {
+      source: message.source,
+      instanceId: message.instanceId,
+      target: message.target,
+      action: message.kind === "command" ? message.action : SETTINGS_ACTION,
+      status: outcome.status,
+      ...(outcome.ok ? {} : { detail: outcome.detail }),
+      ...(outcome.ok || outcome.problem === undefined ? {} : { problem: outcome.problem }),
+      fromCore: true,
+      via,
+    },
+  );
+}
 
 /**
  * The message carried out by this replica's own core, or a 503 `not-held` when it does not hold the
@@ -108,15 +201,12 @@ async function carryOut(
   message: ForwardMessage,
 ): Promise<ControlOutcome | SettingsOutcome | null> {
   const { instanceId, target } = message;
-  const lower = instanceId.toLowerCase();
-  const instances = deps.config.instances;
-  const instance =
-    instances.find((i) => i.id === instanceId) ?? instances.find((i) => i.id.toLowerCase() === lower);
-  if (instance !== undefined && !replica.holds(instance.id)) {
+  const id = configuredId(deps, instanceId);
+  if (id !== null && !replica.holds(id)) {
     return refuse(
       503,
       "Instance not held",
-      `this replica (${replica.member}) no longer holds instance ${instance.id}: nothing was sent; try again shortly`,
+      `this replica (${replica.member}) no longer holds instance ${id}: nothing was sent; try again shortly`,
       { retryAfter: NOT_HELD_RETRY_AFTER, problem: "not-held" },
     );
   }

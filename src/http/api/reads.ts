@@ -80,13 +80,8 @@ function registerReadingsRoute(app: HttpApp, deps: HttpDeps, bodies: ReadBodies)
       const one = matches[0];
       // Among several replicas one instance's readings come from the replica that polls it.
       const replica = deps.replica;
-      if (
-        one !== undefined &&
-        replica !== undefined &&
-        !replica.holds(one.id) &&
-        !replica.fromReplica(request.headers)
-      )
-        return replica.readFromHolder(one.id, request.headers, reply);
+      if (one !== undefined && replica !== undefined && !replica.holds(one.id))
+        return replica.readFromHolder(one.id, reply);
       if (matches.length === 0) {
         const known = all.map((s) => s.id).join(", ");
         const detail = `unknown instance ${JSON.stringify(wanted.slice(0, 64))}; configured instances: ${known}`;

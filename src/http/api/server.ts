@@ -125,7 +125,14 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
   // Awaited, so its routes are added here and the OpenAPI document keeps its order.
   await app.register(controlRoutes, { deps, limiter });
   // Among several replicas: the requests other replicas hand this one, in a context of their own.
-  if (deps.replica !== undefined) await deps.replica.routes(app, deps);
+  if (deps.replica !== undefined) {
+    await deps.replica.routes(app, deps, {
+      readingsOf: (id) => {
+        const status = deps.store.get(id);
+        return status === undefined ? null : bodies.readingsFor([status]);
+      },
+    });
+  }
   registerKeyCheck(app, deps, limiter);
   registerDocumentRoutes(app);
   deps.consoleRoutes?.(app, deps);
