@@ -33,6 +33,9 @@
  *   across forwarding retries) the same renewal records the id in the lease; an id recorded before,
  *   here or by a previous holder, is refused with `once-used`, so a command never runs twice. A
  *   failed beforeWrite with an onceId may have recorded it: report the outcome as unknown.
+ *   With `hold` (a reboot: the outlet's key and its reboot hold in ms) the same renewal records
+ *   that the outlet is held until the write's deadline plus the hold; a reboot of an outlet whose
+ *   hold runs, here or recorded by a previous holder, is refused with `held`.
  * - `onceUsed(id, onceId)`: the id is recorded in the bucket's lease as last seen (no engine call).
  *
  * Telling
@@ -50,7 +53,13 @@ import type { Env } from "../config/secrets.js";
 import type { Logger } from "../log.js";
 import { bucketOf } from "./assign.js";
 import { createLeaseStore } from "./engines.js";
-import { Elector, type ClusterEvent, type ClusterStatus, type WriteGrant } from "./elector.js";
+import {
+  Elector,
+  type ClusterEvent,
+  type ClusterStatus,
+  type WriteGrant,
+  type WriteOptions,
+} from "./elector.js";
 import type { LeaseStore } from "./store.js";
 
 export { bucketOf } from "./assign.js";
@@ -62,6 +71,7 @@ export {
   type LossReason,
   type MemberView,
   type WriteGrant,
+  type WriteOptions,
 } from "./elector.js";
 export type { LeaseStore } from "./store.js";
 
@@ -94,7 +104,7 @@ export interface Cluster {
   urlOf(member: string): string | null;
   /** The identity holding a member's lease (alive as last seen), or null. */
   identityOf(member: string): string | null;
-  beforeWrite(instanceId: string, options?: { onceId?: string }): Promise<WriteGrant>;
+  beforeWrite(instanceId: string, options?: WriteOptions): Promise<WriteGrant>;
   onceUsed(instanceId: string, onceId: string): boolean;
   on(listener: (event: ClusterEvent) => void): () => void;
   status(): ClusterStatus & { readonly instances: readonly string[] };

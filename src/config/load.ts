@@ -169,12 +169,7 @@ export async function parseConfigText(
     Credentials: secrets.mqtt,
   };
 
-  const cluster: ClusterConfig = {
-    ...data.Cluster,
-    MemberName: data.Cluster.MemberName ?? defaultMemberName(env),
-    Secret: secrets.clusterSecret,
-    Etcd: { ...data.Cluster.Etcd, CaFile: caFile(data.Cluster.Etcd.CaFile), Credentials: secrets.etcd },
-  };
+  const cluster = resolveCluster(data.Cluster, env, secrets, caFile);
 
   const { Pdus: _pdus, Mqtt: _mqtt, Cluster: _cluster, ...sections } = data;
   const config: Config = {
@@ -516,6 +511,21 @@ function checkSnmp(instance: InstanceConfig, yaml: ParsedYaml, fail: Fail): void
   };
   key("AuthKey", "AUTH_KEY");
   if (s.Auth.PrivProtocol !== "none") key("PrivKey", "PRIV_KEY");
+}
+
+/** `Cluster` resolved: the member name's default, the secrets from the environment, the CA file's path. */
+function resolveCluster(
+  section: FileConfig["Cluster"],
+  env: Env,
+  secrets: { readonly etcd: ClusterConfig["Etcd"]["Credentials"]; readonly clusterSecret: string },
+  caFile: (file: string | null) => string | null,
+): ClusterConfig {
+  return {
+    ...section,
+    MemberName: section.MemberName ?? defaultMemberName(env),
+    Secret: secrets.clusterSecret,
+    Etcd: { ...section.Etcd, CaFile: caFile(section.Etcd.CaFile), Credentials: secrets.etcd },
+  };
 }
 
 /**

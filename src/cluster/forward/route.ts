@@ -130,34 +130,47 @@ export const replicaRoute: FastifyPluginCallback<ReplicaRouteOptions> = (
   });
   app.post(READ_PATH, options, (request, reply) => {
     const verified = accept(request, reply, READ_PATH);
-    if (verified === null) return reply;
-    const read = parseRead(typeof request.body === "string" ? request.body : "");
-    if (read === null)
-      return answerProblem(
-        reply,
-        secret,
-        verified.nonce,
-        problem(400, "the body is not a read of this version"),
-      );
-    const id = configuredId(deps, read.instanceId);
-    if (id === null) {
-      const detail = `unknown instance ${JSON.stringify(read.instanceId)}`;
-      return answerProblem(reply, secret, verified.nonce, problem(404, detail));
-    }
-    const body = replica.holds(id) ? readings.readingsOf(id) : null;
-    if (body === null) {
-      const detail = `this replica (${replica.member}) does not hold instance ${id} now; try again shortly`;
-      return answerProblem(
-        reply,
-        secret,
-        verified.nonce,
-        problem(503, detail, "Instance not held", { retryAfter: NOT_HELD_RETRY_AFTER }),
-      );
-    }
-    return answer(reply, secret, verified.nonce, 200, body.toString("utf8"));
+    return verified === null
+      ? reply
+      : answerRead(deps, replica, readings, request.body, reply, verified.nonce);
   });
   done();
 };
+
+/** A verified read: one instance's readings from this replica's snapshots, or why not (signed). */
+function answerRead(
+  deps: HttpDeps,
+  replica: ReplicaControl,
+  readings: LocalReadings,
+  raw: unknown,
+  reply: FastifyReply,
+  nonce: string,
+): FastifyReply {
+  const secret = deps.config.Cluster.Secret;
+  const read = parseRead(typeof raw === "string" ? raw : "");
+  if (read === null)
+    return answerProblem(reply, secret, nonce, problem(400, "the body is not a read of this version"));
+  const id = configuredId(deps, read.instanceId);
+  if (id === null) {
+    return answerProblem(
+      reply,
+      secret,
+      nonce,
+      problem(404, `unknown instance ${JSON.stringify(read.instanceId)}`),
+    );
+  }
+  const body = replica.holds(id) ? readings.readingsOf(id) : null;
+  if (body === null) {
+    const detail = `this replica (${replica.member}) does not hold instance ${id} now; try again shortly`;
+    return answerProblem(
+      reply,
+      secret,
+      nonce,
+      problem(503, detail, "Instance not held", { retryAfter: NOT_HELD_RETRY_AFTER }),
+    );
+  }
+  return answer(reply, secret, nonce, 200, body.toString("utf8"));
+}
 
 /** The configured id of an instance named exactly, else ignoring case; null when none is. */
 function configuredId(deps: HttpDeps, requested: string): string | null {
