@@ -31,6 +31,8 @@ export function clusterConfigLines(o: {
   readonly retryPeriod: number;
   readonly endpoints: readonly string[];
   readonly prefix: string;
+  /** `Cluster.Etcd.CaFile`, for https endpoints. */
+  readonly caFile?: string | null;
 }): string[] {
   return [
     "Cluster:",
@@ -42,7 +44,7 @@ export function clusterConfigLines(o: {
     `  LeaseDurationSeconds: ${o.leaseDuration}`,
     `  RenewDeadlineSeconds: ${o.renewDeadline}`,
     `  RetryPeriodSeconds: ${o.retryPeriod}`,
-    `  Etcd: { Endpoints: ${JSON.stringify(o.endpoints)}, Prefix: ${JSON.stringify(o.prefix)} }`,
+    `  Etcd: { Endpoints: ${JSON.stringify(o.endpoints)}, Prefix: ${JSON.stringify(o.prefix)}${o.caFile === undefined || o.caFile === null ? "" : `, CaFile: ${JSON.stringify(o.caFile)}`} }`,
   ];
 }
 
@@ -83,7 +85,16 @@ export interface ReplicaFleetOptions {
    * its own, advertised to the others (`Cluster.AdvertiseUrl`). Default: no API.
    */
   readonly apiKey?: string | null;
+  /**
+   * etcd as production runs it (docs/cluster.md): client URLs over TLS with a private CA, and
+   * authentication on (user `root`, {@link FLEET_ETCD_PASSWORD}); the replicas get the CA file and the
+   * credentials (SERVICE_ETCD_USERNAME / _PASSWORD). Default off.
+   */
+  readonly etcdSecure?: boolean;
 }
+
+/** The etcd root user's password of a fleet with `etcdSecure`. */
+export const FLEET_ETCD_PASSWORD = "replica-fleet-etcd-6b2f0d";
 
 /** The REST API key of every replica when `listeners` is on and no `apiKey` is given. */
 export const FLEET_API_KEY = "replica-fleet-key-7c41d9";
@@ -129,7 +140,14 @@ export class ReplicaFleet {
     this.recorder = recorder;
     this.#dir = dir;
     this.prefix = prefix;
-    this.#leases = new EtcdLeaseStore({ endpoints: etcd.endpoints, prefix });
+    this.#leases = new EtcdLeaseStore({
+      endpoints: etcd.endpoints,
+      prefix,
+      ca: etcd.ca,
+      ...(options.etcdSecure ? { username: "root", password: FLEET_ETCD_PASSWORD } : {}),
+      // The test's own reads may wait longer than a replica's rounds do (a loaded machine, TLS).
+      attemptTimeoutMs: 2500,
+    });
   }
 
   static async start(o: ReplicaFleetOptions): Promise<ReplicaFleet> {
@@ -142,6 +160,7 @@ export class ReplicaFleet {
       outlets: 2,
       listeners: false,
       apiKey: null,
+      etcdSecure: false,
       ...o,
     };
     const dir = await tempDir();
@@ -149,7 +168,11 @@ export class ReplicaFleet {
     let etcd: EtcdCluster | null = null;
     let mqtt: Mosquitto | null = null;
     try {
-      etcd = await EtcdCluster.start({ members: options.etcdMembers });
+      etcd = await EtcdCluster.start({ members: options.etcdMembers, tls: options.etcdSecure });
+      if (options.etcdSecure) {
+        await etcd.enableAuth(FLEET_ETCD_PASSWORD);
+        await writeFile(join(dir.path, "etcd-ca.pem"), etcd.ca ?? "");
+      }
       mqtt = await Mosquitto.start();
       for (let k = 0; k < options.instances; k++) {
         sims.set(
@@ -196,6 +219,7 @@ export class ReplicaFleet {
         retryPeriod: o.retryPeriod,
         endpoints: this.etcd.endpoints,
         prefix: this.prefix,
+        caFile: o.etcdSecure ? join(this.#dir.path, "etcd-ca.pem") : null,
       }),
       "Pdus:",
     ];
@@ -218,7 +242,12 @@ export class ReplicaFleet {
     await writeFile(file, this.configText(name, apiPort));
     const process = CliProcess.spawn(
       ["--config", file],
-      childEnv({ SERVICE_CLUSTER_SECRET: FLEET_SECRET }),
+      childEnv({
+        SERVICE_CLUSTER_SECRET: FLEET_SECRET,
+        ...(this.options.etcdSecure
+          ? { SERVICE_ETCD_USERNAME: "root", SERVICE_ETCD_PASSWORD: FLEET_ETCD_PASSWORD }
+          : {}),
+      }),
       `replica ${name}`,
     );
     const api = apiPort === null ? null : `http://127.0.0.1:${apiPort}`;

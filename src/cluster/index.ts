@@ -118,6 +118,7 @@ export async function createCluster(
   options: ClusterOptions & { readonly env?: Env },
 ): Promise<Cluster> {
   const store = await createLeaseStore(config, options.env ?? process.env);
+  warnInsecureEtcd(config, options.logger);
   return createClusterWithStore(store, config, options);
 }
 
@@ -202,4 +203,20 @@ function advertisedUrls(elector: Elector, networks: readonly string[], logger: L
     }
     return null;
   };
+}
+
+/**
+ * etcd without TLS or without authentication works, but whoever reaches it can write the leases:
+ * advertise a member, take buckets, erase once-only ids and reboot holds (docs/cluster.md, "The
+ * engines"). Said once at start; the Kubernetes backend has the API server's RBAC.
+ */
+function warnInsecureEtcd(config: ClusterConfig, logger: Logger): void {
+  if (config.Backend !== "etcd") return;
+  const plain = config.Etcd.Endpoints.filter((e) => !e.startsWith("https://"));
+  const anonymous = config.Etcd.Credentials.Username === null;
+  if (plain.length === 0 && !anonymous) return;
+  logger.warn(
+    { plainEndpoints: plain, authentication: !anonymous },
+    "cluster: etcd without TLS or authentication: anyone who reaches it can write the leases; production needs both (docs/cluster.md)",
+  );
 }

@@ -1,6 +1,6 @@
 /**
  * The reboot hold across holders (docs/cluster.md, "The reboot hold"): two replicas as real
- * processes on a real 3-member etcd, mosquitto and simulators; the outlet under test gets a 20 s
+ * processes on a real 3-member etcd with TLS and authentication, mosquitto and simulators; the outlet under test gets a 20 s
  * reboot delay through the bridge's own settings write.
  * A reboot carried out by one holder records the outlet's hold with the bucket's lease; the replica
  * that takes the bucket over (after a SIGTERM handover, or after a `kill -9` and the lease's expiry)
@@ -105,7 +105,8 @@ describe("a reboot is never run again within its delay by the next holder", { ti
     );
 
   before(async () => {
-    fleet = await ReplicaFleet.start({ instances: 4, buckets: BUCKETS, apiKey: KEY });
+    // etcd as production runs it: TLS with a private CA and authentication.
+    fleet = await ReplicaFleet.start({ instances: 4, buckets: BUCKETS, apiKey: KEY, etcdSecure: true });
   });
   after(async () => {
     await fleet?.close();
