@@ -4,8 +4,11 @@ import path from "node:path";
 
 const SRC = path.join(import.meta.dirname, "..", "..", "src");
 
-/** Files at the top of src/ that every folder may import: logging and the install paths. */
-const LEAVES = ["log.ts", "paths.ts"];
+/**
+ * Files at the top of src/ that every folder may import: logging, the fold of lines driven from
+ * outside, and the install paths.
+ */
+const LEAVES = ["log.ts", "log-limit.ts", "paths.ts"];
 
 /**
  * The parts' shared seams at the top of src/: the event bus (the events' types and the bus), the
@@ -24,6 +27,7 @@ const SEAMS = ["bus.ts", "lifecycle.ts", "ownership.ts", "fencing.ts", "cluster-
  */
 export const ALLOWED = {
   "log.ts": [],
+  "log-limit.ts": ["log.ts"],
   "paths.ts": [],
   "bus.ts": ["config", "control", "pdu", ...LEAVES],
   "ownership.ts": [],
