@@ -185,10 +185,9 @@ describe("Helm chart: replicas and the cluster", { skip }, () => {
       renderChart([...CLUSTER_VALUES, ...api, "--set", "cluster.secret.existingSecret=replicas"]),
       renderChart(CLUSTER_VALUES),
     ]);
-    const secret = one(made, "Secret", "release-pdu-bridge-cluster") as K8sObject & {
-      data: Record<string, string>;
-      metadata: { annotations: Record<string, string> };
-    };
+    const secret = one<
+      K8sObject & { data: Record<string, string>; metadata: { annotations: Record<string, string> } }
+    >(made, "Secret", "release-pdu-bridge-cluster");
     const value = Buffer.from(secret.data.SERVICE_CLUSTER_SECRET!, "base64").toString("utf8");
     assert.match(value, /^[A-Za-z0-9]{48}$/);
     assert.equal(secret.metadata.annotations["helm.sh/resource-policy"], "keep");

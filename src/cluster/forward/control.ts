@@ -12,6 +12,7 @@
  * runs at most once whatever happens to the forward. Nothing is retried.
  */
 import { randomBytes } from "node:crypto";
+import { findInstance } from "../../config/instance-lookup.js";
 import type { Config } from "../../config/schema.js";
 import { NOT_HELD_RETRY_AFTER, refuse } from "../../control/outcomes.js";
 import type {
@@ -100,10 +101,7 @@ export class ForwardingControl implements ControlService {
    * no instance another replica could carry out); else the configured id to forward.
    */
   #where(requested: string): "here" | { id: string } {
-    const instances = this.#deps.config().instances;
-    const lower = requested.toLowerCase();
-    const instance =
-      instances.find((i) => i.id === requested) ?? instances.find((i) => i.id.toLowerCase() === lower);
+    const instance = findInstance(this.#deps.config().instances, requested);
     if (instance === undefined || !instance.ActionsEnabled) return "here";
     return this.#deps.cluster.holds(instance.id) ? "here" : { id: instance.id };
   }

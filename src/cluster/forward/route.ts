@@ -18,7 +18,8 @@ import { SETTINGS_ACTION } from "../../control/settings.js";
 import type { ControlOutcome, ControlService, SettingsOutcome } from "../../control/types.js";
 import { PROBLEM_CONTENT_TYPE, problem, type Problem } from "../../http/problem.js";
 import type { HttpDeps, LocalReadings } from "../../http/types.js";
-import { FoldedLog } from "./folded-log.js";
+import { FoldedLog } from "../../log-limit.js";
+import { findInstance } from "../../config/instance-lookup.js";
 import {
   claimedUser,
   FORWARD_BODY_LIMIT,
@@ -77,7 +78,8 @@ export const replicaRoute: FastifyPluginCallback<ReplicaRouteOptions> = (
   const logger = deps.logger.child({ component: "forward" });
   const secret = deps.config.Cluster.Secret;
   const nonces = new NonceCache();
-  const refusals = new FoldedLog(logger, "replica: refused a request without a valid replica signature");
+  // Driven from outside (anyone who reaches the port): folded, one key for every reason.
+  const refusals = new FoldedLog(logger);
   app.addHook("onClose", (_app, next) => {
     refusals.close();
     next();
@@ -100,12 +102,11 @@ export const replicaRoute: FastifyPluginCallback<ReplicaRouteOptions> = (
       nonces,
     );
     if (verified.ok) return verified;
-    refusals.note({
-      reason: verified.reason,
-      from: verified.from,
-      client: request.socket.remoteAddress,
-      path,
-    });
+    refusals.warn(
+      "signature",
+      { reason: verified.reason, from: verified.from, client: request.socket.remoteAddress, path },
+      "replica: refused a request without a valid replica signature",
+    );
     void reply
       .code(401)
       .type(PROBLEM_CONTENT_TYPE)
@@ -174,11 +175,7 @@ function answerRead(
 
 /** The configured id of an instance named exactly, else ignoring case; null when none is. */
 function configuredId(deps: HttpDeps, requested: string): string | null {
-  const instances = deps.config.instances;
-  const lower = requested.toLowerCase();
-  const instance =
-    instances.find((i) => i.id === requested) ?? instances.find((i) => i.id.toLowerCase() === lower);
-  return instance?.id ?? null;
+  return findInstance(deps.config.instances, requested)?.id ?? null;
 }
 
 /** The audit line of a forward carried out (or refused) here, with the replica it came through. */
