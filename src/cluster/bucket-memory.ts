@@ -33,8 +33,11 @@ const HOLD_KEY = /^[A-Za-z0-9_-]{16}$/;
 export const holdKeyOf = (key: string): string =>
   createHash("sha256").update(key, "utf8").digest("base64url").slice(0, 16);
 
+/** The most an entry can be kept from a renewal: a hold's write deadline (RenewDeadline, at most an hour) plus the hold. */
+const MAX_ENTRY_MS = 2 * MAX_HOLD_MS + ONCE_KEEP_MS;
+
 const isMs = (value: unknown): value is number =>
-  typeof value === "number" && Number.isFinite(value) && value >= 0 && value <= MAX_HOLD_MS + ONCE_KEEP_MS;
+  typeof value === "number" && Number.isFinite(value) && value >= 0 && value <= MAX_ENTRY_MS;
 
 function parse(payload: string): Record<string, unknown> {
   if (payload === "") return {};
