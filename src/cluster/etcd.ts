@@ -186,8 +186,9 @@ export class EtcdGateway {
     body: unknown,
     token: string | null,
     signal: AbortSignal,
+    attemptMs: number = this.#attemptTimeoutMs,
   ): Promise<{ ok: true; json: unknown } | { ok: false; code: number; message: string }> {
-    const attempt = AbortSignal.any([signal, AbortSignal.timeout(this.#attemptTimeoutMs)]);
+    const attempt = AbortSignal.any([signal, AbortSignal.timeout(attemptMs)]);
     let response: Dispatcher.ResponseData;
     try {
       response = await request(`${endpoint}${path}`, {
@@ -221,25 +222,32 @@ export class EtcdGateway {
     return { ok: false, code, message };
   }
 
-  /** The endpoint's auth token (null without credentials, or when the server has auth off). */
+  /**
+   * The endpoint's auth token (null without credentials, or when the server has auth off). etcd
+   * checks a password with bcrypt, which a busy member takes its time over (seconds on a loaded
+   * machine): the authentication runs under its own deadline ({@link AUTH_TIMEOUT_MS}), shared by
+   * every request that needs it, and a request whose own deadline passes first stops waiting for it
+   * without cancelling it, so the next request finds the token ready instead of starting over.
+   */
   #token(endpoint: string, signal: AbortSignal): Promise<string | null> {
     if (this.#username === null) return Promise.resolve(null);
     let token = this.#tokens.get(endpoint);
     if (token === undefined) {
-      token = this.#authenticate(endpoint, signal);
+      token = this.#authenticate(endpoint);
       this.#tokens.set(endpoint, token);
       token.catch(() => this.#tokens.delete(endpoint));
     }
-    return token;
+    return untilAborted(token, signal);
   }
 
-  async #authenticate(endpoint: string, signal: AbortSignal): Promise<string | null> {
+  async #authenticate(endpoint: string): Promise<string | null> {
     const answer = await this.#post(
       endpoint,
       "/v3/auth/authenticate",
       { name: this.#username, password: this.#password ?? "" },
       null,
-      signal,
+      AbortSignal.timeout(AUTH_TIMEOUT_MS),
+      AUTH_TIMEOUT_MS,
     );
     if (answer.ok) {
       const token = isObject(answer.json) ? answer.json.token : undefined;
@@ -327,6 +335,28 @@ export class EtcdGateway {
   async close(): Promise<void> {
     await this.#agent.destroy();
   }
+}
+
+/** How long an authentication may take (it is shared, and not cut by one request's deadline). */
+export const AUTH_TIMEOUT_MS = 10_000;
+
+/** `promise`, or a rejection ("no answer in time") as soon as `signal` aborts; the promise runs on. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new Unavailable("no answer in time"));
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(new Unavailable("no answer in time"));
+    signal.addEventListener("abort", abort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", abort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", abort);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
