@@ -33,6 +33,8 @@ export function clusterConfigLines(o: {
   readonly prefix: string;
   /** `Cluster.Etcd.CaFile`, for https endpoints. */
   readonly caFile?: string | null;
+  /** `Cluster.PeerNetworks`, when not the default. */
+  readonly peerNetworks?: readonly string[] | null;
 }): string[] {
   return [
     "Cluster:",
@@ -40,6 +42,9 @@ export function clusterConfigLines(o: {
     "  Backend: etcd",
     `  MemberName: ${o.member}`,
     ...(o.advertiseUrl === undefined || o.advertiseUrl === null ? [] : [`  AdvertiseUrl: ${o.advertiseUrl}`]),
+    ...(o.peerNetworks === undefined || o.peerNetworks === null
+      ? []
+      : [`  PeerNetworks: ${JSON.stringify(o.peerNetworks)}`]),
     `  Buckets: ${o.buckets}`,
     `  LeaseDurationSeconds: ${o.leaseDuration}`,
     `  RenewDeadlineSeconds: ${o.renewDeadline}`,
@@ -91,6 +96,8 @@ export interface ReplicaFleetOptions {
    * credentials (SERVICE_ETCD_USERNAME / _PASSWORD). Default off.
    */
   readonly etcdSecure?: boolean;
+  /** `Cluster.PeerNetworks` of every replica; default: the service's default. */
+  readonly peerNetworks?: readonly string[] | null;
 }
 
 /** The etcd root user's password of a fleet with `etcdSecure`. */
@@ -161,6 +168,7 @@ export class ReplicaFleet {
       listeners: false,
       apiKey: null,
       etcdSecure: false,
+      peerNetworks: null,
       ...o,
     };
     const dir = await tempDir();
@@ -220,6 +228,7 @@ export class ReplicaFleet {
         endpoints: this.etcd.endpoints,
         prefix: this.prefix,
         caFile: o.etcdSecure ? join(this.#dir.path, "etcd-ca.pem") : null,
+        peerNetworks: o.peerNetworks,
       }),
       "Pdus:",
     ];
@@ -273,6 +282,11 @@ export class ReplicaFleet {
   /** Bucket → the member named in its lease (whether or not it is still valid). */
   holders(): Promise<Map<number, string>> {
     return bucketHolders(this.#leases);
+  }
+
+  /** The installation's leases, as any client that can write the prefix sees them (tests of hostile writers). */
+  get leases(): EtcdLeaseStore {
+    return this.#leases;
   }
 
   /** Member name → the identity (`<member>/<incarnation>`) holding its member lease. */
