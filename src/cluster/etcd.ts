@@ -41,6 +41,9 @@ export interface EtcdOptions {
   readonly prefix: string;
   /** PEM CA for https endpoints (null: the system's). */
   readonly ca?: string | null;
+  /** PEM client certificate and its key, for etcd with `--client-cert-auth` (both or neither). */
+  readonly cert?: string | null;
+  readonly key?: string | null;
   readonly username?: string | null;
   readonly password?: string | null;
   /** Time one endpoint gets for one request before the next endpoint is asked (default 1000 ms). */
@@ -111,7 +114,15 @@ export class EtcdGateway {
     if (options.endpoints.length === 0) throw new Error("etcd needs at least one endpoint");
     this.endpoints = options.endpoints.map((e) => e.replace(/\/+$/, ""));
     this.#agent = new Agent({
-      connect: options.ca === null || options.ca === undefined ? {} : { ca: options.ca },
+      connect: {
+        ...(options.ca === null || options.ca === undefined ? {} : { ca: options.ca }),
+        ...(options.cert === null ||
+        options.cert === undefined ||
+        options.key === null ||
+        options.key === undefined
+          ? {}
+          : { cert: options.cert, key: options.key }),
+      },
       keepAliveTimeout: 30_000,
     });
     this.#username = options.username ?? null;

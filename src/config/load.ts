@@ -524,7 +524,13 @@ function resolveCluster(
     ...section,
     MemberName: section.MemberName ?? defaultMemberName(env),
     Secret: secrets.clusterSecret,
-    Etcd: { ...section.Etcd, CaFile: caFile(section.Etcd.CaFile), Credentials: secrets.etcd },
+    Etcd: {
+      ...section.Etcd,
+      CaFile: caFile(section.Etcd.CaFile),
+      CertFile: caFile(section.Etcd.CertFile),
+      KeyFile: caFile(section.Etcd.KeyFile),
+      Credentials: secrets.etcd,
+    },
   };
 }
 
@@ -570,6 +576,14 @@ function checkClusterRules(config: Config, fail: Fail): void {
     );
   }
   checkClusterSecret(config);
+  const { CertFile, KeyFile } = cluster.Etcd;
+  if ((CertFile === null) !== (KeyFile === null)) {
+    const missing = CertFile === null ? "CertFile" : "KeyFile";
+    throw fail(
+      ["Cluster", "Etcd", missing],
+      `is required with Cluster.Etcd.${missing === "CertFile" ? "KeyFile" : "CertFile"}: a client certificate needs both its certificate and its key`,
+    );
+  }
   if (cluster.Enabled && !new RegExp(MemberNamePattern).test(cluster.MemberName)) {
     throw fail(
       ["Cluster", "MemberName"],
@@ -761,6 +775,8 @@ async function checkCaFiles(config: Config, fail: Fail, problems: ConfigError[])
     [["Mqtt", "Connection", "CaFile"], config.Mqtt.Connection.CaFile],
     [["Api", "Oidc", "CaFile"], config.Api.Oidc.CaFile],
     [["Cluster", "Etcd", "CaFile"], config.Cluster.Etcd.CaFile],
+    [["Cluster", "Etcd", "CertFile"], config.Cluster.Etcd.CertFile],
+    [["Cluster", "Etcd", "KeyFile"], config.Cluster.Etcd.KeyFile],
     ...config.instances.map((i): [KeyPath, string | null] => [
       ["Pdus", i.id, "Connection", "CaFile"],
       i.Connection.CaFile,

@@ -613,6 +613,10 @@ export const ClusterSchema = Type.Object(
         CaFile: nullableString(
           "PEM file of the CA for https:// endpoints; credentials come from SERVICE_ETCD_USERNAME and SERVICE_ETCD_PASSWORD",
         ),
+        CertFile: nullableString(
+          "PEM file of this replica's client certificate, for etcd with --client-cert-auth (with KeyFile)",
+        ),
+        KeyFile: nullableString("PEM file of the client certificate's private key (with CertFile)"),
       },
       { additionalProperties: false, default: {}, description: "The etcd v3 backend" },
     ),

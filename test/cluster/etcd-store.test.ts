@@ -145,6 +145,35 @@ describe("etcd over TLS with a private CA", () => {
   });
 });
 
+describe("etcd requiring client certificates (--client-cert-auth)", () => {
+  let mtls: EtcdCluster;
+  before(async () => {
+    mtls = await EtcdCluster.start({ members: 1, clientCerts: true });
+  });
+  after(async () => {
+    await mtls?.close();
+  });
+
+  it("works with the client certificate and key, and is refused without them", async () => {
+    const client = mtls.clientCertificate!;
+    const withCert = new EtcdLeaseStore({
+      endpoints: mtls.endpoints,
+      prefix: "/mtls/",
+      ca: mtls.ca,
+      cert: client.cert,
+      key: client.key,
+    });
+    const without = new EtcdLeaseStore({ endpoints: mtls.endpoints, prefix: "/mtls/", ca: mtls.ca });
+    try {
+      const created = await withCert.create("lease", record("alpha/1"), signal());
+      assert.equal((await withCert.get("lease", signal()))?.version, created.version);
+      await assert.rejects(without.get("lease", signal()), LeaseStoreError);
+    } finally {
+      await Promise.all([withCert.close(), without.close()]);
+    }
+  });
+});
+
 describe("etcd with authentication", () => {
   let auth: EtcdCluster;
   before(async () => {

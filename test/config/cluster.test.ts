@@ -45,6 +45,8 @@ test("without a Cluster section the cluster is off, with the contract's defaults
       Endpoints: ["http://127.0.0.1:2379"],
       Prefix: "/pdu-bridge/",
       CaFile: null,
+      CertFile: null,
+      KeyFile: null,
       Credentials: { Username: null, Password: null },
     },
   });
@@ -249,4 +251,26 @@ test("a member name or advertised URL that fails its pattern says what is expect
     parseConfigText(`${PDU}Cluster:\n  AdvertiseUrl: http://10.0.3.7:8082/api\n`, "t.yaml", {}),
     /Cluster\.AdvertiseUrl: must be an http:\/\/ or https:\/\/ origin: scheme, host and port, no path/,
   );
+});
+
+test("an etcd client certificate: CertFile and KeyFile together, relative to the file, readable", async () => {
+  const at = (lines: string) =>
+    parseConfigText(`${PDU}Cluster:\n  Etcd:\n${lines}`, join(dir, "c.yaml"), {}, { baseDir: dir });
+  await assert.rejects(
+    at("    CertFile: client.pem\n"),
+    /Cluster\.Etcd\.KeyFile: is required with Cluster\.Etcd\.CertFile/,
+  );
+  await assert.rejects(
+    at("    KeyFile: client-key.pem\n"),
+    /Cluster\.Etcd\.CertFile: is required with Cluster\.Etcd\.KeyFile/,
+  );
+  await assert.rejects(
+    at("    CertFile: missing.pem\n    KeyFile: missing-key.pem\n"),
+    /Cluster\.Etcd\.CertFile: cannot read/,
+  );
+  await writeFile(join(dir, "client.pem"), "cert");
+  await writeFile(join(dir, "client-key.pem"), "key");
+  const config = await at("    CertFile: client.pem\n    KeyFile: client-key.pem\n");
+  assert.equal(config.Cluster.Etcd.CertFile, join(dir, "client.pem"));
+  assert.equal(config.Cluster.Etcd.KeyFile, join(dir, "client-key.pem"));
 });
