@@ -34,12 +34,13 @@ import { ConfigError } from "./config/errors.js";
 import type { Config } from "./config/schema.js";
 import { CredentialsCheck } from "./control/credentials.js";
 import { createControlService, type ControlCore } from "./control/service.js";
-import { ForwardingControl, type ReplicaControl } from "./control/forward.js";
+import { peerNetworks } from "./config/peer-networks.js";
+import { createReplicaForwarding, type ReplicaForwarding } from "./cluster/forward/index.js";
 import type { ControlService, WriteFence } from "./control/types.js";
 import type { ApiListener } from "./http/api-worker/host.js";
 import type { RunningListener } from "./http/listener.js";
 import { startHealthServer } from "./http/health/server.js";
-import type { ClusterHealth, HttpDeps } from "./http/types.js";
+import type { ClusterHealth, HttpDeps, ReplicaSurface } from "./http/types.js";
 import { Lifecycle, type Part } from "./lifecycle.js";
 import { FoldedLog } from "./log-limit.js";
 import { createLogger, type Logger } from "./log.js";
@@ -486,8 +487,8 @@ class ControlPart implements Part {
    * What the REST surface (and the console) calls: the core itself in one process; among several
    * replicas the forwarding to the holder, and this replica's side of it (docs/cluster.md).
    */
-  readonly rest: { readonly service: ControlService; readonly replica?: ReplicaControl };
-  readonly #forwarding: ForwardingControl | null;
+  readonly rest: { readonly service: ControlService; readonly replica?: ReplicaSurface };
+  readonly #forwarding: ReplicaForwarding | null;
   /** Aborted once the graceful stop is over: a hard stop of anything still writing. */
   readonly #hardStop = new AbortController();
 
@@ -518,20 +519,11 @@ class ControlPart implements Part {
     });
     const core = this.core;
     this.#forwarding =
-      cluster === null ? null : new ForwardingControl({ config, local: core, cluster, logger });
+      cluster === null ? null : createReplicaForwarding({ config, local: core, cluster, logger });
     this.rest =
-      cluster === null || this.#forwarding === null
+      this.#forwarding === null
         ? { service: core }
-        : {
-            service: this.#forwarding,
-            replica: {
-              member: cluster.member,
-              holds: (id) => cluster.holds(id),
-              holderOf: (id) => cluster.holderOf(id),
-              urlOf: (member) => cluster.urlOf(member),
-              local: core,
-            },
-          };
+        : { service: this.#forwarding.service, replica: this.#forwarding.surface };
   }
 
   start(): void {}
@@ -632,7 +624,15 @@ function advertisedUrl(config: Config, logger: Logger): string | null {
     );
     return null;
   }
-  return `${tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${config.Api.Port}`;
+  const url = `${tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${config.Api.Port}`;
+  if (!peerNetworks(config.Cluster.PeerNetworks).allows(url)) {
+    // The others would never send it a request: refused at start, as an AdvertiseUrl outside them is.
+    throw new ConfigError(
+      "Cluster.PeerNetworks",
+      `does not hold this replica's API address ${url} (from Api.Bind or the host's first IPv4 address): add its network, or set Cluster.AdvertiseUrl to an address within it`,
+    );
+  }
+  return url;
 }
 
 function firstIPv4(): string | null {

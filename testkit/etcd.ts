@@ -5,13 +5,16 @@
  * whole cluster for a while, is a real test). `close()` kills every member and removes the data.
  *
  * Options: TLS on the client URLs (the process's self-signed certificate for 127.0.0.1, which is
- * then the CA to trust), and `enableAuth` (a root user, auth on) through the JSON gateway.
+ * then the CA to trust), client certificates (`--client-cert-auth`: a private CA signs the server's
+ * certificate and a client certificate for user `root`), and `enableAuth` (a root user, auth on)
+ * through the JSON gateway.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { generate } from "selfsigned";
 import { selfSignedCertificate } from "../src/simulator/cert.js";
 import { freePort } from "./repo.js";
 import { waitFor } from "./wait.js";
@@ -23,6 +26,71 @@ export interface EtcdClusterOptions {
   readonly members?: number;
   /** Serve the client URLs over https with the self-signed certificate (see {@link EtcdCluster.ca}). */
   readonly tls?: boolean;
+  /**
+   * Serve them over https with a certificate of a private CA and require a client certificate that
+   * CA signed (`--client-cert-auth`); {@link EtcdCluster.clientCertificate} is one (CN `root`).
+   */
+  readonly clientCerts?: boolean;
+}
+
+interface Tls {
+  /** What a client trusts: the self-signed certificate, or the private CA's. */
+  readonly ca: string;
+  readonly keyFile: string;
+  readonly certFile: string;
+  /** With client certificates: the CA's file, and a client certificate it signed. */
+  readonly caFile: string | null;
+  readonly client: { readonly cert: string; readonly key: string } | null;
+}
+
+const DAY_MS = 86_400_000;
+
+/** A private CA, a server certificate for 127.0.0.1 and a client certificate for user `root`, all signed by it. */
+async function privateCa(): Promise<{
+  ca: string;
+  server: { cert: string; key: string };
+  client: { cert: string; key: string };
+}> {
+  const validity = {
+    notBeforeDate: new Date(Date.now() - DAY_MS),
+    notAfterDate: new Date(Date.now() + 30 * DAY_MS),
+  };
+  const ca = await generate([{ name: "commonName", value: "pdu-bridge test CA" }], {
+    keyType: "ec",
+    algorithm: "sha256",
+    ...validity,
+    extensions: [
+      { name: "basicConstraints", cA: true, critical: true },
+      { name: "keyUsage", keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
+    ],
+  });
+  const signed = (
+    cn: string,
+    usage: Record<string, boolean>,
+    altNames: { type: 2 | 7; value?: string; ip?: string }[],
+  ) =>
+    generate([{ name: "commonName", value: cn }], {
+      keyType: "ec",
+      algorithm: "sha256",
+      ...validity,
+      ca: { key: ca.private, cert: ca.cert },
+      extensions: [
+        { name: "basicConstraints", cA: false },
+        { name: "keyUsage", digitalSignature: true, keyEncipherment: true },
+        { name: "extKeyUsage", ...usage },
+        ...(altNames.length === 0 ? [] : [{ name: "subjectAltName" as const, altNames }]),
+      ],
+    });
+  const server = await signed("localhost", { serverAuth: true, clientAuth: true }, [
+    { type: 2, value: "localhost" },
+    { type: 7, ip: "127.0.0.1" },
+  ]);
+  const client = await signed("root", { clientAuth: true }, []);
+  return {
+    ca: ca.cert,
+    server: { cert: server.cert, key: server.private },
+    client: { cert: client.cert, key: client.private },
+  };
 }
 
 interface Member {
@@ -39,13 +107,9 @@ export class EtcdCluster {
   readonly #members: Member[];
   readonly #initialCluster: string;
   readonly #token: string;
-  readonly #tls: { key: string; cert: string; keyFile: string; certFile: string } | null;
+  readonly #tls: Tls | null;
 
-  private constructor(
-    dir: string,
-    members: Member[],
-    tls: { key: string; cert: string; keyFile: string; certFile: string } | null,
-  ) {
+  private constructor(dir: string, members: Member[], tls: Tls | null) {
     this.#dir = dir;
     this.#members = members;
     this.#tls = tls;
@@ -69,13 +133,22 @@ export class EtcdCluster {
         output: "",
       });
     }
-    let tls = null;
-    if (options.tls === true) {
+    let tls: Tls | null = null;
+    const keyFile = join(dir, "key.pem");
+    const certFile = join(dir, "cert.pem");
+    if (options.clientCerts === true) {
+      const { ca, server, client } = await privateCa();
+      const caFile = join(dir, "ca.pem");
+      await Promise.all([
+        writeFile(keyFile, server.key),
+        writeFile(certFile, server.cert),
+        writeFile(caFile, ca),
+      ]);
+      tls = { ca, keyFile, certFile, caFile, client };
+    } else if (options.tls === true) {
       const { key, cert } = await selfSignedCertificate();
-      const keyFile = join(dir, "key.pem");
-      const certFile = join(dir, "cert.pem");
       await Promise.all([writeFile(keyFile, key), writeFile(certFile, cert)]);
-      tls = { key, cert, keyFile, certFile };
+      tls = { ca: cert, keyFile, certFile, caFile: null, client: null };
     }
     const cluster = new EtcdCluster(dir, members, tls);
     try {
@@ -96,7 +169,12 @@ export class EtcdCluster {
 
   /** The CA a client trusts for the TLS endpoints (null without TLS). */
   get ca(): string | null {
-    return this.#tls?.cert ?? null;
+    return this.#tls?.ca ?? null;
+  }
+
+  /** A client certificate the members accept (`clientCerts`), else null. */
+  get clientCertificate(): { readonly cert: string; readonly key: string } | null {
+    return this.#tls?.client ?? null;
   }
 
   get size(): number {
@@ -135,6 +213,9 @@ export class EtcdCluster {
       "--log-level",
       "warn",
       ...(this.#tls === null ? [] : ["--cert-file", this.#tls.certFile, "--key-file", this.#tls.keyFile]),
+      ...(this.#tls === null || this.#tls.caFile === null
+        ? []
+        : ["--client-cert-auth", "--trusted-ca-file", this.#tls.caFile]),
     ];
     const child = spawn(ETCD, args, { stdio: ["ignore", "pipe", "pipe"] });
     const keep = (chunk: Buffer) => {
@@ -241,7 +322,7 @@ export class EtcdCluster {
   async #fetch(index: number, path: string, init: RequestInit): Promise<Record<string, unknown> | null> {
     const url = `${this.endpoints[index]!}${path}`;
     try {
-      if (this.#tls !== null) return await httpsJson(url, init, this.#tls.cert);
+      if (this.#tls !== null) return await httpsJson(url, init, this.#tls.ca, this.#tls.client);
       const response = await fetch(url, { ...init, signal: AbortSignal.timeout(2000) });
       return (await response.json()) as Record<string, unknown>;
     } catch {
@@ -251,9 +332,14 @@ export class EtcdCluster {
 }
 
 /** A JSON request over https trusting `ca` (the global fetch cannot take a CA without undici's Agent). */
-async function httpsJson(url: string, init: RequestInit, ca: string): Promise<Record<string, unknown>> {
+async function httpsJson(
+  url: string,
+  init: RequestInit,
+  ca: string,
+  client: { readonly cert: string; readonly key: string } | null,
+): Promise<Record<string, unknown>> {
   const { Agent, request } = await import("undici");
-  const agent = new Agent({ connect: { ca } });
+  const agent = new Agent({ connect: { ca, ...(client ?? {}) } });
   try {
     const response = await request(url, {
       method: init.method === "POST" ? "POST" : "GET",

@@ -31,6 +31,10 @@ export function clusterConfigLines(o: {
   readonly retryPeriod: number;
   readonly endpoints: readonly string[];
   readonly prefix: string;
+  /** `Cluster.Etcd.CaFile`, for https endpoints. */
+  readonly caFile?: string | null;
+  /** `Cluster.PeerNetworks`, when not the default. */
+  readonly peerNetworks?: readonly string[] | null;
 }): string[] {
   return [
     "Cluster:",
@@ -38,11 +42,14 @@ export function clusterConfigLines(o: {
     "  Backend: etcd",
     `  MemberName: ${o.member}`,
     ...(o.advertiseUrl === undefined || o.advertiseUrl === null ? [] : [`  AdvertiseUrl: ${o.advertiseUrl}`]),
+    ...(o.peerNetworks === undefined || o.peerNetworks === null
+      ? []
+      : [`  PeerNetworks: ${JSON.stringify(o.peerNetworks)}`]),
     `  Buckets: ${o.buckets}`,
     `  LeaseDurationSeconds: ${o.leaseDuration}`,
     `  RenewDeadlineSeconds: ${o.renewDeadline}`,
     `  RetryPeriodSeconds: ${o.retryPeriod}`,
-    `  Etcd: { Endpoints: ${JSON.stringify(o.endpoints)}, Prefix: ${JSON.stringify(o.prefix)} }`,
+    `  Etcd: { Endpoints: ${JSON.stringify(o.endpoints)}, Prefix: ${JSON.stringify(o.prefix)}${o.caFile === undefined || o.caFile === null ? "" : `, CaFile: ${JSON.stringify(o.caFile)}`} }`,
   ];
 }
 
@@ -83,10 +90,23 @@ export interface ReplicaFleetOptions {
    * its own, advertised to the others (`Cluster.AdvertiseUrl`). Default: no API.
    */
   readonly apiKey?: string | null;
+  /**
+   * etcd as production runs it (docs/cluster.md): client URLs over TLS with a private CA, and
+   * authentication on (user `root`, {@link FLEET_ETCD_PASSWORD}); the replicas get the CA file and the
+   * credentials (SERVICE_ETCD_USERNAME / _PASSWORD). Default off.
+   */
+  readonly etcdSecure?: boolean;
+  /** `Cluster.PeerNetworks` of every replica; default: the service's default. */
+  readonly peerNetworks?: readonly string[] | null;
 }
+
+/** The etcd root user's password of a fleet with `etcdSecure`. */
+export const FLEET_ETCD_PASSWORD = "replica-fleet-etcd-6b2f0d";
 
 /** The REST API key of every replica when `listeners` is on and no `apiKey` is given. */
 export const FLEET_API_KEY = "replica-fleet-key-7c41d9";
+/** The replicas' shared secret (SERVICE_CLUSTER_SECRET) of every fleet. */
+export const FLEET_SECRET = "replica-fleet-secret-5d0c7e41a9b2f368";
 
 export interface RunningReplica {
   readonly name: string;
@@ -127,7 +147,14 @@ export class ReplicaFleet {
     this.recorder = recorder;
     this.#dir = dir;
     this.prefix = prefix;
-    this.#leases = new EtcdLeaseStore({ endpoints: etcd.endpoints, prefix });
+    this.#leases = new EtcdLeaseStore({
+      endpoints: etcd.endpoints,
+      prefix,
+      ca: etcd.ca,
+      ...(options.etcdSecure ? { username: "root", password: FLEET_ETCD_PASSWORD } : {}),
+      // The test's own reads may wait longer than a replica's rounds do (a loaded machine, TLS).
+      attemptTimeoutMs: 2500,
+    });
   }
 
   static async start(o: ReplicaFleetOptions): Promise<ReplicaFleet> {
@@ -140,6 +167,8 @@ export class ReplicaFleet {
       outlets: 2,
       listeners: false,
       apiKey: null,
+      etcdSecure: false,
+      peerNetworks: null,
       ...o,
     };
     const dir = await tempDir();
@@ -147,7 +176,11 @@ export class ReplicaFleet {
     let etcd: EtcdCluster | null = null;
     let mqtt: Mosquitto | null = null;
     try {
-      etcd = await EtcdCluster.start({ members: options.etcdMembers });
+      etcd = await EtcdCluster.start({ members: options.etcdMembers, tls: options.etcdSecure });
+      if (options.etcdSecure) {
+        await etcd.enableAuth(FLEET_ETCD_PASSWORD);
+        await writeFile(join(dir.path, "etcd-ca.pem"), etcd.ca ?? "");
+      }
       mqtt = await Mosquitto.start();
       for (let k = 0; k < options.instances; k++) {
         sims.set(
@@ -194,6 +227,8 @@ export class ReplicaFleet {
         retryPeriod: o.retryPeriod,
         endpoints: this.etcd.endpoints,
         prefix: this.prefix,
+        caFile: o.etcdSecure ? join(this.#dir.path, "etcd-ca.pem") : null,
+        peerNetworks: o.peerNetworks,
       }),
       "Pdus:",
     ];
@@ -217,7 +252,16 @@ export class ReplicaFleet {
     const file = join(this.#dir.path, `${name}.yaml`);
     const apiPort = this.options.apiKey === null && !this.options.listeners ? null : await freePort();
     await writeFile(file, this.configText(name, apiPort));
-    const process = CliProcess.spawn(["--config", file], childEnv(), `replica ${name}`);
+    const process = CliProcess.spawn(
+      ["--config", file],
+      childEnv({
+        SERVICE_CLUSTER_SECRET: FLEET_SECRET,
+        ...(this.options.etcdSecure
+          ? { SERVICE_ETCD_USERNAME: "root", SERVICE_ETCD_PASSWORD: FLEET_ETCD_PASSWORD }
+          : {}),
+      }),
+      `replica ${name}`,
+    );
     const api = apiPort === null ? null : `http://127.0.0.1:${apiPort}`;
     this.replicas.set(name, { name, process, healthPort: null, apiPort, api });
     const ports = await process.started(30_000);
@@ -241,6 +285,23 @@ export class ReplicaFleet {
   /** Bucket → the member named in its lease (whether or not it is still valid). */
   holders(): Promise<Map<number, string>> {
     return bucketHolders(this.#leases);
+  }
+
+  /** The installation's leases, as any client that can write the prefix sees them (tests of hostile writers). */
+  get leases(): EtcdLeaseStore {
+    return this.#leases;
+  }
+
+  /** Member name → the identity (`<member>/<incarnation>`) holding its member lease. */
+  async identities(): Promise<Map<string, string>> {
+    const list = await this.#leases.list(AbortSignal.timeout(5000));
+    const map = new Map<string, string>();
+    for (const lease of list.leases) {
+      const match = /^member-(.+)$/.exec(lease.name);
+      const holder = lease.record?.holder ?? "";
+      if (match !== null && holder !== "") map.set(match[1]!, holder);
+    }
+    return map;
   }
 
   /** Member name → whether its member lease says it is ready (what the buckets are spread over). */

@@ -22,7 +22,8 @@ const SEAMS = ["bus.ts", "lifecycle.ts", "ownership.ts", "fencing.ts", "cluster-
 
 /**
  * An area is a folder directly under src/ (its sub-folders belong to it), src/ui/page (the
- * browser's page, a bundle of its own), or a file at the top of src/. An area may always import
+ * browser's page, a bundle of its own), src/cluster/forward (replica-to-replica traffic, above the
+ * lease library it sits in), or a file at the top of src/. An area may always import
  * its own files; the composition files (app.ts, main.ts, demo.ts, runtime.ts) may import any area.
  * The vendor folders under src/pdu/ have their own rule (no-restricted-imports in eslint.config.js).
  */
@@ -41,6 +42,11 @@ export const ALLOWED = {
   pdu: ["config", ...LEAVES],
   poller: ["pdu", "config", ...SEAMS, ...LEAVES],
   cluster: ["config", ...SEAMS, ...LEAVES],
+  // Replica-to-replica traffic (src/cluster/forward/) is an area of its own, so that the lease
+  // library stays free of control and HTTP: it carries control requests (control/), speaks HTTP as
+  // the REST surface does (http/'s problems and types; http/ never imports it, the composition root
+  // hands it in) and reads answers with the lease library's bounded body reader.
+  "cluster/forward": ["config", "control", "http", "cluster/bounded-body.ts", ...SEAMS, ...LEAVES],
   control: ["pdu", "config", "poller", ...SEAMS, ...LEAVES],
   // Assets, feeds and sequences: a domain core over the model (docs/assets.md); the parts that
   // wire it in (the App, control, the surfaces) import it, not the other way round.
@@ -67,6 +73,7 @@ export function areaOf(file, src = SRC) {
   const parts = rel.split(path.sep);
   if (parts.length === 1) return parts[0];
   if (parts[0] === "ui" && parts[1] === "page") return "ui/page";
+  if (parts[0] === "cluster" && parts[1] === "forward") return "cluster/forward";
   return parts[0];
 }
 

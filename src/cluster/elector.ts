@@ -20,8 +20,9 @@
  *   with the same bucket count; every alive member when none is ready). A free or expired bucket is
  *   taken by its target at once, by the others in weight order after `LeaseDuration` more; a holder
  *   hands a bucket to its target once that target has been a candidate for {@link settleMs}.
- * - **Once-only ids** (`reboot`, `resetStats`) are recorded in the bucket lease's payload by the
- *   same conditional renewal that precedes the write: a new holder reads them and refuses them.
+ * - **Once-only ids** (`reboot`, `resetStats`) and **reboot holds** are recorded in the bucket
+ *   lease's payload (bucket-memory.ts) by the same conditional renewal that precedes the write, each
+ *   for a time: a new holder reads them before its first write and refuses them.
  *
  * Nothing here throws out of a timer: engine errors are logged (once per change of state) and
  * retried on the next tick.
@@ -39,6 +40,7 @@ import {
   type LeaseWatch,
   type StoredLease,
 } from "./store.js";
+import { BucketMemory, MAX_HOLD_MS, ONCE_ID_PATTERN, ONCE_KEEP_MS, onceIdsOf } from "./bucket-memory.js";
 import type { ClusterStatus, MemberView } from "../cluster-status.js";
 import { FencingError } from "../fencing.js";
 
@@ -47,10 +49,7 @@ export type { ClusterStatus, MemberView };
 
 /** A write must start within this long of the renewal that allowed it (less when RenewDeadline is short). */
 export const START_WINDOW_MS = 1000;
-/** Once-only ids kept per bucket (the oldest are forgotten first). */
-export const ONCE_IDS_KEPT = 100;
-/** Once-only ids: what a caller may use (a UUID fits). */
-export const ONCE_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+export { ONCE_ID_PATTERN, onceIdsOf } from "./bucket-memory.js";
 
 /** Members considered at most (far more than any installation runs; bounds the work of a round). */
 const MAX_MEMBERS = 256;
@@ -130,6 +129,20 @@ interface Held {
   validUntil: number;
   lastSend: number;
   readonly grants: Set<Grant>;
+  /** The once-only ids and reboot holds the lease records (as of its last write). */
+  memory: BucketMemory;
+}
+
+/** A reboot hold asked of a write: the outlet (any key) and how long it is held once sent (ms). */
+export interface HoldRequest {
+  readonly key: string;
+  readonly ms: number;
+}
+
+/** What a fenced write asks to record with its renewal. */
+export interface WriteOptions {
+  readonly onceId?: string;
+  readonly hold?: HoldRequest;
 }
 
 interface MemberInfo {
@@ -143,11 +156,22 @@ interface MemberInfo {
 
 type RenewOutcome =
   | { readonly ok: true; readonly sentAt: number; readonly answeredAt: number }
-  | { readonly ok: false; readonly reason: "not-held" | "once-used" | "failed"; readonly detail: string };
+  | {
+      readonly ok: false;
+      readonly reason: "not-held" | "once-used" | "held" | "failed";
+      readonly detail: string;
+    };
+
+interface Waiter {
+  readonly onceId: string | null;
+  readonly hold: HoldRequest | null;
+  readonly resolve: (o: RenewOutcome) => void;
+}
 
 interface Batch {
   readonly onceIds: string[];
-  readonly waiters: { readonly onceId: string | null; readonly resolve: (o: RenewOutcome) => void }[];
+  readonly holdKeys: string[];
+  readonly waiters: Waiter[];
 }
 
 const now = () => performance.now();
@@ -173,14 +197,6 @@ function advertisedUrl(value: unknown): string | null {
   } catch {
     return null;
   }
-}
-
-/** The once-only ids recorded in a bucket payload (malformed entries left out). */
-export function onceIdsOf(payload: string): string[] {
-  const once = parsePayload(payload).once;
-  return Array.isArray(once)
-    ? once.filter((id): id is string => typeof id === "string" && ONCE_ID_PATTERN.test(id))
-    : [];
 }
 
 export class Elector {
@@ -351,22 +367,36 @@ export class Elector {
     return this.#memberInfo(seen)?.url ?? null;
   }
 
+  /**
+   * The identity (`<member>/<incarnation>`) holding a member's lease, while that lease is alive as
+   * last seen here, or null: requests to that replica name it, so a restart of the member is another
+   * receiver.
+   */
+  identityOf(member: string): string | null {
+    const seen = this.#observed.get(`${MEMBER_PREFIX}${member}`);
+    if (seen === undefined || now() - seen.seenAt >= this.#leaseMs) return null;
+    const info = this.#memberInfo(seen);
+    return info?.name === member ? info.identity : null;
+  }
+
   /** Whether `onceId` is recorded in the bucket's lease as last seen (by this replica or another). */
   onceUsed(bucket: number, onceId: string): boolean {
-    const payload =
-      this.#held.get(bucket)?.record.payload ??
-      this.#observed.get(`${BUCKET_PREFIX}${bucket}`)?.lease.record?.payload;
+    const held = this.#held.get(bucket);
+    if (held !== undefined) return held.memory.usedOnce(onceId, now());
+    const payload = this.#observed.get(`${BUCKET_PREFIX}${bucket}`)?.lease.record?.payload;
     return payload !== undefined && onceIdsOf(payload).includes(onceId);
   }
 
   /**
    * Fences a write to a PDU of `bucket`: renews the bucket's lease with a conditional write (which
-   * records `onceId` when given, refusing an id already recorded), then returns the grant the write
-   * must use. Throws {@link FencingError} when this replica does not hold the bucket or the renewal
+   * records `onceId` when given, refusing an id already recorded, and `hold`, refusing an outlet
+   * whose hold is running), then returns the grant the write must use. Throws {@link FencingError}
+   * when this replica does not hold the bucket, the id or the outlet is refused, or the renewal
    * fails.
    */
-  async beforeWrite(bucket: number, options: { onceId?: string } = {}): Promise<WriteGrant> {
+  async beforeWrite(bucket: number, options: WriteOptions = {}): Promise<WriteGrant> {
     const onceId = options.onceId ?? null;
+    const hold = options.hold ?? null;
     if (onceId !== null && !ONCE_ID_PATTERN.test(onceId)) {
       throw new Error("a once-only id is 1-64 characters of A-Za-z0-9_-");
     }
@@ -378,14 +408,17 @@ export class Elector {
       throw new FencingError("not-holder", `bucket ${bucket} is not held here`, holder);
     }
     const held = this.#held.get(bucket)!;
-    if (onceId !== null && onceIdsOf(held.record.payload).includes(onceId)) {
+    if (onceId !== null && held.memory.usedOnce(onceId, now())) {
       throw new FencingError("once-used", `once-only id ${onceId} was used already`);
     }
-    const outcome = await this.#renew(bucket, onceId);
+    const left = hold === null ? 0 : held.memory.heldFor(hold.key, now());
+    if (left > 0) throw heldError(left);
+    const outcome = await this.#renew(bucket, onceId, hold);
     if (!outcome.ok) {
       if (outcome.reason === "once-used") {
         throw new FencingError("once-used", `once-only id ${onceId ?? ""} was used already`);
       }
+      if (outcome.reason === "held") throw new FencingError("held", outcome.detail);
       if (outcome.reason === "not-held") {
         throw new FencingError("not-holder", `bucket ${bucket} is not held here`, this.holderOf(bucket));
       }
@@ -971,7 +1004,14 @@ export class Elector {
       if (this.#held.has(bucket) || !this.#mayAcquire()) return;
       const seen = this.#observed.get(name);
       const previous = seen?.lease.record ?? null;
-      const payload = previous === null ? "{}" : JSON.stringify({ once: onceIdsOf(previous.payload) });
+      // What the lease remembers is read before this replica's first write, counted from when this
+      // version was first seen here (never earlier than it was written).
+      const memory =
+        seen === undefined || previous === null
+          ? new BucketMemory()
+          : BucketMemory.read(previous.payload, seen.seenAt);
+      const sentAt = now();
+      const payload = memory.payload(sentAt);
       const time = new Date().toISOString();
       const record: LeaseRecord = {
         holder: this.identity,
@@ -981,7 +1021,6 @@ export class Elector {
         transitions: (previous?.transitions ?? 0) + (previous?.holder === this.identity ? 0 : 1),
         payload,
       };
-      const sentAt = now();
       try {
         const stored =
           seen === undefined
@@ -1001,6 +1040,7 @@ export class Elector {
           validUntil: sentAt + this.#deadlineMs,
           lastSend: sentAt,
           grants: new Set(),
+          memory,
         });
         this.#freeSince.delete(bucket);
         this.#transitions++;
@@ -1019,53 +1059,83 @@ export class Elector {
   #renewIfDue(bucket: number): Promise<unknown> {
     const held = this.#held.get(bucket);
     if (held === undefined || now() - held.lastSend < this.#retryMs / 2) return Promise.resolve();
-    return this.#renew(bucket, null);
+    return this.#renew(bucket, null, null);
   }
 
   /** A renewal of a held bucket, batched with the others waiting for the same bucket. */
-  #renew(bucket: number, onceId: string | null): Promise<RenewOutcome> {
+  #renew(bucket: number, onceId: string | null, hold: HoldRequest | null): Promise<RenewOutcome> {
     let batch = this.#batches.get(bucket);
     if (batch === undefined) {
-      const fresh: Batch = { onceIds: [], waiters: [] };
+      const fresh: Batch = { onceIds: [], holdKeys: [], waiters: [] };
       batch = fresh;
       this.#batches.set(bucket, fresh);
       void this.#chain(bucket, () => this.#flush(bucket, fresh));
     }
-    if (onceId !== null) {
-      if (batch.onceIds.includes(onceId)) {
-        return Promise.resolve({ ok: false, reason: "once-used", detail: "the same id is being recorded" });
-      }
-      batch.onceIds.push(onceId);
+    if (onceId !== null && batch.onceIds.includes(onceId)) {
+      return Promise.resolve({ ok: false, reason: "once-used", detail: "the same id is being recorded" });
     }
+    if (hold !== null && batch.holdKeys.includes(hold.key)) {
+      return Promise.resolve({ ok: false, reason: "held", detail: heldError(hold.ms).message });
+    }
+    if (onceId !== null) batch.onceIds.push(onceId);
+    if (hold !== null) batch.holdKeys.push(hold.key);
     const waiting = batch;
-    return new Promise((resolve) => waiting.waiters.push({ onceId, resolve }));
+    return new Promise((resolve) => waiting.waiters.push({ onceId, hold, resolve }));
+  }
+
+  /**
+   * The memory a renewal sent at `sentAt` writes: what is kept, plus the ids and holds of the
+   * batch's waiters. Waiters refused here (an id kept, an outlet held, or no room left in the
+   * payload) are answered at once and left out.
+   */
+  #memoryFor(held: Held, batch: Batch, sentAt: number): { memory: BucketMemory; waiters: Waiter[] } {
+    let memory = held.memory.copy();
+    memory.prune(sentAt);
+    const waiters: Waiter[] = [];
+    for (const waiter of batch.waiters) {
+      const { onceId, hold } = waiter;
+      if (onceId !== null && memory.usedOnce(onceId, sentAt)) {
+        waiter.resolve({ ok: false, reason: "once-used", detail: "recorded before" });
+        continue;
+      }
+      const left = hold === null ? 0 : memory.heldFor(hold.key, sentAt);
+      if (left > 0) {
+        waiter.resolve({ ok: false, reason: "held", detail: heldError(left).message });
+        continue;
+      }
+      const before = memory.copy();
+      const holdMs = hold === null ? 0 : Math.min(Math.max(0, hold.ms), MAX_HOLD_MS);
+      // The write ends by sentAt + RenewDeadline; its hold runs from then.
+      if (hold !== null) memory.recordHold(hold.key, sentAt + this.#deadlineMs + holdMs);
+      if (onceId !== null)
+        memory.recordOnce(onceId, sentAt + Math.max(ONCE_KEEP_MS, this.#deadlineMs + holdMs));
+      if (!memory.fits(sentAt)) {
+        waiter.resolve({ ok: false, reason: "held", detail: FULL });
+        memory = before;
+        continue;
+      }
+      waiters.push(waiter);
+    }
+    return { memory, waiters };
   }
 
   async #flush(bucket: number, batch: Batch): Promise<void> {
     if (this.#batches.get(bucket) === batch) this.#batches.delete(bucket);
-    const answer = (outcome: RenewOutcome, recorded: readonly string[] = []) => {
-      for (const waiter of batch.waiters) {
-        if (outcome.ok && waiter.onceId !== null && recorded.includes(waiter.onceId)) {
-          waiter.resolve({ ok: false, reason: "once-used", detail: "recorded before" });
-        } else {
-          waiter.resolve(outcome);
-        }
-      }
-    };
     const held = this.#held.get(bucket);
     if (held === undefined || !this.holdsBucket(bucket)) {
-      answer({ ok: false, reason: "not-held", detail: "not held" });
+      for (const w of batch.waiters) w.resolve({ ok: false, reason: "not-held", detail: "not held" });
       return;
     }
-    const existing = onceIdsOf(held.record.payload);
-    const added = batch.onceIds.filter((id) => !existing.includes(id));
-    const once = [...existing, ...added].slice(-ONCE_IDS_KEPT);
+    const sentAt = now();
+    const { memory, waiters } = this.#memoryFor(held, batch, sentAt);
+    const answer = (outcome: RenewOutcome) => {
+      for (const waiter of waiters) waiter.resolve(outcome);
+    };
     const record: LeaseRecord = {
       ...held.record,
       renewTime: new Date().toISOString(),
-      payload: JSON.stringify({ once }),
+      payload: memory.payload(sentAt),
     };
-    const sentAt = now();
     if (sentAt >= held.validUntil || sentAt >= this.#memberValidUntil) {
       this.#checkDeadlines();
       answer({ ok: false, reason: "not-held", detail: "the lease ran out before the renewal" });
@@ -1083,6 +1153,7 @@ export class Elector {
       const answeredAt = now();
       held.version = stored.version;
       held.record = record;
+      held.memory = memory;
       this.#observe(stored);
       if (this.#held.get(bucket) !== held) {
         answer({ ok: false, reason: "not-held", detail: "released meanwhile" });
@@ -1091,7 +1162,7 @@ export class Elector {
       held.lastSend = sentAt;
       held.validUntil = sentAt + this.#deadlineMs;
       this.#armDeadlineTimer();
-      answer({ ok: true, sentAt, answeredAt }, existing);
+      answer({ ok: true, sentAt, answeredAt });
     } catch (error) {
       if (error instanceof LeaseConflictError) {
         await this.#resolveConflict(bucket, held);
@@ -1115,6 +1186,8 @@ export class Elector {
       if (current !== null && current.record?.holder === this.identity && this.#held.get(bucket) === held) {
         held.version = current.version;
         held.record = current.record;
+        // One of our own writes: what it recorded is kept from now on (counted from now: longer).
+        held.memory = BucketMemory.read(current.record.payload, now());
         this.#observe(current);
         return;
       }
@@ -1167,7 +1240,14 @@ export class Elector {
     if (holds.length > 0) await settledWithin(holds, RELEASE_HOLD_MS);
     await this.#chain(bucket, async () => {
       if (now() >= held.validUntil) return; // ran out meanwhile: it expires on its own
-      const record: LeaseRecord = { ...held.record, holder: "", renewTime: new Date().toISOString() };
+      const at = now();
+      const record: LeaseRecord = {
+        ...held.record,
+        holder: "",
+        renewTime: new Date().toISOString(),
+        // What the next holder must respect, as much of it as is left now.
+        payload: held.memory.payload(at),
+      };
       try {
         this.#observe(
           await this.#store.update(`${BUCKET_PREFIX}${bucket}`, record, held.version, this.#ownSignal()),
@@ -1205,6 +1285,18 @@ export class Elector {
       Math.max(0, first - now()) + 1,
     );
   }
+}
+
+/** Said when a bucket's payload has no room for one more once-only id or reboot hold. */
+const FULL =
+  "too many reboots and once-only commands are recorded in this bucket's lease just now; try again in a minute";
+
+/** The refusal of a reboot while the outlet's reboot hold runs (recorded in the bucket's lease). */
+function heldError(leftMs: number): FencingError {
+  return new FencingError(
+    "held",
+    `this outlet was rebooted less than its reboot delay ago (${Math.ceil(leftMs / 1000)} s left, recorded with the bucket's lease)`,
+  );
 }
 
 /** A fenced write's permission (see {@link WriteGrant}). */

@@ -17,18 +17,15 @@ export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccoun
 export async function createLeaseStore(cluster: ClusterConfig, env: Env): Promise<LeaseStore> {
   if (cluster.Backend === "etcd") {
     const etcd = cluster.Etcd;
-    let ca: string | null = null;
-    if (etcd.CaFile !== null) {
-      try {
-        ca = await readFile(etcd.CaFile, "utf8");
-      } catch (cause) {
-        throw new ConfigError("Cluster.Etcd.CaFile", `cannot read ${etcd.CaFile} (${ioReason(cause)})`);
-      }
-    }
+    const ca = await pem("Cluster.Etcd.CaFile", etcd.CaFile);
+    const cert = await pem("Cluster.Etcd.CertFile", etcd.CertFile);
+    const key = await pem("Cluster.Etcd.KeyFile", etcd.KeyFile);
     return new EtcdLeaseStore({
       endpoints: etcd.Endpoints,
       prefix: etcd.Prefix,
       ca,
+      cert,
+      key,
       username: etcd.Credentials.Username,
       password: etcd.Credentials.Password,
       // Half a retry period per endpoint (at most 1 s): a hung member leaves time for the next.
@@ -67,3 +64,13 @@ export async function createLeaseStore(cluster: ClusterConfig, env: Env): Promis
 }
 
 const nonEmpty = (value: string | undefined): string | undefined => (value === "" ? undefined : value);
+
+/** A PEM file's text, or null when not configured; unreadable is a ConfigError naming `key`. */
+async function pem(key: string, file: string | null): Promise<string | null> {
+  if (file === null) return null;
+  try {
+    return await readFile(file, "utf8");
+  } catch (cause) {
+    throw new ConfigError(key, `cannot read ${file} (${ioReason(cause)})`);
+  }
+}

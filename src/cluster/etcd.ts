@@ -18,6 +18,7 @@
  *   the server says it is no longer valid.
  */
 import { Agent, request, type Dispatcher } from "undici";
+import { readBoundedText } from "./bounded-body.js";
 import {
   assertWritable,
   checkRecord,
@@ -40,6 +41,9 @@ export interface EtcdOptions {
   readonly prefix: string;
   /** PEM CA for https endpoints (null: the system's). */
   readonly ca?: string | null;
+  /** PEM client certificate and its key, for etcd with `--client-cert-auth` (both or neither). */
+  readonly cert?: string | null;
+  readonly key?: string | null;
   readonly username?: string | null;
   readonly password?: string | null;
   /** Time one endpoint gets for one request before the next endpoint is asked (default 1000 ms). */
@@ -110,7 +114,15 @@ export class EtcdGateway {
     if (options.endpoints.length === 0) throw new Error("etcd needs at least one endpoint");
     this.endpoints = options.endpoints.map((e) => e.replace(/\/+$/, ""));
     this.#agent = new Agent({
-      connect: options.ca === null || options.ca === undefined ? {} : { ca: options.ca },
+      connect: {
+        ...(options.ca === null || options.ca === undefined ? {} : { ca: options.ca }),
+        ...(options.cert === null ||
+        options.cert === undefined ||
+        options.key === null ||
+        options.key === undefined
+          ? {}
+          : { cert: options.cert, key: options.key }),
+      },
       keepAliveTimeout: 30_000,
     });
     this.#username = options.username ?? null;
@@ -185,8 +197,9 @@ export class EtcdGateway {
     body: unknown,
     token: string | null,
     signal: AbortSignal,
+    attemptMs: number = this.#attemptTimeoutMs,
   ): Promise<{ ok: true; json: unknown } | { ok: false; code: number; message: string }> {
-    const attempt = AbortSignal.any([signal, AbortSignal.timeout(this.#attemptTimeoutMs)]);
+    const attempt = AbortSignal.any([signal, AbortSignal.timeout(attemptMs)]);
     let response: Dispatcher.ResponseData;
     try {
       response = await request(`${endpoint}${path}`, {
@@ -201,7 +214,7 @@ export class EtcdGateway {
     }
     let text: string;
     try {
-      text = await readLimited(response.body);
+      text = await readBoundedText(response.body, MAX_ANSWER_BYTES);
     } catch (error) {
       throw new Unavailable(attempt.aborted ? "no answer in time" : describeError(error));
     }
@@ -220,25 +233,32 @@ export class EtcdGateway {
     return { ok: false, code, message };
   }
 
-  /** The endpoint's auth token (null without credentials, or when the server has auth off). */
+  /**
+   * The endpoint's auth token (null without credentials, or when the server has auth off). etcd
+   * checks a password with bcrypt, which a busy member takes its time over (seconds on a loaded
+   * machine): the authentication runs under its own deadline ({@link AUTH_TIMEOUT_MS}), shared by
+   * every request that needs it, and a request whose own deadline passes first stops waiting for it
+   * without cancelling it, so the next request finds the token ready instead of starting over.
+   */
   #token(endpoint: string, signal: AbortSignal): Promise<string | null> {
     if (this.#username === null) return Promise.resolve(null);
     let token = this.#tokens.get(endpoint);
     if (token === undefined) {
-      token = this.#authenticate(endpoint, signal);
+      token = this.#authenticate(endpoint);
       this.#tokens.set(endpoint, token);
       token.catch(() => this.#tokens.delete(endpoint));
     }
-    return token;
+    return untilAborted(token, signal);
   }
 
-  async #authenticate(endpoint: string, signal: AbortSignal): Promise<string | null> {
+  async #authenticate(endpoint: string): Promise<string | null> {
     const answer = await this.#post(
       endpoint,
       "/v3/auth/authenticate",
       { name: this.#username, password: this.#password ?? "" },
       null,
-      signal,
+      AbortSignal.timeout(AUTH_TIMEOUT_MS),
+      AUTH_TIMEOUT_MS,
     );
     if (answer.ok) {
       const token = isObject(answer.json) ? answer.json.token : undefined;
@@ -328,18 +348,26 @@ export class EtcdGateway {
   }
 }
 
-async function readLimited(body: Dispatcher.ResponseData["body"]): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_ANSWER_BYTES) {
-      body.destroy();
-      throw new Error("the answer is too large");
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString("utf8");
+/** How long an authentication may take (it is shared, and not cut by one request's deadline). */
+export const AUTH_TIMEOUT_MS = 10_000;
+
+/** `promise`, or a rejection ("no answer in time") as soon as `signal` aborts; the promise runs on. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new Unavailable("no answer in time"));
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(new Unavailable("no answer in time"));
+    signal.addEventListener("abort", abort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", abort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", abort);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> =>

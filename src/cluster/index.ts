@@ -33,6 +33,9 @@
  *   across forwarding retries) the same renewal records the id in the lease; an id recorded before,
  *   here or by a previous holder, is refused with `once-used`, so a command never runs twice. A
  *   failed beforeWrite with an onceId may have recorded it: report the outcome as unknown.
+ *   With `hold` (a reboot: the outlet's key and its reboot hold in ms) the same renewal records
+ *   that the outlet is held until the write's deadline plus the hold; a reboot of an outlet whose
+ *   hold runs, here or recorded by a previous holder, is refused with `held`.
  * - `onceUsed(id, onceId)`: the id is recorded in the bucket's lease as last seen (no engine call).
  *
  * Telling
@@ -44,12 +47,19 @@
  *   pdu_bridge_cluster_buckets_held, pdu_bridge_cluster_lease_transitions_total,
  *   pdu_bridge_cluster_members).
  */
-import type { ClusterConfig } from "../config/schema.js";
+import { peerNetworks } from "../config/peer-networks.js";
+import { DEFAULT_PEER_NETWORKS, type ClusterConfig } from "../config/schema.js";
 import type { Env } from "../config/secrets.js";
 import type { Logger } from "../log.js";
 import { bucketOf } from "./assign.js";
 import { createLeaseStore } from "./engines.js";
-import { Elector, type ClusterEvent, type ClusterStatus, type WriteGrant } from "./elector.js";
+import {
+  Elector,
+  type ClusterEvent,
+  type ClusterStatus,
+  type WriteGrant,
+  type WriteOptions,
+} from "./elector.js";
 import type { LeaseStore } from "./store.js";
 
 export { bucketOf } from "./assign.js";
@@ -61,6 +71,7 @@ export {
   type LossReason,
   type MemberView,
   type WriteGrant,
+  type WriteOptions,
 } from "./elector.js";
 export type { LeaseStore } from "./store.js";
 
@@ -84,9 +95,16 @@ export interface Cluster {
   instancesOf(bucket: number): readonly string[];
   holds(instanceId: string): boolean;
   holderOf(instanceId: string): string | null;
-  /** The REST API URL a member advertises (its member lease, alive as last seen), or null. */
+  /** `<member>/<incarnation>`: this process in the cluster (a restart is another identity). */
+  readonly identity: string;
+  /**
+   * The REST API URL a member advertises (its member lease, alive as last seen), when it is within
+   * `Cluster.PeerNetworks`; else null.
+   */
   urlOf(member: string): string | null;
-  beforeWrite(instanceId: string, options?: { onceId?: string }): Promise<WriteGrant>;
+  /** The identity holding a member's lease (alive as last seen), or null. */
+  identityOf(member: string): string | null;
+  beforeWrite(instanceId: string, options?: WriteOptions): Promise<WriteGrant>;
   onceUsed(instanceId: string, onceId: string): boolean;
   on(listener: (event: ClusterEvent) => void): () => void;
   status(): ClusterStatus & { readonly instances: readonly string[] };
@@ -100,6 +118,7 @@ export async function createCluster(
   options: ClusterOptions & { readonly env?: Env },
 ): Promise<Cluster> {
   const store = await createLeaseStore(config, options.env ?? process.env);
+  warnInsecureEtcd(config, options.logger);
   return createClusterWithStore(store, config, options);
 }
 
@@ -109,7 +128,8 @@ export function createClusterWithStore(
   config: Pick<
     ClusterConfig,
     "MemberName" | "Buckets" | "LeaseDurationSeconds" | "RenewDeadlineSeconds" | "RetryPeriodSeconds"
-  >,
+  > &
+    Partial<Pick<ClusterConfig, "PeerNetworks">>,
   options: ClusterOptions,
 ): Cluster {
   const elector = new Elector({
@@ -129,8 +149,10 @@ export function createClusterWithStore(
     byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), id]);
   }
   const bucket = (id: string) => bucketOf(id, config.Buckets);
+  const urlOf = advertisedUrls(elector, config.PeerNetworks ?? DEFAULT_PEER_NETWORKS, options.logger);
   return {
     member: elector.member,
+    identity: elector.identity,
     buckets: elector.buckets,
     start: () => elector.start(),
     stop: async () => {
@@ -146,7 +168,8 @@ export function createClusterWithStore(
     instancesOf: (b) => byBucket.get(b) ?? [],
     holds: (id) => elector.holdsBucket(bucket(id)),
     holderOf: (id) => elector.holderOf(bucket(id)),
-    urlOf: (member) => elector.urlOf(member),
+    urlOf,
+    identityOf: (member) => elector.identityOf(member),
     beforeWrite: (id, writeOptions) => elector.beforeWrite(bucket(id), writeOptions),
     onceUsed: (id, onceId) => elector.onceUsed(bucket(id), onceId),
     on: (listener) => elector.on(listener),
@@ -155,4 +178,45 @@ export function createClusterWithStore(
       return { ...status, instances: status.buckets.flatMap((b) => byBucket.get(b) ?? []) };
     },
   };
+}
+
+/** Members whose refused URL was logged, at most (one line per member and URL). */
+const REFUSED_URLS_LOGGED = 256;
+
+/**
+ * `urlOf` with `Cluster.PeerNetworks` applied: a member advertising a URL outside them is never
+ * sent a request (its instances answer 503 here), and it is logged once per member and URL.
+ */
+function advertisedUrls(elector: Elector, networks: readonly string[], logger: Logger) {
+  const peers = peerNetworks(networks);
+  const logged = new Set<string>();
+  return (member: string): string | null => {
+    const url = elector.urlOf(member);
+    if (url === null || peers.allows(url)) return url;
+    const key = `${member} ${url}`;
+    if (!logged.has(key) && logged.size < REFUSED_URLS_LOGGED) {
+      logged.add(key);
+      logger.error(
+        { member, url, networks },
+        "cluster: a member advertises an API address outside Cluster.PeerNetworks; nothing is sent to it",
+      );
+    }
+    return null;
+  };
+}
+
+/**
+ * etcd without TLS or without authentication works, but whoever reaches it can write the leases:
+ * advertise a member, take buckets, erase once-only ids and reboot holds (docs/cluster.md, "The
+ * engines"). Said once at start; the Kubernetes backend has the API server's RBAC.
+ */
+function warnInsecureEtcd(config: ClusterConfig, logger: Logger): void {
+  if (config.Backend !== "etcd") return;
+  const plain = config.Etcd.Endpoints.filter((e) => !e.startsWith("https://"));
+  const anonymous = config.Etcd.Credentials.Username === null;
+  if (plain.length === 0 && !anonymous) return;
+  logger.warn(
+    { plainEndpoints: plain, authentication: !anonymous },
+    "cluster: etcd without TLS or authentication: anyone who reaches it can write the leases; production needs both (docs/cluster.md)",
+  );
 }

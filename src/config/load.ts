@@ -16,6 +16,7 @@ import { overrideProblem } from "./overrides.js";
 import { ratingKeyProblem } from "./ratings.js";
 import { checkApiAuthRules, OIDC_SECRET_VARIABLE, readApiTls, resolveApiSection } from "./oidc.js";
 import { parseYaml, type KeyPath, type ParsedYaml } from "./document.js";
+import { peerNetworkProblem, peerNetworks } from "./peer-networks.js";
 import { ConfigError } from "./errors.js";
 import {
   ConfigSchema,
@@ -32,6 +33,7 @@ import {
 } from "./schema.js";
 import {
   API_KEY_VARIABLE,
+  CLUSTER_SECRET_VARIABLE,
   ETCD_VARIABLE_PREFIX,
   instanceVariableId,
   instanceVariablePrefix,
@@ -160,11 +162,7 @@ export async function parseConfigText(
     Credentials: secrets.mqtt,
   };
 
-  const cluster: ClusterConfig = {
-    ...data.Cluster,
-    MemberName: data.Cluster.MemberName ?? defaultMemberName(env),
-    Etcd: { ...data.Cluster.Etcd, CaFile: caFile(data.Cluster.Etcd.CaFile), Credentials: secrets.etcd },
-  };
+  const cluster = resolveCluster(data.Cluster, env, secrets, caFile);
 
   const { Pdus: _pdus, Mqtt: _mqtt, Cluster: _cluster, ...sections } = data;
   const config: Config = {
@@ -516,6 +514,27 @@ function checkSnmp(instance: InstanceConfig, yaml: ParsedYaml, fail: Fail): void
   if (s.Auth.PrivProtocol !== "none") key("PrivKey", "PRIV_KEY");
 }
 
+/** `Cluster` resolved: the member name's default, the secrets from the environment, the CA file's path. */
+function resolveCluster(
+  section: FileConfig["Cluster"],
+  env: Env,
+  secrets: { readonly etcd: ClusterConfig["Etcd"]["Credentials"]; readonly clusterSecret: string },
+  caFile: (file: string | null) => string | null,
+): ClusterConfig {
+  return {
+    ...section,
+    MemberName: section.MemberName ?? defaultMemberName(env),
+    Secret: secrets.clusterSecret,
+    Etcd: {
+      ...section.Etcd,
+      CaFile: caFile(section.Etcd.CaFile),
+      CertFile: caFile(section.Etcd.CertFile),
+      KeyFile: caFile(section.Etcd.KeyFile),
+      Credentials: secrets.etcd,
+    },
+  };
+}
+
 /**
  * The timing rules of the lease algorithm (docs/cluster.md): a holder gives a lease up before the
  * others may take it, and retries at least once before it gives up. A default member name that is
@@ -545,11 +564,56 @@ function checkClusterRules(config: Config, fail: Fail): void {
       );
     }
   }
+  for (const [i, entry] of cluster.PeerNetworks.entries()) {
+    const problem = peerNetworkProblem(entry);
+    if (problem !== null)
+      throw fail(["Cluster", "PeerNetworks", String(i)], problem, ["Cluster", "PeerNetworks"]);
+  }
+  const advertised = cluster.AdvertiseUrl;
+  if (advertised !== null && !peerNetworks(cluster.PeerNetworks).allows(advertised)) {
+    throw fail(
+      ["Cluster", "AdvertiseUrl"],
+      `points outside Cluster.PeerNetworks (${cluster.PeerNetworks.join(", ")}): the other replicas would never send it a request; add its network or name to Cluster.PeerNetworks`,
+    );
+  }
+  checkClusterSecret(config);
+  const { CertFile, KeyFile } = cluster.Etcd;
+  if ((CertFile === null) !== (KeyFile === null)) {
+    const missing = CertFile === null ? "CertFile" : "KeyFile";
+    throw fail(
+      ["Cluster", "Etcd", missing],
+      `is required with Cluster.Etcd.${missing === "CertFile" ? "KeyFile" : "CertFile"}: a client certificate needs both its certificate and its key`,
+    );
+  }
   if (cluster.Enabled && !new RegExp(MemberNamePattern).test(cluster.MemberName)) {
     throw fail(
       ["Cluster", "MemberName"],
       `not set, and the host name ${showValue(cluster.MemberName)} is not a valid member name ` +
         "(lower-case letters, digits, - and ., at most 63, starting and ending with a letter or digit): set Cluster.MemberName",
+    );
+  }
+}
+
+/** Shortest `SERVICE_CLUSTER_SECRET` accepted, in characters. */
+export const MIN_CLUSTER_SECRET_LENGTH = 32;
+
+/**
+ * The replicas' shared secret: required among several replicas with the REST API on (control and
+ * readings sent to any replica are handed to the holder, signed with it), long enough not to be
+ * guessed. Without the API nothing is handed between replicas.
+ */
+function checkClusterSecret(config: Config): void {
+  const { Enabled, Secret } = config.Cluster;
+  if (Secret === "" && Enabled && config.Api.Enabled) {
+    throw new ConfigError(
+      CLUSTER_SECRET_VARIABLE,
+      `is required with Cluster.Enabled and Api.Enabled: the replicas sign the requests they hand each other with it; set the same secret of at least ${MIN_CLUSTER_SECRET_LENGTH} characters on every replica (openssl rand -hex 32), or ${CLUSTER_SECRET_VARIABLE}_FILE naming a file that holds it`,
+    );
+  }
+  if (Secret !== "" && (Secret.length < MIN_CLUSTER_SECRET_LENGTH || /\s/.test(Secret))) {
+    throw new ConfigError(
+      CLUSTER_SECRET_VARIABLE,
+      `must be at least ${MIN_CLUSTER_SECRET_LENGTH} characters without spaces (openssl rand -hex 32 makes one)`,
     );
   }
 }
@@ -746,6 +810,8 @@ async function checkCaFiles(config: Config, fail: Fail, problems: ConfigError[])
     [["Mqtt", "Connection", "CaFile"], config.Mqtt.Connection.CaFile],
     [["Api", "Oidc", "CaFile"], config.Api.Oidc.CaFile],
     [["Cluster", "Etcd", "CaFile"], config.Cluster.Etcd.CaFile],
+    [["Cluster", "Etcd", "CertFile"], config.Cluster.Etcd.CertFile],
+    [["Cluster", "Etcd", "KeyFile"], config.Cluster.Etcd.KeyFile],
     ...config.instances.map((i): [KeyPath, string | null] => [
       ["Pdus", i.id, "Connection", "CaFile"],
       i.Connection.CaFile,

@@ -60,6 +60,17 @@ export function effectiveConfigYaml(config: Config): string {
         : ` etcd credentials from the environment: user ${JSON.stringify(Username)}, password ${Password === null ? "null" : `"${MASK}"`}`;
   }
 
+  // The replicas' shared secret, likewise only from the environment.
+  const enabledKey = isMap(cluster)
+    ? cluster.items.find((pair) => isScalar(pair.key) && pair.key.value === "Enabled")?.key
+    : undefined;
+  if (isScalar(enabledKey)) {
+    enabledKey.commentBefore =
+      config.Cluster.Secret === ""
+        ? " no replicas' secret (SERVICE_CLUSTER_SECRET not set)"
+        : ` replicas' secret from the environment (SERVICE_CLUSTER_SECRET): "${MASK}"`;
+  }
+
   const primary = instances.find((i) => i.primary)?.id ?? "(none)";
   doc.commentBefore = [
     ` pdu-bridge effective configuration from ${config.origin}`,

@@ -519,6 +519,23 @@ export type ClusterBackend = (typeof ClusterBackends)[number];
  */
 export const MemberNamePattern = "^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$";
 
+/** An entry of `Cluster.PeerNetworks`: a CIDR network, a host name, or a DNS suffix starting with a dot. */
+export const PeerNetworkPattern =
+  "^([0-9a-fA-F:.]+/[0-9]{1,3}|\\.?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*)$";
+
+/** Where advertised URLs may point by default: the private (RFC 1918), unique-local and loopback networks. */
+export const DEFAULT_PEER_NETWORKS = [
+  "10.0.0.0/8",
+  "172.16.0.0/12",
+  "192.168.0.0/16",
+  "127.0.0.0/8",
+  "fc00::/7",
+  "::1/128",
+] as const;
+
+/** `Cluster.AdvertiseUrl`: an http(s) origin (scheme, host, port), no path, query or user. */
+export const ADVERTISE_URL_PATTERN = "^https?://[^/?#@\\s]+/?$";
+
 const clusterSeconds = (description: string, minimum: number, defaultSeconds: number) =>
   Type.Number({ minimum, maximum: 3600, default: defaultSeconds, description });
 
@@ -539,14 +556,17 @@ export const ClusterSchema = Type.Object(
       description:
         "This replica's name, unique among the replicas (lower-case letters, digits, - and ., at most 63); null: HOSTNAME (the pod name), else the host name, lower-cased",
     }),
-    AdvertiseUrl: Type.Union(
-      [Type.String({ maxLength: 300, pattern: "^https?://[^/?#@\\s]+/?$" }), Type.Null()],
-      {
-        default: null,
-        description:
-          "How the other replicas reach this replica's REST API to hand it the control and settings requests of the instances it holds (http://10.0.3.7:8082: scheme, host and port, no path); null: Api.Bind when it names one address, else the first non-loopback IPv4 address of the host (the pod's IP), with Api.Port and https when Api.Tls is set",
-      },
-    ),
+    AdvertiseUrl: Type.Union([Type.String({ maxLength: 300, pattern: ADVERTISE_URL_PATTERN }), Type.Null()], {
+      default: null,
+      description:
+        "How the other replicas reach this replica's REST API to hand it the control and settings requests of the instances it holds (http://10.0.3.7:8082: scheme, host and port, no path); null: Api.Bind when it names one address, else the first non-loopback IPv4 address of the host (the pod's IP), with Api.Port and https when Api.Tls is set",
+    }),
+    PeerNetworks: Type.Array(Type.String({ minLength: 1, maxLength: 253, pattern: PeerNetworkPattern }), {
+      maxItems: 64,
+      default: [...DEFAULT_PEER_NETWORKS],
+      description:
+        "Where another replica's advertised URL (AdvertiseUrl, read from its member lease) may point: networks in CIDR form (10.244.0.0/16, fd00::/8) for an IP address, host names (pdu-0.pdu.racks.svc) or DNS suffixes starting with a dot (.pdu.racks.svc.cluster.local) for a name; a URL elsewhere is never sent a request. Default: the private, unique-local and loopback networks",
+    }),
     Buckets: Type.Integer({
       minimum: 1,
       maximum: 1024,
@@ -604,6 +624,10 @@ export const ClusterSchema = Type.Object(
         CaFile: nullableString(
           "PEM file of the CA for https:// endpoints; credentials come from SERVICE_ETCD_USERNAME and SERVICE_ETCD_PASSWORD",
         ),
+        CertFile: nullableString(
+          "PEM file of this replica's client certificate, for etcd with --client-cert-auth (with KeyFile)",
+        ),
+        KeyFile: nullableString("PEM file of the client certificate's private key (with CertFile)"),
       },
       { additionalProperties: false, default: {}, description: "The etcd v3 backend" },
     ),
@@ -838,6 +862,11 @@ export type MqttConfig = Omit<Static<typeof MqttSchema>, "Connection"> & {
 /** `Cluster` resolved: the member name filled in, the etcd credentials merged from the environment. */
 export type ClusterConfig = Omit<Static<typeof ClusterSchema>, "MemberName" | "Etcd"> & {
   readonly MemberName: string;
+  /**
+   * The secret the replicas sign their requests to each other with, from SERVICE_CLUSTER_SECRET (or
+   * its _FILE form); never in the file; "" when not set.
+   */
+  readonly Secret: string;
   readonly Etcd: Static<typeof ClusterSchema>["Etcd"] & {
     /** From SERVICE_ETCD_USERNAME / SERVICE_ETCD_PASSWORD (or their _FILE forms); never in the file. */
     readonly Credentials: { readonly Username: string | null; readonly Password: string | null };

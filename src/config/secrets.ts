@@ -32,6 +32,8 @@ export const PDU_VARIABLE_PREFIX = "SERVICE_PDU";
 export const ETCD_VARIABLE_PREFIX = "SERVICE_ETCD";
 /** The console sign-in's client secret (`Api.Oidc.ClientSecret`). */
 export const OIDC_SECRET_VARIABLE = "SERVICE_OIDC_CLIENT_SECRET";
+/** The secret the replicas sign their requests to each other with (Cluster); never in the file. */
+export const CLUSTER_SECRET_VARIABLE = "SERVICE_CLUSTER_SECRET";
 
 /** An instance id as it appears in variable names: upper-cased, `-` as `_` (`rack-a` → `RACK_A`). */
 export const instanceVariableId = (id: string): string => id.toUpperCase().replaceAll("-", "_");
@@ -102,6 +104,8 @@ export interface MergedSecrets {
   readonly snmp: ReadonlyMap<string, SnmpSecrets>;
   /** Only from the environment. */
   readonly etcd: Credentials;
+  /** {@link CLUSTER_SECRET_VARIABLE}, "" when not set. */
+  readonly clusterSecret: string;
 }
 
 /**
@@ -137,6 +141,7 @@ export async function mergeSecrets(
   const pduPassword = await readSecretFrom(env, `${PDU_VARIABLE_PREFIX}_PASSWORD`);
   const etcdUsername = await readSecret(env, `${ETCD_VARIABLE_PREFIX}_USERNAME`);
   const etcdPassword = await readSecret(env, `${ETCD_VARIABLE_PREFIX}_PASSWORD`);
+  const clusterSecret = (await readSecret(env, CLUSTER_SECRET_VARIABLE)) ?? "";
 
   const pdus = new Map<string, Credentials>();
   const pduSources = new Map<string, CredentialSources>();
@@ -172,6 +177,7 @@ export async function mergeSecrets(
     pdus,
     snmp,
     etcd: { Username: etcdUsername ?? null, Password: etcdPassword ?? null },
+    clusterSecret,
   };
 }
 

@@ -3,6 +3,7 @@
  * typebox's errors (one per key), each naming the key in dotted form.
  */
 import type { TLocalizedValidationError } from "typebox/error";
+import { ADVERTISE_URL_PATTERN, MemberNamePattern } from "./schema.js";
 
 /** The parts of a JSON schema node the messages look at (typebox schemas are plain JSON schema). */
 export interface SchemaNode {
@@ -246,9 +247,24 @@ function describeAnyOf(node: SchemaNode | undefined): string {
     return `one of ${branches.map((b) => scalarText(b.const)).join(", ")}`;
   }
   return branches
-    .map((b) => (b.const !== undefined ? JSON.stringify(b.const) : typeName(b.type ?? "?")))
+    .map((b) => {
+      if (b.const !== undefined) return JSON.stringify(b.const);
+      // A string branch with a pattern says what the pattern expects, not only "a string".
+      if (b.type === "string" && typeof b.pattern === "string") {
+        return EXPECTED[b.pattern] ?? `a string matching ${b.pattern}`;
+      }
+      return typeName(b.type ?? "?");
+    })
     .join(" or ");
 }
+
+/** What a string with one of these patterns is, in plain words (for "must be … or null"). */
+const EXPECTED: Readonly<Record<string, string>> = {
+  [MemberNamePattern]:
+    "a member name (lower-case letters, digits, - and ., at most 63, starting and ending with a letter or digit: replica-1, pdu-bridge-7d9f-abcde)",
+  [ADVERTISE_URL_PATTERN]:
+    "an http:// or https:// origin: scheme, host and port, no path, query or user (http://10.0.3.7:8082)",
+};
 
 /** The schema node at a JSON pointer such as `#/properties/Mqtt/properties/Connection`. */
 function schemaAt(schema: SchemaNode, pointer: string): SchemaNode | undefined {

@@ -162,6 +162,9 @@ export function fenceRefusal(e: unknown): WriteFailure {
     };
   }
   if (e instanceof FencingError && e.reason === "stopping") return STOPPED;
+  // The outlet's reboot hold, as the bucket's lease records it (this holder's or a previous one's).
+  if (e instanceof FencingError && e.reason === "held")
+    return { kind: "busy", error: `${e.message}; not sent` };
   return {
     kind: "fenced",
     error: `this replica may not write to the PDU now (${describeError(e)}); not sent`,

@@ -48,7 +48,14 @@ export interface WriteGrant {
  * failed, a once-only id used before, stopping).
  */
 export interface WriteFence {
-  beforeWrite(instanceId: string, options?: { onceId?: string }): Promise<WriteGrant>;
+  /**
+   * `onceId`: a reboot's or resetStats's once-only id; `hold`: a reboot's outlet (any key) and its
+   * reboot hold (ms), recorded where the next holder reads it (docs/cluster.md, "The reboot hold").
+   */
+  beforeWrite(
+    instanceId: string,
+    options?: { onceId?: string; hold?: { key: string; ms: number } },
+  ): Promise<WriteGrant>;
 }
 
 export interface OutletResult {

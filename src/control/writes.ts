@@ -12,7 +12,12 @@ import type { Logger } from "../log.js";
 import type { OutletTarget } from "../pdu/driver.js";
 import type { SnapshotStore } from "../poller/store.js";
 import type { CommandDriver, CommandRow } from "./commands.js";
-import type { OutletTurns, TurnRules } from "./outlet-turns.js";
+import {
+  DEFAULT_REBOOT_DELAY_S,
+  MIN_REBOOT_HOLD_S,
+  type OutletTurns,
+  type TurnRules,
+} from "./outlet-turns.js";
 import {
   failureOf,
   fenceRefusal,
@@ -44,6 +49,16 @@ export interface WriterDeps {
    */
   readonly fence?: WriteFence;
 }
+
+/** What a fenced write records with its grant: a once-only id, a reboot hold. */
+interface FenceRecord {
+  readonly onceId?: string | undefined;
+  readonly hold?: { readonly key: string; readonly ms: number } | undefined;
+}
+
+/** An outlet's reboot hold (ms), as the outlet's turns count it (./outlet-turns.ts). */
+const rebootHoldMs = (rebootDelayS: number | null): number =>
+  Math.max(MIN_REBOOT_HOLD_S, rebootDelayS ?? DEFAULT_REBOOT_DELAY_S) * 1000;
 
 export class Writer {
   readonly #deps: WriterDeps;
@@ -100,9 +115,12 @@ export class Writer {
     const key = outletKey(instanceId, target.deviceId, target.index);
     const turn = await this.#turns.acquire(key, row, planned.rebootDelay, relayIntervalMs);
     if (!turn.ok) return { target, ok: false, ...notSent(turn) };
+    // Among several replicas the reboot hold is recorded with the bucket's lease too, where the
+    // next holder reads it (docs/cluster.md, "The reboot hold").
+    const hold = row.oncePerRebootDelay ? { key, ms: rebootHoldMs(planned.rebootDelay) } : undefined;
     let result: Written | undefined;
     try {
-      result = await this.#inFlight.track(this.#send(instanceId, client, target, row, onceId));
+      result = await this.#inFlight.track(this.#send(instanceId, client, target, row, { onceId, hold }));
       if (row.latches !== null) this.#latch(instanceId, target, row.latches, result);
       return result;
     } finally {
@@ -127,10 +145,10 @@ export class Writer {
     client: CommandDriver,
     target: OutletTarget,
     row: CommandRow,
-    onceId: string | undefined,
+    record: FenceRecord,
   ): Promise<Written> {
     if (this.#inFlight.stopping) return { target, ok: false, ...STOPPED };
-    const result = await this.#fenced(instanceId, onceId, (signal) => row.call(client, target, signal));
+    const result = await this.#fenced(instanceId, record, (signal) => row.call(client, target, signal));
     if (!result.ok) {
       this.#deps.logger.debug(
         { outlet: outletName(target), action: row.name, error: result.error },
@@ -151,7 +169,7 @@ export class Writer {
     if (!turn.ok) return { ok: false, ...notSent(turn) };
     try {
       if (this.#inFlight.stopping) return { ok: false, ...STOPPED };
-      const writing = this.#fenced(instanceId, undefined, send).then((result) => {
+      const writing = this.#fenced(instanceId, {}, send).then((result) => {
         if (!result.ok) {
           this.#deps.logger.debug({ key, action: rules.name, error: result.error }, "control: write failed");
         }
@@ -171,14 +189,17 @@ export class Writer {
    */
   async #fenced(
     instanceId: string,
-    onceId: string | undefined,
+    record: FenceRecord,
     send: (signal: AbortSignal) => Promise<void>,
   ): Promise<WriteResult> {
     const fence = this.#deps.fence;
     let grant: WriteGrant | null = null;
     if (fence !== undefined) {
       try {
-        grant = await fence.beforeWrite(instanceId, onceId === undefined ? {} : { onceId });
+        grant = await fence.beforeWrite(instanceId, {
+          ...(record.onceId === undefined ? {} : { onceId: record.onceId }),
+          ...(record.hold === undefined ? {} : { hold: record.hold }),
+        });
       } catch (e) {
         return { ok: false, ...fenceRefusal(e) };
       }

@@ -1,11 +1,10 @@
 /** The types every HTTP module shares: the fastify app, the fast path, what the listeners read. */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import type { FastifyBaseLogger, FastifyInstance, RawServerDefault } from "fastify";
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, RawServerDefault } from "fastify";
 import type { EventBus } from "../bus.js";
 import type { ClusterStatus } from "../cluster-status.js";
 import type { Config } from "../config/schema.js";
-import type { ReplicaControl } from "../control/forward.js";
 import type { ControlService } from "../control/types.js";
 import type { Logger } from "../log.js";
 import type { HomeAssistantStatus, MqttStatus } from "../mqtt/types.js";
@@ -64,6 +63,28 @@ export interface ClusterHealth extends ClusterStatus {
   readonly instances: readonly string[];
 }
 
+/**
+ * This replica's side of the traffic between replicas (`Cluster.Enabled`, docs/cluster.md "REST on
+ * any replica"). It lives in src/cluster/forward/; the composition root passes it in, so src/http/
+ * depends on none of it.
+ */
+export interface ReplicaSurface {
+  /** Whether this replica holds the instance now. */
+  holds(instanceId: string): boolean;
+  /** Answers one instance's readings with its holder's answer (or 503 with Retry-After). */
+  readFromHolder(instanceId: string, reply: FastifyReply): Promise<FastifyReply>;
+  /**
+   * Adds the routes other replicas call (hidden from the OpenAPI document), in a context of their
+   * own; `readings` answers their reads from this replica's snapshots.
+   */
+  routes(app: HttpApp, deps: HttpDeps, readings: LocalReadings): Promise<void>;
+}
+
+/** One instance's readings as `GET /api/v1/readings?instance=` answers them here, or null when unknown. */
+export interface LocalReadings {
+  readingsOf(instanceId: string): Buffer | null;
+}
+
 /** What the HTTP listeners read from the running service. */
 export interface HttpDeps {
   readonly config: Config;
@@ -78,10 +99,10 @@ export interface HttpDeps {
   /** Present when control is wired (the control endpoints answer 403 while Api.ApiKey is empty). */
   readonly control?: ControlService;
   /**
-   * Among several replicas: this replica's side of the forwarding (src/control/forward.ts), which
-   * carries out the requests other replicas hand it; `control` is then the forwarding service.
+   * Among several replicas: this replica's side of the traffic between replicas (src/cluster/forward/),
+   * which carries out the requests other replicas hand it; `control` is then the forwarding service.
    */
-  readonly replica?: ReplicaControl;
+  readonly replica?: ReplicaSurface;
   /** The web console's routes on the API listener (src/ui/); absent: the API serves no console. */
   readonly consoleRoutes?: ListenerRoutes;
   /** Present when Metrics.Enabled: counts the requests of both listeners. */

@@ -76,7 +76,7 @@ describe("the algorithm on Kubernetes Leases", () => {
     assert.deepEqual([...verbs].sort(), ["DELETE ", "GET ", "GET watch", "POST ", "PUT "]);
   });
 
-  it("keeps once-only ids across a takeover", async () => {
+  it("keeps once-only ids and reboot holds across a takeover", async () => {
     const env = { ...api.env, HOSTNAME: "pdu-bridge-x" };
     const config = await clusterConfig("  Buckets: 1\n  Kubernetes: { LeasePrefix: once }\n", env);
     const first = await createCluster(config, { logger: silentLogger(), env, ready: true });
@@ -92,11 +92,17 @@ describe("the algorithm on Kubernetes Leases", () => {
         "a holder",
       );
       const other = holder === first ? second : first;
-      (await holder.beforeWrite("rack-a", { onceId: "reboot-7" })).done();
+      const hold = { key: "rack-a\u0000dev\u00000", ms: 20_000 };
+      (await holder.beforeWrite("rack-a", { onceId: "reboot-7", hold })).done();
       holder.halt();
       await waitFor(() => other.holds("rack-a"), "the other replica to take over", 10_000);
       await assert.rejects(other.beforeWrite("rack-a", { onceId: "reboot-7" }), (e: unknown) => {
         assert.ok(e instanceof FencingError && e.reason === "once-used");
+        return true;
+      });
+      // The outlet's reboot hold, read from the Lease's payload annotation: a new reboot is refused.
+      await assert.rejects(other.beforeWrite("rack-a", { onceId: "reboot-8", hold }), (e: unknown) => {
+        assert.ok(e instanceof FencingError && e.reason === "held", String(e));
         return true;
       });
     } finally {

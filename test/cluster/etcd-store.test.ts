@@ -4,11 +4,14 @@
  * private CA, and user name and password (with the token lost when etcd restarts).
  */
 import assert from "node:assert/strict";
+import { createServer, request as httpRequest } from "node:http";
+import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { EtcdLeaseStore } from "../../src/cluster/etcd.js";
 import { LeaseStoreError } from "../../src/cluster/store.js";
 import { EtcdCluster } from "../../testkit/etcd.js";
 import { leaseStoreContract, record } from "../../testkit/lease-store-contract.js";
+import { waitFor } from "../../testkit/wait.js";
 
 const signal = () => AbortSignal.timeout(10_000);
 
@@ -142,6 +145,35 @@ describe("etcd over TLS with a private CA", () => {
   });
 });
 
+describe("etcd requiring client certificates (--client-cert-auth)", () => {
+  let mtls: EtcdCluster;
+  before(async () => {
+    mtls = await EtcdCluster.start({ members: 1, clientCerts: true });
+  });
+  after(async () => {
+    await mtls?.close();
+  });
+
+  it("works with the client certificate and key, and is refused without them", async () => {
+    const client = mtls.clientCertificate!;
+    const withCert = new EtcdLeaseStore({
+      endpoints: mtls.endpoints,
+      prefix: "/mtls/",
+      ca: mtls.ca,
+      cert: client.cert,
+      key: client.key,
+    });
+    const without = new EtcdLeaseStore({ endpoints: mtls.endpoints, prefix: "/mtls/", ca: mtls.ca });
+    try {
+      const created = await withCert.create("lease", record("alpha/1"), signal());
+      assert.equal((await withCert.get("lease", signal()))?.version, created.version);
+      await assert.rejects(without.get("lease", signal()), LeaseStoreError);
+    } finally {
+      await Promise.all([withCert.close(), without.close()]);
+    }
+  });
+});
+
 describe("etcd with authentication", () => {
   let auth: EtcdCluster;
   before(async () => {
@@ -175,6 +207,64 @@ describe("etcd with authentication", () => {
       assert.equal((await store.get("lease", signal()))?.version, updated.version);
     } finally {
       await store.close();
+    }
+  });
+
+  it("a slow authentication (bcrypt on a busy member) outlasting each request's deadline still gets a token", async () => {
+    // A proxy in front of the member that holds every authentication answer for 600 ms: longer than
+    // the store's per-request attempt (250 ms, as a 0.5 s RetryPeriod gives).
+    const upstream = new URL(auth.endpoints[0]!);
+    const proxy = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on("data", (c: Buffer) => chunks.push(c));
+      request.on("end", () => {
+        const forward = httpRequest(
+          {
+            host: upstream.hostname,
+            port: upstream.port,
+            path: request.url,
+            method: request.method,
+            headers: request.headers,
+          },
+          (answer) => {
+            const delay = request.url === "/v3/auth/authenticate" ? 600 : 0;
+            setTimeout(() => {
+              response.writeHead(answer.statusCode ?? 502, answer.headers);
+              answer.pipe(response);
+            }, delay);
+          },
+        );
+        forward.on("error", () => response.destroy());
+        forward.end(Buffer.concat(chunks));
+      });
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const { port } = proxy.address() as AddressInfo;
+    const store = new EtcdLeaseStore({
+      endpoints: [`http://127.0.0.1:${port}`],
+      prefix: "/slow-auth/",
+      username: "root",
+      password: "root-password-1",
+      attemptTimeoutMs: 250,
+    });
+    try {
+      // Rounds every half second, each with a 1 s deadline: one of the first few has the token.
+      const listed = await waitFor(
+        async () => {
+          try {
+            return await store.list(AbortSignal.timeout(1000));
+          } catch {
+            return undefined;
+          }
+        },
+        "a list with the token",
+        10_000,
+        500,
+      );
+      assert.ok(Array.isArray(listed.leases));
+    } finally {
+      await store.close();
+      await new Promise((resolve) => proxy.close(resolve));
     }
   });
 

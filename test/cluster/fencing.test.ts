@@ -179,6 +179,52 @@ describe("once-only ids", () => {
     fresh.done();
   });
 
+  it("are kept for a time, not a count: the first of 150 is still refused by the next holder", async () => {
+    const { f, holder } = await oneBucket(["a", "b"]);
+    const other = holder === "a" ? "b" : "a";
+    const first = f.get(holder);
+    for (let k = 0; k < 150; k++) (await first.beforeWrite("rack-1", { onceId: `cmd-${k}-0` })).done();
+    f.halt(holder);
+    const next = f.get(other);
+    await waitFor(() => next.holds("rack-1"), "the other replica to take over", 10_000);
+    await assert.rejects(next.beforeWrite("rack-1", { onceId: "cmd-0-0" }), refused("once-used"));
+    await assert.rejects(next.beforeWrite("rack-1", { onceId: "cmd-149-0" }), refused("once-used"));
+  });
+
+  it("a reboot hold is recorded with the lease and refused by the next holder until it has passed", async () => {
+    const { f, store, holder } = await oneBucket(["a", "b"]);
+    const other = holder === "a" ? "b" : "a";
+    const first = f.get(holder);
+    const hold = { key: "rack-1\u0000dev\u00000", ms: 6000 };
+    (await first.beforeWrite("rack-1", { onceId: "r-1-0", hold })).done();
+    await assert.rejects(first.beforeWrite("rack-1", { hold }), refused("held"));
+    // Another outlet is not held.
+    (await first.beforeWrite("rack-1", { hold: { ...hold, key: "rack-1\u0000dev\u00001" } })).done();
+    const payload = JSON.parse((await store.get("bucket-0", signal()))!.record!.payload) as {
+      holds: Record<string, number>;
+    };
+    assert.equal(Object.keys(payload.holds).length, 2, "both holds recorded, by a hash of the outlet");
+    assert.ok(!JSON.stringify(payload).includes("dev"), "no outlet key in clear");
+    f.halt(holder);
+    const next = f.get(other);
+    await waitFor(() => next.holds("rack-1"), "the other replica to take over", 10_000);
+    await assert.rejects(next.beforeWrite("rack-1", { hold }), refused("held"));
+    // It passes: the write's deadline (RenewDeadline) plus the hold, counted from the next holder's view.
+    const granted = await waitFor(
+      async () => {
+        try {
+          return await next.beforeWrite("rack-1", { hold });
+        } catch (error) {
+          if (error instanceof FencingError && error.reason === "held") return undefined;
+          throw error;
+        }
+      },
+      "the hold to pass",
+      30_000,
+    );
+    granted.done();
+  });
+
   it("each command runs at most once while it is retried across handovers and takeovers", async () => {
     const { f } = await oneBucket(["a", "b", "c"]);
     const executed = new Map<string, number>();

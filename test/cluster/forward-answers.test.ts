@@ -12,23 +12,24 @@ import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
 import { parseConfigText } from "../../src/config/load.js";
 import type { Config } from "../../src/config/schema.js";
-import {
-  FORWARD_PATH,
-  FORWARD_SIGNATURE_HEADER,
-  ForwardingControl,
-  forwardSigned,
-} from "../../src/control/forward.js";
+import { ForwardingControl } from "../../src/cluster/forward/control.js";
+import Fastify from "fastify";
+import { createReplicaForwarding } from "../../src/cluster/forward/index.js";
+import { FORWARD_PATH, READ_PATH } from "../../src/cluster/forward/protocol.js";
+import { NonceCache, REPLICA_HEADERS, signAnswer, verifyRequest } from "../../src/cluster/forward/signing.js";
 import { createLogger } from "../../src/log.js";
 import { ControlStub } from "../../testkit/control-stub.js";
 import { freePort } from "../../testkit/repo.js";
 
 const KEY = "forward-answers-key-5b1e";
+const SECRET = "forward-answers-secret-0123456789abcdef";
+const HOLDER_IDENTITY = "r9/0a1b2c3d4e5f";
 const TARGET = { kind: "outlet", deviceId: "E4A1000001000001", index: 0 } as const;
 
 interface Received {
   readonly path: string;
   readonly body: string;
-  readonly signature: string | undefined;
+  readonly headers: IncomingMessage["headers"];
 }
 
 /** A holder standing in: records each request, then answers as `behave` says. */
@@ -40,11 +41,10 @@ async function holder(
     const chunks: Buffer[] = [];
     request.on("data", (c: Buffer) => chunks.push(c));
     request.on("end", () => {
-      const signature = request.headers[FORWARD_SIGNATURE_HEADER];
       received.push({
         path: request.url ?? "",
         body: Buffer.concat(chunks).toString("utf8"),
-        signature: typeof signature === "string" ? signature : undefined,
+        headers: request.headers,
       });
       behave(request, response);
     });
@@ -60,7 +60,7 @@ before(async () => {
   config = await parseConfigText(
     `Api: { Enabled: true, ApiKey: ${KEY} }\nPdus:\n  rack-a:\n    Connection: { Host: 127.0.0.1 }\n    ActionsEnabled: true\n    Credentials: { Username: admin, Password: admin }\n`,
     "t.yaml",
-    {},
+    { SERVICE_CLUSTER_SECRET: SECRET },
   );
 });
 after(async () => {
@@ -72,7 +72,13 @@ function forwarding(url: string | null, holderName: string | null = "r9") {
   const control = new ForwardingControl({
     config: () => config,
     local,
-    cluster: { member: "r1", holds: () => false, holderOf: () => holderName, urlOf: () => url },
+    cluster: {
+      member: "r1",
+      holds: () => false,
+      holderOf: () => holderName,
+      urlOf: () => url,
+      identityOf: () => HOLDER_IDENTITY,
+    },
     logger: createLogger({ level: "silent" }),
   });
   return { control, local };
@@ -98,8 +104,25 @@ test("the holder took the request and the connection dropped: 502 outcome-unknow
   assert.equal(h.received.length, 1, "never retried");
   const [sent] = h.received;
   assert.equal(sent!.path, FORWARD_PATH);
-  assert.ok(forwardSigned(KEY, sent!.body, sent!.signature), "signed over its exact body");
-  assert.ok(!forwardSigned("another-key-of-16+chars", sent!.body, sent!.signature));
+  const check = (secret: string, identity: string, body = sent!.body) =>
+    verifyRequest(
+      secret,
+      identity,
+      { method: "POST", path: FORWARD_PATH, body },
+      sent!.headers,
+      new NonceCache(),
+    );
+  assert.equal(check(SECRET, HOLDER_IDENTITY).ok, true, "signed over its exact body, for the holder");
+  assert.deepEqual(check("another-secret-0123456789abcdef-xyz", HOLDER_IDENTITY), {
+    ok: false,
+    reason: "bad-signature",
+    from: "r1",
+  });
+  assert.equal(check(SECRET, HOLDER_IDENTITY, sent!.body.replace("reboot", "off")).ok, false);
+  assert.deepEqual(check(SECRET, "r9/ffffffffffff"), { ok: false, reason: "other-replica", from: "r1" });
+  // The API key is no part of it: it never travels between replicas.
+  assert.ok(!JSON.stringify(sent!.headers).includes(KEY) && !sent!.body.includes(KEY));
+  assert.equal(sent!.headers[REPLICA_HEADERS.user], "api-key", "the user it claims, signed");
   const message = JSON.parse(sent!.body) as Record<string, unknown>;
   assert.equal(message.commandId, "cmd-lost-1");
   assert.deepEqual(message.source, { surface: "rest", client: "127.0.0.1", key: true });
@@ -139,6 +162,18 @@ test("nobody holds the instance, or its holder is not there: 503 not-held with R
   assert.ok(!b.ok && b.problem === "not-held" && (b.retryAfter ?? 0) > 0, JSON.stringify(b));
 });
 
+/** A holder that answers `outcome`, signing the answer with `secret` (none: unsigned). */
+async function answering(outcome: unknown, secret: string | null) {
+  return holder((request, response) => {
+    const body = JSON.stringify({ outcome });
+    const nonce = request.headers[REPLICA_HEADERS.nonce];
+    response.setHeader("content-type", "application/json");
+    if (secret !== null && typeof nonce === "string")
+      response.setHeader(REPLICA_HEADERS.signature, signAnswer(secret, nonce, 200, body));
+    response.end(body);
+  });
+}
+
 test("a holder's outcome comes back as it is, marked with who carried it out", async () => {
   const outcome = {
     ok: false,
@@ -147,13 +182,94 @@ test("a holder's outcome comes back as it is, marked with who carried it out", a
     detail: "a reboot of outlet E4A1000001000001/0 is running",
     problem: "outlet-busy",
   };
-  const h = await holder((_request, response) => {
-    response.setHeader("content-type", "application/json");
-    response.end(JSON.stringify({ outcome }));
-  });
+  const h = await answering(outcome, SECRET);
   servers.push(h.server);
   const { control } = forwarding(h.url);
   const answer = await control.execute(reboot);
   await control.close();
   assert.deepEqual(answer, { ...outcome, carriedOutBy: "r9" });
+});
+
+test("an 'ok' from whoever advertises the holder's URL without the secret is not believed: 502 outcome-unknown", async () => {
+  const ok = {
+    ok: true,
+    status: 200,
+    instanceId: "rack-a",
+    target: TARGET,
+    action: "off",
+    outlets: [{ deviceId: TARGET.deviceId, index: 0, ok: true }],
+  };
+  for (const secret of [null, "a-secret-of-another-installation-0123"]) {
+    const rogue = await answering(ok, secret);
+    servers.push(rogue.server);
+    const { control } = forwarding(rogue.url);
+    const answer = await control.execute({ ...reboot, action: "off" });
+    await control.close();
+    assert.equal(answer.status, 502, JSON.stringify(answer));
+    assert.equal(!answer.ok && answer.problem, "outcome-unknown");
+  }
+  // The same answer signed with the installation's secret is taken.
+  const real = await answering(ok, SECRET);
+  servers.push(real.server);
+  const { control } = forwarding(real.url);
+  const answer = await control.execute({ ...reboot, action: "off" });
+  await control.close();
+  assert.equal(answer.status, 200, JSON.stringify(answer));
+});
+
+test("a read of an instance held elsewhere is signed for the holder and carries none of the client's credentials; an answer not signed for it is not passed on", async () => {
+  const readings = '[{"instanceId":"rack-a"}]';
+  const signed = await holder((request, response) => {
+    const nonce = request.headers[REPLICA_HEADERS.nonce];
+    response.setHeader("content-type", "application/json");
+    if (typeof nonce === "string")
+      response.setHeader(REPLICA_HEADERS.signature, signAnswer(SECRET, nonce, 200, readings));
+    response.end(readings);
+  });
+  const rogue = await holder((_request, response) => response.end("[]"));
+  servers.push(signed.server, rogue.server);
+  const read = async (url: string) => {
+    const forwarding = createReplicaForwarding({
+      config: () => config,
+      local: new ControlStub(),
+      cluster: {
+        member: "r1",
+        identity: "r1/aaaaaaaaaaaa",
+        holds: () => false,
+        holderOf: () => "r9",
+        urlOf: () => url,
+        identityOf: () => HOLDER_IDENTITY,
+      },
+      logger: createLogger({ level: "silent" }),
+    });
+    const app = Fastify();
+    app.get("/read", (_request, reply) => forwarding.surface.readFromHolder("rack-a", reply));
+    const answer = await app.inject({
+      method: "GET",
+      url: "/read",
+      headers: { "x-api-key": KEY, cookie: "pdu_bridge_session=abc", authorization: "Bearer t" },
+    });
+    await app.close();
+    await forwarding.close();
+    return answer;
+  };
+  const good = await read(signed.url);
+  assert.equal(good.statusCode, 200);
+  assert.equal(good.body, readings);
+  const [sent] = signed.received;
+  assert.equal(sent!.path, READ_PATH);
+  for (const header of ["x-api-key", "cookie", "authorization"])
+    assert.equal(sent!.headers[header], undefined, `${header} not passed on`);
+  assert.ok(!JSON.stringify(sent!.headers).includes(KEY));
+  const verified = verifyRequest(
+    SECRET,
+    HOLDER_IDENTITY,
+    { method: "POST", path: READ_PATH, body: sent!.body },
+    sent!.headers,
+    new NonceCache(),
+  );
+  assert.equal(verified.ok, true, "signed like a forward");
+  const bad = await read(rogue.url);
+  assert.equal(bad.statusCode, 503);
+  assert.ok(bad.headers["retry-after"] !== undefined);
 });

@@ -9,13 +9,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { bucketOf } from "../../src/cluster/assign.js";
-import {
-  FORWARD_FROM_HEADER,
-  FORWARD_PATH,
-  FORWARD_SIGNATURE_HEADER,
-  signForward,
-} from "../../src/control/forward.js";
-import { ReplicaFleet } from "../../testkit/replica-fleet.js";
+import { FORWARD_PATH, READ_PATH } from "../../src/cluster/forward/protocol.js";
+import { REPLICA_HEADERS, signRequest } from "../../src/cluster/forward/signing.js";
+import { FOLD_DEFAULTS } from "../../src/log-limit.js";
+import { FLEET_SECRET, ReplicaFleet } from "../../testkit/replica-fleet.js";
 import { sleep, waitFor } from "../../testkit/wait.js";
 
 const BUCKETS = 6;
@@ -199,10 +196,11 @@ describe("REST control sent to any replica is carried out by the holder", { time
       assert.deepEqual(await readings(other), there, `readings of ${id} on ${other}`);
   });
 
-  it("a forward without the installation's signature is refused; a signed one is never forwarded again", async () => {
+  it("a forward without a valid signature, replayed, late, for another replica or claiming another user is refused and runs nothing; a signed one is never forwarded again", async () => {
     const holders = await settled(NAMES);
     const { holder, others } = busiest(holders);
     const id = heldBy(holders, holder)[0]!;
+    const identities = await fleet.identities();
     const message = {
       kind: "command",
       instanceId: id,
@@ -212,43 +210,96 @@ describe("REST control sent to any replica is carried out by the holder", { time
       commandId: "forward-test-1",
     };
     const body = JSON.stringify(message);
+    const parts = (to: string, over: Partial<{ body: string; user: string; path: string }> = {}) => ({
+      method: "POST",
+      path: over.path ?? FORWARD_PATH,
+      body: over.body ?? body,
+      from: others[0],
+      to,
+      user: over.user ?? "api-key",
+    });
+    const toHolder = identities.get(holder)!;
     const since = Date.now();
     const r1 = fleet.get(holder).api!;
-    const missing = await post(r1, FORWARD_PATH, body, { [FORWARD_FROM_HEADER]: others[0] });
-    assert.equal(missing.status, 401);
-    const wrong = await post(r1, FORWARD_PATH, body, {
-      [FORWARD_SIGNATURE_HEADER]: signForward("another-installation-key-1234", body),
-    });
-    assert.equal(wrong.status, 401);
-    // The API key itself is not the credential either.
-    const key = await post(r1, FORWARD_PATH, body, { [FORWARD_SIGNATURE_HEADER]: KEY, "x-api-key": KEY });
-    assert.equal(key.status, 401);
-    // Signed, but for another body.
-    const other = await post(r1, FORWARD_PATH, body.replace('"off"', '"on"'), {
-      [FORWARD_SIGNATURE_HEADER]: signForward(KEY, body),
-    });
-    assert.equal(other.status, 401);
+    const refused: [string, Record<string, string>, string?][] = [
+      ["no signature", { [REPLICA_HEADERS.from]: others[0] }],
+      [
+        "another installation's secret",
+        signRequest("another-installation-secret-0123456789", parts(toHolder)),
+      ],
+      [
+        "the API key as signature",
+        { ...signRequest(FLEET_SECRET, parts(toHolder)), [REPLICA_HEADERS.signature]: KEY, "x-api-key": KEY },
+      ],
+      ["signed for another body", signRequest(FLEET_SECRET, parts(toHolder)), body.replace('"off"', '"on"')],
+      ["signed for another path", signRequest(FLEET_SECRET, parts(toHolder, { path: READ_PATH }))],
+      ["signed a minute ago", signRequest(FLEET_SECRET, parts(toHolder), Date.now() - 60_000)],
+      ["signed a minute ahead", signRequest(FLEET_SECRET, parts(toHolder), Date.now() + 60_000)],
+      ["signed for the holder's previous run", signRequest(FLEET_SECRET, parts(`${holder}/0123456789ab`))],
+      ["signed for another replica", signRequest(FLEET_SECRET, parts(identities.get(others[1])!))],
+      [
+        "claiming a console user the message does not name",
+        signRequest(FLEET_SECRET, parts(toHolder, { user: `console:${"a".repeat(64)}` })),
+      ],
+    ];
+    for (const [what, headers, sent] of refused) {
+      const answer = await post(r1, FORWARD_PATH, sent ?? body, headers);
+      assert.ok(
+        [400, 401].includes(answer.status),
+        `${what}: ${answer.status} ${JSON.stringify(answer.body)}`,
+      );
+    }
+    // A valid one runs once; the same request again (replayed as captured) is refused.
+    const valid = signRequest(FLEET_SECRET, parts(toHolder));
+    const first = await post(r1, FORWARD_PATH, body, valid);
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.equal((first.body.outcome as Record<string, unknown>).status, 200);
+    const again = await post(r1, FORWARD_PATH, body, valid);
+    assert.equal(again.status, 401, "replayed");
+    // Captured, then replayed to another replica: refused there too (it names the holder).
+    const elsewhereReplay = await post(fleet.get(others[1]).api!, FORWARD_PATH, body, valid);
+    assert.equal(elsewhereReplay.status, 401);
     await sleep(500);
     assert.deepEqual(
-      fleet.journal().filter((e) => e.time >= since),
-      [],
-      "nothing written",
+      fleet
+        .journal()
+        .filter((e) => e.time >= since)
+        .map((e) => [e.member, e.data.action]),
+      [[holder, "off"]],
+      "only the valid forward ran, once",
     );
-    // Signed and sent to a replica that does not hold the instance: 503 not-held, not forwarded on.
+    // The refusals are logged folded: far fewer lines than refusals, with the count.
+    await waitFor(
+      () =>
+        fleet
+          .get(holder)
+          .process.logs()
+          .some((l) => /refused a request without a valid replica signature/.test(String(l.msg))),
+      "the refusal logged",
+      5000,
+    );
+    const lines = fleet
+      .get(holder)
+      .process.logs()
+      .filter((l) => /refused a request without a valid replica signature/.test(String(l.msg)));
+    assert.ok(
+      lines.length <= FOLD_DEFAULTS.burst + 1,
+      `${refused.length + 2} refusals folded into ${lines.length} line(s)`,
+    );
+    // Signed for a replica that does not hold the instance: 503 not-held, not forwarded on.
     const r2 = fleet.get(others[0]).api!;
-    const elsewhere = await post(r2, FORWARD_PATH, body, {
-      [FORWARD_SIGNATURE_HEADER]: signForward(KEY, body),
-    });
+    const elsewhere = await post(
+      r2,
+      FORWARD_PATH,
+      body,
+      signRequest(FLEET_SECRET, parts(identities.get(others[0])!)),
+    );
     assert.equal(elsewhere.status, 200);
     const outcome = elsewhere.body.outcome as Record<string, unknown>;
     assert.equal(outcome.status, 503);
     assert.equal(outcome.problem, "not-held");
     await sleep(500);
-    assert.deepEqual(
-      fleet.journal().filter((e) => e.time >= since),
-      [],
-      "nothing written by anyone",
-    );
+    assert.equal(fleet.journal().filter((e) => e.time >= since).length, 1, "nothing more written by anyone");
   });
 
   it("kill -9 of a holder while reboots of its instances go to the other replicas: each answered 200 ran exactly once, none twice, none by a replica not holding it", async () => {

@@ -1,6 +1,7 @@
 /**
  * The `Cluster` section: its defaults (off, and nothing else changes), the member name's default,
- * the etcd credentials from the environment only, and check-config showing them masked. The rules
+ * the etcd credentials and the replicas' secret from the environment only, and check-config showing
+ * them masked; where advertised URLs may point; messages that say what a pattern expects. The rules
  * across its keys are cases of rules.test.ts.
  */
 import assert from "node:assert/strict";
@@ -32,7 +33,9 @@ test("without a Cluster section the cluster is off, with the contract's defaults
     Enabled: false,
     Backend: "kubernetes",
     MemberName: "pdu-bridge-0",
+    Secret: "",
     AdvertiseUrl: null,
+    PeerNetworks: ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "127.0.0.0/8", "fc00::/7", "::1/128"],
     Buckets: 64,
     LeaseDurationSeconds: 15,
     RenewDeadlineSeconds: 10,
@@ -42,6 +45,8 @@ test("without a Cluster section the cluster is off, with the contract's defaults
       Endpoints: ["http://127.0.0.1:2379"],
       Prefix: "/pdu-bridge/",
       CaFile: null,
+      CertFile: null,
+      KeyFile: null,
       Credentials: { Username: null, Password: null },
     },
   });
@@ -172,4 +177,100 @@ test("an etcd endpoint with credentials in it is refused without repeating them"
       return true;
     },
   );
+});
+
+const SECRET = "cluster-config-secret-0123456789abcdef";
+
+test("the replicas' secret: required with the cluster and the API on (naming SERVICE_CLUSTER_SECRET), long enough, never shown", async () => {
+  const on = `${PDU}Api: { Enabled: true }\nCluster:\n  Enabled: true\n  MemberName: a\n  Backend: etcd\n`;
+  await assert.rejects(
+    parseConfigText(on, "t.yaml", {}),
+    /SERVICE_CLUSTER_SECRET: is required with Cluster\.Enabled and Api\.Enabled/,
+  );
+  await assert.rejects(
+    parseConfigText(on, "t.yaml", { SERVICE_CLUSTER_SECRET: "short-secret" }),
+    /SERVICE_CLUSTER_SECRET: must be at least 32 characters/,
+  );
+  assert.equal(
+    (await parseConfigText(on, "t.yaml", { SERVICE_CLUSTER_SECRET: SECRET })).Cluster.Secret,
+    SECRET,
+  );
+  // Without the API nothing is handed between replicas: no secret needed.
+  const mqttOnly = `${PDU}Cluster:\n  Enabled: true\n  MemberName: a\n  Backend: etcd\n`;
+  assert.equal((await parseConfigText(mqttOnly, "t.yaml", {})).Cluster.Secret, "");
+  // check-config says it at once, naming the variable, and masks it when set.
+  const file = join(dir, "secret.yaml");
+  await writeFile(file, on);
+  let out = "";
+  let err = "";
+  const code = await runCheckConfig(
+    ["--config", file],
+    {},
+    (t) => (out += t),
+    (t) => (err += t),
+  );
+  assert.equal(code, 2);
+  assert.match(err, /SERVICE_CLUSTER_SECRET/);
+  out = "";
+  const ok = await runCheckConfig(
+    ["--config", file],
+    { SERVICE_CLUSTER_SECRET: SECRET },
+    (t) => (out += t),
+    (t) => (err += t),
+  );
+  assert.equal(ok, 0, err);
+  assert.ok(!out.includes(SECRET), out);
+  assert.match(out, /# replicas' secret from the environment \(SERVICE_CLUSTER_SECRET\): "\*\*\*"/);
+});
+
+test("advertised URLs: Cluster.PeerNetworks entries are networks, names or suffixes; an AdvertiseUrl outside them is refused", async () => {
+  const at = (lines: string) => parseConfigText(`${PDU}Cluster:\n${lines}`, "t.yaml", {});
+  const networks = await at(
+    "  PeerNetworks: [10.244.0.0/16, fd00::/8, pdu-0.racks.svc, .racks.svc.cluster.local]\n",
+  );
+  assert.equal(networks.Cluster.PeerNetworks.length, 4);
+  for (const bad of ["10.244.0.0/33", "10.244.0.999/16", "fd00::/129", "http://10.0.0.1"]) {
+    await assert.rejects(at(`  PeerNetworks: [${JSON.stringify(bad)}]\n`), /Cluster\.PeerNetworks/, bad);
+  }
+  await assert.rejects(
+    at("  AdvertiseUrl: http://203.0.113.7:8082\n"),
+    /Cluster\.AdvertiseUrl: points outside Cluster\.PeerNetworks/,
+  );
+  const named = await at(
+    "  AdvertiseUrl: http://pdu-0.racks.svc.cluster.local:8082\n  PeerNetworks: [.racks.svc.cluster.local]\n",
+  );
+  assert.equal(named.Cluster.AdvertiseUrl, "http://pdu-0.racks.svc.cluster.local:8082");
+});
+
+test("a member name or advertised URL that fails its pattern says what is expected", async () => {
+  await assert.rejects(
+    parseConfigText(`${PDU}Cluster:\n  MemberName: Replica_A\n`, "t.yaml", {}),
+    /Cluster\.MemberName: must be a member name \(lower-case letters, digits, - and \., at most 63/,
+  );
+  await assert.rejects(
+    parseConfigText(`${PDU}Cluster:\n  AdvertiseUrl: http://10.0.3.7:8082/api\n`, "t.yaml", {}),
+    /Cluster\.AdvertiseUrl: must be an http:\/\/ or https:\/\/ origin: scheme, host and port, no path/,
+  );
+});
+
+test("an etcd client certificate: CertFile and KeyFile together, relative to the file, readable", async () => {
+  const at = (lines: string) =>
+    parseConfigText(`${PDU}Cluster:\n  Etcd:\n${lines}`, join(dir, "c.yaml"), {}, { baseDir: dir });
+  await assert.rejects(
+    at("    CertFile: client.pem\n"),
+    /Cluster\.Etcd\.KeyFile: is required with Cluster\.Etcd\.CertFile/,
+  );
+  await assert.rejects(
+    at("    KeyFile: client-key.pem\n"),
+    /Cluster\.Etcd\.CertFile: is required with Cluster\.Etcd\.KeyFile/,
+  );
+  await assert.rejects(
+    at("    CertFile: missing.pem\n    KeyFile: missing-key.pem\n"),
+    /Cluster\.Etcd\.CertFile: cannot read/,
+  );
+  await writeFile(join(dir, "client.pem"), "cert");
+  await writeFile(join(dir, "client-key.pem"), "key");
+  const config = await at("    CertFile: client.pem\n    KeyFile: client-key.pem\n");
+  assert.equal(config.Cluster.Etcd.CertFile, join(dir, "client.pem"));
+  assert.equal(config.Cluster.Etcd.KeyFile, join(dir, "client-key.pem"));
 });

@@ -178,6 +178,77 @@ describe("Helm chart: replicas and the cluster", { skip }, () => {
     assert.deepEqual(config.Cluster.Etcd.Endpoints, ["https://etcd-0.etcd:2379"]);
   });
 
+  it("the replicas' secret with the API on: made once by the chart (or taken from a Secret of yours), passed as SERVICE_CLUSTER_SECRET", async () => {
+    const api = ["--set", "config.Api.Enabled=true"];
+    const [made, theirs, withoutApi] = await Promise.all([
+      renderChart([...CLUSTER_VALUES, ...api]),
+      renderChart([...CLUSTER_VALUES, ...api, "--set", "cluster.secret.existingSecret=replicas"]),
+      renderChart(CLUSTER_VALUES),
+    ]);
+    const secret = one<
+      K8sObject & { data: Record<string, string>; metadata: { annotations: Record<string, string> } }
+    >(made, "Secret", "release-pdu-bridge-cluster");
+    const value = Buffer.from(secret.data.SERVICE_CLUSTER_SECRET!, "base64").toString("utf8");
+    assert.match(value, /^[A-Za-z0-9]{48}$/);
+    assert.equal(secret.metadata.annotations["helm.sh/resource-policy"], "keep");
+    const ref = (objects: K8sObject[]) =>
+      (
+        env(objects, "SERVICE_CLUSTER_SECRET") as
+          { valueFrom?: { secretKeyRef?: { name: string; key: string } } } | undefined
+      )?.valueFrom?.secretKeyRef;
+    assert.deepEqual(ref(made), { name: "release-pdu-bridge-cluster", key: "SERVICE_CLUSTER_SECRET" });
+    // What a pod runs with: the configuration loads with that secret.
+    const config = await parseConfigText(
+      configText(made),
+      "chart",
+      { HOSTNAME: "p-1", SERVICE_CLUSTER_SECRET: value },
+      { source: "kubernetes" },
+    );
+    assert.equal(config.Cluster.Secret, value);
+    await assert.rejects(
+      parseConfigText(configText(made), "chart", { HOSTNAME: "p-1" }, { source: "kubernetes" }),
+      /SERVICE_CLUSTER_SECRET/,
+    );
+    assert.deepEqual(ref(theirs), { name: "replicas", key: "SERVICE_CLUSTER_SECRET" });
+    assert.deepEqual(
+      ofKind(theirs, "Secret").filter((o) => o.metadata.name.endsWith("-cluster")),
+      [],
+    );
+    assert.equal(ref(withoutApi), undefined, "nothing is handed between replicas without the API");
+  });
+
+  it("the etcd backend only with TLS and authentication", async () => {
+    const etcd = ["--set", "config.Cluster.Backend=etcd"];
+    const refused = await runHelm([
+      "template",
+      "release",
+      CHART_DIR,
+      ...CLUSTER_VALUES,
+      ...etcd,
+      "--set",
+      "config.Cluster.Etcd.Endpoints={http://etcd-0.etcd:2379}",
+    ]);
+    assert.notEqual(refused.code, 0);
+    assert.match(
+      refused.stderr,
+      /config\.Cluster\.Etcd\.Endpoints: http:\/\/etcd-0\.etcd:2379 is not https:\/\//,
+    );
+    const anonymous = await runHelm([
+      "template",
+      "release",
+      CHART_DIR,
+      "--set",
+      "replicaCount=2",
+      "--set",
+      "config.Mqtt.Connection.Host=mqtt",
+      ...etcd,
+      "--set",
+      "config.Cluster.Etcd.Endpoints={https://etcd-0.etcd:2379}",
+    ]);
+    assert.notEqual(anonymous.code, 0);
+    assert.match(anonymous.stderr, /the etcd backend needs authentication/);
+  });
+
   it("with the Kubernetes config source too: both Roles", async () => {
     const objects = await renderChart([...CLUSTER_VALUES, "--set", "configSource=kubernetes"]);
     assert.deepEqual(

@@ -7,7 +7,6 @@ import type { HttpApp, HttpDeps } from "../types.js";
 import { registerAlarmsRoute } from "./alarms.js";
 import { iso, type ReadBodies } from "./cached-reads.js";
 import { API_ROUTES } from "./paths.js";
-import { fromReplica, readFromHolder } from "./replica-reads.js";
 import { API_ROUTE_SCHEMAS } from "./route-schemas.js";
 
 export interface ReadRoutesOptions {
@@ -79,13 +78,8 @@ function registerReadingsRoute(app: HttpApp, deps: HttpDeps, bodies: ReadBodies)
       const one = findInstance(all, wanted);
       // Among several replicas one instance's readings come from the replica that polls it.
       const replica = deps.replica;
-      if (
-        one !== undefined &&
-        replica !== undefined &&
-        !replica.holds(one.id) &&
-        !fromReplica(request.headers)
-      )
-        return readFromHolder(replica, one.id, request.headers, reply);
+      if (one !== undefined && replica !== undefined && !replica.holds(one.id))
+        return replica.readFromHolder(one.id, reply);
       if (one === undefined) {
         const known = all.map((s) => s.id).join(", ");
         const detail = `unknown instance ${JSON.stringify(wanted.slice(0, 64))}; configured instances: ${known}`;

@@ -18,7 +18,6 @@ import {
 import type { HttpApp, HttpDeps } from "../types.js";
 import { createFastReads, createReadBodies, storeReadSource } from "./cached-reads.js";
 import { controlRoutes } from "./control/plugin.js";
-import { replicaRoute } from "./control/replica-route.js";
 import { registerKeyCheck } from "./key-check.js";
 import { readRoutes } from "./reads.js";
 import { FailedKeyLimiter } from "./key-guard.js";
@@ -131,7 +130,14 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
   // Awaited, so its routes are added here and the OpenAPI document keeps its order.
   await app.register(controlRoutes, { deps, limiter });
   // Among several replicas: the requests other replicas hand this one, in a context of their own.
-  if (deps.replica !== undefined) await app.register(replicaRoute, { deps, replica: deps.replica });
+  if (deps.replica !== undefined) {
+    await deps.replica.routes(app, deps, {
+      readingsOf: (id) => {
+        const status = deps.store.get(id);
+        return status === undefined ? null : bodies.readingsFor([status]);
+      },
+    });
+  }
   registerKeyCheck(app, deps, limiter);
   registerDocumentRoutes(app, deps.consoleRoutes !== undefined);
   deps.consoleRoutes?.(app, deps);

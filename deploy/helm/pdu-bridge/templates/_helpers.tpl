@@ -168,6 +168,17 @@ depends on them, so `helm template` and `helm install` stop with one clear messa
 {{- if lt (int .Values.replicaCount) 0 }}
 {{- fail "replicaCount must not be negative" }}
 {{- end }}
+{{- if and (include "pdu-bridge.clusterEnabled" .) (eq (dig "Cluster" "Backend" "kubernetes" .Values.config) "etcd") }}
+{{- /* etcd holds the leases, once-only ids and reboot holds: production needs TLS and authentication (docs/cluster.md). */ -}}
+{{- range $endpoint := (dig "Cluster" "Etcd" "Endpoints" (list "http://127.0.0.1:2379") .Values.config) }}
+{{- if not (hasPrefix "https://" $endpoint) }}
+{{- fail (printf "config.Cluster.Etcd.Endpoints: %s is not https://: etcd needs TLS (and authentication) in production (docs/cluster.md)" $endpoint) }}
+{{- end }}
+{{- end }}
+{{- if not (or .Values.existingSecret (hasKey (.Values.secrets | default dict) "SERVICE_ETCD_USERNAME")) }}
+{{- fail "the etcd backend needs authentication: put SERVICE_ETCD_USERNAME and SERVICE_ETCD_PASSWORD in secrets (or existingSecret) (docs/cluster.md)" }}
+{{- end }}
+{{- end }}
 {{- if and .Values.ingress.enabled (not (include "pdu-bridge.apiEnabled" .)) }}
 {{- fail "ingress.enabled needs config.Api.Enabled: the Ingress routes to the api Service" }}
 {{- end }}
