@@ -57,9 +57,10 @@ describe("discovery holds only what can work, over every simulated family", () =
       "  Embedded: { Bind: 127.0.0.1, Port: 0 }",
       "Pdus:",
       ...(["geist", "oneview"] as const).map((id) =>
-        [pduYaml(id, sims[id], { pollInterval: 1, actionsEnabled: true }), ...protection(id, overrides)].join(
-          "\n",
-        ),
+        [
+          pduYaml(id, sims[id], { pollInterval: 1, actionsEnabled: true, relayProtection: 0 }),
+          ...protection(id, overrides),
+        ].join("\n"),
       ),
       ...SIM_PROFILES.map((p, n) =>
         [
@@ -68,6 +69,8 @@ describe("discovery holds only what can work, over every simulated family", () =
           `    Connection: { Host: 127.0.0.1, Port: ${snmp[n]?.port ?? 0}, Timeout: 2 }`,
           "    PollInterval: 1",
           "    ActionsEnabled: true",
+          // Every button is pressed in turn, several on one outlet within seconds.
+          "    RelayProtection: 0",
           ...protection(p, overrides),
         ].join("\n"),
       ),

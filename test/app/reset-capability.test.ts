@@ -117,8 +117,9 @@ describe("resetStats follows what the PDU can do", () => {
     );
     assert.equal(res.status, 409, res.text);
     assert.match(res.text, /cannot reset one outlet's statistics/);
-    // The bridge refused it before sending anything: the title says who, not "Refused by the PDU".
-    assert.equal((JSON.parse(res.text) as { title: string }).title, "Refused by the bridge, nothing sent");
+    // The core refused it before sending anything, from the device's capability: the title says the
+    // PDU cannot do it, not that the PDU refused it.
+    assert.equal((JSON.parse(res.text) as { title: string }).title, "Not supported by the PDU");
     // The profile's reason: the MIB resets every outlet of the unit at once, never one.
     assert.match(res.text, /every outlet of the unit at once.*; nothing was sent/);
     await h.commandsReady("apc");
