@@ -70,7 +70,8 @@ export function writeBridgeConfig(o: BridgeConfigOptions): string {
         }
       : { Enabled: false },
     // wrk's 64 connections all come from 127.0.0.1: one client, as the listeners count clients.
-    Http: { MaxConnectionsPerClient: 1024 },
+    // Without the API the key is left out, so an earlier build (poll-cpu's --base) reads the file.
+    ...(o.api ? { Http: { MaxConnectionsPerClient: 1024 } } : {}),
     Health: o.health === true ? { Enabled: true, Port: 0, Bind: "127.0.0.1" } : { Enabled: false },
     Logging: { Level: o.logLevel ?? "info" },
   });
