@@ -1,5 +1,5 @@
 /**
- * Memory sizing of the Node.js process (docs/deployment.md, "Memory", has the figures).
+ * Memory sizing of the Node.js process (docs/deployment.md, "Memory"; the figures in docs/heap-breakdown.md).
  *
  * After a full collection V8 lets the old generation grow by a factor of the live heap before the
  * next one. It picks the factor from the heap limit, which it sizes from the machine's memory: with

@@ -35,9 +35,10 @@ async function registerDocs(app: HttpApp): Promise<void> {
         title: "pdu-bridge REST API",
         version: "1.0.0",
         description:
-          "Configured PDU instances, service health, snapshots and readings of Vertiv/Geist rack PDUs, " +
-          "and outlet and group control (enabled by an API key). The web console, which shows the same " +
-          "live in a browser, is at [/ui/](/ui/).",
+          "Configured PDU instances, service health, snapshots, readings, loads and alarms of rack PDUs " +
+          "(Vertiv/Geist units and OneView clusters over their HTTP API; APC, Raritan, ServerTech, " +
+          "CyberPower and Eaton units over SNMP), and outlet and group control (enabled by an API key). " +
+          "The web console, which shows the same live in a browser, is at [/ui/](/ui/).",
       },
       tags: [
         { name: "Status", description: "Instances, health and snapshot ages" },
