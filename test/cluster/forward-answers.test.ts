@@ -239,8 +239,10 @@ test("a read of an instance held elsewhere is signed for the holder and carries 
         holderOf: () => "r9",
         urlOf: () => url,
         identityOf: () => HOLDER_IDENTITY,
+        status: () => ({ members: [] }),
       },
       logger: createLogger({ level: "silent" }),
+      console: () => null,
     });
     const app = Fastify();
     app.get("/read", (_request, reply) => forwarding.surface.readFromHolder("rack-a", reply));
