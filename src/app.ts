@@ -35,7 +35,12 @@ import type { Config } from "./config/schema.js";
 import { CredentialsCheck } from "./control/credentials.js";
 import { createControlService, type ControlCore } from "./control/service.js";
 import { peerNetworks } from "./config/peer-networks.js";
-import { createReplicaForwarding, type ReplicaForwarding } from "./cluster/forward/index.js";
+import {
+  createReplicaForwarding,
+  type ConsoleAsk,
+  type ConsolePeers,
+  type ReplicaForwarding,
+} from "./cluster/forward/index.js";
 import type { ControlService, WriteFence } from "./control/types.js";
 import type { ApiListener } from "./http/api-worker/host.js";
 import type { RunningListener } from "./http/listener.js";
@@ -118,7 +123,9 @@ export class App {
     const store = instanceStore(config, bus);
     this.store = store;
     this.poller = new Poller(pollTargets(config, clients), store, { logger, bus, ownership });
-    const control = new ControlPart(current, store, clients, bus, logger, ownership, cluster);
+    // Among several replicas the other replicas ask this one's console (docs/console.md).
+    const consoleAnswer = (ask: ConsoleAsk): string | null => this.console?.replicaAnswer(ask) ?? null;
+    const control = new ControlPart(current, store, clients, bus, logger, ownership, cluster, consoleAnswer);
     this.control = control.core;
     this.#rest = control.rest;
     this.credentials = new CredentialsCheck({ config: current, drivers: clients, bus, logger });
@@ -141,6 +148,7 @@ export class App {
           config: current,
           logger,
           loginProblem: (id) => this.credentials.problem(id),
+          ...(control.replicaConsole === null ? {} : { replicas: control.replicaConsole }),
         })
       : null;
     const httpDeps = (more: Partial<HttpDeps>): HttpDeps => this.#httpDeps(metrics, more);
@@ -488,6 +496,8 @@ class ControlPart implements Part {
    * replicas the forwarding to the holder, and this replica's side of it (docs/cluster.md).
    */
   readonly rest: { readonly service: ControlService; readonly replica?: ReplicaSurface };
+  /** Among several replicas: what the web console asks of the others (docs/console.md); else null. */
+  readonly replicaConsole: ConsolePeers | null;
   readonly #forwarding: ReplicaForwarding | null;
   /** Aborted once the graceful stop is over: a hard stop of anything still writing. */
   readonly #hardStop = new AbortController();
@@ -500,6 +510,7 @@ class ControlPart implements Part {
     logger: Logger,
     ownership: Ownership,
     cluster: Cluster | null,
+    consoleAnswer: (ask: ConsoleAsk) => string | null,
   ) {
     const fence: WriteFence | null = cluster;
     this.core = createControlService({
@@ -519,7 +530,10 @@ class ControlPart implements Part {
     });
     const core = this.core;
     this.#forwarding =
-      cluster === null ? null : createReplicaForwarding({ config, local: core, cluster, logger });
+      cluster === null
+        ? null
+        : createReplicaForwarding({ config, local: core, cluster, logger, console: consoleAnswer });
+    this.replicaConsole = this.#forwarding?.console ?? null;
     this.rest =
       this.#forwarding === null
         ? { service: core }

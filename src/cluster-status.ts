@@ -13,6 +13,27 @@ export interface MemberView {
   readonly self: boolean;
 }
 
+/** A member whose lease this replica saw stop changing: gone without leaving, paused, or cut off. */
+export interface SilentMember {
+  readonly name: string;
+  /** Milliseconds since this replica last saw its member lease renewed (on its monotonic clock). */
+  readonly silentForMs: number;
+}
+
+/**
+ * A bucket nobody polls as this replica sees it: free (released, never taken, or its lease
+ * expired), or held by a member that stopped renewing it, whose lease is running out.
+ */
+export interface UnpolledBucket {
+  readonly bucket: number;
+  /** The member its lease names; null when it names nobody. */
+  readonly holder: string | null;
+  /** Milliseconds since its lease was last seen renewed; null when it names nobody. */
+  readonly silentForMs: number | null;
+  /** Milliseconds until another replica may take it (0: it may be taken now). */
+  readonly freeInMs: number;
+}
+
 export interface ClusterStatus {
   readonly member: string;
   /** The engine as the replica uses it (etcd endpoints and prefix, or namespace and lease prefix). */
@@ -41,4 +62,8 @@ export interface ClusterStatus {
   readonly transitions: number;
   /** The last engine error, while the engine is unreachable; else null. */
   readonly lastError: string | null;
+  /** Other members whose renewals stopped, as long as their member lease is kept in the engine. */
+  readonly silent: readonly SilentMember[];
+  /** Buckets not held here that nobody polls now, ascending. */
+  readonly unpolled: readonly UnpolledBucket[];
 }

@@ -41,11 +41,11 @@ import {
   type StoredLease,
 } from "./store.js";
 import { BucketMemory, MAX_HOLD_MS, ONCE_ID_PATTERN, ONCE_KEEP_MS, onceIdsOf } from "./bucket-memory.js";
-import type { ClusterStatus, MemberView } from "../cluster-status.js";
+import type { ClusterStatus, MemberView, SilentMember, UnpolledBucket } from "../cluster-status.js";
 import { FencingError } from "../fencing.js";
 
 export { FencingError };
-export type { ClusterStatus, MemberView };
+export type { ClusterStatus, MemberView, SilentMember, UnpolledBucket };
 
 /** A write must start within this long of the renewal that allowed it (less when RenewDeadline is short). */
 export const START_WINDOW_MS = 1000;
@@ -213,6 +213,8 @@ export class Elector {
   readonly #startWindowMs: number;
   readonly #requestMs: number;
   readonly #gcAfterMs: number;
+  /** A lease of another replica unchanged this long has stopped being renewed (see {@link #renewals}). */
+  readonly #silentMs: number;
   readonly #weights = new WeightCache();
 
   #state: ClusterStatus["state"] = "starting";
@@ -265,6 +267,7 @@ export class Elector {
     this.#startWindowMs = Math.min(START_WINDOW_MS, options.renewDeadlineMs / 4);
     this.#requestMs = Math.max(1000, options.retryPeriodMs);
     this.#gcAfterMs = Math.max(10 * options.leaseDurationMs, 60_000);
+    this.#silentMs = Math.min(3 * options.retryPeriodMs, options.renewDeadlineMs);
     this.#ready = options.ready ?? false;
     this.#url = options.url ?? null;
   }
@@ -463,7 +466,54 @@ export class Elector {
       members: this.#members,
       transitions: this.#transitions,
       lastError: reachable ? null : this.#lastError,
+      ...this.#renewals(),
     };
+  }
+
+  /**
+   * What this replica sees of the others' renewals, from its observations alone (no engine call):
+   * members whose lease stopped changing, and the buckets not held here that nobody polls. A live
+   * replica renews its leases every round (RetryPeriod at most), and a change is seen through the
+   * watch, or at the next list (every round): a member lease unchanged for 3 × RetryPeriod (at most
+   * RenewDeadline) has stopped being renewed. A bucket lease unchanged for RenewDeadline is held by
+   * nobody: its holder drops it (and stops polling its instances) RenewDeadline after it sent its
+   * last successful renewal, which was written before this replica saw it. Others may take such a
+   * bucket once it has been unchanged for LeaseDuration; until someone does, its instances are
+   * polled by nobody.
+   */
+  #renewals(): { silent: SilentMember[]; unpolled: UnpolledBucket[] } {
+    const t = now();
+    // How long a lease went unchanged as far as this replica looked: up to its last list, so that
+    // its own trouble reaching the engine never shows as the others' silence.
+    const unchanged = (seen: Observed) => this.#lastListOk - seen.seenAt;
+    const silent: SilentMember[] = [];
+    const unpolled: UnpolledBucket[] = [];
+    if (this.#lastListOk === -Infinity) return { silent, unpolled };
+    for (const seen of this.#observed.values()) {
+      if (!seen.lease.name.startsWith(MEMBER_PREFIX)) continue;
+      const info = this.#memberInfo(seen);
+      if (info === null || info.name === this.member || unchanged(seen) < this.#silentMs) continue;
+      silent.push({ name: info.name, silentForMs: Math.round(t - seen.seenAt) });
+    }
+    silent.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (let b = 0; b < this.buckets; b++) {
+      if (this.holdsBucket(b)) continue;
+      const seen = this.#observed.get(`${BUCKET_PREFIX}${b}`);
+      const holder = seen?.lease.record === null ? "?" : (seen?.lease.record.holder ?? "");
+      if (seen === undefined || holder === "") {
+        unpolled.push({ bucket: b, holder: null, silentForMs: null, freeInMs: 0 });
+        continue;
+      }
+      if (unchanged(seen) < this.#deadlineMs) continue;
+      const age = t - seen.seenAt;
+      unpolled.push({
+        bucket: b,
+        holder: holder.split("/")[0] ?? "?",
+        silentForMs: Math.round(age),
+        freeInMs: Math.max(0, Math.round(this.#leaseMs - age)),
+      });
+    }
+    return { silent: silent.slice(0, MAX_MEMBERS), unpolled };
   }
 
   // ---- the loop ----

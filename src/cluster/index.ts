@@ -43,7 +43,8 @@
  *   stopping, renew-deadline, conflict, blocked) and `{ type: "members", members }`. Listeners run
  *   synchronously; `instancesOf(bucket)` maps a bucket to the configured instance ids.
  * - `status()`: member, engine, state, blocked, reachable and the last answer's age (for /readyz),
- *   ready, buckets, instances held, members, transitions (for /health/integrations and the metrics
+ *   ready, buckets, instances held, members, transitions, the members that stopped renewing and
+ *   the instances nobody polls (for /health/integrations and the metrics
  *   pdu_bridge_cluster_buckets_held, pdu_bridge_cluster_lease_transitions_total,
  *   pdu_bridge_cluster_members).
  */
@@ -107,9 +108,20 @@ export interface Cluster {
   beforeWrite(instanceId: string, options?: WriteOptions): Promise<WriteGrant>;
   onceUsed(instanceId: string, onceId: string): boolean;
   on(listener: (event: ClusterEvent) => void): () => void;
-  status(): ClusterStatus & { readonly instances: readonly string[] };
+  status(): ClusterStatus & {
+    readonly instances: readonly string[];
+    readonly unpolledInstances: readonly UnpolledInstance[];
+  };
   /** Freezes the loop without releasing anything, as a paused or killed process would (for tests). */
   halt(): void;
+}
+
+/** A configured instance nobody polls now, as this replica sees it (`status().unpolled`, by instance). */
+export interface UnpolledInstance {
+  readonly id: string;
+  readonly bucket: number;
+  /** The member whose lease is running out; null when its bucket is held by nobody. */
+  readonly holder: string | null;
 }
 
 /** The cluster of a `Cluster` configuration, on its engine. */
@@ -175,7 +187,14 @@ export function createClusterWithStore(
     on: (listener) => elector.on(listener),
     status: () => {
       const status = elector.status();
-      return { ...status, instances: status.buckets.flatMap((b) => byBucket.get(b) ?? []) };
+      const unpolledInstances = status.unpolled.flatMap(({ bucket: b, holder }) =>
+        (byBucket.get(b) ?? []).map((id) => ({ id, bucket: b, holder })),
+      );
+      return {
+        ...status,
+        instances: status.buckets.flatMap((b) => byBucket.get(b) ?? []),
+        unpolledInstances,
+      };
     },
   };
 }

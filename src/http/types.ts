@@ -61,6 +61,15 @@ export interface ClusterHealth extends ClusterStatus {
   readonly bucketCount: number;
   /** The configured instances of the buckets held. */
   readonly instances: readonly string[];
+  /**
+   * The configured instances nobody polls now: those of the buckets in `unpolled`, each with the
+   * member whose lease is running out (null: held by nobody).
+   */
+  readonly unpolledInstances: readonly {
+    readonly id: string;
+    readonly bucket: number;
+    readonly holder: string | null;
+  }[];
 }
 
 /**

@@ -93,6 +93,18 @@ export class RecentEvents {
     if (this.#events.length > RECENT_EVENTS) this.#events.length = RECENT_EVENTS;
   }
 
+  /**
+   * An event made elsewhere (another replica's, which arrives later than it happened): placed by
+   * its time among the others, and not kept when it is older than all {@link RECENT_EVENTS}.
+   */
+  insert(event: WireRecentEvent): void {
+    const at = event.atUtc;
+    const index = this.#events.findIndex((e) => e.atUtc <= at);
+    if (index === -1) this.#events.push(event);
+    else this.#events.splice(index, 0, event);
+    if (this.#events.length > RECENT_EVENTS) this.#events.length = RECENT_EVENTS;
+  }
+
   list(): readonly WireRecentEvent[] {
     return this.#events;
   }

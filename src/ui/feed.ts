@@ -5,6 +5,9 @@
  * the service (src/lifecycle.ts): from `start` it hears `snapshot` and `pollFailed` (status and
  * snapshot events, the history), `alarms` (alarm events and the recent ones), `control` (the control
  * core's outcomes, from REST and MQTT) and `credentials` (an instance's login problem, in its status).
+ * Among several replicas (`replicas`, ./replicas.ts) it shows the state of the instances it holds
+ * from its own polls and that of the others from their holders, hears `ownershipChanged`, and
+ * shows the events every replica made, each once.
  *
  * Bounded everywhere, and per client, so that one client cannot lock the others out
  * (docs/reliability.md, "Console event streams"):
@@ -26,7 +29,7 @@
  * - each event is serialised once, however many streams get it.
  */
 import type { ServerResponse } from "node:http";
-import type { AlarmsEvent, ControlEvent, EventBus } from "../bus.js";
+import type { AlarmsEvent, ControlEvent, EventBus, OwnershipChangedEvent } from "../bus.js";
 import type { Config } from "../config/schema.js";
 import { clientKey } from "../http/client-address.js";
 import { SETTINGS_ACTION } from "../control/settings.js";
@@ -36,6 +39,7 @@ import type { Alarm, DeviceRoute, LoadReport, Measurement, PduSystem, Snapshot }
 import type { InstanceStatus, SnapshotStore, StoreEvent } from "../poller/store.js";
 import { alarmCounts, alarmEvent, loadsByThing, peakLoad, RecentEvents, shownAlarms } from "./alarms.js";
 import { PowerHistory } from "./history.js";
+import { ReplicaConsole, type ReplicaAsk, type ReplicaPeers, type ReplicaUpdate } from "./replicas.js";
 import type {
   AlarmsEventData,
   ControlEventData,
@@ -43,9 +47,11 @@ import type {
   ReconnectEventData,
   SnapshotEventData,
   StatusEventData,
+  WireActiveAlarm,
   WireAlarm,
   WireInstanceStatus,
   WireMeasurement,
+  WireRecentEvent,
   WireUnit,
 } from "./wire.js";
 
@@ -214,6 +220,37 @@ export function instanceStatusData(
 
 const frame = (event: string, data: unknown): string => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
+/**
+ * The status of an instance held elsewhere when its holder's state is not here: what the
+ * configuration says (and the login check, made on every replica) and no value of any poll, so
+ * that nothing old is shown as if current.
+ */
+function blankStatus(local: WireInstanceStatus): WireInstanceStatus {
+  return {
+    ...local,
+    status: "pending",
+    mode: null,
+    lastPollUtc: null,
+    lastSuccessUtc: null,
+    lastError: null,
+    consecutiveFailures: 0,
+    devices: null,
+    outlets: null,
+    powerW: null,
+    label: null,
+    model: null,
+    alarms: { critical: 0, warning: 0 },
+    peak: null,
+  };
+}
+
+/** Worst first, as the `alarms` event lists them. */
+const bySeverity = (a: WireActiveAlarm, b: WireActiveAlarm): number =>
+  a.severity === b.severity ? 0 : a.severity === "critical" ? -1 : 1;
+
+/** Snapshots of PDU views asked of other replicas at most (the protocol's bound). */
+const ASKED_SNAPSHOTS_MAX = 64;
+
 interface StreamFilter {
   /** Snapshot events of this instance only; null: of every instance. */
   readonly instanceId: string | null;
@@ -258,6 +295,8 @@ export interface ConsoleFeedOptions extends ConsoleLimits {
   readonly now?: () => number;
   /** Why control of an instance will fail (its login was refused at start), or null. */
   readonly loginProblem?: (instanceId: string) => string | null;
+  /** Among several replicas: the cluster and the other replicas' consoles (./replicas.ts). */
+  readonly replicas?: ReplicaPeers;
 }
 
 /** Why a stream was not opened: the answer's status, its detail and its Retry-After. */
@@ -300,6 +339,14 @@ export class ConsoleFeed {
   #closed = false;
   #evictionLoggedAt = Number.NEGATIVE_INFINITY;
   #evictionsFolded = 0;
+  /** Among several replicas: the other replicas' consoles (./replicas.ts); null in one process. */
+  readonly replicas: ReplicaConsole | null;
+  /** Among several replicas: the status last sent of each instance held elsewhere (changes are sent). */
+  readonly #sentElsewhere = new Map<string, string>();
+  /** Among several replicas: the other replicas' active alarms as last sent. */
+  #sentRemoteAlarms = "";
+  /** The configured ids, per configuration (live changes replace it). */
+  #ids: { config: Config; ids: ReadonlySet<string> } | null = null;
 
   constructor(options: ConsoleFeedOptions) {
     this.#options = options;
@@ -311,6 +358,27 @@ export class ConsoleFeed {
     this.history = new PowerHistory(
       (id) => options.config().instances.find((i) => i.id === id)?.PollInterval ?? 5,
     );
+    this.replicas =
+      options.replicas === undefined
+        ? null
+        : new ReplicaConsole(options.replicas, {
+            logger: options.logger,
+            now: () => this.now,
+            configured: (id) => this.#configured(id),
+            wants: () => this.#replicaWants(),
+            changed: (update) => this.#onReplicas(update),
+          });
+  }
+
+  #configured(id: string): boolean {
+    const config = this.#options.config();
+    if (this.#ids?.config !== config) this.#ids = { config, ids: new Set(config.instances.map((i) => i.id)) };
+    return this.#ids.ids.has(id);
+  }
+
+  /** Whether this replica polls the instance (always in one process). */
+  #held(id: string): boolean {
+    return this.replicas === null || this.replicas.peers.holds(id);
   }
 
   /** Follows the bus from now on. */
@@ -323,7 +391,9 @@ export class ConsoleFeed {
       alarms: (event) => this.#onAlarms(event),
       control: (event) => this.#onControl(event),
       credentials: ({ instanceId }) => this.statusChanged(instanceId),
+      ownershipChanged: (event) => this.#onOwnership(event),
     });
+    this.replicas?.start();
   }
 
   /** {@link close}. */
@@ -459,17 +529,17 @@ export class ConsoleFeed {
     text += frame("status", {
       instances: store.list().map((s) => this.#statusData(s, config)),
     } satisfies StatusEventData);
-    text += frame("alarms", {
-      alarms: store
-        .list()
-        .flatMap((s) => shownAlarms(s.id, s.load))
-        .sort((a, b) => (a.severity === b.severity ? 0 : a.severity === "critical" ? -1 : 1)),
-    } satisfies AlarmsEventData);
+    text += frame("alarms", { alarms: this.#activeAlarms() } satisfies AlarmsEventData);
     text += frame("recent", { events: this.#recent.list() } satisfies RecentEventData);
     // The state on connect is written whole (its size follows the fleet's, which may be more than
     // the limit); what comes after it counts against the limit.
     response.write(text);
-    const backlog = store.list().filter((status) => status.snapshot && this.#wants(stream, status.id));
+    const backlog = store
+      .list()
+      .filter((status) => this.#hasSnapshot(status) && this.#wants(stream, status.id));
+    // A PDU view of an instance held elsewhere: its holder's snapshot at once, not in a round.
+    if (filter.instanceId !== null && filter.snapshots && !this.#held(filter.instanceId))
+      this.replicas?.soon();
     if (backlog.length > 0) {
       stream.backlog = new Set(backlog.map((status) => status.id));
       this.#sendBacklog(stream).catch((error: unknown) => {
@@ -524,6 +594,7 @@ export class ConsoleFeed {
   /** Ends every stream and stops following the bus (on shutdown). */
   close(): void {
     this.#closed = true;
+    this.replicas?.stop();
     this.closeStreams();
     this.#options.bus.release(this);
   }
@@ -542,7 +613,17 @@ export class ConsoleFeed {
     return stream.snapshots && (stream.instanceId === null || stream.instanceId === instanceId);
   }
 
+  /** Whether there is a snapshot of the instance to show: its own, or its holder's. */
+  #hasSnapshot(status: InstanceStatus): boolean {
+    if (this.#held(status.id)) return status.snapshot !== null;
+    return (this.replicas?.snapshotOf(status.id) ?? null) !== null;
+  }
+
   #snapshotFrame(instanceId: string): string {
+    if (!this.#held(instanceId)) {
+      const remote = this.replicas?.snapshotOf(instanceId) ?? null;
+      return remote === null ? "" : frame("snapshot", remote);
+    }
     const { store } = this.#options;
     const status = store.get(instanceId);
     if (!status?.snapshot) return "";
@@ -556,11 +637,14 @@ export class ConsoleFeed {
 
   /** Alarms a snapshot raised, changed or cleared: kept among the recent events, and sent as `alarm` events. */
   #onAlarms({ instanceId, changes }: AlarmsEvent): void {
+    // Among several replicas, an instance's alarms are its holder's.
+    if (!this.#held(instanceId)) return;
     let alarms = "";
     for (const change of changes) {
       if (change.alarm.hidden === true) continue;
-      const data = alarmEvent(instanceId, change);
-      this.#recent.add({ kind: "alarm", ...data });
+      const event = this.#own({ kind: "alarm", ...alarmEvent(instanceId, change) });
+      this.#recent.add(event);
+      const { kind: _kind, ...data } = event;
       alarms += frame("alarm", data);
     }
     if (this.#streams.size > 0 && alarms !== "") this.#broadcast(alarms);
@@ -568,7 +652,8 @@ export class ConsoleFeed {
 
   #onStoreEvent(event: StoreEvent): void {
     if (event.kind === "snapshot" && event.fromPoll) this.history.record(event.snapshot);
-    if (this.#streams.size === 0) return;
+    // A snapshot kept from a time this replica held the instance is not its state now.
+    if (this.#streams.size === 0 || !this.#held(event.instanceId)) return;
     const status = this.#options.store.get(event.instanceId);
     if (!status) return;
     this.#broadcast(
@@ -596,8 +681,134 @@ export class ConsoleFeed {
     );
   }
 
+  /**
+   * The status the pages get: this replica's own; among several replicas marked with its holder,
+   * and for an instance held elsewhere its holder's latest or none (./replicas.ts).
+   */
   #statusData(status: InstanceStatus, config: Config): WireInstanceStatus {
-    return instanceStatusData(status, config, this.#options.loginProblem);
+    const local = instanceStatusData(status, config, this.#options.loginProblem);
+    if (this.replicas === null) return local;
+    const { peers } = this.replicas;
+    if (peers.holds(status.id))
+      return { ...local, replica: { holder: peers.member, here: true, state: "own", note: null } };
+    return this.replicas.statusOf(status.id, blankStatus(local));
+  }
+
+  /** The active alarms of every instance: its own from its polls, the others' from their holders. */
+  #activeAlarms(): WireActiveAlarm[] {
+    const alarms = this.#options.store
+      .list()
+      .filter((s) => this.#held(s.id))
+      .flatMap((s) => shownAlarms(s.id, s.load));
+    if (this.replicas !== null) alarms.push(...this.replicas.alarms());
+    return alarms.sort(bySeverity);
+  }
+
+  /** One of this replica's own events: numbered for the other replicas among several (./replicas.ts). */
+  #own<E extends WireRecentEvent>(event: E): E {
+    return this.replicas?.record(event) ?? event;
+  }
+
+  /**
+   * What this replica's console shows of the instances it holds, as another replica asks for it
+   * (src/cluster/forward/route.ts answers with it, signed); null in one process.
+   */
+  replicaAnswer(ask: ReplicaAsk): string | null {
+    if (this.replicas === null) return null;
+    const { store, loginProblem } = this.#options;
+    const config = this.#options.config();
+    return this.replicas.answer(ask, {
+      statuses: () =>
+        store
+          .list()
+          .filter((s) => this.#held(s.id))
+          .map((s) => ({
+            status: instanceStatusData(s, config, loginProblem),
+            alarms: shownAlarms(s.id, s.load),
+          })),
+      snapshot: (id) => {
+        const status = store.get(id);
+        if (status === undefined || status.snapshot === null) return null;
+        const actionsEnabled = config.instances.find((i) => i.id === id)?.ActionsEnabled ?? false;
+        return snapshotEventData(status.snapshot, store.polled(id), actionsEnabled, status.load);
+      },
+    });
+  }
+
+  /** What the pages open here want of the other replicas now (./replicas.ts asks for it). */
+  #replicaWants(): { statuses: boolean; snapshots: string[] } {
+    const snapshots = new Set<string>();
+    for (const stream of this.#streams) {
+      const id = stream.instanceId;
+      if (stream.snapshots && id !== null && !this.#held(id)) snapshots.add(id);
+    }
+    return { statuses: this.#streams.size > 0, snapshots: [...snapshots].slice(0, ASKED_SNAPSHOTS_MAX) };
+  }
+
+  /** Instances changed hands here: their statuses and the active alarms again, and the others asked soon. */
+  #onOwnership({ gained, lost }: OwnershipChangedEvent): void {
+    if (this.replicas === null) return;
+    this.replicas.soon();
+    if (this.#streams.size === 0) return;
+    const config = this.#options.config();
+    const instances: WireInstanceStatus[] = [];
+    for (const id of [...gained, ...lost]) {
+      const status = this.#options.store.get(id);
+      if (status === undefined) continue;
+      const data = this.#statusData(status, config);
+      if (this.#held(id)) this.#sentElsewhere.delete(id);
+      else this.#sentElsewhere.set(id, JSON.stringify(data));
+      instances.push(data);
+    }
+    let text = frame("status", { instances } satisfies StatusEventData);
+    text += frame("alarms", { alarms: this.#activeAlarms() } satisfies AlarmsEventData);
+    this.#broadcast(text);
+  }
+
+  /**
+   * A round of asks of the other replicas ended: their new events (each once), the snapshots of
+   * PDU views open here, the statuses of the instances held elsewhere that changed, and the active
+   * alarms when theirs changed.
+   */
+  #onReplicas(update: ReplicaUpdate): void {
+    for (const event of update.events) {
+      this.#recent.insert(event);
+      const { kind, ...data } = event;
+      if (this.#streams.size > 0) this.#broadcast(frame(kind, data));
+    }
+    if (this.#streams.size === 0 || this.replicas === null) {
+      this.#sentElsewhere.clear();
+      this.#sentRemoteAlarms = "";
+      return;
+    }
+    for (const id of update.snapshots) {
+      let text: string | null = null;
+      for (const stream of [...this.#streams]) {
+        if (!this.#wants(stream, id) || stream.backlog?.has(id)) continue;
+        text ??= this.#snapshotFrame(id);
+        if (text !== "") this.#write(stream, text);
+      }
+    }
+    const config = this.#options.config();
+    const changed: WireInstanceStatus[] = [];
+    for (const status of this.#options.store.list()) {
+      if (this.#held(status.id)) {
+        this.#sentElsewhere.delete(status.id);
+        continue;
+      }
+      const data = this.#statusData(status, config);
+      const text = JSON.stringify(data);
+      if (this.#sentElsewhere.get(status.id) === text) continue;
+      this.#sentElsewhere.set(status.id, text);
+      changed.push(data);
+    }
+    if (changed.length > 0)
+      this.#broadcast(frame("status", { instances: changed } satisfies StatusEventData));
+    const remote = JSON.stringify(this.replicas.alarms());
+    if (remote !== this.#sentRemoteAlarms) {
+      this.#sentRemoteAlarms = remote;
+      this.#broadcast(frame("alarms", { alarms: this.#activeAlarms() } satisfies AlarmsEventData));
+    }
   }
 
   /**
@@ -624,8 +835,9 @@ export class ConsoleFeed {
       user: event.source.surface === "console" ? { ...event.source.user } : null,
       atUtc: iso(this.now),
     };
-    this.#recent.add({ kind: "control", ...data });
-    if (this.#streams.size > 0) this.#broadcast(frame("control", data));
+    const { kind: _kind, ...made } = this.#own({ kind: "control", ...data });
+    this.#recent.add({ kind: "control", ...made });
+    if (this.#streams.size > 0) this.#broadcast(frame("control", made));
   }
 
   #broadcast(text: string): void {

@@ -116,6 +116,25 @@ export interface SnapshotEventData {
 
 export type InstanceState = "online" | "failing" | "pending";
 
+/**
+ * Among several replicas (docs/console.md, "Among several replicas"): which replica polls the
+ * instance, and whose state the status and snapshots show. Absent in one process.
+ */
+export interface WireReplica {
+  /** The member polling it, as the replica serving the page last saw; null: no replica holds it now. */
+  readonly holder: string | null;
+  /** Whether that is the replica serving the page. */
+  readonly here: boolean;
+  /**
+   * Whose state the status shows: this replica's own polls (`own`), the holder's latest, asked of
+   * it (`holder`), or none (`none`: nobody holds it, or the holder's state cannot be had; `note`
+   * says why, and every value of the status is empty rather than an old one).
+   */
+  readonly state: "own" | "holder" | "none";
+  /** Why there is no state (`none`); null otherwise. */
+  readonly note: string | null;
+}
+
 export interface WireInstanceStatus {
   readonly id: string;
   /** `pending`: not polled successfully yet and no failure either. */
@@ -148,6 +167,8 @@ export interface WireInstanceStatus {
    * else the highest current; null when none reports a current.
    */
   readonly peak: (WireLoad & { readonly name: string }) | null;
+  /** Among several replicas: who polls it and whose state this is; absent in one process. */
+  readonly replica?: WireReplica;
 }
 
 /** Data of a `status` event: every instance on connect, then the ones that changed. */
@@ -170,6 +191,8 @@ export interface ControlEventData {
   /** The signed-in console user who asked (source `console`); null otherwise. */
   readonly user: { readonly sub: string; readonly name: string } | null;
   readonly atUtc: string;
+  /** Among several replicas: the replica that carried it out (decided its outcome). */
+  readonly by?: string;
 }
 
 /**
@@ -210,6 +233,8 @@ export interface AlarmEventData {
   readonly atUtc: string;
   /** The alarm as it is now; a cleared one as it was. */
   readonly alarm: WireActiveAlarm;
+  /** Among several replicas: the replica whose poll changed it (the instance's holder). */
+  readonly by?: string;
 }
 
 /** One entry of the recent events: an alarm change or a control outcome. */

@@ -177,9 +177,30 @@ describe("spread and movement", () => {
     await Promise.all(["a", "b", "c"].map((n) => f.add(n)));
     await f.waitSettled(["a", "b", "c"]);
     const frozen = f.get("b").status().buckets;
+    assert.deepEqual([f.get("a").status().silent, f.get("a").status().unpolled], [[], []], "all renewed");
     f.halt("b");
+    // Until they are taken over, the others say who stopped renewing and which buckets nobody polls.
+    const named = waitFor(
+      () => {
+        const status = f.get("a").status();
+        const buckets = status.unpolled.map((u) => u.bucket);
+        return frozen.every((b) => buckets.includes(b)) ? status : undefined;
+      },
+      "a names every bucket of the frozen replica as polled by nobody",
+      5000,
+    );
     // Its holds turn false at its renew deadline; the others wait a whole lease from its last renewal.
     await waitFor(() => f.get("b").status().buckets.length === 0, "the frozen replica to stop holding", 5000);
+    const during = await named;
+    assert.deepEqual(
+      during.unpolled.filter((u) => u.holder !== "b"),
+      [],
+      "every bucket nobody polls is the frozen replica's",
+    );
+    assert.deepEqual(
+      during.silent.map((m) => m.name),
+      ["b"],
+    );
     await waitFor(
       () => {
         const holders = f.holders();
@@ -195,6 +216,19 @@ describe("spread and movement", () => {
     const lost = f.events.filter((e) => e.member === "b" && e.event.type === "lost");
     assert.ok(
       lost.length > 0 && lost.every((e) => e.event.type === "lost" && e.event.reason === "renew-deadline"),
+    );
+    // Taken over: nothing is polled by nobody; the frozen member is named while its lease is kept.
+    const taken = await waitFor(
+      () => {
+        const status = f.get("a").status();
+        return status.unpolled.length === 0 ? status : undefined;
+      },
+      "a to see every bucket polled again",
+      2000,
+    );
+    assert.deepEqual(
+      taken.silent.map((m) => m.name),
+      ["b"],
     );
   });
 
@@ -288,7 +322,12 @@ describe("etcd failures", () => {
         // RenewDeadline and a round, and room for a loaded machine.
         2000 + 4000,
       );
-      for (const r of f.replicas.values()) assert.match(r.cluster.status().lastError ?? "", /etcd/);
+      for (const r of f.replicas.values()) {
+        const status = r.cluster.status();
+        assert.match(status.lastError ?? "", /etcd/);
+        // Without the engine a replica cannot see the others renew: it does not call them silent.
+        assert.deepEqual([status.silent, status.unpolled], [[], []]);
+      }
       const lost = f.events.filter((e) => e.event.type === "lost");
       assert.ok(lost.every((e) => e.event.type === "lost" && e.event.reason === "renew-deadline"));
       await sleep(20_000 - 5000);

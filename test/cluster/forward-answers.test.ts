@@ -15,7 +15,7 @@ import type { Config } from "../../src/config/schema.js";
 import { ForwardingControl } from "../../src/cluster/forward/control.js";
 import Fastify from "fastify";
 import { createReplicaForwarding } from "../../src/cluster/forward/index.js";
-import { FORWARD_PATH, READ_PATH } from "../../src/cluster/forward/protocol.js";
+import { CONSOLE_PATH, FORWARD_PATH, READ_PATH } from "../../src/cluster/forward/protocol.js";
 import { NonceCache, REPLICA_HEADERS, signAnswer, verifyRequest } from "../../src/cluster/forward/signing.js";
 import { createLogger } from "../../src/log.js";
 import { ControlStub } from "../../testkit/control-stub.js";
@@ -239,8 +239,10 @@ test("a read of an instance held elsewhere is signed for the holder and carries 
         holderOf: () => "r9",
         urlOf: () => url,
         identityOf: () => HOLDER_IDENTITY,
+        status: () => ({ members: [] }),
       },
       logger: createLogger({ level: "silent" }),
+      console: () => null,
     });
     const app = Fastify();
     app.get("/read", (_request, reply) => forwarding.surface.readFromHolder("rack-a", reply));
@@ -272,4 +274,67 @@ test("a read of an instance held elsewhere is signed for the holder and carries 
   const bad = await read(rogue.url);
   assert.equal(bad.statusCode, 503);
   assert.ok(bad.headers["retry-after"] !== undefined);
+});
+
+test("a console ask is one signed request for the replica asked, with no credentials; an answer it did not sign, or a refusal, is not taken", async () => {
+  const text = '{"statuses":null,"snapshots":[],"events":{"list":[],"oldest":0,"next":0}}';
+  const answering = (status: number, secret: string | null) =>
+    holder((request, response) => {
+      const nonce = request.headers[REPLICA_HEADERS.nonce];
+      const body = status === 200 ? text : '{"status":503}';
+      if (secret !== null && typeof nonce === "string")
+        response.setHeader(REPLICA_HEADERS.signature, signAnswer(secret, nonce, status, body));
+      response.statusCode = status;
+      response.end(body);
+    });
+  const signed = await answering(200, SECRET);
+  const foreign = await answering(200, "another-secret-0123456789abcdef-xyz");
+  const refusing = await answering(503, SECRET);
+  servers.push(signed.server, foreign.server, refusing.server);
+  const ask = async (url: string | null) => {
+    const forwarding = createReplicaForwarding({
+      config: () => config,
+      local: new ControlStub(),
+      cluster: {
+        member: "r1",
+        identity: "r1/aaaaaaaaaaaa",
+        holds: () => false,
+        holderOf: () => "r9",
+        urlOf: () => url,
+        identityOf: () => HOLDER_IDENTITY,
+        status: () => ({ members: [] }),
+      },
+      logger: createLogger({ level: "silent" }),
+      console: () => null,
+    });
+    try {
+      return await forwarding.console.ask("r9", { statuses: true, snapshots: ["rack-a"], eventsAfter: 4 });
+    } finally {
+      await forwarding.close();
+    }
+  };
+  assert.deepEqual(await ask(signed.url), { ok: true, identity: HOLDER_IDENTITY, text });
+  assert.equal(signed.received.length, 1);
+  const [sent] = signed.received;
+  assert.equal(sent!.path, CONSOLE_PATH);
+  assert.deepEqual(JSON.parse(sent!.body), { statuses: true, snapshots: ["rack-a"], eventsAfter: 4 });
+  assert.ok(!JSON.stringify(sent!.headers).includes(KEY), "no API key sent");
+  const verified = verifyRequest(
+    SECRET,
+    HOLDER_IDENTITY,
+    { method: "POST", path: CONSOLE_PATH, body: sent!.body },
+    sent!.headers,
+    new NonceCache(),
+  );
+  assert.equal(verified.ok, true, "signed for the replica asked");
+  assert.deepEqual(await ask(foreign.url), {
+    ok: false,
+    why: "replica r9 did not answer as a replica of this installation",
+  });
+  assert.deepEqual(await ask(refusing.url), { ok: false, why: "replica r9 answered HTTP 503" });
+  assert.deepEqual(await ask(null), {
+    ok: false,
+    why: "replica r9 advertises no API address within Cluster.PeerNetworks",
+  });
+  assert.equal(foreign.received.length + refusing.received.length, 2, "one request each, never retried");
 });

@@ -41,6 +41,9 @@ const RUNNING: ClusterHealth = {
   ],
   transitions: 3,
   lastError: null,
+  silent: [],
+  unpolled: [],
+  unpolledInstances: [],
 };
 
 before(async () => {
@@ -128,7 +131,57 @@ test("/health/integrations: the cluster entry with its fields, and only the PDUs
     ],
     transitions: 3,
     lastError: null,
+    stoppedRenewing: [],
+    unpolled: [],
   });
+});
+
+test("/health/integrations: a member that stopped renewing and the instances nobody polls, until they are taken over", async () => {
+  h.store.recordSuccess("held", parseApiTree(wireApi(), "held", h.clock.now));
+  h.homeAssistant = { ...h.homeAssistant, lastDiscoveryUtc: T0 };
+  cluster = {
+    ...RUNNING,
+    silent: [{ name: "r2", silentForMs: 7_400 }],
+    unpolled: [
+      { bucket: 0, holder: "r2", silentForMs: 7_400, freeInMs: 7_600 },
+      { bucket: 2, holder: null, silentForMs: null, freeInMs: 0 },
+    ],
+    unpolledInstances: [
+      { id: "elsewhere", bucket: 0, holder: "r2" },
+      { id: "orphan", bucket: 2, holder: null },
+    ],
+  };
+  let r = await client.get("/health/integrations");
+  assert.equal(r.status, 200, r.text);
+  let report = r.json<Report>();
+  assert.equal(report.status, "degraded", "instances polled by nobody: not healthy");
+  const entry = report.integrations.cluster!;
+  assert.equal(entry.status, "degraded");
+  assert.equal(
+    entry.detail,
+    "member r1, holds 2 of 4 buckets (1 instances); 2 member(s) seen; 3 lease transition(s); " +
+      "member r2 stopped renewing 7s ago; 2 instance(s) polled by nobody until a replica takes them over: " +
+      "elsewhere, orphan (held by r2, which stopped renewing: its lease runs out within 8s; held by nobody)",
+  );
+  assert.deepEqual(entry.stoppedRenewing, [{ member: "r2", secondsAgo: 7 }]);
+  assert.deepEqual(entry.unpolled, [
+    { instance: "elsewhere", holder: "r2" },
+    { instance: "orphan", holder: null },
+  ]);
+
+  // Taken over: every instance polled again; the member that went is still named while its lease is kept.
+  cluster = {
+    ...cluster,
+    unpolled: [],
+    unpolledInstances: [],
+    silent: [{ name: "r2", silentForMs: 21_000 }],
+  };
+  r = await client.get("/health/integrations");
+  report = r.json<Report>();
+  assert.equal(report.status, "healthy");
+  assert.equal(report.integrations.cluster!.status, "healthy");
+  assert.match(report.integrations.cluster!.detail, /; member r2 stopped renewing 21s ago$/);
+  assert.deepEqual(report.integrations.cluster!.unpolled, []);
 });
 
 test("the engine unreachable: the cluster entry and the whole report unhealthy (503), the error without credentials", async () => {

@@ -14,6 +14,11 @@ import { sha256 } from "./signing.js";
 export const FORWARD_PATH = "/api/v1/replica/forward";
 /** Where a replica answers another's read of one instance's readings (hidden likewise). */
 export const READ_PATH = "/api/v1/replica/readings";
+/**
+ * Where a replica answers another's ask for what its web console shows of the instances it holds
+ * (hidden likewise): their statuses, the snapshots asked for, and the control events it carried out.
+ */
+export const CONSOLE_PATH = "/api/v1/replica/console";
 /** Largest forward body accepted, in bytes (a settings write with every field is far smaller). */
 export const FORWARD_BODY_LIMIT = 16 * 1024;
 /** Largest answer read from a holder, in bytes (a group's outcome lists each outlet). */
@@ -120,6 +125,35 @@ export const ForwardAnswer = Type.Object({
     }),
   ]),
 });
+
+/** Snapshots one console ask names at most (the instances open in PDU views on the asking replica). */
+export const CONSOLE_SNAPSHOTS_MAX = 64;
+
+/**
+ * What one replica asks another's console for: the statuses of the instances it holds (when a
+ * console is open on the asking replica), the snapshots of some of them, and the control events
+ * it carried out after the asking replica's cursor (-1: all it keeps).
+ */
+export const ConsoleAsk = Type.Object(
+  {
+    statuses: Type.Boolean(),
+    snapshots: Type.Array(short(64), { maxItems: CONSOLE_SNAPSHOTS_MAX }),
+    eventsAfter: Type.Integer({ minimum: -1, maximum: Number.MAX_SAFE_INTEGER }),
+  },
+  { additionalProperties: false },
+);
+export type ConsoleAsk = Static<typeof ConsoleAsk>;
+
+/** A console ask's body, or null when it is not one. */
+export function parseConsoleAsk(body: string): ConsoleAsk | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return null;
+  }
+  return Value.Check(ConsoleAsk, value) ? value : null;
+}
 
 /** What one replica asks another for: one instance's readings. */
 export const ReadMessage = Type.Object({ instanceId: short(64) }, { additionalProperties: false });

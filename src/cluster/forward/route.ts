@@ -1,8 +1,9 @@
 /**
  * The receiving end of the protocol between replicas (./protocol.ts, docs/cluster.md "REST on any
  * replica"): a control or settings request of an instance this replica holds, carried out by its own
- * control core and answered with the core's outcome; and one instance's readings from this
- * replica's snapshots. Its own encapsulated context: the API key guard and the control audit of the
+ * control core and answered with the core's outcome; one instance's readings from this replica's
+ * snapshots; and what this replica's web console shows of the instances it holds (./console.ts is
+ * the asking end). Its own encapsulated context: the API key guard and the control audit of the
  * public routes do not apply; instead every request must carry a replica's signature meant for this
  * replica (./signing.ts: checked in constant time before the body is parsed, within its time window,
  * its nonce never seen before), and the audit line is written here, once, with the user or client
@@ -22,11 +23,14 @@ import { FoldedLog } from "../../log-limit.js";
 import { findInstance } from "../../config/instance-lookup.js";
 import {
   claimedUser,
+  CONSOLE_PATH,
   FORWARD_BODY_LIMIT,
   FORWARD_PATH,
+  parseConsoleAsk,
   parseForward,
   parseRead,
   READ_PATH,
+  type ConsoleAsk,
   type ForwardMessage,
 } from "./protocol.js";
 import { NonceCache, REPLICA_HEADERS, signAnswer, verifyRequest, type VerifiedRequest } from "./signing.js";
@@ -40,6 +44,8 @@ export interface ReplicaControl {
   holds(instanceId: string): boolean;
   /** This replica's own control core (never the forwarding one: a forward is never forwarded again). */
   readonly local: ControlService;
+  /** What its web console shows of the instances it holds, as JSON; null without a console. */
+  console(ask: ConsoleAsk): string | null;
 }
 
 export interface ReplicaRouteOptions {
@@ -134,6 +140,18 @@ export const replicaRoute: FastifyPluginCallback<ReplicaRouteOptions> = (
     return verified === null
       ? reply
       : answerRead(deps, replica, readings, request.body, reply, verified.nonce);
+  });
+  app.post(CONSOLE_PATH, options, (request, reply) => {
+    const verified = accept(request, reply, CONSOLE_PATH);
+    if (verified === null) return reply;
+    const ask = parseConsoleAsk(typeof request.body === "string" ? request.body : "");
+    const body = ask === null ? null : replica.console(ask);
+    if (body !== null) return answer(reply, secret, verified.nonce, 200, body);
+    const refusal =
+      ask === null
+        ? problem(400, "the body is not a console ask of this version")
+        : problem(503, `this replica (${replica.member}) serves no web console`);
+    return answerProblem(reply, secret, verified.nonce, refusal);
   });
   done();
 };

@@ -25,6 +25,12 @@ const IntegrationSchema = Type.Object({
   members: Type.Optional(Type.Array(Type.Object({ name: Type.String(), ready: Type.Boolean() }))),
   transitions: Type.Optional(Type.Integer()),
   lastError: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  stoppedRenewing: Type.Optional(
+    Type.Array(Type.Object({ member: Type.String(), secondsAgo: Type.Integer() })),
+  ),
+  unpolled: Type.Optional(
+    Type.Array(Type.Object({ instance: Type.String(), holder: Type.Union([Type.String(), Type.Null()]) })),
+  ),
 });
 
 const IntegrationsSchema = Type.Object({

@@ -75,6 +75,13 @@ export interface ClusterIntegration
     > {
   /** The members as the report shows them (without `self`). */
   readonly members: readonly Pick<MemberView, "name" | "ready">[];
+  /** Other members whose renewals stopped: when this replica last saw them renew. */
+  readonly stoppedRenewing: readonly { readonly member: string; readonly secondsAgo: number }[];
+  /**
+   * The configured instances nobody polls now, until a replica takes them over: held by nobody,
+   * or by a member that stopped renewing (`holder`), whose lease is running out.
+   */
+  readonly unpolled: readonly { readonly instance: string; readonly holder: string | null }[];
 }
 
 export interface IntegrationsReport {
@@ -160,24 +167,57 @@ export function withoutUserInfo(text: string): string {
   return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/?#\s@]*@/gi, "$1");
 }
 
+/** Instance ids a detail names at most (the `unpolled` field lists every one). */
+const UNPOLLED_NAMED = 10;
+
 /**
- * This replica's part of the cluster: healthy while the engine answers and it runs; degraded while
- * it starts, stops or may hold nothing (another bucket count, its name taken); unhealthy while the
- * engine does not answer (it then holds nothing).
+ * What the detail says of the others' renewals: each member that stopped renewing, and the
+ * instances nobody polls, by the member whose lease is running out (or nobody).
+ */
+function renewalNotes(cluster: ClusterHealth): string[] {
+  const notes = cluster.silent.map((m) => `member ${m.name} stopped renewing ${seconds(m.silentForMs)} ago`);
+  const { unpolledInstances: unpolled } = cluster;
+  if (unpolled.length === 0) return notes;
+  const named = unpolled.slice(0, UNPOLLED_NAMED).map((u) => u.id);
+  const more = unpolled.length > UNPOLLED_NAMED ? ` and ${unpolled.length - UNPOLLED_NAMED} more` : "";
+  const whose = new Map<string, number>();
+  for (const bucket of cluster.unpolled) {
+    const key = bucket.holder ?? "";
+    whose.set(key, Math.max(whose.get(key) ?? 0, bucket.freeInMs));
+  }
+  const held = [...whose]
+    .filter(([holder]) => unpolled.some((u) => (u.holder ?? "") === holder))
+    .map(([holder, freeIn]) =>
+      holder === ""
+        ? "held by nobody"
+        : `held by ${holder}, which stopped renewing: its lease${freeIn > 0 ? ` runs out within ${Math.ceil(freeIn / 1000)}s` : " ran out"}`,
+    );
+  notes.push(
+    `${unpolled.length} instance(s) polled by nobody until a replica takes them over: ${named.join(", ")}${more} (${held.join("; ")})`,
+  );
+  return notes;
+}
+
+/**
+ * This replica's part of the cluster: healthy while the engine answers, it runs and every instance
+ * is polled by some replica; degraded while it starts, stops or may hold nothing (another bucket
+ * count, its name taken), and while instances are polled by nobody (their holder stopped renewing,
+ * until a replica takes them over); unhealthy while the engine does not answer (it then holds
+ * nothing).
  */
 export function clusterIntegration(cluster: ClusterHealth): ClusterIntegration {
   const lastError =
     cluster.lastError === null ? null : withoutUserInfo(cluster.lastError).slice(0, MAX_ENGINE_ERROR_CHARS);
   const holds = `holds ${cluster.buckets.length} of ${cluster.bucketCount} buckets (${cluster.instances.length} instances)`;
   const sees = `${cluster.members.length} member(s) seen; ${cluster.transitions} lease transition(s)`;
-  const what = `member ${cluster.member}, ${holds}; ${sees}`;
+  const what = [`member ${cluster.member}, ${holds}; ${sees}`, ...renewalNotes(cluster)].join("; ");
   const [status, detail]: [IntegrationState, string] = !cluster.reachable
     ? ["unhealthy", `${engineUnreachable(cluster)}${lastError === null ? "" : `: ${lastError}`}; ${what}`]
     : cluster.blocked !== null
       ? ["degraded", `holds nothing: ${cluster.blocked}; ${what}`]
       : cluster.state !== "running"
         ? ["degraded", `${cluster.state}; ${what}`]
-        : ["healthy", what];
+        : [cluster.unpolledInstances.length > 0 ? "degraded" : "healthy", what];
   return {
     status,
     detail,
@@ -189,6 +229,11 @@ export function clusterIntegration(cluster: ClusterHealth): ClusterIntegration {
     members: cluster.members.map((m) => ({ name: m.name, ready: m.ready })),
     transitions: cluster.transitions,
     lastError,
+    stoppedRenewing: cluster.silent.map((m) => ({
+      member: m.name,
+      secondsAgo: Math.floor(m.silentForMs / 1000),
+    })),
+    unpolled: cluster.unpolledInstances.map((u) => ({ instance: u.id, holder: u.holder })),
   };
 }
 

@@ -1,8 +1,9 @@
 /**
  * The "Recent events" panel: alarms raised, changed and cleared, and control actions from every
  * surface, each saying who asked (the signed-in console user by name, a machine with the API key,
- * or an MQTT command). The service sends the latest on connect; the panel keeps what it shows
- * bounded.
+ * or an MQTT command), and among several replicas the replica that carried a control out. The
+ * service sends the latest on connect; the panel keeps what it shows bounded, newest first (an
+ * event of another replica arrives a little after it happened: it takes its place by time).
  */
 import type { AlarmEventData, ControlEventData, WireActiveAlarm, WireRecentEvent } from "../wire.js";
 import { h, replace } from "./dom.js";
@@ -81,6 +82,7 @@ function controlEntry(e: ControlEventData): HTMLElement {
       `: ${verb} ${target} on `,
       h("a", { href: href.pdu(e.instanceId) }, e.instanceId),
       e.ok ? "" : ` (${e.status} ${e.detail ?? ""})`,
+      e.by === undefined ? null : h("span", { class: "sub by" }, ` · by replica ${e.by}`),
     ),
   );
 }
@@ -108,7 +110,9 @@ export class EventsPanel {
   }
 
   add(event: WireRecentEvent): void {
-    this.#entries.unshift(event);
+    const index = this.#entries.findIndex((e) => e.atUtc <= event.atUtc);
+    if (index === -1) this.#entries.push(event);
+    else this.#entries.splice(index, 0, event);
     if (this.#entries.length > MAX_ENTRIES) this.#entries.length = MAX_ENTRIES;
     this.#render();
   }

@@ -87,19 +87,50 @@ export function ago(fromIso: string | null, now: number): string {
   return `${duration((now - Date.parse(fromIso)) / 1000)} ago`;
 }
 
-/** What an instance needs from someone, worst first (the fleet's order of problems). */
-export type Health = "offline" | "critical" | "warning" | "stale" | "pending" | "ok";
+/**
+ * What an instance needs from someone, worst first (the fleet's order of problems). Among several
+ * replicas, `unpolled`: no replica polls it now (its holder died, until another takes it over);
+ * `elsewhere`: another replica polls it and its state cannot be had here.
+ */
+export type Health =
+  "offline" | "unpolled" | "critical" | "warning" | "stale" | "pending" | "elsewhere" | "ok";
 
-export const HEALTH_ORDER: readonly Health[] = ["offline", "critical", "warning", "stale", "pending", "ok"];
+export const HEALTH_ORDER: readonly Health[] = [
+  "offline",
+  "unpolled",
+  "critical",
+  "warning",
+  "stale",
+  "pending",
+  "elsewhere",
+  "ok",
+];
 
 export const HEALTH_TEXT: Readonly<Record<Health, string>> = {
   offline: "Offline",
+  unpolled: "Not polled",
   critical: "Critical",
   warning: "Warning",
   stale: "Stale",
   pending: "Not polled yet",
+  elsewhere: "Held elsewhere",
   ok: "OK",
 };
+
+/** Among several replicas, the state of an instance held elsewhere is not here: why, and who holds it. */
+export function elsewhere(s: WireInstanceStatus): string | null {
+  const replica = s.replica;
+  if (replica?.state !== "none") return null;
+  const note = replica.note ?? "its state is not here";
+  return replica.holder === null ? note : `held by replica ${replica.holder}: ${note}`;
+}
+
+/** Among several replicas, who polls it: "polled by replica r2" (this replica's own: "polled here"). */
+export function polledBy(s: WireInstanceStatus): string {
+  const replica = s.replica;
+  if (replica === undefined || replica.holder === null) return "";
+  return replica.here ? `polled here (replica ${replica.holder})` : `polled by replica ${replica.holder}`;
+}
 
 /** Data older than this many poll intervals (and at least 30 s) is stale. */
 const STALE_POLLS = 3;
@@ -117,6 +148,7 @@ export function isStale(s: WireInstanceStatus, now: number): boolean {
 }
 
 export function healthOf(s: WireInstanceStatus, now: number): Health {
+  if (s.replica?.state === "none") return s.replica.holder === null ? "unpolled" : "elsewhere";
   if (s.status === "failing") return "offline";
   if (s.alarms.critical > 0) return "critical";
   if (s.alarms.warning > 0) return "warning";
@@ -127,6 +159,15 @@ export function healthOf(s: WireInstanceStatus, now: number): Health {
 
 /** One line about an instance's health: the error, the alarms, how old its data is. */
 export function healthDetail(s: WireInstanceStatus, now: number): string {
+  const away = elsewhere(s);
+  if (away !== null) return away;
+  const own = ownDetail(s, now);
+  const by = s.replica?.here === false ? polledBy(s) : "";
+  return [own, by].filter(Boolean).join("; ");
+}
+
+/** {@link healthDetail} of the instance's own state. */
+function ownDetail(s: WireInstanceStatus, now: number): string {
   const age = dataAge(s, now);
   const alarms = [
     s.alarms.critical > 0 ? `${s.alarms.critical} critical` : "",

@@ -163,6 +163,8 @@ const feed = new Feed({
     for (const s of data.instances) {
       state.statuses.set(s.id, s);
       changed.add(s.id);
+      // Among several replicas: a holder whose state cannot be had shows no values, not its last ones.
+      if (s.replica?.state === "none" && state.snapshot?.instanceId === s.id) state.snapshot = null;
     }
     if (state.route.view === "fleet") view?.update(changed);
     else if (changed.has(state.route.instanceId)) view?.update(null);

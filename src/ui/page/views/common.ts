@@ -2,7 +2,7 @@
 import type { SnapshotEventData, WireInstanceStatus } from "../../wire.js";
 import { keyPrompt, mayControl } from "../access.js";
 import { h, setClass, setText } from "../dom.js";
-import { ago, dataAge, duration, HEALTH_TEXT, healthOf, isStale } from "../format.js";
+import { ago, dataAge, duration, elsewhere, HEALTH_TEXT, healthOf, isStale, polledBy } from "../format.js";
 import { signedIn, signInEnabled } from "../session.js";
 import { href, state } from "../state.js";
 
@@ -34,14 +34,22 @@ export function notReady(instanceId: string): HTMLElement {
   const status = state.statuses.get(instanceId);
   if (state.statuses.size > 0 && !status)
     return h("p", { class: "note" }, `No instance named ${instanceId}.`);
+  // Among several replicas the header's banner says who holds it, and why its state is not here.
+  if (status?.replica?.here === false)
+    return h("p", { class: "note" }, "Its values show here once the replica that polls it has sent them…");
   if (status?.status === "failing")
     return h("p", { class: "banner" }, `Never polled: ${status.lastError ?? "the PDU does not answer"}.`);
   return h("p", { class: "note" }, "Waiting for the first poll…");
 }
 
-/** The banner of an instance whose data is not live: offline (with the error) or stale, with its age. */
+/**
+ * The banner of an instance whose data is not live: offline (with the error) or stale, with its
+ * age; among several replicas, held where its state cannot be had (nothing of it is shown).
+ */
 export function staleBanner(s: WireInstanceStatus | undefined, now: number): string {
   if (s === undefined) return "";
+  const away = elsewhere(s);
+  if (away !== null) return `No values shown: ${away}.`;
   const age = dataAge(s, now);
   if (s.status === "failing") {
     const polls = s.consecutiveFailures === 1 ? "the last poll" : `the last ${s.consecutiveFailures} polls`;
@@ -93,10 +101,11 @@ export function instanceHeader(
           .filter(Boolean)
           .join(" · ")
       : "";
-    const polled = status
-      ? `last good poll ${ago(status.lastSuccessUtc, now)} (every ${status.pollInterval} s)`
-      : "";
-    setText(meta, [unit, polled].filter(Boolean).join(" · "));
+    const polled =
+      status && status.replica?.state !== "none"
+        ? `last good poll ${ago(status.lastSuccessUtc, now)} (every ${status.pollInterval} s)`
+        : "";
+    setText(meta, [unit, polled, status ? polledBy(status) : ""].filter(Boolean).join(" · "));
     const login = status?.loginError ?? null;
     const stale = staleBanner(status, now);
     const text = [stale, login === null ? "" : `Control will fail: ${login}.`].filter(Boolean).join(" ");

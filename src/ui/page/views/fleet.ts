@@ -36,7 +36,7 @@ const prefs = {
   problemsFirst: true,
 };
 
-const PROBLEMS: ReadonlySet<Health> = new Set(["offline", "critical", "warning", "stale"]);
+const PROBLEMS: ReadonlySet<Health> = new Set(["offline", "unpolled", "critical", "warning", "stale"]);
 const FILTERS: readonly FilterName[] = ["all", "problems", "offline", "critical", "warning", "stale", "ok"];
 const FILTER_TEXT: Readonly<Record<FilterName, string>> = {
   all: "All",
@@ -165,7 +165,8 @@ function fill(r: RowElement, e: Entry, now: number): void {
   r.bar.update(s.peak, s.peak === null ? "Most loaded" : s.peak.name);
   setText(r.bar.text, s.peak === null ? "no load current" : `${s.peak.name}: ${loadText(s.peak)}`);
   setText(r.outlets, s.outlets === null ? "–" : String(s.outlets));
-  setText(r.age, ago(s.lastSuccessUtc, now));
+  // Among several replicas, an instance whose state is not here has no age to show.
+  setText(r.age, s.replica?.state === "none" ? "–" : ago(s.lastSuccessUtc, now));
 }
 
 /** Once per page load: when the first fleet with rows was on screen (the console benchmark reads it). */
@@ -474,10 +475,14 @@ class FleetView implements View {
     setText(this.#controls.toAlarms, `Active alarms: ${state.alarms.size}`);
     for (const [f, el] of this.#controls.counts) setText(el, String(n.get(f) ?? 0));
     const pending = n.get("pending") ?? 0;
+    const unpolled = n.get("unpolled") ?? 0;
+    const away = n.get("elsewhere") ?? 0;
     setText(
       this.#summary,
       `${this.#entries.size} instances · ${watts(power)} in all (online instances)` +
-        (pending > 0 ? ` · ${pending} not polled yet` : ""),
+        (pending > 0 ? ` · ${pending} not polled yet` : "") +
+        (unpolled > 0 ? ` · ${unpolled} polled by no replica` : "") +
+        (away > 0 ? ` · ${away} held by a replica whose state is not here` : ""),
     );
   }
 }
