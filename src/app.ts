@@ -5,24 +5,30 @@
  * bus") says what each part does and which events it emits and hears.
  *
  * Start order (stopped in reverse):
- *   pdus → instance-log → metrics → console → credentials → poller → mqtt → [cluster] → api →
- *   health → control
+ *   pdus → instance-log → metrics → console → api → health → credentials → poller → mqtt →
+ *   [cluster] → control
  *
  * What the order guarantees:
+ * - The listeners (the REST API, then health) bind before anything reaches out: a second process
+ *   started with the same configuration finds its ports taken and exits 2 before it logs in to a
+ *   PDU, polls or connects to the broker, where its client id would take over the running
+ *   bridge's session (and its stop would mark the whole fleet `offline`).
+ * - The health listener starts after the REST API: a readiness probe cannot pass while the API
+ *   still refuses connections (the worker thread takes a while to listen); it is not ready before
+ *   MQTT connects anyway.
  * - Every part that counts or shows polls (metrics, the console's history, the login check, the
  *   instance log) listens before the poller starts; polling starts before MQTT connects, so the
  *   first snapshots arrive while it connects (each connect publishes what the store holds).
- * - The health listener starts after the REST API: a readiness probe cannot pass while the API
- *   still refuses connections (the worker thread takes a while to listen).
  * - Control is last, so it stops first: new commands are refused and writes in flight get the stop
  *   budget to finish (what is still unfinished then is reported as outcome unknown, never as
  *   "retry"). Its start does nothing: the core answers from the moment MQTT and the API take requests.
  * - With several replicas (`Cluster.Enabled`), the cluster part stands after MQTT: it joins once
  *   MQTT connects (readiness), and on stop hands its buckets over before MQTT's stop, so nothing it
  *   held is marked `offline` (src/cluster/part.ts).
- * - Then the listeners close (health, then the REST API), then MQTT publishes `offline` for every
- *   instance it owns and for the bridge before it closes (and the embedded broker with it); the
- *   poller stops after it, and the PDU drivers and the store close last.
+ * - Then MQTT publishes `offline` for every instance it owns and for the bridge before it closes
+ *   (and the embedded broker with it); the poller stops after it, then the listeners close
+ *   (health, then the REST API: reads are answered while the rest stops, and readiness fails from
+ *   MQTT's stop on), and the PDU drivers and the store close last.
  */
 import { EventBus } from "./bus.js";
 import { createCluster, type Cluster } from "./cluster/index.js";
@@ -150,12 +156,14 @@ export class App {
         instanceLog(store, current, bus, logger),
         ...(metrics === null ? [] : [metrics]),
         ...(this.console === null ? [] : [this.console]),
+        // The listeners bind before anything reaches out: a second process started with this
+        // configuration fails on its ports before it touches a PDU or the broker.
+        ...(api === null ? [] : [api]),
+        ...(this.#health === null ? [] : [this.#health]),
         this.credentials,
         this.poller,
         this.#mqtt,
         ...(clusterPart === null ? [] : [clusterPart]),
-        ...(api === null ? [] : [api]),
-        ...(this.#health === null ? [] : [this.#health]),
         control,
       ],
       logger,
