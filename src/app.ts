@@ -5,36 +5,40 @@
  * bus") says what each part does and which events it emits and hears.
  *
  * Start order (stopped in reverse):
- *   pdus → instance-log → metrics → console → credentials → poller → mqtt → [cluster] → api →
- *   health → control
+ *   pdus → instance-log → metrics → console → api → health → credentials → poller → mqtt →
+ *   [cluster] → control
  *
  * What the order guarantees:
+ * - The listeners (the REST API, then health) bind before anything reaches out: a second process
+ *   started with the same configuration finds its ports taken and exits 2 before it logs in to a
+ *   PDU, polls or connects to the broker, where its client id would take over the running
+ *   bridge's session (and its stop would mark the whole fleet `offline`).
+ * - The health listener starts after the REST API: a readiness probe cannot pass while the API
+ *   still refuses connections (the worker thread takes a while to listen); it is not ready before
+ *   MQTT connects anyway.
  * - Every part that counts or shows polls (metrics, the console's history, the login check, the
  *   instance log) listens before the poller starts; polling starts before MQTT connects, so the
  *   first snapshots arrive while it connects (each connect publishes what the store holds).
- * - The health listener starts after the REST API: a readiness probe cannot pass while the API
- *   still refuses connections (the worker thread takes a while to listen).
  * - Control is last, so it stops first: new commands are refused and writes in flight get the stop
  *   budget to finish (what is still unfinished then is reported as outcome unknown, never as
  *   "retry"). Its start does nothing: the core answers from the moment MQTT and the API take requests.
  * - With several replicas (`Cluster.Enabled`), the cluster part stands after MQTT: it joins once
  *   MQTT connects (readiness), and on stop hands its buckets over before MQTT's stop, so nothing it
  *   held is marked `offline` (src/cluster/part.ts).
- * - Then the listeners close (health, then the REST API), then MQTT publishes `offline` for every
- *   instance it owns and for the bridge before it closes (and the embedded broker with it); the
- *   poller stops after it, and the PDU drivers and the store close last.
+ * - Then MQTT publishes `offline` for every instance it owns and for the bridge before it closes
+ *   (and the embedded broker with it); the poller stops after it, then the listeners close
+ *   (health, then the REST API: reads are answered while the rest stops, and readiness fails from
+ *   MQTT's stop on), and the PDU drivers and the store close last.
  */
-import { networkInterfaces } from "node:os";
 import { EventBus } from "./bus.js";
 import { createCluster, type Cluster } from "./cluster/index.js";
 import { ClusterPart } from "./cluster/part.js";
 import type { LiveChanges } from "./config/kubernetes/diff.js";
+import { advertisedApiUrl } from "./config/environment.js";
 import { apiTlsFiles } from "./config/oidc.js";
-import { ConfigError } from "./config/errors.js";
 import type { Config } from "./config/schema.js";
 import { CredentialsCheck } from "./control/credentials.js";
 import { createControlService, type ControlCore } from "./control/service.js";
-import { peerNetworks } from "./config/peer-networks.js";
 import {
   createReplicaForwarding,
   type ConsoleAsk,
@@ -160,12 +164,14 @@ export class App {
         instanceLog(store, current, bus, logger),
         ...(metrics === null ? [] : [metrics]),
         ...(this.console === null ? [] : [this.console]),
+        // The listeners bind before anything reaches out: a second process started with this
+        // configuration fails on its ports before it touches a PDU or the broker.
+        ...(api === null ? [] : [api]),
+        ...(this.#health === null ? [] : [this.#health]),
         this.credentials,
         this.poller,
         this.#mqtt,
         ...(clusterPart === null ? [] : [clusterPart]),
-        ...(api === null ? [] : [api]),
-        ...(this.#health === null ? [] : [this.#health]),
         control,
       ],
       logger,
@@ -217,13 +223,6 @@ export class App {
   }
 
   static async start(config: Config, options: AppOptions = {}): Promise<App> {
-    // Replicas share one broker: each one's embedded broker would be its own.
-    if (config.Cluster.Enabled && config.Mqtt.Connection.Host === null) {
-      throw new ConfigError(
-        "Cluster.Enabled",
-        "is true, which needs an external MQTT broker shared by the replicas: set Mqtt.Connection.Host (docs/cluster.md)",
-      );
-    }
     const logger = options.logger ?? createLogger({ level: config.Logging.Level });
     const cluster = config.Cluster.Enabled
       ? await createCluster(config.Cluster, {
@@ -620,40 +619,18 @@ class ApiPart implements Part {
 }
 
 /**
- * Where the other replicas reach this replica's REST API (in its member lease, for forwarded
- * control): `Cluster.AdvertiseUrl`, else `Api.Bind` when it names one address, else the host's
- * first non-loopback IPv4 address (the pod's IP in Kubernetes), with `Api.Port`; null without the
- * API (the others then answer 503 for this replica's instances).
+ * Where the other replicas reach this replica's REST API (config/environment.ts), or null: without
+ * the API the others answer 503 for this replica's instances. The loader refused an address outside
+ * `Cluster.PeerNetworks`.
  */
 function advertisedUrl(config: Config, logger: Logger): string | null {
-  if (!config.Api.Enabled) return null;
-  if (config.Cluster.AdvertiseUrl !== null) return new URL(config.Cluster.AdvertiseUrl).origin;
-  const tls = config.Api.Tls.CertFile !== null && config.Api.Tls.KeyFile !== null;
-  const bind = config.Api.Bind;
-  const any = bind === "0.0.0.0" || bind === "::" || bind === "";
-  const host = any ? firstIPv4() : bind;
-  if (host === null || config.Api.Port === 0) {
+  const url = advertisedApiUrl(config);
+  if (url === null && config.Api.Enabled) {
     logger.warn(
       "cluster: no address for the other replicas to forward control to this one: set Cluster.AdvertiseUrl",
     );
-    return null;
-  }
-  const url = `${tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${config.Api.Port}`;
-  if (!peerNetworks(config.Cluster.PeerNetworks).allows(url)) {
-    // The others would never send it a request: refused at start, as an AdvertiseUrl outside them is.
-    throw new ConfigError(
-      "Cluster.PeerNetworks",
-      `does not hold this replica's API address ${url} (from Api.Bind or the host's first IPv4 address): add its network, or set Cluster.AdvertiseUrl to an address within it`,
-    );
   }
   return url;
-}
-
-function firstIPv4(): string | null {
-  for (const addresses of Object.values(networkInterfaces())) {
-    for (const a of addresses ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
-  }
-  return null;
 }
 
 /** What the MQTT part needs of the cluster among several replicas (docs/cluster.md); nothing alone. */

@@ -1,12 +1,13 @@
 /**
- * A minimal MQTT 3.1.1 broker on a real loopback socket that can hold back its PUBACKs: it
+ * A minimal MQTT 3.1.1 (or 5) broker on a real loopback socket that can hold back its PUBACKs: it
  * accepts any client, grants every subscription, records every PUBLISH it reads, and acknowledges
  * QoS 1 messages at once, or only when released while `holding`. What a client writes while the
  * acknowledgements are held shows whether it applies flow control (a real broker acknowledges as
  * fast as it can take messages in; this one can stand for one that cannot keep up).
  *
  * It forwards nothing: it is the peer of one client under test, not a broker for others; it can
- * send that client a message of its own ({@link HeldAckBroker.deliver}).
+ * send that client a message of its own ({@link HeldAckBroker.deliver}), and, speaking MQTT 5, end
+ * its connection with a reason, as a broker may ({@link HeldAckBroker.disconnectClients}).
  */
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import mqttPacket, { type IPublishPacket, type Packet } from "mqtt-packet";
@@ -38,15 +39,18 @@ export class HeldAckBroker {
    */
   reusedIds = 0;
   holding: boolean;
+  /** The MQTT version it speaks (its clients must use the same). */
+  readonly #version: 4 | 5;
 
-  private constructor(server: Server, holding: boolean) {
+  private constructor(server: Server, holding: boolean, version: 4 | 5) {
     this.#server = server;
     this.holding = holding;
+    this.#version = version;
   }
 
-  static async start(options: { holding?: boolean } = {}): Promise<HeldAckBroker> {
+  static async start(options: { holding?: boolean; protocolVersion?: 4 | 5 } = {}): Promise<HeldAckBroker> {
     const server = createServer();
-    const broker = new HeldAckBroker(server, options.holding ?? false);
+    const broker = new HeldAckBroker(server, options.holding ?? false, options.protocolVersion ?? 4);
     server.on("connection", (socket) => broker.#accept(socket));
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     return broker;
@@ -84,6 +88,15 @@ export class HeldAckBroker {
     for (const socket of this.#sockets) socket.destroy();
   }
 
+  /** MQTT 5: sends every client a DISCONNECT with `reasonCode` (0x8E: session taken over), then closes. */
+  disconnectClients(reasonCode: number): void {
+    if (this.#version !== 5) throw new Error("a DISCONNECT from the broker is MQTT 5");
+    for (const socket of this.#sockets) {
+      this.#send(socket, { cmd: "disconnect", reasonCode });
+      socket.end();
+    }
+  }
+
   async close(): Promise<void> {
     this.dropClients();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
@@ -93,7 +106,7 @@ export class HeldAckBroker {
     this.#sockets.add(socket);
     socket.on("close", () => this.#sockets.delete(socket));
     socket.on("error", () => socket.destroy());
-    const parser = mqttPacket.parser({ protocolVersion: 4 });
+    const parser = mqttPacket.parser({ protocolVersion: this.#version });
     parser.on("packet", (packet: Packet) => this.#handle(socket, packet));
     parser.on("error", () => socket.destroy());
     socket.on("data", (chunk: Buffer) => parser.parse(chunk));
@@ -103,7 +116,7 @@ export class HeldAckBroker {
     switch (packet.cmd) {
       case "connect":
         this.connects++;
-        this.#send(socket, { cmd: "connack", returnCode: 0, sessionPresent: false });
+        this.#send(socket, { cmd: "connack", returnCode: 0, reasonCode: 0, sessionPresent: false });
         return;
       case "subscribe":
         this.#send(socket, {
@@ -149,6 +162,6 @@ export class HeldAckBroker {
   }
 
   #send(socket: Socket, packet: Packet): void {
-    if (!socket.destroyed) socket.write(mqttPacket.generate(packet));
+    if (!socket.destroyed) socket.write(mqttPacket.generate(packet, { protocolVersion: this.#version }));
   }
 }

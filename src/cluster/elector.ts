@@ -632,6 +632,8 @@ export class Elector {
     const { candidates, current, free } = this.#view();
     const target = assign(this.buckets, candidates, current, this.#weights);
     const work: Promise<unknown>[] = [];
+    const acquiring: Promise<number | null>[] = [];
+    const acquire = (b: number) => acquiring.push(this.#acquire(b).then((held) => (held ? b : null)));
     const t = now();
     for (let b = 0; b < this.buckets; b++) {
       const want = target[b] ?? null;
@@ -651,15 +653,27 @@ export class Elector {
       const freeAt = free.get(b);
       if (freeAt === undefined || want === null || !this.#mayAcquire()) continue;
       if (want === this.member) {
-        work.push(this.#acquire(b));
+        acquire(b);
       } else {
         const rank = fallbackRank(b, want, this.member, candidates, this.#weights);
-        if (t - freeAt >= this.#leaseMs + (rank - 1) * this.#retryMs) work.push(this.#acquire(b));
+        if (t - freeAt >= this.#leaseMs + (rank - 1) * this.#retryMs) acquire(b);
       }
     }
     await Promise.allSettled(work);
+    const acquired = await Promise.allSettled(acquiring);
+    this.#logAcquired(acquired.map((r) => (r.status === "fulfilled" ? r.value : null)));
     await this.#collectGarbage();
     this.#armDeadlineTimer();
+  }
+
+  /** One line for the buckets a round acquired: how many, which, and how many are held now. */
+  #logAcquired(buckets: readonly (number | null)[]): void {
+    const acquired = buckets.filter((b): b is number => b !== null);
+    if (acquired.length === 0) return;
+    this.#log.info(
+      { member: this.member, buckets: acquired, held: this.#held.size },
+      `cluster: ${acquired.length} bucket${acquired.length === 1 ? "" : "s"} acquired`,
+    );
   }
 
   #mayAcquire(): boolean {
@@ -1048,8 +1062,10 @@ export class Elector {
     return next;
   }
 
-  async #acquire(bucket: number): Promise<void> {
+  /** Takes a free bucket's lease; true when this replica holds it now. */
+  async #acquire(bucket: number): Promise<boolean> {
     const name = `${BUCKET_PREFIX}${bucket}`;
+    let acquired = false;
     await this.#chain(bucket, async () => {
       if (this.#held.has(bucket) || !this.#mayAcquire()) return;
       const seen = this.#observed.get(name);
@@ -1094,16 +1110,19 @@ export class Elector {
         });
         this.#freeSince.delete(bucket);
         this.#transitions++;
-        this.#log.info(
+        // One line per round at info (#round); each bucket's at debug.
+        this.#log.debug(
           { member: this.member, bucket, transitions: record.transitions },
           "cluster: bucket acquired",
         );
+        acquired = true;
         this.#emit({ type: "acquired", bucket });
         this.#armDeadlineTimer();
       } catch (error) {
         if (!(error instanceof LeaseConflictError)) this.#engineError(error);
       }
     });
+    return acquired;
   }
 
   #renewIfDue(bucket: number): Promise<unknown> {
@@ -1263,10 +1282,13 @@ export class Elector {
 
   #lost(bucket: number, reason: LossReason, holds?: Promise<unknown>[]): void {
     this.#transitions++;
+    // Leaving gives every bucket up at once: "cluster: left, buckets released" says so in one line.
     const log =
-      reason === "handover" || reason === "stopping"
-        ? this.#log.info.bind(this.#log)
-        : this.#log.warn.bind(this.#log);
+      reason === "stopping"
+        ? this.#log.debug.bind(this.#log)
+        : reason === "handover"
+          ? this.#log.info.bind(this.#log)
+          : this.#log.warn.bind(this.#log);
     log({ member: this.member, bucket, reason }, "cluster: bucket lost");
     this.#emit(
       holds === undefined

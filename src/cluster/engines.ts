@@ -4,15 +4,12 @@
  * engine is a {@link ConfigError} naming the key or variable, as for every configuration problem.
  */
 import { readFile } from "node:fs/promises";
-import { join } from "node:path";
+import { kubernetesTarget } from "../config/environment.js";
 import { ConfigError } from "../config/errors.js";
 import type { ClusterConfig } from "../config/schema.js";
 import { ioReason, type Env } from "../config/secrets.js";
 import { EtcdLeaseStore } from "./etcd.js";
 import type { LeaseStore } from "./store.js";
-
-/** Where a pod's service-account token, CA and namespace are (SERVICE_K8S_SA_DIR overrides it). */
-export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 export async function createLeaseStore(cluster: ClusterConfig, env: Env): Promise<LeaseStore> {
   if (cluster.Backend === "etcd") {
@@ -33,37 +30,12 @@ export async function createLeaseStore(cluster: ClusterConfig, env: Env): Promis
     });
   }
 
-  const saDir = nonEmpty(env.SERVICE_K8S_SA_DIR) ?? SERVICE_ACCOUNT_DIR;
-  const host = nonEmpty(env.KUBERNETES_SERVICE_HOST);
-  if (host === undefined) {
-    throw new ConfigError(
-      "Cluster.Backend",
-      "is kubernetes, but KUBERNETES_SERVICE_HOST is not set: the Kubernetes backend works inside a pod (use etcd elsewhere)",
-    );
-  }
-  const server = `https://${host.includes(":") ? `[${host}]` : host}:${nonEmpty(env.KUBERNETES_SERVICE_PORT) ?? "443"}`;
-  let namespace = cluster.Kubernetes.Namespace;
-  if (namespace === null) {
-    const file = join(saDir, "namespace");
-    try {
-      namespace = (await readFile(file, "utf8")).trim();
-    } catch (cause) {
-      throw new ConfigError(
-        "Cluster.Kubernetes.Namespace",
-        `not set, and the pod's namespace cannot be read from ${file} (${ioReason(cause)})`,
-      );
-    }
-  }
+  // The pod's API server and namespace; the loader refused a configuration without them.
+  const target = await kubernetesTarget(cluster, env);
+  if ("problem" in target) throw new ConfigError(target.path.join("."), target.problem);
   const { KubernetesLeaseStore } = await import("./kubernetes.js");
-  return new KubernetesLeaseStore({
-    server,
-    serviceAccountDir: saDir,
-    namespace,
-    leasePrefix: cluster.Kubernetes.LeasePrefix,
-  });
+  return new KubernetesLeaseStore({ ...target, leasePrefix: cluster.Kubernetes.LeasePrefix });
 }
-
-const nonEmpty = (value: string | undefined): string | undefined => (value === "" ? undefined : value);
 
 /** A PEM file's text, or null when not configured; unreadable is a ConfigError naming `key`. */
 async function pem(key: string, file: string | null): Promise<string | null> {

@@ -53,13 +53,14 @@ export class ClusterPart implements Part {
         event.type === "lost" &&
         (event.reason === "handover" ||
           (event.reason === "stopping" && cluster.status().members.some((m) => !m.self)));
+      // At debug: the cluster logs its acquisitions per round, its losses and its leaving.
       if (event.type === "lost") {
-        this.#logger.info(
+        this.#logger.debug(
           { bucket: event.bucket, reason: event.reason, instances: ids.length },
           "bucket given up",
         );
       } else {
-        this.#logger.info({ bucket: event.bucket, instances: ids.length }, "bucket taken");
+        this.#logger.debug({ bucket: event.bucket, instances: ids.length }, "bucket taken");
       }
       this.#bus.emit("ownershipChanged", {
         gained: held ? ids : [],

@@ -12,11 +12,12 @@ import { isIP } from "node:net";
 import { hostname } from "node:os";
 import { dirname, resolve } from "node:path";
 import { Value } from "typebox/value";
-import { overrideProblem } from "./overrides.js";
+import { overrideProblems } from "./overrides.js";
 import { ratingKeyProblem } from "./ratings.js";
 import { checkApiAuthRules, OIDC_SECRET_VARIABLE, readApiTls, resolveApiSection } from "./oidc.js";
 import { parseYaml, type KeyPath, type ParsedYaml } from "./document.js";
 import { peerNetworkProblem, peerNetworks } from "./peer-networks.js";
+import { environmentProblems, type Interfaces } from "./environment.js";
 import { ConfigError } from "./errors.js";
 import {
   ConfigSchema,
@@ -42,7 +43,7 @@ import {
   MQTT_VARIABLE_PREFIX,
   readSecret,
   PDU_VARIABLE_PREFIX,
-  secretInConfigMap,
+  secretsInConfigMap,
   snmpSecretSource,
   SNMP_SECRET_VARIABLES,
   type Env,
@@ -66,6 +67,11 @@ export interface ParseOptions {
   readonly source?: "file" | "kubernetes";
   /** Directory relative `CaFile` paths are resolved against (default: the working directory). */
   readonly baseDir?: string;
+  /**
+   * The network interfaces of the host the service runs on (the advertised URL's rule reads them);
+   * default this machine's. Tests describe a pod's.
+   */
+  readonly interfaces?: Interfaces;
 }
 
 /** Where the configuration is looked for when neither `--config` nor `SERVICE_CONFIG` is given. */
@@ -134,15 +140,17 @@ export async function parseConfigText(
   const ids = checkShape(data, yaml, fail);
   if (!Value.Check(ConfigSchema, data)) throw new ConfigError("", "invalid configuration", { file: origin });
 
-  // A file may hold any secret (the environment wins); a ConfigMap none.
-  if (options.source === "kubernetes") {
-    const secret = secretInConfigMap(data, ids);
-    if (secret !== undefined) throw fail(secret.path, secret.problem);
-  }
+  // A file may hold any secret (the environment wins); a ConfigMap none. These problems, and the
+  // secret files that cannot be read, are reported with those of the rules.
+  const found =
+    options.source === "kubernetes"
+      ? secretsInConfigMap(data, ids).map((secret) => fail(secret.path, secret.problem))
+      : [];
   const secrets = await mergeSecrets(data, ids, env);
+  found.push(...secrets.problems);
   const fileSecret = data.Api.Oidc.ClientSecret;
   const clientSecret =
-    (await readSecret(env, OIDC_SECRET_VARIABLE)) ?? (fileSecret === "" ? null : fileSecret);
+    (await readSecret(env, OIDC_SECRET_VARIABLE, found)) ?? (fileSecret === "" ? null : fileSecret);
   const baseDir = options.baseDir ?? process.cwd();
   const caFile = (file: string | null) => (file === null ? null : resolve(baseDir, file));
 
@@ -173,19 +181,27 @@ export async function parseConfigText(
     instances,
     origin,
   };
-  await checkRules(config, yaml, env, fail);
+  await checkRules(config, yaml, env, fail, { found, interfaces: options.interfaces });
   return config;
 }
 
 /**
- * The second pass: the rules that read the values, every one of them; the problems in file order
- * as one error.
+ * The second pass: the rules that read the values, every one of them; their problems and those
+ * `found` before (secrets) in file order, as one error.
  */
-async function checkRules(config: Config, yaml: ParsedYaml, env: Env, fail: Fail): Promise<void> {
-  const rules: ConfigError[] = [];
+async function checkRules(
+  config: Config,
+  yaml: ParsedYaml,
+  env: Env,
+  fail: Fail,
+  {
+    found,
+    interfaces,
+  }: { readonly found: readonly ConfigError[]; readonly interfaces?: Interfaces | undefined },
+): Promise<void> {
+  const rules: ConfigError[] = [...found];
   for (const instance of config.instances) {
-    const bad = overrideProblem(instance);
-    if (bad !== undefined) rules.push(fail([...bad.path], bad.problem));
+    for (const bad of overrideProblems(instance)) rules.push(fail([...bad.path], bad.problem));
     for (const key of Object.keys(instance.Ratings.Entities ?? {})) {
       const problem = ratingKeyProblem(key);
       if (problem !== null) rules.push(fail(["Pdus", instance.id, "Ratings", "Entities", key], problem));
@@ -193,12 +209,15 @@ async function checkRules(config: Config, yaml: ParsedYaml, env: Env, fail: Fail
   }
   checkHosts(config, fail, rules);
   checkCrossFieldRules(config, yaml, fail, rules);
-  await collectFirst(rules, () => checkApiAuthRules(config, fail));
+  checkApiAuthRules(config, fail, rules);
   checkSecretRules(config, env, fail, rules);
   checkSnmpSecretsApply(config, env, yaml, fail, rules);
   await checkCaFiles(config, fail, rules);
-  await collectFirst(rules, () => readApiTls(config, fail));
-  if (rules.length > 0) throw ConfigError.all(inFileOrder(rules));
+  await collect(rules, () => readApiTls(config, fail));
+  for (const p of await environmentProblems(config, env, interfaces)) {
+    rules.push(fail(p.path, p.problem, yaml.has(p.path) ? p.path : (p.linePath ?? p.path)));
+  }
+  if (rules.length > 0) throw ConfigError.all(inFileOrder(rules.flatMap((rule) => rule.problems)));
 }
 
 /**
@@ -267,8 +286,8 @@ function resolveInstances(
   });
 }
 
-/** Runs a check that stops at its first problem, adding that problem (if any) to `problems`. */
-async function collectFirst(problems: ConfigError[], check: () => unknown): Promise<void> {
+/** Runs a check that throws what it finds (one ConfigError, maybe of several problems) into `problems`. */
+async function collect(problems: ConfigError[], check: () => unknown): Promise<void> {
   try {
     await check();
   } catch (error) {
@@ -391,9 +410,11 @@ function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail, prob
     const [named, other] = yaml.has(["Alarms", "CriticalPercent"])
       ? (["CriticalPercent", "WarnPercent"] as const)
       : (["WarnPercent", "CriticalPercent"] as const);
-    throw fail(
-      ["Alarms", named],
-      `must be ${named === "CriticalPercent" ? "above" : "below"} Alarms.${other} (${config.Alarms[other]}): critical is the higher line`,
+    problems.push(
+      fail(
+        ["Alarms", named],
+        `must be ${named === "CriticalPercent" ? "above" : "below"} Alarms.${other} (${config.Alarms[other]}): critical is the higher line`,
+      ),
     );
   }
 
@@ -407,7 +428,7 @@ function checkCrossFieldRules(config: Config, yaml: ParsedYaml, fail: Fail, prob
     );
   }
 
-  checkClusterRules(config, fail);
+  checkClusterRules(config, fail, problems);
 
   checkPduCredentials(config, yaml, fail, problems);
 }
@@ -441,7 +462,7 @@ function checkListenerPorts(config: Config, yaml: ParsedYaml, fail: Fail, proble
 function checkPduCredentials(config: Config, yaml: ParsedYaml, fail: Fail, problems: ConfigError[]): void {
   for (const instance of config.instances) {
     if (instance.Driver === "snmp") {
-      checkSnmp(instance, yaml, fail);
+      checkSnmp(instance, yaml, fail, problems);
       continue;
     }
     const { Username, Password } = instance.Credentials;
@@ -468,45 +489,46 @@ export const MIN_SNMP_KEY_LENGTH = 8;
  * with ActionsEnabled, its write community), a v3 one without a user name or its keys. Secrets are
  * named by their variables, never shown.
  */
-function checkSnmp(instance: InstanceConfig, yaml: ParsedYaml, fail: Fail): void {
+function checkSnmp(instance: InstanceConfig, yaml: ParsedYaml, fail: Fail, problems: ConfigError[]): void {
   const s = instance.Snmp;
   const variable = (name: string) =>
     `${instanceVariablePrefix(instance.id)}_${name} (or ${instanceVariablePrefix(instance.id)}_${name}_FILE)`;
   const at = (...key: string[]) => ["Pdus", instance.id, "Snmp", ...key];
   const where = (path: string[]) => (yaml.has(path) ? path : ["Pdus", instance.id, "Driver"]);
+  const version = where(at("Version"));
   if (s.Version === "2c") {
     if (!nonEmpty(s.Community)) {
-      throw fail(
-        at("Community"),
-        `Driver is snmp with Version 2c but no read community is set: set ${variable("COMMUNITY")}`,
-        where(at("Version")),
+      problems.push(
+        fail(
+          at("Community"),
+          `Driver is snmp with Version 2c but no read community is set: set ${variable("COMMUNITY")}`,
+          version,
+        ),
       );
     }
     if (instance.ActionsEnabled && !nonEmpty(s.WriteCommunity)) {
-      throw fail(
-        at("WriteCommunity"),
-        `ActionsEnabled is true but no SNMP write community is set: set ${variable("WRITE_COMMUNITY")}`,
-        ["Pdus", instance.id, "ActionsEnabled"],
+      problems.push(
+        fail(
+          at("WriteCommunity"),
+          `ActionsEnabled is true but no SNMP write community is set: set ${variable("WRITE_COMMUNITY")}`,
+          ["Pdus", instance.id, "ActionsEnabled"],
+        ),
       );
     }
     return;
   }
   if (!nonEmpty(s.Auth.Username)) {
-    throw fail(
-      at("Auth", "Username"),
-      "is required with SNMP Version 3 (the USM user name)",
-      where(at("Version")),
+    problems.push(
+      fail(at("Auth", "Username"), "is required with SNMP Version 3 (the USM user name)", version),
     );
   }
   const key = (name: "AuthKey" | "PrivKey", v: string) => {
     const value = s[name];
-    if (!nonEmpty(value))
-      throw fail(at(name), `SNMP Version 3 needs it: set ${variable(v)}`, where(at("Version")));
-    if ([...(value ?? "")].length < MIN_SNMP_KEY_LENGTH) {
-      throw fail(
-        at(name),
-        `must be at least ${MIN_SNMP_KEY_LENGTH} characters (${variable(v)})`,
-        where(at("Version")),
+    if (!nonEmpty(value)) {
+      problems.push(fail(at(name), `SNMP Version 3 needs it: set ${variable(v)}`, version));
+    } else if ([...(value ?? "")].length < MIN_SNMP_KEY_LENGTH) {
+      problems.push(
+        fail(at(name), `must be at least ${MIN_SNMP_KEY_LENGTH} characters (${variable(v)})`, version),
       );
     }
   };
@@ -536,60 +558,87 @@ function resolveCluster(
 }
 
 /**
- * The timing rules of the lease algorithm (docs/cluster.md): a holder gives a lease up before the
- * others may take it, and retries at least once before it gives up. A default member name that is
- * not a valid one (a host name with `_`, say) matters only when the cluster is on.
+ * The rules of `Cluster`: the timing rules of the lease algorithm (docs/cluster.md: a holder gives
+ * a lease up before the others may take it, and retries at least once before it gives up), one
+ * broker shared by the replicas, the engine's credentials and the advertised URL. A default member
+ * name that is not a valid one (a host name with `_`, say) matters only when the cluster is on.
  */
-function checkClusterRules(config: Config, fail: Fail): void {
+function checkClusterRules(config: Config, fail: Fail, problems: ConfigError[]): void {
   const cluster = config.Cluster;
+  if (cluster.Enabled && config.Mqtt.Connection.Host === null) {
+    // Replicas share one broker: each one's embedded broker would be its own.
+    problems.push(
+      fail(
+        ["Cluster", "Enabled"],
+        "is true, which needs an external MQTT broker shared by the replicas: set Mqtt.Connection.Host (docs/cluster.md)",
+      ),
+    );
+  }
   if (cluster.RenewDeadlineSeconds >= cluster.LeaseDurationSeconds) {
-    throw fail(
-      ["Cluster", "RenewDeadlineSeconds"],
-      `must be less than Cluster.LeaseDurationSeconds (${cluster.LeaseDurationSeconds}): a holder gives a lease up before another replica may take it`,
+    problems.push(
+      fail(
+        ["Cluster", "RenewDeadlineSeconds"],
+        `must be less than Cluster.LeaseDurationSeconds (${cluster.LeaseDurationSeconds}): a holder gives a lease up before another replica may take it`,
+      ),
     );
   }
   if (cluster.RetryPeriodSeconds * 1.2 >= cluster.RenewDeadlineSeconds) {
-    throw fail(
-      ["Cluster", "RetryPeriodSeconds"],
-      `times 1.2 must be less than Cluster.RenewDeadlineSeconds (${cluster.RenewDeadlineSeconds}): a holder must be able to retry a renewal before its deadline`,
+    problems.push(
+      fail(
+        ["Cluster", "RetryPeriodSeconds"],
+        `times 1.2 must be less than Cluster.RenewDeadlineSeconds (${cluster.RenewDeadlineSeconds}): a holder must be able to retry a renewal before its deadline`,
+      ),
     );
   }
+  checkClusterNetwork(cluster, fail, problems);
+  problems.push(...clusterSecretProblems(config));
+  const { CertFile, KeyFile } = cluster.Etcd;
+  if ((CertFile === null) !== (KeyFile === null)) {
+    const missing = CertFile === null ? "CertFile" : "KeyFile";
+    problems.push(
+      fail(
+        ["Cluster", "Etcd", missing],
+        `is required with Cluster.Etcd.${missing === "CertFile" ? "KeyFile" : "CertFile"}: a client certificate needs both its certificate and its key`,
+      ),
+    );
+  }
+  if (cluster.Enabled && !new RegExp(MemberNamePattern).test(cluster.MemberName)) {
+    problems.push(
+      fail(
+        ["Cluster", "MemberName"],
+        `not set, and the host name ${showValue(cluster.MemberName)} is not a valid member name ` +
+          "(lower-case letters, digits, - and ., at most 63, starting and ending with a letter or digit): set Cluster.MemberName",
+      ),
+    );
+  }
+}
+
+/** The etcd endpoints without credentials, the peer networks, and an advertised URL within them. */
+function checkClusterNetwork(cluster: ClusterConfig, fail: Fail, problems: ConfigError[]): void {
   for (const [i, endpoint] of cluster.Etcd.Endpoints.entries()) {
     // The URL is not repeated: it holds a password.
     if (endpoint.includes("@")) {
-      throw fail(
-        ["Cluster", "Etcd", "Endpoints", String(i)],
-        `must not hold credentials (user:password@): set ${ETCD_VARIABLE_PREFIX}_USERNAME and ${ETCD_VARIABLE_PREFIX}_PASSWORD instead`,
-        ["Cluster", "Etcd", "Endpoints"],
+      problems.push(
+        fail(
+          ["Cluster", "Etcd", "Endpoints", String(i)],
+          `must not hold credentials (user:password@): set ${ETCD_VARIABLE_PREFIX}_USERNAME and ${ETCD_VARIABLE_PREFIX}_PASSWORD instead`,
+          ["Cluster", "Etcd", "Endpoints"],
+        ),
       );
     }
   }
   for (const [i, entry] of cluster.PeerNetworks.entries()) {
     const problem = peerNetworkProblem(entry);
     if (problem !== null)
-      throw fail(["Cluster", "PeerNetworks", String(i)], problem, ["Cluster", "PeerNetworks"]);
+      problems.push(fail(["Cluster", "PeerNetworks", String(i)], problem, ["Cluster", "PeerNetworks"]));
   }
   const advertised = cluster.AdvertiseUrl;
   if (advertised !== null && !peerNetworks(cluster.PeerNetworks).allows(advertised)) {
-    throw fail(
-      ["Cluster", "AdvertiseUrl"],
-      `points outside Cluster.PeerNetworks (${cluster.PeerNetworks.join(", ")}): the other replicas would never send it a request; add its network or name to Cluster.PeerNetworks`,
-    );
-  }
-  checkClusterSecret(config);
-  const { CertFile, KeyFile } = cluster.Etcd;
-  if ((CertFile === null) !== (KeyFile === null)) {
-    const missing = CertFile === null ? "CertFile" : "KeyFile";
-    throw fail(
-      ["Cluster", "Etcd", missing],
-      `is required with Cluster.Etcd.${missing === "CertFile" ? "KeyFile" : "CertFile"}: a client certificate needs both its certificate and its key`,
-    );
-  }
-  if (cluster.Enabled && !new RegExp(MemberNamePattern).test(cluster.MemberName)) {
-    throw fail(
-      ["Cluster", "MemberName"],
-      `not set, and the host name ${showValue(cluster.MemberName)} is not a valid member name ` +
-        "(lower-case letters, digits, - and ., at most 63, starting and ending with a letter or digit): set Cluster.MemberName",
+    problems.push(
+      fail(
+        ["Cluster", "AdvertiseUrl"],
+        `points outside Cluster.PeerNetworks (${cluster.PeerNetworks.join(", ")}): the other replicas would never send it a request; add its network or name to Cluster.PeerNetworks`,
+      ),
     );
   }
 }
@@ -602,20 +651,25 @@ export const MIN_CLUSTER_SECRET_LENGTH = 32;
  * readings sent to any replica are handed to the holder, signed with it), long enough not to be
  * guessed. Without the API nothing is handed between replicas.
  */
-function checkClusterSecret(config: Config): void {
+function clusterSecretProblems(config: Config): ConfigError[] {
   const { Enabled, Secret } = config.Cluster;
   if (Secret === "" && Enabled && config.Api.Enabled) {
-    throw new ConfigError(
-      CLUSTER_SECRET_VARIABLE,
-      `is required with Cluster.Enabled and Api.Enabled: the replicas sign the requests they hand each other with it; set the same secret of at least ${MIN_CLUSTER_SECRET_LENGTH} characters on every replica (openssl rand -hex 32), or ${CLUSTER_SECRET_VARIABLE}_FILE naming a file that holds it`,
-    );
+    return [
+      new ConfigError(
+        CLUSTER_SECRET_VARIABLE,
+        `is required with Cluster.Enabled and Api.Enabled: the replicas sign the requests they hand each other with it; set the same secret of at least ${MIN_CLUSTER_SECRET_LENGTH} characters on every replica (openssl rand -hex 32), or ${CLUSTER_SECRET_VARIABLE}_FILE naming a file that holds it`,
+      ),
+    ];
   }
   if (Secret !== "" && (Secret.length < MIN_CLUSTER_SECRET_LENGTH || /\s/.test(Secret))) {
-    throw new ConfigError(
-      CLUSTER_SECRET_VARIABLE,
-      `must be at least ${MIN_CLUSTER_SECRET_LENGTH} characters without spaces (openssl rand -hex 32 makes one)`,
-    );
+    return [
+      new ConfigError(
+        CLUSTER_SECRET_VARIABLE,
+        `must be at least ${MIN_CLUSTER_SECRET_LENGTH} characters without spaces (openssl rand -hex 32 makes one)`,
+      ),
+    ];
   }
+  return [];
 }
 
 /** Shortest API key accepted, in characters (docs/http.md). */
@@ -663,9 +717,11 @@ function checkSecretRules(config: Config, env: Env, fail: Fail, problems: Config
   }
   const etcd = config.Cluster.Etcd.Credentials;
   if (nonEmpty(etcd.Password) && !nonEmpty(etcd.Username)) {
-    throw new ConfigError(
-      `${ETCD_VARIABLE_PREFIX}_USERNAME`,
-      `is required when ${ETCD_VARIABLE_PREFIX}_PASSWORD is set (etcd authenticates a user name and password)`,
+    problems.push(
+      new ConfigError(
+        `${ETCD_VARIABLE_PREFIX}_USERNAME`,
+        `is required when ${ETCD_VARIABLE_PREFIX}_PASSWORD is set (etcd authenticates a user name and password)`,
+      ),
     );
   }
   const { Username, Password } = config.Mqtt.Credentials;

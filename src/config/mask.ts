@@ -3,7 +3,7 @@
  * filled in, ports and schemes inferred, secrets merged and then masked.
  */
 import { Document, isMap, isScalar, YAMLMap } from "yaml";
-import { ConfigSchema, PduSchema, type Config } from "./schema.js";
+import { ConfigSchema, PduSchema, type Config, type InstanceConfig } from "./schema.js";
 import { asSchemaNode, isPlainObject, SECRET_KEYS, type SchemaNode } from "./validate.js";
 
 /** What a secret that is set shows as. Unset ones stay `null` / `""` so the operator sees which are set. */
@@ -31,6 +31,25 @@ function inSchemaOrder(schema: SchemaNode | undefined, value: unknown): unknown 
   return ordered;
 }
 
+/**
+ * An instance's keys that its driver reads. An SNMP instance has no `Credentials` and no HTTP
+ * `Connection.Scheme`, `ValidateCertificate` or `CaFile`; a Geist one no `Snmp`. Within `Snmp`,
+ * Version 2c has no `Auth` and keys, Version 3 no communities (and no `PrivKey` without privacy).
+ */
+function applying(instance: InstanceConfig): Record<string, unknown> {
+  const { id: _id, primary: _primary, Snmp, Credentials, Connection, ...rest } = instance;
+  if (instance.Driver !== "snmp") return { ...rest, Connection, Credentials };
+  const { Scheme: _scheme, ValidateCertificate: _validate, CaFile: _ca, ...connection } = Connection;
+  if (Snmp.Version === "2c") {
+    const { Auth: _auth, AuthKey: _authKey, PrivKey: _privKey, ...v2c } = Snmp;
+    return { ...rest, Connection: connection, Snmp: v2c };
+  }
+  const { Community: _community, WriteCommunity: _write, ...v3 } = Snmp;
+  if (Snmp.Auth.PrivProtocol !== "none") return { ...rest, Connection: connection, Snmp: v3 };
+  const { PrivKey: _privKey, ...withoutPrivacy } = v3;
+  return { ...rest, Connection: connection, Snmp: withoutPrivacy };
+}
+
 export function effectiveConfigYaml(config: Config): string {
   const { instances, origin: _origin, ...sections } = config;
   const doc = new Document(maskSecrets(inSchemaOrder(asSchemaNode(ConfigSchema), { ...sections, Pdus: {} })));
@@ -38,8 +57,8 @@ export function effectiveConfigYaml(config: Config): string {
   // A map built pair by pair keeps the file's order even for ids like "1" and "2".
   const pdus = new YAMLMap();
   const pduSchema = asSchemaNode(PduSchema);
-  for (const { id, primary: _primary, ...instance } of instances) {
-    pdus.items.push(doc.createPair(id, maskSecrets(inSchemaOrder(pduSchema, instance))));
+  for (const instance of instances) {
+    pdus.items.push(doc.createPair(instance.id, maskSecrets(inSchemaOrder(pduSchema, applying(instance)))));
   }
   doc.set("Pdus", pdus);
 

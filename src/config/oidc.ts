@@ -44,8 +44,8 @@ function parseUrl(text: string): URL | null {
   }
 }
 
-/** The rules between keys of `Api.PublicUrl`, `Api.Tls` and `Api.Oidc` (no file is read here). */
-export function checkApiAuthRules(config: Config, fail: Fail): void {
+/** The rules between keys of `Api.PublicUrl`, `Api.Tls` and `Api.Oidc` (no file is read here); every problem. */
+export function checkApiAuthRules(config: Config, fail: Fail, problems: ConfigError[]): void {
   const api = config.Api;
   if (api.PublicUrl !== null) {
     const url = parseUrl(api.PublicUrl);
@@ -57,68 +57,78 @@ export function checkApiAuthRules(config: Config, fail: Fail): void {
           : url.pathname !== "/" || url.search !== "" || url.hash !== ""
             ? "must be an origin only (scheme, host and port, no path): the console and the API are served at the root"
             : null;
-    if (problem !== null) throw fail(["Api", "PublicUrl"], `${problem} (got ${showValue(api.PublicUrl)})`);
+    if (problem !== null)
+      problems.push(fail(["Api", "PublicUrl"], `${problem} (got ${showValue(api.PublicUrl)})`));
   }
   const { CertFile, KeyFile } = api.Tls;
   if ((CertFile === null) !== (KeyFile === null)) {
     const missing = CertFile === null ? "CertFile" : "KeyFile";
-    throw fail(
-      ["Api", "Tls", missing],
-      "is required with the other of Api.Tls.CertFile and Api.Tls.KeyFile (HTTPS needs both)",
-      ["Api", "Tls"],
+    problems.push(
+      fail(
+        ["Api", "Tls", missing],
+        "is required with the other of Api.Tls.CertFile and Api.Tls.KeyFile (HTTPS needs both)",
+        ["Api", "Tls"],
+      ),
     );
   }
   const oidc = api.Oidc;
   if (!oidc.Enabled) {
     if (oidc.ProtectReads) {
-      throw fail(
-        ["Api", "Oidc", "ProtectReads"],
-        "needs Api.Oidc.Enabled: true (the console reads through a session; machines keep the API key)",
+      problems.push(
+        fail(
+          ["Api", "Oidc", "ProtectReads"],
+          "needs Api.Oidc.Enabled: true (the console reads through a session; machines keep the API key)",
+        ),
       );
     }
     return;
   }
-  if (oidc.Issuer === null || oidc.Issuer === "") {
-    throw fail(["Api", "Oidc", "Issuer"], "is required when Api.Oidc.Enabled is true", ["Api", "Oidc"]);
-  }
-  const issuer = parseUrl(oidc.Issuer);
-  if (issuer === null || (issuer.protocol !== "https:" && issuer.protocol !== "http:")) {
-    throw fail(["Api", "Oidc", "Issuer"], `must be an https URL (got ${showValue(oidc.Issuer)})`);
-  }
-  if (issuer.protocol === "http:" && !isLoopbackHost(issuer.hostname)) {
-    throw fail(
-      ["Api", "Oidc", "Issuer"],
-      `must be an https URL: tokens are fetched from it (plain http is accepted for a loopback provider only; got ${showValue(oidc.Issuer)})`,
-    );
-  }
-  if (issuer.search !== "" || issuer.hash !== "" || issuer.username !== "" || issuer.password !== "") {
-    throw fail(
-      ["Api", "Oidc", "Issuer"],
-      `must have no query, fragment or credentials (got ${showValue(oidc.Issuer)})`,
-    );
-  }
+  const issuer = issuerProblem(oidc.Issuer);
+  if (issuer !== null) problems.push(fail(["Api", "Oidc", "Issuer"], issuer));
   if (!oidc.Scopes.includes("openid")) {
-    throw fail(["Api", "Oidc", "Scopes"], `must include openid (got ${oidc.Scopes.join(", ")})`);
+    problems.push(fail(["Api", "Oidc", "Scopes"], `must include openid (got ${oidc.Scopes.join(", ")})`));
   }
   if (oidc.Roles.Viewer.length === 0 && oidc.Roles.Operator.length === 0) {
-    throw fail(
-      ["Api", "Oidc", "Roles"],
-      "lists no group or role in Viewer or Operator, so nobody could use the console",
+    problems.push(
+      fail(
+        ["Api", "Oidc", "Roles"],
+        "lists no group or role in Viewer or Operator, so nobody could use the console",
+      ),
     );
   }
   if (oidc.Sessions.IdleTimeout > oidc.Sessions.AbsoluteTimeout) {
-    throw fail(
-      ["Api", "Oidc", "Sessions", "IdleTimeout"],
-      `must not be longer than Api.Oidc.Sessions.AbsoluteTimeout (${oidc.Sessions.AbsoluteTimeout})`,
+    problems.push(
+      fail(
+        ["Api", "Oidc", "Sessions", "IdleTimeout"],
+        `must not be longer than Api.Oidc.Sessions.AbsoluteTimeout (${oidc.Sessions.AbsoluteTimeout})`,
+      ),
     );
   }
   if (api.PublicUrl === null) {
-    throw fail(
-      ["Api", "PublicUrl"],
-      "is required when Api.Oidc.Enabled is true: the sign-in's redirect URI and the origin a console change must come from are built from it, never from a request's Host header; set it to the origin browsers use (https://pdu.example.com)",
-      ["Api", "Oidc", "Enabled"],
+    problems.push(
+      fail(
+        ["Api", "PublicUrl"],
+        "is required when Api.Oidc.Enabled is true: the sign-in's redirect URI and the origin a console change must come from are built from it, never from a request's Host header; set it to the origin browsers use (https://pdu.example.com)",
+        ["Api", "Oidc", "Enabled"],
+      ),
     );
   }
+}
+
+/** Why `Api.Oidc.Issuer` cannot be used to sign in, or null. */
+function issuerProblem(value: string | null): string | null {
+  if (value === null || value === "") return "is required when Api.Oidc.Enabled is true";
+  const issuer = parseUrl(value);
+  if (issuer === null || (issuer.protocol !== "https:" && issuer.protocol !== "http:")) {
+    return `must be an https URL (got ${showValue(value)})`;
+  }
+  if (issuer.protocol === "http:" && !isLoopbackHost(issuer.hostname)) {
+    return `must be an https URL: tokens are fetched from it (plain http is accepted for a loopback provider only; got ${showValue(value)})`;
+  }
+  if (issuer.search !== "" || issuer.hash !== "" || issuer.username !== "" || issuer.password !== "") {
+    return `must have no query, fragment or credentials (got ${showValue(value)})`;
+  }
+  return null;
 }
 
 /** The certificate and key of `Api.Tls` (PEM text), or null when HTTPS is off. */
@@ -131,14 +141,18 @@ export interface TlsFiles {
 export async function readApiTls(config: Config, fail: Fail): Promise<TlsFiles | null> {
   const { CertFile, KeyFile } = config.Api.Tls;
   if (CertFile === null || KeyFile === null) return null;
-  const read = async (file: string, key: "CertFile" | "KeyFile") => {
+  const read = async (file: string, key: "CertFile" | "KeyFile"): Promise<string | ConfigError> => {
     try {
       return await readFile(file, "utf8");
     } catch (cause) {
-      throw fail(["Api", "Tls", key], `cannot read ${file} (${ioReason(cause)})`);
+      return fail(["Api", "Tls", key], `cannot read ${file} (${ioReason(cause)})`);
     }
   };
-  const files = { cert: await read(CertFile, "CertFile"), key: await read(KeyFile, "KeyFile") };
+  const [cert, key] = [await read(CertFile, "CertFile"), await read(KeyFile, "KeyFile")];
+  if (typeof cert !== "string" || typeof key !== "string") {
+    throw ConfigErrorClass.all([cert, key].filter((r): r is ConfigError => typeof r !== "string"));
+  }
+  const files = { cert, key };
   try {
     createSecureContext(files);
   } catch (cause) {

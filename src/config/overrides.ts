@@ -39,9 +39,9 @@ export interface OverrideProblem {
 /**
  * Keys and names the schema cannot judge: device ids, entity and group keys, and every `Name`, must
  * be safe names (src/names.ts), and a `Name` must not change how text is displayed
- * (src/display.ts). The first problem, or undefined.
+ * (src/display.ts). Every problem, in the order of the overrides; nothing below a bad device id.
  */
-export function overrideProblem(instance: InstanceOverrides): OverrideProblem | undefined {
+export function overrideProblems(instance: InstanceOverrides): OverrideProblem[] {
   const base = ["Pdus", instance.id, "Overrides"];
   const key = (path: string[], k: string, what: string): OverrideProblem | undefined => {
     const problem = nameProblem(k);
@@ -62,35 +62,37 @@ export function overrideProblem(instance: InstanceOverrides): OverrideProblem | 
           problem: `contains ${spoofing}: a Name must not change how text is displayed`,
         };
   };
+  const found: (OverrideProblem | undefined)[] = [];
   const { Outlets, Entities, Groups } = instance.Overrides;
   for (const [deviceId, outlets] of Object.entries(Outlets)) {
-    const found = key(["Outlets"], deviceId, "device id");
-    if (found) return found;
+    const bad = key(["Outlets"], deviceId, "device id");
+    found.push(bad);
+    if (bad) continue;
     for (const [index, o] of Object.entries(outlets)) {
-      if (!INDEX.test(index)) {
-        return {
-          path: [...base, "Outlets", deviceId, index],
-          problem: `outlet indexes are the PDU's 0-based keys written as text ("0", "7"), got ${quoteName(index)}`,
-        };
-      }
-      const bad = name(["Outlets", deviceId, index], o);
-      if (bad) return bad;
+      found.push(
+        INDEX.test(index)
+          ? name(["Outlets", deviceId, index], o)
+          : {
+              path: [...base, "Outlets", deviceId, index],
+              problem: `outlet indexes are the PDU's 0-based keys written as text ("0", "7"), got ${quoteName(index)}`,
+            },
+      );
     }
   }
   for (const [deviceId, entities] of Object.entries(Entities)) {
-    const found = key(["Entities"], deviceId, "device id");
-    if (found) return found;
+    const bad = key(["Entities"], deviceId, "device id");
+    found.push(bad);
+    if (bad) continue;
     for (const [entityKey, e] of Object.entries(entities)) {
-      const bad =
-        key(["Entities", deviceId], entityKey, "entity key") ?? name(["Entities", deviceId, entityKey], e);
-      if (bad) return bad;
+      found.push(
+        key(["Entities", deviceId], entityKey, "entity key") ?? name(["Entities", deviceId, entityKey], e),
+      );
     }
   }
   for (const [groupKey, g] of Object.entries(Groups)) {
-    const bad = key(["Groups"], groupKey, "group key") ?? name(["Groups", groupKey], g);
-    if (bad) return bad;
+    found.push(key(["Groups"], groupKey, "group key") ?? name(["Groups", groupKey], g));
   }
-  return undefined;
+  return found.filter((p): p is OverrideProblem => p !== undefined);
 }
 
 /**

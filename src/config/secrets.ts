@@ -42,20 +42,35 @@ export const instanceVariableId = (id: string): string => id.toUpperCase().repla
 export const instanceVariablePrefix = (id: string): string =>
   `${PDU_VARIABLE_PREFIX}_${instanceVariableId(id)}`;
 
-/** The value of secret `name`: from the file `<name>_FILE` names, else `<name>`; undefined when neither is set. */
-export async function readSecret(env: Env, name: string): Promise<string | undefined> {
-  return (await readSecretFrom(env, name))?.value;
+/**
+ * The value of secret `name`: from the file `<name>_FILE` names, else `<name>`; undefined when
+ * neither is set. A file that cannot be read is a {@link ConfigError}, thrown, or added to
+ * `problems` when given (the value is then undefined).
+ */
+export async function readSecret(
+  env: Env,
+  name: string,
+  problems?: ConfigError[],
+): Promise<string | undefined> {
+  return (await readSecretFrom(env, name, problems))?.value;
 }
 
 /** {@link readSecret}, with the variable the value came from. */
-async function readSecretFrom(env: Env, name: string): Promise<{ value: string; from: string } | undefined> {
+async function readSecretFrom(
+  env: Env,
+  name: string,
+  problems?: ConfigError[],
+): Promise<{ value: string; from: string } | undefined> {
   const fileVariable = `${name}_FILE`;
   const path = env[fileVariable];
   if (path !== undefined && path !== "") {
     try {
       return { value: (await readFile(path, "utf8")).replace(/[\r\n]+$/, ""), from: fileVariable };
     } catch (cause) {
-      throw new ConfigError(fileVariable, `cannot read ${path} (${ioReason(cause)})`);
+      const problem = new ConfigError(fileVariable, `cannot read ${path} (${ioReason(cause)})`);
+      if (problems === undefined) throw problem;
+      problems.push(problem);
+      return undefined;
     }
   }
   const plain = env[name];
@@ -106,6 +121,8 @@ export interface MergedSecrets {
   readonly etcd: Credentials;
   /** {@link CLUSTER_SECRET_VARIABLE}, "" when not set. */
   readonly clusterSecret: string;
+  /** Every `_FILE` variable whose file cannot be read (its secret is taken as not set). */
+  readonly problems: readonly ConfigError[];
 }
 
 /**
@@ -134,14 +151,17 @@ export async function mergeSecrets(
   env: Env,
 ): Promise<MergedSecrets> {
   // Read every variable up front so a broken _FILE is reported even where another value wins.
-  const apiKey = await readSecret(env, API_KEY_VARIABLE);
-  const mqttUsername = await readSecret(env, `${MQTT_VARIABLE_PREFIX}_USERNAME`);
-  const mqttPassword = await readSecret(env, `${MQTT_VARIABLE_PREFIX}_PASSWORD`);
-  const pduUsername = await readSecretFrom(env, `${PDU_VARIABLE_PREFIX}_USERNAME`);
-  const pduPassword = await readSecretFrom(env, `${PDU_VARIABLE_PREFIX}_PASSWORD`);
-  const etcdUsername = await readSecret(env, `${ETCD_VARIABLE_PREFIX}_USERNAME`);
-  const etcdPassword = await readSecret(env, `${ETCD_VARIABLE_PREFIX}_PASSWORD`);
-  const clusterSecret = (await readSecret(env, CLUSTER_SECRET_VARIABLE)) ?? "";
+  const problems: ConfigError[] = [];
+  const secret = (name: string) => readSecret(env, name, problems);
+  const secretFrom = (name: string) => readSecretFrom(env, name, problems);
+  const apiKey = await secret(API_KEY_VARIABLE);
+  const mqttUsername = await secret(`${MQTT_VARIABLE_PREFIX}_USERNAME`);
+  const mqttPassword = await secret(`${MQTT_VARIABLE_PREFIX}_PASSWORD`);
+  const pduUsername = await secretFrom(`${PDU_VARIABLE_PREFIX}_USERNAME`);
+  const pduPassword = await secretFrom(`${PDU_VARIABLE_PREFIX}_PASSWORD`);
+  const etcdUsername = await secret(`${ETCD_VARIABLE_PREFIX}_USERNAME`);
+  const etcdPassword = await secret(`${ETCD_VARIABLE_PREFIX}_PASSWORD`);
+  const clusterSecret = (await secret(CLUSTER_SECRET_VARIABLE)) ?? "";
 
   const pdus = new Map<string, Credentials>();
   const pduSources = new Map<string, CredentialSources>();
@@ -150,7 +170,7 @@ export async function mergeSecrets(
     const own = instanceVariablePrefix(id);
     const fileSnmp = file.Pdus[id]?.Snmp;
     const read = async (key: keyof SnmpSecrets) =>
-      (await readSecret(env, `${own}_${SNMP_SECRET_VARIABLES[key]}`)) ?? nonEmpty(fileSnmp?.[key]) ?? null;
+      (await secret(`${own}_${SNMP_SECRET_VARIABLES[key]}`)) ?? nonEmpty(fileSnmp?.[key]) ?? null;
     snmp.set(id, {
       Community: await read("Community"),
       WriteCommunity: await read("WriteCommunity"),
@@ -162,8 +182,8 @@ export async function mergeSecrets(
       const value = nonEmpty(fromFile?.[field]);
       return value === undefined ? undefined : { value, from: `Pdus.${id}.Credentials.${field}` };
     };
-    const username = (await readSecretFrom(env, `${own}_USERNAME`)) ?? inFile("Username") ?? pduUsername;
-    const password = (await readSecretFrom(env, `${own}_PASSWORD`)) ?? inFile("Password") ?? pduPassword;
+    const username = (await secretFrom(`${own}_USERNAME`)) ?? inFile("Username") ?? pduUsername;
+    const password = (await secretFrom(`${own}_PASSWORD`)) ?? inFile("Password") ?? pduPassword;
     pdus.set(id, { Username: username?.value ?? null, Password: password?.value ?? null });
     pduSources.set(id, { Username: username?.from ?? null, Password: password?.from ?? null });
   }
@@ -178,41 +198,47 @@ export async function mergeSecrets(
     snmp,
     etcd: { Username: etcdUsername ?? null, Password: etcdPassword ?? null },
     clusterSecret,
+    problems,
   };
 }
 
 /**
- * For a ConfigMap: the first secret written in the text itself (they belong in a Kubernetes
- * Secret). A configuration file may hold any secret (the environment wins); a ConfigMap none.
+ * For a ConfigMap: every secret written in the text itself (they belong in a Kubernetes Secret). A
+ * configuration file may hold any secret (the environment wins); a ConfigMap none.
  */
-export function secretInConfigMap(file: FileConfig, ids: readonly string[]): Problem | undefined {
+export function secretsInConfigMap(file: FileConfig, ids: readonly string[]): Problem[] {
   const refuse = (path: string[], variables: string) => ({
     path,
     problem: `secrets do not belong in ConfigMaps; set ${variables}`,
   });
+  const found: Problem[] = [];
   if (file.Api.ApiKey !== "") {
-    return refuse(["Api", "ApiKey"], `${API_KEY_VARIABLE} or ${API_KEY_VARIABLE}_FILE`);
+    found.push(refuse(["Api", "ApiKey"], `${API_KEY_VARIABLE} or ${API_KEY_VARIABLE}_FILE`));
   }
   if (nonEmpty(file.Mqtt.Credentials.Password) !== undefined) {
     const name = `${MQTT_VARIABLE_PREFIX}_PASSWORD`;
-    return refuse(["Mqtt", "Credentials", "Password"], `${name} or ${name}_FILE`);
+    found.push(refuse(["Mqtt", "Credentials", "Password"], `${name} or ${name}_FILE`));
   }
   if (nonEmpty(file.Api.Oidc.ClientSecret) !== undefined) {
-    return refuse(["Api", "Oidc", "ClientSecret"], `${OIDC_SECRET_VARIABLE} or ${OIDC_SECRET_VARIABLE}_FILE`);
+    found.push(
+      refuse(["Api", "Oidc", "ClientSecret"], `${OIDC_SECRET_VARIABLE} or ${OIDC_SECRET_VARIABLE}_FILE`),
+    );
   }
   for (const id of ids) {
     if (nonEmpty(file.Pdus[id]?.Credentials.Password) !== undefined) {
       const name = `${instanceVariablePrefix(id)}_PASSWORD`;
-      return refuse(
-        ["Pdus", id, "Credentials", "Password"],
-        `${name} or ${name}_FILE (or ${PDU_VARIABLE_PREFIX}_PASSWORD for every instance)`,
+      found.push(
+        refuse(
+          ["Pdus", id, "Credentials", "Password"],
+          `${name} or ${name}_FILE (or ${PDU_VARIABLE_PREFIX}_PASSWORD for every instance)`,
+        ),
       );
     }
     for (const [key, variable] of Object.entries(SNMP_SECRET_VARIABLES)) {
       if (nonEmpty(file.Pdus[id]?.Snmp[key as keyof SnmpSecrets]) === undefined) continue;
       const name = `${instanceVariablePrefix(id)}_${variable}`;
-      return refuse(["Pdus", id, "Snmp", key], `${name} or ${name}_FILE`);
+      found.push(refuse(["Pdus", id, "Snmp", key], `${name} or ${name}_FILE`));
     }
   }
-  return undefined;
+  return found;
 }

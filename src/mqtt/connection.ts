@@ -70,6 +70,9 @@ const DROP_LOG_WINDOW_MS = 60_000;
 /** CONNACK codes that will not get better by retrying (3.1.1 and 5). */
 const FATAL_CONNACK = new Set([1, 2, 4, 5, 132, 133, 134, 135, 138, 140]);
 
+/** An MQTT 5 broker's DISCONNECT reason: another client connected with this client's id. */
+export const SESSION_TAKEN_OVER = 0x8e;
+
 /** A QoS 1 message in the outbox. */
 interface OutMessage {
   readonly topic: string;
@@ -125,6 +128,10 @@ export class MqttConnection {
   readonly #broker: string;
   readonly #embedded: boolean;
   #connected = false;
+  /** The client id this connection uses (a takeover of its session is logged naming it). */
+  readonly #clientId: string;
+  /** The reason code of the DISCONNECT an MQTT 5 broker sent on the current connection, if any. */
+  #disconnectReason: number | null = null;
   #since: number | null = null;
   #lastError: string | null = null;
   #attempt = 0;
@@ -183,6 +190,10 @@ export class MqttConnection {
     this.#version = client.options.protocolVersion === 5 ? 5 : 4;
     this.#batch = new PublishBatch(this.#version, BATCHED_PACKET_MAX);
     this.#configuredMaxPacket = maxPacket;
+    this.#clientId = client.options.clientId ?? options.config.ClientId;
+    client.on("disconnect", (packet) => {
+      this.#disconnectReason = packet.reasonCode ?? 0;
+    });
     client.on("connect", (connack) =>
       this.#onConnect(connack.properties?.maximumPacketSize, connack.properties?.receiveMaximum),
     );
@@ -623,6 +634,7 @@ export class MqttConnection {
 
   #onConnect(maximumPacketSize: number | undefined, receiveMaximum: number | undefined): void {
     this.#resetFlow();
+    this.#disconnectReason = null;
     // Per connection: a broker restarted with other limits announces them again.
     this.#brokerMaxPacket = Math.min(
       this.#configuredMaxPacket,
@@ -696,10 +708,40 @@ export class MqttConnection {
     if (wasConnected || this.#since === null) this.#since = Date.now();
     if (wasConnected) this.#bus?.emit("mqttLost", { broker: this.#broker, stopping: this.#stopping });
     if (this.#stopping) return;
-    if (wasConnected) this.#logger.warn({ broker: this.#broker }, "MQTT connection lost, reconnecting");
+    if (wasConnected) this.#logLost();
     this.#lastError ??= "connection closed";
     this.#settleStartup();
     this.#scheduleReconnect();
+  }
+
+  /**
+   * Why a connection that was up ended, as far as the broker says: an MQTT 5 broker may send a
+   * DISCONNECT with its reason (0x8E: another client connected with this client id and took the
+   * session over). Without one (an MQTT 3.1.1 broker, or one that just closes the socket) a
+   * takeover looks like a broker that stops or a network failure, so the line names all three.
+   */
+  #logLost(): void {
+    const where = { broker: this.#broker, clientId: this.#clientId };
+    const id = JSON.stringify(this.#clientId);
+    const reason = this.#disconnectReason;
+    if (reason === SESSION_TAKEN_OVER) {
+      this.#lastError = `session taken over by another client with client id ${id}`;
+      this.#logger.warn(
+        { ...where, reasonCode: reason },
+        `MQTT connection lost: session taken over by another client with client id ${id}, reconnecting; two bridges (or a bridge and another program) are using one Mqtt.ClientId`,
+      );
+    } else if (reason !== null) {
+      this.#lastError = `disconnected by the broker (reason code ${reason})`;
+      this.#logger.warn(
+        { ...where, reasonCode: reason },
+        `MQTT connection lost: the broker disconnected the bridge (reason code ${reason}), reconnecting`,
+      );
+    } else {
+      this.#logger.warn(
+        where,
+        `MQTT connection lost, reconnecting; the broker gave no reason: it stopped, the network failed, or another client connected with client id ${id} and took the session over (two bridges, or a bridge and another program, using one Mqtt.ClientId)`,
+      );
+    }
   }
 
   #scheduleReconnect(): void {

@@ -50,11 +50,11 @@ describe("the App's parts and bus", () => {
       "instance-log",
       "metrics",
       "console",
+      "api",
+      "health",
       "credentials",
       "poller",
       "mqtt",
-      "api",
-      "health",
       "control",
     ]);
     assert.deepEqual(firstColumn("### Parts"), h.app.parts, "docs/architecture.md lists them in start order");

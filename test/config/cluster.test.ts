@@ -18,6 +18,8 @@ import { effectiveConfigYaml } from "../../src/config/mask.js";
 
 const MAIN = fileURLToPath(new URL("../../src/main.js", import.meta.url));
 const PDU = "Pdus:\n  rack-a:\n    Connection: { Host: 127.0.0.1 }\n";
+/** Replicas share an external broker (the rules refuse `Cluster.Enabled` with the embedded one). */
+const BROKER = "Mqtt:\n  Connection: { Host: 127.0.0.1 }\n";
 
 let dir: string;
 before(async () => {
@@ -53,7 +55,7 @@ test("without a Cluster section the cluster is off, with the contract's defaults
 });
 
 test("the member name: the key, else HOSTNAME lower-cased, else the host name", async () => {
-  const on = `${PDU}Cluster:\n  Enabled: true\n`;
+  const on = `${BROKER}${PDU}Cluster:\n  Backend: etcd\n  Enabled: true\n`;
   const named = await parseConfigText(`${on}  MemberName: replica-a\n`, "t.yaml", { HOSTNAME: "pod-1" });
   assert.equal(named.Cluster.MemberName, "replica-a");
   const fromEnv = await parseConfigText(on, "t.yaml", { HOSTNAME: "Pdu-Bridge-7F9C" });
@@ -82,7 +84,7 @@ test("etcd credentials come from SERVICE_ETCD_* (and _FILE), a relative CaFile f
   const file = join(dir, "etcd.yaml");
   await writeFile(
     file,
-    `${PDU}Cluster:\n  Enabled: true\n  MemberName: a\n  Backend: etcd\n  Etcd:\n    Endpoints: ["https://127.0.0.1:2379", "https://[::1]:2379"]\n    CaFile: etcd-ca.pem\n`,
+    `${BROKER}${PDU}Cluster:\n  Enabled: true\n  MemberName: a\n  Backend: etcd\n  Etcd:\n    Endpoints: ["https://127.0.0.1:2379", "https://[::1]:2379"]\n    CaFile: etcd-ca.pem\n`,
   );
   const config = await loadConfigFile(file, {
     SERVICE_ETCD_USERNAME: "bridge",
@@ -116,7 +118,7 @@ test("the file has no key for etcd credentials", async () => {
 
 test("check-config shows the etcd user and masks the password, and its output loads back", async () => {
   const file = join(dir, "check.yaml");
-  await writeFile(file, `${PDU}Cluster:\n  Enabled: true\n  MemberName: a\n  Backend: etcd\n`);
+  await writeFile(file, `${BROKER}${PDU}Cluster:\n  Enabled: true\n  MemberName: a\n  Backend: etcd\n`);
   const env = { SERVICE_ETCD_USERNAME: "bridge", SERVICE_ETCD_PASSWORD: "etcd-secret-42" };
   let out = "";
   let err = "";
@@ -182,7 +184,9 @@ test("an etcd endpoint with credentials in it is refused without repeating them"
 const SECRET = "cluster-config-secret-0123456789abcdef";
 
 test("the replicas' secret: required with the cluster and the API on (naming SERVICE_CLUSTER_SECRET), long enough, never shown", async () => {
-  const on = `${PDU}Api: { Enabled: true }\nCluster:\n  Enabled: true\n  MemberName: a\n  Backend: etcd\n`;
+  // The API on the loopback address: the address advertised to the others is within the default
+  // Cluster.PeerNetworks whatever this host's own addresses are.
+  const on = `${BROKER}${PDU}Api: { Enabled: true, Bind: 127.0.0.1 }\nCluster:\n  Enabled: true\n  MemberName: a\n  Backend: etcd\n`;
   await assert.rejects(
     parseConfigText(on, "t.yaml", {}),
     /SERVICE_CLUSTER_SECRET: is required with Cluster\.Enabled and Api\.Enabled/,
@@ -196,7 +200,7 @@ test("the replicas' secret: required with the cluster and the API on (naming SER
     SECRET,
   );
   // Without the API nothing is handed between replicas: no secret needed.
-  const mqttOnly = `${PDU}Cluster:\n  Enabled: true\n  MemberName: a\n  Backend: etcd\n`;
+  const mqttOnly = `${BROKER}${PDU}Cluster:\n  Enabled: true\n  MemberName: a\n  Backend: etcd\n`;
   assert.equal((await parseConfigText(mqttOnly, "t.yaml", {})).Cluster.Secret, "");
   // check-config says it at once, naming the variable, and masks it when set.
   const file = join(dir, "secret.yaml");

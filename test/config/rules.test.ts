@@ -366,9 +366,9 @@ const CASES: readonly Case[] = [
   },
   {
     name: "sign-in without an issuer",
-    yaml: `${PDU}Api:\n  Oidc:\n    Enabled: true\n`,
+    yaml: `${PDU}Api:\n  PublicUrl: https://pdu.example.com\n  Oidc:\n    Enabled: true\n`,
     key: "Api.Oidc.Issuer",
-    line: 6,
+    line: 7,
     says: "is required when Api.Oidc.Enabled is true",
   },
   {
@@ -544,7 +544,7 @@ const CASES: readonly Case[] = [
   },
   {
     name: "Cluster on with a host name that is not a member name",
-    yaml: `${PDU}Cluster:\n  Enabled: true\n`,
+    yaml: `${PDU}Cluster:\n  Enabled: true\n  Backend: etcd\nMqtt: { Connection: { Host: 127.0.0.1 } }\n`,
     env: { HOSTNAME: "bridge_01" },
     key: "Cluster.MemberName",
     line: 5,

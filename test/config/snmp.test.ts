@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { parse } from "yaml";
 import { runCheckConfig } from "../../src/config/cli.js";
 import { ConfigError } from "../../src/config/errors.js";
 import { parseConfigText } from "../../src/config/load.js";
@@ -158,7 +159,116 @@ describe("Driver: snmp configuration", () => {
       assert.doesNotMatch(out, /s3cret/);
       assert.match(out, /Community: "\*\*\*"/);
       assert.match(out, /WriteCommunity: "\*\*\*"/);
-      assert.match(out, /AuthKey: null/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("check-config shows each instance the keys its driver reads, and only those", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "snmp-keys-"));
+    try {
+      const file = join(dir, "config.yaml");
+      await writeFile(
+        file,
+        [
+          "Pdus:",
+          "  geist:",
+          "    Connection: { Host: 10.0.0.11, Port: 443 }",
+          "  v2c:",
+          "    Driver: snmp",
+          "    Connection: { Host: 10.0.0.12 }",
+          "  v3:",
+          "    Driver: snmp",
+          "    Connection: { Host: 10.0.0.13 }",
+          "    Snmp: { Version: 3, Auth: { Username: ops } }",
+          "  v3-no-privacy:",
+          "    Driver: snmp",
+          "    Connection: { Host: 10.0.0.14 }",
+          "    Snmp: { Version: 3, Auth: { Username: ops, PrivProtocol: none } }",
+          "",
+        ].join("\n"),
+      );
+      let out = "";
+      let err = "";
+      const code = await runCheckConfig(
+        ["--config", file],
+        {
+          SERVICE_PDU_V2C_COMMUNITY: "read-s3cret",
+          SERVICE_PDU_V3_AUTH_KEY: "auth-s3cret",
+          SERVICE_PDU_V3_PRIV_KEY: "priv-s3cret",
+          SERVICE_PDU_V3_NO_PRIVACY_AUTH_KEY: "auth-s3cret",
+          // The global PDU credentials reach every instance; an SNMP one does not use them.
+          SERVICE_PDU_USERNAME: "admin",
+        },
+        (s) => (out += s),
+        (s) => (err += s),
+      );
+      assert.equal(code, 0, err);
+      type Shown = Record<string, unknown> & {
+        Connection: Record<string, unknown>;
+        Snmp?: Record<string, unknown> & { Auth?: Record<string, unknown> };
+      };
+      const pdus = (parse(out) as { Pdus: Record<string, Shown> }).Pdus;
+      const keys = (o: object | undefined) => Object.keys(o ?? {}).sort();
+
+      assert.equal(pdus.geist?.Snmp, undefined, "a Geist instance has no Snmp");
+      assert.deepEqual(pdus.geist?.Credentials, { Username: "admin", Password: null });
+      assert.deepEqual(keys(pdus.geist?.Connection), [
+        "CaFile",
+        "Host",
+        "Port",
+        "Scheme",
+        "Timeout",
+        "ValidateCertificate",
+      ]);
+      assert.equal(pdus.geist?.Connection.Scheme, "https");
+
+      for (const id of ["v2c", "v3", "v3-no-privacy"]) {
+        assert.equal(pdus[id]?.Credentials, undefined, `${id}: no Credentials`);
+        assert.deepEqual(keys(pdus[id]?.Connection), ["Host", "Port", "Timeout"], id);
+        assert.equal(pdus[id]?.Connection.Port, 161);
+      }
+      assert.deepEqual(keys(pdus.v2c?.Snmp), [
+        "Community",
+        "MaxRepetitions",
+        "Profile",
+        "Version",
+        "WriteCommunity",
+      ]);
+      assert.equal(pdus.v2c?.Snmp?.Community, "***");
+      assert.deepEqual(keys(pdus.v3?.Snmp), [
+        "Auth",
+        "AuthKey",
+        "MaxRepetitions",
+        "PrivKey",
+        "Profile",
+        "Version",
+      ]);
+      assert.deepEqual(keys(pdus.v3?.Snmp?.Auth), ["PrivProtocol", "Protocol", "Username"]);
+      assert.deepEqual(keys(pdus["v3-no-privacy"]?.Snmp), [
+        "Auth",
+        "AuthKey",
+        "MaxRepetitions",
+        "Profile",
+        "Version",
+      ]);
+      assert.doesNotMatch(out, /s3cret/);
+      // What is shown loads back to the same instances.
+      const again = await parseConfigText(out, "again.yaml", {
+        SERVICE_PDU_V2C_COMMUNITY: "read-s3cret",
+        SERVICE_PDU_V3_AUTH_KEY: "auth-s3cret",
+        SERVICE_PDU_V3_PRIV_KEY: "priv-s3cret",
+        SERVICE_PDU_V3_NO_PRIVACY_AUTH_KEY: "auth-s3cret",
+      });
+      assert.deepEqual(
+        again.instances.map((i) => [i.id, i.Driver, i.Connection.Port, i.Snmp.Version]),
+        [
+          ["geist", "geist", 443, "2c"],
+          ["v2c", "snmp", 161, "2c"],
+          ["v3", "snmp", 161, "3"],
+          ["v3-no-privacy", "snmp", 161, "3"],
+        ],
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -5,7 +5,10 @@
  * without it renders as before.
  */
 import assert from "node:assert/strict";
-import { before, describe, it } from "node:test";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
 import { parseConfigText } from "../../src/config/load.js";
 import { CHART_DIR, helmUnavailable, renderChart, runHelm, type K8sObject } from "../../testkit/helm.js";
 
@@ -54,8 +57,40 @@ const env = (objects: K8sObject[], name: string) =>
 const configText = (objects: K8sObject[]) =>
   (one(objects, "ConfigMap").data as Record<string, string>)["config.yaml"]!;
 
+/** A pod's network interfaces: the rules read the address this replica advertises from them. */
+const POD_INTERFACES = {
+  eth0: [
+    {
+      address: "10.244.1.7",
+      netmask: "255.255.255.0",
+      family: "IPv4" as const,
+      mac: "02:00:00:00:00:07",
+      internal: false,
+      cidr: "10.244.1.7/24",
+    },
+  ],
+};
+
 describe("Helm chart: replicas and the cluster", { skip }, () => {
   let single: K8sObject[];
+  /** The service-account directory a pod has (its namespace file). */
+  let serviceAccount: string;
+  /** What a pod runs with: the ConfigMap's text, the pod's variables and its interfaces. */
+  const inPod = (text: string, variables: Record<string, string>) =>
+    parseConfigText(
+      text,
+      "chart",
+      { KUBERNETES_SERVICE_HOST: "10.96.0.1", SERVICE_K8S_SA_DIR: serviceAccount, ...variables },
+      { source: "kubernetes", interfaces: POD_INTERFACES },
+    );
+
+  before(async () => {
+    serviceAccount = await mkdtemp(join(tmpdir(), "pdu-bridge-sa-"));
+    await writeFile(join(serviceAccount, "namespace"), "pdu\n");
+  });
+  after(async () => {
+    await rm(serviceAccount, { recursive: true, force: true });
+  });
   let three: K8sObject[];
   before(async () => {
     [single, three] = await Promise.all([renderChart(), renderChart(CLUSTER_VALUES)]);
@@ -80,12 +115,7 @@ describe("Helm chart: replicas and the cluster", { skip }, () => {
     assert.equal(d.spec.replicas, 3);
     assert.deepEqual(env(three, "HOSTNAME")?.valueFrom?.fieldRef?.fieldPath, "metadata.name");
     // What a pod runs with: the ConfigMap, its own name as HOSTNAME, the Secret's variables.
-    const config = await parseConfigText(
-      configText(three),
-      "chart",
-      { HOSTNAME: "release-pdu-bridge-5d8c7b9f4-x2kqp" },
-      { source: "kubernetes" },
-    );
+    const config = await inPod(configText(three), { HOSTNAME: "release-pdu-bridge-5d8c7b9f4-x2kqp" });
     assert.equal(config.Cluster.Enabled, true);
     assert.equal(config.Cluster.Backend, "kubernetes");
     assert.equal(config.Cluster.Buckets, 32, "the user's Cluster keys are kept");
@@ -198,17 +228,9 @@ describe("Helm chart: replicas and the cluster", { skip }, () => {
       )?.valueFrom?.secretKeyRef;
     assert.deepEqual(ref(made), { name: "release-pdu-bridge-cluster", key: "SERVICE_CLUSTER_SECRET" });
     // What a pod runs with: the configuration loads with that secret.
-    const config = await parseConfigText(
-      configText(made),
-      "chart",
-      { HOSTNAME: "p-1", SERVICE_CLUSTER_SECRET: value },
-      { source: "kubernetes" },
-    );
+    const config = await inPod(configText(made), { HOSTNAME: "p-1", SERVICE_CLUSTER_SECRET: value });
     assert.equal(config.Cluster.Secret, value);
-    await assert.rejects(
-      parseConfigText(configText(made), "chart", { HOSTNAME: "p-1" }, { source: "kubernetes" }),
-      /SERVICE_CLUSTER_SECRET/,
-    );
+    await assert.rejects(inPod(configText(made), { HOSTNAME: "p-1" }), /SERVICE_CLUSTER_SECRET/);
     assert.deepEqual(ref(theirs), { name: "replicas", key: "SERVICE_CLUSTER_SECRET" });
     assert.deepEqual(
       ofKind(theirs, "Secret").filter((o) => o.metadata.name.endsWith("-cluster")),
