@@ -48,6 +48,7 @@ describe("the App's parts and bus", () => {
     assert.deepEqual(h.app.parts, [
       "pdus",
       "instance-log",
+      "assets",
       "metrics",
       "console",
       "credentials",
