@@ -13,6 +13,7 @@ import { hostname } from "node:os";
 import { dirname, resolve } from "node:path";
 import { Value } from "typebox/value";
 import { overrideProblems } from "./overrides.js";
+import { assetProblems } from "./asset-model.js";
 import { ratingKeyProblem } from "./ratings.js";
 import { checkApiAuthRules, OIDC_SECRET_VARIABLE, readApiTls, resolveApiSection } from "./oidc.js";
 import { parseYaml, type KeyPath, type ParsedYaml } from "./document.js";
@@ -207,6 +208,8 @@ async function checkRules(
       if (problem !== null) rules.push(fail(["Pdus", instance.id, "Ratings", "Entities", key], problem));
     }
   }
+  // Assets, feeds and sequences (docs/assets.md).
+  for (const p of assetProblems(config)) rules.push(fail(p.path, p.problem));
   checkHosts(config, fail, rules);
   checkCrossFieldRules(config, yaml, fail, rules);
   checkApiAuthRules(config, fail, rules);
