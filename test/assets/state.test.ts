@@ -128,6 +128,13 @@ describe("asset state", () => {
     );
     assert.equal(unknownState.state, "unknown");
     assert.equal(unknownState.readings[1]!.problem, "state-unknown");
+    // Among replicas, an instance another replica polls: unknown, never its stale snapshot.
+    const elsewhere = stateOf(ra, { ...rb, online: false, elsewhere: true, snapshot: null });
+    assert.equal(elsewhere.state, "unknown");
+    assert.equal(elsewhere.power, null);
+    assert.equal(elsewhere.readings[1]!.status, "unknown");
+    assert.equal(elsewhere.readings[1]!.problem, "not-held");
+    assert.equal(elsewhere.readings[1]!.outletState, null);
   });
 
   it("returns the state before when nothing moved, and flags what moved", () => {
