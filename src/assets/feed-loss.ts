@@ -240,6 +240,8 @@ function addShare(entities: Map<string, Working>, cord: CordReading, device: Dev
   const namedKind = named === null ? null : entityKind(named);
   let placed = true;
   for (const [kind, keys] of byKind) {
+    // A kind none of whose entities reads a current (a temperature sensor) is no path to place on.
+    if (!keys.some((key) => entities.has(entityKey(cord.instance, device.id, key)))) continue;
     const target = kind === namedKind ? named : keys.length === 1 && CARRY_ALL.has(kind) ? keys[0]! : null;
     if (target !== null) {
       const w = entities.get(entityKey(cord.instance, device.id, target));

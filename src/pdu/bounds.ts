@@ -10,7 +10,8 @@
  * Over a bound:
  * - an id that is too long (device id, entity key, measurement type, group key): the thing it names
  *   is left out, never cut into a different id; a device left out takes its outlets and entities,
- *   and its outlets leave the groups;
+ *   and its outlets leave the groups; an outlet's `feedsFrom` (an entity key) that is too long is
+ *   left out of the outlet (not known);
  * - a text that is too long (name, label, state, alarm, power-on action, units, identity fields),
  *   or that breaks the one rule for display text (./display.ts: a control character, or one that
  *   changes how text is displayed, such as U+202E): read as blank, and a display name made of it
@@ -356,6 +357,7 @@ function outletFits(o: Outlet): boolean {
     fits(o.label, TEXT) &&
     fits(o.displayName, TEXT) &&
     (o.poaAction === null || fits(o.poaAction, TEXT)) &&
+    (o.feedsFrom === undefined || o.feedsFrom.length <= PDU_BOUNDS.idChars) &&
     alarmFits(o.alarm) &&
     measurementsFit(o.measurements)
   );
@@ -514,9 +516,11 @@ function boundOutlet(o: Outlet, notes: Notes, devicePath: () => string): Outlet 
   }
   const measurements = boundMeasurements(o.measurements, notes, path);
   const alarm = boundAlarm(o.alarm, notes, path);
+  const feedsFromOver = o.feedsFrom !== undefined && o.feedsFrom.length > PDU_BOUNDS.idChars;
   if (
     measurements === o.measurements &&
     alarm === o.alarm &&
+    !feedsFromOver &&
     !textsOver(o.name, o.label, o.displayName) &&
     (o.poaAction === null || o.poaAction.length <= PDU_BOUNDS.textChars)
   )
@@ -529,7 +533,21 @@ function boundOutlet(o: Outlet, notes: Notes, devicePath: () => string): Outlet 
     fits(o.displayName, max) && name === o.name && label === o.label
       ? o.displayName
       : display(label, name, `Outlet ${o.index + 1}`);
-  return { ...o, name, label, displayName, poaAction, alarm, measurements };
+  const bounded: { -readonly [K in keyof Outlet]: Outlet[K] } = {
+    ...o,
+    name,
+    label,
+    displayName,
+    poaAction,
+    alarm,
+    measurements,
+  };
+  if (feedsFromOver) {
+    const problem = tooLong("feedsFrom", o.feedsFrom.length, PDU_BOUNDS.idChars, "left out (not known)");
+    notes.add(`${path()}.feedsFrom`, problem);
+    delete bounded.feedsFrom;
+  }
+  return bounded;
 }
 
 function boundEntity(e: Entity, i: number, notes: Notes, devicePath: () => string): Entity | null {

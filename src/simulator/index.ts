@@ -6,6 +6,7 @@
 import { performance } from "node:perf_hooks";
 import type { TlsMaterial } from "./cert.js";
 import { selfSignedCertificate } from "./cert.js";
+import { joinGeistFleet } from "./fleet-geist.js";
 import type { ListenerOwner } from "./listener.js";
 import { Listener, parseFaults } from "./listener.js";
 import type { SimOutlet, SimUnit } from "./state.js";
@@ -28,6 +29,19 @@ export type * from "./types.js";
 export { RET } from "./api.js";
 export { HUGE_BODY_BYTES } from "./listener.js";
 export { MAX_HOSTILE_SIZE } from "./hostile.js";
+export { LoadFleet } from "./fleet.js";
+export type {
+  CordRef,
+  CordTruth,
+  EntityReading,
+  FleetOptions,
+  FleetTruth,
+  LoadSpec,
+  LoadStart,
+  LoadTruth,
+  PduTruth,
+  PduWrite,
+} from "./fleet.js";
 
 const monotonicClock = (): number => performance.timeOrigin + performance.now();
 
@@ -92,11 +106,13 @@ class GeistSimulator implements Simulator, ListenerOwner {
       users: o.users ?? { admin: "admin" },
       stateLagMs: intOption("stateLagMs", o.stateLagMs, 0, 0, 3_600_000),
       rebootMs,
-      clock: o.clock ?? monotonicClock,
+      clock: o.fleet?.fleet.clock ?? o.clock ?? monotonicClock,
       frozen: o.frozen === true,
+      voltage: intOption("voltage", o.voltage, 120, 1, 1000),
     });
     this.listeners = this.state.units.map((unit) => new Listener(this, unit, tls));
     this.units = this.state.units.map((unit, k) => this.unitView(unit, this.listeners[k] as Listener));
+    if (o.fleet !== undefined) joinGeistFleet(this, o.fleet);
   }
 
   async start(port: number): Promise<void> {

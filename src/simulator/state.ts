@@ -21,6 +21,22 @@ interface Transition {
   readonly state: OutletSwitch;
 }
 
+/**
+ * What a load plugged into the outlet draws, from the simulator's fleet of loads (./fleet.ts),
+ * in the simulator's time (ms since it started). An outlet of a simulator in a fleet draws only
+ * what its socket says (nothing while no load is plugged in).
+ */
+export interface OutletSocket {
+  watts(t: number): number;
+  powerFactor(): number;
+  /** Energy drawn through the outlet since the fleet began: never decreases. */
+  energyWh(t: number): number;
+  /** Before the outlet's relay switches (or is scheduled to) at `t`... */
+  switching(t: number): void;
+  /** ...and after. */
+  switched(t: number): void;
+}
+
 export class SimOutlet {
   label: string;
   onDelay = 0;
@@ -38,6 +54,10 @@ export class SimOutlet {
   private gainedWh = 0;
   private energyAt: number;
   private readonly still: boolean;
+  /** Set when the simulator is in a fleet of loads: what the outlet draws comes from it. */
+  private socket: OutletSocket | null = null;
+  /** The socket's energy counter when last read. */
+  private socketWh = 0;
 
   constructor(
     readonly index: number,
@@ -66,6 +86,27 @@ export class SimOutlet {
     return `Outlet ${this.index + 1}`;
   }
 
+  /** Plugs the outlet into a fleet's socket at `now` (its living power is no longer drawn). */
+  attach(socket: OutletSocket, now: number): void {
+    this.advance(now);
+    this.socket = socket;
+    this.socketWh = socket.energyWh(now);
+  }
+
+  get attached(): OutletSocket | null {
+    return this.socket;
+  }
+
+  /** The power factor of what it draws (0..1). */
+  pf(): number {
+    return this.socket?.powerFactor() ?? this.powerFactor;
+  }
+
+  /** Times after `t` at which the outlet's relay is scheduled to switch. */
+  changesAfter(t: number): number[] {
+    return this.timeline.filter((tr) => tr.at > t).map((tr) => tr.at);
+  }
+
   stateAt(t: number): OutletSwitch {
     let state: OutletSwitch = "off";
     for (const tr of this.timeline) {
@@ -86,12 +127,22 @@ export class SimOutlet {
   }
 
   realPower(now: number): number {
+    if (this.socket !== null) return this.socket.watts(now);
     return this.stateAt(now) === "on" ? this.power.at(now) : 0;
   }
 
   /** Integrates power over the "on" stretches since the last call. */
   advance(now: number): void {
     if (now <= this.energyAt) return;
+    if (this.socket !== null) {
+      const total = this.socket.energyWh(now);
+      const wh = Math.max(0, total - this.socketWh);
+      this.socketWh = total;
+      this.energyWh += wh;
+      this.gainedWh += wh;
+      this.energyAt = now;
+      return;
+    }
     if (this.still) {
       this.energyAt = now;
       return;
@@ -125,12 +176,14 @@ export class SimOutlet {
 
   /** Cancels pending switches and schedules `steps` (times >= now). */
   schedule(now: number, lagMs: number, steps: readonly Transition[]): void {
+    this.socket?.switching(now);
     this.advance(now);
     // keep the last entry at or before now - lag (the reported state needs it), drop older ones
     const cutoff = now - lagMs;
     while (this.timeline.length > 1 && (this.timeline[1]?.at ?? Infinity) <= cutoff) this.timeline.shift();
     this.timeline = this.timeline.filter((tr) => tr.at <= now).concat(steps);
     this.reportedPin = null;
+    this.socket?.switched(now);
   }
 }
 
@@ -196,6 +249,8 @@ export interface StateOptions {
   readonly clock: () => number;
   /** Every measurement stands still (flat waveforms, no energy accrual). */
   readonly frozen: boolean;
+  /** Nominal volts of every device. */
+  readonly voltage: number;
 }
 
 const hex = (n: number, width: number): string => (n >>> 0).toString(16).toUpperCase().padStart(width, "0");
@@ -279,7 +334,7 @@ export class SimState {
         id,
         name,
         d + 1,
-        new Wave(120, r, [0.01, 0.004], o.frozen),
+        new Wave(o.voltage, r, [0.01, 0.004], o.frozen),
         Math.round(initialWh + between(r, 100, 1000) * 1000),
       );
       for (const outlet of outlets) device.outlets.set(outlet.index, outlet);
@@ -296,6 +351,11 @@ export class SimState {
   /** Milliseconds since the simulator started: the time base of every waveform and timeline. */
   now(): number {
     return this.clock() - this.t0;
+  }
+
+  /** The clock's time (epoch ms) when the simulator started: `now()` is counted from it. */
+  get origin(): number {
+    return this.t0;
   }
 
   locate(deviceId: string): { unit: SimUnit; device: SimDevice } | undefined {
@@ -328,16 +388,23 @@ export class SimState {
 
   removeOutlet(deviceId: string, index: number): void {
     const { device, outlet } = this.outlet(deviceId, index);
-    device.retiredWh += outlet.gained(this.now());
+    const now = this.now();
+    outlet.attached?.switching(now);
+    device.retiredWh += outlet.gained(now);
     device.outlets.delete(index);
     this.groupOf.delete(`${deviceId}/${index}`);
+    outlet.attached?.switched(now);
   }
 
   removeDevice(deviceId: string): void {
     const found = this.locate(deviceId);
     if (!found) throw new Error(`simulator: no device ${deviceId}`);
+    const now = this.now();
+    const outlets = [...found.device.outlets.values()];
+    for (const outlet of outlets) outlet.attached?.switching(now);
     found.unit.devices.delete(deviceId);
     for (const index of found.device.outlets.keys()) this.groupOf.delete(`${deviceId}/${index}`);
+    for (const outlet of outlets) outlet.attached?.switched(now);
   }
 
   /** Switch an outlet now (or after its configured delays when `delay` is true). */

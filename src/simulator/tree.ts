@@ -84,13 +84,14 @@ export interface Reading {
 export function outletReading(device: SimDevice, outlet: SimOutlet, now: number): Reading {
   const voltage = device.voltage.at(now);
   const realPower = outlet.realPower(now);
-  const apparentPower = realPower / outlet.powerFactor;
+  const pf = outlet.pf();
+  const apparentPower = realPower / pf;
   return {
     realPower,
     apparentPower,
     current: apparentPower / voltage,
     voltage,
-    powerFactor: realPower > 0 ? outlet.powerFactor : 0,
+    powerFactor: realPower > 0 ? pf : 0,
     energyKwh: outlet.energyKwh(now),
   };
 }

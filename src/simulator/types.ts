@@ -1,8 +1,18 @@
 /** Public types of the built-in Geist PDU simulator (re-exported by `index.ts`). */
 
 import type { OutletRef } from "../pdu/model.js";
+import type { LoadFleet } from "./fleet.js";
 
 export type { OutletRef };
+
+/** How a simulator joins a fleet of loads (./fleet.ts, docs/simulator.md "Loads and feeds"). */
+export interface FleetMembership {
+  readonly fleet: LoadFleet;
+  /** Its name in the fleet (what a load's cord names); a OneView cluster joins as one, its outlets by device id. */
+  readonly name: string;
+  /** The feed the unit hangs on; null or absent: none. */
+  readonly feed?: string | null;
+}
 
 /** The hostile answer modes (src/simulator/hostile.ts), as `setFault` takes them. */
 export type HostileMode = `huge-id:${number}` | `huge-label:${number}` | `outlets:${number}` | "new-id";
@@ -60,6 +70,14 @@ export interface SimulatorOptions {
   frozen?: boolean;
   /** Keep at most this many recorded requests (oldest dropped first), default 10000. */
   requestLogLimit?: number;
+  /** Nominal volts of every device, default 120. */
+  voltage?: number;
+  /**
+   * Join a fleet of loads: every outlet then draws what the loads plugged into it draw (nothing
+   * while none is), the fleet's clock replaces `clock`, and stopping the unit in the fleet (its PDU
+   * or its feed) makes it refuse connections until it is started again.
+   */
+  fleet?: FleetMembership;
 }
 
 export interface RecordedRequest {

@@ -219,7 +219,7 @@ describe("assets and feeds through the App, on every surface", () => {
     assert.deepEqual(
       db.readings.map((r) => [r.instanceId, r.deviceId, r.index, r.feed, r.feedsFrom]),
       [
-        ["a1", devA, 0, "A", null],
+        ["a1", devA, 0, "A", "breaker0"], // the Geist unit's parentBreaker
         ["b1", devB, 0, "B", "breaker0"],
       ],
     );

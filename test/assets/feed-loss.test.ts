@@ -192,6 +192,47 @@ describe("feed-loss projection", () => {
     assert.equal(entity(p, "phase0").exact, false, "y's 2 A is on one of the phases");
     assert.deepEqual(p.unplaced, [{ instance: "pc", deviceId: "C1", amps: 2 }]);
   });
+
+  it("leaves nothing unplaced for entities that read no current (a unit's temperature sensors)", () => {
+    const m = assetModel(
+      {
+        x: {
+          Cords: [
+            { Instance: "pa", Outlet: 0 },
+            { Instance: "pc", Outlet: 0 },
+          ],
+        },
+      },
+      { pa: { Feed: "A" }, pc: { Feed: "B" } },
+      ["A", "B"],
+    );
+    const book = new AssetBook(m);
+    book.update(readingOf(pduSnapshot("pa", [{ id: "A1", outlets: [{ current: 3 }] }])), true, 1);
+    const pc = pduSnapshot("pc", [
+      {
+        id: "C1",
+        outlets: [{ current: 3, feedsFrom: "bank0" }],
+        entities: [
+          { key: "bank0", current: 3, rated: 16 },
+          { key: "bank1", current: 0, rated: 16 },
+          { key: "phase0", current: 3, rated: 16 },
+          { key: "sensor0" },
+          { key: "sensor1" },
+        ],
+      },
+    ]);
+    book.update(readingOf(pc), true, 1);
+    const p = projectFeed(m, "A", [...book.states()], book.readings());
+    assert.deepEqual(p.unplaced, []);
+    assert.deepEqual(
+      p.entities.map((e) => [e.key, e.projected, e.exact]),
+      [
+        ["bank0", 6, true],
+        ["bank1", 0, true],
+        ["phase0", 6, true],
+      ],
+    );
+  });
 });
 
 describe("feed-loss alarms", () => {

@@ -102,6 +102,16 @@ describe("SNMP simulator", () => {
           await waitFor(() => sim.unit.outlets[0]?.on === true, "outlet 1 back on", 10_000);
           await driver.setOutletSettings(target, { label: "web-07" });
           await waitFor(() => sim.unit.outlets[1]?.name === "web-07", "the new name");
+          // Each SET is carried out once (net-snmp's agent tests a SET before it commits it).
+          assert.deepEqual(
+            sim.controls.map((c) => [c.outlet, c.action]),
+            [
+              [1, "on"],
+              [1, "off"],
+              [0, "reboot"],
+            ],
+          );
+          assert.equal(sim.sets.length, 4, JSON.stringify(sim.sets));
         } finally {
           await driver.close();
         }

@@ -290,7 +290,21 @@ function outletState(v: unknown): OutletState {
   return s === "on" || s === "off" ? s : "unknown";
 }
 
-function outletsOf(device: Obj, path: Path, w: Warnings): readonly Outlet[] {
+/**
+ * The entity an outlet draws through (`Outlet.feedsFrom`): its `parentBreaker`, else `parent`, else
+ * `parentPhase` (pdu-protocol.md: "entity keys this outlet hangs from"), the first that names an
+ * entity of the same device; absent when none does. The key kept is the entity's own string.
+ */
+function feedsFromOf(o: Obj, entities: readonly Entity[]): string | undefined {
+  for (const field of ["parentBreaker", "parent", "parentPhase"] as const) {
+    const v = o[field];
+    if (typeof v !== "string" || v === "") continue;
+    for (const e of entities) if (e.key === v) return e.key;
+  }
+  return undefined;
+}
+
+function outletsOf(device: Obj, path: Path, w: Warnings, entities: readonly Entity[]): readonly Outlet[] {
   const map = optionalMap(device, "outlet", path);
   if (map === undefined) return EMPTY;
   const out: Outlet[] = [];
@@ -303,6 +317,7 @@ function outletsOf(device: Obj, path: Path, w: Warnings): readonly Outlet[] {
     const index = Number(key);
     const name = str(o.name);
     const label = str(o.label);
+    const feedsFrom = feedsFromOf(o, entities);
     out.push({
       index,
       name,
@@ -315,6 +330,7 @@ function outletsOf(device: Obj, path: Path, w: Warnings): readonly Outlet[] {
       rebootDelay: toNumber(o.rebootDelay),
       poaAction: typeof o.poaAction === "string" ? o.poaAction : null,
       measurements: measurementsOf(o, path, w, true),
+      ...(feedsFrom === undefined ? {} : { feedsFrom }),
     });
     path.pop();
   }
@@ -365,6 +381,7 @@ function deviceOf(
   const name = str(d.name);
   const label = str(d.label);
   const conf = isObj(d.conf) ? d.conf : EMPTY_OBJ;
+  const entities = entitiesOf(d, path, w);
   return {
     id,
     name,
@@ -381,8 +398,8 @@ function deviceOf(
     lifetimeEnergy: toCounter(d.lifetimeEnergy),
     system,
     route,
-    outlets: outletsOf(d, path, w),
-    entities: entitiesOf(d, path, w),
+    outlets: outletsOf(d, path, w, entities),
+    entities,
   };
 }
 

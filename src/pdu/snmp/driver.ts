@@ -71,6 +71,13 @@ const POLL_SLOTS = new Slots(MAX_CONCURRENT_POLLS);
 /** Most rows read of one table column (a huge table is cut there, with a warning). */
 export const MAX_TABLE_ROWS = 2048;
 
+/** A profile's static tables (profile.ts `TableDef.static`) are walked again every this many polls. */
+export const STATIC_TABLE_POLLS = 60;
+
+/** One table's walk, as the transport returns it. */
+type TableWalk = Awaited<ReturnType<SnmpTransport["walkTables"]>>[number];
+const NOT_WALKED: TableWalk = Object.freeze({ varbinds: [], truncated: false });
+
 const UNKNOWN_VENDOR: Vendor = Object.freeze({ manufacturer: "SNMP PDU", groupModel: "Group" });
 const vendors = new Map<string, Vendor>();
 function vendorOf(profile: SnmpProfile): Vendor {
@@ -119,6 +126,9 @@ export class SnmpDriver implements PduDriver {
   readonly #logger: Logger;
   #profile: SnmpProfile | null;
   #last: { digest: string; snapshot: Snapshot; addressing: Addressing } | null = null;
+  /** The static tables' last walk, by table name, and the polls since (empty: walk them). */
+  readonly #staticWalks = new Map<string, TableWalk>();
+  #staticAge = 0;
   readonly #maxRows: number;
 
   constructor(instance: InstanceConfig, options: SnmpDriverOptions = {}) {
@@ -165,22 +175,40 @@ export class SnmpDriver implements PduDriver {
     await POLL_SLOTS.acquire(signal);
     try {
       return await this.#poll(signal);
+    } catch (e) {
+      this.#staticWalks.clear(); // the unit may come back another one
+      throw e;
     } finally {
       POLL_SLOTS.release();
     }
+  }
+
+  /** Every table's walk, in the profile's order: static ones kept from an earlier poll where they may be. */
+  async #walk(transport: SnmpTransport, profile: SnmpProfile, signal?: AbortSignal): Promise<TableWalk[]> {
+    const keep = this.#staticWalks.size > 0 && this.#staticAge < STATIC_TABLE_POLLS;
+    const walk = profile.tables.filter((t) => !(keep && t.static === true));
+    const walked = await transport.walkTables(
+      walk.map((table) => ({ entry: table.oid, columnIds: Object.values(table.columns).map((c) => c.id) })),
+      signal,
+    );
+    const byName = new Map(walk.map((t, i) => [t.name, walked[i]]));
+    if (keep) this.#staticAge++;
+    else {
+      this.#staticWalks.clear();
+      this.#staticAge = 0;
+      for (const t of profile.tables) {
+        const w = byName.get(t.name);
+        if (t.static === true && w !== undefined) this.#staticWalks.set(t.name, w);
+      }
+    }
+    return profile.tables.map((t) => byName.get(t.name) ?? this.#staticWalks.get(t.name) ?? NOT_WALKED);
   }
 
   async #poll(signal: AbortSignal | undefined): Promise<Snapshot> {
     const transport = await this.#transport();
     transport.beginPoll();
     const profile = (this.#profile ??= await this.#detect(transport, signal));
-    const walked = await transport.walkTables(
-      profile.tables.map((table) => ({
-        entry: table.oid,
-        columnIds: Object.values(table.columns).map((c) => c.id),
-      })),
-      signal,
-    );
+    const walked = await this.#walk(transport, profile, signal);
     const tables = new Map<string, readonly WalkedVarbind[]>();
     const truncated: string[] = [];
     profile.tables.forEach((table, i) => {

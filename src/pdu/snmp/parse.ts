@@ -30,6 +30,7 @@ import {
   type AlarmDef,
   type CellRef,
   type ColumnType,
+  type FeedsFromDef,
   type IdentityRef,
   type MeasurementDef,
   type Part,
@@ -194,7 +195,8 @@ function rowsOf(table: TableDef, varbinds: readonly WalkedVarbind[], warnings: W
     const [name, type] = column;
     if (vb.value === null) continue; // noSuchInstance / noSuchObject / endOfMibView: a hole
     const numeric = NUMERIC.has(type);
-    if (numeric !== (typeof vb.value === "number") || (!numeric && vb.type !== "OctetString")) {
+    const text = type === "ObjectIdentifier" ? "ObjectIdentifier" : "OctetString";
+    if (numeric !== (typeof vb.value === "number") || (!numeric && vb.type !== text)) {
       warnings.add(
         `${table.name}.${name}`,
         `a value of type ${vb.type} where the MIB has ${type} was left out`,
@@ -537,11 +539,11 @@ export function parsePoll(
     usedIds.add(deviceId);
 
     const canSwitch = switched.has(unit);
-    const { outlets, numbers } = unitOutlets(t, profile, unit, keys, canSwitch, warnings);
-
     const entities: Entity[] = [];
     for (const def of profile.entities) entities.push(...entitiesOf(t, def, unit, units.length));
     entities.sort((a, b) => compareKeys(a.key, b.key));
+    const entityKeys = new Map(entities.map((e) => [e.key, e.key]));
+    const { outlets, numbers } = unitOutlets(t, profile, { unit, canSwitch, entityKeys }, keys, warnings);
 
     const model = id.model !== "" ? `${profile.family} model ${id.model}` : profile.family;
     devices.push(deviceOf(profile, deviceId, id, outlets, entities, { model, canSwitch }));
@@ -571,11 +573,11 @@ export function parsePoll(
 function unitOutlets(
   t: Tables,
   profile: SnmpProfile,
-  unit: number,
+  of: OfUnit,
   rowKeys: { keys(): Iterable<string> },
-  canSwitch: boolean,
   warnings: Warnings,
 ): { outlets: Outlet[]; numbers: Map<number, number> } {
+  const unit = of.unit;
   const numbers = new Map<number, number>(); // outlet index → MIB number
   const outlets: Outlet[] = [];
   for (const key of rowKeys.keys()) {
@@ -586,7 +588,7 @@ function unitOutlets(
       break;
     }
     numbers.set(n - 1, n);
-    outlets.push(outletOf(t, profile, unit, n, canSwitch));
+    outlets.push(outletOf(t, profile, of, n));
   }
   outlets.sort((a, b) => a.index - b.index);
   return { outlets, numbers };
@@ -697,7 +699,68 @@ function stateOf(t: Tables, def: StateDef, unit: number, number: number): "on" |
   return def.fallback === undefined ? undefined : stateOf(t, def.fallback, unit, number);
 }
 
-function outletOf(t: Tables, profile: SnmpProfile, unit: number, number: number, canSwitch: boolean): Outlet {
+/** A unit as its outlets are read: its number, whether it switches, its entities' keys (each key by itself). */
+interface OfUnit {
+  readonly unit: number;
+  readonly canSwitch: boolean;
+  readonly entityKeys: ReadonlyMap<string, string>;
+}
+
+/** Longest RowPointer read, in characters (an OID of a table cell is far shorter). */
+const MAX_POINTER_CHARS = 256;
+
+/** The entity's number a `pointer` names: the OID under one of the targets, its unit and number. */
+function pointed(
+  oid: string,
+  targets: Extract<FeedsFromDef, { pointer: CellRef }>["targets"],
+  unit: number,
+): string | undefined {
+  for (const target of targets) {
+    if (!oid.startsWith(`${target.oid}.`)) continue;
+    const rest = oid.slice(target.oid.length + 1).split(".");
+    if (rest.length !== 2 || rest.some((p) => !/^(0|[1-9][0-9]{0,3})$/.test(p))) return undefined;
+    const [u, n] = rest.map(Number) as [number, number];
+    return u === unit && validNumber(n) && n >= 1 ? `${target.prefix}${n - 1}` : undefined;
+  }
+  return undefined;
+}
+
+/** The number of the row of `match`'s table (of the unit) whose `match` column holds `id`. */
+function matchedNumber(t: Tables, match: CellRef, id: string, unit: number): number | undefined {
+  for (const [key, row] of t.rows(match.table)) {
+    const cell = row.cells.get(match.column);
+    if (!Buffer.isBuffer(cell) || decodeText(cell) !== id) continue;
+    const [u, n] = key.split(":").map(Number);
+    if (u === unit && n !== undefined && n >= 1) return n;
+  }
+  return undefined;
+}
+
+/** The key of the entity the outlet draws through, where the MIB says and the unit reports it. */
+function feedsFromOf(t: Tables, profile: SnmpProfile, of: OfUnit, number: number): string | undefined {
+  for (const def of profile.outlets.feedsFrom ?? []) {
+    let key: string | undefined;
+    if ("number" in def) {
+      const n = t.cell(def.number, of.unit, number);
+      if (typeof n === "number" && validNumber(n) && n >= 1) key = `${def.prefix}${n - 1}`;
+    } else if ("pointer" in def) {
+      const v = t.cell(def.pointer, of.unit, number);
+      if (Buffer.isBuffer(v) && v.length <= MAX_POINTER_CHARS)
+        key = pointed(v.toString("latin1"), def.targets, of.unit);
+    } else {
+      const v = t.cell(def.id, of.unit, number);
+      const id = Buffer.isBuffer(v) ? decodeText(v) : "";
+      const n = id === "" ? undefined : matchedNumber(t, def.match, id, of.unit);
+      if (n !== undefined) key = `${def.prefix}${n - 1}`;
+    }
+    const reported = key === undefined ? undefined : of.entityKeys.get(key);
+    if (reported !== undefined) return reported;
+  }
+  return undefined;
+}
+
+function outletOf(t: Tables, profile: SnmpProfile, of: OfUnit, number: number): Outlet {
+  const { unit, canSwitch } = of;
   const def = profile.outlets;
   const index = number - 1;
   let label = text(t, def.label, unit, number);
@@ -708,6 +771,7 @@ function outletOf(t: Tables, profile: SnmpProfile, unit: number, number: number,
   if (canSwitch && t.cell(def.state, unit, number) === undefined)
     t.warnings.add(`${def.state.table}.${def.state.column}`, "an outlet without a state is shown as unknown");
   const rating = ratingOf(t, def.rating, unit, number);
+  const feedsFrom = feedsFromOf(t, profile, of, number);
   return Object.freeze({
     index,
     name,
@@ -721,6 +785,7 @@ function outletOf(t: Tables, profile: SnmpProfile, unit: number, number: number,
     poaAction: null,
     measurements: measurements(t, def.measurements, unit, number),
     ...(rating === undefined ? {} : { ratedCurrent: rating }),
+    ...(feedsFrom === undefined ? {} : { feedsFrom }),
   });
 }
 

@@ -10,7 +10,8 @@
  */
 
 /** The SNMP type of a column as the agent sends it (and as a SET must send it). */
-export type ColumnType = "Integer" | "OctetString" | "Gauge" | "Counter" | "Unsigned" | "IpAddress";
+export type ColumnType =
+  "Integer" | "OctetString" | "Gauge" | "Counter" | "Unsigned" | "IpAddress" | "ObjectIdentifier";
 
 export interface ColumnDef {
   /** Sub-identifier under the table's entry OID. */
@@ -50,6 +51,12 @@ export interface TableDef {
   readonly sub?: { readonly part: Part; readonly span: number };
   /** The sensor type of a row, for tables with one row per sensor (Raritan's measurement tables). */
   readonly sensor?: Part;
+  /**
+   * The table says how the unit is built (which bank an outlet hangs on), which does not change
+   * while it runs: walked at the driver's first poll, after a failed poll and every
+   * `STATIC_TABLE_POLLS`th poll (driver.ts), its rows kept in between.
+   */
+  readonly static?: true;
 }
 
 /** A cell of a table: the table (by its entry's MIB name) and the column (by its MIB name). */
@@ -138,6 +145,25 @@ export type StateDef = CellRef &
     readonly fallback?: StateDef;
   };
 
+/**
+ * Where the MIB says which entity of the unit an outlet draws through (`Outlet.feedsFrom`), one of:
+ * - `number`: a cell holding the entity's number (APC's outlet bank): the key `<prefix><n−1>`;
+ * - `pointer`: a RowPointer cell (PDU2-MIB's outletPowerSource) holding the OID of a cell of the
+ *   entity's row: the first target whose column OID it lies under, the row's last index the
+ *   entity's number and the one before it the unit's;
+ * - `id`: a cell holding the entity's ID string (Sentry4's st4OutletPhaseID), matched against the
+ *   `match` column of the entity table's rows of the unit: the matching row's number.
+ * The key found counts only when the unit reports an entity of that key (a number or ID naming
+ * nothing the unit reports is no `feedsFrom`).
+ */
+export type FeedsFromDef =
+  | { readonly number: CellRef; readonly prefix: string }
+  | {
+      readonly pointer: CellRef;
+      readonly targets: readonly { readonly oid: string; readonly prefix: string }[];
+    }
+  | { readonly id: CellRef; readonly match: CellRef; readonly prefix: string };
+
 export interface OutletsDef {
   /** The table whose rows are the outlets (essential unless `withoutOutlets` says how else a unit shows). */
   readonly table: string;
@@ -164,6 +190,8 @@ export interface OutletsDef {
   readonly rating?: RatingDef;
   /** Delays in seconds (power on, power off, reboot), where the MIB has them. */
   readonly delays?: { readonly on?: CellRef; readonly off?: CellRef; readonly reboot?: CellRef };
+  /** The entity each outlet draws through, tried in order (see {@link FeedsFromDef}). */
+  readonly feedsFrom?: readonly FeedsFromDef[];
 }
 
 export interface EntityDef {

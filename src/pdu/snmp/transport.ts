@@ -52,10 +52,14 @@ export interface SetVarbind {
   readonly value: number | Buffer;
 }
 
-/** ASN.1 tags (RFC 2578): INTEGER 2, OCTET STRING 4, IpAddress 64, Counter32 65, Gauge32/Unsigned32 66. */
+/**
+ * ASN.1 tags (RFC 2578): INTEGER 2, OCTET STRING 4, OBJECT IDENTIFIER 6, IpAddress 64, Counter32 65,
+ * Gauge32/Unsigned32 66.
+ */
 const TYPE_NAMES: Readonly<Record<number, ColumnType>> = {
   2: "Integer",
   4: "OctetString",
+  6: "ObjectIdentifier",
   64: "IpAddress",
   65: "Counter",
   66: "Gauge",
@@ -66,7 +70,8 @@ function reduce(vb: snmp.Varbind): WalkedVarbind {
   const type = (vb.type === undefined ? undefined : TYPE_NAMES[vb.type]) ?? "Other";
   let value: Cell | null = null;
   if (type === "OctetString" && Buffer.isBuffer(vb.value)) value = vb.value;
-  else if (type === "IpAddress" && typeof vb.value === "string") value = Buffer.from(vb.value);
+  else if ((type === "IpAddress" || type === "ObjectIdentifier") && typeof vb.value === "string")
+    value = Buffer.from(vb.value);
   else if (type !== "Other" && typeof vb.value === "number" && Number.isFinite(vb.value)) value = vb.value;
   return { oid: vb.oid, type: type === "IpAddress" ? "OctetString" : type, value };
 }
@@ -446,7 +451,7 @@ export class SnmpTransport {
    * tables together, at most {@link MAX_VARBINDS_PER_REQUEST} varbinds (columns × repetitions);
    * the repetitions are fitted to the rows each column had in this transport's previous walk plus
    * one, to see its end in the same answer (at most `maxRepetitions`; a column not walked before
-   * asks for `maxRepetitions`). A 24-outlet APC unit's tables take five requests. An answer
+   * asks for `maxRepetitions`). A 24-outlet APC unit's tables take six requests. An answer
    * cut short by the agent (fewer varbinds than asked) is continued from where it ended, and a
    * `tooBig` answer halves the varbinds (and so the repetitions) asked per request for the rest of
    * the transport's life; past {@link MAX_TOO_BIG_PER_POLL} of them in one poll, or

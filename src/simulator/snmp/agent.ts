@@ -20,6 +20,9 @@
  */
 import { createSocket } from "node:dgram";
 import snmp from "net-snmp";
+import type { FleetMembership } from "../types.js";
+import { joinSnmpFleet } from "./fleet-unit.js";
+import type { SnmpControl } from "./tables.js";
 import {
   SimUnit,
   type SimColumn,
@@ -29,6 +32,8 @@ import {
   type SimValue,
   type WriteRole,
 } from "./units.js";
+
+export type { SnmpControl } from "./tables.js";
 
 export const SNMP_HOSTILE_MODES = [
   "hang",
@@ -72,6 +77,12 @@ export interface SnmpSimulatorOptions {
   readonly frozen?: boolean;
   /** Called for every datagram the agent receives, with its source (benchmarks count polls by it). */
   readonly onRequest?: (address: string, port: number) => void;
+  /**
+   * Join a fleet of loads (../fleet.ts): every outlet then draws what the loads plugged into it
+   * draw, the unit runs on the fleet's clock, and stopping it in the fleet (its PDU or its feed)
+   * makes it answer nothing until it is started again.
+   */
+  readonly fleet?: FleetMembership;
 }
 
 export interface SnmpSimulator {
@@ -84,6 +95,10 @@ export interface SnmpSimulator {
   readonly unit: SimUnit;
   /** SETs the agent accepted, in order (OID and value). */
   readonly sets: readonly { readonly oid: string; readonly value: SimValue }[];
+  /** The switches it executed, in order: its write journal. */
+  readonly controls: readonly SnmpControl[];
+  /** Stops (false) or resumes answering anything, as a unit without power. */
+  setAnswering(answering: boolean): void;
   close(): Promise<void>;
 }
 
@@ -148,30 +163,26 @@ function hostileColumn(id: number, type: SimType, write: WriteRole | undefined):
   return id >= 5 && write === undefined && (type === "Integer" || type === "Gauge");
 }
 
-export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpSimulator> {
-  const hostile = o.hostile;
-  const unit = new SimUnit({
+function unitOf(o: SnmpSimulatorOptions): SimUnit {
+  return new SimUnit({
     profile: o.profile,
-    outlets: hostile === "huge-tables" ? 1500 : (o.outlets ?? 8),
+    outlets: o.hostile === "huge-tables" ? 1500 : (o.outlets ?? 8),
     ...(o.seed === undefined ? {} : { seed: o.seed }),
     ...(o.rebootSeconds === undefined ? {} : { rebootSeconds: o.rebootSeconds }),
     frozen: o.frozen === true,
-    badNames: hostile === "bad-names",
+    badNames: o.hostile === "bad-names",
     ...(o.switched === undefined ? {} : { switched: o.switched }),
+    ...(o.fleet === undefined ? {} : { clock: o.fleet.fleet.clock }),
   });
-  const host = o.host ?? "127.0.0.1";
-  const community = o.community ?? "public";
-  const writeCommunity = o.writeCommunity ?? "private";
-  const served: ServedMib = {
-    mib: snmp.createMib() as Mib,
-    roles: new Map(),
-    values: new Map(),
-    tables: [],
-  };
-  const sets: { oid: string; value: SimValue }[] = [];
-  const refresh = () => refreshMib(served, unit);
-  const handler = requestHandler({ unit, sets, roles: served.roles, hostile, profile: o.profile, refresh });
+}
 
+/** Registers the unit's scalars and tables (shaped by the hostile mode) in the MIB. */
+function serveContent(
+  served: ServedMib,
+  unit: SimUnit,
+  hostile: SnmpHostileMode | undefined,
+  handler: (request: ProviderRequest) => void,
+): void {
   const content = hostile === "duplicate-rows" ? withDuplicateRow(unit.content()) : unit.content();
   content.scalars.forEach((s, i) => {
     const system = s.oid.startsWith("1.3.6.1.2.1.1.");
@@ -187,8 +198,43 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
     });
     served.mib.setScalarValue(name, serveValue(s.type, s.value));
   });
-
   served.tables.push(...content.tables.map((table, t) => registerTable(served, table, t, hostile, handler)));
+}
+
+export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpSimulator> {
+  const hostile = o.hostile;
+  const unit = unitOf(o);
+  const host = o.host ?? "127.0.0.1";
+  const community = o.community ?? "public";
+  const writeCommunity = o.writeCommunity ?? "private";
+  const served: ServedMib = {
+    mib: snmp.createMib() as Mib,
+    roles: new Map(),
+    values: new Map(),
+    tables: [],
+  };
+  const sets: { oid: string; value: SimValue }[] = [];
+  const controls: SnmpControl[] = [];
+  const power = { answering: true };
+  const refresh = () => refreshMib(served, unit);
+  const handler = requestHandler({
+    unit,
+    sets,
+    controls,
+    power,
+    roles: served.roles,
+    hostile,
+    profile: o.profile,
+    refresh,
+  });
+  if (o.fleet !== undefined) {
+    const setAnswering = (answering: boolean) => {
+      power.answering = answering;
+    };
+    joinSnmpFleet(unit, o.fleet, { controls, setAnswering, refresh });
+  }
+
+  serveContent(served, unit, hostile, handler);
 
   // net-snmp's agent takes port 0 for its default (161): a free port is looked up first.
   const wanted = o.port ?? 0;
@@ -226,6 +272,10 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
     writeCommunity,
     unit,
     sets,
+    controls,
+    setAnswering: (answering) => {
+      power.answering = answering;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         clearInterval(timer);
@@ -255,6 +305,8 @@ interface ProviderRequest {
   oid: string;
   operation: number;
   setValue?: unknown;
+  /** Set while net-snmp's agent tests a SET, before it commits it. */
+  testSet?: boolean;
   done: (error?: { errorStatus: number }) => void;
 }
 
@@ -268,6 +320,9 @@ const serveValue = (type: SimType, value: SimValue): unknown =>
 function requestHandler(ctx: {
   readonly unit: SimUnit;
   readonly sets: { oid: string; value: SimValue }[];
+  readonly controls: SnmpControl[];
+  /** While false nothing is answered (a unit without power). */
+  readonly power: { readonly answering: boolean };
   readonly roles: ReadonlyMap<string, CellRole>;
   readonly hostile: SnmpHostileMode | undefined;
   readonly profile: SimProfile;
@@ -275,7 +330,7 @@ function requestHandler(ctx: {
 }): (request: ProviderRequest) => void {
   const { unit, sets, roles, hostile, refresh } = ctx;
   return (request) => {
-    if (hostile === "hang") return;
+    if (hostile === "hang" || !ctx.power.answering) return;
     if (request.operation !== snmp.PduType.SetRequest) {
       request.done();
       return;
@@ -287,6 +342,19 @@ function requestHandler(ctx: {
       return;
     }
     const outlet = role.outlet;
+    // net-snmp's agent calls the handler twice per SET: to test it (`testSet`), then to commit it.
+    // Both check the value; only the commit is recorded and carried out (once).
+    const testing = request.testSet === true; // done() clears it
+    const commit = (recorded: SimValue, apply?: () => void) => {
+      request.done();
+      if (testing) return;
+      sets.push({ oid: request.oid, value: recorded });
+      if (apply !== undefined)
+        setImmediate(() => {
+          apply();
+          refresh();
+        });
+    };
     switch (role.write) {
       case "control": {
         const action = typeof value === "number" ? unit.commandOf(value, role.column) : null;
@@ -294,11 +362,9 @@ function requestHandler(ctx: {
           request.done({ errorStatus: snmp.ErrorStatus.WrongValue });
           return;
         }
-        sets.push({ oid: request.oid, value: value as number });
-        request.done();
-        setImmediate(() => {
+        commit(value as number, () => {
           unit.switch(outlet, action);
-          refresh();
+          ctx.controls.push({ time: unit.clock(), outlet: outlet - 1, action });
         });
         return;
       }
@@ -308,12 +374,7 @@ function requestHandler(ctx: {
           request.done({ errorStatus: snmp.ErrorStatus.WrongLength });
           return;
         }
-        sets.push({ oid: request.oid, value: bytes });
-        request.done();
-        setImmediate(() => {
-          unit.rename(outlet, bytes.toString("utf8"));
-          refresh();
-        });
+        commit(bytes, () => unit.rename(outlet, bytes.toString("utf8")));
         return;
       }
       case "reset":
@@ -321,16 +382,10 @@ function requestHandler(ctx: {
           request.done({ errorStatus: snmp.ErrorStatus.WrongValue });
           return;
         }
-        sets.push({ oid: request.oid, value: 0 });
-        request.done();
-        setImmediate(() => {
-          unit.resetEnergy(outlet);
-          refresh();
-        });
+        commit(0, () => unit.resetEnergy(outlet));
         return;
       case "plain":
-        sets.push({ oid: request.oid, value: value as SimValue });
-        request.done();
+        commit(value as SimValue);
     }
   };
 }

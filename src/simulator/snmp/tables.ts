@@ -66,6 +66,15 @@ export interface FamilyView {
   system(descr: string, objectId: string, name: string): SimScalar[];
 }
 
+/** A switch an agent executed (a SET of an outlet's control object it accepted). */
+export interface SnmpControl {
+  /** Epoch ms (the unit's clock). */
+  readonly time: number;
+  /** 0-based outlet index. */
+  readonly outlet: number;
+  readonly action: "on" | "off" | "reboot";
+}
+
 export type Cell = readonly [number, SimType, SimValue, WriteRole?];
 
 export class TableBuilder {

@@ -37,6 +37,21 @@ export const SIM_PROFILES = [
 ] as const;
 export type SimProfile = (typeof SIM_PROFILES)[number];
 
+/**
+ * What a load plugged into the outlet draws, from the unit's fleet of loads (../fleet.ts), at
+ * epoch ms: an outlet of a unit in a fleet draws only what its socket says.
+ */
+export interface SnmpSocket {
+  watts(t: number): number;
+  powerFactor(): number;
+  /** Energy drawn through the outlet since the fleet began: never decreases. */
+  energyWh(t: number): number;
+  /** Before the outlet's relay switches at `t`... */
+  switching(t: number): void;
+  /** ...and after it switched (or was scheduled to). */
+  switched(t: number): void;
+}
+
 interface OutletState {
   on: boolean;
   name: string;
@@ -46,7 +61,14 @@ interface OutletState {
   energyWh: number;
   /** Reboot in progress: back on at this time (epoch ms). */
   backOnAt: number | null;
+  /** Set when the unit is in a fleet of loads. */
+  socket: SnmpSocket | null;
+  /** The socket's energy counter when last read. */
+  socketWh: number;
 }
+
+/** The volts a unit's outlets run at (the figure its tables serve). */
+export const UNIT_VOLTS = 230;
 
 const I = "Integer";
 const S = "OctetString";
@@ -66,6 +88,8 @@ export interface UnitOptions {
   readonly frozen?: boolean;
   /** Outlet names as raw bytes (not UTF-8, with control characters): the hostile mode. */
   readonly badNames?: boolean;
+  /** Epoch ms, default Date.now (a unit in a fleet of loads takes the fleet's). */
+  readonly clock?: () => number;
   /**
    * false: a model without outlet switching (default true): an APC rPDU2 unit serves only its
    * metered outlet table (an AP88xx), an APC rPDU unit no outlet table at all (an AP7853), a
@@ -83,10 +107,15 @@ export class SimUnit {
   readonly #frozen: boolean;
   readonly #badNames: boolean;
   readonly #switched: boolean;
-  #last = Date.now();
+  readonly clock: () => number;
+  #last: number;
+  /** In a fleet of loads: its currents are exact sums, rounded once where served. */
+  #exact = false;
 
   constructor(o: UnitOptions) {
     this.profile = o.profile;
+    this.clock = o.clock ?? Date.now;
+    this.#last = this.clock();
     this.#rebootMs = (o.rebootSeconds ?? 2) * 1000;
     this.#frozen = o.frozen === true;
     this.#badNames = o.badNames === true;
@@ -101,8 +130,33 @@ export class SimUnit {
         wave: new Wave(tenths / 10, r, [0.08, 0.04], o.frozen === true || tenths === 0),
         energyWh: 1000 + (i + 1) * 37,
         backOnAt: null,
+        socket: null,
+        socketWh: 0,
       };
     });
+  }
+
+  /** Plugs every outlet into the fleet's sockets (`socket(i)` for 0-based outlet i). */
+  attach(socket: (i: number) => SnmpSocket): void {
+    const now = this.clock();
+    this.tick(now);
+    this.outlets.forEach((o, i) => {
+      o.socket = socket(i);
+      o.socketWh = o.socket.energyWh(now);
+    });
+    this.#exact = true;
+  }
+
+  /** Whether outlet i's (0-based) relay is on at `t` (at or after its last switch). */
+  relayOn(i: number, t: number): boolean {
+    const o = this.outlets[i];
+    return o !== undefined && (o.on || (o.backOnAt !== null && t >= o.backOnAt));
+  }
+
+  /** When outlet i's relay is scheduled to switch after `t` (a reboot's end). */
+  relayChanges(i: number, t: number): number[] {
+    const at = this.outlets[i]?.backOnAt ?? null;
+    return at !== null && at > t ? [at] : [];
   }
 
   /** The name outlet n of `count` has until one is written. */
@@ -124,7 +178,7 @@ export class SimUnit {
   }
 
   /** Advances time: energy accrues, reboots finish. */
-  tick(now = Date.now()): void {
+  tick(now = this.clock()): void {
     const dt = now - this.#last;
     this.#last = now;
     for (const o of this.outlets) {
@@ -132,25 +186,34 @@ export class SimUnit {
         o.on = true;
         o.backOnAt = null;
       }
-      if (!this.#frozen && o.on && dt > 0) o.energyWh += (this.amps(o, now) * 230 * dt) / 3_600_000;
+      if (o.socket !== null) {
+        const total = o.socket.energyWh(now);
+        o.energyWh += Math.max(0, total - o.socketWh);
+        o.socketWh = total;
+      } else if (!this.#frozen && o.on && dt > 0)
+        o.energyWh += (this.amps(o, now) * UNIT_VOLTS * dt) / 3_600_000;
     }
   }
 
-  amps(o: OutletState, now = Date.now()): number {
+  amps(o: OutletState, now = this.clock()): number {
+    if (o.socket !== null) return o.socket.watts(now) / (UNIT_VOLTS * o.socket.powerFactor());
     return o.on ? Math.max(0, o.wave.at(now)) : 0;
   }
 
   switch(outlet: number, action: "on" | "off" | "reboot"): void {
     const o = this.outlets[outlet - 1];
     if (o === undefined) return;
-    this.tick();
+    const now = this.clock();
+    o.socket?.switching(now);
+    this.tick(now);
     if (action === "reboot") {
       o.on = false;
-      o.backOnAt = Date.now() + this.#rebootMs;
+      o.backOnAt = now + this.#rebootMs;
     } else {
       o.on = action === "on";
       o.backOnAt = null;
     }
+    o.socket?.switched(now);
   }
 
   rename(outlet: number, name: string): void {
@@ -173,7 +236,7 @@ export class SimUnit {
     ]);
   }
 
-  content(now = Date.now()): SimContent {
+  content(now = this.clock()): SimContent {
     this.tick(now);
     switch (this.profile) {
       case "apc-rpdu2":
@@ -209,7 +272,96 @@ export class SimUnit {
   }
 
   #totalTenths(now: number): number {
-    return this.outlets.reduce((sum, _o, i) => sum + this.#tenths(i, now), 0);
+    return this.#sum(() => true, 10, now);
+  }
+
+  /**
+   * The current of the outlets `which` selects in 1/`per` amps: in a fleet the exact sum rounded
+   * once (as a PDU measures it), else the sum of each outlet's tenths (the recordings' figures).
+   */
+  #sum(which: (i: number) => boolean, per: number, now: number): number {
+    let sum = 0;
+    this.outlets.forEach((o, i) => {
+      if (!which(i)) return;
+      sum += this.#exact ? this.amps(o, now) : this.#tenths(i, now);
+    });
+    return this.#exact ? Math.round(sum * per) : (sum * per) / 10;
+  }
+
+  /** Outlet i's current in 1/`per` amps (in a fleet rounded from the exact figure). */
+  #current(i: number, per: number, now: number): number {
+    const o = this.outlets[i];
+    if (o === undefined) return 0;
+    return this.#exact ? Math.round(this.amps(o, now) * per) : (this.#tenths(i, now) * per) / 10;
+  }
+
+  /** Outlet i's watts: in a fleet what its load draws, else its tenths × 23 (the recordings' figure). */
+  #watts(i: number, now: number): number {
+    const o = this.outlets[i];
+    if (o === undefined) return 0;
+    return o.socket !== null ? Math.round(o.socket.watts(now)) : this.#tenths(i, now) * 23;
+  }
+
+  /** Outlet i's volt-amperes, as {@link #watts}. */
+  #va(i: number, now: number): number {
+    const o = this.outlets[i];
+    if (o === undefined) return 0;
+    return o.socket !== null
+      ? Math.round(o.socket.watts(now) / o.socket.powerFactor())
+      : this.#tenths(i, now) * 25;
+  }
+
+  /** The volt-amperes of the outlets `which` selects. */
+  #sumVa(which: (i: number) => boolean, now: number): number {
+    let sum = 0;
+    this.outlets.forEach((o, i) => {
+      if (!which(i)) return;
+      sum += o.socket !== null ? o.socket.watts(now) / o.socket.powerFactor() : this.#tenths(i, now) * 25;
+    });
+    return Math.round(sum);
+  }
+
+  /** The watts of the outlets `which` selects. */
+  #sumWatts(which: (i: number) => boolean, now: number): number {
+    let sum = 0;
+    this.outlets.forEach((o, i) => {
+      if (which(i)) sum += o.socket !== null ? o.socket.watts(now) : this.#tenths(i, now) * 23;
+    });
+    return Math.round(sum);
+  }
+
+  /** The bank (1-based) of outlet i: the first half of the outlets on bank 1, the rest on bank 2. */
+  bankOf(i: number): number {
+    return i < Math.ceil(this.outlets.length / 2) ? 1 : 2;
+  }
+
+  /** The currents the unit serves for its entities, by the bridge's entity keys (amps). */
+  entityAmps(now = this.clock()): { key: string; amps: number }[] {
+    const all = () => true;
+    switch (this.profile) {
+      case "apc-rpdu2":
+        return [
+          { key: "phase0", amps: this.#sum(all, 10, now) / 10 },
+          { key: "bank0", amps: this.#sum((i) => this.bankOf(i) === 1, 10, now) / 10 },
+          { key: "bank1", amps: this.#sum((i) => this.bankOf(i) === 2, 10, now) / 10 },
+        ];
+      case "raritan-px2":
+        return [
+          { key: "inlet0", amps: this.#sum(all, 1000, now) / 1000 },
+          { key: "breaker0", amps: this.#sum((i) => this.bankOf(i) === 1, 100, now) / 100 },
+          { key: "breaker1", amps: this.#sum((i) => this.bankOf(i) === 2, 100, now) / 100 },
+        ];
+      case "servertech-sentry4":
+        return [0, 1, 2].flatMap((l) => {
+          const amps = this.#sum((i) => i % 3 === l, 100, now) / 100;
+          return [
+            { key: `line${l}`, amps },
+            { key: `phase${l}`, amps },
+          ];
+        });
+      default:
+        return [{ key: "total", amps: this.#sum(all, 10, now) / 10 }];
+    }
   }
 
   #system(descr: string, objectId: string, name: string): SimScalar[] {
@@ -234,7 +386,8 @@ export class SimUnit {
       { oid: `${R}.1.0`, type: I, value: 1 } as SimScalar,
     ];
     const { ident, props } = this.#apcRpdu2Unit(R, n);
-    const watts = tot * 23;
+    const watts = this.#sumWatts(() => true, now);
+    const va = this.#sumVa(() => true, now);
     const status = new TableBuilder(`${R}.4.3.1`, 1).row(
       [1],
       [
@@ -253,13 +406,14 @@ export class SimUnit {
         [13, I, 1],
         [14, I, 3],
         [15, S, "01/01/2025 00:00:01"],
-        [16, I, Math.round((tot * 25) / 10)],
+        [16, I, Math.round(va / 10)],
         [17, I, 95],
         [18, I, 1],
       ],
     );
-    const { phaseProps, phase } = this.#apcRpdu2Phase(R, tot, watts);
-    const { config, sstatus, control, metered } = this.#apcRpdu2Outlets(R, now);
+    const { phaseProps, phase } = this.#apcRpdu2Phase(R, tot, watts, va);
+    const banks = this.#apcRpdu2Banks(R, now);
+    const { config, sprops, sstatus, control, mprops, metered } = this.#apcRpdu2Outlets(R, now);
     const sensor = new TableBuilder(`${R}.10.2.2.1`, 1).row(
       [1],
       [
@@ -279,13 +433,49 @@ export class SimUnit {
     return {
       scalars,
       tables: (this.#switched
-        ? [ident, props, status, phaseProps, phase, config, sstatus, control, metered, sensor]
-        : [ident, props, status, phaseProps, phase, metered, sensor]
+        ? [
+            ident,
+            props,
+            status,
+            phaseProps,
+            phase,
+            banks,
+            config,
+            sprops,
+            sstatus,
+            control,
+            mprops,
+            metered,
+            sensor,
+          ]
+        : [ident, props, status, phaseProps, phase, banks, mprops, metered, sensor]
       ).map((t) => t.done()),
     };
   }
+  /** The two banks' readings (rPDU2BankStatusTable): the first half of the outlets on bank 1. */
+  #apcRpdu2Banks(R: string, now: number) {
+    const banks = new TableBuilder(`${R}.8.3.1`, 1);
+    for (const b of [1, 2]) {
+      const current = this.#sum((i) => this.bankOf(i) === b, 10, now);
+      banks.row(
+        [b],
+        [
+          [1, I, b],
+          [2, I, 1],
+          [3, I, b],
+          [4, I, current > 140 ? 3 : 2],
+          [5, I, current],
+          [6, I, current],
+          [7, S, "10/02/2025 13:10:44"],
+          [8, S, "01/01/2025 00:00:01"],
+        ],
+      );
+    }
+    return banks;
+  }
+
   /** The single phase's properties and readings. */
-  #apcRpdu2Phase(R: string, tot: number, watts: number) {
+  #apcRpdu2Phase(R: string, tot: number, watts: number, va: number) {
     const phaseProps = new TableBuilder(`${R}.6.2.1`, 1).row(
       [1],
       [
@@ -304,7 +494,7 @@ export class SimUnit {
         [5, I, tot],
         [6, I, 231],
         [7, I, Math.round(watts / 10)],
-        [8, I, Math.round((tot * 25) / 10)],
+        [8, I, Math.round(va / 10)],
         [9, I, 95],
         [10, I, 95],
         [11, S, "10/02/2025 13:10:44"],
@@ -314,12 +504,54 @@ export class SimUnit {
     return { phaseProps, phase };
   }
 
-  /** The outlet tables: configuration, switched status, control and metered readings. */
+  /** The switched and metered outlet properties tables (each with the outlet's bank). */
+  #apcRpdu2Properties(R: string) {
+    const sprops = new TableBuilder(`${R}.9.2.2.1`, 1);
+    const mprops = new TableBuilder(`${R}.9.4.2.1`, 1);
+    this.outlets.forEach((o, i) => {
+      const k = i + 1;
+      const name = this.#name(k, o.name);
+      const bank = this.bankOf(i);
+      // seqPhase1ToNeutral(1): the unit's one phase
+      sprops.row(
+        [k],
+        [
+          [1, I, k],
+          [2, I, 1],
+          [3, S, name],
+          [4, I, k],
+          [5, I, 1],
+          [6, I, bank],
+        ],
+        k,
+      );
+      mprops.row(
+        [k],
+        [
+          [1, I, k],
+          [2, I, 1],
+          [3, S, name],
+          [4, I, k],
+          [5, I, 1],
+          [6, I, 2300],
+          [7, I, bank],
+        ],
+        k,
+      );
+    });
+    return { sprops, mprops };
+  }
+
+  /**
+   * The outlet tables: configuration, switched properties, switched status, control, metered
+   * properties and metered readings.
+   */
   #apcRpdu2Outlets(R: string, now: number) {
     const config = new TableBuilder(`${R}.9.2.1.1`, 1);
     const sstatus = new TableBuilder(`${R}.9.2.3.1`, 1);
     const control = new TableBuilder(`${R}.9.2.4.1`, 1);
     const metered = new TableBuilder(`${R}.9.4.3.1`, 1);
+    const { sprops, mprops } = this.#apcRpdu2Properties(R);
     this.outlets.forEach((o, i) => {
       const k = i + 1;
       const name = this.#name(k, o.name);
@@ -371,7 +603,7 @@ export class SimUnit {
           [4, I, k],
           [5, I, c === 0 ? 1 : c > 25 ? 4 : 2],
           [6, I, c],
-          [7, I, c * 23],
+          [7, I, this.#watts(i, now)],
           [8, I, c * 25],
           [9, S, "10/02/2025 13:10:44"],
           [10, S, "01/01/2025 00:00:01"],
@@ -382,7 +614,7 @@ export class SimUnit {
         k,
       );
     });
-    return { config, sstatus, control, metered };
+    return { config, sprops, sstatus, control, mprops, metered };
   }
 
   /** The identification and properties rows of the unit. */
@@ -552,8 +784,8 @@ export class SimUnit {
         ],
       );
     const tot = this.#totalTenths(now);
-    const { inletCfg, inletSensorCfg, inletMeas } = this.#raritanPx2Inlet(P, units, tot);
-    const { ocpCfg, ocpSensorCfg, ocpMeas } = this.#raritanPx2Ocp(P, n, now);
+    const { inletCfg, inletSensorCfg, inletMeas } = this.#raritanPx2Inlet(P, units, tot, now);
+    const { ocpCfg, ocpSensorCfg, ocpMeas } = this.#raritanPx2Ocp(P, now);
     const { outletCfg, outletSensorCfg, outletMeas, switchCtl, sensorCtl } = this.#raritanPx2Outlets(
       P,
       units,
@@ -597,14 +829,16 @@ export class SimUnit {
           [4, S, "IEC 60320 C13"],
           [7, S, "10A"],
           [28, I, 1],
+          // outletPowerSource: the overCurrentProtectorLabel of the breaker it hangs on
+          [33, "OID", `${P}.3.4.3.1.2.1.${this.bankOf(i)}`],
         ],
         k,
       );
       const vals: Readonly<Record<number, readonly [number, number]>> = {
-        1: [c * 100, 3],
+        1: [this.#current(i, 1000, now), 3],
         4: [230, 0],
-        5: [c * 23, 0],
-        6: [c * 25, 0],
+        5: [this.#watts(i, now), 0],
+        6: [this.#va(i, now), 0],
         7: [c === 0 ? 0 : 92, 2],
         8: [Math.round(o.energyWh), 0],
       };
@@ -655,7 +889,7 @@ export class SimUnit {
   }
 
   /** The two breakers, each carrying half of the outlets. */
-  #raritanPx2Ocp(P: string, n: number, now: number) {
+  #raritanPx2Ocp(P: string, now: number) {
     const ocpCfg = new TableBuilder(`${P}.3.4.3.1`, 2);
     const ocpSensorCfg = new TableBuilder(`${P}.3.4.4.1`, 3);
     const ocpMeas = new TableBuilder(`${P}.5.3.3.1`, 3);
@@ -675,16 +909,14 @@ export class SimUnit {
           [7, G, 2],
         ],
       );
-      const half = Math.ceil(n / 2);
-      let bc = 0;
-      for (let i = (b - 1) * half; i < Math.min(n, b * half); i++) bc += this.#tenths(i, now);
+      const bc = this.#sum((i) => this.bankOf(i) === b, 100, now);
       ocpMeas.row(
         [1, b, 1],
         [
           [2, I, 1],
           [3, I, 4],
-          [4, G, bc * 10],
-          [6, I, bc * 10],
+          [4, G, bc],
+          [6, I, bc],
         ],
       );
       ocpMeas.row(
@@ -699,7 +931,7 @@ export class SimUnit {
   }
 
   /** The inlet and its sensors (current, voltage, power, apparent power, power factor, energy). */
-  #raritanPx2Inlet(P: string, units: Readonly<Record<number, number>>, tot: number) {
+  #raritanPx2Inlet(P: string, units: Readonly<Record<number, number>>, tot: number, now: number) {
     const inletCfg = new TableBuilder(`${P}.3.3.3.1`, 2).row(
       [1, 1],
       [
@@ -714,10 +946,10 @@ export class SimUnit {
     const inletMeas = new TableBuilder(`${P}.5.2.3.1`, 3);
     const energyWh = Math.round(this.outlets.reduce((s, o) => s + o.energyWh, 0)) + 1_200_000;
     const inlet: Readonly<Record<number, readonly [number, number, number]>> = {
-      1: [tot * 100, 3, tot > 60 ? 5 : 4],
+      1: [this.#sum(() => true, 1000, now), 3, tot > 60 ? 5 : 4],
       4: [230, 0, 4],
-      5: [tot * 23, 0, 4],
-      6: [tot * 25, 0, 4],
+      5: [this.#sumWatts(() => true, now), 0, 4],
+      6: [this.#sumVa(() => true, now), 0, 4],
       7: [92, 2, 4],
       8: [energyWh, 0, 4],
     };
@@ -818,7 +1050,6 @@ export class SimUnit {
 
   #sentry4(now: number): SimContent {
     const T = "1.3.6.1.4.1.1718.4.1";
-    const tot = this.#totalTenths(now);
     const scalars: SimScalar[] = [
       ...this.#system("Sentry Switched PDU", "1.3.6.1.4.1.1718.4", "sentry-rack-e"),
       { oid: `${T}.1.1.1.0`, type: S, value: "Sentry Switched PDU" },
@@ -849,9 +1080,9 @@ export class SimUnit {
       [
         [1, I, 1],
         [2, I, 0],
-        [3, I, tot * 23],
+        [3, I, this.#sumWatts(() => true, now)],
         [4, I, 0],
-        [5, I, tot * 25],
+        [5, I, this.#sumVa(() => true, now)],
         [8, I, 92],
         [10, I, Math.round(this.outlets.reduce((s, o) => s + o.energyWh, 0) / 100) + 23000],
       ],
@@ -899,12 +1130,15 @@ export class SimUnit {
     this.outlets.forEach((o, i) => {
       const k = i + 1;
       const c = this.#tenths(i, now);
+      // Outlet k hangs on phase and over-current protector (k - 1) mod 3 + 1 (their IDs).
       outletCfg.row(
         [1, 1, k],
         [
           [2, S, `AA${k}`],
           [3, S, this.#name(k, o.name), "name"],
           [7, I, 10],
+          [30, S, `AAN${(i % 3) + 1}`],
+          [31, S, `AA${(i % 3) + 1}`],
         ],
         k,
       );
@@ -913,10 +1147,10 @@ export class SimUnit {
         [
           [1, I, o.on ? 1 : 2],
           [2, I, c > 25 ? 16 : 0],
-          [3, I, c * 10],
+          [3, I, this.#current(i, 100, now)],
           [6, I, 2301],
-          [7, I, c * 23],
-          [9, I, c * 25],
+          [7, I, this.#watts(i, now)],
+          [9, I, this.#va(i, now)],
           [10, I, c === 0 ? -1 : 92],
           [14, I, Math.round(o.energyWh) + 2000],
         ],
@@ -942,10 +1176,8 @@ export class SimUnit {
     const phaseCfg = new TableBuilder(`${T}.5.2.1`, 3);
     const phaseMon = new TableBuilder(`${T}.5.3.1`, 3);
     for (const l of [1, 2, 3]) {
-      let lc = 0;
-      this.outlets.forEach((_o, i) => {
-        if (i % 3 === l - 1) lc += this.#tenths(i, now);
-      });
+      const on = (i: number) => i % 3 === l - 1;
+      const lc = this.#sum(on, 100, now);
       lineCfg.row(
         [1, 1, l],
         [
@@ -959,7 +1191,7 @@ export class SimUnit {
         [
           [1, I, 1],
           [2, I, 0],
-          [3, I, lc * 10],
+          [3, I, lc],
           [4, I, 0],
         ],
       );
@@ -976,9 +1208,9 @@ export class SimUnit {
           [1, I, 1],
           [2, I, 0],
           [3, I, 2301],
-          [6, I, lc * 10],
-          [8, I, lc * 23],
-          [9, I, lc * 25],
+          [6, I, lc],
+          [8, I, this.#sumWatts(on, now)],
+          [9, I, this.#sumVa(on, now)],
           [10, I, 99],
           [13, I, 7000 + l],
         ],

@@ -115,6 +115,19 @@ export const APC_RPDU2: SnmpProfile = {
       },
     },
     {
+      name: "rPDU2OutletSwitchedPropertiesEntry", // rPDU2OutletSwitchedPropertiesTable
+      oid: `${RPDU2}.9.2.2.1`,
+      index: ["rPDU2OutletSwitchedPropertiesIndex"],
+      static: true, // the outlets' banks
+      unit: module,
+      number: num,
+      columns: {
+        Module: { id: 2, type: "Integer" }, // rPDU2OutletSwitchedPropertiesModule
+        Number: { id: 4, type: "Integer" }, // rPDU2OutletSwitchedPropertiesNumber
+        Bank: { id: 6, type: "Integer" }, // rPDU2OutletSwitchedPropertiesBank: "The numeric bank ID"
+      },
+    },
+    {
       name: "rPDU2OutletSwitchedStatusEntry", // rPDU2OutletSwitchedStatusTable
       oid: `${RPDU2}.9.2.3.1`,
       index: ["rPDU2OutletSwitchedStatusIndex"],
@@ -137,6 +150,19 @@ export const APC_RPDU2: SnmpProfile = {
         Module: { id: 2, type: "Integer" }, // rPDU2OutletSwitchedControlModule
         Number: { id: 4, type: "Integer" }, // rPDU2OutletSwitchedControlNumber
         Command: { id: 5, type: "Integer", writable: true }, // rPDU2OutletSwitchedControlCommand
+      },
+    },
+    {
+      name: "rPDU2OutletMeteredPropertiesEntry", // rPDU2OutletMeteredPropertiesTable
+      oid: `${RPDU2}.9.4.2.1`,
+      index: ["rPDU2OutletMeteredPropertiesIndex"],
+      static: true, // the outlets' banks
+      unit: module,
+      number: num,
+      columns: {
+        Module: { id: 2, type: "Integer" }, // rPDU2OutletMeteredPropertiesModule
+        Number: { id: 4, type: "Integer" }, // rPDU2OutletMeteredPropertiesNumber
+        Bank: { id: 7, type: "Integer" }, // rPDU2OutletMeteredPropertiesBank: "This outlet's numeric bank ID"
       },
     },
     {
@@ -205,6 +231,11 @@ export const APC_RPDU2: SnmpProfile = {
       off: { table: "rPDU2OutletSwitchedConfigEntry", column: "PowerOffTime" },
       reboot: { table: "rPDU2OutletSwitchedConfigEntry", column: "RebootDuration" },
     },
+    // The outlet's bank (rPDU2BankStatusNumber of the bank entities), from either properties table.
+    feedsFrom: [
+      { number: { table: "rPDU2OutletSwitchedPropertiesEntry", column: "Bank" }, prefix: "bank" },
+      { number: { table: "rPDU2OutletMeteredPropertiesEntry", column: "Bank" }, prefix: "bank" },
+    ],
   },
   entities: [
     {

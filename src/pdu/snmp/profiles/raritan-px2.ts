@@ -153,6 +153,8 @@ export const RARITAN_PX2: SnmpProfile = {
         outletLabel: { id: 2, type: "OctetString" },
         outletName: { id: 3, type: "OctetString", writable: true },
         outletRatedCurrent: { id: 7, type: "OctetString" }, // DisplayString
+        // RowPointer: the OID of the overCurrentProtectorLabel (or inletLabel) of what powers it
+        outletPowerSource: { id: 33, type: "ObjectIdentifier" },
       },
     },
     {
@@ -244,6 +246,17 @@ export const RARITAN_PX2: SnmpProfile = {
       absentWhen: notThere("outletSensorMeasurementsEntry", 1),
     },
     rating: { table: "outletConfigurationEntry", column: "outletRatedCurrent", scale: 1, text: true },
+    // outletPowerSource: "If the power source is an overcurrent protector, it contains the OID of an
+    // overCurrentProtectorLabel"; an inlet's is an inletLabel's (a transfer switch is no entity here).
+    feedsFrom: [
+      {
+        pointer: { table: "outletConfigurationEntry", column: "outletPowerSource" },
+        targets: [
+          { oid: `${PDU2}.3.4.3.1.2`, prefix: "breaker" }, // overCurrentProtectorLabel
+          { oid: `${PDU2}.3.3.3.1.2`, prefix: "inlet" }, // inletLabel
+        ],
+      },
+    ],
   },
   entities: [
     {

@@ -120,6 +120,7 @@ export const SERVERTECH_SENTRY4: SnmpProfile = {
       st4LineCurrent: { id: 3, type: "Integer" }, // hundredth Amps
     }),
     cordIndexed(phaseCfg, `${ST4}.5.2.1`, "st4PhaseIndex", 6, {
+      st4PhaseID: { id: 2, type: "OctetString" }, // Format=AAN
       st4PhaseLabel: { id: 4, type: "OctetString" },
     }),
     cordIndexed(phaseMon, `${ST4}.5.3.1`, "st4PhaseIndex", 6, {
@@ -142,6 +143,7 @@ export const SERVERTECH_SENTRY4: SnmpProfile = {
       st4OutletID: { id: 2, type: "OctetString" }, // Format=AAN[N[N]]
       st4OutletName: { id: 3, type: "OctetString", writable: true }, // SIZE(0..32)
       st4OutletCurrentCapacity: { id: 7, type: "Integer" }, // Amps
+      st4OutletPhaseID: { id: 30, type: "OctetString" }, // "The internal ID of the phase powering this outlet"
     }),
     cordIndexed(outletMon, `${ST4}.8.3.1`, "st4OutletIndex", 128, {
       st4OutletState: { id: 1, type: "Integer" }, // DeviceState: unknown(0), on(1), off(2)
@@ -226,6 +228,16 @@ export const SERVERTECH_SENTRY4: SnmpProfile = {
     ],
     alarm: { table: outletMon, column: "st4OutletStatus", states: SENTRY4_STATUS, absentIf: NOT_FOUND },
     rating: { table: outletCfg, column: "st4OutletCurrentCapacity", scale: 1 },
+    // The phase (its st4PhaseID): the entity of the outlet's path that measures its current. The
+    // over-current protector (st4OutletOcpID) has no current reading in the MIB, and the branch
+    // table (st4OutletBranchID) is not read.
+    feedsFrom: [
+      {
+        id: { table: outletCfg, column: "st4OutletPhaseID" },
+        match: { table: phaseCfg, column: "st4PhaseID" },
+        prefix: "phase",
+      },
+    ],
   },
   entities: [
     {
