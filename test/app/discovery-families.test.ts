@@ -110,6 +110,22 @@ describe("discovery holds only what can work, over every simulated family", () =
     }
     ha = await h.subscribe(["homeassistant/#"]);
     await waitFor(() => ha.messages.length > 300, "the retained discovery", 20_000);
+    // The first discovery of every instance whole (nothing new for a second) before the change: a
+    // config still arriving from it must not count as republished after the change.
+    let count = -1;
+    let stillSince = Date.now();
+    await waitFor(
+      () => {
+        if (ha.messages.length !== count) {
+          count = ha.messages.length;
+          stillSince = Date.now();
+          return false;
+        }
+        return Date.now() - stillSince >= 1000;
+      },
+      "the first discovery complete",
+      20_000,
+    );
     const mark = ha.messages.length;
     const next: Config = await parseConfigText(yamlOf(h.sims, true), "app-test.yaml", env);
     h.app.applyLive(next, diffConfig(h.config, next).live);
