@@ -5,10 +5,13 @@
  * bus") says what each part does and which events it emits and hears.
  *
  * Start order (stopped in reverse):
- *   pdus → instance-log → metrics → console → credentials → poller → mqtt → [cluster] → api →
- *   health → control
+ *   pdus → energy → instance-log → metrics → console → credentials → poller → mqtt → [cluster] →
+ *   api → health → control
  *
  * What the order guarantees:
+ * - The lifetime energy counters read their checkpoint (a file it cannot read refuses the start)
+ *   and listen before anything polls or shows a snapshot: they are updated from a snapshot before
+ *   the surfaces read them, and they stop (a last checkpoint) after everything that updates them.
  * - Every part that counts or shows polls (metrics, the console's history, the login check, the
  *   instance log) listens before the poller starts; polling starts before MQTT connects, so the
  *   first snapshots arrive while it connects (each connect publishes what the store holds).
@@ -33,10 +36,14 @@ import { apiTlsFiles } from "./config/oidc.js";
 import { ConfigError } from "./config/errors.js";
 import type { Config } from "./config/schema.js";
 import { CredentialsCheck } from "./control/credentials.js";
+import { EnergyPart, type CheckpointBackend } from "./energy/part.js";
+import { engineBackend } from "./energy/engine.js";
+import { stateDirBackend } from "./energy/state-dir.js";
 import { createControlService, type ControlCore } from "./control/service.js";
 import { peerNetworks } from "./config/peer-networks.js";
 import { createReplicaForwarding, type ReplicaForwarding } from "./cluster/forward/index.js";
 import type { ControlService, WriteFence } from "./control/types.js";
+import type { EnergyReader } from "./energy-reader.js";
 import type { ApiListener } from "./http/api-worker/host.js";
 import type { RunningListener } from "./http/listener.js";
 import { startHealthServer } from "./http/health/server.js";
@@ -87,6 +94,8 @@ export class App {
   readonly console: ConsoleFeed | null;
   /** The login check of the instances with control (a wrong password found at start). */
   readonly credentials: CredentialsCheck;
+  /** The lifetime energy counters and their checkpoints (docs/energy.md). */
+  readonly energy: EnergyPart;
   readonly #mqtt: MqttBridge;
   readonly #api: ApiPart | null;
   readonly #health: ListenerPart | null;
@@ -122,6 +131,8 @@ export class App {
     this.control = control.core;
     this.#rest = control.rest;
     this.credentials = new CredentialsCheck({ config: current, drivers: clients, bus, logger });
+    this.energy = energyPart(config, current, bus, logger, ownership, cluster);
+    const energy = this.energy.reader;
     this.#mqtt = new MqttBridge({
       config,
       store,
@@ -129,10 +140,11 @@ export class App {
       logger,
       control: this.control,
       ownership,
+      energy,
       ...replicaOf(clusterPart),
     });
     const mqtt = this.#mqtt;
-    const metrics = bridgeMetrics(config, store, bus, this.poller, mqtt, logger, clusterPart);
+    const metrics = bridgeMetrics(config, store, bus, this.poller, mqtt, logger, clusterPart, energy);
     this.console = config.Api.Enabled
       ? new ConsoleFeed({
           ...consoleLimits,
@@ -141,6 +153,7 @@ export class App {
           config: current,
           logger,
           loginProblem: (id) => this.credentials.problem(id),
+          energy,
         })
       : null;
     const httpDeps = (more: Partial<HttpDeps>): HttpDeps => this.#httpDeps(metrics, more);
@@ -149,6 +162,8 @@ export class App {
     this.#lifecycle = new Lifecycle(
       [
         pdusPart(store, clients, bus),
+        // Before every part that reads snapshots: its counters are updated before they are shown.
+        this.energy,
         instanceLog(store, current, bus, logger),
         ...(metrics === null ? [] : [metrics]),
         ...(this.console === null ? [] : [this.console]),
@@ -346,12 +361,14 @@ function bridgeMetrics(
   mqtt: MqttBridge,
   logger: Logger,
   clusterPart: ClusterPart | null,
+  energy: EnergyReader,
 ): BridgeMetrics | null {
   if (!config.Metrics.Enabled) return null;
   return new BridgeMetrics({
     store,
     bus,
     logger,
+    energy,
     skippedPolls: (id) => poller.skippedPolls(id),
     mqtt: () => {
       const traffic = mqtt.traffic();
@@ -677,4 +694,33 @@ function instanceStore(config: Config, bus: EventBus): SnapshotStore {
   for (const instance of config.instances)
     store.setLoad(instance.id, new LoadTracker(instance.Ratings, thresholds));
   return store;
+}
+
+/**
+ * The lifetime energy counters (docs/energy.md), checkpointed to `State.Dir` in one process, to
+ * the coordination engine among several replicas (a record per bucket), else kept in memory only.
+ */
+function energyPart(
+  config: Config,
+  current: () => Config,
+  bus: EventBus,
+  logger: Logger,
+  ownership: Ownership,
+  cluster: Cluster | null,
+): EnergyPart {
+  const dir = config.State.Dir;
+  let backend: CheckpointBackend | null = null;
+  if (cluster !== null) backend = engineBackend(cluster.records("energy"));
+  else if (dir !== null) backend = stateDirBackend(dir);
+  const intervals = config.instances.map((i) => i.PollInterval * 1000);
+  return new EnergyPart({
+    bus,
+    logger,
+    ownership,
+    instanceIds: () => current().instances.map((i) => i.id),
+    backend,
+    scopeOf: cluster === null ? () => 0 : (id) => cluster.bucketOf(id),
+    loadAtStart: cluster === null,
+    checkpointMs: Math.min(60_000, ...intervals),
+  });
 }

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { ConfigError } from "../config/errors.js";
 import type { ClusterConfig } from "../config/schema.js";
 import { ioReason, type Env } from "../config/secrets.js";
-import { EtcdLeaseStore } from "./etcd.js";
+import { EtcdLeaseStore, RECORDS_MARK } from "./etcd.js";
 import type { LeaseStore } from "./store.js";
 
 /** Where a pod's service-account token, CA and namespace are (SERVICE_K8S_SA_DIR overrides it). */
@@ -61,6 +61,23 @@ export async function createLeaseStore(cluster: ClusterConfig, env: Env): Promis
     namespace,
     leasePrefix: cluster.Kubernetes.LeasePrefix,
   });
+}
+
+/**
+ * The store of the records kept beside the leases (./records.ts): the same engine and credentials,
+ * out of the leases' lists and watches, so that their size never weighs on the lease rounds. On
+ * etcd the keys under `<Prefix>~records/` (within the prefix an installation's role is granted);
+ * on Kubernetes the Leases `<LeasePrefix>-records-<name>`, labelled with `<LeasePrefix>-records`.
+ */
+export function createRecordStore(cluster: ClusterConfig, env: Env): Promise<LeaseStore> {
+  return createLeaseStore(
+    {
+      ...cluster,
+      Etcd: { ...cluster.Etcd, Prefix: `${cluster.Etcd.Prefix}${RECORDS_MARK}records/` },
+      Kubernetes: { ...cluster.Kubernetes, LeasePrefix: `${cluster.Kubernetes.LeasePrefix}-records` },
+    },
+    env,
+  );
 }
 
 const nonEmpty = (value: string | undefined): string | undefined => (value === "" ? undefined : value);

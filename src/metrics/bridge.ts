@@ -17,6 +17,7 @@ import type { Snapshot } from "../pdu/model.js";
 import type { Ownership } from "../ownership.js";
 import type { InstanceStatus, SnapshotStore } from "../poller/store.js";
 import { loadChunks, type LoadSource } from "./alarms.js";
+import { NO_ENERGY, type EnergyReader } from "../energy-reader.js";
 import { registerClusterMetrics, type ClusterMetricsView } from "./cluster.js";
 import { MAX_SERIES_PER_INSTANCE, metricsPlan, readingChunks, type LeftOutReason } from "./readings.js";
 
@@ -41,6 +42,8 @@ export interface MetricsSources {
    * those of its buckets: another replica exports the rest). Default: all.
    */
   readonly ownership?: Ownership;
+  /** The lifetime energy counters (src/energy/); default none. */
+  readonly energy?: EnergyReader;
 }
 
 /** The store's instances this process reports now (see {@link MetricsSources.ownership}). */
@@ -352,12 +355,13 @@ export class BridgeMetrics {
         snapshots.push(s.snapshot);
         loads.push({ instanceId: s.id, load: s.load });
       }
+    const energy = this.#sources.energy ?? NO_ENERGY;
     const head = openMetrics
       ? `${textToOpenMetrics(own)}${textToOpenMetrics(process)}`
       : `${own}\n${process}\n`;
     function* chunks(): Generator<string> {
       yield head;
-      yield* readingChunks(snapshots, openMetrics ? "openmetrics" : "text");
+      yield* readingChunks(snapshots, openMetrics ? "openmetrics" : "text", energy);
       yield* loadChunks(loads);
       if (openMetrics) yield "# EOF\n";
     }

@@ -15,6 +15,7 @@ import { randomBytes } from "node:crypto";
 import type { EventBus } from "../bus.js";
 import type { Config } from "../config/schema.js";
 import type { ControlService } from "../control/types.js";
+import type { EnergyReader } from "../energy-reader.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
 import { OWN_ALL, type Ownership } from "../ownership.js";
@@ -54,6 +55,8 @@ export interface MqttBridgeDeps {
    * status topic its own, and each held bucket has an availability connection (./bucket-status.ts).
    */
   readonly replica?: ReplicaTopics & { holdsBucket(bucket: number): boolean };
+  /** The lifetime energy counters, published retained beside the measurements (docs/energy.md). */
+  readonly energy?: EnergyReader;
 }
 
 /** Messages handed to the MQTT client and dropped or refused since start, discovery configs retained. */
@@ -166,6 +169,7 @@ export class MqttBridge implements MqttBridgeHandle {
         logger,
         (id) => ghosts?.discovered(id),
         (id) => this.#publishes(id),
+        this.#deps.energy,
       );
       this.#listen(publisher, buckets, ghosts);
       await connection.connect({
@@ -467,6 +471,7 @@ function createPublisher(
   logger: Logger,
   onDiscovery: (instanceId: string) => void,
   owns: (instanceId: string) => boolean,
+  energy: EnergyReader | undefined,
 ): Publisher {
   const ha = config.HomeAssistant;
   return new Publisher({
@@ -482,6 +487,7 @@ function createPublisher(
     logger,
     onDiscovery,
     owns,
+    ...(energy === undefined ? {} : { energy }),
   });
 }
 
