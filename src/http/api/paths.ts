@@ -13,6 +13,7 @@ export const API_ROUTES = {
   snapshots: { method: "GET", url: "/api/v1/snapshots" },
   readings: { method: "GET", url: "/api/v1/readings" },
   alarms: { method: "GET", url: "/api/v1/alarms" },
+  energy: { method: "GET", url: "/api/v1/energy" },
   keyCheck: { method: "GET", url: "/api/v1/key" },
   events: { method: "GET", url: "/api/v1/events" },
   outletControl: { method: "POST", url: "/api/v1/instances/:id/outlets/:deviceId/:index/control" },

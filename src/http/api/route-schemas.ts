@@ -17,6 +17,7 @@ import {
   GROUP_SETTINGS_SCHEMA,
   OUTLET_SETTINGS_SCHEMA,
 } from "./control/settings-schemas.js";
+import { ENERGY_SCHEMA } from "./energy-schemas.js";
 import type { ApiRouteName } from "./paths.js";
 import {
   ALARMS_SCHEMA,
@@ -33,6 +34,7 @@ export const API_ROUTE_SCHEMAS = {
   snapshots: SNAPSHOTS_SCHEMA,
   readings: READINGS_SCHEMA,
   alarms: ALARMS_SCHEMA,
+  energy: ENERGY_SCHEMA,
   keyCheck: KEY_CHECK_SCHEMA,
   events: EVENTS_SCHEMA,
   outletControl: OUTLET_CONTROL_SCHEMA,
