@@ -513,6 +513,7 @@ test("the OpenAPI 3.1 document is valid, complete and keeps the key secret", asy
   );
   assert.deepEqual(operations.map((o) => o.id).sort(), [
     "GET /api/v1/alarms",
+    "GET /api/v1/energy",
     "GET /api/v1/events",
     "GET /api/v1/health",
     "GET /api/v1/instances",
