@@ -5,14 +5,17 @@
  * bus") says what each part does and which events it emits and hears.
  *
  * Start order (stopped in reverse):
- *   pdus → instance-log → assets → metrics → console → api → health → credentials → poller →
- *   mqtt → [cluster] → control
+ *   pdus → energy → instance-log → assets → metrics → console → api → health → credentials →
+ *   poller → mqtt → [cluster] → control
  *
  * What the order guarantees:
  * - The listeners (the REST API, then health) bind before anything reaches out: a second process
  *   started with the same configuration finds its ports taken and exits 2 before it logs in to a
  *   PDU, polls or connects to the broker, where its client id would take over the running
  *   bridge's session (and its stop would mark the whole fleet `offline`).
+ * - The lifetime energy counters read their checkpoint (a file it cannot read refuses the start)
+ *   and listen before anything polls or shows a snapshot: they are updated from a snapshot before
+ *   the surfaces read them, and they stop (a last checkpoint) after everything that updates them.
  * - The health listener starts after the REST API: a readiness probe cannot pass while the API
  *   still refuses connections (the worker thread takes a while to listen); it is not ready before
  *   MQTT connects anyway.
@@ -42,6 +45,9 @@ import { advertisedApiUrl } from "./config/environment.js";
 import { apiTlsFiles } from "./config/oidc.js";
 import type { Config, InstanceConfig } from "./config/schema.js";
 import { CredentialsCheck } from "./control/credentials.js";
+import { EnergyPart, type CheckpointBackend } from "./energy/part.js";
+import { engineBackend } from "./energy/engine.js";
+import { stateDirBackend } from "./energy/state-dir.js";
 import { createControlService, type ControlCore } from "./control/service.js";
 import {
   createReplicaForwarding,
@@ -50,6 +56,7 @@ import {
   type ReplicaForwarding,
 } from "./cluster/forward/index.js";
 import type { ControlService, WriteFence } from "./control/types.js";
+import type { EnergyReader } from "./energy-reader.js";
 import type { ApiListener } from "./http/api-worker/host.js";
 import type { RunningListener } from "./http/listener.js";
 import { startHealthServer } from "./http/health/server.js";
@@ -105,6 +112,8 @@ export class App {
    * use: a live change replaces it), the feed-loss projection and the alarms about several PDUs.
    */
   readonly assets: AssetsView;
+  /** The lifetime energy counters and their checkpoints (docs/energy.md). */
+  readonly energy: EnergyPart;
   readonly #mqtt: MqttBridge;
   readonly #api: ApiPart | null;
   readonly #health: ListenerPart | null;
@@ -138,18 +147,14 @@ export class App {
     this.poller = new Poller(pollTargets(config, clients), store, { logger, bus, ownership });
     // Among several replicas the other replicas ask this one's console (docs/console.md).
     const consoleAnswer = (ask: ConsoleAsk): string | null => this.console?.replicaAnswer(ask) ?? null;
-    const assets = new AssetsPart({
-      config: current,
-      bus,
-      logger,
-      ownership,
-      online: (id) => store.get(id)?.consecutiveFailures === 0,
-    });
+    const assets = assetsPart(current, store, bus, logger, ownership);
     this.assets = assets;
     const control = new ControlPart(current, store, clients, bus, logger, ownership, cluster, consoleAnswer);
     this.control = control.core;
     this.#rest = control.rest;
     this.credentials = new CredentialsCheck({ config: current, drivers: clients, bus, logger });
+    this.energy = energyPart(config, current, bus, logger, ownership, cluster);
+    const energy = this.energy.reader;
     this.#mqtt = new MqttBridge({
       config,
       store,
@@ -158,10 +163,11 @@ export class App {
       control: this.control,
       ownership,
       assets,
+      energy,
       ...replicaOf(clusterPart),
     });
     const mqtt = this.#mqtt;
-    const metrics = bridgeMetrics(config, store, bus, this.poller, mqtt, logger, clusterPart, assets);
+    const metrics = bridgeMetrics(config, store, bus, this.poller, mqtt, logger, clusterPart, assets, energy);
     this.console = config.Api.Enabled
       ? new ConsoleFeed({
           ...consoleLimits,
@@ -171,6 +177,7 @@ export class App {
           logger,
           loginProblem: (id) => this.credentials.problem(id),
           ...(control.replicaConsole === null ? {} : { replicas: control.replicaConsole }),
+          energy,
         })
       : null;
     const httpDeps = (more: Partial<HttpDeps>): HttpDeps => this.#httpDeps(metrics, more);
@@ -179,6 +186,8 @@ export class App {
     this.#lifecycle = new Lifecycle(
       [
         pdusPart(store, clients, bus),
+        // Before every part that reads snapshots: its counters are updated before they are shown.
+        this.energy,
         instanceLog(store, current, bus, logger),
         assets,
         ...(metrics === null ? [] : [metrics]),
@@ -375,6 +384,7 @@ function bridgeMetrics(
   logger: Logger,
   clusterPart: ClusterPart | null,
   assets: AssetsView,
+  energy: EnergyReader,
 ): BridgeMetrics | null {
   if (!config.Metrics.Enabled) return null;
   return new BridgeMetrics({
@@ -382,6 +392,7 @@ function bridgeMetrics(
     bus,
     logger,
     assets,
+    energy,
     skippedPolls: (id) => poller.skippedPolls(id),
     mqtt: () => {
       const traffic = mqtt.traffic();
@@ -703,4 +714,45 @@ function instanceView(instance: InstanceConfig): SnapshotView | null {
   if (ranges.length === 0) return overrides;
   const circuits = new CircuitApplier(ranges);
   return overrides === null ? (s) => circuits.apply(s) : (s) => circuits.apply(overrides(s));
+}
+
+/** Assets and feeds (docs/assets.md): an instance's cords count as live only while it polls well. */
+function assetsPart(
+  current: () => Config,
+  store: SnapshotStore,
+  bus: EventBus,
+  logger: Logger,
+  ownership: Ownership,
+): AssetsPart {
+  const online = (id: string): boolean => store.get(id)?.consecutiveFailures === 0;
+  return new AssetsPart({ config: current, bus, logger, ownership, online });
+}
+
+/**
+ * The lifetime energy counters (docs/energy.md), checkpointed to `State.Dir` in one process, to
+ * the coordination engine among several replicas (a record per bucket), else kept in memory only.
+ */
+function energyPart(
+  config: Config,
+  current: () => Config,
+  bus: EventBus,
+  logger: Logger,
+  ownership: Ownership,
+  cluster: Cluster | null,
+): EnergyPart {
+  const dir = config.State.Dir;
+  let backend: CheckpointBackend | null = null;
+  if (cluster !== null) backend = engineBackend(cluster.records("energy"));
+  else if (dir !== null) backend = stateDirBackend(dir);
+  const intervals = config.instances.map((i) => i.PollInterval * 1000);
+  return new EnergyPart({
+    bus,
+    logger,
+    ownership,
+    instanceIds: () => current().instances.map((i) => i.id),
+    backend,
+    scopeOf: cluster === null ? () => 0 : (id) => cluster.bucketOf(id),
+    loadAtStart: cluster === null,
+    checkpointMs: Math.min(60_000, ...intervals),
+  });
 }

@@ -8,7 +8,7 @@ import { kubernetesTarget } from "../config/environment.js";
 import { ConfigError } from "../config/errors.js";
 import type { ClusterConfig } from "../config/schema.js";
 import { ioReason, type Env } from "../config/secrets.js";
-import { EtcdLeaseStore } from "./etcd.js";
+import { EtcdLeaseStore, RECORDS_MARK } from "./etcd.js";
 import type { LeaseStore } from "./store.js";
 
 export async function createLeaseStore(cluster: ClusterConfig, env: Env): Promise<LeaseStore> {
@@ -35,6 +35,23 @@ export async function createLeaseStore(cluster: ClusterConfig, env: Env): Promis
   if ("problem" in target) throw new ConfigError(target.path.join("."), target.problem);
   const { KubernetesLeaseStore } = await import("./kubernetes.js");
   return new KubernetesLeaseStore({ ...target, leasePrefix: cluster.Kubernetes.LeasePrefix });
+}
+
+/**
+ * The store of the records kept beside the leases (./records.ts): the same engine and credentials,
+ * out of the leases' lists and watches, so that their size never weighs on the lease rounds. On
+ * etcd the keys under `<Prefix>~records/` (within the prefix an installation's role is granted);
+ * on Kubernetes the Leases `<LeasePrefix>-records-<name>`, labelled with `<LeasePrefix>-records`.
+ */
+export function createRecordStore(cluster: ClusterConfig, env: Env): Promise<LeaseStore> {
+  return createLeaseStore(
+    {
+      ...cluster,
+      Etcd: { ...cluster.Etcd, Prefix: `${cluster.Etcd.Prefix}${RECORDS_MARK}records/` },
+      Kubernetes: { ...cluster.Kubernetes, LeasePrefix: `${cluster.Kubernetes.LeasePrefix}-records` },
+    },
+    env,
+  );
 }
 
 /** A PEM file's text, or null when not configured; unreadable is a ConfigError naming `key`. */

@@ -373,6 +373,9 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
+/** Where the records kept beside the leases begin under the prefix (./engines.ts, `createRecordStore`). */
+export const RECORDS_MARK = "~";
+
 /** The lease store on etcd. */
 export class EtcdLeaseStore implements LeaseStore {
   readonly description: string;
@@ -384,7 +387,9 @@ export class EtcdLeaseStore implements LeaseStore {
   constructor(options: EtcdOptions) {
     this.gateway = new EtcdGateway(options);
     this.#prefix = Buffer.from(options.prefix, "utf8");
-    this.#rangeEnd = prefixRangeEnd(this.#prefix);
+    // Lease names begin with a letter or digit: keys under the prefix from `~` on are not leases
+    // (the records beside them, ./records.ts) and stay out of every list and watch.
+    this.#rangeEnd = Buffer.concat([this.#prefix, Buffer.from(RECORDS_MARK, "utf8")]);
     this.description = `etcd ${this.gateway.endpoints.join(",")} ${options.prefix}`;
   }
 
@@ -398,7 +403,7 @@ export class EtcdLeaseStore implements LeaseStore {
     if (!key.subarray(0, this.#prefix.length).equals(this.#prefix)) return null;
     const name = key.subarray(this.#prefix.length).toString("utf8");
     if (!LEASE_NAME_PATTERN.test(name) || typeof kv.mod_revision !== "string") return null;
-    return { name, record: decodeRecord(kv.value), version: kv.mod_revision };
+    return { name, record: decodeRecord(kv.value, name), version: kv.mod_revision };
   }
 
   async get(name: string, signal: AbortSignal): Promise<StoredLease | null> {
@@ -521,19 +526,22 @@ function encodeRecord(record: LeaseRecord): string {
   );
 }
 
-function decodeRecord(value: string | undefined): LeaseRecord | null {
+function decodeRecord(value: string | undefined, name: string): LeaseRecord | null {
   if (value === undefined || value.length > 4 * 65_536) return null;
   try {
     const parsed: unknown = JSON.parse(Buffer.from(value, "base64").toString("utf8"));
     if (!isObject(parsed)) return null;
-    return checkRecord({
-      holder: parsed.holder,
-      durationSeconds: parsed.durationSeconds,
-      acquireTime: parsed.acquireTime,
-      renewTime: parsed.renewTime,
-      transitions: parsed.transitions,
-      payload: parsed.payload,
-    });
+    return checkRecord(
+      {
+        holder: parsed.holder,
+        durationSeconds: parsed.durationSeconds,
+        acquireTime: parsed.acquireTime,
+        renewTime: parsed.renewTime,
+        transitions: parsed.transitions,
+        payload: parsed.payload,
+      },
+      name,
+    );
   } catch {
     return null;
   }

@@ -114,14 +114,17 @@ export class KubernetesLeaseStore implements LeaseStore {
     const spec = lease?.spec ?? {};
     const time = (value: unknown): unknown =>
       value === undefined || value === null ? null : value instanceof Date ? value.toISOString() : value;
-    const record = checkRecord({
-      holder: spec.holderIdentity ?? "",
-      durationSeconds: spec.leaseDurationSeconds ?? 0,
-      acquireTime: time(spec.acquireTime),
-      renewTime: time(spec.renewTime),
-      transitions: spec.leaseTransitions ?? 0,
-      payload: metadata?.annotations?.[PAYLOAD_ANNOTATION] ?? "",
-    });
+    const record = checkRecord(
+      {
+        holder: spec.holderIdentity ?? "",
+        durationSeconds: spec.leaseDurationSeconds ?? 0,
+        acquireTime: time(spec.acquireTime),
+        renewTime: time(spec.renewTime),
+        transitions: spec.leaseTransitions ?? 0,
+        payload: metadata?.annotations?.[PAYLOAD_ANNOTATION] ?? "",
+      },
+      name,
+    );
     return { name, record, version };
   }
 

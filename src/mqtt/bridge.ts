@@ -17,6 +17,7 @@ import type { AssetsView } from "../assets/view.js";
 import type { EventBus } from "../bus.js";
 import type { Config } from "../config/schema.js";
 import type { ControlService } from "../control/types.js";
+import type { EnergyReader } from "../energy-reader.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
 import { OWN_ALL, type Ownership } from "../ownership.js";
@@ -59,6 +60,8 @@ export interface MqttBridgeDeps {
    * status topic its own, and each held bucket has an availability connection (./bucket-status.ts).
    */
   readonly replica?: ReplicaTopics & { holdsBucket(bucket: number): boolean };
+  /** The lifetime energy counters, published retained beside the measurements (docs/energy.md). */
+  readonly energy?: EnergyReader;
 }
 
 /** Messages handed to the MQTT client and dropped or refused since start, discovery configs retained. */
@@ -172,6 +175,7 @@ export class MqttBridge implements MqttBridgeHandle {
         logger,
         (id) => ghosts?.discovered(id),
         (id) => this.#publishes(id),
+        this.#deps.energy,
       );
       const assets = this.#assetTopics(connection);
       this.#listen(publisher, buckets, ghosts, assets);
@@ -501,6 +505,7 @@ function createPublisher(
   logger: Logger,
   onDiscovery: (instanceId: string) => void,
   owns: (instanceId: string) => boolean,
+  energy: EnergyReader | undefined,
 ): Publisher {
   const ha = config.HomeAssistant;
   return new Publisher({
@@ -516,6 +521,7 @@ function createPublisher(
     logger,
     onDiscovery,
     owns,
+    ...(energy === undefined ? {} : { energy }),
   });
 }
 

@@ -515,6 +515,7 @@ test("the OpenAPI 3.1 document is valid, complete and keeps the key secret", asy
     "GET /api/v1/alarms",
     "GET /api/v1/assets",
     "GET /api/v1/assets/{assetId}",
+    "GET /api/v1/energy",
     "GET /api/v1/events",
     "GET /api/v1/feeds",
     "GET /api/v1/health",

@@ -16,6 +16,7 @@ export const API_ROUTES = {
   assets: { method: "GET", url: "/api/v1/assets" },
   asset: { method: "GET", url: "/api/v1/assets/:assetId" },
   feeds: { method: "GET", url: "/api/v1/feeds" },
+  energy: { method: "GET", url: "/api/v1/energy" },
   keyCheck: { method: "GET", url: "/api/v1/key" },
   events: { method: "GET", url: "/api/v1/events" },
   outletControl: { method: "POST", url: "/api/v1/instances/:id/outlets/:deviceId/:index/control" },

@@ -18,6 +18,7 @@ import {
   GROUP_SETTINGS_SCHEMA,
   OUTLET_SETTINGS_SCHEMA,
 } from "./control/settings-schemas.js";
+import { ENERGY_SCHEMA } from "./energy-schemas.js";
 import type { ApiRouteName } from "./paths.js";
 import {
   ALARMS_SCHEMA,
@@ -37,6 +38,7 @@ export const API_ROUTE_SCHEMAS = {
   assets: ASSETS_SCHEMA,
   asset: ASSET_SCHEMA,
   feeds: FEEDS_SCHEMA,
+  energy: ENERGY_SCHEMA,
   keyCheck: KEY_CHECK_SCHEMA,
   events: EVENTS_SCHEMA,
   outletControl: OUTLET_CONTROL_SCHEMA,

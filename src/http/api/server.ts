@@ -45,6 +45,10 @@ async function registerDocs(app: HttpApp): Promise<void> {
         { name: "Status", description: "Instances, health and snapshot ages" },
         { name: "Readings", description: "Measurements of the latest snapshots" },
         { name: "Alarms", description: "Loads against ratings and active alarms" },
+        {
+          name: "Energy",
+          description: "Energy of a period from the lifetime counters (Energy.ReportSource)",
+        },
         { name: "Control", description: "Switch, reboot or reset outlets and groups (needs X-Api-Key)" },
         { name: "Documentation", description: "This document" },
       ],
