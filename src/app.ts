@@ -34,6 +34,12 @@ import { ConfigError } from "./config/errors.js";
 import type { Config } from "./config/schema.js";
 import { CredentialsCheck } from "./control/credentials.js";
 import { createControlService, type ControlCore } from "./control/service.js";
+import { AssetControl } from "./control/asset-control.js";
+import type { AssetBookSource, AssetBookView } from "./control/asset-guard.js";
+import { MemoryRecords, type SequenceRecords } from "./control/sequence-records.js";
+import { Sequences } from "./control/sequences.js";
+import { createLeaseStore, JOURNAL_PAYLOAD_MAX } from "./cluster/engines.js";
+import { JournalStore } from "./cluster/journal-store.js";
 import { peerNetworks } from "./config/peer-networks.js";
 import { createReplicaForwarding, type ReplicaForwarding } from "./cluster/forward/index.js";
 import type { ControlService, WriteFence } from "./control/types.js";
@@ -83,6 +89,12 @@ export class App {
   readonly startedAt = Date.now();
   /** What the surfaces (REST, MQTT) call. */
   readonly control: ControlCore;
+  /** Asset control (section 16): an asset's command cord by cord through the control path. */
+  readonly assetControl: AssetControl;
+  /** Power sequences: planned, run and resumed among replicas from their journal. */
+  readonly sequences: Sequences;
+  /** Where control reads the assets' book (the assets part's); null until one is attached. */
+  #assetBook: AssetBookSource = () => null;
   /** The web console's live feed and outlet history (only with the REST API on). */
   readonly console: ConsoleFeed | null;
   /** The login check of the instances with control (a wrong password found at start). */
@@ -100,6 +112,7 @@ export class App {
     logger: Logger,
     consoleLimits: ConsoleLimits = {},
     cluster: Cluster | null = null,
+    journal: JournalStore | null = null,
   ) {
     this.#config = config;
     this.logger = logger;
@@ -118,8 +131,13 @@ export class App {
     const store = instanceStore(config, bus);
     this.store = store;
     this.poller = new Poller(pollTargets(config, clients), store, { logger, bus, ownership });
-    const control = new ControlPart(current, store, clients, bus, logger, ownership, cluster);
+    const control = new ControlPart(current, store, clients, bus, logger, ownership, cluster, {
+      book: () => this.#assetBook(),
+      journal,
+    });
     this.control = control.core;
+    this.assetControl = control.assets;
+    this.sequences = control.sequences;
     this.#rest = control.rest;
     this.credentials = new CredentialsCheck({ config: current, drivers: clients, bus, logger });
     this.#mqtt = new MqttBridge({
@@ -128,6 +146,7 @@ export class App {
       bus,
       logger,
       control: this.control,
+      assetControl: this.assetControl,
       ownership,
       ...replicaOf(clusterPart),
     });
@@ -192,6 +211,8 @@ export class App {
       ? new ApiPart(
           httpDeps({
             control: this.#rest.service,
+            assetControl: this.assetControl,
+            sequences: this.sequences,
             ...(this.#rest.replica === undefined ? {} : { replica: this.#rest.replica }),
             consoleRoutes: consoleRoutes(this.console ?? undefined),
           }),
@@ -224,7 +245,16 @@ export class App {
           url: advertisedUrl(config, logger),
         })
       : null;
-    const app = new App(config, logger, options.consoleLimits, cluster);
+    // Among several replicas the sequences' journal is in the coordination engine, beside the leases.
+    const journal =
+      cluster === null
+        ? null
+        : new JournalStore(
+            await createLeaseStore(config.Cluster, process.env, "journal"),
+            cluster,
+            JOURNAL_PAYLOAD_MAX,
+          );
+    const app = new App(config, logger, options.consoleLimits, cluster, journal);
     try {
       await app.#lifecycle.start();
     } catch (error) {
@@ -260,6 +290,19 @@ export class App {
           "(and the memory limit with it; see docs/deployment.md, Memory)",
       );
     }
+  }
+
+  /**
+   * Where control reads the assets' book from now on (the assets part hands it over): the
+   * protected-asset rule on every path, asset control and sequences read it at each request.
+   */
+  attachAssets(source: AssetBookSource): void {
+    this.#assetBook = source;
+  }
+
+  /** The assets' book control reads now, or null. */
+  get assetBook(): AssetBookView | null {
+    return this.#assetBook();
   }
 
   /** The parts' names in start order. */
@@ -488,7 +531,13 @@ class ControlPart implements Part {
    * replicas the forwarding to the holder, and this replica's side of it (docs/cluster.md).
    */
   readonly rest: { readonly service: ControlService; readonly replica?: ReplicaSurface };
+  /** Asset control: each cord's write through `rest.service` (so to its holder among replicas). */
+  readonly assets: AssetControl;
+  readonly sequences: Sequences;
   readonly #forwarding: ReplicaForwarding | null;
+  readonly #cluster: Cluster | null;
+  readonly #journal: JournalStore | null;
+  #unlisten: (() => void) | null = null;
   /** Aborted once the graceful stop is over: a hard stop of anything still writing. */
   readonly #hardStop = new AbortController();
 
@@ -500,6 +549,7 @@ class ControlPart implements Part {
     logger: Logger,
     ownership: Ownership,
     cluster: Cluster | null,
+    assets: { readonly book: AssetBookSource; readonly journal: JournalStore | null },
   ) {
     const fence: WriteFence | null = cluster;
     this.core = createControlService({
@@ -516,6 +566,8 @@ class ControlPart implements Part {
       pollSoon: (instanceId, delayMs) => bus.emit("pollSoon", { instanceId, delayMs }),
       logger,
       signal: this.#hardStop.signal,
+      // The protected-asset rule on every path that can switch an outlet off.
+      assets: assets.book,
     });
     const core = this.core;
     this.#forwarding =
@@ -524,16 +576,46 @@ class ControlPart implements Part {
       this.#forwarding === null
         ? { service: core }
         : { service: this.#forwarding.service, replica: this.#forwarding.surface };
+    this.assets = new AssetControl({
+      config,
+      book: assets.book,
+      cords: this.rest.service,
+      audit: { logger, bus },
+    });
+    this.#cluster = cluster;
+    this.#journal = assets.journal;
+    const records: SequenceRecords = assets.journal ?? new MemoryRecords();
+    this.sequences = new Sequences({
+      config,
+      records,
+      control: this.assets,
+      logger,
+      // Among replicas: sequences whose runner died are looked for every RetryPeriod (at least 1 s).
+      scanMs: cluster === null ? null : Math.max(1000, config().Cluster.RetryPeriodSeconds * 1000),
+    });
   }
 
-  start(): void {}
+  start(): void {
+    this.sequences.watch();
+    // A member gone may have been running a sequence: look at once.
+    this.#unlisten =
+      this.#cluster?.on((event) => {
+        if (event.type === "members") this.sequences.scanSoon();
+      }) ?? null;
+  }
 
   async stop(): Promise<void> {
     try {
+      this.#unlisten?.();
+      // The runs first (nothing more sent), then asset commands (a reboot's on is still sent), then
+      // the core (writes in flight get the stop budget).
+      await this.sequences.close();
+      await this.assets.stop();
       await this.core.stop();
       this.#hardStop.abort();
     } finally {
       await this.#forwarding?.close();
+      await this.#journal?.close();
     }
   }
 }

@@ -47,12 +47,12 @@ export const ALLOWED = {
   // the REST surface does (http/'s problems and types; http/ never imports it, the composition root
   // hands it in) and reads answers with the lease library's bounded body reader.
   "cluster/forward": ["config", "control", "http", "cluster/bounded-body.ts", ...SEAMS, ...LEAVES],
-  control: ["pdu", "config", "poller", ...SEAMS, ...LEAVES],
+  control: ["pdu", "config", "poller", "assets", ...SEAMS, ...LEAVES],
   // Assets, feeds and sequences: a domain core over the model (docs/assets.md); the parts that
   // wire it in (the App, control, the surfaces) import it, not the other way round.
   assets: ["pdu", ...SEAMS, ...LEAVES],
-  mqtt: ["pdu", "config", "control", "poller", ...SEAMS, ...LEAVES],
-  http: ["pdu", "config", "control", "poller", "mqtt", ...SEAMS, ...LEAVES],
+  mqtt: ["pdu", "config", "control", "poller", "assets", ...SEAMS, ...LEAVES],
+  http: ["pdu", "config", "control", "poller", "mqtt", "assets", ...SEAMS, ...LEAVES],
   metrics: ["pdu", "config", "control", "poller", "http", ...SEAMS, ...LEAVES],
   ui: ["pdu", "config", "control", "poller", "http", ...SEAMS, ...LEAVES],
   // The page runs in the browser: it shares the wire types and the REST paths with the service and

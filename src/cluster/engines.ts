@@ -14,7 +14,27 @@ import type { LeaseStore } from "./store.js";
 /** Where a pod's service-account token, CA and namespace are (SERVICE_K8S_SA_DIR overrides it). */
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 
-export async function createLeaseStore(cluster: ClusterConfig, env: Env): Promise<LeaseStore> {
+/**
+ * Where a lease store keeps its records: the leases, or the sequences' journal (src/control/
+ * sequences.ts), which sits beside them (etcd: the prefix `<Prefix without its last />-journal/`;
+ * Kubernetes: Leases `<LeasePrefix>-journal-…` with that label value), so that the elector's lists
+ * and watches never see it, and whose records are larger.
+ */
+export type StoreKind = "leases" | "journal";
+
+/** Longest text of a journal record (a sequence's head or a plan record), in characters. */
+export const JOURNAL_PAYLOAD_MAX = 120_000;
+
+/** The etcd prefix of the journal beside the leases' `prefix` (which starts and ends with /). */
+export const journalPrefix = (prefix: string): string =>
+  prefix === "/" ? "/pdu-bridge-journal/" : `${prefix.slice(0, -1)}-journal/`;
+
+export async function createLeaseStore(
+  cluster: ClusterConfig,
+  env: Env,
+  kind: StoreKind = "leases",
+): Promise<LeaseStore> {
+  const journal = kind === "journal" ? { maxPayload: JOURNAL_PAYLOAD_MAX } : {};
   if (cluster.Backend === "etcd") {
     const etcd = cluster.Etcd;
     const ca = await pem("Cluster.Etcd.CaFile", etcd.CaFile);
@@ -22,7 +42,8 @@ export async function createLeaseStore(cluster: ClusterConfig, env: Env): Promis
     const key = await pem("Cluster.Etcd.KeyFile", etcd.KeyFile);
     return new EtcdLeaseStore({
       endpoints: etcd.Endpoints,
-      prefix: etcd.Prefix,
+      prefix: kind === "journal" ? journalPrefix(etcd.Prefix) : etcd.Prefix,
+      ...journal,
       ca,
       cert,
       key,
@@ -59,7 +80,9 @@ export async function createLeaseStore(cluster: ClusterConfig, env: Env): Promis
     server,
     serviceAccountDir: saDir,
     namespace,
-    leasePrefix: cluster.Kubernetes.LeasePrefix,
+    leasePrefix:
+      kind === "journal" ? `${cluster.Kubernetes.LeasePrefix}-journal` : cluster.Kubernetes.LeasePrefix,
+    ...journal,
   });
 }
 

@@ -115,20 +115,23 @@ export const LEASE_NAME_PATTERN = /^[a-z0-9]([-a-z0-9.]{0,78}[a-z0-9])?$/;
  * their own shape to these fields first (a missing Kubernetes `holderIdentity` is "", a missing
  * `leaseTransitions` 0).
  */
-export function checkRecord(fields: {
-  holder: unknown;
-  durationSeconds: unknown;
-  acquireTime: unknown;
-  renewTime: unknown;
-  transitions: unknown;
-  payload: unknown;
-}): LeaseRecord | null {
+export function checkRecord(
+  fields: {
+    holder: unknown;
+    durationSeconds: unknown;
+    acquireTime: unknown;
+    renewTime: unknown;
+    transitions: unknown;
+    payload: unknown;
+  },
+  maxPayload = MAX_PAYLOAD_LENGTH,
+): LeaseRecord | null {
   const { holder, durationSeconds, acquireTime, renewTime, transitions, payload } = fields;
   if (typeof holder !== "string" || holder.length > MAX_HOLDER_LENGTH) return null;
   if (!isWhole(durationSeconds, 0, 86_400) || !isWhole(transitions, 0, MAX_TRANSITIONS)) return null;
   const time = (t: unknown) => t === null || (typeof t === "string" && t.length <= MAX_TIME_LENGTH);
   if (!time(acquireTime) || !time(renewTime)) return null;
-  if (typeof payload !== "string" || payload.length > MAX_PAYLOAD_LENGTH) return null;
+  if (typeof payload !== "string" || payload.length > maxPayload) return null;
   return {
     holder,
     durationSeconds,
@@ -143,9 +146,9 @@ const isWhole = (value: unknown, min: number, max: number): value is number =>
   typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
 
 /** A record's size check before it is written: the algorithm never writes what it would refuse to read. */
-export function assertWritable(name: string, record: LeaseRecord): void {
+export function assertWritable(name: string, record: LeaseRecord, maxPayload = MAX_PAYLOAD_LENGTH): void {
   if (!LEASE_NAME_PATTERN.test(name)) throw new Error(`invalid lease name ${JSON.stringify(name)}`);
-  if (checkRecord(record) === null) throw new Error(`lease ${name}: the record is out of bounds`);
+  if (checkRecord(record, maxPayload) === null) throw new Error(`lease ${name}: the record is out of bounds`);
 }
 
 /** Aborts with the caller's signal or after `timeoutMs`, whichever comes first. */

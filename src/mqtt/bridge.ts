@@ -20,6 +20,7 @@ import type { Logger } from "../log.js";
 import { OWN_ALL, type Ownership } from "../ownership.js";
 import type { SnapshotStore, StoreEvent } from "../poller/store.js";
 import type { EmbeddedBroker } from "./broker.js";
+import { AssetCommands, type AssetCommandControl } from "./asset-commands.js";
 import { CommandHandler } from "./commands.js";
 import { MqttConnection, type CreateOptions } from "./connection.js";
 import { discoveryNodeId } from "./discovery.js";
@@ -47,6 +48,8 @@ export interface MqttBridgeDeps {
   readonly logger: Logger;
   /** What commands are executed by; none: refused until {@link MqttBridge.attachControl}. */
   readonly control?: ControlService | null;
+  /** What asset commands (`<P>/$assets/<asset>/set`, `…/reboot`) go to; none: refused. */
+  readonly assetControl?: AssetCommandControl | null;
   /** Which instances are published and commanded here; default all. */
   readonly ownership?: Ownership;
   /**
@@ -91,6 +94,7 @@ export class MqttBridge implements MqttBridgeHandle {
   readonly #topics: Topics;
   readonly #ownership: Ownership;
   readonly #commands: CommandHandler;
+  readonly #assetCommands: AssetCommands;
   #running: Running | null = null;
   #stopping: Promise<void> | null = null;
   /** Instances whose discovery {@link clearRemoved} cleared: nothing more is published for them. */
@@ -109,6 +113,14 @@ export class MqttBridge implements MqttBridgeHandle {
       ownership: this.#ownership,
     });
     this.#commands.attach(deps.control ?? null);
+    this.#assetCommands = new AssetCommands({
+      parent: deps.config.Mqtt.ParentTopic,
+      config: deps.config,
+      logger: this.#logger,
+      bus: deps.bus,
+      ownership: this.#ownership,
+    });
+    this.#assetCommands.attach(deps.assetControl ?? null);
   }
 
   /**
@@ -144,7 +156,11 @@ export class MqttBridge implements MqttBridgeHandle {
               config: { ...target.config, ClientId: `${config.Mqtt.ClientId}-${replica.member}` },
               statusTopic: this.#topics.bridgeStatus(),
             }),
-        subscriptions: [...this.#commands.subscriptions(), ...this.#haStatusSubscription()],
+        subscriptions: [
+          ...this.#commands.subscriptions(),
+          ...this.#assetCommands.subscriptions(),
+          ...this.#haStatusSubscription(),
+        ],
         logger,
         bus: this.#deps.bus,
       });
@@ -381,7 +397,8 @@ export class MqttBridge implements MqttBridgeHandle {
         if (!retained && payload.toString("utf8").trim().toLowerCase() === "online") birth.trigger();
         return;
       }
-      void this.#commands.handle(topic, payload, retained).catch((error: unknown) => {
+      const handler = this.#assetCommands.accepts(topic) ? this.#assetCommands : this.#commands;
+      void handler.handle(topic, payload, retained).catch((error: unknown) => {
         logger.error({ topic, err: describeError(error) }, "MQTT command handling failed");
       });
     };
