@@ -29,6 +29,8 @@ export interface PduOptions {
   readonly credentials?: { readonly username: string; readonly password: string } | null;
   /** `RelayProtection` in seconds; default the service's. */
   readonly relayProtection?: number;
+  /** More keys of the entry (`Feed`, `OutletCircuits`, ...). */
+  readonly more?: PduDocument;
 }
 
 /** The YAML lines of one `Pdus` entry pointing at `sim` (indented for the `Pdus:` map). */
@@ -42,6 +44,7 @@ export function pduYaml(id: string, sim: Simulator, o: PduOptions = {}): string 
     PollInterval: o.pollInterval ?? 5,
     ActionsEnabled: o.actionsEnabled ?? false,
     ...(o.relayProtection === undefined ? {} : { RelayProtection: o.relayProtection }),
+    ...o.more,
   };
   return yamlFragment({ [id]: entry }, 2);
 }

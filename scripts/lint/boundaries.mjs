@@ -48,12 +48,13 @@ export const ALLOWED = {
   // hands it in) and reads answers with the lease library's bounded body reader.
   "cluster/forward": ["config", "control", "http", "cluster/bounded-body.ts", ...SEAMS, ...LEAVES],
   control: ["pdu", "config", "poller", "assets", ...SEAMS, ...LEAVES],
-  // Assets, feeds and sequences: a domain core over the model (docs/assets.md); the parts that
-  // wire it in (the App, control, the surfaces) import it, not the other way round.
-  assets: ["pdu", ...SEAMS, ...LEAVES],
+  // Assets, feeds and sequences: a domain core over the model (docs/assets.md), whose model is the
+  // configuration's (the loader judges it); the parts that wire it in (the App, control, the
+  // surfaces) import it, not the other way round.
+  assets: ["pdu", "config", ...SEAMS, ...LEAVES],
   mqtt: ["pdu", "config", "control", "poller", "assets", ...SEAMS, ...LEAVES],
   http: ["pdu", "config", "control", "poller", "mqtt", "assets", ...SEAMS, ...LEAVES],
-  metrics: ["pdu", "config", "control", "poller", "http", ...SEAMS, ...LEAVES],
+  metrics: ["pdu", "config", "control", "poller", "http", "assets", ...SEAMS, ...LEAVES],
   ui: ["pdu", "config", "control", "poller", "http", ...SEAMS, ...LEAVES],
   // The page runs in the browser: it shares the wire types and the REST paths with the service and
   // nothing else (neither file imports anything).

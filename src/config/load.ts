@@ -12,6 +12,7 @@ import { isIP } from "node:net";
 import { hostname } from "node:os";
 import { dirname, resolve } from "node:path";
 import { Value } from "typebox/value";
+import { assetProblems } from "./asset-model.js";
 import { overrideProblem } from "./overrides.js";
 import { ratingKeyProblem } from "./ratings.js";
 import { checkApiAuthRules, OIDC_SECRET_VARIABLE, readApiTls, resolveApiSection } from "./oidc.js";
@@ -191,6 +192,8 @@ async function checkRules(config: Config, yaml: ParsedYaml, env: Env, fail: Fail
       if (problem !== null) rules.push(fail(["Pdus", instance.id, "Ratings", "Entities", key], problem));
     }
   }
+  // Assets, feeds and sequences (section 16, docs/assets.md).
+  for (const p of assetProblems(config)) rules.push(fail(p.path, p.problem));
   checkHosts(config, fail, rules);
   checkCrossFieldRules(config, yaml, fail, rules);
   await collectFirst(rules, () => checkApiAuthRules(config, fail));

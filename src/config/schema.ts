@@ -373,6 +373,167 @@ export const SnmpSchema = Type.Object(
 );
 export type PduDriverName = (typeof PduDrivers)[number];
 
+/** Instance ids: 1–64 characters of A-Za-z0-9_- (they appear in topics, URLs and variable names). */
+export const InstanceIdPattern = "^[A-Za-z0-9_-]{1,64}$";
+
+/** Feed, asset, tenant and tag ids (section 16): they become MQTT topic levels, URL segments and labels. */
+export const AssetIdPattern = "^[A-Za-z0-9_-]{1,64}$";
+
+const assetId = (what: string) => Type.String({ pattern: AssetIdPattern, description: what });
+
+const assetLabel = Type.String({
+  minLength: 1,
+  maxLength: MAX_OVERRIDE_NAME_LENGTH,
+  whenAbsent: "the id",
+  description: `Display name in REST, MQTT, Home Assistant and the console (1-${MAX_OVERRIDE_NAME_LENGTH} characters, a safe name)`,
+});
+
+/** `Pdus.<id>.Feed`, `DeviceFeeds` and `OutletCircuits` (docs/assets.md). */
+const pduAssetKeys = {
+  Feed: Type.Optional(
+    Type.String({
+      pattern: AssetIdPattern,
+      whenAbsent: "none: on no feed",
+      description:
+        "The feed (a key of Feeds) this instance's inlets hang on; the feed-loss projection and the assets' cords read it (docs/assets.md)",
+      appliesLive: true,
+    }),
+  ),
+  DeviceFeeds: Type.Optional(
+    Type.Record(Type.String({ minLength: 1, maxLength: 128 }), assetId("A key of Feeds"), {
+      keyName: "deviceId",
+      whenAbsent: "none",
+      description:
+        "Per device where one instance (a OneView cluster) mixes feeds: device id to feed, before Feed",
+      appliesLive: true,
+    }),
+  ),
+  OutletCircuits: Type.Optional(
+    Type.Record(
+      Type.String({ minLength: 1, maxLength: 140 }),
+      Type.String({ minLength: 1, maxLength: 128, description: "Entity key (breaker0, bank1, phase0, ...)" }),
+      {
+        keyName: "outlets",
+        whenAbsent: "none",
+        description:
+          'Which entity each outlet draws through where the PDU does not say: 0-based outlet index or range ("0-11") to entity key, for every device, or "<deviceId>/0-11" for one; fills Outlet.feedsFrom (docs/assets.md)',
+        appliesLive: true,
+      },
+    ),
+  ),
+};
+
+export const AssetCordSchema = Type.Object(
+  {
+    Instance: Type.String({ pattern: InstanceIdPattern, description: "The instance (a key of Pdus)" }),
+    Device: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 128,
+        whenAbsent: "the one device of the instance with this outlet index",
+        description: "The device id, needed when the outlet index is on several devices of the instance",
+      }),
+    ),
+    Outlet: Type.Integer({
+      minimum: 0,
+      maximum: 4095,
+      description: "0-based outlet index, as in the REST API",
+    }),
+  },
+  { additionalProperties: false, description: "One outlet that feeds the asset" },
+);
+
+export const AssetSchema = Type.Object(
+  {
+    Label: Type.Optional(assetLabel),
+    Cords: Type.Array(AssetCordSchema, {
+      minItems: 1,
+      maxItems: 8,
+      description: "1 to 8 outlets that feed it, on any instances; an outlet feeds one asset",
+    }),
+    Protected: Type.Optional(
+      Type.Boolean({
+        whenAbsent: "`false`",
+        description:
+          "true: an off (of the asset, an outlet, a group or a setting) that would leave it with no live cord is refused (409)",
+      }),
+    ),
+    Priority: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 1_000_000,
+        whenAbsent: "100: after every asset that names one",
+        description: "Sequence order: lower first on power-on, last on power-off",
+      }),
+    ),
+    Tenant: Type.Optional(assetId("Tenant, for sums and filters")),
+    Tags: Type.Optional(
+      Type.Array(assetId("A tag"), {
+        maxItems: 32,
+        whenAbsent: "none",
+        description: "Tags, for filters and sequences",
+      }),
+    ),
+    StartSeconds: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 3600,
+        whenAbsent: "30",
+        description: "How long it draws its start-up current: a sequence's wave waits this long",
+      }),
+    ),
+  },
+  { additionalProperties: false, description: "One asset (a server, a switch): the outlets that feed it" },
+);
+
+/** `Feeds`, `Assets` and `Sequences` at the top of the file (section 16, docs/assets.md). */
+const assetSections = {
+  Feeds: Type.Record(
+    Type.String({ pattern: AssetIdPattern }),
+    Type.Object(
+      { Label: Type.Optional(assetLabel) },
+      { additionalProperties: false, description: "One feed (a UPS, a utility supply)" },
+    ),
+    {
+      default: {},
+      keyName: "feedId",
+      description:
+        "The power sources above the PDUs, by id; Pdus.<id>.Feed names one (docs/assets.md); applies without a restart (Kubernetes source)",
+      appliesLive: true,
+    },
+  ),
+  Assets: Type.Record(Type.String({ pattern: AssetIdPattern }), AssetSchema, {
+    default: {},
+    keyName: "assetId",
+    description:
+      "What is plugged in, by id: servers and other loads with their cords (docs/assets.md); applies without a restart (Kubernetes source)",
+    appliesLive: true,
+  }),
+  Sequences: Type.Object(
+    {
+      MaxConcurrentStarts: Type.Integer({
+        minimum: 1,
+        maximum: 1000,
+        default: 4,
+        description: "Assets a power-on sequence starts at once at most",
+      }),
+      GapSeconds: Type.Number({
+        minimum: 0,
+        maximum: 3600,
+        default: 5,
+        description: "Seconds between one wave of a sequence and the next",
+      }),
+    },
+    {
+      additionalProperties: false,
+      default: {},
+      description:
+        "Power sequences of assets (docs/assets.md); applies without a restart (Kubernetes source)",
+      appliesLive: true,
+    },
+  ),
+};
+
 export const PduSchema = Type.Object(
   {
     Connection: PduConnectionSchema,
@@ -415,6 +576,7 @@ export const PduSchema = Type.Object(
         "The PDU family's driver: geist (Vertiv/Geist units and OneView clusters, HTTP API) or snmp (APC, Raritan, ServerTech and other SNMP PDUs through profiles, docs/snmp.md)",
     }),
     Snmp: SnmpSchema,
+    ...pduAssetKeys,
   },
   { additionalProperties: false, description: "One PDU (a single unit, or the master of a OneView cluster)" },
 );
@@ -639,9 +801,6 @@ export const ClusterSchema = Type.Object(
   },
 );
 
-/** Instance ids: 1–64 characters of A-Za-z0-9_- (they appear in topics, URLs and variable names). */
-export const InstanceIdPattern = "^[A-Za-z0-9_-]{1,64}$";
-
 export const ConfigSchema = Type.Object(
   {
     Mqtt: MqttSchema,
@@ -815,6 +974,7 @@ export const ConfigSchema = Type.Object(
       },
     ),
     Cluster: ClusterSchema,
+    ...assetSections,
     Logging: Type.Object(
       {
         Level: Type.Enum(LogLevels, {

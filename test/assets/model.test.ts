@@ -96,21 +96,21 @@ describe("asset model from the configuration", () => {
       "Pdus.p1.OutletCircuits.x",
       "Sequences.MaxConcurrentStarts",
       "Sequences.GapSeconds",
-      "Assets.b.Cords[0]",
-      "Assets.b.Cords[1].Instance",
-      "Assets.b.Cords[2].Outlet",
+      "Assets.b.Cords.0",
+      "Assets.b.Cords.1.Instance",
+      "Assets.b.Cords.2.Outlet",
       "Assets.c.Cords",
       "Assets.d e",
       "Assets.f.Cords",
       "Assets.g.Priority",
       "Assets.g.StartSeconds",
       "Assets.g.Tenant",
-      "Assets.g.Tags[1]",
+      "Assets.g.Tags.1",
     ])
       assert.ok(keys.includes(key), `${key} in ${keys.join(", ")}`);
     assert.match(
-      problems.find((p) => p.key === "Assets.b.Cords[0]")?.problem ?? "",
-      /same outlet as Assets\.a\.Cords\[0\]/,
+      problems.find((p) => p.key === "Assets.b.Cords.0")?.problem ?? "",
+      /same outlet as Assets\.a\.Cords\.0/,
     );
     assert.deepEqual([...model.assets.keys()], ["a"]);
     assert.deepEqual(model.sequences, { maxConcurrentStarts: 4, gapSeconds: 5 });

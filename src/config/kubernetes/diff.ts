@@ -11,8 +11,16 @@ export interface LiveChanges {
   readonly pollIntervals: ReadonlyMap<string, number>;
   /** The new `Logging.Level`; undefined when it did not change. */
   readonly logLevel?: Config["Logging"]["Level"];
-  /** Instances whose `Overrides` or `Measurements` changed (re-derive their snapshot, MQTT and discovery). */
+  /**
+   * Instances whose `Overrides`, `Measurements` or `OutletCircuits` changed (re-derive their
+   * snapshot, MQTT and discovery).
+   */
   readonly overrides: ReadonlySet<string>;
+  /**
+   * Present when a key of assets and feeds changed (`Feeds`, `Assets`, `Sequences`, an instance's
+   * `Feed`, `DeviceFeeds` or `OutletCircuits`): the assets' model is built again (docs/assets.md).
+   */
+  readonly assets?: true;
 }
 
 export interface ConfigDiff {
@@ -56,12 +64,27 @@ export const LIVE_APPLIERS: Readonly<
   "Logging.Level": (next, _id, into) => {
     into.logLevel = next.Logging.Level;
   },
+  Feeds: assetsChanged,
+  Assets: assetsChanged,
+  Sequences: assetsChanged,
+  "Pdus.<id>.Feed": assetsChanged,
+  "Pdus.<id>.DeviceFeeds": assetsChanged,
+  "Pdus.<id>.OutletCircuits": (next, id, into) => {
+    // The circuits are applied in the instance's view of its snapshots, as its overrides are.
+    if (id !== undefined) into.overrides.add(id);
+    assetsChanged(next, id, into);
+  },
 };
+
+function assetsChanged(_next: Config, _id: string | undefined, into: MutableLiveChanges): void {
+  into.assets = true;
+}
 
 interface MutableLiveChanges {
   pollIntervals: Map<string, number>;
   overrides: Set<string>;
   logLevel?: Config["Logging"]["Level"];
+  assets?: true;
 }
 
 /** The schema key of a changed path: the instance id replaced by `<id>`. */
@@ -85,10 +108,12 @@ export function diffConfig(prev: Config, next: Config): ConfigDiff {
   return {
     changed: paths.map((p) => p.join(".")),
     restart,
-    live:
-      changes.logLevel === undefined
-        ? { pollIntervals: changes.pollIntervals, overrides: changes.overrides }
-        : { pollIntervals: changes.pollIntervals, overrides: changes.overrides, logLevel: changes.logLevel },
+    live: {
+      pollIntervals: changes.pollIntervals,
+      overrides: changes.overrides,
+      ...(changes.logLevel === undefined ? {} : { logLevel: changes.logLevel }),
+      ...(changes.assets === undefined ? {} : { assets: changes.assets }),
+    },
   };
 }
 

@@ -140,10 +140,16 @@ describe("diffConfig", () => {
 describe("live keys", () => {
   it("are the keys the schema marks appliesLive, and each has a way to apply", () => {
     assert.deepEqual(liveKeys().sort(), [
+      "Assets",
+      "Feeds",
       "Logging.Level",
+      "Pdus.<id>.DeviceFeeds",
+      "Pdus.<id>.Feed",
       "Pdus.<id>.Measurements",
+      "Pdus.<id>.OutletCircuits",
       "Pdus.<id>.Overrides",
       "Pdus.<id>.PollInterval",
+      "Sequences",
     ]);
     assert.deepEqual(Object.keys(LIVE_APPLIERS).sort(), liveKeys().sort());
   });
