@@ -34,6 +34,7 @@ import { ConfigError } from "./config/errors.js";
 import type { Config } from "./config/schema.js";
 import { CredentialsCheck } from "./control/credentials.js";
 import { createControlService, type ControlCore } from "./control/service.js";
+import { ControlAssetBook } from "./control/asset-book.js";
 import { AssetControl } from "./control/asset-control.js";
 import type { AssetBookSource, AssetBookView } from "./control/asset-guard.js";
 import { MemoryRecords, type SequenceRecords } from "./control/sequence-records.js";
@@ -93,12 +94,16 @@ export class App {
   readonly assetControl: AssetControl;
   /** Power sequences: planned, run and resumed among replicas from their journal. */
   readonly sequences: Sequences;
-  /** Where control reads the assets' book (the assets part's); null until one is attached. */
+  /**
+   * Where control reads the assets' book when one is attached ({@link attachAssets}); else control
+   * keeps its own from the configuration (src/control/asset-book.ts).
+   */
   #assetBook: AssetBookSource = () => null;
   /** The web console's live feed and outlet history (only with the REST API on). */
   readonly console: ConsoleFeed | null;
   /** The login check of the instances with control (a wrong password found at start). */
   readonly credentials: CredentialsCheck;
+  readonly #controlPart: ControlPart;
   readonly #mqtt: MqttBridge;
   readonly #api: ApiPart | null;
   readonly #health: ListenerPart | null;
@@ -135,6 +140,7 @@ export class App {
       book: () => this.#assetBook(),
       journal,
     });
+    this.#controlPart = control;
     this.control = control.core;
     this.assetControl = control.assets;
     this.sequences = control.sequences;
@@ -302,7 +308,7 @@ export class App {
 
   /** The assets' book control reads now, or null. */
   get assetBook(): AssetBookView | null {
-    return this.#assetBook();
+    return this.#assetBook() ?? this.#controlPart.ownBook.book;
   }
 
   /** The parts' names in start order. */
@@ -538,6 +544,9 @@ class ControlPart implements Part {
   readonly #cluster: Cluster | null;
   readonly #journal: JournalStore | null;
   #unlisten: (() => void) | null = null;
+  /** The assets' book control keeps from the configuration, when none is attached. */
+  readonly ownBook: ControlAssetBook;
+  readonly #bus: EventBus;
   /** Aborted once the graceful stop is over: a hard stop of anything still writing. */
   readonly #hardStop = new AbortController();
 
@@ -549,9 +558,13 @@ class ControlPart implements Part {
     logger: Logger,
     ownership: Ownership,
     cluster: Cluster | null,
-    assets: { readonly book: AssetBookSource; readonly journal: JournalStore | null },
+    attached: { readonly book: AssetBookSource; readonly journal: JournalStore | null },
   ) {
     const fence: WriteFence | null = cluster;
+    this.#bus = bus;
+    this.ownBook = new ControlAssetBook(config, store);
+    const own = this.ownBook;
+    const assets = { book: () => attached.book() ?? own.book, journal: attached.journal };
     this.core = createControlService({
       // A getter, like the listeners': live changes (poll intervals) reach control's Retry-After.
       get config() {
@@ -596,6 +609,7 @@ class ControlPart implements Part {
   }
 
   start(): void {
+    this.ownBook.listen(this, this.#bus);
     this.sequences.watch();
     // A member gone may have been running a sequence: look at once.
     this.#unlisten =

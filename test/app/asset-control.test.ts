@@ -3,16 +3,37 @@
  * and reboot write every cord exactly once (the simulators' write journals), the answer lists each
  * cord's outcome, a cord whose PDU stops answering mid-command is named `unknown` while the others
  * are done, and a cord on an instance without ActionsEnabled refuses the whole command before
- * anything is sent. Each cord's write is audited with the asset named.
+ * anything is sent. Each cord's write is audited with the asset named. The assets are the
+ * configuration's, whose book control keeps itself.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { stringify } from "yaml";
 import type { Simulator } from "../../src/simulator/index.js";
 import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
-import { feedAssetBook, type FedBook } from "../../testkit/asset-book.js";
 import { waitFor } from "../../testkit/wait.js";
 
 const KEY = "asset-control-key-51b2e0";
+const ASSETS = {
+  "web-01": {
+    Cords: [
+      { Instance: "a", Outlet: 1 },
+      { Instance: "b", Outlet: 1 },
+    ],
+  },
+  "web-02": {
+    Cords: [
+      { Instance: "a", Outlet: 2 },
+      { Instance: "b", Outlet: 2 },
+    ],
+  },
+  "lab-01": {
+    Cords: [
+      { Instance: "a", Outlet: 3 },
+      { Instance: "ro", Outlet: 0 },
+    ],
+  },
+};
 const withKey = { "x-api-key": KEY };
 
 type Sims = "a" | "b" | "ro";
@@ -33,7 +54,7 @@ interface AssetBody {
 
 describe("asset control, cord by cord", () => {
   let h: AppHarness<Sims>;
-  let fed: FedBook;
+  const book = () => h.app.assetBook;
   let devA = "";
   let devB = "";
 
@@ -51,6 +72,8 @@ describe("asset control, cord by cord", () => {
       yaml: (s) =>
         appYaml({
           api: { key: KEY },
+          // The assets from the configuration: control keeps their book itself.
+          extra: stringify({ Assets: ASSETS }),
           pdus: [
             pduYaml("a", s.a, { actionsEnabled: true, pollInterval: 1, relayProtection: 0, timeout: 1 }),
             pduYaml("b", s.b, { actionsEnabled: true, pollInterval: 1, relayProtection: 0, timeout: 1 }),
@@ -61,36 +84,17 @@ describe("asset control, cord by cord", () => {
     });
     devA = h.sims.a.deviceIds()[0]!;
     devB = h.sims.b.deviceIds()[0]!;
-    fed = feedAssetBook(h.app, {
-      Pdus: { a: {}, b: {}, ro: {} },
-      Assets: {
-        "web-01": {
-          Cords: [
-            { Instance: "a", Outlet: 1 },
-            { Instance: "b", Outlet: 1 },
-          ],
-        },
-        "web-02": {
-          Cords: [
-            { Instance: "a", Outlet: 2 },
-            { Instance: "b", Outlet: 2 },
-          ],
-        },
-        "lab-01": {
-          Cords: [
-            { Instance: "a", Outlet: 3 },
-            { Instance: "ro", Outlet: 0 },
-          ],
-        },
-      },
-    });
     await waitFor(
-      () => ["web-01", "web-02", "lab-01"].every((id) => fed.book.get(id)?.readings.every((r) => r.resolved)),
+      () =>
+        ["web-01", "web-02", "lab-01"].every((id) =>
+          book()
+            ?.get(id)
+            ?.readings.every((r) => r.resolved),
+        ),
       "every cord resolved",
     );
   });
   after(async () => {
-    fed?.close();
     await h?.close();
   });
 
@@ -113,7 +117,7 @@ describe("asset control, cord by cord", () => {
     assert.equal(on.status, 200, on.text);
     assert.deepEqual(actions(h.sims.a, devA, 1, since[0]!), ["off", "on"]);
     assert.deepEqual(actions(h.sims.b, devB, 1, since[1]!), ["off", "on"]);
-    await waitFor(() => fed.book.get("web-01")?.state === "on", "web-01 on in the book");
+    await waitFor(() => book()?.get("web-01")?.state === "on", "web-01 on in the book");
     const audited = h.audits().filter((l) => l.asset === "web-01" && l.instance !== null);
     assert.equal(audited.length, 4, "one audit line per cord's write, naming the asset");
   });
