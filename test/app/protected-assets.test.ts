@@ -215,6 +215,21 @@ describe("protected assets on every path", () => {
     }
   });
 
+  it("MQTT: the group's off and a setting holding the last live cord off are refused, nothing sent", async () => {
+    await firstCordOff();
+    const before = writes(h.sims.cl);
+    const group = await h.publishCommand(`${h.parent}/cl/groups/2/set`, "off");
+    assert.equal(group.status, 409);
+    assert.equal(group.problem, "protected");
+    const setting = await h.publishCommand(
+      `${h.parent}/cl/${member.deviceId}/outlets/${member.index}/poaAction/set`,
+      "off",
+    );
+    assert.equal(setting.status, 409);
+    assert.equal(setting.problem, "protected");
+    assert.equal(writes(h.sims.cl), before);
+  });
+
   it("the other cord's PDU offline: its cord is not live, so the off is refused", async () => {
     await h.sims.cl.setFault("refuse");
     try {
