@@ -5,12 +5,12 @@
  * bus") says what each part does and which events it emits and hears.
  *
  * Start order (stopped in reverse):
- *   pdus → instance-log → metrics → console → credentials → poller → mqtt → [cluster] → api →
- *   health → control
+ *   pdus → instance-log → assets → metrics → console → credentials → poller → mqtt → [cluster] →
+ *   api → health → control
  *
  * What the order guarantees:
- * - Every part that counts or shows polls (metrics, the console's history, the login check, the
- *   instance log) listens before the poller starts; polling starts before MQTT connects, so the
+ * - Every part that counts or shows polls (the assets' book, metrics, the console's history, the
+ *   login check, the instance log) listens before the poller starts; polling starts before MQTT connects, so the
  *   first snapshots arrive while it connects (each connect publishes what the store holds).
  * - The health listener starts after the REST API: a readiness probe cannot pass while the API
  *   still refuses connections (the worker thread takes a while to listen).
@@ -25,16 +25,18 @@
  *   poller stops after it, and the PDU drivers and the store close last.
  */
 import { networkInterfaces } from "node:os";
+import { AssetsPart } from "./assets/part.js";
+import { CircuitApplier, parseCircuits } from "./assets/circuits.js";
+import type { AssetsView } from "./assets/view.js";
 import { EventBus } from "./bus.js";
 import { createCluster, type Cluster } from "./cluster/index.js";
 import { ClusterPart } from "./cluster/part.js";
 import type { LiveChanges } from "./config/kubernetes/diff.js";
 import { apiTlsFiles } from "./config/oidc.js";
 import { ConfigError } from "./config/errors.js";
-import type { Config } from "./config/schema.js";
+import type { Config, InstanceConfig } from "./config/schema.js";
 import { CredentialsCheck } from "./control/credentials.js";
 import { createControlService, type ControlCore } from "./control/service.js";
-import { ControlAssetBook } from "./control/asset-book.js";
 import { AssetControl } from "./control/asset-control.js";
 import type { AssetBookSource, AssetBookView } from "./control/asset-guard.js";
 import { MemoryRecords, type SequenceRecords } from "./control/sequence-records.js";
@@ -60,7 +62,7 @@ import { createDriver } from "./pdu/drivers.js";
 import { LoadTracker, thresholdsOf } from "./pdu/load.js";
 import { overridesView, unknownOverrides } from "./pdu/overrides.js";
 import { Poller } from "./poller/scheduler.js";
-import { SnapshotStore } from "./poller/store.js";
+import { SnapshotStore, type SnapshotView } from "./poller/store.js";
 import { heapFlagsReport, heapLimitMb, heapNeededMb } from "./runtime.js";
 import { ConsoleFeed, type ConsoleLimits } from "./ui/feed.js";
 import { consoleRoutes } from "./ui/routes.js";
@@ -94,16 +96,17 @@ export class App {
   readonly assetControl: AssetControl;
   /** Power sequences: planned, run and resumed among replicas from their journal. */
   readonly sequences: Sequences;
-  /**
-   * Where control reads the assets' book when one is attached ({@link attachAssets}); else control
-   * keeps its own from the configuration (src/control/asset-book.ts).
-   */
+  /** Where control reads the assets' book when one is attached ({@link attachAssets}), else null. */
   #assetBook: AssetBookSource = () => null;
   /** The web console's live feed and outlet history (only with the REST API on). */
   readonly console: ConsoleFeed | null;
   /** The login check of the instances with control (a wrong password found at start). */
   readonly credentials: CredentialsCheck;
-  readonly #controlPart: ControlPart;
+  /**
+   * Assets and feeds (docs/assets.md): the book of every asset's state (`assets.book`, read at each
+   * use: a live change replaces it), the feed-loss projection and the alarms about several PDUs.
+   */
+  readonly assets: AssetsView;
   readonly #mqtt: MqttBridge;
   readonly #api: ApiPart | null;
   readonly #health: ListenerPart | null;
@@ -136,11 +139,20 @@ export class App {
     const store = instanceStore(config, bus);
     this.store = store;
     this.poller = new Poller(pollTargets(config, clients), store, { logger, bus, ownership });
+    const assets = new AssetsPart({
+      config: current,
+      bus,
+      logger,
+      ownership,
+      online: (id) => store.get(id)?.consecutiveFailures === 0,
+    });
+    this.assets = assets;
+    // The protected-asset rule, asset control and sequences read the assets part's book (or one a
+    // test attaches).
     const control = new ControlPart(current, store, clients, bus, logger, ownership, cluster, {
-      book: () => this.#assetBook(),
+      book: () => this.#assetBook() ?? assets.book,
       journal,
     });
-    this.#controlPart = control;
     this.control = control.core;
     this.assetControl = control.assets;
     this.sequences = control.sequences;
@@ -154,10 +166,11 @@ export class App {
       control: this.control,
       assetControl: this.assetControl,
       ownership,
+      assets,
       ...replicaOf(clusterPart),
     });
     const mqtt = this.#mqtt;
-    const metrics = bridgeMetrics(config, store, bus, this.poller, mqtt, logger, clusterPart);
+    const metrics = bridgeMetrics(config, store, bus, this.poller, mqtt, logger, clusterPart, assets);
     this.console = config.Api.Enabled
       ? new ConsoleFeed({
           ...consoleLimits,
@@ -175,6 +188,7 @@ export class App {
       [
         pdusPart(store, clients, bus),
         instanceLog(store, current, bus, logger),
+        assets,
         ...(metrics === null ? [] : [metrics]),
         ...(this.console === null ? [] : [this.console]),
         this.credentials,
@@ -206,6 +220,7 @@ export class App {
       mqttStatus: () => mqtt.status(),
       homeAssistantStatus: () => mqtt.homeAssistant(),
       loginProblem: (id) => this.credentials.problem(id),
+      assets: this.assets,
       ...(metrics === null ? {} : { metrics, metricsRoute: metricsRoute(metrics) }),
       ...more,
     };
@@ -306,9 +321,9 @@ export class App {
     this.#assetBook = source;
   }
 
-  /** The assets' book control reads now, or null. */
-  get assetBook(): AssetBookView | null {
-    return this.#assetBook() ?? this.#controlPart.ownBook.book;
+  /** The assets' book control reads now (one attached, else the assets part's). */
+  get assetBook(): AssetBookView {
+    return this.#assetBook() ?? this.assets.book;
   }
 
   /** The parts' names in start order. */
@@ -357,6 +372,7 @@ export class App {
         pollIntervals: Object.fromEntries(live.pollIntervals),
         logLevel: live.logLevel,
         overrides: [...live.overrides],
+        assets: live.assets === true,
       },
       "configuration change applied",
     );
@@ -395,12 +411,14 @@ function bridgeMetrics(
   mqtt: MqttBridge,
   logger: Logger,
   clusterPart: ClusterPart | null,
+  assets: AssetsView,
 ): BridgeMetrics | null {
   if (!config.Metrics.Enabled) return null;
   return new BridgeMetrics({
     store,
     bus,
     logger,
+    assets,
     skippedPolls: (id) => poller.skippedPolls(id),
     mqtt: () => {
       const traffic = mqtt.traffic();
@@ -451,7 +469,7 @@ function pdusPart(store: SnapshotStore, clients: ReadonlyMap<string, PduDriver>,
           // Re-derives the snapshot: REST, control's Protected and MQTT's retained topics at once.
           for (const id of live.overrides) {
             const instance = config.instances.find((i) => i.id === id);
-            if (instance !== undefined) store.setView(id, overridesView(instance));
+            if (instance !== undefined) store.setView(id, instanceView(instance));
           }
         },
       });
@@ -544,9 +562,6 @@ class ControlPart implements Part {
   readonly #cluster: Cluster | null;
   readonly #journal: JournalStore | null;
   #unlisten: (() => void) | null = null;
-  /** The assets' book control keeps from the configuration, when none is attached. */
-  readonly ownBook: ControlAssetBook;
-  readonly #bus: EventBus;
   /** Aborted once the graceful stop is over: a hard stop of anything still writing. */
   readonly #hardStop = new AbortController();
 
@@ -558,13 +573,9 @@ class ControlPart implements Part {
     logger: Logger,
     ownership: Ownership,
     cluster: Cluster | null,
-    attached: { readonly book: AssetBookSource; readonly journal: JournalStore | null },
+    assets: { readonly book: AssetBookSource; readonly journal: JournalStore | null },
   ) {
     const fence: WriteFence | null = cluster;
-    this.#bus = bus;
-    this.ownBook = new ControlAssetBook(config, store);
-    const own = this.ownBook;
-    const assets = { book: () => attached.book() ?? own.book, journal: attached.journal };
     this.core = createControlService({
       // A getter, like the listeners': live changes (poll intervals) reach control's Retry-After.
       get config() {
@@ -609,7 +620,6 @@ class ControlPart implements Part {
   }
 
   start(): void {
-    this.ownBook.listen(this, this.#bus);
     this.sequences.watch();
     // A member gone may have been running a sequence: look at once.
     this.#unlisten =
@@ -767,10 +777,22 @@ function instanceStore(config: Config, bus: EventBus): SnapshotStore {
     { bus },
   );
   // The overrides seam: every consumer of the store reads snapshots with them applied.
-  for (const instance of config.instances) store.setView(instance.id, overridesView(instance));
+  for (const instance of config.instances) store.setView(instance.id, instanceView(instance));
   // Loads against ratings and alarms: assessed once per snapshot kept (src/pdu/load.ts).
   const thresholds = thresholdsOf(config.Alarms);
   for (const instance of config.instances)
     store.setLoad(instance.id, new LoadTracker(instance.Ratings, thresholds));
   return store;
+}
+
+/**
+ * What every consumer of the store reads of an instance's snapshots: its overrides applied, then
+ * its `OutletCircuits` (`Outlet.feedsFrom` where the PDU says none; src/assets/circuits.ts).
+ */
+function instanceView(instance: InstanceConfig): SnapshotView | null {
+  const overrides = overridesView(instance);
+  const ranges = parseCircuits(instance.OutletCircuits ?? {}).ranges;
+  if (ranges.length === 0) return overrides;
+  const circuits = new CircuitApplier(ranges);
+  return overrides === null ? (s) => circuits.apply(s) : (s) => circuits.apply(overrides(s));
 }

@@ -75,9 +75,14 @@ export type InstanceStatusEvent =
 
 /**
  * Alarms a new snapshot of an instance raised, changed or cleared (src/pdu/load.ts), told right
- * before the `snapshot` event that carries them; never empty.
+ * before the `snapshot` event that carries them; or the alarms about several PDUs the assets part
+ * raised, changed or cleared (src/assets/part.ts). Never empty.
  */
 export interface AlarmsEvent {
+  /**
+   * The instance; for the alarms about several PDUs (src/assets/alarms.ts) the scope they are
+   * listed under, `$assets` or `$feeds` (no instance id can be either).
+   */
   readonly instanceId: string;
   readonly changes: readonly AlarmChange[];
 }
@@ -180,6 +185,20 @@ export interface OwnershipChangedEvent {
   };
 }
 
+/**
+ * Assets whose state moved, or a new feed-loss projection (src/assets/part.ts). What the surfaces
+ * show of them is read from the assets part's view (src/assets/view.ts); the alarms they raise,
+ * change or clear are told as `alarms` events under `$assets` and `$feeds`.
+ */
+export interface AssetsEvent {
+  /** The assets whose state moved (a figure included), in id order. */
+  readonly assets: readonly string[];
+  /** True when the feed-loss projection was made again. */
+  readonly feeds: boolean;
+  /** True after a live change of the configuration built them again: any asset may have changed or gone. */
+  readonly reconfigured: boolean;
+}
+
 /** Every event of the bus by name. */
 export interface BusEvents {
   snapshot: SnapshotEvent;
@@ -188,6 +207,7 @@ export interface BusEvents {
   pollSoon: PollSoonEvent;
   instanceStatus: InstanceStatusEvent;
   alarms: AlarmsEvent;
+  assets: AssetsEvent;
   control: ControlEvent;
   credentials: CredentialsEvent;
   mqttConnected: MqttConnectedEvent;
@@ -206,6 +226,7 @@ export const BUS_EVENT_NAMES = [
   "pollSoon",
   "instanceStatus",
   "alarms",
+  "assets",
   "control",
   "credentials",
   "mqttConnected",

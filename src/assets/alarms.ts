@@ -11,6 +11,7 @@
  *   key }`), `instanceId` its instance and `feed` the feed whose loss would overload it; id
  *   `<feed>/<instance>/<deviceId>/entity/<key>/feed-loss`.
  */
+import { alarmJson, type AlarmJson } from "../pdu/load.js";
 import type { ActiveAlarm, AlarmChange } from "../pdu/model.js";
 
 /** Where fleet alarms are listed in the place of an instance id. */
@@ -21,7 +22,7 @@ export type FleetScope = typeof ASSETS_SCOPE | typeof FEEDS_SCOPE;
 /** The two sources beside an instance alarm's `load`, `tripped` and `pdu`. */
 export type FleetAlarmSource = "redundancy" | "feed-loss";
 
-export interface FleetAlarm extends Omit<ActiveAlarm, "source"> {
+export interface FleetAlarm extends ActiveAlarm {
   readonly scope: FleetScope;
   readonly source: FleetAlarmSource;
   /** feed-loss: the instance of the entity. */
@@ -55,4 +56,16 @@ export function alarmChange(
   )
     return { change: "changed", alarm: now, at };
   return null;
+}
+
+/**
+ * A fleet alarm as REST and the console write an alarm (src/pdu/load.ts `alarmJson`, with the scope
+ * as its `instanceId`), and for a feed-loss alarm the feed and the entity's instance.
+ */
+export function fleetAlarmJson(alarm: FleetAlarm): AlarmJson & { feed?: string; entityInstanceId?: string } {
+  return {
+    ...alarmJson(alarm.scope, alarm),
+    ...(alarm.feed === undefined ? {} : { feed: alarm.feed }),
+    ...(alarm.instanceId === undefined ? {} : { entityInstanceId: alarm.instanceId }),
+  };
 }

@@ -30,10 +30,15 @@ export interface InstanceReading {
   readonly online: boolean;
   /** The snapshot's load report (the feed-loss projection reads its entities' currents and ratings). */
   readonly load?: LoadReport;
+  /**
+   * Among several replicas: another replica polls the instance, and this one has no reading of it
+   * (`snapshot` is then null). Its cords are unknown here, never shown from a reading gone stale.
+   */
+  readonly elsewhere?: true;
 }
 
 export type CordProblem =
-  "not-polled" | "offline" | "unknown-device" | "unknown-outlet" | "ambiguous" | "state-unknown";
+  "not-polled" | "not-held" | "offline" | "unknown-device" | "unknown-outlet" | "ambiguous" | "state-unknown";
 
 export type CordStatus = "live" | "off" | "unknown";
 
@@ -208,7 +213,15 @@ export function readCord(
   reading: InstanceReading | undefined,
 ): CordReading {
   const snapshot = reading?.snapshot ?? null;
-  const resolution = resolveCord(cord, snapshot);
+  const resolution: Resolution =
+    reading?.elsewhere === true
+      ? {
+          ok: false,
+          problem: "not-held",
+          detail: `instance ${cord.instance} is polled by another replica`,
+          deviceId: cord.device,
+        }
+      : resolveCord(cord, snapshot);
   if (!resolution.ok) {
     // Without a device, the instance's feed holds only where no device of it has a feed of its own.
     const feed =

@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, RawServerDefault } from "fastify";
+import type { AssetsView } from "../assets/view.js";
 import type { EventBus } from "../bus.js";
 import type { ClusterStatus } from "../cluster-status.js";
 import type { Config } from "../config/schema.js";
@@ -109,6 +110,11 @@ export interface HttpDeps {
    * which carries out the requests other replicas hand it; `control` is then the forwarding service.
    */
   readonly replica?: ReplicaSurface;
+  /**
+   * Assets and feeds (src/assets/view.ts): `GET /api/v1/assets`, `/feeds`, and the alarms about
+   * several PDUs in `/alarms`; absent: none configured in this process (the routes answer empty).
+   */
+  readonly assets?: AssetsView;
   /** The web console's routes on the API listener (src/ui/); absent: the API serves no console. */
   readonly consoleRoutes?: ListenerRoutes;
   /** Present when Metrics.Enabled: counts the requests of both listeners. */

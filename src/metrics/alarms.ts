@@ -53,7 +53,7 @@ const FAMILIES: readonly LoadFamily[] = [
   },
   {
     name: "pdu_alarm_active",
-    help: "1 for every active alarm: source load (current against its rating, or a load state the PDU reports), tripped (a breaker or fuse) or pdu (another alarm the PDU reports); severity warning or critical",
+    help: "1 for every active alarm: source load (current against its rating, or a load state the PDU reports), tripped (a breaker or fuse), pdu (another alarm the PDU reports), redundancy (instance $assets, device the asset) or feed-loss (instance $feeds, with feed and pdu); severity warning or critical",
     write(source, instance, out) {
       for (const a of source.load.alarms) {
         if (!safe(a.deviceId)) continue;
@@ -62,6 +62,14 @@ const FAMILIES: readonly LoadFamily[] = [
           if (!safe(a.target.key)) continue;
           where = `,entity="${escapeLabel(a.target.key)}"`;
         } else if (a.target.kind === "outlet") where = `,outlet="${a.target.index}"`;
+        // A feed-loss alarm (under `$feeds`): the feed and the entity's instance (src/assets/alarms.ts).
+        if (
+          "feed" in a &&
+          typeof a.feed === "string" &&
+          "instanceId" in a &&
+          typeof a.instanceId === "string"
+        )
+          where += `,feed="${escapeLabel(a.feed)}",pdu="${escapeLabel(a.instanceId)}"`;
         out += `pdu_alarm_active{instance="${instance}",device="${escapeLabel(a.deviceId)}"${where},source="${a.source}",severity="${a.severity}"} 1\n`;
       }
       return out;

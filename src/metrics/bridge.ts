@@ -16,7 +16,9 @@ import type { Logger } from "../log.js";
 import type { Snapshot } from "../pdu/model.js";
 import type { Ownership } from "../ownership.js";
 import type { InstanceStatus, SnapshotStore } from "../poller/store.js";
+import type { AssetsView } from "../assets/view.js";
 import { loadChunks, type LoadSource } from "./alarms.js";
+import { assetChunks, fleetLoadSources } from "./assets.js";
 import { registerClusterMetrics, type ClusterMetricsView } from "./cluster.js";
 import { MAX_SERIES_PER_INSTANCE, metricsPlan, readingChunks, type LeftOutReason } from "./readings.js";
 
@@ -36,6 +38,8 @@ export interface MetricsSources {
   readonly logger?: Logger;
   /** This replica in the cluster; present only with `Cluster.Enabled` (then the cluster's series exist). */
   cluster?(): ClusterMetricsView;
+  /** Assets and feeds (src/assets/view.ts): their families, and their alarms in `pdu_alarm_active`. */
+  readonly assets?: AssetsView;
   /**
    * The instances whose series this process exports: the ones it polls now (among several replicas,
    * those of its buckets: another replica exports the rest). Default: all.
@@ -352,6 +356,8 @@ export class BridgeMetrics {
         snapshots.push(s.snapshot);
         loads.push({ instanceId: s.id, load: s.load });
       }
+    const assets = this.#sources.assets;
+    loads.push(...fleetLoadSources(assets));
     const head = openMetrics
       ? `${textToOpenMetrics(own)}${textToOpenMetrics(process)}`
       : `${own}\n${process}\n`;
@@ -359,6 +365,7 @@ export class BridgeMetrics {
       yield head;
       yield* readingChunks(snapshots, openMetrics ? "openmetrics" : "text");
       yield* loadChunks(loads);
+      yield* assetChunks(assets);
       if (openMetrics) yield "# EOF\n";
     }
     return { contentType: openMetrics ? OPENMETRICS_CONTENT_TYPE : TEXT_CONTENT_TYPE, chunks: chunks() };

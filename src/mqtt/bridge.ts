@@ -12,6 +12,8 @@
  * only the instances its {@link Ownership} owns, and on stop marks only those `offline`.
  */
 import { randomBytes } from "node:crypto";
+import { ASSETS_SCOPE, FEEDS_SCOPE } from "../assets/alarms.js";
+import type { AssetsView } from "../assets/view.js";
 import type { EventBus } from "../bus.js";
 import type { Config } from "../config/schema.js";
 import type { ControlService } from "../control/types.js";
@@ -19,6 +21,7 @@ import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
 import { OWN_ALL, type Ownership } from "../ownership.js";
 import type { SnapshotStore, StoreEvent } from "../poller/store.js";
+import { AssetTopics } from "./assets.js";
 import type { EmbeddedBroker } from "./broker.js";
 import { AssetCommands, type AssetCommandControl } from "./asset-commands.js";
 import { CommandHandler } from "./commands.js";
@@ -52,6 +55,8 @@ export interface MqttBridgeDeps {
   readonly assetControl?: AssetCommandControl | null;
   /** Which instances are published and commanded here; default all. */
   readonly ownership?: Ownership;
+  /** Assets and feeds (src/assets/view.ts), published under `P/$assets` and `P/$feeds` (./assets.ts). */
+  readonly assets?: AssetsView;
   /**
    * This replica among several (docs/cluster.md): its client id is `<ClientId>-<member>`, its
    * status topic its own, and each held bucket has an availability connection (./bucket-status.ts).
@@ -73,6 +78,7 @@ interface Running {
   readonly publisher: Publisher;
   readonly ghosts: GhostSweeper | null;
   readonly buckets: BucketStatus | null;
+  readonly assets: AssetTopics | null;
 }
 
 /** How often values are republished at least: half of `expire_after`, or 5 minutes when it is 0. */
@@ -183,17 +189,19 @@ export class MqttBridge implements MqttBridgeHandle {
         (id) => ghosts?.discovered(id),
         (id) => this.#publishes(id),
       );
-      this.#listen(publisher, buckets, ghosts);
+      const assets = this.#assetTopics(connection);
+      this.#listen(publisher, buckets, ghosts, assets);
       await connection.connect({
-        // Every connect: every instance's status, discovery and retained topics again; the first
-        // starts the ghost cleanup.
+        // Every connect: every instance's status, discovery and retained topics again, and the
+        // assets'; the first starts the ghost cleanup.
         onConnect: () => {
           publisher.resync(this.#owned());
+          assets?.resync();
           ghosts?.onConnect();
         },
         onMessage: this.#router(publisher, ghosts),
       });
-      this.#running = { embedded, connection, publisher, ghosts, buckets };
+      this.#running = { embedded, connection, publisher, ghosts, buckets, assets };
     } catch (error) {
       this.#deps.bus.release(this);
       await buckets?.close();
@@ -333,20 +341,46 @@ export class MqttBridge implements MqttBridgeHandle {
     });
   }
 
+  /** The assets' topics and discovery (./assets.ts), when the App has assets. */
+  #assetTopics(connection: MqttConnection): AssetTopics | null {
+    const { assets, config } = this.#deps;
+    if (assets === undefined) return null;
+    const ha = config.HomeAssistant;
+    return new AssetTopics({
+      sink: connection,
+      topics: this.#topics,
+      guard: new TopicIdGuard(this.#logger),
+      view: assets,
+      discovery: ha.DiscoveryEnabled ? { topics: this.#topics, prefix: ha.DiscoveryTopic } : null,
+      actionsEnabled: (id) => config.instances.find((i) => i.id === id)?.ActionsEnabled === true,
+    });
+  }
+
   /** The part's bus listeners: what it publishes, and when it republishes. */
-  #listen(publisher: Publisher, buckets: BucketStatus | null, ghosts: GhostSweeper | null): void {
+  #listen(
+    publisher: Publisher,
+    buckets: BucketStatus | null,
+    ghosts: GhostSweeper | null,
+    assets: AssetTopics | null,
+  ): void {
     const publish = (event: StoreEvent): void => {
       if (this.#publishes(event.instanceId)) publisher.handle(event);
     };
     this.#deps.bus.listen(this, {
       snapshot: publish,
       pollFailed: publish,
+      assets: (event) => assets?.changed(event),
+      alarms: ({ instanceId, changes }) => {
+        if (instanceId === ASSETS_SCOPE || instanceId === FEEDS_SCOPE) assets?.alarms(instanceId, changes);
+      },
       // Re-derived snapshots (REST, control's Protected and MQTT retained topics came with the
       // store's event), then discovery: renamed things republished, hidden things' configs cleared.
       configApplied: ({ live }) => {
         for (const id of live.overrides) this.refresh(id);
       },
       ownershipChanged: ({ gained, bucket }) => {
+        // Which assets this replica publishes follows the instances it polls.
+        assets?.changed({ assets: [], feeds: false, reconfigured: true });
         // The bucket's availability first: `online` before its instances' topics.
         if (bucket !== undefined && buckets !== null) {
           if (bucket.held && gained.length > 0) buckets.hold(bucket.index);

@@ -170,6 +170,10 @@ export interface ReplicaTopics {
   bucketOf(instanceId: string): number;
 }
 
+/** The retained topics of an asset, by their last level. */
+export const ASSET_LEVELS = ["state", "power", "energy", "redundancy"] as const;
+export type AssetLevel = (typeof ASSET_LEVELS)[number];
+
 export class Topics {
   /** `Mqtt.ParentTopic`, used as given. */
   readonly parent: string;
@@ -310,6 +314,20 @@ export class Topics {
   /** Alarms raised, changed and cleared (not retained). */
   events(instanceId: string): string {
     return `${this.parent}/${instanceId}/events`;
+  }
+
+  /**
+   * One of an asset's retained topics (docs/assets.md): `P/$assets/<asset>/<level>`, level `state`,
+   * `power`, `energy` or `redundancy`. `$assets` is a level no instance id can be; the scope's own
+   * `alarms` and `events` topics ({@link alarms}, {@link events} of `$assets`) are one level up.
+   */
+  asset(assetId: string, level: AssetLevel): string {
+    return `${this.parent}/$assets/${assetId}/${level}`;
+  }
+
+  /** An asset's command topic, `P/$assets/<asset>/set` (`on`, `off`, `reboot`). */
+  assetCommand(assetId: string): string {
+    return `${this.parent}/$assets/${assetId}/set`;
   }
 
   outletCommand(instanceId: string, deviceId: string, index: number, command: OutletCommand): string {

@@ -380,9 +380,11 @@ export type AlarmSeverity = Exclude<LoadState, "normal">;
 /**
  * What raised an alarm: `load` (a current against its rating, or a load state the PDU reports such
  * as `nearOverload`), `tripped` (a breaker or fuse the PDU reports open) or `pdu` (any other alarm
- * the PDU reports raised: a sensor threshold, a device alarm).
+ * the PDU reports raised: a sensor threshold, a device alarm); and of the alarms about several PDUs
+ * (src/assets/alarms.ts, listed under `$assets` and `$feeds` in the place of an instance):
+ * `redundancy` (an asset lost a cord) and `feed-loss` (a feed's loss would overload an entity).
  */
-export type AlarmSource = "load" | "tripped" | "pdu";
+export type AlarmSource = "load" | "tripped" | "pdu" | "redundancy" | "feed-loss";
 
 /** Where a load is measured: an outlet or an entity (phase, bank, breaker, inlet, ...). */
 export type LoadTarget =

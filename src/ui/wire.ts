@@ -192,7 +192,8 @@ export interface WireActiveAlarm {
     | { readonly kind: "entity"; readonly key: string }
     | { readonly kind: "device" };
   readonly name: string;
-  readonly source: "load" | "tripped" | "pdu";
+  /** `redundancy` and `feed-loss`: the alarms about several PDUs, `instanceId` `$assets` or `$feeds`. */
+  readonly source: "load" | "tripped" | "pdu" | "redundancy" | "feed-loss";
   readonly severity: "warning" | "critical";
   readonly percent: number | null;
   readonly reported: string | null;

@@ -48,6 +48,7 @@ describe("the App's parts and bus", () => {
     assert.deepEqual(h.app.parts, [
       "pdus",
       "instance-log",
+      "assets",
       "metrics",
       "console",
       "credentials",
@@ -58,6 +59,22 @@ describe("the App's parts and bus", () => {
       "control",
     ]);
     assert.deepEqual(firstColumn("### Parts"), h.app.parts, "docs/architecture.md lists them in start order");
+  });
+
+  it("publishes nothing under $assets or $feeds, and no asset device, without assets or feeds", async () => {
+    await waitFor(
+      () => h.mqtt.messages.some((m) => m.topic.startsWith(`${h.parent}/lab/`)),
+      "the instance's topics (the connect's resync)",
+    );
+    // A poll later, whatever the assets part tells on the bus has been heard by MQTT.
+    await h.waitForPoll("lab", Date.now() + 1);
+    const assetTopics = h.mqtt.messages
+      .map((m) => m.topic)
+      .filter(
+        (t) =>
+          t.startsWith(`${h.parent}/$assets`) || t.startsWith(`${h.parent}/$feeds`) || t.includes("-assets/"),
+      );
+    assert.deepEqual(assetTopics, []);
   });
 
   it("a bus listener that throws takes down neither polling nor MQTT", async () => {

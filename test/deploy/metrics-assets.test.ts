@@ -64,19 +64,22 @@ describe("Grafana dashboard and alert rules", () => {
   it("promtool check rules passes", { skip: noPromtool }, async () => {
     const result = await promtool(["check", "rules", `${RULES_DIR}/alerts.yaml`]);
     assert.equal(result.code, 0, result.output);
-    assert.match(result.output, /SUCCESS: 6 rules found/);
+    assert.match(result.output, /SUCCESS: 9 rules found/);
   });
 
   it(
-    "promtool test rules passes (PDU not polled, poll failing, MQTT disconnected, warning and critical load, a tripped breaker)",
+    "promtool test rules passes (PDU not polled, poll failing, MQTT disconnected, warning and critical load, a tripped breaker, an asset's redundancy, a feed's loss)",
     { skip: noPromtool },
     async () => {
       const result = await promtool(["test", "rules", `${RULES_DIR}/alerts.test.yaml`]);
       assert.equal(result.code, 0, result.output);
       const alerts = (await ruleQueries()).map((q) => q.where);
       assert.deepEqual(alerts.sort(), [
+        "alert PduAssetRedundancyLost",
         "alert PduBreakerTripped",
         "alert PduBridgeMqttDisconnected",
+        "alert PduFeedLossHeadroomLow",
+        "alert PduFeedLossOverload",
         "alert PduLoadCritical",
         "alert PduLoadWarning",
         "alert PduNotPolled",

@@ -514,7 +514,10 @@ test("the OpenAPI 3.1 document is valid, complete and keeps the key secret", asy
   assert.deepEqual(operations.map((o) => o.id).sort(), [
     "DELETE /api/v1/sequences/{id}",
     "GET /api/v1/alarms",
+    "GET /api/v1/assets",
+    "GET /api/v1/assets/{assetId}",
     "GET /api/v1/events",
+    "GET /api/v1/feeds",
     "GET /api/v1/health",
     "GET /api/v1/instances",
     "GET /api/v1/instances/{id}/outlets/{deviceId}/{index}/history",

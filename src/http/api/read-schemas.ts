@@ -71,14 +71,19 @@ export const ALARMS_SCHEMA = {
   summary: "Active alarms: loads against ratings, tripped breakers and what the PDUs report",
   description:
     "Every active alarm, critical first, then by instance (configuration order), device and place. " +
-    "`?instance=` limits it to one instance (matched case-insensitively). Thresholds: `Alarms` in the " +
-    "configuration; ratings: the PDU's, else `Pdus.<id>.Ratings`.",
+    "`?instance=` limits it to one instance (matched case-insensitively), or to the alarms about several " +
+    "PDUs with `$assets` (an asset's redundancy) or `$feeds` (a feed's loss), which follow the instances' " +
+    "otherwise. Thresholds: `Alarms` in the configuration; ratings: the PDU's, else `Pdus.<id>.Ratings`.",
   operationId: "listAlarms",
   tags: ["Alarms"],
   querystring: Type.Object(
     {
       instance: Type.Optional(
-        Type.String({ minLength: 1, maxLength: 64, description: "Only this instance" }),
+        Type.String({
+          minLength: 1,
+          maxLength: 64,
+          description: "Only this instance, or `$assets`, or `$feeds`",
+        }),
       ),
     },
     { additionalProperties: false },

@@ -5,6 +5,7 @@ import { API_JSON_HEADERS } from "../listener.js";
 import { problem, sendProblem } from "../problem.js";
 import type { HttpApp, HttpDeps } from "../types.js";
 import { registerAlarmsRoute } from "./alarms.js";
+import { registerAssetRoutes } from "./assets.js";
 import { iso, type ReadBodies } from "./cached-reads.js";
 import { API_ROUTES } from "./paths.js";
 import { API_ROUTE_SCHEMAS } from "./route-schemas.js";
@@ -15,13 +16,14 @@ export interface ReadRoutesOptions {
   readonly bodies: ReadBodies;
 }
 
-/** The read endpoints as a fastify plugin: instances, health, snapshot ages, readings and alarms. */
+/** The read endpoints as a fastify plugin: instances, health, snapshot ages, readings, alarms, assets and feeds. */
 export const readRoutes: FastifyPluginCallbackTypebox<ReadRoutesOptions> = (app, { deps, bodies }, done) => {
   registerInstancesRoute(app, deps);
   registerHealthRoute(app, bodies);
   registerSnapshotsRoute(app, deps);
   registerReadingsRoute(app, deps, bodies);
   registerAlarmsRoute(app, deps);
+  registerAssetRoutes(app, deps);
   done();
 };
 

@@ -9,6 +9,7 @@
  * bundle, which includes paths.ts only.
  */
 import type { FastifySchema } from "fastify";
+import { ASSET_SCHEMA, ASSETS_SCHEMA, FEEDS_SCHEMA } from "./asset-schemas.js";
 import { EVENTS_SCHEMA, HISTORY_SCHEMA } from "./console-schemas.js";
 import {
   ASSET_CONTROL_SCHEMA,
@@ -39,6 +40,9 @@ export const API_ROUTE_SCHEMAS = {
   snapshots: SNAPSHOTS_SCHEMA,
   readings: READINGS_SCHEMA,
   alarms: ALARMS_SCHEMA,
+  assets: ASSETS_SCHEMA,
+  asset: ASSET_SCHEMA,
+  feeds: FEEDS_SCHEMA,
   keyCheck: KEY_CHECK_SCHEMA,
   events: EVENTS_SCHEMA,
   outletControl: OUTLET_CONTROL_SCHEMA,

@@ -21,7 +21,7 @@ const time = (description: string) => Type.String({ format: "date-time", descrip
  * `anyOf` by validating every value against each branch, a large share of /api/v1/health's time
  * (docs/performance.md, "Measurements behind the code").
  */
-const nullable = <T extends TSchema>(schema: T, description: string): TSchema => {
+export const nullable = <T extends TSchema>(schema: T, description: string): TSchema => {
   const { type, ...rest } = schema as TSchema & { type?: unknown };
   return typeof type === "string"
     ? Type.Unsafe<Static<T> | null>({ ...rest, type: [type, "null"], description })
@@ -201,11 +201,15 @@ export const SettingsResultSchema = Type.Object(
 
 export const AlarmSchema = Type.Object(
   {
-    instanceId: Type.String({ description: "Instance id" }),
-    id: Type.String({
-      description: "Unique within the instance while the alarm lasts: `<deviceId>/<where>/<source>`",
+    instanceId: Type.String({
+      description:
+        "Instance id; `$assets` for an asset's redundancy, `$feeds` for a feed's loss (alarms about several PDUs)",
     }),
-    deviceId: Type.String({ description: "The PDU's device id" }),
+    id: Type.String({
+      description:
+        "Unique within the instance while the alarm lasts: `<deviceId>/<where>/<source>`; `<assetId>/asset/redundancy`; `<feed>/<instance>/<deviceId>/entity/<key>/feed-loss`",
+    }),
+    deviceId: Type.String({ description: "The PDU's device id; the asset's id under `$assets`" }),
     target: Type.Union(
       [
         Type.Object(
@@ -227,9 +231,9 @@ export const AlarmSchema = Type.Object(
       { description: "Where the alarm is: an outlet, an entity or the device itself" },
     ),
     name: Type.String({ description: "Display name of the outlet, entity or device" }),
-    source: Type.Enum(["load", "tripped", "pdu"], {
+    source: Type.Enum(["load", "tripped", "pdu", "redundancy", "feed-loss"], {
       description:
-        "load: a current against its rating, or a load state the PDU reports; tripped: a breaker or fuse; pdu: another alarm the PDU reports",
+        "load: a current against its rating, or a load state the PDU reports; tripped: a breaker or fuse; pdu: another alarm the PDU reports; redundancy: an asset lost a cord; feed-loss: a feed's loss would overload the entity",
     }),
     severity: Type.Enum(["warning", "critical"], { description: "How bad" }),
     percent: nullable(Type.Integer(), "The load in whole percent of the rating; null without a rating"),
@@ -242,6 +246,8 @@ export const AlarmSchema = Type.Object(
       description: "The instance's last poll failed: the alarm is from its last good snapshot",
     }),
     hidden: Type.Optional(Type.Literal(true, { description: "Present when the overrides hide the thing" })),
+    feed: Type.Optional(Type.String({ description: "feed-loss: the feed whose loss is projected" })),
+    entityInstanceId: Type.Optional(Type.String({ description: "feed-loss: the instance of the entity" })),
   },
   { $id: "Alarm", description: "An active alarm" },
 );

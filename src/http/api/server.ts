@@ -25,6 +25,7 @@ import { FailedKeyLimiter } from "./key-guard.js";
 import { API_PATHS, API_ROUTES } from "./paths.js";
 import { API_ROUTE_SCHEMAS } from "./route-schemas.js";
 import { SHARED_SCHEMAS } from "./schemas.js";
+import { ASSET_SHARED_SCHEMAS } from "./asset-schemas.js";
 
 export const OPENAPI_PATH = API_PATHS.openApi;
 
@@ -119,7 +120,7 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
     options.tls ?? null,
   );
   deps.metrics?.instrument(app, "api");
-  for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
+  for (const schema of [...SHARED_SCHEMAS, ...ASSET_SHARED_SCHEMAS]) app.addSchema(schema);
   // One lock-out of wrong keys for the listener: control, and reads under Api.Oidc.ProtectReads.
   const limiter = new FailedKeyLimiter(deps.now);
   if (deps.config.Api.Oidc.Enabled) {

@@ -1,0 +1,263 @@
+/**
+ * Assets and feeds over MQTT (docs/assets.md, "MQTT and Home Assistant"), driven by the bus's
+ * `assets` and `alarms` events through the MQTT part:
+ *
+ * - `P/$assets/<asset>/state` (`on`, `off`, `partial`, `unknown`), `…/power` (W), `…/energy`
+ *   (kWh) and `…/redundancy` (`ok`, `single`, `lost`): retained, QoS 1, sent when the payload
+ *   changes; a figure that is not known is an empty retained payload (the topic cleared), never 0;
+ * - the alarms about several PDUs as an instance's are (./alarms.ts): `P/$assets/alarms` and
+ *   `P/$feeds/alarms` (retained lists), `P/$assets/events` and `P/$feeds/events`;
+ * - Home Assistant (when discovery is on): one device per asset, node id `<P>-assets` (no instance's
+ *   node id can be it: theirs have an `_`), with its power and energy sensors, its state, a
+ *   `problem` binary sensor for its redundancy, and, when control is on for every instance it has
+ *   a cord on, a switch (a protected asset: none) and a reboot button on `P/$assets/<asset>/set`,
+ *   which the control side serves.
+ *
+ * An asset removed by a live change of the configuration has its topics and configs cleared. Among
+ * several replicas each asset is published by one replica (`AssetsView.publishes`) and the alarm
+ * lists by one (`publishesFleet`).
+ */
+import { ASSETS_SCOPE, FEEDS_SCOPE, type FleetAlarm } from "../assets/alarms.js";
+import type { AssetState } from "../assets/state.js";
+import type { AssetDef } from "../assets/types.js";
+import type { AssetsView } from "../assets/view.js";
+import type { AssetsEvent } from "../bus.js";
+import { EMPTY_REPORT } from "../pdu/load.js";
+import type { AlarmChange } from "../pdu/model.js";
+import { AlarmTopics } from "./alarms.js";
+import { idPart, type DiscoveryOptions } from "./discovery.js";
+import { ASSET_LEVELS, type AssetLevel, type TopicIdGuard, type Topics } from "./topics.js";
+import type { Sink } from "./types.js";
+
+export interface AssetTopicsOptions {
+  readonly sink: Sink;
+  readonly topics: Topics;
+  readonly guard: TopicIdGuard;
+  readonly view: AssetsView;
+  /** Home Assistant discovery, or null when it is off. */
+  readonly discovery: Omit<DiscoveryOptions, "expireAfter"> | null;
+  /** Whether control is on for an instance (`ActionsEnabled`). */
+  readonly actionsEnabled: (instanceId: string) => boolean;
+}
+
+/** What was last published for one asset. */
+interface Published {
+  readonly values: Map<AssetLevel, string>;
+  /** Discovery config topic → payload. */
+  configs: Map<string, string>;
+}
+
+export class AssetTopics {
+  readonly #o: AssetTopicsOptions;
+  readonly #alarms: AlarmTopics;
+  readonly #published = new Map<string, Published>();
+  /** The scopes whose alarm list was published. */
+  readonly #listed = new Set<string>();
+
+  constructor(options: AssetTopicsOptions) {
+    this.#o = options;
+    this.#alarms = new AlarmTopics(options.sink, options.topics, options.guard);
+  }
+
+  /**
+   * Everything again (after a connect): every asset's topics and configs, and the alarm lists of
+   * what is configured (or was listed before: a list emptied by a live change stays published,
+   * empty). A configuration without assets or feeds publishes nothing under `$assets`, `$feeds`.
+   */
+  resync(): void {
+    this.#reconcile(true);
+    const model = this.#o.view.model;
+    if (model.assets.size > 0 || this.#listed.has(ASSETS_SCOPE)) this.alarms(ASSETS_SCOPE, [], true);
+    if (model.feeds.size > 0 || this.#listed.has(FEEDS_SCOPE)) this.alarms(FEEDS_SCOPE, [], true);
+  }
+
+  /** What an `assets` event moved. */
+  changed(event: AssetsEvent): void {
+    if (!this.#o.sink.connected) return;
+    if (event.reconfigured) {
+      this.#reconcile(false);
+      return;
+    }
+    for (const id of event.assets) this.#publish(id, false);
+  }
+
+  /** An `alarms` event of a scope (`$assets`, `$feeds`): its list and one event per change. */
+  alarms(scope: string, changes: readonly AlarmChange[], force = false): void {
+    const view = this.#o.view;
+    if (!this.#o.sink.connected || !view.publishesFleet()) return;
+    let list: readonly FleetAlarm[];
+    if (scope === ASSETS_SCOPE) list = view.assetAlarms();
+    else if (scope === FEEDS_SCOPE) list = view.feedAlarms();
+    else return;
+    this.#listed.add(scope);
+    this.#alarms.publish(scope, { ...EMPTY_REPORT, alarms: list }, changes, force);
+  }
+
+  /** Every asset of the model published (when `force`, or when it changed); the ones gone cleared. */
+  #reconcile(force: boolean): void {
+    const model = this.#o.view.model;
+    for (const id of [...this.#published.keys()]) {
+      const def = model.assets.get(id);
+      if (def === undefined || !this.#o.view.publishes(def)) this.#clear(id);
+    }
+    for (const id of model.assets.keys()) this.#publish(id, force);
+  }
+
+  /** One asset's topics and discovery: what differs from what was last published (all when `force`). */
+  #publish(id: string, force: boolean): void {
+    const view = this.#o.view;
+    const def = view.model.assets.get(id);
+    const state = view.book.get(id);
+    if (def === undefined || state === undefined || !view.publishes(def)) return;
+    let published = this.#published.get(id);
+    if (published === undefined)
+      this.#published.set(id, (published = { values: new Map(), configs: new Map() }));
+    const payloads = assetPayloads(state);
+    for (const level of ASSET_LEVELS) {
+      const payload = payloads[level];
+      if (!force && published.values.get(level) === payload) continue;
+      published.values.set(level, payload);
+      this.#o.sink.publish(this.#o.topics.asset(id, level), payload, 1, true);
+    }
+    this.#discover(def, published, force);
+  }
+
+  #discover(def: AssetDef, published: Published, force: boolean): void {
+    const discovery = this.#o.discovery;
+    if (discovery === null) return;
+    const actions = def.cords.every((c) => this.#o.actionsEnabled(c.instance));
+    const configs = assetDiscovery(discovery, def, actions);
+    for (const [topic, payload] of configs)
+      if (force || published.configs.get(topic) !== payload) this.#o.sink.publish(topic, payload, 1, true);
+    for (const topic of published.configs.keys())
+      if (!configs.has(topic)) this.#o.sink.publish(topic, "", 1, true);
+    published.configs = configs;
+  }
+
+  /** An asset no longer published here: its retained topics and configs cleared. */
+  #clear(id: string): void {
+    const published = this.#published.get(id);
+    this.#published.delete(id);
+    if (published === undefined) return;
+    for (const level of published.values.keys())
+      this.#o.sink.publish(this.#o.topics.asset(id, level), "", 1, true);
+    for (const topic of published.configs.keys()) this.#o.sink.publish(topic, "", 1, true);
+  }
+}
+
+const figure = (value: number | null, digits: number): string =>
+  value === null ? "" : String(Math.round(value * 10 ** digits) / 10 ** digits);
+
+/** The payload of each retained topic of an asset. */
+export function assetPayloads(state: AssetState): Record<AssetLevel, string> {
+  return {
+    state: state.state,
+    power: figure(state.power, 2),
+    energy: figure(state.energy, 3),
+    redundancy: state.redundancy,
+  };
+}
+
+/** The node id of every asset's discovery configs: `<P>-assets`. */
+export function assetsNodeId(parentTopic: string): string {
+  return `${idPart(parentTopic)}-assets`;
+}
+
+/** A value Home Assistant reads as unknown where the topic was cleared (a figure not known). */
+const FIGURE_TEMPLATE = "{{ value if value | length > 0 else None }}";
+
+/** Home Assistant's discovery configs of one asset: config topic → payload. */
+export function assetDiscovery(
+  options: Omit<DiscoveryOptions, "expireAfter">,
+  def: AssetDef,
+  actionsEnabled: boolean,
+): Map<string, string> {
+  const { topics, prefix } = options;
+  const nodeId = assetsNodeId(topics.parent);
+  const device = {
+    identifiers: [`${nodeId}_${idPart(def.id)}`],
+    name: def.label,
+    manufacturer: "pdu-bridge",
+    model: def.protected ? "Protected asset" : "Asset",
+  };
+  const common = {
+    device,
+    availability: [{ topic: topics.availability(def.cords[0]?.instance ?? "") }],
+    origin: { name: "pdu-bridge" },
+  };
+  const out = new Map<string, string>();
+  const add = (component: string, object: string, fields: Record<string, unknown>): void => {
+    const objectId = `${idPart(def.id)}_${object}`;
+    const uniqueId = `${nodeId}_${objectId}`;
+    const slug = uniqueId.toLowerCase().replace(/[^a-z0-9]+/g, "_");
+    const payload = {
+      ...fields,
+      unique_id: uniqueId,
+      object_id: slug,
+      default_entity_id: `${component}.${slug}`,
+      ...common,
+    };
+    out.set(`${prefix}/${component}/${nodeId}/${objectId}/config`, JSON.stringify(payload));
+  };
+  add("sensor", "power", {
+    name: "Power",
+    state_topic: topics.asset(def.id, "power"),
+    value_template: FIGURE_TEMPLATE,
+    device_class: "power",
+    state_class: "measurement",
+    unit_of_measurement: "W",
+  });
+  add("sensor", "energy", {
+    name: "Energy",
+    state_topic: topics.asset(def.id, "energy"),
+    value_template: FIGURE_TEMPLATE,
+    device_class: "energy",
+    state_class: "total_increasing",
+    unit_of_measurement: "kWh",
+  });
+  add("sensor", "state", {
+    name: "State",
+    state_topic: topics.asset(def.id, "state"),
+    device_class: "enum",
+    options: ["on", "off", "partial", "unknown"],
+  });
+  add("binary_sensor", "redundancy", {
+    name: "Redundancy",
+    state_topic: topics.asset(def.id, "redundancy"),
+    device_class: "problem",
+    value_template: "{{ 'ON' if value == 'lost' else 'OFF' }}",
+  });
+  if (actionsEnabled) addAssetCommands(topics, def, add);
+  return out;
+}
+
+/** A switch (none for a protected asset, which refuses `off`) and a reboot button. */
+function addAssetCommands(
+  topics: Topics,
+  def: AssetDef,
+  add: (component: string, object: string, fields: Record<string, unknown>) => void,
+): void {
+  const command = topics.assetCommand(def.id);
+  if (!def.protected)
+    add("switch", "power", {
+      name: null,
+      state_topic: topics.asset(def.id, "state"),
+      // partial and unknown: neither on nor off.
+      value_template: "{{ value if value in ['on', 'off'] else 'None' }}",
+      command_topic: command,
+      payload_on: "on",
+      payload_off: "off",
+      state_on: "on",
+      state_off: "off",
+      device_class: "outlet",
+      qos: 1,
+    });
+  add("button", "reboot", {
+    name: "Reboot",
+    command_topic: command,
+    // A protected asset's reboot needs its confirmation: pressing the button is it.
+    payload_press: def.protected ? "reboot confirm" : "reboot",
+    device_class: "restart",
+    qos: 1,
+  });
+}
