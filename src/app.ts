@@ -171,16 +171,7 @@ export class App {
     });
     const mqtt = this.#mqtt;
     const metrics = bridgeMetrics(config, store, bus, this.poller, mqtt, logger, clusterPart, assets);
-    this.console = config.Api.Enabled
-      ? new ConsoleFeed({
-          ...consoleLimits,
-          bus,
-          store,
-          config: current,
-          logger,
-          loginProblem: (id) => this.credentials.problem(id),
-        })
-      : null;
+    this.console = this.#consoleFeed(consoleLimits);
     const httpDeps = (more: Partial<HttpDeps>): HttpDeps => this.#httpDeps(metrics, more);
     [this.#api, this.#health] = this.#listeners(httpDeps);
     const api = this.#api;
@@ -202,6 +193,19 @@ export class App {
       logger,
       bus,
     );
+  }
+
+  /** The web console's live feed, with the REST API on. */
+  #consoleFeed(limits: ConsoleLimits): ConsoleFeed | null {
+    if (!this.#config.Api.Enabled) return null;
+    return new ConsoleFeed({
+      ...limits,
+      bus: this.bus,
+      store: this.store,
+      config: () => this.config,
+      logger: this.logger,
+      loginProblem: (id) => this.credentials.problem(id),
+    });
   }
 
   /** What a listener is given: the App's store, bus and status functions, and `more`. */
