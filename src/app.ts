@@ -55,6 +55,12 @@ import {
   type ConsolePeers,
   type ReplicaForwarding,
 } from "./cluster/forward/index.js";
+import { AssetControl } from "./control/asset-control.js";
+import type { AssetBookSource, AssetBookView } from "./control/asset-guard.js";
+import { MemoryRecords, type SequenceRecords } from "./control/sequence-records.js";
+import { Sequences } from "./control/sequences.js";
+import { createLeaseStore, JOURNAL_PAYLOAD_MAX } from "./cluster/engines.js";
+import { JournalStore } from "./cluster/journal-store.js";
 import type { ControlService, WriteFence } from "./control/types.js";
 import type { EnergyReader } from "./energy-reader.js";
 import type { ApiListener } from "./http/api-worker/host.js";
@@ -103,6 +109,12 @@ export class App {
   readonly startedAt = Date.now();
   /** What the surfaces (REST, MQTT) call. */
   readonly control: ControlCore;
+  /** Asset control (section 16): an asset's command cord by cord through the control path. */
+  readonly assetControl: AssetControl;
+  /** Power sequences: planned, run and resumed among replicas from their journal. */
+  readonly sequences: Sequences;
+  /** Where control reads the assets' book when one is attached ({@link attachAssets}), else null. */
+  #assetBook: AssetBookSource = () => null;
   /** The web console's live feed and outlet history (only with the REST API on). */
   readonly console: ConsoleFeed | null;
   /** The login check of the instances with control (a wrong password found at start). */
@@ -127,6 +139,7 @@ export class App {
     logger: Logger,
     consoleLimits: ConsoleLimits = {},
     cluster: Cluster | null = null,
+    journal: JournalStore | null = null,
   ) {
     this.#config = config;
     this.logger = logger;
@@ -149,8 +162,15 @@ export class App {
     const consoleAnswer = (ask: ConsoleAsk): string | null => this.console?.replicaAnswer(ask) ?? null;
     const assets = assetsPart(current, store, bus, logger, ownership);
     this.assets = assets;
-    const control = new ControlPart(current, store, clients, bus, logger, ownership, cluster, consoleAnswer);
+    // The protected-asset rule, asset control and sequences read the assets part's book (or one a
+    // test attaches).
+    const control = new ControlPart(current, store, clients, bus, logger, ownership, cluster, consoleAnswer, {
+      book: () => this.#assetBook() ?? assets.book,
+      journal,
+    });
     this.control = control.core;
+    this.assetControl = control.assets;
+    this.sequences = control.sequences;
     this.#rest = control.rest;
     this.credentials = new CredentialsCheck({ config: current, drivers: clients, bus, logger });
     this.energy = energyPart(config, current, bus, logger, ownership, cluster);
@@ -161,6 +181,7 @@ export class App {
       bus,
       logger,
       control: this.control,
+      assetControl: this.assetControl,
       ownership,
       assets,
       energy,
@@ -168,18 +189,7 @@ export class App {
     });
     const mqtt = this.#mqtt;
     const metrics = bridgeMetrics(config, store, bus, this.poller, mqtt, logger, clusterPart, assets, energy);
-    this.console = config.Api.Enabled
-      ? new ConsoleFeed({
-          ...consoleLimits,
-          bus,
-          store,
-          config: current,
-          logger,
-          loginProblem: (id) => this.credentials.problem(id),
-          ...(control.replicaConsole === null ? {} : { replicas: control.replicaConsole }),
-          energy,
-        })
-      : null;
+    this.console = this.#consoleFeed(consoleLimits, control.replicaConsole, energy);
     const httpDeps = (more: Partial<HttpDeps>): HttpDeps => this.#httpDeps(metrics, more);
     [this.#api, this.#health] = this.#listeners(httpDeps);
     const api = this.#api;
@@ -205,6 +215,25 @@ export class App {
       logger,
       bus,
     );
+  }
+
+  /** The web console's live feed, with the REST API on. */
+  #consoleFeed(
+    limits: ConsoleLimits,
+    replicas: ConsolePeers | null,
+    energy: EnergyReader,
+  ): ConsoleFeed | null {
+    if (!this.#config.Api.Enabled) return null;
+    return new ConsoleFeed({
+      ...limits,
+      bus: this.bus,
+      store: this.store,
+      config: () => this.config,
+      logger: this.logger,
+      loginProblem: (id) => this.credentials.problem(id),
+      ...(replicas === null ? {} : { replicas }),
+      energy,
+    });
   }
 
   /** What a listener is given: the App's store, bus and status functions, and `more`. */
@@ -235,6 +264,8 @@ export class App {
       ? new ApiPart(
           httpDeps({
             control: this.#rest.service,
+            assetControl: this.assetControl,
+            sequences: this.sequences,
             ...(this.#rest.replica === undefined ? {} : { replica: this.#rest.replica }),
             consoleRoutes: consoleRoutes(this.console ?? undefined),
           }),
@@ -260,7 +291,16 @@ export class App {
           url: advertisedUrl(config, logger),
         })
       : null;
-    const app = new App(config, logger, options.consoleLimits, cluster);
+    // Among several replicas the sequences' journal is in the coordination engine, beside the leases.
+    const journal =
+      cluster === null
+        ? null
+        : new JournalStore(
+            await createLeaseStore(config.Cluster, process.env, "journal"),
+            cluster,
+            JOURNAL_PAYLOAD_MAX,
+          );
+    const app = new App(config, logger, options.consoleLimits, cluster, journal);
     try {
       await app.#lifecycle.start();
     } catch (error) {
@@ -296,6 +336,19 @@ export class App {
           "(and the memory limit with it; see docs/deployment.md, Memory)",
       );
     }
+  }
+
+  /**
+   * Where control reads the assets' book from now on (the assets part hands it over): the
+   * protected-asset rule on every path, asset control and sequences read it at each request.
+   */
+  attachAssets(source: AssetBookSource): void {
+    this.#assetBook = source;
+  }
+
+  /** The assets' book control reads now (one attached, else the assets part's). */
+  get assetBook(): AssetBookView {
+    return this.#assetBook() ?? this.assets.book;
   }
 
   /** The parts' names in start order. */
@@ -531,7 +584,13 @@ class ControlPart implements Part {
   readonly rest: { readonly service: ControlService; readonly replica?: ReplicaSurface };
   /** Among several replicas: what the web console asks of the others (docs/console.md); else null. */
   readonly replicaConsole: ConsolePeers | null;
+  /** Asset control: each cord's write through `rest.service` (so to its holder among replicas). */
+  readonly assets: AssetControl;
+  readonly sequences: Sequences;
   readonly #forwarding: ReplicaForwarding | null;
+  readonly #cluster: Cluster | null;
+  readonly #journal: JournalStore | null;
+  #unlisten: (() => void) | null = null;
   /** Aborted once the graceful stop is over: a hard stop of anything still writing. */
   readonly #hardStop = new AbortController();
 
@@ -544,6 +603,7 @@ class ControlPart implements Part {
     ownership: Ownership,
     cluster: Cluster | null,
     consoleAnswer: (ask: ConsoleAsk) => string | null,
+    assets: { readonly book: AssetBookSource; readonly journal: JournalStore | null },
   ) {
     const fence: WriteFence | null = cluster;
     this.core = createControlService({
@@ -560,6 +620,8 @@ class ControlPart implements Part {
       pollSoon: (instanceId, delayMs) => bus.emit("pollSoon", { instanceId, delayMs }),
       logger,
       signal: this.#hardStop.signal,
+      // The protected-asset rule on every path that can switch an outlet off.
+      assets: assets.book,
     });
     const core = this.core;
     this.#forwarding =
@@ -571,16 +633,46 @@ class ControlPart implements Part {
       this.#forwarding === null
         ? { service: core }
         : { service: this.#forwarding.service, replica: this.#forwarding.surface };
+    this.assets = new AssetControl({
+      config,
+      book: assets.book,
+      cords: this.rest.service,
+      audit: { logger, bus },
+    });
+    this.#cluster = cluster;
+    this.#journal = assets.journal;
+    const records: SequenceRecords = assets.journal ?? new MemoryRecords();
+    this.sequences = new Sequences({
+      config,
+      records,
+      control: this.assets,
+      logger,
+      // Among replicas: sequences whose runner died are looked for every RetryPeriod (at least 1 s).
+      scanMs: cluster === null ? null : Math.max(1000, config().Cluster.RetryPeriodSeconds * 1000),
+    });
   }
 
-  start(): void {}
+  start(): void {
+    this.sequences.watch();
+    // A member gone may have been running a sequence: look at once.
+    this.#unlisten =
+      this.#cluster?.on((event) => {
+        if (event.type === "members") this.sequences.scanSoon();
+      }) ?? null;
+  }
 
   async stop(): Promise<void> {
     try {
+      this.#unlisten?.();
+      // The runs first (nothing more sent), then asset commands (a reboot's on is still sent), then
+      // the core (writes in flight get the stop budget).
+      await this.sequences.close();
+      await this.assets.stop();
       await this.core.stop();
       this.#hardStop.abort();
     } finally {
       await this.#forwarding?.close();
+      await this.#journal?.close();
     }
   }
 }

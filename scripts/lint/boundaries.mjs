@@ -56,7 +56,7 @@ export const ALLOWED = {
   // the REST surface does (http/'s problems and types; http/ never imports it, the composition root
   // hands it in) and reads answers with the lease library's bounded body reader.
   "cluster/forward": ["config", "control", "http", "cluster/bounded-body.ts", ...SEAMS, ...LEAVES],
-  control: ["pdu", "config", "poller", ...SEAMS, ...LEAVES],
+  control: ["pdu", "config", "poller", "assets", ...SEAMS, ...LEAVES],
   // Assets, feeds and sequences: a domain core over the model (docs/assets.md), whose model is the
   // configuration's (the loader judges it); the parts that wire it in (the App, control, the
   // surfaces) import it, not the other way round.

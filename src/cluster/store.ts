@@ -111,9 +111,6 @@ export const MAX_RECORD_PAYLOAD_LENGTH = 131_072;
 /** Names of the records kept beside the bucket leases (./records.ts): `energy-<bucket>`. */
 export const RECORD_NAME = /^energy-[0-9]{1,4}$/;
 
-/** The longest payload a lease or record of this name may carry. */
-export const payloadLimit = (name: string | undefined): number =>
-  name !== undefined && RECORD_NAME.test(name) ? MAX_RECORD_PAYLOAD_LENGTH : MAX_PAYLOAD_LENGTH;
 /** Longest holder identity accepted (a member name of 63, `/` and an incarnation). */
 export const MAX_HOLDER_LENGTH = 128;
 const MAX_TIME_LENGTH = 64;
@@ -136,14 +133,14 @@ export function checkRecord(
     transitions: unknown;
     payload: unknown;
   },
-  name?: string,
+  maxPayload = MAX_PAYLOAD_LENGTH,
 ): LeaseRecord | null {
   const { holder, durationSeconds, acquireTime, renewTime, transitions, payload } = fields;
   if (typeof holder !== "string" || holder.length > MAX_HOLDER_LENGTH) return null;
   if (!isWhole(durationSeconds, 0, 86_400) || !isWhole(transitions, 0, MAX_TRANSITIONS)) return null;
   const time = (t: unknown) => t === null || (typeof t === "string" && t.length <= MAX_TIME_LENGTH);
   if (!time(acquireTime) || !time(renewTime)) return null;
-  if (typeof payload !== "string" || payload.length > payloadLimit(name)) return null;
+  if (typeof payload !== "string" || payload.length > maxPayload) return null;
   return {
     holder,
     durationSeconds,
@@ -158,9 +155,9 @@ const isWhole = (value: unknown, min: number, max: number): value is number =>
   typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
 
 /** A record's size check before it is written: the algorithm never writes what it would refuse to read. */
-export function assertWritable(name: string, record: LeaseRecord): void {
+export function assertWritable(name: string, record: LeaseRecord, maxPayload = MAX_PAYLOAD_LENGTH): void {
   if (!LEASE_NAME_PATTERN.test(name)) throw new Error(`invalid lease name ${JSON.stringify(name)}`);
-  if (checkRecord(record, name) === null) throw new Error(`lease ${name}: the record is out of bounds`);
+  if (checkRecord(record, maxPayload) === null) throw new Error(`lease ${name}: the record is out of bounds`);
 }
 
 /** Aborts with the caller's signal or after `timeoutMs`, whichever comes first. */

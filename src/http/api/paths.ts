@@ -26,6 +26,10 @@ export const API_ROUTES = {
   entitySettings: { method: "PATCH", url: "/api/v1/instances/:id/entities/:deviceId/:entityKey" },
   groupSettings: { method: "PATCH", url: "/api/v1/instances/:id/groups/:groupKey" },
   outletHistory: { method: "GET", url: "/api/v1/instances/:id/outlets/:deviceId/:index/history" },
+  assetControl: { method: "POST", url: "/api/v1/assets/:id/control" },
+  sequenceStart: { method: "POST", url: "/api/v1/sequences" },
+  sequenceGet: { method: "GET", url: "/api/v1/sequences/:id" },
+  sequenceStop: { method: "DELETE", url: "/api/v1/sequences/:id" },
   openApi: { method: "GET", url: "/openapi/v1.json" },
 } as const;
 

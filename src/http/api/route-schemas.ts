@@ -11,6 +11,12 @@
 import type { FastifySchema } from "fastify";
 import { ASSET_SCHEMA, ASSETS_SCHEMA, FEEDS_SCHEMA } from "./asset-schemas.js";
 import { EVENTS_SCHEMA, HISTORY_SCHEMA } from "./console-schemas.js";
+import {
+  ASSET_CONTROL_SCHEMA,
+  SEQUENCE_GET_SCHEMA,
+  SEQUENCE_START_SCHEMA,
+  SEQUENCE_STOP_SCHEMA,
+} from "./control/asset-schemas.js";
 import { GROUP_CONTROL_SCHEMA, KEY_CHECK_SCHEMA, OUTLET_CONTROL_SCHEMA } from "./control/schemas.js";
 import {
   DEVICE_SETTINGS_SCHEMA,
@@ -48,5 +54,9 @@ export const API_ROUTE_SCHEMAS = {
   entitySettings: ENTITY_SETTINGS_SCHEMA,
   groupSettings: GROUP_SETTINGS_SCHEMA,
   outletHistory: HISTORY_SCHEMA,
+  assetControl: ASSET_CONTROL_SCHEMA,
+  sequenceStart: SEQUENCE_START_SCHEMA,
+  sequenceGet: SEQUENCE_GET_SCHEMA,
+  sequenceStop: SEQUENCE_STOP_SCHEMA,
   openApi: OPENAPI_SCHEMA,
 } as const satisfies { readonly [K in ApiRouteName]: FastifySchema };
