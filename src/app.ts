@@ -109,7 +109,7 @@ export class App {
   readonly startedAt = Date.now();
   /** What the surfaces (REST, MQTT) call. */
   readonly control: ControlCore;
-  /** Asset control (section 16): an asset's command cord by cord through the control path. */
+  /** Asset control (docs/assets.md): an asset's command cord by cord through the control path. */
   readonly assetControl: AssetControl;
   /** Power sequences: planned, run and resumed among replicas from their journal. */
   readonly sequences: Sequences;

@@ -1,5 +1,5 @@
 /**
- * Every asset's state, kept up to date one instance at a time (section 16: "computed on each
+ * Every asset's state, kept up to date one instance at a time (docs/assets.md: "computed on each
  * snapshot of a cord's instance, without a second pass over the fleet per poll"). An index from
  * each instance to the cords on it makes a snapshot of one instance re-read only those cords and
  * recompute only their assets; the cost of an update is the cords on that instance plus the other

@@ -100,7 +100,7 @@ export function unmatchedCircuits(ranges: readonly CircuitRange[], snapshot: Sna
 
 /**
  * The outlets of a device that draw through entity `key` (their `feedsFrom`): what a breaker that
- * falls to 0 A while they are on would have cut (an inferred breaker trip, section 17).
+ * falls to 0 A while they are on would have cut (an inferred breaker trip).
  */
 export function outletsThrough(device: Device, key: string): readonly Outlet[] {
   return device.outlets.filter((o) => o.feedsFrom === key);

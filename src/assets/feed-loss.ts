@@ -1,5 +1,5 @@
 /**
- * The feed-loss projection (section 16), pure: for each feed F, what every entity (inlet, phase,
+ * The feed-loss projection (docs/assets.md), pure: for each feed F, what every entity (inlet, phase,
  * breaker, bank, line, cord, total) of the devices on the other feeds would carry if F failed.
  *
  * - Each such entity starts from its measured current (its point in the instance's load report,
@@ -8,7 +8,7 @@
  *   over its live cords on F) to its live cords elsewhere, shared evenly; each share is added to the
  *   entities its cord draws through (below).
  * - The projected current against the entity's rating gives a load state with the thresholds and
- *   hysteresis of section 14 ({@link FeedLossTracker}), and an alarm `feed-loss` at warning or
+ *   hysteresis of the load alarms (docs/alarms.md) ({@link FeedLossTracker}), and an alarm `feed-loss` at warning or
  *   critical.
  * - Assets whose live cords are all on F would go dark (`dark`); assets whose only other live
  *   cords are on devices of no configured feed are listed apart (`atRisk`): whether they survive F
@@ -259,7 +259,7 @@ function addShare(entities: Map<string, Working>, cord: CordReading, device: Dev
 
 /**
  * The feed-loss alarms over successive projections: each entity's projected load state with the
- * hysteresis of section 14, per feed, forgotten with the entity; raised at warning or critical.
+ * hysteresis of the load alarms (docs/alarms.md), per feed, forgotten with the entity; raised at warning or critical.
  */
 export class FeedLossTracker {
   readonly #thresholds: LoadThresholds;

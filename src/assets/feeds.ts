@@ -1,5 +1,5 @@
 /**
- * What each feed carries now (section 16's `GET /api/v1/feeds`: "per feed: total load"), pure: the
+ * What each feed carries now (`GET /api/v1/feeds`: the total load per feed), pure: the
  * sum over the devices on the feed of each device's own total. A device's total is read from the
  * entities that carry all of it, the first kind it has of `total`, `inlet`, `cord`, `line` and
  * `phase` (their sum: a unit's inlets, cords, lines or phases together carry the whole unit), else

@@ -1,5 +1,5 @@
 /**
- * The domain model of section 16 from the configuration, and the rules the configuration alone
+ * The domain model of assets, feeds and sequences from the configuration, and the rules the configuration alone
  * decides (src/config/asset-model.ts: the loader applies them, exit 2 naming the key). What needs a
  * poll is the resolution's (./state.ts).
  */

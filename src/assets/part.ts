@@ -10,7 +10,7 @@
  * poll interval of an instance on a feed, at least every second), only when a reading changed since
  * the last; its alarms go out under `$feeds`.
  *
- * A live change of any key of section 16 builds the model again and the book from the last one
+ * A live change of any key of Assets, Feeds or Sequences builds the model again and the book from the last one
  * (`AssetBook.reconfigure`: counts and alarms kept where the cords are the same). A cord that names
  * an outlet its instance does not report is logged once, at the first poll that shows it, and shown
  * on the asset; never fatal.

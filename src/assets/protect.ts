@@ -1,5 +1,5 @@
 /**
- * The protected-asset rule (section 16), pure: given the assets' states and the outlets a request
+ * The protected-asset rule (docs/assets.md), pure: given the assets' states and the outlets a request
  * would leave off (an `off` of outlets or of a group's members, an asset's `off`, a setting that
  * leaves an outlet off), which protected assets it would leave with no live cord. The control core
  * asks it among its checks, before anything is sent, and refuses the whole request (409) naming

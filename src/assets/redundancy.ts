@@ -1,5 +1,5 @@
 /**
- * Redundancy of an asset over polls (section 16): `single` with one cord configured; `lost` when a
+ * Redundancy of an asset over polls (docs/assets.md): `single` with one cord configured; `lost` when a
  * cord has been down for {@link POLLS_IN_A_ROW} polls in a row of its own instance, and back to `ok`
  * once it has been up for as many (a cord that flaps raises one alarm, not one per poll).
  *

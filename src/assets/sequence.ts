@@ -1,5 +1,5 @@
 /**
- * Power sequences (section 16), planned: which assets, in which waves, waiting how long. Pure; the
+ * Power sequences (docs/assets.md), planned: which assets, in which waves, waiting how long. Pure; the
  * journal that lets another replica resume a sequence is ./journal.ts.
  *
  * - `on`: by priority (lower first), ties by id. A wave holds assets of one priority only (an asset

@@ -1,5 +1,5 @@
 /**
- * The domain model of section 16 from the configuration's keys (./assets.ts), and every rule about
+ * The domain model of assets, feeds and sequences from the configuration's keys (./assets.ts), and every rule about
  * them that the configuration alone decides, each naming its key (the loader turns them into exit
  * 2, which the Kubernetes source's refused change is too). What needs a poll (an outlet the
  * instance does not have, a cord that is not unique) is the resolution's (src/assets/state.ts),
@@ -43,7 +43,7 @@ const at = (path: readonly string[], problem: string): ModelProblem => ({
   problem,
 });
 
-/** The problems of the configuration's section 16 (the loader's rules, exit 2 naming each key). */
+/** The problems of the configuration's assets, feeds and sequences (the loader's rules, exit 2 naming each key). */
 export function assetProblems(config: Config): readonly ModelProblem[] {
   return buildAssetModel(assetsSectionOf(config)).problems;
 }

@@ -1,6 +1,6 @@
 /**
- * Assets, feeds and sequences (section 16, docs/assets.md): what the configuration says (the
- * contract's YAML, key for key, as the schema produces it) and the domain model built from it
+ * Assets, feeds and sequences (docs/assets.md): what the configuration says (its YAML keys, key
+ * for key, as the schema produces them) and the domain model built from it
  * (./asset-model.ts). Plain readonly data. The model is the configuration's, so the loader can judge
  * it (exit 2 naming the key); src/assets/ reads it under the names of its own types.ts.
  *
@@ -58,7 +58,7 @@ export interface InstanceAssetsConfig {
   readonly OutletCircuits?: Readonly<Record<string, string>>;
 }
 
-/** The configuration keys of section 16, as the loader hands them over. */
+/** The configuration keys of assets, feeds and sequences, as the loader hands them over. */
 export interface AssetsSection {
   readonly Feeds?: Readonly<Record<string, FeedConfig>>;
   readonly Assets?: Readonly<Record<string, AssetConfig>>;
@@ -109,7 +109,7 @@ export interface SequenceSettings {
   readonly gapSeconds: number;
 }
 
-/** Everything of section 16 the core reads, built once per configuration (./asset-model.ts). */
+/** Everything of assets, feeds and sequences the core reads, built once per configuration (./asset-model.ts). */
 export interface AssetModel {
   /** By id, in id order. */
   readonly assets: ReadonlyMap<string, AssetDef>;
@@ -129,7 +129,7 @@ export function feedOf(model: AssetModel, instance: string, device: string): str
   return model.deviceFeeds.get(instance)?.get(device) ?? model.instanceFeeds.get(instance) ?? null;
 }
 
-/** The keys of section 16 of a loaded configuration, as `buildAssetModel` (./asset-model.ts) takes them. */
+/** The assets, feeds and sequences keys of a loaded configuration, as `buildAssetModel` (./asset-model.ts) takes them. */
 export function assetsSectionOf(config: Config): AssetsSection {
   const pdus: Record<string, InstanceAssetsConfig> = {};
   for (const i of config.instances) {

@@ -376,7 +376,7 @@ export type PduDriverName = (typeof PduDrivers)[number];
 /** Instance ids: 1–64 characters of A-Za-z0-9_- (they appear in topics, URLs and variable names). */
 export const InstanceIdPattern = "^[A-Za-z0-9_-]{1,64}$";
 
-/** Feed, asset, tenant and tag ids (section 16): they become MQTT topic levels, URL segments and labels. */
+/** Feed, asset, tenant and tag ids (docs/assets.md): they become MQTT topic levels, URL segments and labels. */
 export const AssetIdPattern = "^[A-Za-z0-9_-]{1,64}$";
 
 const assetId = (what: string) => Type.String({ pattern: AssetIdPattern, description: what });
@@ -486,7 +486,7 @@ export const AssetSchema = Type.Object(
   { additionalProperties: false, description: "One asset (a server, a switch): the outlets that feed it" },
 );
 
-/** `Feeds`, `Assets` and `Sequences` at the top of the file (section 16, docs/assets.md). */
+/** `Feeds`, `Assets` and `Sequences` at the top of the file (docs/assets.md). */
 const assetSections = {
   Feeds: Type.Record(
     Type.String({ pattern: AssetIdPattern }),

@@ -1,5 +1,5 @@
 /**
- * Asset control (section 16, docs/assets.md "Asset control"): `on`, `off` and `reboot` of an asset,
+ * Asset control (docs/assets.md "Asset control"): `on`, `off` and `reboot` of an asset,
  * cord by cord through the same control path as an outlet command. Each cord's write is a request to
  * the control service the composition root hands in (the core in one process; among several
  * replicas the forwarding, which hands a cord to the replica holding its instance), so every cord

@@ -1,5 +1,5 @@
 /**
- * The protected-asset rule in the control core's checks (section 16, docs/assets.md): an off that
+ * The protected-asset rule in the control core's checks (docs/assets.md): an off that
  * would leave a protected asset with no live cord is refused, 409 naming the asset and its other
  * cords' states, before anything is sent, whatever asked for it: an outlet's or a group's `off` or
  * `reboot`, an asset's command (each cord's write comes through the core too), or a setting that

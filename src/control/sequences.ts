@@ -1,5 +1,5 @@
 /**
- * Power sequences (section 16, docs/assets.md "Sequences"): `POST /api/v1/sequences` plans (the
+ * Power sequences (docs/assets.md "Sequences"): `POST /api/v1/sequences` plans (the
  * assets core's planSequence) and answers the plan (a dry run) or starts a run here (202 with its
  * id); `GET` reads a sequence's progress from its journal; `DELETE` asks it to stop after the wave
  * in progress. Among several replicas the journal is in the coordination engine: any replica

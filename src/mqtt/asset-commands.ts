@@ -1,5 +1,5 @@
 /**
- * Asset commands over MQTT (section 16, docs/assets.md "Asset control"): `<P>/$assets/<asset>/set`
+ * Asset commands over MQTT (docs/assets.md "Asset control"): `<P>/$assets/<asset>/set`
  * with `on`, `off` or `reboot`; the reboot of a protected asset needs the payload `reboot confirm`
  * (as REST needs `"confirm": true`), and `reboot` alone is refused for it. They go to asset control, which checks the
  * whole command, writes each cord through the control path and audits each cord's write; what is

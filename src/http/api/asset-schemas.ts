@@ -1,5 +1,5 @@
 /**
- * The schemas of the assets and feeds read routes (docs/assets.md, section 16): `GET
+ * The schemas of the assets and feeds read routes (docs/assets.md): `GET
  * /api/v1/assets`, `/api/v1/assets/{assetId}` and `/api/v1/feeds`, and the shared schemas they
  * answer with (registered beside schemas.ts's, under `#/components/schemas`).
  */

@@ -1,5 +1,5 @@
 /**
- * The schemas of the asset control route and the sequence routes (section 16, docs/http.md
+ * The schemas of the asset control route and the sequence routes (docs/http.md
  * "Assets and sequences"): path parameters, bodies and answers, inline (the route table,
  * ../route-schemas.ts, gives them to the plugins).
  */
