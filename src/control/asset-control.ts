@@ -117,7 +117,8 @@ export interface AssetControlDeps {
   readonly sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
-const sleepFor = (ms: number, signal?: AbortSignal): Promise<void> =>
+/** Waits `ms`, ending early (resolved, not rejected) when `signal` aborts. */
+export const sleepFor = (ms: number, signal?: AbortSignal): Promise<void> =>
   new Promise((resolve) => {
     if (signal?.aborted === true) return resolve();
     const timer = setTimeout(done, ms);

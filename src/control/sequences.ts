@@ -21,7 +21,7 @@ import { planSequence, type SequencePlan, type SequenceRequest } from "../assets
 import type { Config } from "../config/schema.js";
 import type { Logger } from "../log.js";
 import { describeError } from "../pdu/errors.js";
-import type { AssetControl } from "./asset-control.js";
+import { sleepFor, type AssetControl } from "./asset-control.js";
 import { actionsDisabled } from "./checks.js";
 import { listSome } from "./outcomes.js";
 import type { SequenceRecords } from "./sequence-records.js";
@@ -92,17 +92,6 @@ const fail = (
 const unreachable = (error: unknown): SequenceAnswer =>
   fail(503, "Journal unavailable", `the sequences' journal cannot be reached: ${describeError(error)}`, 2);
 
-const sleepFor = (ms: number, signal?: AbortSignal): Promise<void> =>
-  new Promise((resolve) => {
-    if (signal?.aborted === true) return resolve();
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
 
 export class Sequences implements SequenceService {
   readonly #deps: SequencesDeps;
