@@ -8,7 +8,7 @@
  * start, before the first poll) or, among replicas, the coordination engine (one scope per bucket,
  * read when the bucket is taken and before anything of it is published; written by its holder).
  * A scope whose counters changed is written at most once per {@link EnergyPartOptions.checkpointMs};
- * a bucket handed over is written before its lease is released, and every scope at stop.
+ * a bucket handed over is written as it is handed over, and every scope at stop.
  */
 import type { EventBus, OwnershipChangedEvent, SnapshotEvent } from "../bus.js";
 import type { EnergyReader } from "../energy-reader.js";
@@ -45,7 +45,7 @@ export interface EnergyPartOptions {
   readonly scopeOf: (instanceId: string) => number;
   /** Whether scopes are read at start (a directory) or when their bucket is taken (replicas). */
   readonly loadAtStart: boolean;
-  /** Checkpoints of changed counters at most this often (ms): the shortest poll interval. */
+  /** Checkpoints of changed counters at most this often (ms). */
   readonly checkpointMs: number;
 }
 
@@ -127,7 +127,7 @@ export class EnergyPart implements Part {
     book.update(event.snapshot, (noted) => this.#note(id, noted));
   }
 
-  /** Among replicas: a bucket taken is read before its counters are used; one given up is written first. */
+  /** Among replicas: a bucket taken is read before its counters are used; one handed over is written. */
   #ownership(event: OwnershipChangedEvent): void {
     const bucket = event.bucket;
     if (bucket === undefined || this.#options.backend === null || this.#options.loadAtStart) return;
@@ -135,6 +135,9 @@ export class EnergyPart implements Part {
       void this.#loadBucket(bucket.index);
       return;
     }
+    // Written beside the handover, not before it: holding the lease's release for a write to the
+    // engine would keep the bucket's instances unpublished that long. The next holder reads the
+    // record when it takes the bucket; the periodic checkpoint keeps it at most one interval old.
     const save = bucket.handover ? this.#save(bucket.index, true) : Promise.resolve();
     const done = save.catch((error: unknown) => {
       this.#options.logger.error(
@@ -142,7 +145,6 @@ export class EnergyPart implements Part {
         "energy: the checkpoint of a bucket handed over could not be written; its next holder continues from the one before",
       );
     });
-    bucket.holdRelease?.(done);
     void done.then(() => this.#forget(bucket.index));
   }
 
