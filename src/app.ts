@@ -5,14 +5,17 @@
  * bus") says what each part does and which events it emits and hears.
  *
  * Start order (stopped in reverse):
- *   pdus → instance-log → assets → metrics → console → api → health → credentials → poller →
- *   mqtt → [cluster] → control
+ *   pdus → energy → instance-log → assets → metrics → console → api → health → credentials →
+ *   poller → mqtt → [cluster] → control
  *
  * What the order guarantees:
  * - The listeners (the REST API, then health) bind before anything reaches out: a second process
  *   started with the same configuration finds its ports taken and exits 2 before it logs in to a
  *   PDU, polls or connects to the broker, where its client id would take over the running
  *   bridge's session (and its stop would mark the whole fleet `offline`).
+ * - The lifetime energy counters read their checkpoint (a file it cannot read refuses the start)
+ *   and listen before anything polls or shows a snapshot: they are updated from a snapshot before
+ *   the surfaces read them, and they stop (a last checkpoint) after everything that updates them.
  * - The health listener starts after the REST API: a readiness probe cannot pass while the API
  *   still refuses connections (the worker thread takes a while to listen); it is not ready before
  *   MQTT connects anyway.
@@ -42,6 +45,9 @@ import { advertisedApiUrl } from "./config/environment.js";
 import { apiTlsFiles } from "./config/oidc.js";
 import type { Config, InstanceConfig } from "./config/schema.js";
 import { CredentialsCheck } from "./control/credentials.js";
+import { EnergyPart, type CheckpointBackend } from "./energy/part.js";
+import { engineBackend } from "./energy/engine.js";
+import { stateDirBackend } from "./energy/state-dir.js";
 import { createControlService, type ControlCore } from "./control/service.js";
 import {
   createReplicaForwarding,
@@ -49,7 +55,14 @@ import {
   type ConsolePeers,
   type ReplicaForwarding,
 } from "./cluster/forward/index.js";
+import { AssetControl } from "./control/asset-control.js";
+import type { AssetBookSource, AssetBookView } from "./control/asset-guard.js";
+import { MemoryRecords, type SequenceRecords } from "./control/sequence-records.js";
+import { Sequences } from "./control/sequences.js";
+import { createLeaseStore, JOURNAL_PAYLOAD_MAX } from "./cluster/engines.js";
+import { JournalStore } from "./cluster/journal-store.js";
 import type { ControlService, WriteFence } from "./control/types.js";
+import type { EnergyReader } from "./energy-reader.js";
 import type { ApiListener } from "./http/api-worker/host.js";
 import type { RunningListener } from "./http/listener.js";
 import { startHealthServer } from "./http/health/server.js";
@@ -96,6 +109,12 @@ export class App {
   readonly startedAt = Date.now();
   /** What the surfaces (REST, MQTT) call. */
   readonly control: ControlCore;
+  /** Asset control (docs/assets.md): an asset's command cord by cord through the control path. */
+  readonly assetControl: AssetControl;
+  /** Power sequences: planned, run and resumed among replicas from their journal. */
+  readonly sequences: Sequences;
+  /** Where control reads the assets' book when one is attached ({@link attachAssets}), else null. */
+  #assetBook: AssetBookSource = () => null;
   /** The web console's live feed and outlet history (only with the REST API on). */
   readonly console: ConsoleFeed | null;
   /** The login check of the instances with control (a wrong password found at start). */
@@ -105,6 +124,8 @@ export class App {
    * use: a live change replaces it), the feed-loss projection and the alarms about several PDUs.
    */
   readonly assets: AssetsView;
+  /** The lifetime energy counters and their checkpoints (docs/energy.md). */
+  readonly energy: EnergyPart;
   readonly #mqtt: MqttBridge;
   readonly #api: ApiPart | null;
   readonly #health: ListenerPart | null;
@@ -118,6 +139,7 @@ export class App {
     logger: Logger,
     consoleLimits: ConsoleLimits = {},
     cluster: Cluster | null = null,
+    journal: JournalStore | null = null,
   ) {
     this.#config = config;
     this.logger = logger;
@@ -138,47 +160,44 @@ export class App {
     this.poller = new Poller(pollTargets(config, clients), store, { logger, bus, ownership });
     // Among several replicas the other replicas ask this one's console (docs/console.md).
     const consoleAnswer = (ask: ConsoleAsk): string | null => this.console?.replicaAnswer(ask) ?? null;
-    const assets = new AssetsPart({
-      config: current,
-      bus,
-      logger,
-      ownership,
-      online: (id) => store.get(id)?.consecutiveFailures === 0,
-    });
+    const assets = assetsPart(current, store, bus, logger, ownership);
     this.assets = assets;
-    const control = new ControlPart(current, store, clients, bus, logger, ownership, cluster, consoleAnswer);
+    // The protected-asset rule, asset control and sequences read the assets part's book (or one a
+    // test attaches).
+    const control = new ControlPart(current, store, clients, bus, logger, ownership, cluster, consoleAnswer, {
+      book: () => this.#assetBook() ?? assets.book,
+      journal,
+    });
     this.control = control.core;
+    this.assetControl = control.assets;
+    this.sequences = control.sequences;
     this.#rest = control.rest;
     this.credentials = new CredentialsCheck({ config: current, drivers: clients, bus, logger });
+    this.energy = energyPart(config, current, bus, logger, ownership, cluster);
+    const energy = this.energy.reader;
     this.#mqtt = new MqttBridge({
       config,
       store,
       bus,
       logger,
       control: this.control,
+      assetControl: this.assetControl,
       ownership,
       assets,
+      energy,
       ...replicaOf(clusterPart),
     });
     const mqtt = this.#mqtt;
-    const metrics = bridgeMetrics(config, store, bus, this.poller, mqtt, logger, clusterPart, assets);
-    this.console = config.Api.Enabled
-      ? new ConsoleFeed({
-          ...consoleLimits,
-          bus,
-          store,
-          config: current,
-          logger,
-          loginProblem: (id) => this.credentials.problem(id),
-          ...(control.replicaConsole === null ? {} : { replicas: control.replicaConsole }),
-        })
-      : null;
+    const metrics = bridgeMetrics(config, store, bus, this.poller, mqtt, logger, clusterPart, assets, energy);
+    this.console = this.#consoleFeed(consoleLimits, control.replicaConsole, energy);
     const httpDeps = (more: Partial<HttpDeps>): HttpDeps => this.#httpDeps(metrics, more);
     [this.#api, this.#health] = this.#listeners(httpDeps);
     const api = this.#api;
     this.#lifecycle = new Lifecycle(
       [
         pdusPart(store, clients, bus),
+        // Before every part that reads snapshots: its counters are updated before they are shown.
+        this.energy,
         instanceLog(store, current, bus, logger),
         assets,
         ...(metrics === null ? [] : [metrics]),
@@ -196,6 +215,25 @@ export class App {
       logger,
       bus,
     );
+  }
+
+  /** The web console's live feed, with the REST API on. */
+  #consoleFeed(
+    limits: ConsoleLimits,
+    replicas: ConsolePeers | null,
+    energy: EnergyReader,
+  ): ConsoleFeed | null {
+    if (!this.#config.Api.Enabled) return null;
+    return new ConsoleFeed({
+      ...limits,
+      bus: this.bus,
+      store: this.store,
+      config: () => this.config,
+      logger: this.logger,
+      loginProblem: (id) => this.credentials.problem(id),
+      ...(replicas === null ? {} : { replicas }),
+      energy,
+    });
   }
 
   /** What a listener is given: the App's store, bus and status functions, and `more`. */
@@ -226,6 +264,8 @@ export class App {
       ? new ApiPart(
           httpDeps({
             control: this.#rest.service,
+            assetControl: this.assetControl,
+            sequences: this.sequences,
             ...(this.#rest.replica === undefined ? {} : { replica: this.#rest.replica }),
             consoleRoutes: consoleRoutes(this.console ?? undefined),
           }),
@@ -251,7 +291,16 @@ export class App {
           url: advertisedUrl(config, logger),
         })
       : null;
-    const app = new App(config, logger, options.consoleLimits, cluster);
+    // Among several replicas the sequences' journal is in the coordination engine, beside the leases.
+    const journal =
+      cluster === null
+        ? null
+        : new JournalStore(
+            await createLeaseStore(config.Cluster, process.env, "journal"),
+            cluster,
+            JOURNAL_PAYLOAD_MAX,
+          );
+    const app = new App(config, logger, options.consoleLimits, cluster, journal);
     try {
       await app.#lifecycle.start();
     } catch (error) {
@@ -287,6 +336,19 @@ export class App {
           "(and the memory limit with it; see docs/deployment.md, Memory)",
       );
     }
+  }
+
+  /**
+   * Where control reads the assets' book from now on (the assets part hands it over): the
+   * protected-asset rule on every path, asset control and sequences read it at each request.
+   */
+  attachAssets(source: AssetBookSource): void {
+    this.#assetBook = source;
+  }
+
+  /** The assets' book control reads now (one attached, else the assets part's). */
+  get assetBook(): AssetBookView {
+    return this.#assetBook() ?? this.assets.book;
   }
 
   /** The parts' names in start order. */
@@ -375,6 +437,7 @@ function bridgeMetrics(
   logger: Logger,
   clusterPart: ClusterPart | null,
   assets: AssetsView,
+  energy: EnergyReader,
 ): BridgeMetrics | null {
   if (!config.Metrics.Enabled) return null;
   return new BridgeMetrics({
@@ -382,6 +445,7 @@ function bridgeMetrics(
     bus,
     logger,
     assets,
+    energy,
     skippedPolls: (id) => poller.skippedPolls(id),
     mqtt: () => {
       const traffic = mqtt.traffic();
@@ -520,7 +584,13 @@ class ControlPart implements Part {
   readonly rest: { readonly service: ControlService; readonly replica?: ReplicaSurface };
   /** Among several replicas: what the web console asks of the others (docs/console.md); else null. */
   readonly replicaConsole: ConsolePeers | null;
+  /** Asset control: each cord's write through `rest.service` (so to its holder among replicas). */
+  readonly assets: AssetControl;
+  readonly sequences: Sequences;
   readonly #forwarding: ReplicaForwarding | null;
+  readonly #cluster: Cluster | null;
+  readonly #journal: JournalStore | null;
+  #unlisten: (() => void) | null = null;
   /** Aborted once the graceful stop is over: a hard stop of anything still writing. */
   readonly #hardStop = new AbortController();
 
@@ -533,6 +603,7 @@ class ControlPart implements Part {
     ownership: Ownership,
     cluster: Cluster | null,
     consoleAnswer: (ask: ConsoleAsk) => string | null,
+    assets: { readonly book: AssetBookSource; readonly journal: JournalStore | null },
   ) {
     const fence: WriteFence | null = cluster;
     this.core = createControlService({
@@ -549,6 +620,8 @@ class ControlPart implements Part {
       pollSoon: (instanceId, delayMs) => bus.emit("pollSoon", { instanceId, delayMs }),
       logger,
       signal: this.#hardStop.signal,
+      // The protected-asset rule on every path that can switch an outlet off.
+      assets: assets.book,
     });
     const core = this.core;
     this.#forwarding =
@@ -560,16 +633,46 @@ class ControlPart implements Part {
       this.#forwarding === null
         ? { service: core }
         : { service: this.#forwarding.service, replica: this.#forwarding.surface };
+    this.assets = new AssetControl({
+      config,
+      book: assets.book,
+      cords: this.rest.service,
+      audit: { logger, bus },
+    });
+    this.#cluster = cluster;
+    this.#journal = assets.journal;
+    const records: SequenceRecords = assets.journal ?? new MemoryRecords();
+    this.sequences = new Sequences({
+      config,
+      records,
+      control: this.assets,
+      logger,
+      // Among replicas: sequences whose runner died are looked for every RetryPeriod (at least 1 s).
+      scanMs: cluster === null ? null : Math.max(1000, config().Cluster.RetryPeriodSeconds * 1000),
+    });
   }
 
-  start(): void {}
+  start(): void {
+    this.sequences.watch();
+    // A member gone may have been running a sequence: look at once.
+    this.#unlisten =
+      this.#cluster?.on((event) => {
+        if (event.type === "members") this.sequences.scanSoon();
+      }) ?? null;
+  }
 
   async stop(): Promise<void> {
     try {
+      this.#unlisten?.();
+      // The runs first (nothing more sent), then asset commands (a reboot's on is still sent), then
+      // the core (writes in flight get the stop budget).
+      await this.sequences.close();
+      await this.assets.stop();
       await this.core.stop();
       this.#hardStop.abort();
     } finally {
       await this.#forwarding?.close();
+      await this.#journal?.close();
     }
   }
 }
@@ -703,4 +806,48 @@ function instanceView(instance: InstanceConfig): SnapshotView | null {
   if (ranges.length === 0) return overrides;
   const circuits = new CircuitApplier(ranges);
   return overrides === null ? (s) => circuits.apply(s) : (s) => circuits.apply(overrides(s));
+}
+
+/** Assets and feeds (docs/assets.md): an instance's cords count as live only while it polls well. */
+function assetsPart(
+  current: () => Config,
+  store: SnapshotStore,
+  bus: EventBus,
+  logger: Logger,
+  ownership: Ownership,
+): AssetsPart {
+  const online = (id: string): boolean => store.get(id)?.consecutiveFailures === 0;
+  return new AssetsPart({ config: current, bus, logger, ownership, online });
+}
+
+/**
+ * The lifetime energy counters (docs/energy.md), checkpointed to `State.Dir` in one process, to
+ * the coordination engine among several replicas (a record per bucket), else kept in memory only.
+ */
+function energyPart(
+  config: Config,
+  current: () => Config,
+  bus: EventBus,
+  logger: Logger,
+  ownership: Ownership,
+  cluster: Cluster | null,
+): EnergyPart {
+  const dir = config.State.Dir;
+  let backend: CheckpointBackend | null = null;
+  if (cluster !== null) backend = engineBackend(cluster.records("energy"));
+  else if (dir !== null) backend = stateDirBackend(dir);
+  const intervals = config.instances.map((i) => i.PollInterval * 1000);
+  return new EnergyPart({
+    bus,
+    logger,
+    ownership,
+    instanceIds: () => current().instances.map((i) => i.id),
+    backend,
+    scopeOf: cluster === null ? () => 0 : (id) => cluster.bucketOf(id),
+    loadAtStart: cluster === null,
+    // Among replicas every record write is an etcd (or API server) write: at least 10 s apart, so
+    // that checkpoints never crowd the lease rounds. A checkpoint keeps the PDU's reading it counts
+    // from, so its age loses nothing unless the PDU's counter is also reset meanwhile.
+    checkpointMs: Math.min(60_000, Math.max(cluster === null ? 0 : 10_000, ...intervals)),
+  });
 }

@@ -132,6 +132,8 @@ export interface ControlEvent {
   readonly detail?: string;
   /** The outcome's specific problem (e.g. `outcome-unknown`), when it has one. */
   readonly problem?: string;
+  /** The asset whose command this write is part of (asset control, sequences), when it is one. */
+  readonly asset?: string;
   /**
    * True when the control core decided the outcome; false when the surface refused the request
    * before it (a wrong key, a bad payload, control off for the instance, no core in this process).

@@ -16,7 +16,7 @@ export interface OutletSpec {
   readonly current?: number | null;
   readonly power?: number | null;
   readonly energy?: number | null;
-  /** kWh: the lifetime counter to an outlet's measurements. */
+  /** kWh: the lifetime counter docs/energy.md describes to an outlet's measurements. */
   readonly energyLifetime?: number;
   readonly feedsFrom?: string;
 }

@@ -98,6 +98,8 @@ export interface ReplicaFleetOptions {
   readonly etcdSecure?: boolean;
   /** `Cluster.PeerNetworks` of every replica; default: the service's default. */
   readonly peerNetworks?: readonly string[] | null;
+  /** More top-level sections of every replica's configuration (YAML), given the simulators; default none. */
+  readonly extraConfig?: ((sims: ReadonlyMap<string, Simulator>) => string) | null;
 }
 
 /** The etcd root user's password of a fleet with `etcdSecure`. */
@@ -169,6 +171,7 @@ export class ReplicaFleet {
       apiKey: null,
       etcdSecure: false,
       peerNetworks: null,
+      extraConfig: null,
       ...o,
     };
     const dir = await tempDir();
@@ -244,6 +247,7 @@ export class ReplicaFleet {
         "    RelayProtection: 0",
       );
     }
+    if (o.extraConfig !== null) lines.push(o.extraConfig(this.sims).trimEnd());
     return `${lines.join("\n")}\n`;
   }
 

@@ -148,6 +148,9 @@ export async function checkRestReadings(rig: RecordingsRig, instance: string): P
 }
 
 /** The MQTT topic of a reading. */
+/** The lifetime counter beside an energy reading, as a reading of its own topic. */
+const lifetimeOf = (r: ExpectedReading): ExpectedReading => ({ ...r, type: "energyLifetime" });
+
 function measurementTopic(
   rig: RecordingsRig,
   instance: string,
@@ -167,11 +170,22 @@ export async function checkMqtt(rig: RecordingsRig, instance: string): Promise<v
   const devices = rig.expected.get(instance) ?? [];
   const mqtt = rig.h.mqtt;
   const topics = new Map<string, number>();
+  // An energy reading has its lifetime counter beside it (docs/energy.md): on a recording, which
+  // does not move, the counter stays at the first reading (kWh, to the watt-hour).
+  const lifetimes = new Map<string, number>();
   for (const d of devices)
-    for (const r of d.readings) topics.set(measurementTopic(rig, instance, d.id, r), r.value);
+    for (const r of d.readings) {
+      topics.set(measurementTopic(rig, instance, d.id, r), r.value);
+      if (r.type === "energy") lifetimes.set(measurementTopic(rig, instance, d.id, lifetimeOf(r)), r.value);
+    }
   for (const [topic, value] of topics) {
     const m = await mqtt.waitFor(topic, undefined, 15_000);
     assert.equal(Number(m.payload), value, topic);
+  }
+  for (const [topic, value] of lifetimes) {
+    const m = await mqtt.waitFor(topic, undefined, 15_000);
+    assert.ok(Math.abs(Number(m.payload) - value) < 0.0011, `${topic}: ${m.payload}, the reading ${value}`);
+    topics.set(topic, value);
   }
   const prefix = `${rig.h.parent}/${instance}/`;
   const seen = [...mqtt.latest(prefix).keys()];
@@ -206,7 +220,11 @@ export async function checkDiscovery(rig: RecordingsRig, instance: string): Prom
   const mine = (t: string) => t.split("/")[2] === `${rig.h.parent}_${instance}`;
   const measurementSensors = new Set<string>();
   for (const d of devices)
-    for (const r of d.readings) measurementSensors.add(measurementTopic(rig, instance, d.id, r));
+    for (const r of d.readings) {
+      measurementSensors.add(measurementTopic(rig, instance, d.id, r));
+      // Beside an energy reading, its lifetime counter (docs/energy.md).
+      if (r.type === "energy") measurementSensors.add(measurementTopic(rig, instance, d.id, lifetimeOf(r)));
+    }
   // Retained configs arrive as a stream: the checks are repeated until they hold (or time out
   // with the last failure).
   await waitFor(

@@ -84,7 +84,8 @@ export function expectedInstance(config: Config, instanceId: string, polled: Sna
       { topics, prefix: ha.DiscoveryTopic, expireAfter: ha.SensorExpireAfterSeconds },
       instanceId,
       instance.ActionsEnabled,
-      discoveryShape(instanceId, snapshot, guard, load),
+      // The service always keeps lifetime energy counters: each energy reading has its sensor.
+      discoveryShape(instanceId, snapshot, guard, load, true),
     );
     for (const [topic, payload] of built) {
       const parts = splitConfigTopic(topic, prefixLevels);

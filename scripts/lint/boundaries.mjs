@@ -15,10 +15,18 @@ const LEAVES = ["log.ts", "log-limit.ts", "paths.ts", "names.ts", "display.ts"];
 /**
  * The parts' shared seams at the top of src/: the event bus (the events' types and the bus), the
  * part lifecycle, the ownership seam (which instances this process owns), the fencing seam's
- * error and the cluster's status. Every part of the service may import them; the domain (pdu/,
+ * error, the cluster's status and the energy seam (what the surfaces read of the lifetime energy
+ * counters). Every part of the service may import them; the domain (pdu/,
  * config/) and the simulator do not.
  */
-const SEAMS = ["bus.ts", "lifecycle.ts", "ownership.ts", "fencing.ts", "cluster-status.ts"];
+const SEAMS = [
+  "bus.ts",
+  "lifecycle.ts",
+  "ownership.ts",
+  "fencing.ts",
+  "cluster-status.ts",
+  "energy-reader.ts",
+];
 
 /**
  * An area is a folder directly under src/ (its sub-folders belong to it), src/ui/page (the
@@ -37,6 +45,7 @@ export const ALLOWED = {
   "ownership.ts": [],
   "fencing.ts": [],
   "cluster-status.ts": [],
+  "energy-reader.ts": [],
   "lifecycle.ts": ["bus.ts", ...LEAVES],
   config: [...LEAVES],
   pdu: ["config", ...LEAVES],
@@ -47,13 +56,16 @@ export const ALLOWED = {
   // the REST surface does (http/'s problems and types; http/ never imports it, the composition root
   // hands it in) and reads answers with the lease library's bounded body reader.
   "cluster/forward": ["config", "control", "http", "cluster/bounded-body.ts", ...SEAMS, ...LEAVES],
-  control: ["pdu", "config", "poller", ...SEAMS, ...LEAVES],
+  control: ["pdu", "config", "poller", "assets", ...SEAMS, ...LEAVES],
   // Assets, feeds and sequences: a domain core over the model (docs/assets.md), whose model is the
   // configuration's (the loader judges it); the parts that wire it in (the App, control, the
   // surfaces) import it, not the other way round.
   assets: ["pdu", "config", ...SEAMS, ...LEAVES],
+  // The lifetime energy counters and their checkpoints (docs/energy.md): a part fed by the store's
+  // events; the surfaces read it through the energy seam, the REST report imports its report.
+  energy: ["pdu", "config", ...SEAMS, ...LEAVES],
   mqtt: ["pdu", "config", "control", "poller", "assets", ...SEAMS, ...LEAVES],
-  http: ["pdu", "config", "control", "poller", "mqtt", "assets", ...SEAMS, ...LEAVES],
+  http: ["pdu", "config", "control", "poller", "mqtt", "assets", "energy", ...SEAMS, ...LEAVES],
   metrics: ["pdu", "config", "control", "poller", "http", "assets", ...SEAMS, ...LEAVES],
   ui: ["pdu", "config", "control", "poller", "http", ...SEAMS, ...LEAVES],
   // The page runs in the browser: it shares the wire types and the REST paths with the service and

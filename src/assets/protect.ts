@@ -11,6 +11,10 @@
  * leaves no cord of that asset live: an outlet whose state is unknown may be what keeps the asset
  * running, so cutting it is refused too. Writing off to cords that are all known to be off already
  * changes nothing and is not refused. `reboot` is the caller's to allow (it comes back).
+ *
+ * Offs already let through and still in flight (or whose outcome is not known yet) are the caller's
+ * to pass as `inFlight`: their cords do not count as live, so two offs of an asset's two cords sent
+ * at once cannot both pass. They never make a request refused for an asset it does not touch.
  */
 import type { AssetBook } from "./book.js";
 import type { CordReading } from "./state.js";
@@ -28,6 +32,8 @@ export interface GuardedCord {
   readonly reading: CordReading;
   /** Whether the request would leave this cord off. */
   readonly targeted: boolean;
+  /** Whether an off of this cord let through before is still in flight (or its outcome unknown). */
+  readonly inFlight?: boolean;
 }
 
 /** A protected asset the request would leave with no live cord. */
@@ -40,8 +46,37 @@ export interface ProtectedConflict {
 export function protectedConflicts(
   book: Pick<AssetBook, "cordsAt" | "get">,
   offs: readonly OutletOff[],
+  inFlight: readonly OutletOff[] = [],
 ): readonly ProtectedConflict[] {
   /** asset id → the asset and the positions of its cords the request touches. */
+  const touched = cordsTouched(book, offs);
+  const pending = cordsTouched(book, inFlight);
+  const conflicts: ProtectedConflict[] = [];
+  for (const { asset, cords } of touched.values()) {
+    const state = book.get(asset.id);
+    if (state === undefined) continue;
+    const readings = state.readings;
+    const going = pending.get(asset.id)?.cords ?? new Set<number>();
+    const liveLeft = readings.some((r, i) => r.status === "live" && !cords.has(i) && !going.has(i));
+    const cutsSomething = [...cords].some((i) => readings[i]?.status !== "off");
+    if (liveLeft || !cutsSomething) continue;
+    conflicts.push({
+      asset,
+      cords: readings.map((reading, i) => ({
+        reading,
+        targeted: cords.has(i),
+        ...(going.has(i) && !cords.has(i) ? { inFlight: true } : {}),
+      })),
+    });
+  }
+  return conflicts.sort((a, b) => (a.asset.id < b.asset.id ? -1 : a.asset.id > b.asset.id ? 1 : 0));
+}
+
+/** The protected assets the outlets are cords of, with the positions of those cords. */
+function cordsTouched(
+  book: Pick<AssetBook, "cordsAt">,
+  offs: readonly OutletOff[],
+): Map<string, { asset: AssetDef; cords: Set<number> }> {
   const touched = new Map<string, { asset: AssetDef; cords: Set<number> }>();
   for (const off of offs) {
     for (const ref of book.cordsAt(off.instance, off.deviceId, off.index)) {
@@ -51,17 +86,7 @@ export function protectedConflicts(
       t.cords.add(ref.cord);
     }
   }
-  const conflicts: ProtectedConflict[] = [];
-  for (const { asset, cords } of touched.values()) {
-    const state = book.get(asset.id);
-    if (state === undefined) continue;
-    const readings = state.readings;
-    const liveLeft = readings.some((r, i) => r.status === "live" && !cords.has(i));
-    const cutsSomething = [...cords].some((i) => readings[i]?.status !== "off");
-    if (liveLeft || !cutsSomething) continue;
-    conflicts.push({ asset, cords: readings.map((reading, i) => ({ reading, targeted: cords.has(i) })) });
-  }
-  return conflicts.sort((a, b) => (a.asset.id < b.asset.id ? -1 : a.asset.id > b.asset.id ? 1 : 0));
+  return touched;
 }
 
 /** How a cord's state reads in the 409: `on`, `off`, or `unknown (why)`. */
@@ -70,7 +95,8 @@ function cordText(c: GuardedCord): string {
   const where = `${r.instance}${r.deviceId === null ? "" : `/${r.deviceId}`} outlet ${r.index}`;
   const state =
     r.status === "live" ? "on" : r.status === "off" ? "off" : `unknown (${r.detail ?? "not known"})`;
-  return `${where} ${c.targeted ? "(this request)" : state}`;
+  if (c.targeted) return `${where} (this request)`;
+  return c.inFlight === true ? `${where} ${state}, an off of it in flight` : `${where} ${state}`;
 }
 
 /** The 409's detail: each asset and its other cords' states, and that nothing was sent. */

@@ -65,7 +65,7 @@ export interface CordReading {
   readonly energy: number | null;
   /**
    * The outlet's lifetime energy counter (kWh, the measurement `energyLifetime`, which never
-   * decreases), where the snapshot has one; kept from the last good snapshot while its
+   * decreases: docs/energy.md), where the snapshot has one; kept from the last good snapshot while its
    * PDU is offline, so a sum of them never drops and comes back. Null when not reported.
    */
   readonly energyLifetime: number | null;
@@ -84,7 +84,7 @@ export interface AssetState {
   readonly power: number | null;
   readonly current: number | null;
   readonly energy: number | null;
-  /** The sum of the cords' lifetime counters, only when every cord reports one (the asset's lifetime counter). */
+  /** The sum of the cords' lifetime counters, only when every cord reports one (the asset's lifetime counter, docs/energy.md). */
   readonly energyLifetime: number | null;
   readonly cordsLive: number;
   readonly cords: number;

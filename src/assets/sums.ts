@@ -1,5 +1,5 @@
 /**
- * Sums over groups of assets: per tenant (an asset's `Tenant`, and the tenants' energy) or
+ * Sums over groups of assets: per tenant (an asset's `Tenant`, the tenant energy of docs/energy.md) or
  * per tag. Read at a scrape or a report, not per poll: one pass over the assets' states.
  */
 import type { AssetState } from "./state.js";

@@ -25,6 +25,7 @@ import {
   describeError,
   LEASE_NAME_PATTERN,
   LeaseConflictError,
+  MAX_PAYLOAD_LENGTH,
   LeaseStoreError,
   type LeaseEvent,
   type LeaseList,
@@ -48,6 +49,8 @@ export interface EtcdOptions {
   readonly password?: string | null;
   /** Time one endpoint gets for one request before the next endpoint is asked (default 1000 ms). */
   readonly attemptTimeoutMs?: number;
+  /** Longest payload a record may carry (default the leases' MAX_PAYLOAD_LENGTH; the journal's is larger). */
+  readonly maxPayload?: number;
 }
 
 /** Largest answer read from etcd (a list of every lease of an installation is a few hundred kB at most). */
@@ -373,6 +376,9 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
+/** Where the records kept beside the leases begin under the prefix (./engines.ts, `createRecordStore`). */
+export const RECORDS_MARK = "~";
+
 /** The lease store on etcd. */
 export class EtcdLeaseStore implements LeaseStore {
   readonly description: string;
@@ -380,11 +386,15 @@ export class EtcdLeaseStore implements LeaseStore {
   readonly #prefix: Buffer;
   readonly #rangeEnd: Buffer;
   readonly #watches = new Set<{ close(): void }>();
+  readonly #maxPayload: number;
 
   constructor(options: EtcdOptions) {
     this.gateway = new EtcdGateway(options);
+    this.#maxPayload = options.maxPayload ?? MAX_PAYLOAD_LENGTH;
     this.#prefix = Buffer.from(options.prefix, "utf8");
-    this.#rangeEnd = prefixRangeEnd(this.#prefix);
+    // Lease names begin with a letter or digit: keys under the prefix from `~` on are not leases
+    // (the records beside them, ./records.ts) and stay out of every list and watch.
+    this.#rangeEnd = Buffer.concat([this.#prefix, Buffer.from(RECORDS_MARK, "utf8")]);
     this.description = `etcd ${this.gateway.endpoints.join(",")} ${options.prefix}`;
   }
 
@@ -398,7 +408,7 @@ export class EtcdLeaseStore implements LeaseStore {
     if (!key.subarray(0, this.#prefix.length).equals(this.#prefix)) return null;
     const name = key.subarray(this.#prefix.length).toString("utf8");
     if (!LEASE_NAME_PATTERN.test(name) || typeof kv.mod_revision !== "string") return null;
-    return { name, record: decodeRecord(kv.value), version: kv.mod_revision };
+    return { name, record: decodeRecord(kv.value, this.#maxPayload), version: kv.mod_revision };
   }
 
   async get(name: string, signal: AbortSignal): Promise<StoredLease | null> {
@@ -408,7 +418,7 @@ export class EtcdLeaseStore implements LeaseStore {
   }
 
   async create(name: string, record: LeaseRecord, signal: AbortSignal): Promise<StoredLease> {
-    assertWritable(name, record);
+    assertWritable(name, record, this.#maxPayload);
     const key = b64(this.#key(name));
     const answer = await this.gateway.txn(
       {
@@ -427,7 +437,7 @@ export class EtcdLeaseStore implements LeaseStore {
     version: string,
     signal: AbortSignal,
   ): Promise<StoredLease> {
-    assertWritable(name, record);
+    assertWritable(name, record, this.#maxPayload);
     const key = b64(this.#key(name));
     const answer = await this.gateway.txn(
       {
@@ -521,19 +531,22 @@ function encodeRecord(record: LeaseRecord): string {
   );
 }
 
-function decodeRecord(value: string | undefined): LeaseRecord | null {
-  if (value === undefined || value.length > 4 * 65_536) return null;
+function decodeRecord(value: string | undefined, maxPayload: number): LeaseRecord | null {
+  if (value === undefined || value.length > 4 * Math.max(65_536, maxPayload)) return null;
   try {
     const parsed: unknown = JSON.parse(Buffer.from(value, "base64").toString("utf8"));
     if (!isObject(parsed)) return null;
-    return checkRecord({
-      holder: parsed.holder,
-      durationSeconds: parsed.durationSeconds,
-      acquireTime: parsed.acquireTime,
-      renewTime: parsed.renewTime,
-      transitions: parsed.transitions,
-      payload: parsed.payload,
-    });
+    return checkRecord(
+      {
+        holder: parsed.holder,
+        durationSeconds: parsed.durationSeconds,
+        acquireTime: parsed.acquireTime,
+        renewTime: parsed.renewTime,
+        transitions: parsed.transitions,
+        payload: parsed.payload,
+      },
+      maxPayload,
+    );
   } catch {
     return null;
   }

@@ -53,7 +53,7 @@ import { DEFAULT_PEER_NETWORKS, type ClusterConfig } from "../config/schema.js";
 import type { Env } from "../config/secrets.js";
 import type { Logger } from "../log.js";
 import { bucketOf } from "./assign.js";
-import { createLeaseStore } from "./engines.js";
+import { createLeaseStore, createRecordStore } from "./engines.js";
 import {
   Elector,
   type ClusterEvent,
@@ -61,6 +61,7 @@ import {
   type WriteGrant,
   type WriteOptions,
 } from "./elector.js";
+import { BucketRecords } from "./records.js";
 import type { LeaseStore } from "./store.js";
 
 export { bucketOf } from "./assign.js";
@@ -75,6 +76,7 @@ export {
   type WriteOptions,
 } from "./elector.js";
 export type { LeaseStore } from "./store.js";
+export { BucketRecords, MAX_RECORD_PAYLOAD_LENGTH } from "./records.js";
 
 export interface ClusterOptions {
   readonly logger: Logger;
@@ -84,6 +86,8 @@ export interface ClusterOptions {
   readonly ready?: boolean;
   /** Where the other replicas reach this replica's REST API (forwarded control), or null. */
   readonly url?: string | null;
+  /** The store of the records beside the leases (closed with the cluster); default the lease store. */
+  readonly recordStore?: LeaseStore;
 }
 
 export interface Cluster {
@@ -114,6 +118,8 @@ export interface Cluster {
   };
   /** Freezes the loop without releasing anything, as a paused or killed process would (for tests). */
   halt(): void;
+  /** The records of a kind kept per bucket for its next holder (./records.ts). */
+  records(kind: "energy"): BucketRecords;
 }
 
 /** A configured instance nobody polls now, as this replica sees it (`status().unpolled`, by instance). */
@@ -129,9 +135,11 @@ export async function createCluster(
   config: ClusterConfig,
   options: ClusterOptions & { readonly env?: Env },
 ): Promise<Cluster> {
-  const store = await createLeaseStore(config, options.env ?? process.env);
+  const env = options.env ?? process.env;
+  const store = await createLeaseStore(config, env);
+  const recordStore = await createRecordStore(config, env);
   warnInsecureEtcd(config, options.logger);
-  return createClusterWithStore(store, config, options);
+  return createClusterWithStore(store, config, { ...options, recordStore });
 }
 
 /** The cluster on a given lease store; `stop()` closes it. */
@@ -162,7 +170,17 @@ export function createClusterWithStore(
   }
   const bucket = (id: string) => bucketOf(id, config.Buckets);
   const urlOf = advertisedUrls(elector, config.PeerNetworks ?? DEFAULT_PEER_NETWORKS, options.logger);
+  const records = new Map<string, BucketRecords>();
+  const recordStore = options.recordStore ?? store;
   return {
+    records: (kind) => {
+      let kept = records.get(kind);
+      if (kept === undefined) {
+        kept = new BucketRecords(recordStore, kind);
+        records.set(kind, kept);
+      }
+      return kept;
+    },
     member: elector.member,
     identity: elector.identity,
     buckets: elector.buckets,
@@ -172,6 +190,7 @@ export function createClusterWithStore(
         await elector.stop();
       } finally {
         await store.close();
+        if (recordStore !== store) await recordStore.close();
       }
     },
     halt: () => elector.halt(),

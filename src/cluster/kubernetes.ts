@@ -33,6 +33,7 @@ import {
   LEASE_NAME_PATTERN,
   LeaseConflictError,
   LeaseStoreError,
+  MAX_PAYLOAD_LENGTH,
   type LeaseEvent,
   type LeaseList,
   type LeaseRecord,
@@ -54,6 +55,8 @@ export interface KubernetesOptions {
   readonly namespace: string;
   /** `Cluster.Kubernetes.LeasePrefix`. */
   readonly leasePrefix: string;
+  /** Longest payload a record may carry (default the leases' MAX_PAYLOAD_LENGTH; the journal's is larger). */
+  readonly maxPayload?: number;
 }
 
 const GROUP = "coordination.k8s.io";
@@ -65,8 +68,10 @@ export class KubernetesLeaseStore implements LeaseStore {
   readonly #namespace: string;
   readonly #prefix: string;
   readonly #watches = new Set<AbortController>();
+  readonly #maxPayload: number;
 
   constructor(options: KubernetesOptions) {
+    this.#maxPayload = options.maxPayload ?? MAX_PAYLOAD_LENGTH;
     const config = new KubeConfig();
     config.loadFromOptions({
       clusters: [
@@ -114,14 +119,17 @@ export class KubernetesLeaseStore implements LeaseStore {
     const spec = lease?.spec ?? {};
     const time = (value: unknown): unknown =>
       value === undefined || value === null ? null : value instanceof Date ? value.toISOString() : value;
-    const record = checkRecord({
-      holder: spec.holderIdentity ?? "",
-      durationSeconds: spec.leaseDurationSeconds ?? 0,
-      acquireTime: time(spec.acquireTime),
-      renewTime: time(spec.renewTime),
-      transitions: spec.leaseTransitions ?? 0,
-      payload: metadata?.annotations?.[PAYLOAD_ANNOTATION] ?? "",
-    });
+    const record = checkRecord(
+      {
+        holder: spec.holderIdentity ?? "",
+        durationSeconds: spec.leaseDurationSeconds ?? 0,
+        acquireTime: time(spec.acquireTime),
+        renewTime: time(spec.renewTime),
+        transitions: spec.leaseTransitions ?? 0,
+        payload: metadata?.annotations?.[PAYLOAD_ANNOTATION] ?? "",
+      },
+      this.#maxPayload,
+    );
     return { name, record, version };
   }
 
@@ -165,7 +173,7 @@ export class KubernetesLeaseStore implements LeaseStore {
   }
 
   async create(name: string, record: LeaseRecord, signal: AbortSignal): Promise<StoredLease> {
-    assertWritable(name, record);
+    assertWritable(name, record, this.#maxPayload);
     try {
       const lease = await this.#api.createNamespacedLease(
         { namespace: this.#namespace, body: this.#body(name, record, null) },
@@ -184,7 +192,7 @@ export class KubernetesLeaseStore implements LeaseStore {
     version: string,
     signal: AbortSignal,
   ): Promise<StoredLease> {
-    assertWritable(name, record);
+    assertWritable(name, record, this.#maxPayload);
     try {
       const lease = await this.#api.replaceNamespacedLease(
         { name: this.#name(name), namespace: this.#namespace, body: this.#body(name, record, version) },

@@ -102,6 +102,15 @@ export class LeaseStoreError extends Error {
 
 /** Longest payload accepted, in characters (etcd values and Kubernetes annotations take far more). */
 export const MAX_PAYLOAD_LENGTH = 16_384;
+/**
+ * Longest payload of a bucket's record (./records.ts), in characters: a Kubernetes object's
+ * annotations take 256 KiB in all, and etcd's JSON of it (base64, 4/3) stays far below its 1.5 MiB
+ * request limit and within the 256 KiB value this service reads back.
+ */
+export const MAX_RECORD_PAYLOAD_LENGTH = 131_072;
+/** Names of the records kept beside the bucket leases (./records.ts): `energy-<bucket>`. */
+export const RECORD_NAME = /^energy-[0-9]{1,4}$/;
+
 /** Longest holder identity accepted (a member name of 63, `/` and an incarnation). */
 export const MAX_HOLDER_LENGTH = 128;
 const MAX_TIME_LENGTH = 64;
@@ -115,20 +124,23 @@ export const LEASE_NAME_PATTERN = /^[a-z0-9]([-a-z0-9.]{0,78}[a-z0-9])?$/;
  * their own shape to these fields first (a missing Kubernetes `holderIdentity` is "", a missing
  * `leaseTransitions` 0).
  */
-export function checkRecord(fields: {
-  holder: unknown;
-  durationSeconds: unknown;
-  acquireTime: unknown;
-  renewTime: unknown;
-  transitions: unknown;
-  payload: unknown;
-}): LeaseRecord | null {
+export function checkRecord(
+  fields: {
+    holder: unknown;
+    durationSeconds: unknown;
+    acquireTime: unknown;
+    renewTime: unknown;
+    transitions: unknown;
+    payload: unknown;
+  },
+  maxPayload = MAX_PAYLOAD_LENGTH,
+): LeaseRecord | null {
   const { holder, durationSeconds, acquireTime, renewTime, transitions, payload } = fields;
   if (typeof holder !== "string" || holder.length > MAX_HOLDER_LENGTH) return null;
   if (!isWhole(durationSeconds, 0, 86_400) || !isWhole(transitions, 0, MAX_TRANSITIONS)) return null;
   const time = (t: unknown) => t === null || (typeof t === "string" && t.length <= MAX_TIME_LENGTH);
   if (!time(acquireTime) || !time(renewTime)) return null;
-  if (typeof payload !== "string" || payload.length > MAX_PAYLOAD_LENGTH) return null;
+  if (typeof payload !== "string" || payload.length > maxPayload) return null;
   return {
     holder,
     durationSeconds,
@@ -143,9 +155,9 @@ const isWhole = (value: unknown, min: number, max: number): value is number =>
   typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
 
 /** A record's size check before it is written: the algorithm never writes what it would refuse to read. */
-export function assertWritable(name: string, record: LeaseRecord): void {
+export function assertWritable(name: string, record: LeaseRecord, maxPayload = MAX_PAYLOAD_LENGTH): void {
   if (!LEASE_NAME_PATTERN.test(name)) throw new Error(`invalid lease name ${JSON.stringify(name)}`);
-  if (checkRecord(record) === null) throw new Error(`lease ${name}: the record is out of bounds`);
+  if (checkRecord(record, maxPayload) === null) throw new Error(`lease ${name}: the record is out of bounds`);
 }
 
 /** Aborts with the caller's signal or after `timeoutMs`, whichever comes first. */

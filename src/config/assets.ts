@@ -1,6 +1,6 @@
 /**
- * Assets, feeds and sequences (docs/assets.md): what the configuration says (its
- * YAML keys, key for key, as the schema produces them) and the domain model built from it
+ * Assets, feeds and sequences (docs/assets.md): what the configuration says (its YAML keys, key
+ * for key, as the schema produces them) and the domain model built from it
  * (./asset-model.ts). Plain readonly data. The model is the configuration's, so the loader can judge
  * it (exit 2 naming the key); src/assets/ reads it under the names of its own types.ts.
  *

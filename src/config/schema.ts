@@ -975,6 +975,29 @@ export const ConfigSchema = Type.Object(
     ),
     Cluster: ClusterSchema,
     ...assetSections,
+    State: Type.Object(
+      {
+        Dir: Type.Union([Type.String({ minLength: 1, maxLength: 4096 }), Type.Null()], {
+          default: null,
+          description:
+            "A directory the bridge owns, where it keeps the checkpoint of the lifetime energy counters (energy.json; the chart: a PersistentVolume); null: memory only, the counters start again from the PDUs' own at every start. Among several replicas the coordination engine keeps them instead (docs/energy.md)",
+        }),
+      },
+      { additionalProperties: false, default: {}, description: "What the bridge keeps across restarts" },
+    ),
+    Energy: Type.Object(
+      {
+        ReportSource: Type.Union(
+          [Type.String({ maxLength: 2048, pattern: "^https?://[^\\s?#]+$" }), Type.Null()],
+          {
+            default: null,
+            description:
+              "Base URL of a Prometheus that scrapes the bridge's metrics (http://prometheus:9090); GET /api/v1/energy reports periods from it (increase() of the lifetime counters); null: the report answers 409",
+          },
+        ),
+      },
+      { additionalProperties: false, default: {}, description: "Energy reports (docs/energy.md)" },
+    ),
     Logging: Type.Object(
       {
         Level: Type.Enum(LogLevels, {

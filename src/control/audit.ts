@@ -102,6 +102,7 @@ export function auditControl(to: AuditSink, entry: AuditEntry, fold?: AuditFold 
     topic: entry.source.surface === "mqtt" ? entry.source.topic : undefined,
     ...auditUser(entry.source),
     instance: entry.instanceId,
+    asset: entry.asset,
     target: entry.target === null ? null : describeTarget(entry.target),
     action: entry.action,
     status: entry.status,

@@ -11,6 +11,8 @@
  *   409 the device (or a group member's device) reports conf.outletControlEnabled: false
  *   409 off or reboot of a `Protected` outlet or group, or of a group with a protected outlet
  *       (overrides, src/pdu/overrides.ts): the whole request, nothing sent
+ *   409 off or reboot that would leave a protected asset with no live cord (./asset-guard.ts): the
+ *       whole request, nothing sent
  * then writes to the PDU (./writes.ts: each outlet in its turn, ./outlet-turns.ts; a group's members
  * a few at a time, each through its own device's route) and reports (./outcomes.ts):
  *   200 every outlet done; 502 the PDU refused or failed (a group lists which outlets succeeded and
@@ -31,17 +33,25 @@ import type { Config } from "../config/schema.js";
 import type { Logger } from "../log.js";
 import { OWN_ALL, type Ownership } from "../ownership.js";
 import type { SnapshotStore } from "../poller/store.js";
+import { assetProtection, OffsInFlight, type AssetBookSource } from "./asset-guard.js";
 import { describeTarget } from "./audit.js";
 import { checkAction, polledInstance, protectedRefusal } from "./checks.js";
-import type { CommandDriver } from "./commands.js";
-import { OutletTurns, type OutletTurnsOptions } from "./outlet-turns.js";
-import { commandOutcome, controlUnavailable, stoppingRefusal } from "./outcomes.js";
+import type { CommandDriver, CommandRow } from "./commands.js";
+import { DEFAULT_REBOOT_DELAY_S, OutletTurns, type OutletTurnsOptions } from "./outlet-turns.js";
+import {
+  commandOutcome,
+  controlUnavailable,
+  stoppingRefusal,
+  type Refusal,
+  type Written,
+} from "./outcomes.js";
 import { SettingsBursts } from "./settings-bursts.js";
 import { applySettings, type SettingsWriteDeps } from "./settings-writes.js";
 import { STOP_BUDGET_MS, WritesInFlight } from "./stopping.js";
-import { planCommand } from "./targets.js";
+import { planCommand, type PlannedOutlet } from "./targets.js";
 import type {
   ControlOutcome,
+  ControlTarget,
   ControlRequest,
   ControlService,
   SettingsOutcome,
@@ -79,6 +89,11 @@ export interface ControlDeps {
   readonly signal?: AbortSignal;
   /** The outlets' turns' settings (tests shorten the 30 s wait limit). */
   readonly discipline?: OutletTurnsOptions;
+  /**
+   * The assets' book as the assets part keeps it, for the protected-asset rule (./asset-guard.ts);
+   * absent or null: no assets, nothing guarded.
+   */
+  readonly assets?: AssetBookSource;
 }
 
 export class ControlCore implements ControlService {
@@ -88,9 +103,12 @@ export class ControlCore implements ControlService {
   readonly #inFlight: WritesInFlight;
   readonly #writer: Writer;
   readonly #bursts = new SettingsBursts();
+  /** Offs let through whose end the assets' book has not seen (the protected-asset rule). */
+  readonly #offs: OffsInFlight;
 
   constructor(deps: ControlDeps) {
     this.#deps = deps;
+    this.#offs = new OffsInFlight((id) => deps.store.get(id)?.lastSuccessUtc ?? null);
     this.#logger = deps.logger.child({ component: "control" });
     const turns = new OutletTurns(deps.discipline);
     this.#turns = turns;
@@ -137,25 +155,50 @@ export class ControlCore implements ControlService {
       ? protectedRefusal(snapshot, resolved, targets, action, id)
       : null;
     if (guarded !== null) return guarded;
+    // 5b. no protected asset left with no live cord (an asset's own confirmed reboot aside)
+    const cutting = row.refusedWhenProtected ? this.#assetGuard(request, id, resolved, targets) : null;
+    if (cutting !== null) return cutting;
     const client = this.#client(id);
     if (client === undefined) return controlUnavailable(id);
     if (this.#inFlight.stopping) {
       return stoppingRefusal(`${action} on ${describeTarget(resolved)} of instance ${id}`);
     }
 
-    // 6. the writes
+    // 6. the writes (an off counted in flight from its check, with no wait between, to its end)
     const where = { instance: id, target: describeTarget(resolved), action };
     this.#logger.debug({ ...where, outlets: targets.length }, "control: writing");
+    if (row.refusedWhenProtected) this.#offs.begin(id, targets);
     const written = await this.#writer.writeCommand(id, client, targets, row, {
       commandId: request.commandId,
+      once: request.once === true,
       relayIntervalMs: relayIntervalMs(this.#deps.config, id),
     });
+    if (row.refusedWhenProtected) this.#offs.end(id, written, (w) => offMsOf(row, targets, w));
 
     // 7. the outcome (an outcome-unknown write is polled soon too: the PDU's report tells)
     this.#writer.repollAfter(id, written);
     const outcome = commandOutcome(id, resolved, row, written);
     this.#logger.debug({ ...where, status: outcome.status }, "control: done");
     return outcome;
+  }
+
+  /** The protected-asset rule for an off or reboot of `targets` (./asset-guard.ts). */
+  #assetGuard(
+    request: ControlRequest,
+    id: string,
+    resolved: ControlTarget,
+    targets: readonly PlannedOutlet[],
+  ): Refusal | null {
+    return assetProtection(
+      this.#deps.assets?.() ?? null,
+      id,
+      targets,
+      `${request.action} on ${describeTarget(resolved)} of instance ${id}`,
+      {
+        cycling: request.assetCycle === true ? request.asset : undefined,
+        inFlight: this.#offs.offs(),
+      },
+    );
   }
 
   /** A settings write (./settings-writes.ts). */
@@ -178,8 +221,20 @@ export class ControlCore implements ControlService {
       writer: this.#writer,
       inFlight: this.#inFlight,
       bursts: this.#bursts,
+      assets: () => this.#deps.assets?.() ?? null,
+      offsInFlight: () => this.#offs.offs(),
     };
   }
+}
+
+/**
+ * How long a write done keeps its outlet off beyond its answer: a reboot's delay (the PDU switches
+ * it back on later; at least 5 s when the PDU does not say), nothing for an off (it is latched).
+ */
+function offMsOf(row: CommandRow, targets: readonly PlannedOutlet[], w: Written): number {
+  if (row.latches !== null) return 0;
+  const planned = targets.find((t) => t.deviceId === w.target.deviceId && t.index === w.target.index);
+  return Math.max(DEFAULT_REBOOT_DELAY_S, planned?.rebootDelay ?? 0) * 1000;
 }
 
 /** The instance's relay protection (ms): the least time between two state changes of one outlet. */

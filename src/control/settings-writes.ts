@@ -12,6 +12,8 @@ import type { OutletSettings } from "../pdu/driver.js";
 import type { SnapshotStore } from "../poller/store.js";
 import { describeTarget } from "./audit.js";
 import type { CommandDriver } from "./commands.js";
+import type { OutletOff } from "../assets/protect.js";
+import { assetProtection, type AssetBookView } from "./asset-guard.js";
 import { badIndex, polledInstance, protectedSettingsRefusal } from "./checks.js";
 import {
   controlUnavailable,
@@ -22,7 +24,13 @@ import {
   type WriteResult,
 } from "./outcomes.js";
 import type { SettingsBursts } from "./settings-bursts.js";
-import { SETTING_NAMES, settingsProblem, SETTINGS_ACTION, SETTINGS_TURN } from "./settings.js";
+import {
+  protectedSettingsProblem,
+  SETTING_NAMES,
+  settingsProblem,
+  SETTINGS_ACTION,
+  SETTINGS_TURN,
+} from "./settings.js";
 import type { WritesInFlight } from "./stopping.js";
 import { planSettings, type SettingsPlan } from "./targets.js";
 import type { SettingsOutcome, SettingsRequest } from "./types.js";
@@ -37,6 +45,10 @@ export interface SettingsWriteDeps {
   readonly writer: Writer;
   readonly inFlight: WritesInFlight;
   readonly bursts: SettingsBursts;
+  /** The assets' book, for the protected-asset rule; null: nothing guarded. */
+  assets(): AssetBookView | null;
+  /** The offs the core let through whose end the book has not seen (./asset-guard.ts). */
+  offsInFlight(): readonly OutletOff[];
 }
 
 /** A settings write: checked, then written in its target's turn; never rejects. */
@@ -58,7 +70,9 @@ export async function applySettings(
   const planned = planSettings(snapshot, target, id);
   if ("status" in planned) return planned;
   if (planned.kind === "outlet") {
-    const guarded = protectedSettingsRefusal(snapshot, planned.outlet, settings, id);
+    const guarded =
+      protectedSettingsRefusal(snapshot, planned.outlet, settings, id) ??
+      holdsAssetOff(deps, id, planned.outlet, settings);
     if (guarded !== null) return guarded;
   }
   const call = driverCall(deps.client(id), planned, settings, id);
@@ -78,6 +92,23 @@ export async function applySettings(
     return { ok: true, status: 200, instanceId: id, target: planned.resolved, settings: done, ...burst };
   }
   return { ...settingsFailure(what(Object.keys(written.settings)), result), ...burst };
+}
+
+/**
+ * 409 when the settings would hold the outlet off (what a `Protected` outlet refuses: a power-on
+ * action of off, an on or reboot delay; ./settings.ts) and it is the last live cord of a protected
+ * asset: such a setting counts as an off for the protected-asset rule (./asset-guard.ts).
+ */
+function holdsAssetOff(
+  deps: SettingsWriteDeps,
+  id: string,
+  outlet: { readonly deviceId: string; readonly index: number },
+  settings: OutletSettings,
+): Refusal | null {
+  const problem = protectedSettingsProblem(settings);
+  if (problem === null) return null;
+  const what = `${SETTINGS_ACTION} ${problem} on outlet ${outlet.deviceId}/${outlet.index} of instance ${id}`;
+  return assetProtection(deps.assets(), id, [outlet], what, { inFlight: deps.offsInFlight() });
 }
 
 /** The write of a burst's merged settings, in the target's turn; never rejects. */

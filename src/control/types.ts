@@ -30,6 +30,19 @@ export interface ControlRequest {
    * A-Za-z0-9_-; the core makes one when it is absent.
    */
   readonly commandId?: string;
+  /**
+   * Once-only ids for on and off too (asset control and sequences, src/control/asset-control.ts):
+   * each outlet's write is recorded under `<commandId>-<k>` by the fencing among replicas and never
+   * sent twice, as a reboot's is. Needs `commandId`.
+   */
+  readonly once?: boolean;
+  /** The asset whose command this write is part of: named in the audit line. */
+  readonly asset?: string;
+  /**
+   * The write is the off of the asset's own reboot (confirmed for a protected asset): the
+   * protected-asset rule leaves that asset out, every other asset the outlets feed is still guarded.
+   */
+  readonly assetCycle?: boolean;
 }
 
 /** What a write must wait for before it goes to a PDU when several replicas share the fleet. */
@@ -111,7 +124,9 @@ export type ControlProblem =
   | "unsafe-name"
   | "protected"
   | "not-held"
-  | "relay-protection";
+  | "relay-protection"
+  | "confirm-required"
+  | "asset-busy";
 
 export interface SettingsRequest {
   readonly instanceId: string;

@@ -73,22 +73,28 @@ export class Writer {
 
   /**
    * A command's writes, a group's members at most {@link GROUP_CONCURRENCY} at a time; in input
-   * order. A reboot or resetStats gives each outlet write a once-only id `<commandId>-<k>` from the
-   * command's id (one is made when it is absent or malformed), so the same command never runs twice.
+   * order. A reboot or resetStats (or any command with `once`: an asset's cord, a sequence's step)
+   * gives each outlet write a once-only id `<commandId>-<k>` from the command's id (one is made when
+   * it is absent or malformed), so the same command never runs twice.
    */
   writeCommand(
     instanceId: string,
     client: CommandDriver,
     targets: readonly PlannedOutlet[],
     row: CommandRow,
-    options: { readonly commandId?: string | undefined; readonly relayIntervalMs: number },
+    options: {
+      readonly commandId?: string | undefined;
+      readonly once?: boolean;
+      readonly relayIntervalMs: number;
+    },
   ): Promise<Written[]> {
     const { commandId, relayIntervalMs } = options;
+    const once = options.once === true || !row.idempotent;
     const id =
       commandId !== undefined && COMMAND_ID_PATTERN.test(commandId)
         ? commandId
         : randomBytes(12).toString("base64url");
-    const onceId = (k: number): string | undefined => (row.idempotent ? undefined : `${id}-${k}`);
+    const onceId = (k: number): string | undefined => (once ? `${id}-${k}` : undefined);
     return mapBounded([...targets.entries()], GROUP_CONCURRENCY, ([k, t]) =>
       this.#writeOutlet(instanceId, client, t, row, onceId(k), relayIntervalMs),
     );

@@ -6,6 +6,8 @@ import type { AssetsView } from "../assets/view.js";
 import type { EventBus } from "../bus.js";
 import type { ClusterStatus } from "../cluster-status.js";
 import type { Config } from "../config/schema.js";
+import type { AssetControl } from "../control/asset-control.js";
+import type { SequenceService } from "../control/sequences.js";
 import type { ControlService } from "../control/types.js";
 import type { Logger } from "../log.js";
 import type { HomeAssistantStatus, MqttStatus } from "../mqtt/types.js";
@@ -108,6 +110,10 @@ export interface HttpDeps {
   homeAssistantStatus(): HomeAssistantStatus;
   /** Present when control is wired (the control endpoints answer 403 while Api.ApiKey is empty). */
   readonly control?: ControlService;
+  /** Asset control (`POST /api/v1/assets/:id/control`); absent: the route answers 503. */
+  readonly assetControl?: Pick<AssetControl, "execute">;
+  /** Power sequences (`/api/v1/sequences`); absent: the routes answer 503 (GET 404). */
+  readonly sequences?: SequenceService;
   /**
    * Among several replicas: this replica's side of the traffic between replicas (src/cluster/forward/),
    * which carries out the requests other replicas hand it; `control` is then the forwarding service.

@@ -19,6 +19,7 @@ import type { InstanceStatus, SnapshotStore } from "../poller/store.js";
 import type { AssetsView } from "../assets/view.js";
 import { loadChunks, type LoadSource } from "./alarms.js";
 import { assetChunks, fleetLoadSources } from "./assets.js";
+import { NO_ENERGY, type EnergyReader } from "../energy-reader.js";
 import { registerClusterMetrics, type ClusterMetricsView } from "./cluster.js";
 import { MAX_SERIES_PER_INSTANCE, metricsPlan, readingChunks, type LeftOutReason } from "./readings.js";
 
@@ -45,6 +46,8 @@ export interface MetricsSources {
    * those of its buckets: another replica exports the rest). Default: all.
    */
   readonly ownership?: Ownership;
+  /** The lifetime energy counters (src/energy/); default none. */
+  readonly energy?: EnergyReader;
 }
 
 /** The store's instances this process reports now (see {@link MetricsSources.ownership}). */
@@ -358,12 +361,13 @@ export class BridgeMetrics {
       }
     const assets = this.#sources.assets;
     loads.push(...fleetLoadSources(assets));
+    const energy = this.#sources.energy ?? NO_ENERGY;
     const head = openMetrics
       ? `${textToOpenMetrics(own)}${textToOpenMetrics(process)}`
       : `${own}\n${process}\n`;
     function* chunks(): Generator<string> {
       yield head;
-      yield* readingChunks(snapshots, openMetrics ? "openmetrics" : "text");
+      yield* readingChunks(snapshots, openMetrics ? "openmetrics" : "text", energy);
       yield* loadChunks(loads);
       yield* assetChunks(assets);
       if (openMetrics) yield "# EOF\n";

@@ -13,6 +13,7 @@
  * whole groups, as long as they fit. What is left out is counted per instance and reason
  * ({@link metricsPlan}); the bridge's metrics export the counts.
  */
+import { NO_ENERGY, type EnergyReader } from "../energy-reader.js";
 import type { Device, Group, Measurement, Snapshot } from "../pdu/model.js";
 import { isSafeName } from "../names.js";
 
@@ -130,6 +131,24 @@ for (const [type, kind] of KIND_LIST) {
   );
 }
 
+// The lifetime energy counters (src/energy/, docs/energy.md): counters that never decrease, in Wh.
+const LIFETIME_OUTLET =
+  FAMILIES.push(
+    family(
+      "pdu_outlet_energy_lifetime_wh_total",
+      "counter",
+      "Outlet lifetime energy in watt-hours: never decreases (carried on through the PDU's resets, a replaced unit, restarts)",
+    ),
+  ) - 1;
+const LIFETIME_ENTITY =
+  FAMILIES.push(
+    family(
+      "pdu_entity_energy_lifetime_wh_total",
+      "counter",
+      "Entity lifetime energy in watt-hours: never decreases (carried on through the PDU's resets, a replaced unit, restarts)",
+    ),
+  ) - 1;
+
 /** Every reading family name, as its samples are named (for documentation and tests). */
 export const READING_METRICS: readonly string[] = FAMILIES.map((f) => f.sample);
 
@@ -225,7 +244,8 @@ function kindSeries(measurements: readonly Measurement[]): number {
   let n = 0;
   for (const [type, kind] of KIND_LIST) {
     const m = measurements.find((x) => x.type === type);
-    if (m !== undefined && scaled(kind, m) !== null) n++;
+    // An energy reading has its lifetime counter beside it.
+    if (m !== undefined && scaled(kind, m) !== null) n += type === "energy" ? 2 : 1;
   }
   return n;
 }
@@ -258,7 +278,7 @@ function groupSeries(group: Group): number {
   return n;
 }
 
-type Writer = (plan: MetricsPlan, out: string) => string;
+type Writer = (plan: MetricsPlan, out: string, energy: EnergyReader) => string;
 
 /** `{instance="…",device="…"` of a device of a snapshot. */
 const devicePrefix = (plan: MetricsPlan, deviceId: string): string =>
@@ -316,8 +336,36 @@ function groupWriter(sample: string, type: string, kind: Kind, key: string): Wri
   };
 }
 
+/** A lifetime counter's sample: to a thousandth of a Wh, rounded down (never above a later one). */
+const whText = (wh: number): string => String(Math.floor(wh * 1000) / 1000);
+
+/** `pdu_outlet_energy_lifetime_wh_total`: the lifetime counter of each outlet that has one. */
+const writeOutletLifetimes: Writer = (plan, out, energy) => {
+  for (const device of plan.devices) {
+    const dev = `pdu_outlet_energy_lifetime_wh_total${devicePrefix(plan, device.id)},outlet="`;
+    for (const outlet of device.outlets) {
+      const wh = energy.outletWh(plan.instanceId, device.id, outlet.index);
+      if (wh !== null) out += `${dev}${outlet.index}"} ${whText(wh)}\n`;
+    }
+  }
+  return out;
+};
+
+const writeEntityLifetimes: Writer = (plan, out, energy) => {
+  for (const device of plan.devices) {
+    const dev = `pdu_entity_energy_lifetime_wh_total${devicePrefix(plan, device.id)},entity="`;
+    for (const entity of device.entities) {
+      const wh = energy.entityWh(plan.instanceId, device.id, entity.key);
+      if (wh !== null) out += `${dev}${escapeLabel(entity.key)}"} ${whText(wh)}\n`;
+    }
+  }
+  return out;
+};
+
 /** How each family's samples are written from one snapshot, in the order of FAMILIES. */
 const WRITERS: Writer[] = FAMILIES.map((f, index): Writer => {
+  if (index === LIFETIME_OUTLET) return writeOutletLifetimes;
+  if (index === LIFETIME_ENTITY) return writeEntityLifetimes;
   if (index === OUTLET_STATE) return writeOutletStates;
   if (index === OUTLET_INFO) return writeOutletInfo;
   if (index === DEVICE_INFO) return writeDeviceInfo;
@@ -365,7 +413,11 @@ const CHUNK_CHARS = 64 * 1024;
  * require), so that a scrape of a large fleet holds a chunk at a time rather than the whole text
  * (docs/performance.md, "Metrics scenario").
  */
-export function* readingChunks(snapshots: readonly Snapshot[], format: Format): Generator<string> {
+export function* readingChunks(
+  snapshots: readonly Snapshot[],
+  format: Format,
+  energy: EnergyReader = NO_ENERGY,
+): Generator<string> {
   const planned = snapshots.map(metricsPlan);
   let out = "";
   for (const [i, f] of FAMILIES.entries()) {
@@ -374,7 +426,7 @@ export function* readingChunks(snapshots: readonly Snapshot[], format: Format): 
     out += `# HELP ${name} ${f.help}\n# TYPE ${name} ${type}\n`;
     const write = WRITERS[i]!;
     for (const plan of planned) {
-      out = write(plan, out);
+      out = write(plan, out, energy);
       if (out.length >= CHUNK_CHARS) {
         yield out;
         out = "";
@@ -385,6 +437,10 @@ export function* readingChunks(snapshots: readonly Snapshot[], format: Format): 
 }
 
 /** {@link readingChunks} as one string (tests, small fleets). */
-export function renderReadings(snapshots: readonly Snapshot[], format: Format): string {
-  return [...readingChunks(snapshots, format)].join("");
+export function renderReadings(
+  snapshots: readonly Snapshot[],
+  format: Format,
+  energy: EnergyReader = NO_ENERGY,
+): string {
+  return [...readingChunks(snapshots, format, energy)].join("");
 }

@@ -255,7 +255,8 @@ function addAssetCommands(
   add("button", "reboot", {
     name: "Reboot",
     command_topic: command,
-    payload_press: "reboot",
+    // A protected asset's reboot needs its confirmation: pressing the button is it.
+    payload_press: def.protected ? "reboot confirm" : "reboot",
     device_class: "restart",
     qos: 1,
   });

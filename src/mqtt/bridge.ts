@@ -17,12 +17,14 @@ import type { AssetsView } from "../assets/view.js";
 import type { EventBus } from "../bus.js";
 import type { Config } from "../config/schema.js";
 import type { ControlService } from "../control/types.js";
+import type { EnergyReader } from "../energy-reader.js";
 import { describeError } from "../pdu/errors.js";
 import type { Logger } from "../log.js";
 import { OWN_ALL, type Ownership } from "../ownership.js";
 import type { SnapshotStore, StoreEvent } from "../poller/store.js";
 import { AssetTopics } from "./assets.js";
 import type { EmbeddedBroker } from "./broker.js";
+import { AssetCommands, type AssetCommandControl } from "./asset-commands.js";
 import { CommandHandler } from "./commands.js";
 import { MqttConnection, type CreateOptions } from "./connection.js";
 import { discoveryNodeId } from "./discovery.js";
@@ -50,6 +52,8 @@ export interface MqttBridgeDeps {
   readonly logger: Logger;
   /** What commands are executed by; none: refused until {@link MqttBridge.attachControl}. */
   readonly control?: ControlService | null;
+  /** What asset commands (`<P>/$assets/<asset>/set`, `…/reboot`) go to; none: refused. */
+  readonly assetControl?: AssetCommandControl | null;
   /** Which instances are published and commanded here; default all. */
   readonly ownership?: Ownership;
   /** Assets and feeds (src/assets/view.ts), published under `P/$assets` and `P/$feeds` (./assets.ts). */
@@ -59,6 +63,8 @@ export interface MqttBridgeDeps {
    * status topic its own, and each held bucket has an availability connection (./bucket-status.ts).
    */
   readonly replica?: ReplicaTopics & { holdsBucket(bucket: number): boolean };
+  /** The lifetime energy counters, published retained beside the measurements (docs/energy.md). */
+  readonly energy?: EnergyReader;
 }
 
 /** Messages handed to the MQTT client and dropped or refused since start, discovery configs retained. */
@@ -97,6 +103,7 @@ export class MqttBridge implements MqttBridgeHandle {
   readonly #topics: Topics;
   readonly #ownership: Ownership;
   readonly #commands: CommandHandler;
+  readonly #assetCommands: AssetCommands;
   #running: Running | null = null;
   #stopping: Promise<void> | null = null;
   /** Instances whose discovery {@link clearRemoved} cleared: nothing more is published for them. */
@@ -115,6 +122,14 @@ export class MqttBridge implements MqttBridgeHandle {
       ownership: this.#ownership,
     });
     this.#commands.attach(deps.control ?? null);
+    this.#assetCommands = new AssetCommands({
+      parent: deps.config.Mqtt.ParentTopic,
+      config: deps.config,
+      logger: this.#logger,
+      bus: deps.bus,
+      ownership: this.#ownership,
+    });
+    this.#assetCommands.attach(deps.assetControl ?? null);
   }
 
   /**
@@ -150,7 +165,11 @@ export class MqttBridge implements MqttBridgeHandle {
               config: { ...target.config, ClientId: `${config.Mqtt.ClientId}-${replica.member}` },
               statusTopic: this.#topics.bridgeStatus(),
             }),
-        subscriptions: [...this.#commands.subscriptions(), ...this.#haStatusSubscription()],
+        subscriptions: [
+          ...this.#commands.subscriptions(),
+          ...this.#assetCommands.subscriptions(),
+          ...this.#haStatusSubscription(),
+        ],
         logger,
         bus: this.#deps.bus,
       });
@@ -172,6 +191,7 @@ export class MqttBridge implements MqttBridgeHandle {
         logger,
         (id) => ghosts?.discovered(id),
         (id) => this.#publishes(id),
+        this.#deps.energy,
       );
       const assets = this.#assetTopics(connection);
       this.#listen(publisher, buckets, ghosts, assets);
@@ -415,7 +435,8 @@ export class MqttBridge implements MqttBridgeHandle {
         if (!retained && payload.toString("utf8").trim().toLowerCase() === "online") birth.trigger();
         return;
       }
-      void this.#commands.handle(topic, payload, retained).catch((error: unknown) => {
+      const handler = this.#assetCommands.accepts(topic) ? this.#assetCommands : this.#commands;
+      void handler.handle(topic, payload, retained).catch((error: unknown) => {
         logger.error({ topic, err: describeError(error) }, "MQTT command handling failed");
       });
     };
@@ -501,6 +522,7 @@ function createPublisher(
   logger: Logger,
   onDiscovery: (instanceId: string) => void,
   owns: (instanceId: string) => boolean,
+  energy: EnergyReader | undefined,
 ): Publisher {
   const ha = config.HomeAssistant;
   return new Publisher({
@@ -516,6 +538,7 @@ function createPublisher(
     logger,
     onDiscovery,
     owns,
+    ...(energy === undefined ? {} : { energy }),
   });
 }
 

@@ -19,6 +19,7 @@ import {
   OUTLET_SETTINGS,
   type SettingName,
 } from "../control/settings.js";
+import { ENERGY_LIFETIME } from "../energy-reader.js";
 import { EMPTY_REPORT, measuresLoad } from "../pdu/load.js";
 import {
   RAISED_ALARM_STATES,
@@ -120,6 +121,8 @@ export function discoveryShape(
   snapshot: Snapshot,
   guard: TopicIdGuard,
   load: LoadReport = EMPTY_REPORT,
+  /** Whether the bridge keeps lifetime energy counters (src/energy/): announced beside each energy reading. */
+  lifetime = false,
 ): DiscoveryShape {
   const loadsOf = (device: Device): LoadShape[] =>
     load.points
@@ -135,10 +138,13 @@ export function discoveryShape(
         name: p.name,
         rated: p.rating !== null && measuresLoad(measurementsAt(device, p.target)),
       }));
-  const measurements = (list: readonly MeasurementShape[]) =>
-    list
-      .filter((m) => guard.ok(instanceId, "measurement type", m.type))
+  // A thing with an energy reading has a lifetime counter too (src/energy/), on the bridge's own topic.
+  const measurements = (list: readonly MeasurementShape[]) => {
+    const shapes = list
+      .filter((m) => m.type !== ENERGY_LIFETIME && guard.ok(instanceId, "measurement type", m.type))
       .map((m) => ({ type: m.type, units: m.units }));
+    return lifetime && shapes.some((m) => m.type === "energy") ? [...shapes, LIFETIME_SHAPE] : shapes;
+  };
   const devices = snapshot.devices
     .filter((d) => guard.ok(instanceId, "device id", d.id))
     .map((d): DeviceShape => ({
@@ -214,7 +220,7 @@ export function discoverySignature(shape: DiscoveryShape): string {
 
 interface SensorClass {
   readonly device_class?: string;
-  readonly state_class: "measurement" | "total_increasing";
+  readonly state_class: "measurement" | "total" | "total_increasing";
   readonly unit?: string;
   /** Which statistic of a OneView group rollup the group's sensor shows. */
   readonly stat: "sum" | "avg";
@@ -224,7 +230,10 @@ interface SensorClass {
 const SENSOR_CLASSES: ReadonlyMap<string, SensorClass> = new Map([
   ["realpower", { device_class: "power", state_class: "measurement", unit: "W", stat: "sum" }],
   ["apparentpower", { device_class: "apparent_power", state_class: "measurement", unit: "VA", stat: "sum" }],
-  ["energy", { device_class: "energy", state_class: "total_increasing", unit: "kWh", stat: "sum" }],
+  // The PDU's own counter can be reset: `total`, so Home Assistant never reads a reset as a new cycle.
+  ["energy", { device_class: "energy", state_class: "total", unit: "kWh", stat: "sum" }],
+  // The lifetime counter (src/energy/) never decreases.
+  ["energylifetime", { device_class: "energy", state_class: "total_increasing", unit: "kWh", stat: "sum" }],
   ["current", { device_class: "current", state_class: "measurement", unit: "A", stat: "sum" }],
   ["voltage", { device_class: "voltage", state_class: "measurement", unit: "V", stat: "avg" }],
   ["powerfactor", { device_class: "power_factor", state_class: "measurement", unit: "%", stat: "avg" }],
@@ -345,9 +354,13 @@ function sensorFields(b: Builder, type: string, units: string, stateTopic: strin
     ...(cls.device_class === undefined ? {} : { device_class: cls.device_class }),
     state_class: cls.state_class,
     ...(unit === undefined ? {} : { unit_of_measurement: unit }),
-    ...b.expire,
+    // A lifetime counter is retained and sent when it moves: it stays true while nothing is drawn.
+    ...(type === ENERGY_LIFETIME ? {} : b.expire),
   };
 }
+
+/** The lifetime counter of a thing with an energy reading, as discovery shows it. */
+const LIFETIME_SHAPE: MeasurementShape = Object.freeze({ type: ENERGY_LIFETIME, units: "kWh" });
 
 const deviceIdentifier = (b: Builder, id: string) => `${b.nodeId}_device_${idPart(id)}`;
 
@@ -646,6 +659,7 @@ function addGroupCommands(b: Builder, g: GroupShape, group: string): void {
 
 /** `realPower` → `Real power`, `pduTotalRealPower` → `Pdu total real power`. */
 export function humanize(type: string): string {
+  if (type === ENERGY_LIFETIME) return "Lifetime energy";
   const words = type.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase();
   return words.charAt(0).toUpperCase() + words.slice(1);
 }

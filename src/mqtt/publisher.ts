@@ -25,9 +25,10 @@
  */
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type { InstanceConfig } from "../config/schema.js";
+import { ENERGY_LIFETIME, kwhText, NO_ENERGY, type EnergyReader } from "../energy-reader.js";
 import { PUBLISHED_SETTINGS } from "../control/settings.js";
 import type { Logger } from "../log.js";
-import type { Alarm, Device, Group, LoadReport, Outlet, Snapshot } from "../pdu/model.js";
+import type { Alarm, Device, Group, LoadReport, Measurement, Outlet, Snapshot } from "../pdu/model.js";
 import { publishedView } from "../pdu/overrides.js";
 import type { SnapshotStore, StoreEvent } from "../poller/store.js";
 import { AlarmTopics } from "./alarms.js";
@@ -54,6 +55,8 @@ export interface PublisherOptions {
   readonly onDiscovery?: (instanceId: string) => void;
   /** Whether an instance is published here (checked when its queued work runs); default all. */
   readonly owns?: (instanceId: string) => boolean;
+  /** The lifetime energy counters (retained `…/measurements/energyLifetime`); default none. */
+  readonly energy?: EnergyReader;
 }
 
 /** At most one error line per this period about snapshots that could not be published. */
@@ -155,7 +158,7 @@ export class Publisher {
   /** What the walk under way publishes, and what it found. */
   readonly #publishing: WalkPublishing;
   /** The walk's key objects, filled in place before each visit. */
-  readonly #keys: WalkKeys = walkKeys();
+  readonly #keys: WalkKeys = { ...walkKeys(), ...lifetimeKeys() };
   /** Load and alarm topics and alarm events (src/mqtt/alarms.ts). */
   readonly #alarms: AlarmTopics;
 
@@ -413,9 +416,14 @@ export class Publisher {
   }
 
   /** Whether the instance's discovery differs from what was published last (false: discovery off). */
+  /** What discovery announces of a snapshot (lifetime energy sensors where the counters are kept). */
+  #shape(id: string, snapshot: Snapshot, load: LoadReport) {
+    return discoveryShape(id, snapshot, this.#options.guard, load, this.#options.energy !== undefined);
+  }
+
   #discoveryChanged(id: string, state: InstanceState, snapshot: Snapshot, load: LoadReport): boolean {
     if (this.#options.discovery === null) return false;
-    return discoverySignature(discoveryShape(id, snapshot, this.#options.guard, load)) !== state.signature;
+    return discoverySignature(this.#shape(id, snapshot, load)) !== state.signature;
   }
 
   /**
@@ -428,7 +436,7 @@ export class Publisher {
     if (options === null) return false;
     // Taken over: first what the broker retains ({@link retainedRead}).
     if (state.awaitingRead) return false;
-    const shape = discoveryShape(id, snapshot, this.#options.guard, load);
+    const shape = this.#shape(id, snapshot, load);
     const signature = discoverySignature(shape);
     if (signature === state.signature && !force) return false;
     const configs = buildDiscovery(options, id, this.#actions.get(id) ?? false, shape);
@@ -510,6 +518,7 @@ export class Publisher {
         if (withRetained) this.#walkOutletRetained(state.retained, device.id, outlet);
         if (withValues) this.#walkOutletValues(state.values, device.id, outlet);
       }
+      if (withRetained) this.#walkLifetimes(id, state.retained, device);
       if (withValues) this.#walkEntities(id, state.values, device);
     }
     if (withValues) this.#walkGroups(id, state.values, snapshot.groups);
@@ -556,13 +565,44 @@ export class Publisher {
     }
   }
 
+  /**
+   * A device's lifetime energy counters (retained, kWh): one per outlet and entity with a counter.
+   * Until the instance's counters are known (its bucket's checkpoint read here), the topics of the
+   * things with an energy reading are kept as they are.
+   */
+  #walkLifetimes(id: string, retained: Track, device: Device): void {
+    const energy = this.#options.energy ?? NO_ENERGY;
+    const ready = energy.ready(id);
+    const publishing = this.#publishing;
+    const outletKey = this.#keys.lifetimeOutlet;
+    outletKey.deviceId = device.id;
+    for (const outlet of device.outlets) {
+      const wh = energy.outletWh(id, device.id, outlet.index);
+      if (wh === null && (ready || !hasEnergy(outlet.measurements))) continue;
+      outletKey.index = outlet.index;
+      const slot = retained.visit(outletKey);
+      if (wh !== null) publishing.retainedCounter(retained, slot, kwhText(wh));
+    }
+    const entityKey = this.#keys.lifetimeEntity;
+    entityKey.deviceId = device.id;
+    for (const entity of device.entities) {
+      const wh = energy.entityWh(id, device.id, entity.key);
+      if (wh === null && (ready || !hasEnergy(entity.measurements))) continue;
+      if (!this.#options.guard.ok(id, "entity key", entity.key)) continue;
+      entityKey.entityKey = entity.key;
+      const slot = retained.visit(entityKey);
+      if (wh !== null) publishing.retainedCounter(retained, slot, kwhText(wh));
+    }
+  }
+
   /** An outlet's measurements (those with a number). */
   #walkOutletValues(values: Track, deviceId: string, outlet: Outlet): void {
     const key = this.#keys.outletMeasurement;
     key.deviceId = deviceId;
     key.index = outlet.index;
     for (const measurement of outlet.measurements) {
-      if (measurement.value === null) continue;
+      // The lifetime counter's topic is the bridge's own (#walkLifetimes), whatever a PDU calls its readings.
+      if (measurement.value === null || measurement.type === ENERGY_LIFETIME) continue;
       key.type = measurement.type;
       this.#publishing.number(values, values.visit(key), measurement.value);
     }
@@ -576,7 +616,7 @@ export class Publisher {
       if (!this.#options.guard.ok(id, "entity key", entity.key)) continue;
       key.entityKey = entity.key;
       for (const measurement of entity.measurements) {
-        if (measurement.value === null) continue;
+        if (measurement.value === null || measurement.type === ENERGY_LIFETIME) continue;
         key.type = measurement.type;
         this.#publishing.number(values, values.visit(key), measurement.value);
       }
@@ -624,7 +664,21 @@ function walkKeys() {
   } satisfies { [K in TopicKey["kind"]]: Mutable<Extract<TopicKey, { kind: K }>> };
 }
 
-type WalkKeys = ReturnType<typeof walkKeys>;
+/** The keys of the lifetime counters' topics: measurement topics of the type `energyLifetime`. */
+function lifetimeKeys() {
+  return {
+    lifetimeOutlet: { kind: "outletMeasurement", deviceId: "", index: 0, type: ENERGY_LIFETIME },
+    lifetimeEntity: { kind: "entityMeasurement", deviceId: "", entityKey: "", type: ENERGY_LIFETIME },
+  } satisfies Record<string, Mutable<TopicKey>>;
+}
+
+/** Whether the measurements hold an energy reading (a number): the thing has a lifetime counter. */
+function hasEnergy(measurements: readonly Measurement[]): boolean {
+  for (const m of measurements) if (m.type === "energy") return m.value !== null;
+  return false;
+}
+
+type WalkKeys = ReturnType<typeof walkKeys> & ReturnType<typeof lifetimeKeys>;
 
 type Mutable<T> = { -readonly [P in keyof T]: T[P] };
 
@@ -666,6 +720,18 @@ class WalkPublishing {
     if (track.lastText(slot) !== payload) {
       this.reshaped = true;
     } else if (!this.#republishRetained) return;
+    track.recordText(slot, this.#now, payload);
+    this.#sink.publish(track.topic(slot), payload, 1, true);
+  }
+
+  /**
+   * A retained counter (a lifetime energy counter): published when it changed, like
+   * {@link retained}, but a count that moved is no change of shape (it moves every poll).
+   */
+  retainedCounter(track: Track, slot: Slot, payload: string): void {
+    if (slot === NO_SLOT) return;
+    if (!track.isPublished(slot)) this.reshaped = true;
+    else if (track.lastText(slot) === payload && !this.#republishRetained) return;
     track.recordText(slot, this.#now, payload);
     this.#sink.publish(track.topic(slot), payload, 1, true);
   }

@@ -15,6 +15,11 @@ import { SETTING_NAMES, type SettingName } from "../control/settings.js";
 import type { ControlTarget } from "../control/types.js";
 import { forbiddenCharacter, nameProblem, quoteName } from "../names.js";
 
+/** The level under the parent topic that holds the assets' topics (no instance id can be it). */
+export const ASSETS_LEVEL = "$assets";
+/** Command levels of an asset: `set` (on, off, reboot; ./asset-commands.ts). */
+export const ASSET_COMMANDS: readonly string[] = ["set"];
+
 /** Command topic levels of an outlet and of a group (from the command table, src/control/commands.ts). */
 export const OUTLET_COMMANDS: readonly string[] = mqttLevels("outlet");
 export const GROUP_COMMANDS: readonly string[] = mqttLevels("group");
@@ -352,6 +357,8 @@ export class Topics {
     // so a malformed command still reaches the bridge, which refuses it with a reason.
     const levels = topic.slice(this.#prefix.length).split("/");
     switch (levels.length) {
+      case 3:
+        return levels[0] === ASSETS_LEVEL && ASSET_COMMANDS.includes(levels[2] ?? "");
       case 4:
         return levels[1] === "groups" && GROUP_COMMANDS.includes(levels[3] ?? "");
       case 5:

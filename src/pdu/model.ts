@@ -101,6 +101,12 @@ export interface Measurement {
   readonly units: string;
   /** Present only where the PDU has a threshold configured. */
   readonly alarm: Alarm | null;
+  /**
+   * Where a counter wraps back to 0, in `units` (an energy counter the PDU keeps in 32 bits: 2^32
+   * of its steps); absent: it does not wrap, or the driver does not know. The lifetime energy
+   * counters read it (docs/energy.md).
+   */
+  readonly wrapsAt?: number;
 }
 
 export type OutletState = "on" | "off" | "unknown";

@@ -223,6 +223,14 @@ class GeistSimulator implements Simulator, ListenerOwner {
     this.simOutlet(deviceId, index).setEnergyKwh(this.state.now(), kwh);
   }
 
+  energyTruthWh(deviceId: string, index: number): number {
+    return this.simOutlet(deviceId, index).truthWh(this.state.now());
+  }
+
+  replaceDevice(deviceId: string): string {
+    return this.state.replaceDevice(deviceId);
+  }
+
   setMeasurementRaw(deviceId: string, target: number | string, type: string, raw: string | null): void {
     const key = type.toLowerCase();
     let map: Map<string, string>;

@@ -52,6 +52,8 @@ export class SimOutlet {
   private energyWh: number;
   /** Energy since the simulator started; never reset (feeds the device totals). */
   private gainedWh = 0;
+  /** The counter when the simulator started: with {@link gainedWh}, the ground truth. */
+  private readonly startWh: number;
   private energyAt: number;
   private readonly still: boolean;
   /** Set when the simulator is in a fleet of loads: what the outlet draws comes from it. */
@@ -77,6 +79,7 @@ export class SimOutlet {
     this.still = init.still === true;
     this.timeline = [{ at: -Infinity, state: init.state }];
     this.energyWh = init.energyWh;
+    this.startWh = init.energyWh;
     this.energyAt = init.now;
     this.label = init.label;
     this.poaAction = init.poaAction;
@@ -167,6 +170,15 @@ export class SimOutlet {
   gained(now: number): number {
     this.advance(now);
     return this.gainedWh;
+  }
+
+  /**
+   * The ground truth (Wh): the counter at the start plus the power drawn at this place integrated
+   * over time, whatever happened to the counter since (resets, a replaced unit).
+   */
+  truthWh(now: number): number {
+    this.advance(now);
+    return this.startWh + this.gainedWh;
   }
 
   setEnergyKwh(now: number, kwh: number): void {
@@ -394,6 +406,38 @@ export class SimState {
     device.outlets.delete(index);
     this.groupOf.delete(`${deviceId}/${index}`);
     outlet.attached?.switched(now);
+  }
+
+  /**
+   * Puts a new unit in the device's place: another device id (the id is the serial), the same
+   * outlets and loads, every energy counter at 0; the outlets' ground truth goes on. The new id.
+   */
+  replaceDevice(deviceId: string): string {
+    const found = this.locate(deviceId);
+    if (!found) throw new Error(`simulator: no device ${deviceId}`);
+    const { unit, device } = found;
+    const now = this.now();
+    let id = deviceId;
+    for (let n = 1; n < 4096 && (id === deviceId || this.locate(id)); n++)
+      id = `${deviceId.slice(0, -4)}F${hex(n, 3)}`;
+    // The new unit's totals start at 0: its base takes away what its outlets gained before.
+    let gained = 0;
+    for (const outlet of device.outlets.values()) gained += outlet.gained(now);
+    const fresh = new SimDevice(id, device.name, device.order, device.voltage, -gained);
+    fresh.label = device.label;
+    fresh.outletControlEnabled = device.outletControlEnabled;
+    for (const [index, outlet] of device.outlets) {
+      outlet.setEnergyKwh(now, 0);
+      fresh.outlets.set(index, outlet);
+      const key = `${deviceId}/${index}`;
+      if (this.groupOf.has(key)) {
+        this.groupOf.set(`${id}/${index}`, this.groupOf.get(key) ?? null);
+        this.groupOf.delete(key);
+      }
+    }
+    unit.devices.delete(deviceId);
+    unit.devices.set(id, fresh);
+    return id;
   }
 
   removeDevice(deviceId: string): void {

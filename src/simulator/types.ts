@@ -188,6 +188,16 @@ export interface Simulator {
   setReportedState(deviceId: string, index: number, state: OutletSwitch | null): void;
   setEnergy(deviceId: string, index: number, kwh: number): void;
   /**
+   * An outlet's ground truth in Wh: its energy counter when the simulator started plus the power
+   * it drew since, integrated over time, whatever happened to the counter (resets, a replaced unit).
+   */
+  energyTruthWh(deviceId: string, index: number): number;
+  /**
+   * Replaces a device by a new unit in its place: another device id (a Geist device id is its
+   * serial), the same outlets and loads, every energy counter at 0. Returns the new id.
+   */
+  replaceDevice(deviceId: string): string;
+  /**
    * Override the raw string of one measurement (`"n/a"`, `""`, `"12.5"`); null restores the living
    * value. `target` is an outlet index, or an entity key (`phase0`, `total0`, `breaker0`, `breaker1`).
    */

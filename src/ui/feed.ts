@@ -34,6 +34,7 @@ import type { Config } from "../config/schema.js";
 import { clientKey } from "../http/client-address.js";
 import { SETTINGS_ACTION } from "../control/settings.js";
 import type { Logger } from "../log.js";
+import { ENERGY_LIFETIME, NO_ENERGY, type EnergyReader } from "../energy-reader.js";
 import { EMPTY_REPORT } from "../pdu/load.js";
 import type { Alarm, DeviceRoute, LoadReport, Measurement, PduSystem, Snapshot } from "../pdu/model.js";
 import type { InstanceStatus, SnapshotStore, StoreEvent } from "../poller/store.js";
@@ -85,13 +86,20 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms));
 
 const wireAlarm = (a: Alarm): WireAlarm => ({ state: a.state, severity: a.severity, raised: a.raised });
-const wireMeasurements = (list: readonly Measurement[]): WireMeasurement[] =>
-  list.map((m) => ({
-    type: m.type,
-    value: m.value,
-    units: m.units,
-    alarm: m.alarm ? wireAlarm(m.alarm) : null,
-  }));
+const wireMeasurements = (
+  list: readonly Measurement[],
+  lifetimeWh: number | null = null,
+): WireMeasurement[] => {
+  const out: WireMeasurement[] = [];
+  for (const m of list) {
+    // The lifetime counter is the bridge's own (src/energy/), whatever a PDU calls its readings.
+    if (m.type === ENERGY_LIFETIME) continue;
+    out.push({ type: m.type, value: m.value, units: m.units, alarm: m.alarm ? wireAlarm(m.alarm) : null });
+  }
+  if (lifetimeWh !== null)
+    out.push({ type: ENERGY_LIFETIME, value: Math.floor(lifetimeWh) / 1000, units: "kWh", alarm: null });
+  return out;
+};
 // The route is the driver's own data: its member key is shown only when the driver has one.
 const wireUnit = (system: PduSystem, route: DeviceRoute | null): WireUnit => ({
   label: system.label,
@@ -115,6 +123,7 @@ export function snapshotEventData(
   polled: Snapshot | null,
   actionsEnabled: boolean,
   load: LoadReport = EMPTY_REPORT,
+  energy: EnergyReader = NO_ENERGY,
 ): SnapshotEventData {
   const loads = loadsByThing(load);
   return {
@@ -143,7 +152,10 @@ export function snapshotEventData(
             state: outlet.state,
             reported: was?.index === outlet.index ? was.state : outlet.state,
             alarm: wireAlarm(outlet.alarm),
-            measurements: wireMeasurements(outlet.measurements),
+            measurements: wireMeasurements(
+              outlet.measurements,
+              energy.outletWh(snapshot.instanceId, device.id, outlet.index),
+            ),
             load: loads.outlet(device.id, outlet.index),
             ...hiddenMark(outlet.hidden),
           };
@@ -152,7 +164,10 @@ export function snapshotEventData(
           key: entity.key,
           name: entity.displayName,
           alarm: wireAlarm(entity.alarm),
-          measurements: wireMeasurements(entity.measurements),
+          measurements: wireMeasurements(
+            entity.measurements,
+            energy.entityWh(snapshot.instanceId, device.id, entity.key),
+          ),
           load: loads.entity(device.id, entity.key),
           ...hiddenMark(entity.hidden),
         })),
@@ -297,6 +312,8 @@ export interface ConsoleFeedOptions extends ConsoleLimits {
   readonly loginProblem?: (instanceId: string) => string | null;
   /** Among several replicas: the cluster and the other replicas' consoles (./replicas.ts). */
   readonly replicas?: ReplicaPeers;
+  /** The lifetime energy counters, shown with each outlet's and entity's measurements; default none. */
+  readonly energy?: EnergyReader;
 }
 
 /** Why a stream was not opened: the answer's status, its detail and its Retry-After. */
@@ -631,7 +648,13 @@ export class ConsoleFeed {
       this.#options.config().instances.find((i) => i.id === instanceId)?.ActionsEnabled ?? false;
     return frame(
       "snapshot",
-      snapshotEventData(status.snapshot, store.polled(instanceId), actionsEnabled, status.load),
+      snapshotEventData(
+        status.snapshot,
+        store.polled(instanceId),
+        actionsEnabled,
+        status.load,
+        this.#options.energy,
+      ),
     );
   }
 

@@ -190,7 +190,8 @@ describe("overrides through the composed App", () => {
     const measured = h.mqtt.messages
       .filter((m) => m.topic.startsWith(`${h.parent}/lab/`) && m.topic.includes("/measurements/"))
       .map((m) => m.topic.split("/").at(-1));
-    assert.deepEqual([...new Set(measured)].sort(), ["current", "energy", "realPower"]);
+    // energyLifetime: the lifetime counter of the energy kept (docs/energy.md), present with it.
+    assert.deepEqual([...new Set(measured)].sort(), ["current", "energy", "energyLifetime", "realPower"]);
     assert.ok(
       ![...configs().values()].some((p) => p.includes(`/lab/${dev}/outlets/2/measurements/apparentPower`)),
       "no apparentPower sensor on lab",

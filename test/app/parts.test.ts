@@ -47,6 +47,7 @@ describe("the App's parts and bus", () => {
   it("starts the parts in the documented order", () => {
     assert.deepEqual(h.app.parts, [
       "pdus",
+      "energy",
       "instance-log",
       "assets",
       "metrics",

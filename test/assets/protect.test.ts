@@ -111,4 +111,26 @@ describe("the protected-asset rule", () => {
   it("ignores outlets that feed no asset", () => {
     assert.deepEqual(protectedConflicts(book([ON, ON, ON, ON], [ON, ON]), [offA(3), offB(7)]), []);
   });
+
+  it("counts offs in flight as not live, never against a request that does not touch the asset", () => {
+    const assets = book([ON, ON, ON], [ON, ON]);
+    // db's second cord has an off in flight: its first cord is its last live one.
+    const conflicts = protectedConflicts(assets, [offA(0)], [offB(0)]);
+    assert.deepEqual(
+      conflicts.map((c) => c.asset.id),
+      ["db"],
+    );
+    assert.deepEqual(
+      conflicts[0]!.cords.map((c) => [c.targeted, c.inFlight === true]),
+      [
+        [true, false],
+        [false, true],
+      ],
+    );
+    assert.match(protectedDetail("off", conflicts), /pb\/B1 outlet 0 on, an off of it in flight/);
+    // Both of db's cords in flight: an off of app's cords does not touch db.
+    assert.deepEqual(protectedConflicts(assets, [offA(1)], [offA(0), offB(0)]), []);
+    // An off in flight of another outlet leaves db its live cord.
+    assert.deepEqual(protectedConflicts(assets, [offA(0)], [offB(1)]), []);
+  });
 });

@@ -42,9 +42,27 @@ function retainedConfigs(messages: readonly Received[]): Map<string, string> {
   return map;
 }
 
-/** A subscriber that joins now and waits until it received the retained configs `expected` holds. */
-async function watcher(fleet: ReplicaFleet, expected: number): Promise<Recorder> {
-  const w = await Recorder.connect(fleet.mqtt, ["homeassistant/#", `${PARENT}/#`]);
+/**
+ * A subscriber that joins now, as Home Assistant does: first the availability topics every config
+ * names, waiting until each one's retained payload arrived, then the configs, waiting until it holds
+ * the `expected` ones. Two subscriptions, not one on `P/#`: mosquitto sends a new subscription's
+ * retained messages through the client's queue (`max_queued_messages`, 1000 by default) and drops
+ * what does not fit, and the fleet retains more than that under `P/`, so a status could be missing
+ * from the start state and read as unavailable.
+ */
+async function watcher(
+  fleet: ReplicaFleet,
+  availability: ReadonlyMap<string, readonly string[]>,
+  expected: number,
+): Promise<Recorder> {
+  const w = await Recorder.connect(fleet.mqtt, [`${PARENT}/+/status`, `${PARENT}/$buckets/+/status`]);
+  const topics = new Set([...availability.values()].flat());
+  await waitFor(
+    () => [...topics].every((t) => w.messages.some((m) => m.topic === t)),
+    `the retained availability topics (${topics.size})`,
+    20_000,
+  );
+  await w.client.subscribeAsync("homeassistant/#", { qos: 1 });
   await waitFor(
     () => retainedConfigs(w.messages).size >= expected,
     `the retained configs (${expected})`,
@@ -168,10 +186,10 @@ describe("handovers Home Assistant does not notice", { timeout: 400_000 }, () =>
   });
 
   it("a rolling restart (SIGTERM in turn): leases released, nothing unavailable beyond a poll interval, no config written, one poller each", async () => {
-    const w = await watcher(fleet, baseline.size);
+    const availability = availabilityOf(baseline);
+    assert.equal(availability.size, INSTANCES);
+    const w = await watcher(fleet, availability, baseline.size);
     try {
-      const availability = availabilityOf(baseline);
-      assert.equal(availability.size, INSTANCES);
       const watchFrom = w.messages.length;
       for (const name of NAMES) {
         const before = await fleet.holders();
@@ -248,7 +266,7 @@ describe("handovers Home Assistant does not notice", { timeout: 400_000 }, () =>
     await fleet.recorder.publish(alteredTopic, alteredPayload.replace(/"name":"/, '"name":"x'), true);
     await fleet.recorder.publish(ghostOfVictim, planted, true);
     await fleet.recorder.publish(ghostOfSurvivor, planted, true);
-    const w = await watcher(fleet, baseline.size + 2);
+    const w = await watcher(fleet, availabilityOf(baseline), baseline.size + 2);
     try {
       const watchFrom = w.messages.length;
       await fleet.get(victim).process.kill();
@@ -280,7 +298,7 @@ describe("handovers Home Assistant does not notice", { timeout: 400_000 }, () =>
       );
       // Complete and unchanged: a fresh subscriber sees exactly the baseline, plus the ghost
       // under the surviving replica's instance, which nobody clears while it holds the instance.
-      const fresh = await watcher(fleet, baseline.size + 1);
+      const fresh = await watcher(fleet, availabilityOf(baseline), baseline.size + 1);
       try {
         await sleep(500);
         const now = retainedConfigs(fresh.messages);

@@ -512,9 +512,11 @@ test("the OpenAPI 3.1 document is valid, complete and keeps the key secret", asy
     Object.entries(item).map(([method, op]) => ({ id: `${method.toUpperCase()} ${path}`, op })),
   );
   assert.deepEqual(operations.map((o) => o.id).sort(), [
+    "DELETE /api/v1/sequences/{id}",
     "GET /api/v1/alarms",
     "GET /api/v1/assets",
     "GET /api/v1/assets/{assetId}",
+    "GET /api/v1/energy",
     "GET /api/v1/events",
     "GET /api/v1/feeds",
     "GET /api/v1/health",
@@ -522,14 +524,17 @@ test("the OpenAPI 3.1 document is valid, complete and keeps the key secret", asy
     "GET /api/v1/instances/{id}/outlets/{deviceId}/{index}/history",
     "GET /api/v1/key",
     "GET /api/v1/readings",
+    "GET /api/v1/sequences/{id}",
     "GET /api/v1/snapshots",
     "GET /openapi/v1.json",
     "PATCH /api/v1/instances/{id}/devices/{deviceId}",
     "PATCH /api/v1/instances/{id}/entities/{deviceId}/{entityKey}",
     "PATCH /api/v1/instances/{id}/groups/{groupKey}",
     "PATCH /api/v1/instances/{id}/outlets/{deviceId}/{index}",
+    "POST /api/v1/assets/{id}/control",
     "POST /api/v1/instances/{id}/groups/{groupKey}/control",
     "POST /api/v1/instances/{id}/outlets/{deviceId}/{index}/control",
+    "POST /api/v1/sequences",
   ]);
   for (const { id, op } of operations) {
     assert.ok(
@@ -537,7 +542,8 @@ test("the OpenAPI 3.1 document is valid, complete and keeps the key secret", asy
       `${id} has summary and operationId`,
     );
     assert.ok(Array.isArray(op.tags) && op.tags.length > 0, `${id} has tags`);
-    const isControl = id.startsWith("POST") || id.startsWith("PATCH") || id === "GET /api/v1/key";
+    const isControl =
+      id.startsWith("POST") || id.startsWith("PATCH") || id.startsWith("DELETE") || id === "GET /api/v1/key";
     assert.deepEqual(op.security, isControl ? [{ ApiKey: [] }] : undefined, `${id} security`);
     if (id === "GET /openapi/v1.json") continue;
     const responses = op.responses as Record<

@@ -184,7 +184,10 @@ describe("discovery helpers", () => {
       stat: "sum",
     });
     assert.equal(sensorClass("REALPOWER").device_class, "power");
-    assert.equal(sensorClass("energy").state_class, "total_increasing");
+    // The PDU's own counter resets (resetStats, a replaced unit): `total`; the bridge's lifetime
+    // counter never decreases (docs/energy.md): `total_increasing`.
+    assert.equal(sensorClass("energy").state_class, "total");
+    assert.equal(sensorClass("energyLifetime").state_class, "total_increasing");
     assert.equal(sensorClass("apparentPower").device_class, "apparent_power");
     assert.equal(sensorClass("powerFactor").device_class, "power_factor");
     assert.equal(sensorClass("voltage").stat, "avg");

@@ -70,6 +70,9 @@ export class ForwardingControl implements ControlService {
       action: request.action,
       source: restSource(request.source),
       commandId: request.commandId ?? randomBytes(12).toString("base64url"),
+      ...(request.once === true ? { once: true } : {}),
+      ...(request.asset === undefined ? {} : { asset: request.asset }),
+      ...(request.assetCycle === true ? { assetCycle: true } : {}),
     };
     return this.#forward(where, message, `${request.action} on instance ${request.instanceId}`) as Promise<
       Forwarded<ControlOutcome>

@@ -47,6 +47,8 @@ const Source = Type.Union([
     { surface: Type.Literal("rest"), client: short(256), key: Type.Optional(Type.Boolean()) },
     { additionalProperties: false },
   ),
+  // An asset command taken from MQTT by one replica, its cords written by their holders.
+  Type.Object({ surface: Type.Literal("mqtt"), topic: short(1024) }, { additionalProperties: false }),
   Type.Object(
     {
       surface: Type.Literal("console"),
@@ -67,6 +69,10 @@ export const ForwardMessage = Type.Union([
       action: short(64),
       source: Source,
       commandId: Type.String({ pattern: "^[A-Za-z0-9_-]{1,48}$" }),
+      // An asset's cord (asset control, sequences): once-only ids for on/off, the asset named.
+      once: Type.Optional(Type.Boolean()),
+      asset: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$" })),
+      assetCycle: Type.Optional(Type.Boolean()),
     },
     { additionalProperties: false },
   ),
@@ -119,6 +125,7 @@ export const ForwardAnswer = Type.Object({
             "unsafe-name",
             "protected",
             "not-held",
+            "relay-protection",
           ].map((p) => Type.Literal(p)),
         ),
       ),
@@ -177,7 +184,7 @@ export function parseRead(body: string): ReadMessage | null {
 export function claimedUser(source: ForwardMessage["source"] | null): string {
   if (source === null) return "-";
   if (source.surface === "console") return `console:${sha256(source.user.sub)}`;
-  return source.key === true ? "api-key" : "-";
+  return source.surface === "rest" && source.key === true ? "api-key" : "-";
 }
 
 /** The message in a forward's body, or null when it is not one. */
@@ -191,7 +198,7 @@ export function parseForward(body: string): ForwardMessage | null {
   return Value.Check(ForwardMessage, value) ? value : null;
 }
 
-/** The source as it travels: only what the audit line needs (REST or console). */
+/** The source as it travels: only what the audit line needs (REST, console, or an asset's MQTT command). */
 export function restSource(source: ControlRequest["source"]): ForwardMessage["source"] {
   if (source.surface === "console") {
     return {
@@ -203,8 +210,9 @@ export function restSource(source: ControlRequest["source"]): ForwardMessage["so
   // A REST request reaches the control service only once the key guard accepted its API key (a
   // console user's has a session instead), so the holder's audit line says `api-key`.
   if (source.surface === "rest") return { surface: "rest", client: source.client, key: true };
-  // MQTT commands are taken by the holder only and never forwarded.
-  return { surface: "rest", client: source.topic };
+  // An outlet's MQTT command is taken by its holder only; an asset's is taken by one replica, which
+  // hands each cord to its holder.
+  return { surface: "mqtt", topic: source.topic.slice(0, 1024) };
 }
 
 /** The outcome in a holder's answer, or null when it is not one (checked against its schema). */

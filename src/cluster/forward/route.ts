@@ -215,6 +215,7 @@ function auditForward(
       ...(outcome.ok || outcome.problem === undefined ? {} : { problem: outcome.problem }),
       fromCore: true,
       via,
+      ...(message.kind === "command" && message.asset !== undefined ? { asset: message.asset } : {}),
     },
   );
 }
@@ -246,6 +247,9 @@ async function carryOut(
       action: message.action,
       source: message.source,
       commandId: message.commandId,
+      ...(message.once === true ? { once: true } : {}),
+      ...(message.asset === undefined ? {} : { asset: message.asset }),
+      ...(message.assetCycle === true ? { assetCycle: true } : {}),
     });
   }
   const { local } = replica;

@@ -16,6 +16,7 @@ export const API_ROUTES = {
   assets: { method: "GET", url: "/api/v1/assets" },
   asset: { method: "GET", url: "/api/v1/assets/:assetId" },
   feeds: { method: "GET", url: "/api/v1/feeds" },
+  energy: { method: "GET", url: "/api/v1/energy" },
   keyCheck: { method: "GET", url: "/api/v1/key" },
   events: { method: "GET", url: "/api/v1/events" },
   outletControl: { method: "POST", url: "/api/v1/instances/:id/outlets/:deviceId/:index/control" },
@@ -25,6 +26,10 @@ export const API_ROUTES = {
   entitySettings: { method: "PATCH", url: "/api/v1/instances/:id/entities/:deviceId/:entityKey" },
   groupSettings: { method: "PATCH", url: "/api/v1/instances/:id/groups/:groupKey" },
   outletHistory: { method: "GET", url: "/api/v1/instances/:id/outlets/:deviceId/:index/history" },
+  assetControl: { method: "POST", url: "/api/v1/assets/:id/control" },
+  sequenceStart: { method: "POST", url: "/api/v1/sequences" },
+  sequenceGet: { method: "GET", url: "/api/v1/sequences/:id" },
+  sequenceStop: { method: "DELETE", url: "/api/v1/sequences/:id" },
   openApi: { method: "GET", url: "/openapi/v1.json" },
 } as const;
 

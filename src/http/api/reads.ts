@@ -1,4 +1,4 @@
-/** The read endpoints of the REST API: instances, health, snapshot ages, readings and alarms. */
+/** The read endpoints of the REST API: instances, health, snapshot ages, readings, alarms and energy reports. */
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { findInstance } from "../../config/instance-lookup.js";
 import { API_JSON_HEADERS } from "../listener.js";
@@ -7,6 +7,7 @@ import type { HttpApp, HttpDeps } from "../types.js";
 import { registerAlarmsRoute } from "./alarms.js";
 import { registerAssetRoutes } from "./assets.js";
 import { iso, type ReadBodies } from "./cached-reads.js";
+import { registerEnergyRoute } from "./energy.js";
 import { API_ROUTES } from "./paths.js";
 import { API_ROUTE_SCHEMAS } from "./route-schemas.js";
 
@@ -24,6 +25,7 @@ export const readRoutes: FastifyPluginCallbackTypebox<ReadRoutesOptions> = (app,
   registerReadingsRoute(app, deps, bodies);
   registerAlarmsRoute(app, deps);
   registerAssetRoutes(app, deps);
+  registerEnergyRoute(app, deps);
   done();
 };
 

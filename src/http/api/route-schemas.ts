@@ -11,6 +11,12 @@
 import type { FastifySchema } from "fastify";
 import { ASSET_SCHEMA, ASSETS_SCHEMA, FEEDS_SCHEMA } from "./asset-schemas.js";
 import { EVENTS_SCHEMA, HISTORY_SCHEMA } from "./console-schemas.js";
+import {
+  ASSET_CONTROL_SCHEMA,
+  SEQUENCE_GET_SCHEMA,
+  SEQUENCE_START_SCHEMA,
+  SEQUENCE_STOP_SCHEMA,
+} from "./control/asset-schemas.js";
 import { GROUP_CONTROL_SCHEMA, KEY_CHECK_SCHEMA, OUTLET_CONTROL_SCHEMA } from "./control/schemas.js";
 import {
   DEVICE_SETTINGS_SCHEMA,
@@ -18,6 +24,7 @@ import {
   GROUP_SETTINGS_SCHEMA,
   OUTLET_SETTINGS_SCHEMA,
 } from "./control/settings-schemas.js";
+import { ENERGY_SCHEMA } from "./energy-schemas.js";
 import type { ApiRouteName } from "./paths.js";
 import {
   ALARMS_SCHEMA,
@@ -37,6 +44,7 @@ export const API_ROUTE_SCHEMAS = {
   assets: ASSETS_SCHEMA,
   asset: ASSET_SCHEMA,
   feeds: FEEDS_SCHEMA,
+  energy: ENERGY_SCHEMA,
   keyCheck: KEY_CHECK_SCHEMA,
   events: EVENTS_SCHEMA,
   outletControl: OUTLET_CONTROL_SCHEMA,
@@ -46,5 +54,9 @@ export const API_ROUTE_SCHEMAS = {
   entitySettings: ENTITY_SETTINGS_SCHEMA,
   groupSettings: GROUP_SETTINGS_SCHEMA,
   outletHistory: HISTORY_SCHEMA,
+  assetControl: ASSET_CONTROL_SCHEMA,
+  sequenceStart: SEQUENCE_START_SCHEMA,
+  sequenceGet: SEQUENCE_GET_SCHEMA,
+  sequenceStop: SEQUENCE_STOP_SCHEMA,
   openApi: OPENAPI_SCHEMA,
 } as const satisfies { readonly [K in ApiRouteName]: FastifySchema };

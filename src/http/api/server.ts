@@ -20,6 +20,7 @@ import { createFastReads, createReadBodies, storeReadSource } from "./cached-rea
 import { controlRoutes } from "./control/plugin.js";
 import { registerKeyCheck } from "./key-check.js";
 import { readRoutes } from "./reads.js";
+import { sequenceReads } from "./sequence-reads.js";
 import { FailedKeyLimiter } from "./key-guard.js";
 import { API_PATHS, API_ROUTES } from "./paths.js";
 import { API_ROUTE_SCHEMAS } from "./route-schemas.js";
@@ -45,7 +46,12 @@ async function registerDocs(app: HttpApp): Promise<void> {
         { name: "Status", description: "Instances, health and snapshot ages" },
         { name: "Readings", description: "Measurements of the latest snapshots" },
         { name: "Alarms", description: "Loads against ratings and active alarms" },
+        {
+          name: "Energy",
+          description: "Energy of a period from the lifetime counters (Energy.ReportSource)",
+        },
         { name: "Control", description: "Switch, reboot or reset outlets and groups (needs X-Api-Key)" },
+        { name: "Assets", description: "Servers with cords on any PDU, feeds and power sequences" },
         { name: "Documentation", description: "This document" },
       ],
       components: { securitySchemes: { ApiKey: { type: "apiKey", in: "header", name: "X-Api-Key" } } },
@@ -129,6 +135,7 @@ export async function buildApiServer(deps: HttpDeps, options: ApiServerOptions =
   }
   await registerDocs(app);
   await app.register(readRoutes, { deps, bodies });
+  await app.register(sequenceReads, { deps });
   // Awaited, so its routes are added here and the OpenAPI document keeps its order.
   await app.register(controlRoutes, { deps, limiter });
   // Among several replicas: the requests other replicas hand this one, in a context of their own.

@@ -338,6 +338,7 @@ function measurement(t: Tables, def: MeasurementDef, unit: number, number: numbe
   if (typeof raw !== "number") return null;
   if (absent(t, def, raw, unit, number)) return null;
   let value = raw;
+  let step = 1;
   if (def.decimals !== undefined) {
     const digits = t.cell(def.decimals, unit, number);
     if (typeof digits !== "number" || !Number.isInteger(digits) || digits < 0 || digits > 9) {
@@ -347,9 +348,27 @@ function measurement(t: Tables, def: MeasurementDef, unit: number, number: numbe
       );
       return null;
     }
+    step = 1 / 10 ** digits;
     value = raw / 10 ** digits;
   }
-  return Object.freeze({ type: def.type, value: round(value * def.scale), units: def.units, alarm: null });
+  const wrapsAt = def.type === "energy" ? wrapOf(t, def, step) : undefined;
+  return Object.freeze({
+    type: def.type,
+    value: round(value * def.scale),
+    units: def.units,
+    alarm: null,
+    ...(wrapsAt === undefined ? {} : { wrapsAt }),
+  });
+}
+
+/** 32-bit unsigned columns (Counter32, Gauge32, Unsigned32): an energy counter kept in them wraps at 2^32. */
+const UNSIGNED_32: ReadonlySet<string> = new Set(["Counter", "Gauge", "Unsigned"]);
+
+/** Where an energy counter read from `def`'s cell wraps, in the measurement's units (`step`: ÷ decimals). */
+function wrapOf(t: Tables, def: MeasurementDef, step: number): number | undefined {
+  if (isScalar(def)) return undefined;
+  const column = t.profile.tables.find((x) => x.name === def.table)?.columns[def.column];
+  return column !== undefined && UNSIGNED_32.has(column.type) ? 2 ** 32 * step * def.scale : undefined;
 }
 
 function measurements(

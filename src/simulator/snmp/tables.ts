@@ -64,6 +64,8 @@ export interface FamilyView {
   name(outlet: number, text: string): SimValue;
   /** sysDescr, sysObjectID, sysUpTime and sysName. */
   system(descr: string, objectId: string, name: string): SimScalar[];
+  /** Units put in this one's place (SimUnit.replace): a family that serves it adds it to its serial. */
+  readonly generation: number;
 }
 
 /** A switch an agent executed (a SET of an outlet's control object it accepted). */

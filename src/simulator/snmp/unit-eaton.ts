@@ -53,8 +53,8 @@ export function eatonContent(u: FamilyView): SimContent {
     const first = strap * perUnit;
     let tenths = 0;
     for (let i = first; i < first + perUnit; i++) tenths += u.tenths(i);
-    const wh = Math.round(u.outlets.slice(first, first + perUnit).reduce((s, o) => s + o.energyWh, 0));
-    t.unit.row([strap], unitCells(strap, perUnit));
+    const wh = u32(u.outlets.slice(first, first + perUnit).reduce((s, o) => s + o.energyWh, 0));
+    t.unit.row([strap], unitCells(strap, perUnit, u.generation));
     t.unitControl.row(
       [strap],
       [
@@ -73,11 +73,16 @@ export function eatonContent(u: FamilyView): SimContent {
   return { scalars, tables: served.map(([, x]) => x.done()) };
 }
 
-function unitCells(strap: number, outlets: number): Cell[] {
+/** Watt-hours as an Unsigned32 counter keeps them: wrapped at 2^32. */
+const u32 = (wh: number): number => Math.round(wh) % 2 ** 32;
+
+function unitCells(strap: number, outlets: number, generation: number): Cell[] {
+  // A replaced unit (SimUnit.replace) reports another serial.
+  const serial = (strap === 0 ? "G206N12345" : "G206N12346") + (generation > 0 ? `R${generation}` : "");
   return [
     [2, S, "Eaton ePDU MA 1P IN:C20 16A OUT:8xC13"],
     [3, S, "EMAB03"],
-    [4, S, strap === 0 ? "G206N12345" : "G206N12346"],
+    [4, S, serial],
     [5, S, "03.01.0004"],
     [6, S, strap === 0 ? "ePDU rack H" : "ePDU rack H chained"],
     [7, I, 0],
@@ -247,7 +252,7 @@ function outletRows(u: FamilyView, t: Tables, strap: number, k: number, outlet: 
     [
       [2, I, c * 25],
       [3, I, c * 23],
-      [4, G, Math.round(o.energyWh), "reset"],
+      [4, G, u32(o.energyWh), "reset"],
       [5, C, RESET_TIME],
       [6, I, c === 0 ? -1 : 920],
       [7, I, c * 9],

@@ -57,8 +57,13 @@ interface OutletState {
   name: string;
   /** Load in amps while on. */
   readonly wave: Wave;
-  /** Accrued energy in watt-hours. */
+  /** Accrued energy in watt-hours: the unit's counter, which resets. */
   energyWh: number;
+  /**
+   * The ground truth: the counter's start plus the power drawn at this place integrated over
+   * time, never reset nor replaced (what a lifetime counter should end at).
+   */
+  truthWh: number;
   /** Reboot in progress: back on at this time (epoch ms). */
   backOnAt: number | null;
   /** Set when the unit is in a fleet of loads. */
@@ -69,6 +74,8 @@ interface OutletState {
 
 /** The volts a unit's outlets run at (the figure its tables serve). */
 export const UNIT_VOLTS = 230;
+/** Where a 32-bit energy counter (an Unsigned32 of watt-hours) wraps back to 0. */
+export const WRAP_WH = 2 ** 32;
 
 const I = "Integer";
 const S = "OctetString";
@@ -129,6 +136,7 @@ export class SimUnit {
         name: this.defaultName(i + 1, count),
         wave: new Wave(tenths / 10, r, [0.08, 0.04], o.frozen === true || tenths === 0),
         energyWh: 1000 + (i + 1) * 37,
+        truthWh: 1000 + (i + 1) * 37,
         backOnAt: null,
         socket: null,
         socketWh: 0,
@@ -188,10 +196,15 @@ export class SimUnit {
       }
       if (o.socket !== null) {
         const total = o.socket.energyWh(now);
-        o.energyWh += Math.max(0, total - o.socketWh);
+        const wh = Math.max(0, total - o.socketWh);
+        o.energyWh += wh;
+        o.truthWh += wh;
         o.socketWh = total;
-      } else if (!this.#frozen && o.on && dt > 0)
-        o.energyWh += (this.amps(o, now) * UNIT_VOLTS * dt) / 3_600_000;
+      } else if (!this.#frozen && o.on && dt > 0) {
+        const wh = (this.amps(o, now) * UNIT_VOLTS * dt) / 3_600_000;
+        o.energyWh += wh;
+        o.truthWh += wh;
+      }
     }
   }
 
@@ -222,8 +235,32 @@ export class SimUnit {
   }
 
   resetEnergy(outlet: number): void {
+    this.tick();
     const o = this.outlets[outlet - 1];
     if (o !== undefined) o.energyWh = 0;
+  }
+
+  /** Sets an outlet's counter (Wh), as a unit that has counted this far would read (near 2^32: it wraps soon). */
+  setEnergy(outlet: number, wh: number): void {
+    this.tick();
+    const o = this.outlets[outlet - 1];
+    if (o !== undefined) o.energyWh = wh;
+  }
+
+  /** An outlet's ground truth (Wh): its first counter reading plus everything drawn since, whatever happened. */
+  truthWh(outlet: number): number {
+    this.tick();
+    return this.outlets[outlet - 1]?.truthWh ?? NaN;
+  }
+
+  /** Units put in this one's place so far: a replaced unit reports another serial and counts from 0. */
+  generation = 0;
+
+  /** Replaces the unit by a new one of the same model: another serial, every energy counter at 0. */
+  replace(): void {
+    this.tick();
+    this.generation++;
+    for (const o of this.outlets) o.energyWh = 0;
   }
 
   /** An outlet's name as served: text, or raw bytes in the hostile mode. */
@@ -261,6 +298,7 @@ export class SimUnit {
       switched: this.#switched,
       tenths: (i) => this.#tenths(i, now),
       totalTenths: () => this.#totalTenths(now),
+      generation: this.generation,
       name: (k, text) => this.#name(k, text),
       system: (descr, objectId, name) => this.#system(descr, objectId, name),
     };

@@ -9,6 +9,7 @@ const NAMES: Readonly<Record<string, string>> = {
   apparentpower: "Apparent power",
   powerfactor: "Power factor",
   energy: "Energy",
+  energylifetime: "Lifetime energy",
   current: "Current",
   voltage: "Voltage",
   currentcrestfactor: "Crest factor",

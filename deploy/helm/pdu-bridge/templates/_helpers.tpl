@@ -78,6 +78,16 @@ replicaCount is above 1, cluster.enabled is true or config.Cluster.Enabled is tr
 {{- if or (gt (int .Values.replicaCount) 1) .Values.cluster.enabled (dig "Cluster" "Enabled" false (.Values.config | default dict)) }}true{{ end }}
 {{- end }}
 
+{{/* State.Dir on a volume: single-replica mode with state.persistence.enabled (docs/energy.md). */}}
+{{- define "pdu-bridge.statePersistence" -}}
+{{- if and .Values.state.persistence.enabled (not (include "pdu-bridge.clusterEnabled" .)) }}true{{ end }}
+{{- end }}
+
+{{/* The claim State.Dir is on: the user's, else the chart's. */}}
+{{- define "pdu-bridge.stateClaim" -}}
+{{- .Values.state.persistence.existingClaim | default (printf "%s-state" (include "pdu-bridge.fullname" .)) }}
+{{- end }}
+
 {{/* The cluster keeps its leases in the Kubernetes API (the chart's default backend): it needs the Role. */}}
 {{- define "pdu-bridge.leaseRbac" -}}
 {{- if and (include "pdu-bridge.clusterEnabled" .) (eq (dig "Cluster" "Backend" "kubernetes" (.Values.config | default dict)) "kubernetes") }}true{{ end }}
@@ -97,6 +107,13 @@ pod's name.
 {{- $_ := set $cluster "Backend" "kubernetes" }}
 {{- end }}
 {{- $_ := set $config "Cluster" $cluster }}
+{{- end }}
+{{- if include "pdu-bridge.statePersistence" . }}
+{{- $state := deepCopy (get $config "State" | default dict) }}
+{{- if not (get $state "Dir") }}
+{{- $_ := set $state "Dir" .Values.state.persistence.mountPath }}
+{{- end }}
+{{- $_ := set $config "State" $state }}
 {{- end }}
 {{- with .Values.oidc.publicUrl }}
 {{- $api := deepCopy (get $config "Api" | default dict) }}

@@ -10,7 +10,7 @@ import { consolePrincipal } from "../../auth/principal.js";
 import { problemSentWith } from "../../problem.js";
 import type { HttpDeps } from "../../types.js";
 import { clientAddressResolver } from "../key-guard.js";
-import { actionOf, type Params, targetOf } from "./requests.js";
+import { actionOf, scopeOf } from "./requests.js";
 
 /** Who sent each request of the control context and what was audited of it. */
 export class ControlAudit {
@@ -65,11 +65,9 @@ export class ControlAudit {
   ): void {
     if (this.#audited.has(request)) return;
     this.#audited.add(request);
-    const params = request.params as Params;
     auditControl(this.#deps, {
       source: this.sourceOf(request, true),
-      instanceId: params.id ?? null,
-      target: targetOf(params),
+      ...scopeOf(request),
       action,
       status,
       ...(detail === undefined ? {} : { detail }),
@@ -84,11 +82,15 @@ export class ControlAudit {
    */
   forwarded(request: FastifyRequest, action: string, holder: string, status: number): void {
     this.#audited.add(request);
-    const params = request.params as Params;
     this.#deps.logger.info(
-      { instance: params.id ?? null, action, status, holder },
+      { instance: scopeOf(request).instanceId, action, status, holder },
       "control: carried out by the replica holding the instance (its audit line)",
     );
+  }
+
+  /** The request's attempt was audited where it was carried out (asset control, sequences). */
+  auditedElsewhere(request: FastifyRequest): void {
+    this.#audited.add(request);
   }
 
   /** The core's outcome of the request. */

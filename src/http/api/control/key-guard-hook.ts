@@ -2,7 +2,7 @@
  * The key guard of the control routes, their `onRequest` hook. It runs before the body is read, so a
  * request with a wrong key is refused whatever its body; the checks run in the order of
  * docs/http.md: 403 no API key configured → 429 address locked out → 401 key missing or wrong →
- * 415 not application/json. A signed-in console user (no X-Api-Key sent; the sign-in plugin has
+ * 415 not application/json (a `DELETE` has no body). A signed-in console user (no X-Api-Key sent; the sign-in plugin has
  * checked the session and the cross-site defence) may control as an operator only.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
@@ -38,8 +38,12 @@ function consoleRefusal(principal: ConsolePrincipal, request: FastifyRequest): P
     const detail = `${principal.user.name} is signed in as a viewer: viewers see everything and control nothing; ask for an operator group`;
     return problem(403, detail);
   }
-  return isJson(request.headers["content-type"]) ? null : NOT_JSON();
+  return jsonOrNoBody(request) ? null : NOT_JSON();
 }
+
+/** A body sent as JSON, or a request that has none (`DELETE` of a sequence). */
+const jsonOrNoBody = (request: FastifyRequest): boolean =>
+  request.method === "DELETE" || isJson(request.headers["content-type"]);
 
 /** The refusal of a key that is missing or wrong, counted against the client's address. */
 function wrongKey(limiter: FailedKeyLimiter, client: string, presented: unknown): Refusal {
@@ -101,7 +105,7 @@ export function keyGuardHook(deps: HttpDeps, limiter: FailedKeyLimiter, audit: C
     const refusal = keyRefusal(request);
     if (refusal !== null) return refuse(request, reply, refusal);
     audit.keyMatched(request);
-    if (isJson(request.headers["content-type"])) done();
+    if (jsonOrNoBody(request)) done();
     else sendProblem(reply, NOT_JSON());
   };
 }

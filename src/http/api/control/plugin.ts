@@ -9,6 +9,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { HttpDeps } from "../../types.js";
 import { FailedKeyLimiter } from "../key-guard.js";
+import { assetRoutes } from "./asset-routes.js";
 import { ControlAudit } from "./audit.js";
 import { commandRoutes } from "./command-routes.js";
 import { keyGuardHook } from "./key-guard-hook.js";
@@ -32,4 +33,5 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
   app.addHook("onResponse", audit.onResponse);
   await app.register(commandRoutes, { deps, audit });
   await app.register(settingsRoutes, { deps, audit });
+  await app.register(assetRoutes, { deps, audit });
 };

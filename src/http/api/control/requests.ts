@@ -4,6 +4,7 @@ import { COMMAND_NAMES } from "../../../control/commands.js";
 import { SETTINGS_ACTION } from "../../../control/settings.js";
 import type { SettingsTarget } from "../../../control/types.js";
 import { isOutletIndex } from "../params.js";
+import { API_PATHS } from "../paths.js";
 
 export type Params = Readonly<Record<string, string | undefined>>;
 
@@ -16,6 +17,24 @@ export function targetOf(params: Params): SettingsTarget | null {
   if (params.index === undefined) return { kind: "device", deviceId: params.deviceId };
   if (!isOutletIndex(params.index)) return null;
   return { kind: "outlet", deviceId: params.deviceId, index: Number(params.index) };
+}
+
+/**
+ * What a control route's request is about, for its audit line: an instance and its target, an
+ * asset (the asset control route), or neither (the sequence routes).
+ */
+export function scopeOf(request: FastifyRequest): {
+  readonly instanceId: string | null;
+  readonly target: SettingsTarget | null;
+  readonly asset?: string;
+} {
+  const params = request.params as Params;
+  const route = request.routeOptions.url;
+  if (route === API_PATHS.assetControl)
+    return { instanceId: null, target: null, ...(params.id === undefined ? {} : { asset: params.id }) };
+  if (route === API_PATHS.sequenceStart || route === API_PATHS.sequenceStop)
+    return { instanceId: null, target: null };
+  return { instanceId: params.id ?? null, target: targetOf(params) };
 }
 
 const knownCommand = (action: unknown): string | null =>
