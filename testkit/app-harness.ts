@@ -175,6 +175,16 @@ export interface AppHarnessOptions<S extends string> {
   readonly waitForFirstPolls?: boolean;
 }
 
+/**
+ * A test's own configuration without a `Health` key gets the health listener on 127.0.0.1 port 0,
+ * not the service's default 0.0.0.0:8081: a test listens on loopback only, on a port of its own.
+ */
+function withLoopbackHealth(text: string): string {
+  const doc: unknown = parse(text);
+  const hasHealth = typeof doc === "object" && doc !== null && "Health" in doc;
+  return hasHealth ? text : `${text.trimEnd()}\nHealth: { Bind: 127.0.0.1, Port: 0 }\n`;
+}
+
 export async function startAppHarness<S extends string = never>(
   options: AppHarnessOptions<S>,
 ): Promise<AppHarness<S>> {
@@ -192,7 +202,11 @@ export async function startAppHarness<S extends string = never>(
       sims[name as S] = await startSimulator(simOptions);
     }
     await options.beforeStart?.(sims);
-    const config = await parseConfigText(options.yaml(sims), "app-test.yaml", options.env ?? {});
+    const config = await parseConfigText(
+      withLoopbackHealth(options.yaml(sims)),
+      "app-test.yaml",
+      options.env ?? {},
+    );
     const logger = options.captureLogs === false ? silentLogger() : capture.logger;
     const started = await App.start(config, {
       logger,

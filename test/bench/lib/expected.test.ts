@@ -23,7 +23,7 @@ import { createDriver } from "../../../src/pdu/drivers.js";
 import { startSimulator } from "../../../src/simulator/index.js";
 
 describe("bench expected", () => {
-  it("a 24-outlet simulated PDU should have 182 discovery configs and 151 values; more configs with actions", async () => {
+  it("a 24-outlet simulated PDU should have 207 discovery configs and 151 values; more configs with actions", async () => {
     const sim = await startSimulator({ outlets: 24, seed: 7 });
     const dir = mkdtempSync(join(tmpdir(), "bench-expected-"));
     try {
@@ -47,11 +47,13 @@ describe("bench expected", () => {
       };
       const readOnly = await make(false);
       assert.equal(readOnly.nodeId, "pdu-bridge_pdu-0000");
-      // Per outlet: a power binary sensor and 6 measurement sensors; per device: alarm, state and
-      // 7 entity measurement sensors, the device's problem binary sensor and alarm event entity, and
-      // a problem binary sensor per load entity (its phase and two breakers; none is rated, so
-      // no load sensors) (docs/mqtt.md).
-      assert.equal(readOnly.configs.size, 24 * 7 + 2 + 7 + 2 + 3);
+      // Per outlet: a power binary sensor and 7 measurement sensors (the 6 the PDU reports and the
+      // lifetime energy counter); per device: alarm, state and 8 entity measurement sensors (with
+      // the lifetime counter), the device's problem binary sensor and alarm event entity, and a
+      // problem binary sensor per load entity (its phase and two breakers; none is rated, so no
+      // load sensors) (docs/mqtt.md, docs/energy.md). The values are the snapshot's readings: the
+      // lifetime counters are the energy part's, counted from them, not a reading of the poll.
+      assert.equal(readOnly.configs.size, 24 * 8 + 2 + 8 + 2 + 3);
       assert.equal(readOnly.values.size, 24 * 6 + 7);
       assert.equal(readOnly.firstDeviceId, sim.deviceIds()[0]);
       assert.match(
