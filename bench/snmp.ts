@@ -27,8 +27,9 @@
  * what the bridge's scheduler promises (a poll due every interval after the previous was due) and
  * what a user sees as readings taken late; the completion lateness, the same for a poll's last
  * request, adds the walk's own delays (values in hand, then published). CPU per poll: each program's
- * CPU seconds (/proc) over its polls. Targets (docs/snmp.md): CPU per poll at most 1.5× the floor's,
- * lateness p99 under 50 ms.
+ * CPU seconds (/proc) over its polls; both run under the image's Node options (DEFAULT_NODE_OPTIONS:
+ * its young generation is a quarter of Node 20's default, which costs GC time per poll). Targets
+ * (docs/snmp.md): CPU per poll at most 1.5× the floor's, lateness p99 under 50 ms.
  *
  * With the runner's profiling on (the default; `--no-profile` skips it), the bridge runs with the
  * inspector open and, after the measured window, one poll interval is profiled
@@ -444,8 +445,11 @@ async function measureFleet(ctx: BenchContext, run: FleetRun): Promise<FleetMeas
       floorFile,
       JSON.stringify({ ports, intervalMs: intervalS * 1000, concurrency: 64, ...(tables ? { tables } : {}) }),
     );
+    // The floor runs under the same Node options as the bridge (the image's heap settings): the
+    // ratio is the bridge's code against a bare walk, not one runtime configuration against another.
     const floorChild = spawnNode(script, ["--floor", floorFile], {
       logFile: join(ctx.workDir, `${name}-floor.log`),
+      env: { ...env, NODE_OPTIONS: DEFAULT_NODE_OPTIONS },
     });
     started.push(floorChild);
     await floorChild.waitForLog("ready", 30_000);
