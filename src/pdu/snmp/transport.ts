@@ -156,6 +156,33 @@ function takeAnswer(
   return moved;
 }
 
+/**
+ * The columns of one GETBULK, from `active` (the columns wanting the most rows first), within
+ * `budget` varbinds: those wanting `reps` rows or fewer as repeaters, and, when `reps` is more than
+ * one, those wanting a single row (a column read up to its last known row, which only needs to see
+ * its end) as non-repeaters, one varbind each, first in the request as GETBULK puts them (RFC 3416
+ * §4.2.3). Without them each such column would be sent `reps` repetitions, or a request of its own.
+ */
+function packRequest(
+  active: readonly Cursor[],
+  want: (c: Cursor) => number,
+  reps: number,
+  budget: number,
+): { asked: Cursor[]; single: number; varbinds: number } {
+  const singles: Cursor[] = [];
+  const repeaters: Cursor[] = [];
+  let varbinds = 0;
+  for (const c of active) {
+    const one = reps > 1 && want(c) === 1;
+    const cost = one ? 1 : reps;
+    // The first column always fits (no column wants more than the budget).
+    if (varbinds + cost > budget && varbinds > 0) continue;
+    (one ? singles : repeaters).push(c);
+    varbinds += cost;
+  }
+  return { asked: [...singles, ...repeaters], single: singles.length, varbinds };
+}
+
 /** Most varbinds asked for in one GETBULK (columns × repetitions): answers of a few kilobytes. */
 export const MAX_VARBINDS_PER_REQUEST = 128;
 /**
@@ -451,7 +478,8 @@ export class SnmpTransport {
    * tables together, at most {@link MAX_VARBINDS_PER_REQUEST} varbinds (columns × repetitions);
    * the repetitions are fitted to the rows each column had in this transport's previous walk plus
    * one, to see its end in the same answer (at most `maxRepetitions`; a column not walked before
-   * asks for `maxRepetitions`). A 24-outlet APC unit's tables take six requests. An answer
+   * asks for `maxRepetitions`), a column wanting one row more (its end) as a non-repeater (see
+   * {@link packRequest}). A 24-outlet APC unit's tables take five requests. An answer
    * cut short by the agent (fewer varbinds than asked) is continued from where it ended, and a
    * `tooBig` answer halves the varbinds (and so the repetitions) asked per request for the rest of
    * the transport's life; past {@link MAX_TOO_BIG_PER_POLL} of them in one poll, or
@@ -502,15 +530,15 @@ export class SnmpTransport {
       const first = active[0];
       if (first === undefined) break;
       const reps = want(first);
-      const asked = active.slice(0, Math.max(1, Math.floor(this.#budget / reps)));
-      this.#spend(`GETBULK of ${asked.length} columns × ${reps}`);
+      const { asked, single, varbinds } = packRequest(active, want, reps, this.#budget);
+      this.#spend(`GETBULK of ${single} + ${asked.length - single} columns × ${reps}`);
       let answer: (snmp.Varbind | snmp.Varbind[])[];
       try {
         answer = await this.#request<(snmp.Varbind | snmp.Varbind[])[]>(
           (done) =>
             session.getBulk(
               asked.map((c) => c.next),
-              0,
+              single,
               reps,
               done,
             ),
@@ -521,7 +549,7 @@ export class SnmpTransport {
         // tooBig: the agent cannot send that much in one answer; ask for half (varbinds and so
         // repetitions) from now on, a few times in one poll at most.
         if ((e as { status?: unknown }).status === 1) {
-          this.#tooBigAnswer(asked.length * reps, tables);
+          this.#tooBigAnswer(varbinds, tables);
           continue;
         }
         throw this.error(e, `GETBULK of ${tables.map((t) => t.entry).join(", ")}`, false);
