@@ -481,7 +481,8 @@ export const TRIP_SUSPECTED = "breaker-trip-suspected" as const;
 /** Whether an alarm or a measurement's threshold alarm says tripped (source `tripped`). */
 function saysTripped(alarm: Alarm, measurements: readonly Measurement[]): boolean {
   if (reportedMeaning(alarm)?.source === "tripped") return true;
-  for (const m of measurements) if (m.alarm !== null && reportedMeaning(m.alarm)?.source === "tripped") return true;
+  for (const m of measurements)
+    if (m.alarm !== null && reportedMeaning(m.alarm)?.source === "tripped") return true;
   return false;
 }
 

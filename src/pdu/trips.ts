@@ -8,7 +8,9 @@
  * The rules, per entity that feeds at least one outlet:
  * - **raised** when its current was above 0 in the poll before and is 0 now, and an outlet it
  *   feeds that was on and drew current then (above 0 A; an outlet that measures no current at all
- *   counts by the entity's own current) is still on now;
+ *   counts by the entity's own current) is still on now. A PDU reads its tables one after the
+ *   other, so the poll before may show the outlets at 0 A already while the breaker still carried
+ *   them: an outlet that drew in the poll before that one counts too;
  * - **kept** while its current stays 0 (or is not reported: an absent value neither raises nor
  *   clears) and an outlet it feeds is on;
  * - **cleared** when its current returns above 0, or when none of its outlets is on any more (an
@@ -27,6 +29,8 @@ interface EntityMemory {
   readonly amps: number | null;
   /** Indexes of the outlets it feeds that were on and drew current. */
   readonly drew: readonly number[];
+  /** The same of the assessment before (a PDU's readings of one poll need not be of one instant). */
+  readonly drewBefore: readonly number[];
   /** A trip is suspected now. */
   readonly suspected: boolean;
 }
@@ -132,12 +136,17 @@ function nextMemory(
   const amps = ampsOf(entity.measurements) ?? null;
   // Unmetered outlets that are on drew what the entity carried.
   const drew = amps !== null && amps > 0 ? [...fed.drew, ...fed.unmetered] : fed.drew;
-  const keep = (suspected: boolean): EntityMemory => ({ amps, drew, suspected });
+  const drewBefore = last?.drew ?? [];
+  const keep = (suspected: boolean): EntityMemory => ({ amps, drew, drewBefore, suspected });
   if (entity.reportsTrip === true || fed.on.length === 0) return keep(false);
-  if (amps === null) return { amps, drew: [], suspected: last?.suspected === true && !reportsTripNow() };
+  if (amps === null) {
+    const suspected = last?.suspected === true && !reportsTripNow();
+    return { amps, drew: [], drewBefore: [], suspected };
+  }
   if (amps !== 0) return keep(false);
   if (last?.suspected === true) return keep(!reportsTripNow());
   const fell = last !== undefined && last.amps !== null && last.amps > 0;
-  if (!fell || !last.drew.some((i) => fed.on.includes(i))) return keep(false);
+  const stillOn = (i: number) => fed.on.includes(i);
+  if (!fell || !(last.drew.some(stillOn) || last.drewBefore.some(stillOn))) return keep(false);
   return keep(!reportsTripNow());
 }

@@ -56,13 +56,27 @@ function run(polls: readonly Poll[]): { active: boolean[]; changes: string[]; st
     const { report, changes: c } = tracker.assess(poll(p, 1_000 * (k + 1)));
     active.push(report.alarms.some((a) => a.source === TRIP_SUSPECTED));
     for (const x of c) if (x.alarm.source === TRIP_SUSPECTED) changes.push(`${k} ${x.change} ${x.alarm.id}`);
-    states.push(report.points.find((pt) => pt.target.kind === "entity" && pt.target.key === "breaker0")?.state ?? "-");
+    states.push(
+      report.points.find((pt) => pt.target.kind === "entity" && pt.target.key === "breaker0")?.state ?? "-",
+    );
   });
   return { active, changes, states };
 }
 
-const drawing: Poll = { breaker: 3, outlets: [["on", 1.5], ["on", 1.5]] };
-const silent: Poll = { breaker: 0, outlets: [["on", 0], ["on", 0]] };
+const drawing: Poll = {
+  breaker: 3,
+  outlets: [
+    ["on", 1.5],
+    ["on", 1.5],
+  ],
+};
+const silent: Poll = {
+  breaker: 0,
+  outlets: [
+    ["on", 0],
+    ["on", 0],
+  ],
+};
 const ID = `DEV1/entity/breaker0/${TRIP_SUSPECTED}`;
 
 describe("inferred breaker trips", () => {
@@ -73,46 +87,120 @@ describe("inferred breaker trips", () => {
     assert.deepEqual(r.states, ["normal", "critical", "critical", "critical", "normal", "normal"]);
   });
 
+  it("outlets read at 0 A a poll before their breaker (a PDU's tables are not read at one instant) still count", () => {
+    const straddled: Poll = {
+      breaker: 3,
+      outlets: [
+        ["on", 0],
+        ["on", 0],
+      ],
+    };
+    assert.deepEqual(run([drawing, straddled, silent]).active, [false, false, true]);
+    assert.deepEqual(run([drawing, straddled, straddled, silent]).active, [false, false, false, false]);
+  });
+
   it("the alarm is critical, on the breaker, with no percent nor reported state", () => {
     const tracker = new LoadTracker({ Breakers: 16 }, DEFAULT_THRESHOLDS);
     tracker.assess(poll(drawing, 1_000));
     const alarm = tracker.assess(poll(silent, 2_000)).report.alarms.find((a) => a.source === TRIP_SUSPECTED);
     assert.deepEqual(
-      alarm && [alarm.id, alarm.severity, alarm.target, alarm.percent, alarm.reported, alarm.name, alarm.since],
+      alarm && [
+        alarm.id,
+        alarm.severity,
+        alarm.target,
+        alarm.percent,
+        alarm.reported,
+        alarm.name,
+        alarm.since,
+      ],
       [ID, "critical", { kind: "entity", key: "breaker0" }, null, null, "Breaker 1", 2_000],
     );
   });
 
   it("outlets switched off by the operator: nothing", () => {
-    const off: Poll = { breaker: 0, outlets: [["off", 0], ["off", 0]] };
+    const off: Poll = {
+      breaker: 0,
+      outlets: [
+        ["off", 0],
+        ["off", 0],
+      ],
+    };
     assert.deepEqual(run([drawing, off, off]).changes, []);
   });
 
   it("outlets that did not draw before, or a breaker at 0 A before: nothing", () => {
-    const idle: Poll = { breaker: 3, outlets: [["on", 0], ["off", 2]] };
-    assert.deepEqual(run([idle, { breaker: 0, outlets: [["on", 0], ["on", 0]] }]).changes, []);
+    const idle: Poll = {
+      breaker: 3,
+      outlets: [
+        ["on", 0],
+        ["off", 2],
+      ],
+    };
+    assert.deepEqual(
+      run([
+        idle,
+        {
+          breaker: 0,
+          outlets: [
+            ["on", 0],
+            ["on", 0],
+          ],
+        },
+      ]).changes,
+      [],
+    );
     assert.deepEqual(run([silent, silent, silent]).changes, []);
   });
 
   it("a suspected trip clears when every outlet it feeds is switched off", () => {
-    const off: Poll = { breaker: 0, outlets: [["off", 0], ["off", 0]] };
+    const off: Poll = {
+      breaker: 0,
+      outlets: [
+        ["off", 0],
+        ["off", 0],
+      ],
+    };
     assert.deepEqual(run([drawing, silent, off]).active, [false, true, false]);
   });
 
   it("absent values are never 0: an absent breaker current or absent outlet currents raise nothing", () => {
-    const absentBreaker: Poll = { breaker: null, outlets: [["on", 0], ["on", 0]] };
+    const absentBreaker: Poll = {
+      breaker: null,
+      outlets: [
+        ["on", 0],
+        ["on", 0],
+      ],
+    };
     assert.deepEqual(run([drawing, absentBreaker, absentBreaker]).changes, []);
     // Absent, then 0: no fall seen between two readings.
     assert.deepEqual(run([drawing, absentBreaker, silent]).changes, []);
-    const absentOutlets: Poll = { breaker: 3, outlets: [["on", null], ["on", null]] };
+    const absentOutlets: Poll = {
+      breaker: 3,
+      outlets: [
+        ["on", null],
+        ["on", null],
+      ],
+    };
     assert.deepEqual(run([absentOutlets, silent]).changes, []);
     // A trip already raised is kept while the breaker's value is absent (neither raise nor clear).
     assert.deepEqual(run([drawing, silent, absentBreaker, drawing]).active, [false, true, true, false]);
   });
 
   it("outlets that measure no current count by the breaker's own current", () => {
-    const before: Poll = { breaker: 3, outlets: [["on", undefined], ["on", undefined]] };
-    const after: Poll = { breaker: 0, outlets: [["on", undefined], ["on", undefined]] };
+    const before: Poll = {
+      breaker: 3,
+      outlets: [
+        ["on", undefined],
+        ["on", undefined],
+      ],
+    };
+    const after: Poll = {
+      breaker: 0,
+      outlets: [
+        ["on", undefined],
+        ["on", undefined],
+      ],
+    };
     assert.deepEqual(run([before, after]).active, [false, true]);
   });
 
