@@ -398,13 +398,7 @@ export type AlarmSeverity = Exclude<LoadState, "normal">;
  * (src/assets/alarms.ts, listed under `$assets` and `$feeds` in the place of an instance):
  * `redundancy` (an asset lost a cord) and `feed-loss` (a feed's loss would overload an entity).
  */
-export type AlarmSource =
-  | "load"
-  | "tripped"
-  | "breaker-trip-suspected"
-  | "pdu"
-  | "redundancy"
-  | "feed-loss";
+export type AlarmSource = "load" | "tripped" | "breaker-trip-suspected" | "pdu" | "redundancy" | "feed-loss";
 
 /** Where a load is measured: an outlet or an entity (phase, bank, breaker, inlet, ...). */
 export type LoadTarget =
