@@ -53,7 +53,7 @@ const FAMILIES: readonly LoadFamily[] = [
   },
   {
     name: "pdu_alarm_active",
-    help: "1 for every active alarm: source load (current against its rating, or a load state the PDU reports), tripped (a breaker or fuse), pdu (another alarm the PDU reports), redundancy (instance $assets, device the asset) or feed-loss (instance $feeds, with feed and pdu); severity warning or critical",
+    help: "1 for every active alarm: source load (current against its rating, or a load state the PDU reports), tripped (a breaker or fuse the PDU reports open), breaker-trip-suspected (a breaker or bank that fell to 0 A under outlets that are on, where the PDU reports no trip), pdu (another alarm the PDU reports), redundancy (instance $assets, device the asset) or feed-loss (instance $feeds, with feed and pdu); severity warning or critical",
     write(source, instance, out) {
       for (const a of source.load.alarms) {
         if (!safe(a.deviceId)) continue;

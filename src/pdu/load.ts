@@ -32,6 +32,7 @@ import type {
   Measurement,
   Snapshot,
 } from "./model.js";
+import { TripWatch } from "./trips.js";
 
 /** Points a value must fall below a line before its state steps back down. */
 export const HYSTERESIS_PERCENT = 5;
@@ -87,6 +88,8 @@ export const REPORTED_STATES: ReadonlyMap<string, ReportedMeaning> = new Map<str
   ["tripped", { severity: "critical", source: "tripped" }],
   ["breakertripped", { severity: "critical", source: "tripped" }],
   ["fuseblown", { severity: "critical", source: "tripped" }],
+  // An Eaton group's breaker status reads `breakerOff` once the breaker is open.
+  ["breakeroff", { severity: "critical", source: "tripped" }],
   // An overcurrent protector's trip sensor reads `open` once it has tripped.
   ["open", { severity: "critical", source: "tripped" }],
 ]);
@@ -218,6 +221,8 @@ interface Thing {
   readonly hidden: boolean;
   /** An outlet that is off (its low-load state is no alarm). */
   readonly off: boolean;
+  /** An entity suspected tripped (./trips.ts). */
+  readonly tripSuspected: boolean;
 }
 
 /** One assessment in progress: what it has found so far. */
@@ -269,6 +274,8 @@ export class LoadTracker {
   #alarms = new Map<string, ActiveAlarm>();
   /** The last report (what the next one compares with). */
   #last: LoadReport | null = null;
+  /** The inferred breaker trips (the currents and outlets of the last snapshot). */
+  readonly #trips = new TripWatch();
 
   constructor(ratings: RatingsConfig, thresholds: LoadThresholds) {
     this.#ratings = ratings;
@@ -285,6 +292,7 @@ export class LoadTracker {
       samePoints: true,
     };
     for (const device of snapshot.devices) this.#device(run, device);
+    this.#trips.endSnapshot(snapshot.devices);
     this.#states = run.states;
     const changes = this.#changes(run);
     this.#alarms = run.alarms;
@@ -331,8 +339,10 @@ export class LoadTracker {
         ratedCurrent: outlet.ratedCurrent,
         hidden: outlet.hidden === true,
         off: outlet.state === "off",
+        tripSuspected: false,
       });
     }
+    const suspected = this.#trips.device(device, reportsTripNow);
     for (const entity of device.entities) {
       this.#thing(run, device, now, {
         target: { kind: "entity", key: entity.key },
@@ -342,6 +352,7 @@ export class LoadTracker {
         ratedCurrent: entity.ratedCurrent,
         hidden: entity.hidden === true,
         off: false,
+        tripSuspected: suspected.has(entity.key),
       });
     }
     const own = reportedMeaning(device.alarm);
@@ -394,6 +405,10 @@ export class LoadTracker {
       const fields = { ...reported.meaning, percent, reported: reported.state };
       this.#raise(run, device, target, name, fields, hidden);
     }
+    if (thing.tripSuspected) {
+      const fields = { source: TRIP_SUSPECTED, severity: "critical" as const, percent: null, reported: null };
+      this.#raise(run, device, target, name, fields, hidden);
+    }
     // A point of the same thing without a rating was one by its kind (which its key fixes).
     const isLoad =
       rating !== null ||
@@ -401,7 +416,8 @@ export class LoadTracker {
         current.found &&
         (before?.rating === null || LOAD_KINDS.has(entityKind(target.key))));
     if (!isLoad) return;
-    const state = reported === null ? loadState : worse(loadState, reported.meaning.severity);
+    const pduState = reported === null ? loadState : worse(loadState, reported.meaning.severity);
+    const state = thing.tripSuspected ? "critical" : pduState;
     if (before === null || (before.hidden === true) !== hidden) run.samePoints = false;
     const changed =
       before === null ||
@@ -457,6 +473,25 @@ export class LoadTracker {
     });
     run.alarms.set(id, alarm);
   }
+}
+
+/** The source of an inferred breaker trip (./trips.ts). */
+export const TRIP_SUSPECTED = "breaker-trip-suspected" as const;
+
+/** Whether an alarm or a measurement's threshold alarm says tripped (source `tripped`). */
+function saysTripped(alarm: Alarm, measurements: readonly Measurement[]): boolean {
+  if (reportedMeaning(alarm)?.source === "tripped") return true;
+  for (const m of measurements)
+    if (m.alarm !== null && reportedMeaning(m.alarm)?.source === "tripped") return true;
+  return false;
+}
+
+/** Whether the PDU reports a trip of its own on the device now: then no trip is inferred on it. */
+function reportsTripNow(device: Device): boolean {
+  if (reportedMeaning(device.alarm)?.source === "tripped") return true;
+  for (const e of device.entities) if (saysTripped(e.alarm, e.measurements)) return true;
+  for (const o of device.outlets) if (saysTripped(o.alarm, o.measurements)) return true;
+  return false;
 }
 
 /** Whether the thing's alarm or a measurement's threshold alarm is raised. */

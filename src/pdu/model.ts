@@ -157,6 +157,12 @@ export interface Entity {
    * absent: not reported. Load against it is for a later consumer; nothing reads it yet.
    */
   readonly ratedCurrent?: number;
+  /**
+   * The PDU reports this entity's trip state itself (its alarm is a breaker's status with a tripped
+   * value: a Raritan overcurrent protector's trip sensor, an Eaton group's breaker status); absent:
+   * it does not, and a trip is inferred from its current (src/pdu/trips.ts).
+   */
+  readonly reportsTrip?: true;
   /** Set by the configured overrides (src/pdu/overrides.ts); absent: not set. */
   readonly renamed?: true;
   readonly hidden?: true;
@@ -385,12 +391,14 @@ export type AlarmSeverity = Exclude<LoadState, "normal">;
 
 /**
  * What raised an alarm: `load` (a current against its rating, or a load state the PDU reports such
- * as `nearOverload`), `tripped` (a breaker or fuse the PDU reports open) or `pdu` (any other alarm
- * the PDU reports raised: a sensor threshold, a device alarm); and of the alarms about several PDUs
+ * as `nearOverload`), `tripped` (a breaker or fuse the PDU reports open), `breaker-trip-suspected`
+ * (a breaker or bank the PDU reports nothing about that fell to 0 A under outlets that are on:
+ * src/pdu/trips.ts) or `pdu` (any other alarm the PDU reports raised: a sensor threshold, a device
+ * alarm); and of the alarms about several PDUs
  * (src/assets/alarms.ts, listed under `$assets` and `$feeds` in the place of an instance):
  * `redundancy` (an asset lost a cord) and `feed-loss` (a feed's loss would overload an entity).
  */
-export type AlarmSource = "load" | "tripped" | "pdu" | "redundancy" | "feed-loss";
+export type AlarmSource = "load" | "tripped" | "breaker-trip-suspected" | "pdu" | "redundancy" | "feed-loss";
 
 /** Where a load is measured: an outlet or an entity (phase, bank, breaker, inlet, ...). */
 export type LoadTarget =

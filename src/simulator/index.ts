@@ -251,6 +251,14 @@ class GeistSimulator implements Simulator, ListenerOwner {
     this.setMeasurementRaw(deviceId, entityKey, "current", amps === null ? null : amps.toFixed(2));
   }
 
+  tripBreaker(deviceId: string, breakerKey: string, tripped: boolean): void {
+    const device = this.state.device(deviceId);
+    const now = this.state.now();
+    const outlets = device.outletList().filter((o) => o.breaker === breakerKey);
+    if (outlets.length === 0) throw new Error(`simulator: no outlet on ${breakerKey}`);
+    for (const o of outlets) o.setPowered(now, !tripped);
+  }
+
   setAlarm(deviceId: string, target: number | string | null, alarm: AlarmValue | null): void {
     const device = this.state.device(deviceId);
     const value = alarm ? { ...alarm } : null;

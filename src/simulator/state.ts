@@ -60,6 +60,8 @@ export class SimOutlet {
   private socket: OutletSocket | null = null;
   /** The socket's energy counter when last read. */
   private socketWh = 0;
+  /** Its breaker has tripped: no power at the socket, the relay as it was ({@link setPowered}). */
+  private unpowered = false;
 
   constructor(
     readonly index: number,
@@ -130,6 +132,7 @@ export class SimOutlet {
   }
 
   realPower(now: number): number {
+    if (this.unpowered) return 0;
     if (this.socket !== null) return this.socket.watts(now);
     return this.stateAt(now) === "on" ? this.power.at(now) : 0;
   }
@@ -137,6 +140,11 @@ export class SimOutlet {
   /** Integrates power over the "on" stretches since the last call. */
   advance(now: number): void {
     if (now <= this.energyAt) return;
+    if (this.unpowered) {
+      if (this.socket !== null) this.socketWh = this.socket.energyWh(now);
+      this.energyAt = now;
+      return;
+    }
     if (this.socket !== null) {
       const total = this.socket.energyWh(now);
       const wh = Math.max(0, total - this.socketWh);
@@ -160,6 +168,15 @@ export class SimOutlet {
     this.energyWh += wh;
     this.gainedWh += wh;
     this.energyAt = now;
+  }
+
+  /**
+   * Power at the socket (false: its breaker tripped): the outlet draws nothing and counts no
+   * energy while its relay, and the state it reports, stay as they were.
+   */
+  setPowered(now: number, powered: boolean): void {
+    this.advance(now);
+    this.unpowered = !powered;
   }
 
   energyKwh(now: number): number {

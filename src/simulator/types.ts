@@ -207,6 +207,12 @@ export interface Simulator {
    * currents (`"13.60"`): how tests drive a breaker towards its rating; null restores the living value.
    */
   setEntityCurrent(deviceId: string, entityKey: string, amps: number | null): void;
+  /**
+   * Trips a breaker (`breaker0`, `breaker1`) silently, as a Geist unit does: the breaker's current
+   * and its outlets' currents fall to 0 while the outlets stay `on` and no alarm is reported;
+   * false resets it (the outlets draw again).
+   */
+  tripBreaker(deviceId: string, breakerKey: string, tripped: boolean): void;
   /** Set an alarm on the device (target null), an outlet (index) or an entity (key); null clears. */
   setAlarm(deviceId: string, target: number | string | null, alarm: AlarmValue | null): void;
   /** `conf.outletControlEnabled` of a device; control writes are refused with retCode 2003 when false. */

@@ -60,7 +60,12 @@ const ActiveAlarm = Type.Object(
       Type.Object({ kind: Type.Literal("device") }, { additionalProperties: false }),
     ]),
     name: text(),
-    source: Type.Union([Type.Literal("load"), Type.Literal("tripped"), Type.Literal("pdu")]),
+    source: Type.Union([
+      Type.Literal("load"),
+      Type.Literal("tripped"),
+      Type.Literal("breaker-trip-suspected"),
+      Type.Literal("pdu"),
+    ]),
     severity: Type.Union([Type.Literal("warning"), Type.Literal("critical")]),
     percent: nullable(Type.Number()),
     reported: nullable(text()),

@@ -216,7 +216,7 @@ export interface WireActiveAlarm {
     | { readonly kind: "device" };
   readonly name: string;
   /** `redundancy` and `feed-loss`: the alarms about several PDUs, `instanceId` `$assets` or `$feeds`. */
-  readonly source: "load" | "tripped" | "pdu" | "redundancy" | "feed-loss";
+  readonly source: "load" | "tripped" | "breaker-trip-suspected" | "pdu" | "redundancy" | "feed-loss";
   readonly severity: "warning" | "critical";
   readonly percent: number | null;
   readonly reported: string | null;

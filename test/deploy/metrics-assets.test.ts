@@ -64,11 +64,11 @@ describe("Grafana dashboard and alert rules", () => {
   it("promtool check rules passes", { skip: noPromtool }, async () => {
     const result = await promtool(["check", "rules", `${RULES_DIR}/alerts.yaml`]);
     assert.equal(result.code, 0, result.output);
-    assert.match(result.output, /SUCCESS: 9 rules found/);
+    assert.match(result.output, /SUCCESS: 10 rules found/);
   });
 
   it(
-    "promtool test rules passes (PDU not polled, poll failing, MQTT disconnected, warning and critical load, a tripped breaker, an asset's redundancy, a feed's loss)",
+    "promtool test rules passes (PDU not polled, poll failing, MQTT disconnected, warning and critical load, a tripped breaker, a trip suspected, an asset's redundancy, a feed's loss)",
     { skip: noPromtool },
     async () => {
       const result = await promtool(["test", "rules", `${RULES_DIR}/alerts.test.yaml`]);
@@ -76,6 +76,7 @@ describe("Grafana dashboard and alert rules", () => {
       const alerts = (await ruleQueries()).map((q) => q.where);
       assert.deepEqual(alerts.sort(), [
         "alert PduAssetRedundancyLost",
+        "alert PduBreakerTripSuspected",
         "alert PduBreakerTripped",
         "alert PduBridgeMqttDisconnected",
         "alert PduFeedLossHeadroomLow",

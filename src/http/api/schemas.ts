@@ -231,9 +231,9 @@ export const AlarmSchema = Type.Object(
       { description: "Where the alarm is: an outlet, an entity or the device itself" },
     ),
     name: Type.String({ description: "Display name of the outlet, entity or device" }),
-    source: Type.Enum(["load", "tripped", "pdu", "redundancy", "feed-loss"], {
+    source: Type.Enum(["load", "tripped", "breaker-trip-suspected", "pdu", "redundancy", "feed-loss"], {
       description:
-        "load: a current against its rating, or a load state the PDU reports; tripped: a breaker or fuse; pdu: another alarm the PDU reports; redundancy: an asset lost a cord; feed-loss: a feed's loss would overload the entity",
+        "load: a current against its rating, or a load state the PDU reports; tripped: a breaker or fuse the PDU reports open; breaker-trip-suspected: a breaker or bank the PDU reports nothing about fell to 0 A under outlets that are on; pdu: another alarm the PDU reports; redundancy: an asset lost a cord; feed-loss: a feed's loss would overload the entity",
     }),
     severity: Type.Enum(["warning", "critical"], { description: "How bad" }),
     percent: nullable(Type.Integer(), "The load in whole percent of the rating; null without a rating"),

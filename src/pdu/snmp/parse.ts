@@ -833,6 +833,7 @@ function entitiesOf(
       alarm,
       measurements: ms,
       ...(rating === undefined ? {} : { ratedCurrent: rating }),
+      ...(def.alarm?.reportsTrip === true && alarm !== NO_ALARM ? { reportsTrip: true as const } : {}),
     });
   };
   if (def.table === undefined) {

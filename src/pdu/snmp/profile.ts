@@ -125,6 +125,11 @@ export type AlarmDef = Source &
   Presence & {
     /** By the enumeration's integer; a value not listed is reported as `unknown(<n>)`, not raised. */
     readonly states: Readonly<Record<number, AlarmState>>;
+    /**
+     * The enumeration is a breaker's own trip state (a trip sensor, a breaker status): an entity
+     * whose value is there carries `reportsTrip`, and no trip is inferred for it.
+     */
+    readonly reportsTrip?: true;
   };
 
 /** A rated current (amps) in a cell: an integer times `scale`, or a DisplayString such as `16A`. */

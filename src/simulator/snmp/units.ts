@@ -70,6 +70,8 @@ interface OutletState {
   socket: SnmpSocket | null;
   /** The socket's energy counter when last read. */
   socketWh: number;
+  /** Its bank's breaker has tripped: it draws nothing, its relay as it was ({@link SimUnit.tripBank}). */
+  unpowered: boolean;
 }
 
 /** The volts a unit's outlets run at (the figure its tables serve). */
@@ -140,6 +142,7 @@ export class SimUnit {
         backOnAt: null,
         socket: null,
         socketWh: 0,
+        unpowered: false,
       };
     });
   }
@@ -196,11 +199,11 @@ export class SimUnit {
       }
       if (o.socket !== null) {
         const total = o.socket.energyWh(now);
-        const wh = Math.max(0, total - o.socketWh);
+        const wh = o.unpowered ? 0 : Math.max(0, total - o.socketWh);
         o.energyWh += wh;
         o.truthWh += wh;
         o.socketWh = total;
-      } else if (!this.#frozen && o.on && dt > 0) {
+      } else if (!this.#frozen && o.on && !o.unpowered && dt > 0) {
         const wh = (this.amps(o, now) * UNIT_VOLTS * dt) / 3_600_000;
         o.energyWh += wh;
         o.truthWh += wh;
@@ -209,6 +212,7 @@ export class SimUnit {
   }
 
   amps(o: OutletState, now = this.clock()): number {
+    if (o.unpowered) return 0;
     if (o.socket !== null) return o.socket.watts(now) / (UNIT_VOLTS * o.socket.powerFactor());
     return o.on ? Math.max(0, o.wave.at(now)) : 0;
   }
@@ -227,6 +231,24 @@ export class SimUnit {
       o.backOnAt = null;
     }
     o.socket?.switched(now);
+  }
+
+  /** The banks (1-based, as {@link bankOf}) whose breaker has tripped, and whether the unit reports it. */
+  readonly trips = new Map<number, "silent" | "reported">();
+
+  /**
+   * Trips bank `bank`'s breaker (1-based, the outlets {@link bankOf} puts on it): the bank's
+   * current and its outlets' currents fall to 0 while the outlets stay on. `silent`: nothing
+   * reports it (as an APC unit); `reported`: a profile that reads a breaker's trip state serves it
+   * tripped (a Raritan PX2's trip sensor reads open); null resets it.
+   */
+  tripBank(bank: number, mode: "silent" | "reported" | null): void {
+    this.tick();
+    if (mode === null) this.trips.delete(bank);
+    else this.trips.set(bank, mode);
+    this.outlets.forEach((o, i) => {
+      if (this.bankOf(i) === bank) o.unpowered = mode !== null;
+    });
   }
 
   rename(outlet: number, name: string): void {
@@ -957,11 +979,12 @@ export class SimUnit {
           [6, I, bc],
         ],
       );
+      // The trip sensor: closed(1), or open(0) once the breaker has tripped and the unit says so.
       ocpMeas.row(
         [1, b, 15],
         [
           [2, I, 1],
-          [3, I, 1],
+          [3, I, this.trips.get(b) === "reported" ? 0 : 1],
         ],
       );
     }

@@ -38,6 +38,7 @@ export function alarmPlace(alarm: WireActiveAlarm): string {
 export function alarmCause(alarm: WireActiveAlarm): string {
   if (alarm.reported !== null)
     return alarm.percent === null ? alarm.reported : `${alarm.reported}, ${alarm.percent} %`;
+  if (alarm.source === "breaker-trip-suspected") return "trip suspected: 0 A under outlets that are on";
   return alarm.percent === null ? alarm.source : `load ${alarm.percent} %`;
 }
 

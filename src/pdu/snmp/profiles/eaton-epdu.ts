@@ -343,7 +343,7 @@ export const EATON_EPDU: SnmpProfile = {
       name: { table: groupT, column: "groupName" },
       fallbackName: "Breaker",
       measurements: groupReadings,
-      alarm: { table: groupT, column: "groupBreakerStatus", states: BREAKER_STATUS },
+      alarm: { table: groupT, column: "groupBreakerStatus", states: BREAKER_STATUS, reportsTrip: true },
       rating: { table: grCurr, column: "groupCurrentCapacity", scale: 0.001, absentBelow: 0 },
     },
     {

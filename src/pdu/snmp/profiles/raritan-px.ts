@@ -157,6 +157,7 @@ export const RARITAN_PX: SnmpProfile = {
         table: breaker,
         column: "circuitBreakerState",
         states: { 0: states.normal("ok"), 1: states.alarm("tripped") },
+        reportsTrip: true,
       },
       rating: { table: breaker, column: "circuitBreakerCurrentRating", scale: 0.001 },
     },

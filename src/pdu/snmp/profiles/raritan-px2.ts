@@ -305,6 +305,7 @@ export const RARITAN_PX2: SnmpProfile = {
         column: "State",
         sensorType: 15, // trip
         states: RARITAN_TRIP_STATES,
+        reportsTrip: true,
         absentWhen: notThere("overCurrentProtectorSensorMeasurementsEntry", 15),
       },
       rating: {
