@@ -160,7 +160,9 @@ export class App {
     this.poller = new Poller(pollTargets(config, clients), store, { logger, bus, ownership });
     // Among several replicas the other replicas ask this one's console (docs/console.md).
     const consoleAnswer = (ask: ConsoleAsk): string | null => this.console?.replicaAnswer(ask) ?? null;
-    const assets = assetsPart(current, store, bus, logger, ownership);
+    const assets = assetsPart(current, store, bus, logger, ownership, (instance, device, index) =>
+      this.energy.reader.outletWh(instance, device, index),
+    );
     this.assets = assets;
     // The protected-asset rule, asset control and sequences read the assets part's book (or one a
     // test attaches).
@@ -815,9 +817,10 @@ function assetsPart(
   bus: EventBus,
   logger: Logger,
   ownership: Ownership,
+  lifetimeWh: (instanceId: string, deviceId: string, index: number) => number | null,
 ): AssetsPart {
   const online = (id: string): boolean => store.get(id)?.consecutiveFailures === 0;
-  return new AssetsPart({ config: current, bus, logger, ownership, online });
+  return new AssetsPart({ config: current, bus, logger, ownership, online, lifetimeWh });
 }
 
 /**
