@@ -2,7 +2,7 @@
  * `npm run bench`: the performance scenarios of pdu-bridge, each against a baseline measured in
  * the same run (the machine is noisy, so only ratios to a same-run baseline mean anything).
  *
- *   node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics,snmp,cluster] [--no-profile]
+ *   node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics,snmp,cluster,energy] [--no-profile]
  *                          [--sizes 250,500,4000@30] [--write-docs] [--cluster-instances 100]
  *                          [--cluster-kills 10] [--cluster-buckets 64] [--cluster-window 60]
  *                          [--cluster-timings 6,4,1] [--cluster-poll 10]
@@ -34,6 +34,7 @@ import { parseArgs } from "node:util";
 import { runApi } from "./api.js";
 import { runCluster } from "./cluster.js";
 import { runControl } from "./control.js";
+import { runEnergy } from "./energy.js";
 import { runFleet } from "./fleet.js";
 import { killAllStarted } from "./lib/child.js";
 import { clusterOptions, type ClusterBenchOptions } from "./lib/cluster-options.js";
@@ -54,6 +55,7 @@ const SCENARIOS: Readonly<Record<string, (ctx: BenchContext) => Promise<Scenario
   metrics: runMetrics,
   snmp: runSnmp,
   cluster: runCluster,
+  energy: runEnergy,
 };
 
 const { values } = parseArgs({

@@ -62,7 +62,7 @@ import { Sequences } from "./control/sequences.js";
 import { createLeaseStore, JOURNAL_PAYLOAD_MAX } from "./cluster/engines.js";
 import { JournalStore } from "./cluster/journal-store.js";
 import type { ControlService, WriteFence } from "./control/types.js";
-import type { EnergyReader } from "./energy-reader.js";
+import { NO_ENERGY, type EnergyReader } from "./energy-reader.js";
 import type { ApiListener } from "./http/api-worker/host.js";
 import type { RunningListener } from "./http/listener.js";
 import { startHealthServer } from "./http/health/server.js";
@@ -160,7 +160,9 @@ export class App {
     this.poller = new Poller(pollTargets(config, clients), store, { logger, bus, ownership });
     // Among several replicas the other replicas ask this one's console (docs/console.md).
     const consoleAnswer = (ask: ConsoleAsk): string | null => this.console?.replicaAnswer(ask) ?? null;
-    const assets = assetsPart(current, store, bus, logger, ownership);
+    const assets = assetsPart(current, store, bus, logger, ownership, (instance, device, index) =>
+      this.energy.reader.outletWh(instance, device, index),
+    );
     this.assets = assets;
     // The protected-asset rule, asset control and sequences read the assets part's book (or one a
     // test attaches).
@@ -174,7 +176,7 @@ export class App {
     this.#rest = control.rest;
     this.credentials = new CredentialsCheck({ config: current, drivers: clients, bus, logger });
     this.energy = energyPart(config, current, bus, logger, ownership, cluster);
-    const energy = this.energy.reader;
+    const energy = config.Energy.LifetimeCounters ? this.energy.reader : NO_ENERGY;
     this.#mqtt = new MqttBridge({
       config,
       store,
@@ -184,7 +186,8 @@ export class App {
       assetControl: this.assetControl,
       ownership,
       assets,
-      energy,
+      // Without lifetime counters, discovery announces no lifetime sensors.
+      ...(config.Energy.LifetimeCounters ? { energy } : {}),
       ...replicaOf(clusterPart),
     });
     const mqtt = this.#mqtt;
@@ -815,9 +818,10 @@ function assetsPart(
   bus: EventBus,
   logger: Logger,
   ownership: Ownership,
+  lifetimeWh: (instanceId: string, deviceId: string, index: number) => number | null,
 ): AssetsPart {
   const online = (id: string): boolean => store.get(id)?.consecutiveFailures === 0;
-  return new AssetsPart({ config: current, bus, logger, ownership, online });
+  return new AssetsPart({ config: current, bus, logger, ownership, online, lifetimeWh });
 }
 
 /**
@@ -833,8 +837,10 @@ function energyPart(
   cluster: Cluster | null,
 ): EnergyPart {
   const dir = config.State.Dir;
+  const enabled = config.Energy.LifetimeCounters;
   let backend: CheckpointBackend | null = null;
-  if (cluster !== null) backend = engineBackend(cluster.records("energy"));
+  if (!enabled) backend = null;
+  else if (cluster !== null) backend = engineBackend(cluster.records("energy"));
   else if (dir !== null) backend = stateDirBackend(dir);
   const intervals = config.instances.map((i) => i.PollInterval * 1000);
   return new EnergyPart({
@@ -849,5 +855,6 @@ function energyPart(
     // that checkpoints never crowd the lease rounds. A checkpoint keeps the PDU's reading it counts
     // from, so its age loses nothing unless the PDU's counter is also reset meanwhile.
     checkpointMs: Math.min(60_000, Math.max(cluster === null ? 0 : 10_000, ...intervals)),
+    enabled,
   });
 }

@@ -50,6 +50,8 @@ export interface AssetsPartOptions {
   readonly ownership: Ownership;
   /** Whether the instance's last poll succeeded (the store's status), for snapshots not from a poll. */
   readonly online: (instanceId: string) => boolean;
+  /** The outlets' lifetime energy counters (Wh; the `energy` part's reader), or null where not known. */
+  readonly lifetimeWh?: (instanceId: string, deviceId: string, index: number) => number | null;
   readonly now?: () => number;
 }
 
@@ -116,6 +118,12 @@ export class AssetsPart implements Part, AssetsView {
     return first !== undefined && this.#o.ownership.owns(first.id);
   }
 
+  /** The instance's lifetime counters, read when a cord is read. */
+  #lifetimeOf(instanceId: string): (deviceId: string, index: number) => number | null {
+    const read = this.#o.lifetimeWh;
+    return read === undefined ? () => null : (deviceId, index) => read(instanceId, deviceId, index);
+  }
+
   start(): void {
     const { bus } = this.#o;
     bus.listen(this, {
@@ -126,6 +134,7 @@ export class AssetsPart implements Part, AssetsView {
             snapshot: e.snapshot,
             online: e.fromPoll || this.#o.online(e.instanceId),
             load: e.load,
+            lifetimeWh: this.#lifetimeOf(e.instanceId),
           },
           e.fromPoll,
         ),
@@ -137,6 +146,7 @@ export class AssetsPart implements Part, AssetsView {
             snapshot: last?.snapshot ?? null,
             online: false,
             ...(last?.load === undefined ? {} : { load: last.load }),
+            lifetimeWh: this.#lifetimeOf(instanceId),
           },
           true,
         );

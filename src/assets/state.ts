@@ -35,6 +35,11 @@ export interface InstanceReading {
    * (`snapshot` is then null). Its cords are unknown here, never shown from a reading gone stale.
    */
   readonly elsewhere?: true;
+  /**
+   * The outlets' lifetime energy counters (Wh) as the `energy` part keeps them (they are not in the
+   * snapshot), or null where not known; absent: none.
+   */
+  readonly lifetimeWh?: (deviceId: string, index: number) => number | null;
 }
 
 export type CordProblem =
@@ -64,9 +69,9 @@ export interface CordReading {
   readonly current: number | null;
   readonly energy: number | null;
   /**
-   * The outlet's lifetime energy counter (kWh, the measurement `energyLifetime`, which never
-   * decreases: docs/energy.md), where the snapshot has one; kept from the last good snapshot while its
-   * PDU is offline, so a sum of them never drops and comes back. Null when not reported.
+   * The outlet's lifetime energy counter (kWh, which never decreases: docs/energy.md), from the
+   * reading's `lifetimeWh` (else a measurement `energyLifetime` of the snapshot); kept while its PDU is
+   * offline, so a sum of them never drops and comes back. Null when not known.
    */
   readonly energyLifetime: number | null;
   /** The entity the outlet draws through (`Outlet.feedsFrom`, when the device has it), or null. */
@@ -277,10 +282,15 @@ export function readCord(
     power: online ? f.power : null,
     current: online ? f.current : null,
     energy: online ? f.energy : null,
-    energyLifetime: f.energyLifetime,
+    energyLifetime: lifetimeKwh(reading, device.id, cord.outlet) ?? f.energyLifetime,
     feedsFrom,
     feed: feedOf(model, cord.instance, device.id),
   };
+}
+
+function lifetimeKwh(reading: InstanceReading | undefined, deviceId: string, index: number): number | null {
+  const wh = reading?.lifetimeWh?.(deviceId, index) ?? null;
+  return wh === null ? null : wh / 1000;
 }
 
 const offlineDetail = (instance: string): string => `the last poll of instance ${instance} failed`;

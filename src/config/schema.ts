@@ -987,6 +987,11 @@ export const ConfigSchema = Type.Object(
     ),
     Energy: Type.Object(
       {
+        LifetimeCounters: Type.Boolean({
+          default: true,
+          description:
+            "Keep the lifetime energy counters (energyLifetime topics and sensors, pdu_*_energy_lifetime_wh_total, their checkpoints); false: none of them, the PDUs' own counters only (docs/energy.md)",
+        }),
         ReportSource: Type.Union(
           [Type.String({ maxLength: 2048, pattern: "^https?://[^\\s?#]+$" }), Type.Null()],
           {
@@ -996,7 +1001,11 @@ export const ConfigSchema = Type.Object(
           },
         ),
       },
-      { additionalProperties: false, default: {}, description: "Energy reports (docs/energy.md)" },
+      {
+        additionalProperties: false,
+        default: {},
+        description: "Lifetime energy counters and reports (docs/energy.md)",
+      },
     ),
     Logging: Type.Object(
       {

@@ -83,6 +83,12 @@ export class InstanceBook {
   readonly devices = new Map<string, DeviceCounters>();
   /** Changed since the last checkpoint. */
   dirty = false;
+  /**
+   * Changed in a way a rise from the last checkpoint would not make good since it: a counter
+   * started, a reset, a wrap, a rebase, a replaced unit. A restart (or a new holder) continuing from
+   * the checkpoint before it would count less than was published, so it is written soon.
+   */
+  urgent = false;
   /** When the last snapshot applied was taken (epoch ms); 0: none. */
   seenAt = 0;
 
@@ -129,8 +135,10 @@ export class InstanceBook {
       counter.seenAt = Math.max(counter.seenAt, at);
     } else outcome = apply(counter, reading.wh, at, maxWatts, reading.wrapsAtWh);
     if (outcome !== "same" || before !== counter.baseWh) this.dirty = true;
+    if (outcome === "first") this.urgent = true;
     if (outcome === "rise" || outcome === "same" || outcome === "first" || outcome === "rejected-again")
       return;
+    if (outcome !== "rejected") this.urgent = true;
     note({ deviceId: counters.id, what, outcome, readingWh: reading.wh, lifetimeWh: counter.lifetimeWh });
   }
 
@@ -155,6 +163,7 @@ export class InstanceBook {
       if (orphan === undefined) {
         this.devices.set(device.id, emptyDevice(device.id, device.order));
         this.dirty = true;
+        this.urgent = true;
         continue;
       }
       this.devices.delete(orphan.id);
@@ -164,6 +173,7 @@ export class InstanceBook {
       for (const c of orphan.entities.values()) orphan.replaced.add(c);
       this.devices.set(device.id, orphan);
       this.dirty = true;
+      this.urgent = true;
     }
   }
 

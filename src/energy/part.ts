@@ -7,8 +7,10 @@
  * Checkpoints (./checkpoint.ts) go to one backend, by scope: `State.Dir` (one scope, loaded at
  * start, before the first poll) or, among replicas, the coordination engine (one scope per bucket,
  * read when the bucket is taken and before anything of it is published; written by its holder).
- * A scope whose counters changed is written at most once per {@link EnergyPartOptions.checkpointMs};
- * a bucket handed over is written as it is handed over, and every scope at stop.
+ * A scope whose counters changed is written at most once per {@link EnergyPartOptions.checkpointMs},
+ * and soon (at most once a second) after a change a rise from its last checkpoint would not make
+ * good (a counter started, a reset, a wrap, a replaced unit); a bucket handed over is written as it
+ * is handed over, and every scope at stop.
  */
 import type { EventBus, OwnershipChangedEvent, SnapshotEvent } from "../bus.js";
 import type { EnergyReader } from "../energy-reader.js";
@@ -19,6 +21,8 @@ import type { Ownership } from "../ownership.js";
 import { InstanceBook, type Noted } from "./book.js";
 import { bookOf, CheckpointError, entryOf, type InstanceEntry } from "./checkpoint.js";
 
+/** A scope whose counters changed urgently (InstanceBook.urgent) is written at most this often (ms). */
+export const URGENT_CHECKPOINT_MS = 1000;
 /** Reads of a bucket's checkpoint before its counters start from the PDUs' own. */
 const LOAD_ATTEMPTS = 3;
 const LOAD_RETRY_MS = 1000;
@@ -47,6 +51,8 @@ export interface EnergyPartOptions {
   readonly loadAtStart: boolean;
   /** Checkpoints of changed counters at most this often (ms). */
   readonly checkpointMs: number;
+  /** false (`Energy.LifetimeCounters`): no counters at all; the part hears nothing and writes nothing. */
+  readonly enabled?: boolean;
 }
 
 /** A scope's state. */
@@ -57,6 +63,10 @@ interface Scope {
   extra: Record<string, InstanceEntry>;
   /** A write in flight. */
   saving: Promise<void> | null;
+  /** A prompt write scheduled (an urgent change), or null. */
+  soon: NodeJS.Timeout | null;
+  /** When its last write started (epoch ms). */
+  writtenAt: number;
 }
 
 export class EnergyPart implements Part {
@@ -85,6 +95,7 @@ export class EnergyPart implements Part {
 
   async start(): Promise<void> {
     const { backend, bus, logger } = this.#options;
+    if (this.#options.enabled === false) return;
     if (backend === null) {
       logger.warn(
         "energy: no State.Dir: the lifetime energy counters start again from the PDUs' own counters at every start (docs/energy.md)",
@@ -104,6 +115,7 @@ export class EnergyPart implements Part {
   async stop(): Promise<void> {
     if (this.#timer !== null) clearInterval(this.#timer);
     this.#timer = null;
+    for (const state of this.#scopes.values()) if (state.soon !== null) clearTimeout(state.soon);
     const scopes = [...this.#scopes.keys()];
     await Promise.allSettled(scopes.map((scope) => this.#save(scope, false)));
     this.#log.close();
@@ -125,6 +137,23 @@ export class EnergyPart implements Part {
       this.#books.set(id, book);
     }
     book.update(event.snapshot, (noted) => this.#note(id, noted));
+    if (book.urgent) this.#soon(this.#options.scopeOf(id));
+  }
+
+  /**
+   * A scope written soon (at most every {@link URGENT_CHECKPOINT_MS}) after an urgent change: until
+   * then, a restart or a new holder would continue from a checkpoint that a rise cannot bring up to
+   * what was published (a reset since it, or no checkpoint yet), and publish less.
+   */
+  #soon(scope: number): void {
+    const state = this.#scopes.get(scope);
+    if (state === undefined || state.soon !== null) return;
+    const wait = Math.max(0, state.writtenAt + URGENT_CHECKPOINT_MS - Date.now());
+    state.soon = setTimeout(() => {
+      state.soon = null;
+      this.#checkpointScope(scope);
+    }, wait);
+    state.soon.unref();
   }
 
   /** Among replicas: a bucket taken is read before its counters are used; one handed over is written. */
@@ -200,7 +229,7 @@ export class EnergyPart implements Part {
   #scopeFor(scope: number): Scope {
     let state = this.#scopes.get(scope);
     if (state === undefined) {
-      state = { ready: false, extra: {}, saving: null };
+      state = { ready: false, extra: {}, saving: null, soon: null, writtenAt: 0 };
       this.#scopes.set(scope, state);
     }
     return state;
@@ -208,21 +237,25 @@ export class EnergyPart implements Part {
 
   /** A bucket given up: its books start empty again (its next holder continues them). */
   #forget(scope: number): void {
+    const state = this.#scopes.get(scope);
+    if (state?.soon !== undefined && state.soon !== null) clearTimeout(state.soon);
     this.#scopes.delete(scope);
     for (const id of this.#options.instanceIds())
       if (this.#options.scopeOf(id) === scope) this.#books.set(id, new InstanceBook());
   }
 
   #checkpoint(): void {
-    for (const scope of this.#scopes.keys()) {
-      void this.#save(scope, false).catch((error: unknown) => {
-        this.#log.error(
-          `checkpoint|${scope}`,
-          { scope, err: error },
-          "energy: the checkpoint could not be written; it is tried again",
-        );
-      });
-    }
+    for (const scope of this.#scopes.keys()) this.#checkpointScope(scope);
+  }
+
+  #checkpointScope(scope: number): void {
+    void this.#save(scope, false).catch((error: unknown) => {
+      this.#log.error(
+        `checkpoint|${scope}`,
+        { scope, err: error },
+        "energy: the checkpoint could not be written; it is tried again",
+      );
+    });
   }
 
   /** Writes a scope when its counters changed (or `always`); one write per scope at a time. */
@@ -242,7 +275,9 @@ export class EnergyPart implements Part {
       if (book === undefined) continue;
       entries[id] = entryOf(book);
       book.dirty = false;
+      book.urgent = false;
     }
+    state.writtenAt = Date.now();
     const saving = backend.save(scope, entries).then((bytes) => {
       this.written.count++;
       this.written.bytes = bytes;

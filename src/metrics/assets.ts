@@ -5,6 +5,8 @@
  * - `pdu_asset_power_watts{asset}`: the sum over its cords (left out while it is not known);
  * - `pdu_asset_cords_live{asset}` and `pdu_asset_cords{asset}`: its cords live now, and configured;
  * - `pdu_asset_redundancy_lost{asset}`: 1 while its redundancy is lost, else 0;
+ * - `pdu_asset_energy_lifetime_wh_total{asset,tenant}`: the sum of its cords' lifetime energy
+ *   counters (a counter: they never decrease), what the energy reports by asset and tenant read;
  * - `pdu_feed_loss_projected_ratio{feed,instance,device,entity}`: what an entity on another feed
  *   would carry if `feed` failed, divided by its rating (rated entities only).
  *
@@ -23,6 +25,7 @@ import { escapeLabel } from "./readings.js";
 interface AssetFamily {
   readonly name: string;
   readonly help: string;
+  readonly type: "gauge" | "counter";
   write(view: AssetsView): string;
 }
 
@@ -42,21 +45,25 @@ function perAsset(view: AssetsView, name: string, value: (id: string) => number 
 const FAMILIES: readonly AssetFamily[] = [
   {
     name: "pdu_asset_power_watts",
+    type: "gauge",
     help: "Real power of an asset: the sum over its cords (absent while a cord's is not known)",
     write: (view) => perAsset(view, "pdu_asset_power_watts", (id) => view.book.get(id)?.power ?? null),
   },
   {
     name: "pdu_asset_cords_live",
+    type: "gauge",
     help: "Cords of an asset live now (its PDU online and the outlet on)",
     write: (view) => perAsset(view, "pdu_asset_cords_live", (id) => view.book.get(id)?.cordsLive ?? null),
   },
   {
     name: "pdu_asset_cords",
+    type: "gauge",
     help: "Cords of an asset configured",
     write: (view) => perAsset(view, "pdu_asset_cords", (id) => view.book.get(id)?.cords ?? null),
   },
   {
     name: "pdu_asset_redundancy_lost",
+    type: "gauge",
     help: "1 while an asset's redundancy is lost (a cord off, unknown or idle for 2 polls in a row), else 0",
     write: (view) =>
       perAsset(view, "pdu_asset_redundancy_lost", (id) => {
@@ -65,7 +72,23 @@ const FAMILIES: readonly AssetFamily[] = [
       }),
   },
   {
+    name: "pdu_asset_energy_lifetime_wh_total",
+    type: "counter",
+    help: "Lifetime energy of an asset (Wh): the sum of its cords' lifetime counters, which never decrease (absent while a cord has none)",
+    write(view) {
+      let out = "";
+      for (const def of view.model.assets.values()) {
+        const kwh = view.publishes(def) ? (view.book.get(def.id)?.energyLifetime ?? null) : null;
+        if (kwh === null) continue;
+        const tenant = def.tenant === null ? "" : `,tenant="${escapeLabel(def.tenant)}"`;
+        out += `pdu_asset_energy_lifetime_wh_total{asset="${escapeLabel(def.id)}"${tenant}} ${Math.round(kwh * 1000 * 1000) / 1000}\n`;
+      }
+      return out;
+    },
+  },
+  {
     name: "pdu_feed_loss_projected_ratio",
+    type: "gauge",
     help: "What an entity on another feed would carry if the feed failed, divided by its rating (1 is the rating); rated entities only",
     write(view) {
       if (!view.publishesFleet()) return "";
@@ -84,10 +107,10 @@ const FAMILIES: readonly AssetFamily[] = [
 /** The family names (for documentation and tests). */
 export const ASSET_METRICS: readonly string[] = FAMILIES.map((f) => f.name);
 
-/** The asset and feed families, each one group (gauges); declared without a view too. */
+/** The asset and feed families, each one group; declared without a view too. */
 export function* assetChunks(view: AssetsView | undefined): Generator<string> {
   for (const f of FAMILIES) {
-    const head = `# HELP ${f.name} ${f.help}\n# TYPE ${f.name} gauge\n`;
+    const head = `# HELP ${f.name} ${f.help}\n# TYPE ${f.name} ${f.type}\n`;
     yield view === undefined ? head : head + f.write(view);
   }
 }

@@ -83,6 +83,8 @@ export interface SnmpSimulatorOptions {
    * makes it answer nothing until it is started again.
    */
   readonly fleet?: FleetMembership;
+  /** The unit's clock outside a fleet (epoch ms; default Date.now): a test pauses it to hold the energy still. */
+  readonly clock?: () => number;
 }
 
 export interface SnmpSimulator {
@@ -172,7 +174,11 @@ function unitOf(o: SnmpSimulatorOptions): SimUnit {
     frozen: o.frozen === true,
     badNames: o.hostile === "bad-names",
     ...(o.switched === undefined ? {} : { switched: o.switched }),
-    ...(o.fleet === undefined ? {} : { clock: o.fleet.fleet.clock }),
+    ...(o.fleet !== undefined
+      ? { clock: o.fleet.fleet.clock }
+      : o.clock !== undefined
+        ? { clock: o.clock }
+        : {}),
   });
 }
 
