@@ -222,7 +222,13 @@ export class Receiver {
   /** One delivery: null when the receiver answered 2xx, else what went wrong (no body, no URL). */
   async #attempt(event: WebhookEvent): Promise<string | null> {
     const { timeoutMs, secret, url } = this.#options;
-    const signal = AbortSignal.any([this.#stop.signal, AbortSignal.timeout(timeoutMs)]);
+    // One controller per attempt, ended by the deadline or the receiver's stop; both let go after
+    // it, so that nothing accumulates on the stop signal over millions of attempts.
+    const attempt = new AbortController();
+    const signal = attempt.signal;
+    const timer = setTimeout(() => attempt.abort(), timeoutMs);
+    const stop = (): void => attempt.abort();
+    this.#stop.signal.addEventListener("abort", stop, { once: true });
     const t = Math.floor(Date.now() / 1000);
     try {
       const answer = await request(url, {
@@ -244,6 +250,9 @@ export class Receiver {
     } catch (error) {
       if (signal.aborted && !this.#stop.signal.aborted) return `no answer within ${timeoutMs / 1000} s`;
       return this.#describe(error);
+    } finally {
+      clearTimeout(timer);
+      this.#stop.signal.removeEventListener("abort", stop);
     }
   }
 
