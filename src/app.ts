@@ -38,7 +38,7 @@ import { AssetsPart } from "./assets/part.js";
 import { CircuitApplier, parseCircuits } from "./assets/circuits.js";
 import type { AssetsView } from "./assets/view.js";
 import { EventBus } from "./bus.js";
-import { createCluster, type Cluster } from "./cluster/index.js";
+import { createCluster, MAX_RECORD_PAYLOAD_LENGTH, type Cluster } from "./cluster/index.js";
 import { ClusterPart } from "./cluster/part.js";
 import type { LiveChanges } from "./config/kubernetes/diff.js";
 import { advertisedApiUrl } from "./config/environment.js";
@@ -48,6 +48,12 @@ import { CredentialsCheck } from "./control/credentials.js";
 import { EnergyPart, type CheckpointBackend } from "./energy/part.js";
 import { engineBackend } from "./energy/engine.js";
 import { stateDirBackend } from "./energy/state-dir.js";
+import {
+  engineBackend as webhookEngineBackend,
+  stateDirBackend as webhookStateDirBackend,
+  type ScopeBackend,
+} from "./webhooks/backends.js";
+import { WebhooksPart } from "./webhooks/part.js";
 import { createControlService, type ControlCore } from "./control/service.js";
 import {
   createReplicaForwarding,
@@ -126,6 +132,8 @@ export class App {
   readonly assets: AssetsView;
   /** The lifetime energy counters and their checkpoints (docs/energy.md). */
   readonly energy: EnergyPart;
+  /** Signed webhooks of alarm, control, availability and sequence events (docs/events.md). */
+  readonly webhooks: WebhooksPart;
   readonly #mqtt: MqttBridge;
   readonly #api: ApiPart | null;
   readonly #health: ListenerPart | null;
@@ -177,6 +185,7 @@ export class App {
     this.credentials = new CredentialsCheck({ config: current, drivers: clients, bus, logger });
     this.energy = energyPart(config, current, bus, logger, ownership, cluster);
     const energy = config.Energy.LifetimeCounters ? this.energy.reader : NO_ENERGY;
+    this.webhooks = webhooksPart(config, bus, logger, cluster);
     this.#mqtt = new MqttBridge({
       config,
       store,
@@ -191,7 +200,8 @@ export class App {
       ...replicaOf(clusterPart),
     });
     const mqtt = this.#mqtt;
-    const metrics = bridgeMetrics(config, store, bus, this.poller, mqtt, logger, clusterPart, assets, energy);
+    const seen = { clusterPart, assets, energy, webhooks: this.webhooks };
+    const metrics = bridgeMetrics(config, store, bus, this.poller, mqtt, logger, seen);
     this.console = this.#consoleFeed(consoleLimits, control.replicaConsole, energy);
     const httpDeps = (more: Partial<HttpDeps>): HttpDeps => this.#httpDeps(metrics, more);
     [this.#api, this.#health] = this.#listeners(httpDeps);
@@ -201,6 +211,8 @@ export class App {
         pdusPart(store, clients, bus),
         // Before every part that reads snapshots: its counters are updated before they are shown.
         this.energy,
+        // Hears every event it sends before anything polls; stops after control and the poller.
+        this.webhooks,
         instanceLog(store, current, bus, logger),
         assets,
         ...(metrics === null ? [] : [metrics]),
@@ -256,6 +268,7 @@ export class App {
       homeAssistantStatus: () => mqtt.homeAssistant(),
       loginProblem: (id) => this.credentials.problem(id),
       assets: this.assets,
+      ...(this.webhooks.enabled ? { webhooks: () => this.webhooks.status().receivers } : {}),
       ...(metrics === null ? {} : { metrics, metricsRoute: metricsRoute(metrics) }),
       ...more,
     };
@@ -438,9 +451,17 @@ function bridgeMetrics(
   poller: Poller,
   mqtt: MqttBridge,
   logger: Logger,
-  clusterPart: ClusterPart | null,
-  assets: AssetsView,
-  energy: EnergyReader,
+  {
+    clusterPart,
+    assets,
+    energy,
+    webhooks,
+  }: {
+    clusterPart: ClusterPart | null;
+    assets: AssetsView;
+    energy: EnergyReader;
+    webhooks: WebhooksPart;
+  },
 ): BridgeMetrics | null {
   if (!config.Metrics.Enabled) return null;
   return new BridgeMetrics({
@@ -449,6 +470,7 @@ function bridgeMetrics(
     logger,
     assets,
     energy,
+    ...(webhooks.enabled ? { webhooks: () => webhooks.status().receivers } : {}),
     skippedPolls: (id) => poller.skippedPolls(id),
     mqtt: () => {
       const traffic = mqtt.traffic();
@@ -652,6 +674,16 @@ class ControlPart implements Part {
       logger,
       // Among replicas: sequences whose runner died are looked for every RetryPeriod (at least 1 s).
       scanMs: cluster === null ? null : Math.max(1000, config().Cluster.RetryPeriodSeconds * 1000),
+      progress: (head) =>
+        bus.emit("sequence", {
+          id: head.id,
+          action: head.action,
+          state: head.state,
+          wave: head.wave,
+          waves: head.sizes.length,
+          executed: head.executed,
+          failed: head.failedCount,
+        }),
     });
   }
 
@@ -822,6 +854,19 @@ function assetsPart(
 ): AssetsPart {
   const online = (id: string): boolean => store.get(id)?.consecutiveFailures === 0;
   return new AssetsPart({ config: current, bus, logger, ownership, online, lifetimeWh });
+}
+
+/**
+ * Webhooks (docs/events.md): what is not yet delivered kept in `State.Dir` in one process, in the
+ * coordination engine among several replicas (a record per bucket), else in memory only.
+ */
+function webhooksPart(config: Config, bus: EventBus, logger: Logger, cluster: Cluster | null): WebhooksPart {
+  const dir = config.State.Dir;
+  let backend: ScopeBackend | null = null;
+  if (cluster !== null)
+    backend = webhookEngineBackend(cluster.records("webhooks"), MAX_RECORD_PAYLOAD_LENGTH);
+  else if (dir !== null) backend = webhookStateDirBackend(dir);
+  return new WebhooksPart({ config, bus, logger, backend, cluster });
 }
 
 /**

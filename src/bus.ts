@@ -199,6 +199,22 @@ export interface AssetsEvent {
   readonly reconfigured: boolean;
 }
 
+/**
+ * A power sequence moved (docs/assets.md "Sequences"): a wave begun, or the run ended. Told by the
+ * replica that runs the sequence (src/control/sequences.ts).
+ */
+export interface SequenceEvent {
+  readonly id: string;
+  readonly action: "on" | "off";
+  readonly state: "running" | "stopping" | "done" | "stopped";
+  /** The wave begun (from 0); the number of waves once the run ended. */
+  readonly wave: number;
+  readonly waves: number;
+  /** Assets executed, and not executed, in the waves done. */
+  readonly executed: number;
+  readonly failed: number;
+}
+
 /** Every event of the bus by name. */
 export interface BusEvents {
   snapshot: SnapshotEvent;
@@ -214,6 +230,7 @@ export interface BusEvents {
   mqttLost: MqttLostEvent;
   configApplied: ConfigAppliedEvent;
   ownershipChanged: OwnershipChangedEvent;
+  sequence: SequenceEvent;
 }
 
 export type BusEventName = keyof BusEvents;
@@ -233,6 +250,7 @@ export const BUS_EVENT_NAMES = [
   "mqttLost",
   "configApplied",
   "ownershipChanged",
+  "sequence",
 ] as const satisfies readonly BusEventName[];
 // An event missing from the list above fails to compile here.
 const _everyEventListed: Record<Exclude<BusEventName, (typeof BUS_EVENT_NAMES)[number]>, never> = {};

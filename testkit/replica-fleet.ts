@@ -100,6 +100,8 @@ export interface ReplicaFleetOptions {
   readonly peerNetworks?: readonly string[] | null;
   /** More top-level sections of every replica's configuration (YAML), given the simulators; default none. */
   readonly extraConfig?: ((sims: ReadonlyMap<string, Simulator>) => string) | null;
+  /** More environment variables of every replica (secrets of the extra sections); default none. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** The etcd root user's password of a fleet with `etcdSecure`. */
@@ -172,6 +174,7 @@ export class ReplicaFleet {
       etcdSecure: false,
       peerNetworks: null,
       extraConfig: null,
+      env: {},
       ...o,
     };
     const dir = await tempDir();
@@ -260,6 +263,7 @@ export class ReplicaFleet {
       ["--config", file],
       childEnv({
         SERVICE_CLUSTER_SECRET: FLEET_SECRET,
+        ...this.options.env,
         ...(this.options.etcdSecure
           ? { SERVICE_ETCD_USERNAME: "root", SERVICE_ETCD_PASSWORD: FLEET_ETCD_PASSWORD }
           : {}),

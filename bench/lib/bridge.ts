@@ -98,11 +98,16 @@ export async function startBridge(options: {
   dist?: string;
   /** How long the start may take, ms (default 30 s). */
   startTimeoutMs?: number;
+  /** Environment variables the scenario sets (secrets such as SERVICE_WEBHOOK_0_SECRET). */
+  env?: Readonly<Record<string, string>>;
 }): Promise<LoggedChild> {
   const nodeArgs = options.nodeArgs ?? [];
-  const env = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_") && k !== "NODE_OPTIONS"),
-  );
+  const env = {
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_") && k !== "NODE_OPTIONS"),
+    ),
+    ...options.env,
+  };
   const bridge = spawnNode(resolve(options.dist ?? DIST, "src/main.js"), ["--config", options.configFile], {
     logFile: options.logFile,
     nodeArgs,

@@ -64,6 +64,9 @@ export const ALLOWED = {
   // The lifetime energy counters and their checkpoints (docs/energy.md): a part fed by the store's
   // events; the surfaces read it through the energy seam, the REST report imports its report.
   energy: ["pdu", "config", ...SEAMS, ...LEAVES],
+  // Signed webhooks of the bus's events (docs/events.md): a part fed by the bus; the surfaces read
+  // its status through the functions the composition root hands them.
+  webhooks: ["pdu", "config", ...SEAMS, ...LEAVES],
   mqtt: ["pdu", "config", "control", "poller", "assets", ...SEAMS, ...LEAVES],
   http: ["pdu", "config", "control", "poller", "mqtt", "assets", "energy", ...SEAMS, ...LEAVES],
   metrics: ["pdu", "config", "control", "poller", "http", "assets", ...SEAMS, ...LEAVES],

@@ -61,7 +61,7 @@ import {
   type WriteGrant,
   type WriteOptions,
 } from "./elector.js";
-import { BucketRecords } from "./records.js";
+import { BucketRecords, type RecordKind } from "./records.js";
 import type { LeaseStore } from "./store.js";
 
 export { bucketOf } from "./assign.js";
@@ -76,7 +76,7 @@ export {
   type WriteOptions,
 } from "./elector.js";
 export type { LeaseStore } from "./store.js";
-export { BucketRecords, MAX_RECORD_PAYLOAD_LENGTH } from "./records.js";
+export { BucketRecords, MAX_RECORD_PAYLOAD_LENGTH, type RecordKind } from "./records.js";
 
 export interface ClusterOptions {
   readonly logger: Logger;
@@ -119,7 +119,9 @@ export interface Cluster {
   /** Freezes the loop without releasing anything, as a paused or killed process would (for tests). */
   halt(): void;
   /** The records of a kind kept per bucket for its next holder (./records.ts). */
-  records(kind: "energy"): BucketRecords;
+  records(kind: RecordKind): BucketRecords;
+  /** Whether this replica holds the bucket now (its lease renewed within the deadline). */
+  holdsBucket(bucket: number): boolean;
 }
 
 /** A configured instance nobody polls now, as this replica sees it (`status().unpolled`, by instance). */
@@ -198,6 +200,7 @@ export function createClusterWithStore(
     bucketOf: bucket,
     instancesOf: (b) => byBucket.get(b) ?? [],
     holds: (id) => elector.holdsBucket(bucket(id)),
+    holdsBucket: (b) => elector.holdsBucket(b),
     holderOf: (id) => elector.holderOf(bucket(id)),
     urlOf,
     identityOf: (member) => elector.identityOf(member),

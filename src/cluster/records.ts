@@ -1,7 +1,8 @@
 /**
  * Records a bucket's holder keeps in the coordination engine for whoever holds the bucket next,
  * beside the bucket's lease: one small record per bucket and kind (`energy-<bucket>`: the lifetime
- * energy counters' checkpoint, docs/energy.md). The holder writes it; a new holder reads it before
+ * energy counters' checkpoint, docs/energy.md; `webhooks-<bucket>`: the webhook events not yet
+ * delivered, docs/events.md). The holder writes it; a new holder reads it before
  * it publishes anything of the bucket's instances.
  *
  * A record is stored as a lease (the same seam, ./store.ts) with nobody holding it and the
@@ -19,6 +20,9 @@ import {
 
 export { MAX_RECORD_PAYLOAD_LENGTH } from "./store.js";
 
+/** The kinds of record kept per bucket. */
+export type RecordKind = "energy" | "webhooks";
+
 /** How long a record's read or write may take (ms). */
 const RECORD_TIMEOUT_MS = 10_000;
 
@@ -28,7 +32,7 @@ export class BucketRecords {
   /** bucket → the version last read or written here. */
   readonly #versions = new Map<number, string | null>();
 
-  constructor(store: LeaseStore, kind: "energy") {
+  constructor(store: LeaseStore, kind: RecordKind) {
     this.#store = store;
     this.#kind = kind;
   }

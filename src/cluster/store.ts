@@ -108,8 +108,8 @@ export const MAX_PAYLOAD_LENGTH = 16_384;
  * request limit and within the 256 KiB value this service reads back.
  */
 export const MAX_RECORD_PAYLOAD_LENGTH = 131_072;
-/** Names of the records kept beside the bucket leases (./records.ts): `energy-<bucket>`. */
-export const RECORD_NAME = /^energy-[0-9]{1,4}$/;
+/** Names of the records kept beside the bucket leases (./records.ts): `energy-<bucket>`, `webhooks-<bucket>`. */
+export const RECORD_NAME = /^(energy|webhooks)-[0-9]{1,4}$/;
 
 /** Longest holder identity accepted (a member name of 63, `/` and an incarnation). */
 export const MAX_HOLDER_LENGTH = 128;

@@ -6,6 +6,7 @@
  * file's shape (unknown keys, instance ids, every key's type and range), then, once the shape is
  * right, every rule that reads the values (hosts, ports, secrets, overrides, CA files).
  */
+import { readWebhookSecrets, webhookProblems } from "./webhooks.js";
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { isIP } from "node:net";
@@ -172,6 +173,7 @@ export async function parseConfigText(
   };
 
   const cluster = resolveCluster(data.Cluster, env, secrets, caFile);
+  const webhookSecrets = await readWebhookSecrets(data, env, found);
 
   const { Pdus: _pdus, Mqtt: _mqtt, Cluster: _cluster, ...sections } = data;
   const config: Config = {
@@ -181,6 +183,8 @@ export async function parseConfigText(
     Api: resolveApiSection({ ...data.Api, ApiKey: secrets.apiKey }, baseDir, clientSecret),
     instances,
     origin,
+    Webhooks: data.Webhooks.map((hook) => ({ ...hook, CaFile: caFile(hook.CaFile) })),
+    webhookSecrets,
   };
   await checkRules(config, yaml, env, fail, { found, interfaces: options.interfaces });
   return config;
@@ -210,6 +214,9 @@ async function checkRules(
   }
   // Assets, feeds and sequences (docs/assets.md).
   for (const p of assetProblems(config)) rules.push(fail(p.path, p.problem));
+  // Webhook receivers (docs/events.md).
+  for (const p of webhookProblems(config.Webhooks, config.webhookSecrets ?? []))
+    rules.push(fail(p.path.map(String), p.problem));
   checkHosts(config, fail, rules);
   checkCrossFieldRules(config, yaml, fail, rules);
   checkApiAuthRules(config, fail, rules);

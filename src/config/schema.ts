@@ -985,6 +985,77 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {}, description: "What the bridge keeps across restarts" },
     ),
+    Webhooks: Type.Array(
+      Type.Object(
+        {
+          Url: Type.String({
+            minLength: 1,
+            maxLength: 2048,
+            description:
+              "Where each event is POSTed: https only, unless AllowHttp is true. The URL is never logged or shown whole (only its host), since it may hold a token",
+          }),
+          AllowHttp: Type.Boolean({
+            default: false,
+            description: "Accept a plain http:// Url (a receiver on a trusted network)",
+          }),
+          Name: Type.Union(
+            [Type.String({ minLength: 1, maxLength: 63, pattern: "^[a-z0-9][a-z0-9_-]*$" }), Type.Null()],
+            {
+              default: null,
+              description:
+                "The receiver's label in metrics, health and logs; null: its position in the list (0, 1, ...)",
+            },
+          ),
+          Events: Type.Array(
+            Type.Union([
+              Type.Literal("alarm"),
+              Type.Literal("control"),
+              Type.Literal("availability"),
+              Type.Literal("sequence"),
+            ]),
+            {
+              minItems: 1,
+              uniqueItems: true,
+              default: ["alarm", "control", "availability", "sequence"],
+              description: "The kinds of event sent to this receiver",
+            },
+          ),
+          Timeout: Type.Number({
+            exclusiveMinimum: 0,
+            maximum: 60,
+            default: 5,
+            description:
+              "Seconds a delivery may take (connecting, the answer's headers and its body); a delivery that takes longer is retried",
+          }),
+          RetryMaxDelay: Type.Number({
+            exclusiveMinimum: 0,
+            maximum: 3600,
+            default: 300,
+            description:
+              "Longest wait between two attempts at the receiver's oldest event, in seconds: the wait starts at 1 s (or this, if shorter) and doubles up to it",
+          }),
+          CaFile: Type.Union([Type.String({ minLength: 1, maxLength: 4096 }), Type.Null()], {
+            default: null,
+            description:
+              "A PEM file of certificate authorities trusted for this receiver besides the system's (a private CA); a path relative to the configuration file's directory",
+          }),
+          MaxQueue: Type.Integer({
+            minimum: 1,
+            maximum: 10000,
+            default: 10000,
+            description:
+              'Undelivered events kept for the receiver at most; a new one beyond it drops the oldest (counted in pdu_webhook_deliveries_total{outcome="dropped"})',
+          }),
+        },
+        { additionalProperties: false },
+      ),
+      {
+        maxItems: 16,
+        default: [],
+        description:
+          "Receivers of signed webhooks (docs/events.md, Webhooks); each one's signing secret from SERVICE_WEBHOOK_<N>_SECRET (or _FILE), N its position from 0",
+      },
+    ),
     Energy: Type.Object(
       {
         LifetimeCounters: Type.Boolean({
@@ -1068,6 +1139,11 @@ export type ClusterConfig = Omit<Static<typeof ClusterSchema>, "MemberName" | "E
 /** The effective configuration the service runs with. */
 export interface Config extends Omit<FileConfig, "Pdus" | "Mqtt" | "Cluster"> {
   readonly Mqtt: MqttConfig;
+  /**
+   * The signing secret of each of `Webhooks`, by position (SERVICE_WEBHOOK_<N>_SECRET); outside the
+   * schema, so that check-config and the configuration's reference never show them.
+   */
+  readonly webhookSecrets?: readonly string[];
   readonly Cluster: ClusterConfig;
   /** Instances in file order (a map would reorder integer-like ids). */
   readonly instances: readonly InstanceConfig[];

@@ -63,6 +63,8 @@ export interface RunDeps {
   readonly logger: Logger;
   /** Waits `ms`, ending early when `signal` aborts. */
   readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Told when a wave is begun and when the run ends (the bus's `sequence` event). */
+  readonly progress?: (head: JournalHead) => void;
 }
 
 type Outcome = { readonly status: Exclude<StepStatus, "pending" | "intent">; readonly detail: string | null };
@@ -123,6 +125,7 @@ export class SequenceRun {
         if (!(await this.#runWave())) return;
       }
       const h = this.#head;
+      this.#deps.progress?.(h);
       this.#logger.info(
         { state: h.state, executed: h.executed, failed: h.failedCount },
         `sequence ${h.id}: ${h.state}`,
@@ -149,6 +152,7 @@ export class SequenceRun {
         `sequence ${this.id}: wave ${this.#head.wave}`,
       );
       if (!(await this.#write(beginWave(this.#head, assets)))) return false;
+      this.#deps.progress?.(this.#head);
     }
     while (!waveComplete(this.#head)) {
       if (this.#halt.signal.aborted) return false;

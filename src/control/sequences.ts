@@ -74,6 +74,8 @@ export interface SequencesDeps {
   readonly scanMs: number | null;
   /** Waits `ms`, ending early when `signal` aborts (tests). */
   readonly sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Told when a wave of a sequence this process runs is begun and when the run ends. */
+  readonly progress?: (head: JournalHead) => void;
 }
 
 const fail = (
@@ -260,7 +262,13 @@ export class Sequences implements SequenceService {
     resumed: boolean,
   ): void {
     const run = new SequenceRun(
-      { records: this.#deps.records, control: this.#deps.control, logger: this.#logger, sleep: this.#sleep },
+      {
+        records: this.#deps.records,
+        control: this.#deps.control,
+        logger: this.#logger,
+        sleep: this.#sleep,
+        ...(this.#deps.progress === undefined ? {} : { progress: this.#deps.progress }),
+      },
       head,
       version,
       chunks,

@@ -142,6 +142,22 @@ export interface HttpDeps {
   loginProblem?(instanceId: string): string | null;
   /** This replica in the cluster; present only with `Cluster.Enabled`. */
   clusterStatus?(): ClusterHealth;
+  /** Each webhook receiver's state (src/webhooks/); absent when none is configured. */
+  webhooks?(): readonly WebhookHealth[];
   /** Clock, for tests of ages and readiness limits. */
   readonly now?: () => number;
+}
+
+/** A webhook receiver as the health listener shows it (docs/events.md, Webhooks). */
+export interface WebhookHealth {
+  readonly receiver: string;
+  /** The URL's host only. */
+  readonly host: string;
+  readonly state: "idle" | "delivering" | "failing";
+  readonly queued: number;
+  readonly delivered: number;
+  readonly failed: number;
+  readonly dropped: number;
+  readonly lastError: string | null;
+  readonly lastDeliveredAt: number | null;
 }

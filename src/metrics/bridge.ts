@@ -21,6 +21,7 @@ import { loadChunks, type LoadSource } from "./alarms.js";
 import { assetChunks, fleetLoadSources } from "./assets.js";
 import { NO_ENERGY, type EnergyReader } from "../energy-reader.js";
 import { registerClusterMetrics, type ClusterMetricsView } from "./cluster.js";
+import { registerWebhookMetrics, type WebhookMetricsView } from "./webhooks.js";
 import { MAX_SERIES_PER_INSTANCE, metricsPlan, readingChunks, type LeftOutReason } from "./readings.js";
 
 export const TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -48,6 +49,8 @@ export interface MetricsSources {
   readonly ownership?: Ownership;
   /** The lifetime energy counters (src/energy/); default none. */
   readonly energy?: EnergyReader;
+  /** Each webhook receiver's counts (src/webhooks/); absent when none is configured. */
+  webhooks?(): readonly WebhookMetricsView[];
 }
 
 /** The store's instances this process reports now (see {@link MetricsSources.ownership}). */
@@ -278,6 +281,8 @@ export class BridgeMetrics {
       registers,
     });
     registerLeftOutGauge(registers, sources);
+    const webhooks = sources.webhooks?.bind(sources);
+    if (webhooks !== undefined) registerWebhookMetrics(registers, webhooks);
     this.#apiWorkerRestarts = new Counter({
       name: "pdu_bridge_api_worker_restarts_total",
       help: "Starts of a new REST API worker thread after one exited unexpectedly (every attempt)",

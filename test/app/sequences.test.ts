@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import type { SequenceEvent } from "../../src/bus.js";
 import type { JournalEntry } from "../../src/simulator/types.js";
 import type { AssetConfig } from "../../src/assets/types.js";
 import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
@@ -146,8 +147,19 @@ describe("power sequences", () => {
 
   it("off: every unprotected asset, priority the other way round, the protected one left out", async () => {
     const since = mark();
+    const told: SequenceEvent[] = [];
+    const unlisten = h.app.bus.on("sequence", (e) => told.push(e));
     const progress = await runToEnd({ action: "off", assets: "all", tags: ["even", "odd", "db"] });
+    unlisten();
     assert.equal(progress.state, "done");
+    // Its progress on the bus (what the webhooks send): each wave begun, then the end.
+    const waves = told.at(-1)?.waves ?? 0;
+    assert.ok(waves > 1);
+    assert.deepEqual(
+      told.map((e) => [e.action, e.state, e.wave]),
+      [...Array.from({ length: waves }, (_, w) => ["off", "running", w]), ["off", "done", waves]],
+    );
+    assert.equal(told.at(-1)?.executed, ASSETS);
     assert.ok(!progress.assets.some((a) => a.id === "db-01"), "db-01 is not in an off sequence");
     assert.ok(
       progress.assets.every((a) => a.outcome === "executed"),

@@ -5,7 +5,7 @@
 import type { MemberView } from "../../cluster-status.js";
 import type { ParseWarning } from "../../pdu/model.js";
 import type { InstanceStatus } from "../../poller/store.js";
-import type { ClusterHealth, HttpDeps } from "../types.js";
+import type { ClusterHealth, HttpDeps, WebhookHealth } from "../types.js";
 
 /** How long a successful poll keeps an instance fresh: max(30 s, 3 × its PollInterval). */
 export function freshnessLimitMs(pollIntervalSeconds: number): number {
@@ -243,6 +243,21 @@ export function clusterIntegration(cluster: ClusterHealth): ClusterIntegration {
  * when anything else is not healthy; else healthy. A replica of a cluster reports the PDUs of the
  * buckets it holds (the others are another replica's).
  */
+/** A webhook receiver: degraded while it does not take events (they wait, in order, and are retried). */
+function webhookIntegration(hook: WebhookHealth): Integration {
+  const counts = `${hook.queued} queued, ${hook.delivered} delivered, ${hook.dropped} dropped`;
+  const last =
+    hook.lastDeliveredAt === null
+      ? ""
+      : `; last delivered at ${new Date(hook.lastDeliveredAt).toISOString()}`;
+  return hook.state === "failing"
+    ? {
+        status: "degraded",
+        detail: `${hook.host}: not taking events (${hook.lastError ?? "failing"}), retried with backoff; ${counts}${last}`,
+      }
+    : { status: "healthy", detail: `${hook.host}: ${hook.state}; ${counts}${last}` };
+}
+
 export function integrations(deps: HttpDeps, now: number): IntegrationsReport {
   const mqtt = deps.mqttStatus();
   const where = `${mqtt.broker}${mqtt.embedded ? " (embedded broker)" : ""}`;
@@ -289,6 +304,7 @@ export function integrations(deps: HttpDeps, now: number): IntegrationsReport {
   }
 
   if (cluster !== undefined) report.cluster = clusterIntegration(cluster);
+  for (const hook of deps.webhooks?.() ?? []) report[`webhook:${hook.receiver}`] = webhookIntegration(hook);
 
   const all = Object.values(report);
   const status: IntegrationState =
