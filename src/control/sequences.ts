@@ -92,7 +92,6 @@ const fail = (
 const unreachable = (error: unknown): SequenceAnswer =>
   fail(503, "Journal unavailable", `the sequences' journal cannot be reached: ${describeError(error)}`, 2);
 
-
 export class Sequences implements SequenceService {
   readonly #deps: SequencesDeps;
   readonly #logger: Logger;
