@@ -375,5 +375,6 @@ export interface WireFeed {
     readonly unseen: readonly string[];
     readonly madeUtc: string | null;
   };
-  readonly alarms: readonly WireActiveAlarm[];
+  /** Its active `feed-loss` alarms, each naming the instance of the entity (`entityInstanceId`). */
+  readonly alarms: readonly (WireActiveAlarm & { readonly entityInstanceId?: string })[];
 }

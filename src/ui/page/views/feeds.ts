@@ -82,16 +82,29 @@ function feedSection(f: WireFeed): HTMLElement {
     h(
       "p",
       { class: "meta" },
-      `${watts(f.power)} · ${amps(f.current)} now over ${f.devices} device${f.devices === 1 ? "" : "s"}`,
+      `${watts(f.power)}${f.current === null ? "" : ` · ${amps(f.current)}`} now, over ${f.devices} device${f.devices === 1 ? "" : "s"}`,
       f.unseen.length > 0 ? ` · without a reading: ${f.unseen.join(", ")}` : "",
     ),
-    ...f.alarms.map((a) =>
-      h(
-        "p",
-        { class: `banner ${a.severity === "critical" ? "" : "stale"}` },
-        `${a.severity}: ${a.name}${a.reported === null ? "" : ` (${a.reported})`}`,
-      ),
-    ),
+    f.alarms.length === 0
+      ? null
+      : h(
+          "ul",
+          { class: "alarm-list feed-alarms" },
+          ...f.alarms.map((a) =>
+            h(
+              "li",
+              { class: "alarm-item" },
+              h("span", { class: `badge ${a.severity}` }, a.severity),
+              h(
+                "span",
+                {},
+                [a.entityInstanceId ?? "", a.name, a.percent === null ? "" : `${a.percent} %`]
+                  .filter(Boolean)
+                  .join(" "),
+              ),
+            ),
+          ),
+        ),
     h("h3", {}, `If ${f.label} is lost`),
     entities.length === 0
       ? h(
