@@ -267,8 +267,14 @@ test("keyboard: tab to a row, open its detail, back to the list", { skip }, asyn
 test("a cord switched off in the simulator shows redundancy lost, live", { skip }, async () => {
   await page.goto(`${origin}/ui/#/assets/${assetId(CUT)}`);
   await page.locator('[data-redundancy="ok"]').waitFor({ timeout: 30_000 });
+  // The keyboard's place survives the live update that rebuilds the view.
+  await page.locator('table.cords tr[data-cord="1"] a[href="#/i/b-00"]').focus();
   h.sims.b.setOutletState(h.sims.b.deviceIds()[0]!, CUT, "off");
   await page.locator('[data-redundancy="lost"]').waitFor({ timeout: 60_000 });
+  assert.equal(
+    await page.evaluate<string | null>("document.activeElement?.getAttribute('href') ?? null"),
+    "#/i/b-00",
+  );
   assert.match((await page.locator('table.cords tr[data-cord="1"]').textContent()) ?? "", /off/);
   await page.goto(`${origin}/ui/#/assets`);
   await waitFor(

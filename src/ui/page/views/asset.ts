@@ -15,7 +15,14 @@ import { confirmAction } from "../confirm.js";
 import { h, replace, setClass, setText } from "../dom.js";
 import { amps, watts } from "../format.js";
 import { href, state, type View } from "../state.js";
-import { cordText, REDUNDANCY_BADGE, REDUNDANCY_TEXT, STATE_BADGE, STATE_TEXT } from "./assets.js";
+import {
+  cordText,
+  keepingFocus,
+  REDUNDANCY_BADGE,
+  REDUNDANCY_TEXT,
+  STATE_BADGE,
+  STATE_TEXT,
+} from "./assets.js";
 
 const ACTIONS: readonly { name: "on" | "off" | "reboot"; label: string; verb: string; tone: string }[] = [
   { name: "on", label: "On", verb: "Switch on", tone: "on" },
@@ -140,43 +147,50 @@ class AssetView implements View {
     const heading = this.#main.querySelector("h1");
     if (heading)
       replace(heading, a.id, " ", h("span", { class: `badge ${STATE_BADGE[a.state]}` }, STATE_TEXT[a.state]));
-    replace(
-      this.#body,
-      h(
-        "p",
-        { class: "meta" },
-        [
-          a.label === a.id ? "" : a.label,
-          a.tenant === null ? "" : `tenant ${a.tenant}`,
-          a.tags.join(", "),
-          a.protected ? "protected" : "",
-        ]
-          .filter(Boolean)
-          .join(" · "),
-      ),
-      h(
-        "dl",
-        { class: "totals" },
-        h("div", { class: "figure" }, h("dt", {}, "Power"), h("dd", {}, watts(a.power))),
-        h("div", { class: "figure" }, h("dt", {}, "Current"), h("dd", {}, amps(a.current))),
-        h("div", { class: "figure" }, h("dt", {}, "Cords live"), h("dd", {}, `${a.cordsLive} of ${a.cords}`)),
+    keepingFocus(this.#body, () =>
+      replace(
+        this.#body,
         h(
-          "div",
-          { class: "figure" },
-          h("dt", {}, "Redundancy"),
+          "p",
+          { class: "meta" },
+          [
+            a.label === a.id ? "" : a.label,
+            a.tenant === null ? "" : `tenant ${a.tenant}`,
+            a.tags.join(", "),
+            a.protected ? "protected" : "",
+          ]
+            .filter(Boolean)
+            .join(" · "),
+        ),
+        h(
+          "dl",
+          { class: "totals" },
+          h("div", { class: "figure" }, h("dt", {}, "Power"), h("dd", {}, watts(a.power))),
+          h("div", { class: "figure" }, h("dt", {}, "Current"), h("dd", {}, amps(a.current))),
           h(
-            "dd",
-            {},
+            "div",
+            { class: "figure" },
+            h("dt", {}, "Cords live"),
+            h("dd", {}, `${a.cordsLive} of ${a.cords}`),
+          ),
+          h(
+            "div",
+            { class: "figure" },
+            h("dt", {}, "Redundancy"),
             h(
-              "span",
-              { class: `badge ${REDUNDANCY_BADGE[a.redundancy]}`, "data-redundancy": a.redundancy },
-              REDUNDANCY_TEXT[a.redundancy],
+              "dd",
+              {},
+              h(
+                "span",
+                { class: `badge ${REDUNDANCY_BADGE[a.redundancy]}`, "data-redundancy": a.redundancy },
+                REDUNDANCY_TEXT[a.redundancy],
+              ),
             ),
           ),
         ),
+        this.#controls(a, controls),
+        cordRows(a),
       ),
-      this.#controls(a, controls),
-      cordRows(a),
     );
   }
 

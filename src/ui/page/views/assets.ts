@@ -435,3 +435,23 @@ class AssetsListView implements View {
 export function assetsView(main: HTMLElement): View {
   return new AssetsListView(main);
 }
+
+const focusKey = (el: Element): string =>
+  `${el.tagName}|${el.getAttribute("href") ?? ""}|${el.getAttribute("data-action") ?? ""}|${el.textContent ?? ""}`;
+
+/**
+ * Runs `rebuild` (which replaces what `container` holds) and puts the focus back on the link or
+ * button of the same target and text when it was inside: a live update never takes the keyboard's
+ * place away.
+ */
+export function keepingFocus(container: HTMLElement, rebuild: () => void): void {
+  const active = document.activeElement;
+  const key = active !== null && active !== container && container.contains(active) ? focusKey(active) : null;
+  rebuild();
+  if (key === null) return;
+  for (const el of container.querySelectorAll<HTMLElement>("a, button")) {
+    if (focusKey(el) !== key) continue;
+    el.focus({ preventScroll: true });
+    return;
+  }
+}

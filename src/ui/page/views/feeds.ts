@@ -9,6 +9,7 @@
 import { API_PATHS } from "../../../http/api/paths.js";
 import type { AssetsEventData, WireFeed, WireLoad, WireProjectedEntity } from "../../wire.js";
 import { loadBar } from "../bar.js";
+import { keepingFocus } from "./assets.js";
 import { readJson } from "../api.js";
 import { h, replace, setText } from "../dom.js";
 import { amps, fixed, watts } from "../format.js";
@@ -181,7 +182,7 @@ class FeedsView implements View {
     this.#shown = text;
     if (feeds.length === 0)
       replace(this.#body, h("p", { class: "note" }, "No feed is configured (Feeds in the configuration)."));
-    else replace(this.#body, ...feeds.map(feedSection));
+    else keepingFocus(this.#body, () => replace(this.#body, ...feeds.map(feedSection)));
   }
 }
 
