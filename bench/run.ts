@@ -2,7 +2,7 @@
  * `npm run bench`: the performance scenarios of pdu-bridge, each against a baseline measured in
  * the same run (the machine is noisy, so only ratios to a same-run baseline mean anything).
  *
- *   node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics,snmp,cluster,energy,webhooks] [--no-profile]
+ *   node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics,snmp,cluster,energy,webhooks,assets] [--no-profile]
  *                          [--sizes 250,500,4000@30] [--write-docs] [--cluster-instances 100]
  *                          [--cluster-kills 10] [--cluster-buckets 64] [--cluster-window 60]
  *                          [--cluster-timings 6,4,1] [--cluster-poll 10]
@@ -32,6 +32,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { runApi } from "./api.js";
+import { runAssets } from "./assets-poll.js";
 import { runCluster } from "./cluster.js";
 import { runControl } from "./control.js";
 import { runEnergy } from "./energy.js";
@@ -58,6 +59,7 @@ const SCENARIOS: Readonly<Record<string, (ctx: BenchContext) => Promise<Scenario
   cluster: runCluster,
   energy: runEnergy,
   webhooks: runWebhooks,
+  assets: runAssets,
 };
 
 const { values } = parseArgs({
@@ -82,7 +84,7 @@ const { values } = parseArgs({
 
 if (values.help) {
   process.stdout.write(
-    "usage: node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics,snmp,cluster,webhooks] [--no-profile]\n" +
+    "usage: node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics,snmp,cluster,energy,webhooks,assets] [--no-profile]\n" +
       "                              [--sizes 250,500,4000@30] [--write-docs] [--bridge-node-option OPT]\n",
   );
   process.exit(0);

@@ -7,7 +7,8 @@
  * core's outcomes, from REST and MQTT) and `credentials` (an instance's login problem, in its status).
  * Among several replicas (`replicas`, ./replicas.ts) it shows the state of the instances it holds
  * from its own polls and that of the others from their holders, hears `ownershipChanged`, and
- * shows the events every replica made, each once.
+ * shows the events every replica made, each once. It hears `assets` (assets changed, the feed-loss
+ * projection made again) and tells the pages in one folded `assets` event.
  *
  * Bounded everywhere, and per client, so that one client cannot lock the others out
  * (docs/reliability.md, "Console event streams"):
@@ -29,7 +30,7 @@
  * - each event is serialised once, however many streams get it.
  */
 import type { ServerResponse } from "node:http";
-import type { AlarmsEvent, ControlEvent, EventBus, OwnershipChangedEvent } from "../bus.js";
+import type { AlarmsEvent, AssetsEvent, ControlEvent, EventBus, OwnershipChangedEvent } from "../bus.js";
 import type { Config } from "../config/schema.js";
 import { clientKey } from "../http/client-address.js";
 import { SETTINGS_ACTION } from "../control/settings.js";
@@ -41,19 +42,21 @@ import type { InstanceStatus, SnapshotStore, StoreEvent } from "../poller/store.
 import { alarmCounts, alarmEvent, loadsByThing, peakLoad, RecentEvents, shownAlarms } from "./alarms.js";
 import { PowerHistory } from "./history.js";
 import { ReplicaConsole, type ReplicaAsk, type ReplicaPeers, type ReplicaUpdate } from "./replicas.js";
-import type {
-  AlarmsEventData,
-  ControlEventData,
-  RecentEventData,
-  ReconnectEventData,
-  SnapshotEventData,
-  StatusEventData,
-  WireActiveAlarm,
-  WireAlarm,
-  WireInstanceStatus,
-  WireMeasurement,
-  WireRecentEvent,
-  WireUnit,
+import {
+  ASSETS_EVENT_MS,
+  type AlarmsEventData,
+  type AssetsEventData,
+  type ControlEventData,
+  type RecentEventData,
+  type ReconnectEventData,
+  type SnapshotEventData,
+  type StatusEventData,
+  type WireActiveAlarm,
+  type WireAlarm,
+  type WireInstanceStatus,
+  type WireMeasurement,
+  type WireRecentEvent,
+  type WireUnit,
 } from "./wire.js";
 
 export { clientKey };
@@ -364,6 +367,9 @@ export class ConsoleFeed {
   #sentRemoteAlarms = "";
   /** The configured ids, per configuration (live changes replace it). */
   #ids: { config: Config; ids: ReadonlySet<string> } | null = null;
+  /** Asset changes heard since the last `assets` event, and the timer that sends it. */
+  #assetsFolded: AssetsEventData | null = null;
+  #assetsTimer: NodeJS.Timeout | undefined;
 
   constructor(options: ConsoleFeedOptions) {
     this.#options = options;
@@ -409,6 +415,7 @@ export class ConsoleFeed {
       control: (event) => this.#onControl(event),
       credentials: ({ instanceId }) => this.statusChanged(instanceId),
       ownershipChanged: (event) => this.#onOwnership(event),
+      assets: (event) => this.#onAssets(event),
     });
     this.replicas?.start();
   }
@@ -611,6 +618,8 @@ export class ConsoleFeed {
   /** Ends every stream and stops following the bus (on shutdown). */
   close(): void {
     this.#closed = true;
+    clearTimeout(this.#assetsTimer);
+    this.#assetsTimer = undefined;
     this.replicas?.stop();
     this.closeStreams();
     this.#options.bus.release(this);
@@ -861,6 +870,27 @@ export class ConsoleFeed {
     const { kind: _kind, ...made } = this.#own({ kind: "control", ...data });
     this.#recent.add({ kind: "control", ...made });
     if (this.#streams.size > 0) this.#broadcast(frame("control", made));
+  }
+
+  /**
+   * Assets changed or the projection was made again: folded into one `assets` event per
+   * {@link ASSETS_EVENT_MS} (a poll of each of a thousand PDUs moves some asset every time), which
+   * tells the pages to read the assets and feeds again.
+   */
+  #onAssets(event: AssetsEvent): void {
+    if (this.#streams.size === 0 || this.#closed) return;
+    const folded = this.#assetsFolded ?? { changed: 0, feeds: false, reconfigured: false };
+    this.#assetsFolded = {
+      changed: folded.changed + event.assets.length,
+      feeds: folded.feeds || event.feeds,
+      reconfigured: folded.reconfigured || event.reconfigured,
+    };
+    this.#assetsTimer ??= setTimeout(() => {
+      this.#assetsTimer = undefined;
+      const data = this.#assetsFolded;
+      this.#assetsFolded = null;
+      if (data !== null && this.#streams.size > 0) this.#broadcast(frame("assets", data));
+    }, ASSETS_EVENT_MS).unref();
   }
 
   #broadcast(text: string): void {

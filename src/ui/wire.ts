@@ -286,3 +286,95 @@ export interface OutletHistory {
   /** Watts at each time; null where the outlet reported no number. */
   readonly values: readonly (number | null)[];
 }
+
+/**
+ * Data of an `assets` event: assets changed since the last one (their state, a figure, or a live
+ * change of the configuration), or the feed-loss projection was made again. Folded: at most one
+ * event per {@link ASSETS_EVENT_MS}. The page reads what changed from `GET /api/v1/assets` and
+ * `/feeds`, the answers the REST surface gives.
+ */
+export interface AssetsEventData {
+  /** How many asset changes were folded into this event. */
+  readonly changed: number;
+  /** The feed-loss projection (and the feeds' totals) was made again. */
+  readonly feeds: boolean;
+  /** A live change of the configuration built the assets again: any may have changed or gone. */
+  readonly reconfigured: boolean;
+}
+
+/** At most one `assets` event per this many milliseconds. */
+export const ASSETS_EVENT_MS = 500;
+
+/** One cord of an asset, as `GET /api/v1/assets` answers it. */
+export interface WireCord {
+  readonly cord: number;
+  readonly instanceId: string;
+  readonly deviceId: string | null;
+  readonly index: number;
+  readonly status: "live" | "off" | "unknown";
+  readonly outletState: string | null;
+  readonly problem: string | null;
+  readonly detail: string | null;
+  readonly power: number | null;
+  readonly current: number | null;
+  readonly energy: number | null;
+  readonly feedsFrom: string | null;
+  readonly feed: string | null;
+}
+
+/** An asset, as `GET /api/v1/assets` answers it. */
+export interface WireAsset {
+  readonly id: string;
+  readonly label: string;
+  readonly protected: boolean;
+  readonly priority: number;
+  readonly tenant: string | null;
+  readonly tags: readonly string[];
+  readonly startSeconds: number;
+  readonly state: "on" | "off" | "partial" | "unknown";
+  readonly power: number | null;
+  readonly current: number | null;
+  readonly energy: number | null;
+  readonly cordsLive: number;
+  readonly cords: number;
+  readonly redundancy: "ok" | "single" | "lost";
+  readonly readings: readonly WireCord[];
+}
+
+/** One entity of a feed-loss projection, as `GET /api/v1/feeds` answers it. */
+export interface WireProjectedEntity {
+  readonly instanceId: string;
+  readonly deviceId: string;
+  readonly key: string;
+  readonly name: string;
+  readonly measured: number;
+  readonly added: number;
+  readonly projected: number;
+  readonly rating: number | null;
+  readonly ratio: number | null;
+  readonly exact: boolean;
+}
+
+/** A feed, as `GET /api/v1/feeds` answers it. */
+export interface WireFeed {
+  readonly id: string;
+  readonly label: string;
+  readonly power: number | null;
+  readonly current: number | null;
+  readonly devices: number;
+  readonly unseen: readonly string[];
+  readonly ifLost: {
+    readonly entities: readonly WireProjectedEntity[];
+    readonly dark: readonly string[];
+    readonly atRisk: readonly string[];
+    readonly unplaced: readonly {
+      readonly instanceId: string;
+      readonly deviceId: string;
+      readonly amps: number;
+    }[];
+    readonly unseen: readonly string[];
+    readonly madeUtc: string | null;
+  };
+  /** Its active `feed-loss` alarms, each naming the instance of the entity (`entityInstanceId`). */
+  readonly alarms: readonly (WireActiveAlarm & { readonly entityInstanceId?: string })[];
+}

@@ -17,6 +17,8 @@ export const EVENTS_SCHEMA = {
     "alarms, on connect and after every poll or commanded state change), `control` (the outcome of every " +
     "control request, REST or MQTT), `alarm` (an alarm raised, changed or cleared), and on connect " +
     "`alarms` (every active alarm) and `recent` (the latest alarm and control events). " +
+    "`assets` (`{changed, feeds, reconfigured}`, at most one each half second: assets changed, or the " +
+    "feed-loss projection was made again; read `/api/v1/assets` and `/api/v1/feeds` again). " +
     "`?instance=` limits the snapshot events to one instance, " +
     "`?snapshots=false` leaves them out. A stream is ended after at most 15 minutes, after a " +
     "`reconnect` event: open a new one (browsers reconnect by themselves). At most 8 streams per " +

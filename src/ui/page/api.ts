@@ -5,6 +5,7 @@
 import type {
   AlarmEventData,
   AlarmsEventData,
+  AssetsEventData,
   ControlEventData,
   OutletHistory,
   RecentEventData,
@@ -99,6 +100,50 @@ export async function checkKey(key: string): Promise<KeyCheck> {
   }
 }
 
+/**
+ * POSTs an asset's action (`confirm` for a protected asset's reboot) through the asset control
+ * route, which checks every cord and the protected-asset rule; never throws.
+ */
+export async function assetControl(
+  assetId: string,
+  action: string,
+  confirm: boolean,
+): Promise<ControlAnswer> {
+  const key = signInEnabled() ? null : apiKey.get();
+  if (!signInEnabled() && key === null) return { ok: false, status: 0, detail: "enter the API key first" };
+  const route = API_ROUTES.assetControl;
+  try {
+    const response = await fetch(fillPath(route.url, { id: assetId }), {
+      method: route.method,
+      headers: {
+        "content-type": "application/json",
+        ...(key === null ? sessionHeaders() : { "x-api-key": key }),
+      },
+      body: JSON.stringify(confirm ? { action, confirm } : { action }),
+      cache: "no-store",
+    });
+    if (response.ok) return { ok: true, status: response.status, detail: "" };
+    if (response.status === 401 && signInEnabled()) signIn();
+    return { ok: false, status: response.status, detail: await problemDetail(response) };
+  } catch {
+    return { ok: false, status: 0, detail: "the service did not answer; check the connection and try again" };
+  }
+}
+
+/** A read of the REST API (the session's cookie goes with it), or null when it failed. */
+export async function readJson<T>(path: string): Promise<T | null> {
+  try {
+    const key = signInEnabled() ? null : apiKey.get();
+    const response = await fetch(path, {
+      cache: "no-store",
+      headers: key === null ? {} : { "x-api-key": key },
+    });
+    return response.ok ? ((await response.json()) as T) : null;
+  } catch {
+    return null;
+  }
+}
+
 export async function outletHistory(
   instanceId: string,
   deviceId: string,
@@ -121,6 +166,7 @@ export interface FeedHandlers {
   alarm(this: void, data: AlarmEventData): void;
   alarms(this: void, data: AlarmsEventData): void;
   recent(this: void, data: RecentEventData): void;
+  assets(this: void, data: AssetsEventData): void;
   connection(this: void, live: boolean): void;
 }
 
@@ -167,6 +213,7 @@ export class Feed {
     source.addEventListener("alarm", parse(this.#handlers.alarm));
     source.addEventListener("alarms", parse(this.#handlers.alarms));
     source.addEventListener("recent", parse(this.#handlers.recent));
+    source.addEventListener("assets", parse(this.#handlers.assets));
     // The service ends a stream at its maximum age right after this event: a new one at once, so
     // the page never shows a gap (the full current state comes with it).
     source.addEventListener("reconnect", () => {

@@ -7,6 +7,9 @@
  *   #/i/<instance>              PDU: totals, phases and breakers, outlets, measurements
  *   #/i/<instance>/groups       OneView groups
  *   #/i/<instance>/o/<dev>/<n>  one outlet and its power
+ *   #/assets                    assets: state, power, redundancy, cords
+ *   #/assets/<asset>            one asset: its cords and controls
+ *   #/feeds                     feeds and the feed-loss projection
  */
 import "./style.css";
 import { keyPrompt, mayControl } from "./access.js";
@@ -18,6 +21,9 @@ import { EventsPanel } from "./events-panel.js";
 import { askForKey } from "./key-dialog.js";
 import { signedIn, signInEnabled, signOut, startSession } from "./session.js";
 import { alarmKey, href, parseRoute, state, type Route, type View } from "./state.js";
+import { assetView } from "./views/asset.js";
+import { assetsView } from "./views/assets.js";
+import { feedsView } from "./views/feeds.js";
 import { fleetView } from "./views/fleet.js";
 import { groupsView } from "./views/groups.js";
 import { outletView } from "./views/outlet.js";
@@ -93,43 +99,24 @@ const controls = new ControlState(() => {
 
 let view: View | null = null;
 
+/** A crumb linking to `link`, the current page when `current`. */
+const crumb = (link: string, text: string, current: boolean): HTMLElement =>
+  h("li", {}, h("a", { href: link, "aria-current": current ? "page" : null }, text));
+
 function renderCrumbs(route: Route): void {
   const items: HTMLElement[] = [
-    h(
-      "li",
-      {},
-      h("a", { href: href.fleet(), "aria-current": route.view === "fleet" ? "page" : null }, "Fleet"),
-    ),
+    crumb(href.fleet(), "Fleet", route.view === "fleet"),
+    crumb(href.assets(), "Assets", route.view === "assets"),
+    crumb(href.feeds(), "Feeds", route.view === "feeds"),
   ];
-  if (route.view !== "fleet") {
-    items.push(
-      h(
-        "li",
-        {},
-        h(
-          "a",
-          { href: href.pdu(route.instanceId), "aria-current": route.view === "pdu" ? "page" : null },
-          route.instanceId,
-        ),
-      ),
-    );
-    if (route.view === "groups")
+  if (route.view === "asset") items.push(crumb(href.asset(route.assetId), route.assetId, true));
+  if (route.view === "pdu" || route.view === "groups" || route.view === "outlet") {
+    items.push(crumb(href.pdu(route.instanceId), route.instanceId, route.view === "pdu"));
+    if (route.view === "groups") items.push(crumb(href.groups(route.instanceId), "Groups", true));
+    if (route.view === "outlet")
       items.push(
-        h("li", {}, h("a", { href: href.groups(route.instanceId), "aria-current": "page" }, "Groups")),
+        crumb(href.outlet(route.instanceId, route.deviceId, route.index), `Outlet ${route.index + 1}`, true),
       );
-    if (route.view === "outlet") {
-      items.push(
-        h(
-          "li",
-          {},
-          h(
-            "a",
-            { href: href.outlet(route.instanceId, route.deviceId, route.index), "aria-current": "page" },
-            `Outlet ${route.index + 1}`,
-          ),
-        ),
-      );
-    }
   }
   replace(crumbs, h("ol", {}, ...items));
 }
@@ -139,8 +126,11 @@ function rebuild(): void {
   view?.destroy?.();
   const route = state.route;
   main.classList.remove("stale");
-  main.classList.toggle("wide", route.view === "fleet");
+  main.classList.toggle("wide", route.view === "fleet" || route.view === "assets");
   if (route.view === "fleet") view = fleetView(main);
+  else if (route.view === "assets") view = assetsView(main);
+  else if (route.view === "asset") view = assetView(main, route.assetId);
+  else if (route.view === "feeds") view = feedsView(main);
   else if (route.view === "outlet")
     view = outletView(main, controls, route.instanceId, route.deviceId, route.index);
   else if (route.view === "pdu") view = pduView(main, controls, route.instanceId);
@@ -166,12 +156,13 @@ const feed = new Feed({
       // Among several replicas: a holder whose state cannot be had shows no values, not its last ones.
       if (s.replica?.state === "none" && state.snapshot?.instanceId === s.id) state.snapshot = null;
     }
-    if (state.route.view === "fleet") view?.update(changed);
-    else if (changed.has(state.route.instanceId)) view?.update(null);
+    const route = state.route;
+    if (route.view === "fleet") view?.update(changed);
+    else if (!("instanceId" in route) || changed.has(route.instanceId)) view?.update(null);
   },
   snapshot(data) {
     const route = state.route;
-    if (route.view === "fleet" || data.instanceId !== route.instanceId) return;
+    if (!("instanceId" in route) || data.instanceId !== route.instanceId) return;
     state.snapshot = data;
     view?.update(null);
   },
@@ -192,19 +183,30 @@ const feed = new Feed({
   recent(data) {
     eventsPanel.reset(data.events);
   },
+  assets(data) {
+    view?.assets?.(data);
+  },
   connection(live) {
     setText(liveBadge, live ? "Live" : "Reconnecting…");
     liveBadge.className = `live${live ? "" : " down"}`;
   },
 });
 
+function titleOf(route: Route): string {
+  if (route.view === "fleet") return "Fleet";
+  if (route.view === "assets") return "Assets";
+  if (route.view === "feeds") return "Feeds";
+  if (route.view === "asset") return route.assetId;
+  return route.instanceId;
+}
+
 function navigate(first: boolean): void {
   const route = parseRoute(location.hash);
   const previous = state.route;
   state.route = route;
-  const instanceId = route.view === "fleet" ? null : route.instanceId;
-  if (previous.view === "fleet" || instanceId !== previous.instanceId) state.snapshot = null;
-  document.title = route.view === "fleet" ? "Fleet · pdu-bridge" : `${route.instanceId} · pdu-bridge`;
+  const instanceId = "instanceId" in route ? route.instanceId : null;
+  if (!("instanceId" in previous) || instanceId !== previous.instanceId) state.snapshot = null;
+  document.title = `${titleOf(route)} · pdu-bridge`;
   renderCrumbs(route);
   rebuild();
   feed.open(instanceId);

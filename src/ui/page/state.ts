@@ -3,6 +3,7 @@
  * alarms, the route, and the bootstrap data it was served (the command rows, the alarm lines).
  */
 import type {
+  AssetsEventData,
   ConsoleBootstrap,
   SnapshotEventData,
   WireActiveAlarm,
@@ -13,6 +14,9 @@ import type {
 
 export type Route =
   | { readonly view: "fleet" }
+  | { readonly view: "assets" }
+  | { readonly view: "feeds" }
+  | { readonly view: "asset"; readonly assetId: string }
   | { readonly view: "pdu" | "groups"; readonly instanceId: string }
   | {
       readonly view: "outlet";
@@ -67,6 +71,9 @@ export const commandOf = (name: string): WireCommand | undefined =>
 
 export const href = {
   fleet: () => "#/",
+  assets: () => "#/assets",
+  asset: (id: string) => `#/assets/${encodeURIComponent(id)}`,
+  feeds: () => "#/feeds",
   pdu: (id: string) => `#/i/${encodeURIComponent(id)}`,
   groups: (id: string) => `#/i/${encodeURIComponent(id)}/groups`,
   outlet: (id: string, deviceId: string, index: number) =>
@@ -77,6 +84,8 @@ export function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, "").split("/").filter(Boolean);
   try {
     const [kind, id, sub, deviceId, index] = parts.map(decodeURIComponent);
+    if (kind === "assets") return id === undefined ? { view: "assets" } : { view: "asset", assetId: id };
+    if (kind === "feeds" && id === undefined) return { view: "feeds" };
     if (kind === "i" && id !== undefined) {
       if (sub === undefined) return { view: "pdu", instanceId: id };
       if (sub === "groups") return { view: "groups", instanceId: id };
@@ -94,6 +103,8 @@ export function parseRoute(hash: string): Route {
 export interface View {
   /** Something changed (statuses of these instances, or everything when null), or a second passed. */
   update(changed: ReadonlySet<string> | null): void;
+  /** Assets changed, or the feed-loss projection was made again (the `assets` event). */
+  assets?(data: AssetsEventData): void;
   /** The view is left: listeners and timers go. */
   destroy?(): void;
 }

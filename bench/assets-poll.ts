@@ -1,0 +1,230 @@
+/**
+ * Scenario `assets`: what keeping assets costs the bridge per poll, measured from outside the
+ * process. Two bridges run AT THE SAME TIME on the same simulated fleet (24-outlet PDUs, half on
+ * feed A, half on feed B) and the same mosquitto: one configured with the fleet only, one with the
+ * same fleet and its assets (two cords each, one on a feed-A PDU and one on a feed-B PDU, as
+ * bench/assets.ts lays them out). Their CPU seconds are read from /proc over the same windows and
+ * divided by the polls the simulators counted, so whatever else loads the machine loads both alike:
+ * the ratio is the figure (target at most 1.1×).
+ *
+ * The outcome a user sees is checked too: every asset's retained `P/$assets/<asset>/state` topic
+ * published by the bridge with assets, read by a subscriber of the broker. The time to plan a
+ * sequence of every asset is bench/assets.ts's figure, run as its own process at the same sizes (its
+ * in-process costs are measured there, not again here).
+ */
+import { execFile } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { promisify } from "node:util";
+import { join, resolve } from "node:path";
+import { connect } from "mqtt";
+import { parse, stringify } from "yaml";
+import { startBridge, writeBridgeConfig } from "./lib/bridge.js";
+import { startBroker, type Broker } from "./lib/broker.js";
+import { DIST, sleep, stopChild, type LoggedChild } from "./lib/child.js";
+import type { BenchContext, ScenarioResult } from "./lib/measure.js";
+import { sampleProc } from "./lib/proc.js";
+import { row } from "./lib/report.js";
+import { pduId, startSimFleet, type SimFleet } from "./lib/sim-fleet.js";
+import { mean, ratio } from "./lib/stats.js";
+
+const OUTLETS = 24;
+const run = promisify(execFile);
+
+interface Sizes {
+  readonly pdus: number;
+  readonly assets: number;
+  readonly intervalS: number;
+  readonly windowS: number;
+  readonly rounds: number;
+  readonly plans: number;
+}
+
+const FULL: Sizes = { pdus: 1000, assets: 10_000, intervalS: 10, windowS: 60, rounds: 3, plans: 20 };
+const QUICK: Sizes = { pdus: 40, assets: 400, intervalS: 2, windowS: 10, rounds: 1, plans: 3 };
+
+/** Feeds, each PDU's feed and the assets, added to the configuration `file` of the fleet. */
+function addAssets(file: string, s: Sizes): void {
+  const doc = parse(readFileSync(file, "utf8")) as {
+    Pdus: Record<string, Record<string, unknown>>;
+    [key: string]: unknown;
+  };
+  const half = s.pdus / 2;
+  for (let i = 0; i < s.pdus; i++) doc.Pdus[pduId(i)]!.Feed = i < half ? "A" : "B";
+  doc.Feeds = { A: { Label: "Feed A" }, B: { Label: "Feed B" } };
+  const assets: Record<string, unknown> = {};
+  for (let k = 0; k < s.assets; k++) {
+    const pair = k % half;
+    const outlet = Math.floor(k / half);
+    assets[`srv-${String(k).padStart(5, "0")}`] = {
+      Cords: [
+        { Instance: pduId(pair), Outlet: outlet },
+        { Instance: pduId(pair + half), Outlet: outlet },
+      ],
+      Priority: k % 10,
+      Protected: k % 7 === 0,
+    };
+  }
+  doc.Assets = assets;
+  writeFileSync(file, stringify(doc));
+}
+
+/** The asset ids whose retained state topic the broker holds (a fresh subscriber gets them all). */
+async function publishedStates(broker: Broker, expected: number, timeoutMs: number): Promise<number> {
+  const client = connect(broker.url, { clientId: `bench-assets-states-${process.pid}`, clean: true });
+  const seen = new Set<string>();
+  client.on("message", (topic, payload) => {
+    if (payload.length > 0) seen.add(topic.split("/")[2] ?? "");
+  });
+  try {
+    await new Promise<void>((ok, fail) => {
+      client.once("connect", () => ok());
+      client.once("error", fail);
+    });
+    await client.subscribeAsync("pdu-bridge/$assets/+/state");
+    const deadline = Date.now() + timeoutMs;
+    while (seen.size < expected && Date.now() < deadline) await sleep(200);
+    return seen.size;
+  } finally {
+    await client.endAsync(true);
+  }
+}
+
+/** bench/assets.ts at these sizes, as its own process: its median time to plan a sequence of every asset. */
+async function planMs(s: Sizes): Promise<{ ms: number | null; line: string }> {
+  const { stdout: out } = await run(process.execPath, [
+    resolve(DIST, "bench/assets.js"),
+    "--pdus",
+    String(s.pdus),
+    "--assets",
+    String(s.assets),
+    "--rounds",
+    "1",
+    "--plans",
+    String(s.plans),
+  ]);
+  const line = out.split("\n").find((l) => l.startsWith("sequence of")) ?? "";
+  const match = /\(ms, median of \d+\): ([\d.]+)/.exec(line);
+  return { ms: match === null ? null : Number(match[1]), line };
+}
+
+interface Measured {
+  readonly plain: number[];
+  readonly withAssets: number[];
+  readonly pollsPerBridge: number[];
+}
+
+/** `rounds` windows: both bridges' CPU seconds per poll (ms) over the same window. */
+async function measure(
+  ctx: BenchContext,
+  s: Sizes,
+  fleet: SimFleet,
+  plain: LoggedChild,
+  assets: LoggedChild,
+): Promise<Measured> {
+  const out: Measured = { plain: [], withAssets: [], pollsPerBridge: [] };
+  for (let round = 1; round <= s.rounds; round++) {
+    await fleet.reset();
+    const p0 = sampleProc(plain.pid);
+    const a0 = sampleProc(assets.pid);
+    await sleep(s.windowS * 1000);
+    const p1 = sampleProc(plain.pid);
+    const a1 = sampleProc(assets.pid);
+    const polls = (await fleet.counts()).reduce((x, y) => x + y, 0) / 2;
+    if (p0 === null || p1 === null || a0 === null || a1 === null) throw new Error("a bridge died");
+    const perPoll = (cpu: number) => (cpu * 1000) / polls;
+    out.plain.push(perPoll(p1.cpuSeconds - p0.cpuSeconds));
+    out.withAssets.push(perPoll(a1.cpuSeconds - a0.cpuSeconds));
+    out.pollsPerBridge.push(polls);
+    ctx.log(
+      `  round ${round}: without assets ${out.plain.at(-1)!.toFixed(3)} ms/poll, with ${s.assets} assets ` +
+        `${out.withAssets.at(-1)!.toFixed(3)} ms/poll, ratio ${(out.withAssets.at(-1)! / out.plain.at(-1)!).toFixed(3)}; ` +
+        `polls per bridge ${polls} of ${(s.pdus * s.windowS) / s.intervalS} expected`,
+    );
+  }
+  return out;
+}
+
+export async function runAssets(ctx: BenchContext): Promise<ScenarioResult> {
+  const s = ctx.quick ? QUICK : FULL;
+  ctx.log(
+    `assets: ${s.pdus} PDUs × ${OUTLETS} outlets polled every ${s.intervalS} s by two bridges at once, ` +
+      `one with ${s.assets} assets; ${s.rounds} window(s) of ${s.windowS} s`,
+  );
+  const broker = await startBroker(ctx.tools.mosquitto);
+  let fleet: SimFleet | null = null;
+  const running: LoggedChild[] = [];
+  try {
+    fleet = await startSimFleet({
+      pdus: s.pdus,
+      processes: Math.max(1, Math.min(4, Math.ceil(s.pdus / 250))),
+      outlets: OUTLETS,
+      frozen: false,
+    });
+    const base = { dir: ctx.workDir, ports: fleet.ports, broker, pollIntervalS: s.intervalS };
+    const plainFile = writeBridgeConfig({ ...base, name: "assets-plain" });
+    const assetsFile = writeBridgeConfig({ ...base, name: "assets-with" });
+    addAssets(assetsFile, s);
+    const start = (file: string, name: string) =>
+      startBridge({
+        configFile: file,
+        logFile: join(ctx.workDir, `${name}.log`),
+        nodeArgs: ctx.bridgeNodeArgs,
+        startTimeoutMs: 120_000,
+      });
+    const plain = await start(plainFile, "assets-plain");
+    running.push(plain);
+    const assets = await start(assetsFile, "assets-with");
+    running.push(assets);
+    // Warm-up: discovery out, every PDU polled a few times by both.
+    await fleet.reset();
+    await fleet.waitForPolls(2 * 3, Math.max(120, (s.intervalS * 10 * s.pdus) / 250) * 1000);
+    const published = await publishedStates(broker, s.assets, 60_000);
+    const m = await measure(ctx, s, fleet, plain, assets);
+    const plan = await planMs(s);
+    ctx.log(`  ${published} of ${s.assets} asset state topics published; bench/assets.ts: ${plan.line}`);
+    const cpuPlain = mean(m.plain);
+    const cpuAssets = mean(m.withAssets);
+    const r = ratio(cpuAssets, cpuPlain);
+    return {
+      rows: [
+        row({
+          scenario: "assets",
+          metric: `bridge CPU per poll, ${s.pdus} PDUs with ${s.assets} assets`,
+          unit: "ms",
+          target: "≤ 1.1× without assets",
+          measured: cpuAssets,
+          baseline: cpuPlain,
+          baselineLabel: "the same fleet without assets, same run",
+          ratio: r,
+          pass: r !== null && r <= 1.1,
+        }),
+        row({
+          scenario: "assets",
+          metric: "asset state topics published",
+          unit: "assets",
+          target: `all ${s.assets}`,
+          measured: published,
+          baseline: s.assets,
+          ratio: published / s.assets,
+          pass: published === s.assets,
+        }),
+        row({
+          scenario: "assets",
+          metric: `sequence of ${s.assets} assets planned (with its journal)`,
+          unit: "ms",
+          target: "info",
+          measured: plan.ms,
+          baseline: null,
+          ratio: null,
+          pass: null,
+          note: "bench/assets.ts, its own process",
+        }),
+      ],
+      details: { sizes: s, ...m, published, planLine: plan.line },
+    };
+  } finally {
+    await Promise.all(running.map((c) => stopChild(c.child)));
+    await fleet?.close();
+    await broker.close();
+  }
+}
