@@ -45,7 +45,18 @@ interface Published {
   readonly values: Map<AssetLevel, string>;
   /** Discovery config topic → payload. */
   configs: Map<string, string>;
+  /** What the configs were built from: the asset's definition and whether its control is on. */
+  def: AssetDef | null;
+  actions: boolean;
 }
+
+/**
+ * The levels whose payload moves with every reading (published at QoS 0: the next reading replaces
+ * a lost one, and QoS 1 would hold every one of them until its acknowledgement); the others change
+ * rarely and go at QoS 1.
+ */
+const MOVING_LEVELS: ReadonlySet<AssetLevel> = new Set(["power", "energy"]);
+const qosOf = (level: AssetLevel): 0 | 1 => (MOVING_LEVELS.has(level) ? 0 : 1);
 
 export class AssetTopics {
   readonly #o: AssetTopicsOptions;
@@ -111,21 +122,28 @@ export class AssetTopics {
     if (def === undefined || state === undefined || !view.publishes(def)) return;
     let published = this.#published.get(id);
     if (published === undefined)
-      this.#published.set(id, (published = { values: new Map(), configs: new Map() }));
+      this.#published.set(
+        id,
+        (published = { values: new Map(), configs: new Map(), def: null, actions: false }),
+      );
     const payloads = assetPayloads(state);
     for (const level of ASSET_LEVELS) {
       const payload = payloads[level];
       if (!force && published.values.get(level) === payload) continue;
       published.values.set(level, payload);
-      this.#o.sink.publish(this.#o.topics.asset(id, level), payload, 1, true);
+      this.#o.sink.publish(this.#o.topics.asset(id, level), payload, qosOf(level), true);
     }
     this.#discover(def, published, force);
   }
 
+  /** The asset's discovery configs, built again only when what they are built from changed. */
   #discover(def: AssetDef, published: Published, force: boolean): void {
     const discovery = this.#o.discovery;
     if (discovery === null) return;
     const actions = def.cords.every((c) => this.#o.actionsEnabled(c.instance));
+    if (!force && published.def === def && published.actions === actions) return;
+    published.def = def;
+    published.actions = actions;
     const configs = assetDiscovery(discovery, def, actions);
     for (const [topic, payload] of configs)
       if (force || published.configs.get(topic) !== payload) this.#o.sink.publish(topic, payload, 1, true);
@@ -140,7 +158,7 @@ export class AssetTopics {
     this.#published.delete(id);
     if (published === undefined) return;
     for (const level of published.values.keys())
-      this.#o.sink.publish(this.#o.topics.asset(id, level), "", 1, true);
+      this.#o.sink.publish(this.#o.topics.asset(id, level), "", qosOf(level), true);
     for (const topic of published.configs.keys()) this.#o.sink.publish(topic, "", 1, true);
   }
 }
