@@ -82,6 +82,7 @@ import { Poller } from "./poller/scheduler.js";
 import { SnapshotStore, type SnapshotView } from "./poller/store.js";
 import { heapFlagsReport, heapLimitMb, heapNeededMb } from "./runtime.js";
 import { ConsoleFeed, type ConsoleLimits } from "./ui/feed.js";
+import { TrapPart } from "./traps/part.js";
 import { consoleRoutes } from "./ui/routes.js";
 
 export type { Part } from "./lifecycle.js";
@@ -127,6 +128,8 @@ export class App {
   /** The lifetime energy counters and their checkpoints (docs/energy.md). */
   readonly energy: EnergyPart;
   readonly #mqtt: MqttBridge;
+  /** The SNMP trap receiver (`Traps.Enabled`, docs/events.md), else null. */
+  readonly traps: TrapPart | null;
   readonly #api: ApiPart | null;
   readonly #health: ListenerPart | null;
   readonly #lifecycle: Lifecycle;
@@ -189,6 +192,7 @@ export class App {
     });
     const mqtt = this.#mqtt;
     const metrics = bridgeMetrics(config, store, bus, this.poller, mqtt, logger, clusterPart, assets, energy);
+    this.traps = trapsPart(config, bus, logger, ownership, metrics);
     this.console = this.#consoleFeed(consoleLimits, control.replicaConsole, energy);
     const httpDeps = (more: Partial<HttpDeps>): HttpDeps => this.#httpDeps(metrics, more);
     [this.#api, this.#health] = this.#listeners(httpDeps);
@@ -209,6 +213,7 @@ export class App {
         this.credentials,
         this.poller,
         this.#mqtt,
+        ...(this.traps === null ? [] : [this.traps]),
         ...(clusterPart === null ? [] : [clusterPart]),
         control,
       ],
@@ -422,6 +427,20 @@ export class App {
     })();
     return this.#stopping;
   }
+}
+
+/** The SNMP trap receiver with `Traps.Enabled` (its counters in the metrics), else null. */
+function trapsPart(
+  config: Config,
+  bus: EventBus,
+  logger: Logger,
+  ownership: Ownership,
+  metrics: BridgeMetrics | null,
+): TrapPart | null {
+  if (!config.Traps.Enabled) return null;
+  const traps = new TrapPart({ config, bus, logger, ownership });
+  metrics?.countTraps(() => traps.counts());
+  return traps;
 }
 
 /**
