@@ -2,7 +2,7 @@
  * `npm run bench`: the performance scenarios of pdu-bridge, each against a baseline measured in
  * the same run (the machine is noisy, so only ratios to a same-run baseline mean anything).
  *
- *   node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics,snmp,cluster] [--no-profile]
+ *   node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics,snmp,cluster,traps] [--no-profile]
  *                          [--sizes 250,500,4000@30] [--write-docs] [--cluster-instances 100]
  *                          [--cluster-kills 10] [--cluster-buckets 64] [--cluster-window 60]
  *                          [--cluster-timings 6,4,1] [--cluster-poll 10]
@@ -44,6 +44,7 @@ import { runMetrics } from "./metrics.js";
 import { runPeer } from "./peer.js";
 import { parseSizes, runScale } from "./scale.js";
 import { runSnmp } from "./snmp.js";
+import { runTraps } from "./traps.js";
 
 const SCENARIOS: Readonly<Record<string, (ctx: BenchContext) => Promise<ScenarioResult>>> = {
   fleet: runFleet,
@@ -54,6 +55,7 @@ const SCENARIOS: Readonly<Record<string, (ctx: BenchContext) => Promise<Scenario
   metrics: runMetrics,
   snmp: runSnmp,
   cluster: runCluster,
+  traps: runTraps,
 };
 
 const { values } = parseArgs({

@@ -276,7 +276,7 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
   const port = await boundPort(agent);
   const timer = setInterval(refresh, o.refreshMs ?? 1000);
   timer.unref();
-  const traps = o.trapTo === undefined ? null : new TrapSender(o.profile, o.trapTo);
+  const traps = o.trapTo === undefined ? null : new TrapSender(o.profile, o.trapTo, host);
 
   return {
     host,

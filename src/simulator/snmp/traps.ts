@@ -62,10 +62,12 @@ export class TrapSender {
   #lost = false;
   #sent = 0;
 
-  constructor(profile: SimProfile, destination: TrapDestination) {
+  /** `source`: the unit's own address, which a real PDU sends its traps from. */
+  constructor(profile: SimProfile, destination: TrapDestination, source: string) {
     this.#profile = profile;
     this.#session = snmp.createSession(destination.host, destination.community ?? "public", {
       trapPort: destination.port,
+      sourceAddress: source,
       version: snmp.Version2c,
       transport: destination.host.includes(":") ? "udp6" : "udp4",
     });
