@@ -2,7 +2,7 @@
  * `npm run bench`: the performance scenarios of pdu-bridge, each against a baseline measured in
  * the same run (the machine is noisy, so only ratios to a same-run baseline mean anything).
  *
- *   node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics,snmp,cluster,energy,webhooks,assets] [--no-profile]
+ *   node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics,snmp,cluster,energy,webhooks,assets,traps] [--no-profile]
  *                          [--sizes 250,500,4000@30] [--write-docs] [--cluster-instances 100]
  *                          [--cluster-kills 10] [--cluster-buckets 64] [--cluster-window 60]
  *                          [--cluster-timings 6,4,1] [--cluster-poll 10]
@@ -47,6 +47,7 @@ import { runPeer } from "./peer.js";
 import { parseSizes, runScale } from "./scale.js";
 import { runSnmp } from "./snmp.js";
 import { runWebhooks } from "./webhooks.js";
+import { runTraps } from "./traps.js";
 
 const SCENARIOS: Readonly<Record<string, (ctx: BenchContext) => Promise<ScenarioResult>>> = {
   fleet: runFleet,
@@ -60,6 +61,7 @@ const SCENARIOS: Readonly<Record<string, (ctx: BenchContext) => Promise<Scenario
   energy: runEnergy,
   webhooks: runWebhooks,
   assets: runAssets,
+  traps: runTraps,
 };
 
 const { values } = parseArgs({
@@ -84,7 +86,7 @@ const { values } = parseArgs({
 
 if (values.help) {
   process.stdout.write(
-    "usage: node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics,snmp,cluster,energy,webhooks,assets] [--no-profile]\n" +
+    "usage: node dist/bench/run.js [--quick] [--only fleet,scale,api,control,peer,metrics,snmp,cluster,energy,webhooks,assets,traps] [--no-profile]\n" +
       "                              [--sizes 250,500,4000@30] [--write-docs] [--bridge-node-option OPT]\n",
   );
   process.exit(0);

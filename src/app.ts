@@ -88,6 +88,7 @@ import { Poller } from "./poller/scheduler.js";
 import { SnapshotStore, type SnapshotView } from "./poller/store.js";
 import { heapFlagsReport, heapLimitMb, heapNeededMb } from "./runtime.js";
 import { ConsoleFeed, type ConsoleLimits } from "./ui/feed.js";
+import { TrapPart } from "./traps/part.js";
 import { consoleRoutes } from "./ui/routes.js";
 
 export type { Part } from "./lifecycle.js";
@@ -135,6 +136,8 @@ export class App {
   /** Signed webhooks of alarm, control, availability and sequence events (docs/events.md). */
   readonly webhooks: WebhooksPart;
   readonly #mqtt: MqttBridge;
+  /** The SNMP trap receiver (`Traps.Enabled`, docs/events.md), else null. */
+  readonly traps: TrapPart | null;
   readonly #api: ApiPart | null;
   readonly #health: ListenerPart | null;
   readonly #lifecycle: Lifecycle;
@@ -202,6 +205,7 @@ export class App {
     const mqtt = this.#mqtt;
     const seen = { clusterPart, assets, energy, webhooks: this.webhooks };
     const metrics = bridgeMetrics(config, store, bus, this.poller, mqtt, logger, seen);
+    this.traps = trapsPart(config, bus, logger, ownership, metrics);
     this.console = this.#consoleFeed(consoleLimits, control.replicaConsole, energy);
     const httpDeps = (more: Partial<HttpDeps>): HttpDeps => this.#httpDeps(metrics, more);
     [this.#api, this.#health] = this.#listeners(httpDeps);
@@ -224,6 +228,7 @@ export class App {
         this.credentials,
         this.poller,
         this.#mqtt,
+        ...(this.traps === null ? [] : [this.traps]),
         ...(clusterPart === null ? [] : [clusterPart]),
         control,
       ],
@@ -438,6 +443,20 @@ export class App {
     })();
     return this.#stopping;
   }
+}
+
+/** The SNMP trap receiver with `Traps.Enabled` (its counters in the metrics), else null. */
+function trapsPart(
+  config: Config,
+  bus: EventBus,
+  logger: Logger,
+  ownership: Ownership,
+  metrics: BridgeMetrics | null,
+): TrapPart | null {
+  if (!config.Traps.Enabled) return null;
+  const traps = new TrapPart({ config, bus, logger, ownership });
+  metrics?.countTraps(() => traps.counts());
+  return traps;
 }
 
 /**

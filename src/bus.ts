@@ -20,6 +20,7 @@ import type { LiveChanges } from "./config/kubernetes/diff.js";
 import type { Config } from "./config/schema.js";
 import type { Logger } from "./log.js";
 import type { AlarmChange, LoadReport, Snapshot } from "./pdu/model.js";
+import type { TrapEvent } from "./pdu/trap-events.js";
 
 /** A new snapshot of an instance: from a poll, or a latch or overrides view that changed what it shows. */
 export interface SnapshotEvent {
@@ -215,6 +216,18 @@ export interface SequenceEvent {
   readonly failed: number;
 }
 
+/**
+ * A trap from an instance's PDU was accepted (src/traps/: its source is the instance's Host, its
+ * community or user one the receiver takes) and its profile's trap table made an event of it.
+ * Told only by the replica that polls the instance.
+ */
+export interface TrapBusEvent {
+  readonly instanceId: string;
+  /** When it arrived (epoch ms). */
+  readonly at: number;
+  readonly event: TrapEvent;
+}
+
 /** Every event of the bus by name. */
 export interface BusEvents {
   snapshot: SnapshotEvent;
@@ -231,6 +244,7 @@ export interface BusEvents {
   configApplied: ConfigAppliedEvent;
   ownershipChanged: OwnershipChangedEvent;
   sequence: SequenceEvent;
+  trap: TrapBusEvent;
 }
 
 export type BusEventName = keyof BusEvents;
@@ -251,6 +265,7 @@ export const BUS_EVENT_NAMES = [
   "configApplied",
   "ownershipChanged",
   "sequence",
+  "trap",
 ] as const satisfies readonly BusEventName[];
 // An event missing from the list above fails to compile here.
 const _everyEventListed: Record<Exclude<BusEventName, (typeof BUS_EVENT_NAMES)[number]>, never> = {};

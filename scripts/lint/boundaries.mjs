@@ -75,6 +75,10 @@ export const ALLOWED = {
   // nothing else (neither file imports anything).
   "ui/page": ["ui/wire.ts", "http/api/paths.ts"],
   simulator: ["pdu", ...LEAVES],
+  // The SNMP trap receiver (docs/events.md): a part that reads the configuration, reaches the
+  // profiles' trap tables through the driver seam and tells the bus; metrics read its counts as
+  // the composition root hands them over.
+  traps: ["pdu", "config", ...SEAMS, ...LEAVES],
 };
 
 /** Imports that cross a boundary with a reason; none today. Each entry: `{ from, to }` under src/. */

@@ -21,6 +21,7 @@ import { parseYaml, type KeyPath, type ParsedYaml } from "./document.js";
 import { peerNetworkProblem, peerNetworks } from "./peer-networks.js";
 import { environmentProblems, type Interfaces } from "./environment.js";
 import { ConfigError } from "./errors.js";
+import { parseTrapCommunities, resolveTraps, TRAP_COMMUNITIES_VARIABLE, trapProblems } from "./traps.js";
 import {
   ConfigSchema,
   InstanceIdPattern,
@@ -153,6 +154,8 @@ export async function parseConfigText(
   const fileSecret = data.Api.Oidc.ClientSecret;
   const clientSecret =
     (await readSecret(env, OIDC_SECRET_VARIABLE, found)) ?? (fileSecret === "" ? null : fileSecret);
+  const trapList = parseTrapCommunities(await readSecret(env, TRAP_COMMUNITIES_VARIABLE, found));
+  for (const problem of trapList.problems) found.push(new ConfigError(TRAP_COMMUNITIES_VARIABLE, problem));
   const baseDir = options.baseDir ?? process.cwd();
   const caFile = (file: string | null) => (file === null ? null : resolve(baseDir, file));
 
@@ -175,9 +178,10 @@ export async function parseConfigText(
   const cluster = resolveCluster(data.Cluster, env, secrets, caFile);
   const webhookSecrets = await readWebhookSecrets(data, env, found);
 
-  const { Pdus: _pdus, Mqtt: _mqtt, Cluster: _cluster, ...sections } = data;
+  const { Pdus: _pdus, Mqtt: _mqtt, Cluster: _cluster, Traps: traps, ...sections } = data;
   const config: Config = {
     ...sections,
+    Traps: resolveTraps(traps, trapList.communities),
     Mqtt: mqtt,
     Cluster: cluster,
     Api: resolveApiSection({ ...data.Api, ApiKey: secrets.apiKey }, baseDir, clientSecret),
@@ -218,6 +222,7 @@ async function checkRules(
   for (const p of webhookProblems(config.Webhooks, config.webhookSecrets ?? []))
     rules.push(fail(p.path.map(String), p.problem));
   checkHosts(config, fail, rules);
+  for (const p of trapProblems(config)) rules.push(fail([...p.path], p.problem));
   checkCrossFieldRules(config, yaml, fail, rules);
   checkApiAuthRules(config, fail, rules);
   checkSecretRules(config, env, fail, rules);

@@ -974,6 +974,23 @@ export const ConfigSchema = Type.Object(
       },
     ),
     Cluster: ClusterSchema,
+    Traps: Type.Object(
+      {
+        Enabled: Type.Boolean({
+          default: false,
+          description:
+            "Receive SNMP traps (v1, v2c, v3) from the SNMP instances' PDUs: each accepted trap polls its instance at once and becomes an event (docs/events.md)",
+        }),
+        Port: Type.Integer({
+          minimum: 1,
+          maximum: 65535,
+          default: 1162,
+          description:
+            "UDP port of the trap receiver (162 needs privileges: the chart maps 162 to it); v2c communities from SERVICE_TRAP_COMMUNITIES (comma-separated), v3 users those of the SNMP instances",
+        }),
+      },
+      { additionalProperties: false, default: {}, description: "The SNMP trap receiver (docs/events.md)" },
+    ),
     ...assetSections,
     State: Type.Object(
       {
@@ -1136,14 +1153,18 @@ export type ClusterConfig = Omit<Static<typeof ClusterSchema>, "MemberName" | "E
   };
 };
 
+/** `Traps` resolved: the v2c communities read from SERVICE_TRAP_COMMUNITIES (never in the file). */
+export type TrapsConfig = Static<typeof ConfigSchema>["Traps"] & { readonly Communities: readonly string[] };
+
 /** The effective configuration the service runs with. */
-export interface Config extends Omit<FileConfig, "Pdus" | "Mqtt" | "Cluster"> {
+export interface Config extends Omit<FileConfig, "Pdus" | "Mqtt" | "Cluster" | "Traps"> {
   readonly Mqtt: MqttConfig;
   /**
    * The signing secret of each of `Webhooks`, by position (SERVICE_WEBHOOK_<N>_SECRET); outside the
    * schema, so that check-config and the configuration's reference never show them.
    */
   readonly webhookSecrets?: readonly string[];
+  readonly Traps: TrapsConfig;
   readonly Cluster: ClusterConfig;
   /** Instances in file order (a map would reorder integer-like ids). */
   readonly instances: readonly InstanceConfig[];

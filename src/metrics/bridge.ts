@@ -22,6 +22,7 @@ import { assetChunks, fleetLoadSources } from "./assets.js";
 import { NO_ENERGY, type EnergyReader } from "../energy-reader.js";
 import { registerClusterMetrics, type ClusterMetricsView } from "./cluster.js";
 import { registerWebhookMetrics, type WebhookMetricsView } from "./webhooks.js";
+import { registerTrapMetrics, type TrapCounts } from "./traps.js";
 import { MAX_SERIES_PER_INSTANCE, metricsPlan, readingChunks, type LeftOutReason } from "./readings.js";
 
 export const TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -329,6 +330,11 @@ export class BridgeMetrics {
   }
 
   /** The REST API's worker thread is being started again (Api.Worker). */
+  /** The SNMP trap receiver's series (`Traps.Enabled`), from its counts at each scrape. */
+  countTraps(counts: () => TrapCounts): void {
+    registerTrapMetrics([this.#registry], counts);
+  }
+
   observeApiWorkerRestart(): void {
     this.#apiWorkerRestarts.inc();
   }

@@ -9,8 +9,8 @@
  *   list that does not fit in one packet the broker takes is cut to the most severe that do (the
  *   report lists them critical first), never left as an earlier poll's list, and
  *   `P/<instance>/alarms/omitted` (retained) says how many it leaves out (0 when none);
- * - `P/<instance>/events`: one message per alarm raised, changed or cleared (`event_type` first, for
- *   Home Assistant's event entity), not retained, QoS 1; a PDU whose alarms flap is folded
+ * - `P/<instance>/events`: one message per alarm raised, changed or cleared, and one per trap the
+ *   PDU sent (`event_type` first, for Home Assistant's event entity), not retained, QoS 1; a PDU whose alarms flap is folded
  *   (src/log-limit.ts): the first {@link EVENT_BURST} events of an instance's 10 s window are sent,
  *   then one `folded` event with the count of the rest.
  *
@@ -24,6 +24,7 @@
 import { LineFolder } from "../log-limit.js";
 import { alarmJson, loadJson } from "../pdu/load.js";
 import type { ActiveAlarm, AlarmChange, LoadPoint, LoadReport } from "../pdu/model.js";
+import type { TrapEvent } from "../pdu/trap-events.js";
 import type { TopicIdGuard, Topics } from "./topics.js";
 import type { Sink } from "./types.js";
 
@@ -40,7 +41,7 @@ interface InstanceTopics {
 }
 
 /** The Home Assistant event types of the `events` topic (`folded`: events left out of a flood). */
-export const ALARM_EVENT_TYPES = ["raised", "changed", "cleared", "folded"] as const;
+export const ALARM_EVENT_TYPES = ["raised", "changed", "cleared", "folded", "trap"] as const;
 
 /** Alarm events of one instance sent per 10 s window before the rest are only counted. */
 export const EVENT_BURST = 100;
@@ -89,6 +90,16 @@ export class AlarmTopics {
       const payload = { event_type: change, atUtc: new Date(at).toISOString(), ...alarmJson(id, alarm) };
       this.#sink.publish(this.#topics.events(id), JSON.stringify(payload), 1, false);
     }
+  }
+
+  /**
+   * One event of a trap the PDU sent (src/traps/), on the same topic and fold as the alarm events:
+   * `event_type` "trap", its kind, the notification's name, the outlet and state it names.
+   */
+  trap(id: string, at: number, event: TrapEvent): void {
+    if (!this.#events.admit(id, id)) return;
+    const payload = { event_type: "trap", atUtc: new Date(at).toISOString(), instanceId: id, ...event };
+    this.#sink.publish(this.#topics.events(id), JSON.stringify(payload), 1, false);
   }
 
   /**

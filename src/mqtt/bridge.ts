@@ -374,6 +374,9 @@ export class MqttBridge implements MqttBridgeHandle {
       snapshot: publish,
       pollFailed: publish,
       assets: (event) => assets?.changed(event),
+      trap: (event) => {
+        if (this.#publishes(event.instanceId)) publisher.trap(event);
+      },
       alarms: ({ instanceId, changes }) => {
         if (instanceId === ASSETS_SCOPE || instanceId === FEEDS_SCOPE) assets?.alarms(instanceId, changes);
       },

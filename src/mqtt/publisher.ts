@@ -24,6 +24,7 @@
  * a large fleet (177,000 configs at 1000 PDUs) never buffers faster than the broker takes them.
  */
 import { deflateRawSync, inflateRawSync } from "node:zlib";
+import type { TrapBusEvent } from "../bus.js";
 import type { InstanceConfig } from "../config/schema.js";
 import { ENERGY_LIFETIME, kwhText, NO_ENERGY, type EnergyReader } from "../energy-reader.js";
 import { PUBLISHED_SETTINGS } from "../control/settings.js";
@@ -305,6 +306,11 @@ export class Publisher {
     state.awaitingRead = false;
     state.retainedConfigs = configs;
     if (!state.adopted) this.#enqueue(id);
+  }
+
+  /** A trap's event on the instance's events topic (./alarms.ts), when the topic can be built for it. */
+  trap(event: TrapBusEvent): void {
+    this.#alarms.trap(event.instanceId, event.at, event.event);
   }
 
   /**

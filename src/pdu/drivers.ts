@@ -32,3 +32,5 @@ export function createDriver(instance: InstanceConfig, options: DriverOptions = 
   const create = FACTORIES[instance.Driver ?? "geist"];
   return create(instance, options);
 }
+/** The event an SNMP trap becomes: the SNMP profiles' trap tables, reached through this seam (src/traps/). */
+export { trapEvent } from "./snmp/trap-table.js";

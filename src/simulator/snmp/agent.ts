@@ -23,6 +23,7 @@ import snmp from "net-snmp";
 import type { FleetMembership } from "../types.js";
 import { joinSnmpFleet } from "./fleet-unit.js";
 import type { SnmpControl } from "./tables.js";
+import { TrapSender, type TrapDestination } from "./traps.js";
 import {
   SimUnit,
   type SimColumn,
@@ -34,6 +35,7 @@ import {
 } from "./units.js";
 
 export type { SnmpControl } from "./tables.js";
+export type { TrapDestination } from "./traps.js";
 
 export const SNMP_HOSTILE_MODES = [
   "hang",
@@ -85,6 +87,8 @@ export interface SnmpSimulatorOptions {
   readonly fleet?: FleetMembership;
   /** The unit's clock outside a fleet (epoch ms; default Date.now): a test pauses it to hold the energy still. */
   readonly clock?: () => number;
+  /** Where the unit sends its traps (./traps.ts); absent: it sends none. */
+  readonly trapTo?: TrapDestination;
 }
 
 export interface SnmpSimulator {
@@ -101,6 +105,15 @@ export interface SnmpSimulator {
   readonly controls: readonly SnmpControl[];
   /** Stops (false) or resumes answering anything, as a unit without power. */
   setAnswering(answering: boolean): void;
+  /**
+   * An outlet (1-based) switched at the unit's own panel: no SET, the state changes and the unit
+   * sends its family's trap to `trapTo` (unless traps are lost).
+   */
+  panelSwitch(outlet: number, action: "on" | "off"): void;
+  /** From now on the unit's traps are lost on the way (true) or arrive (false). */
+  setTrapsLost(lost: boolean): void;
+  /** Traps sent so far. */
+  trapsSent(): number;
   close(): Promise<void>;
 }
 
@@ -269,6 +282,7 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
   const port = await boundPort(agent);
   const timer = setInterval(refresh, o.refreshMs ?? 1000);
   timer.unref();
+  const traps = o.trapTo === undefined ? null : new TrapSender(o.profile, o.trapTo, host);
 
   return {
     host,
@@ -282,11 +296,30 @@ export async function startSnmpSimulator(o: SnmpSimulatorOptions): Promise<SnmpS
     setAnswering: (answering) => {
       power.answering = answering;
     },
+    ...panelOf(unit, refresh, traps),
     close: () =>
       new Promise<void>((resolve) => {
         clearInterval(timer);
+        traps?.close();
         agent.close(() => resolve());
       }),
+  };
+}
+
+/** Switching at the unit's own panel, and the traps it sends then. */
+function panelOf(
+  unit: SimUnit,
+  refresh: () => void,
+  traps: TrapSender | null,
+): Pick<SnmpSimulator, "panelSwitch" | "setTrapsLost" | "trapsSent"> {
+  return {
+    panelSwitch: (outlet, action) => {
+      unit.switch(outlet, action);
+      refresh();
+      traps?.outletSwitched(outlet, action === "on");
+    },
+    setTrapsLost: (lost) => traps?.setLost(lost),
+    trapsSent: () => traps?.sent ?? 0,
   };
 }
 

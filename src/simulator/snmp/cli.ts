@@ -20,6 +20,8 @@ export const SIMULATE_SNMP_USAGE = `Usage: pdu-bridge simulate --snmp <profile> 
   --v3-auth-protocol P  sha (default) or sha256
   --v3-auth-key K       authentication key (8 characters or more)
   --v3-priv-key K       privacy key (AES-128); without it the user is authNoPriv
+  --trap-to H:P         send a trap to H:P when an outlet is switched at the panel (v2c)
+  --trap-community C    the traps' community, default public
   --hostile M           a hostile agent: ${SNMP_HOSTILE_MODES.join(", ")}
   --seed N              seed of the living values, default 1
   --frozen              hold every value still
@@ -36,6 +38,8 @@ const OPTIONS = {
   "v3-auth-protocol": { type: "string" },
   "v3-auth-key": { type: "string" },
   "v3-priv-key": { type: "string" },
+  "trap-to": { type: "string" },
+  "trap-community": { type: "string" },
   hostile: { type: "string" },
   seed: { type: "string" },
   frozen: { type: "boolean" },
@@ -94,7 +98,10 @@ export function parseSimulateSnmpArgs(
       ...(privKey === undefined ? {} : { privKey }),
     };
   }
+  const trapTo = trapDestination(values["trap-to"], values["trap-community"]);
+  if (typeof trapTo === "string") return trapTo;
   return {
+    ...(trapTo === undefined ? {} : { trapTo }),
     profile: profile as SimProfile,
     outlets: outlets as number,
     port: port as number,
@@ -106,6 +113,18 @@ export function parseSimulateSnmpArgs(
     ...(v3 === undefined ? {} : { v3 }),
     ...(hostile === undefined ? {} : { hostile: hostile as SnmpHostileMode }),
   };
+}
+
+/** `--trap-to host:port` (an IPv6 host in brackets) and its community, or the problem. */
+function trapDestination(
+  raw: string | undefined,
+  community: string | undefined,
+): SnmpSimulatorOptions["trapTo"] | string {
+  if (raw === undefined) return undefined;
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(raw);
+  const port = match === null ? NaN : Number(match[3]);
+  if (match === null || !(port >= 1 && port <= 65535)) return `--trap-to must be host:port, got "${raw}"`;
+  return { host: match[1] ?? match[2]!, port, community: community ?? "public" };
 }
 
 export interface SimulateSnmpIo {

@@ -66,6 +66,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- dig "Api" "Port" 8082 .Values.config }}
 {{- end }}
 
+{{- define "pdu-bridge.trapsEnabled" -}}
+{{- if dig "Traps" "Enabled" false .Values.config }}true{{ end }}
+{{- end }}
+
+{{- define "pdu-bridge.trapsPort" -}}
+{{- dig "Traps" "Port" 1162 .Values.config }}
+{{- end }}
+
 {{- define "pdu-bridge.healthPort" -}}
 {{- dig "Health" "Port" 8081 .Values.config }}
 {{- end }}
