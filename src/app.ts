@@ -166,8 +166,7 @@ export class App {
     const member = config.Cluster.Enabled ? { member: config.Cluster.MemberName } : {};
     const clients = new Map(config.instances.map((i) => [i.id, createDriver(i, { logger, ...member })]));
     this.clients = clients;
-    const store = instanceStore(config, bus);
-    this.store = store;
+    const store = (this.store = instanceStore(config, bus));
     this.poller = new Poller(pollTargets(config, clients), store, { logger, bus, ownership });
     // Among several replicas the other replicas ask this one's console (docs/console.md).
     const consoleAnswer = (ask: ConsoleAsk): string | null => this.console?.replicaAnswer(ask) ?? null;
@@ -202,9 +201,8 @@ export class App {
       ...(config.Energy.LifetimeCounters ? { energy } : {}),
       ...replicaOf(clusterPart),
     });
-    const mqtt = this.#mqtt;
     const seen = { clusterPart, assets, energy, webhooks: this.webhooks };
-    const metrics = bridgeMetrics(config, store, bus, this.poller, mqtt, logger, seen);
+    const metrics = bridgeMetrics(config, store, bus, this.poller, this.#mqtt, logger, seen);
     this.traps = trapsPart(config, bus, logger, ownership, metrics);
     this.console = this.#consoleFeed(consoleLimits, control.replicaConsole, energy);
     const httpDeps = (more: Partial<HttpDeps>): HttpDeps => this.#httpDeps(metrics, more);
