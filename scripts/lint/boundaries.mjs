@@ -6,11 +6,12 @@ const SRC = path.join(import.meta.dirname, "..", "..", "src");
 
 /**
  * Files at the top of src/ that every folder may import: logging, the fold of lines driven from
- * outside, the install paths, and the rules of text from outside (safe names, characters that
- * change how text is displayed), which the configuration's rules and every surface apply alike.
+ * outside, the install paths, the rules of text from outside (safe names, characters that
+ * change how text is displayed), which the configuration's rules and every surface apply alike, and
+ * the atomic write of a `State.Dir` file.
  * They import nothing of src/ but each other.
  */
-const LEAVES = ["log.ts", "log-limit.ts", "paths.ts", "names.ts", "display.ts"];
+const LEAVES = ["log.ts", "log-limit.ts", "paths.ts", "names.ts", "display.ts", "state-file.ts"];
 
 /**
  * The parts' shared seams at the top of src/: the event bus (the events' types and the bus), the
@@ -39,6 +40,7 @@ export const ALLOWED = {
   "log.ts": [],
   "log-limit.ts": ["log.ts"],
   "paths.ts": [],
+  "state-file.ts": [],
   "names.ts": [],
   "display.ts": ["names.ts"],
   "bus.ts": ["config", "pdu", ...LEAVES],

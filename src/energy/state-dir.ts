@@ -9,10 +9,10 @@
  * never overwritten: a bill must not silently restart from zero. Starting fresh on purpose is
  * moving the file away (docs/energy.md says how).
  */
-import { constants } from "node:fs";
-import { mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
+import { mkdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { ConfigError } from "../config/errors.js";
+import { writeStateFile } from "../state-file.js";
 import { CheckpointError, checkpointOf, readCheckpoint, type Checkpoint } from "./checkpoint.js";
 import type { CheckpointBackend } from "./part.js";
 
@@ -27,7 +27,6 @@ const WHAT_TO_DO =
 export class StateDir {
   readonly file: string;
   readonly #dir: string;
-  #writes = 0;
 
   constructor(dir: string) {
     this.#dir = dir;
@@ -77,38 +76,11 @@ export class StateDir {
     }
   }
 
-  /** Writes the checkpoint: temporary file, fsync, rename, fsync of the directory. */
+  /** Writes the checkpoint atomically (../state-file.ts). */
   async save(checkpoint: Checkpoint): Promise<number> {
     const text = JSON.stringify(checkpoint);
-    const temporary = join(this.#dir, `.${STATE_FILE}.${process.pid}.${++this.#writes}.tmp`);
-    try {
-      const handle = await open(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-      try {
-        await handle.writeFile(text, "utf8");
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await rename(temporary, this.file);
-    } catch (error) {
-      await rm(temporary, { force: true }).catch(() => undefined);
-      throw error;
-    }
-    await syncDirectory(this.#dir);
+    await writeStateFile(this.file, text);
     return Buffer.byteLength(text, "utf8");
-  }
-}
-
-/** Flushes a directory's entries (the rename) to the disk; where a system cannot, the rename stands. */
-async function syncDirectory(dir: string): Promise<void> {
-  let handle;
-  try {
-    handle = await open(dir, constants.O_RDONLY);
-    await handle.sync();
-  } catch {
-    // Some file systems refuse fsync on a directory; the rename is then as durable as they make it.
-  } finally {
-    await handle?.close();
   }
 }
 

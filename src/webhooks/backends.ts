@@ -4,11 +4,11 @@
  * directory), or the coordination engine among replicas (a record per bucket beside the leases,
  * `webhooks-<bucket>`, deflated and in base64 as the energy checkpoints are).
  */
-import { constants } from "node:fs";
-import { mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
+import { mkdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import { ConfigError } from "../config/errors.js";
+import { writeStateFile } from "../state-file.js";
 import { readSaved, SavedError, type Saved } from "./state.js";
 
 export interface ScopeBackend {
@@ -25,7 +25,6 @@ const MAX_FILE_BYTES = 256 * 1024 * 1024;
 /** `State.Dir`: every scope in one file (one process has scope 0 only). */
 export function stateDirBackend(dir: string): ScopeBackend {
   const file = join(dir, STATE_FILE);
-  let writes = 0;
   const refuse = (why: string) =>
     new ConfigError(
       "State.Dir",
@@ -49,40 +48,10 @@ export function stateDirBackend(dir: string): ScopeBackend {
       }
     },
     async save(_scope, saved) {
-      const temporary = join(dir, `.${STATE_FILE}.${process.pid}.${++writes}.tmp`);
-      try {
-        const handle = await open(
-          temporary,
-          constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL,
-          0o600,
-        );
-        try {
-          await handle.writeFile(JSON.stringify(saved), "utf8");
-          await handle.sync();
-        } finally {
-          await handle.close();
-        }
-        await rename(temporary, file);
-      } catch (error) {
-        await rm(temporary, { force: true }).catch(() => undefined);
-        throw error;
-      }
-      await syncDirectory(dir);
+      await writeStateFile(file, JSON.stringify(saved));
       return 0;
     },
   };
-}
-
-async function syncDirectory(dir: string): Promise<void> {
-  let handle;
-  try {
-    handle = await open(dir, constants.O_RDONLY);
-    await handle.sync();
-  } catch {
-    // Some file systems refuse fsync on a directory; the rename is then as durable as they make it.
-  } finally {
-    await handle?.close();
-  }
 }
 
 /** What the part needs of the engine's per-bucket records (src/cluster/records.ts). */
