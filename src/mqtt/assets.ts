@@ -50,14 +50,6 @@ interface Published {
   actions: boolean;
 }
 
-/**
- * The levels whose payload moves with every reading (published at QoS 0: the next reading replaces
- * a lost one, and QoS 1 would hold every one of them until its acknowledgement); the others change
- * rarely and go at QoS 1.
- */
-const MOVING_LEVELS: ReadonlySet<AssetLevel> = new Set(["power", "energy"]);
-const qosOf = (level: AssetLevel): 0 | 1 => (MOVING_LEVELS.has(level) ? 0 : 1);
-
 export class AssetTopics {
   readonly #o: AssetTopicsOptions;
   readonly #alarms: AlarmTopics;
@@ -131,7 +123,7 @@ export class AssetTopics {
       const payload = payloads[level];
       if (!force && published.values.get(level) === payload) continue;
       published.values.set(level, payload);
-      this.#o.sink.publish(this.#o.topics.asset(id, level), payload, qosOf(level), true);
+      this.#o.sink.publish(this.#o.topics.asset(id, level), payload, 1, true);
     }
     this.#discover(def, published, force);
   }
@@ -158,7 +150,7 @@ export class AssetTopics {
     this.#published.delete(id);
     if (published === undefined) return;
     for (const level of published.values.keys())
-      this.#o.sink.publish(this.#o.topics.asset(id, level), "", qosOf(level), true);
+      this.#o.sink.publish(this.#o.topics.asset(id, level), "", 1, true);
     for (const topic of published.configs.keys()) this.#o.sink.publish(topic, "", 1, true);
   }
 }

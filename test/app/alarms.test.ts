@@ -158,7 +158,7 @@ describe("alarms: a breaker over 80 % and 95 % of its rating and back, on every 
     const percent = JSON.parse(ha.last(want[4]!)!.payload) as Json;
     assert.deepEqual([percent.unit_of_measurement, percent.state_class], ["%", "measurement"]);
     const event = JSON.parse(ha.last(want[1]!)!.payload) as Json;
-    assert.deepEqual(event.event_types, ["raised", "changed", "cleared", "folded"]);
+    assert.deepEqual(event.event_types, ["raised", "changed", "cleared", "folded", "trap"]);
     assert.equal(event.state_topic, events);
   });
 
