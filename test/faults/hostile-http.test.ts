@@ -29,8 +29,10 @@ const RAW_RUNS = 2000;
 
 /** Statuses each listener may answer (contract §4/§5, docs/http.md "Errors", the OpenAPI document). */
 const API_STATUSES = new Set([
-  200, 302, 400, 401, 403, 404, 405, 409, 413, 414, 415, 429, 431, 502, 503, 504,
+  200, 302, 304, 400, 401, 403, 404, 405, 409, 413, 414, 415, 429, 431, 502, 503, 504,
 ]);
+/** Headers that make a GET conditional (RFC 9110 13.1): the docs assets may answer them 304. */
+const CONDITIONAL = new Set(["if-none-match", "if-modified-since"]);
 const HEALTH_STATUSES = new Set([200, 400, 404, 405, 413, 431, 503]);
 const CONTROL_PATH = /^\/api\/v1\/instances\/[^/?]+\/(outlets\/[^/?]+\/[^/?]+|groups\/[^/?]+)\/control$/;
 const STACK = /\n\s+at\s|\bat\s+\S+\s+\(\S+:\d+:\d+\)/;
@@ -420,6 +422,12 @@ function violation(listener: "api" | "health", request: HostileRequest, answer: 
       return `${status} outside a keyed control request (${request.method} ${bare})`;
     if (status === 200 && control && !sendsRightKey(request.key)) return "control done without the right key";
     if (status === 403 && !bare.startsWith("/docs/v1/")) return `403 outside the docs assets (${bare})`;
+    if (status === 304) {
+      if (!bare.startsWith("/docs/v1/")) return `304 outside the docs assets (${bare})`;
+      if (request.method !== "GET" && request.method !== "HEAD") return `304 to a ${request.method}`;
+      if (!Object.keys(request.headers).some((h) => CONDITIONAL.has(h.toLowerCase())))
+        return `304 to an unconditional request (${bare})`;
+    }
     if (status === 302) {
       if (bare !== "/" && bare !== "/docs/v1/static/index.html") return `302 on ${bare}`;
       const location = header(answer, "location") ?? "";
