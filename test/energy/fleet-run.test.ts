@@ -25,6 +25,7 @@ import { appYaml, pduYaml } from "../../testkit/app-harness.js";
 import { childEnv, CliProcess, tempDir } from "../../testkit/cli-process.js";
 import { Client } from "../../testkit/http-harness.js";
 import { Mosquitto } from "../../testkit/mosquitto.js";
+import { PausableClock } from "../../testkit/pausable-clock.js";
 import { Recorder, type Received } from "../../testkit/mqtt-client.js";
 import { prometheusUnavailable, Prometheus } from "../../testkit/prometheus.js";
 import { freePort } from "../../testkit/repo.js";
@@ -45,21 +46,6 @@ const MAX_OUTLET_W = 4000;
 const EATON = ["G206N12345", "G206N12346"] as const;
 /** The Eaton outlet that wraps (1-based in the unit: the first device's outlet WRAPPING - 1). */
 const WRAPPING = 3;
-
-/** A clock that can be paused: paused, a simulator's time (and its energy) stands still. */
-class PausableClock {
-  #offset = 0;
-  #pausedAt: number | null = null;
-  readonly now = (): number => this.#pausedAt ?? Date.now() - this.#offset;
-  pause(): void {
-    this.#pausedAt ??= this.now();
-  }
-  resume(): void {
-    if (this.#pausedAt === null) return;
-    this.#offset = Date.now() - this.#pausedAt;
-    this.#pausedAt = null;
-  }
-}
 
 /** One outlet of the run: where it is, its ground truth and the PDU's counter now (Wh). */
 interface Place {

@@ -26,6 +26,7 @@ import { haDiscoveryProblems } from "../../testkit/ha-mqtt-rules.js";
 import { Client } from "../../testkit/http-harness.js";
 import { LogCapture } from "../../testkit/log-capture.js";
 import { Mosquitto } from "../../testkit/mosquitto.js";
+import { PausableClock } from "../../testkit/pausable-clock.js";
 import { Recorder } from "../../testkit/mqtt-client.js";
 import { sleep, waitFor } from "../../testkit/wait.js";
 
@@ -33,21 +34,6 @@ const KEY = "energy-lifetime-test-key-0123456789";
 const OUTLETS = 4;
 const ID = "lab";
 const LIFETIME = "/measurements/energyLifetime";
-
-/** A clock that can be paused: paused, the simulator's time (and its energy) stands still. */
-class PausableClock {
-  #offset = 0;
-  #pausedAt: number | null = null;
-  readonly now = (): number => this.#pausedAt ?? Date.now() - this.#offset;
-  pause(): void {
-    this.#pausedAt ??= this.now();
-  }
-  resume(): void {
-    if (this.#pausedAt === null) return;
-    this.#offset = Date.now() - this.#pausedAt;
-    this.#pausedAt = null;
-  }
-}
 
 describe("lifetime energy counters against the simulator's ground truth", () => {
   const clock = new PausableClock();

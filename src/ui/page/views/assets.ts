@@ -15,6 +15,7 @@ import { readJson } from "../api.js";
 import { h, replace, setAttr, setClass, setText } from "../dom.js";
 import { watts } from "../format.js";
 import { href, type View } from "../state.js";
+import { WindowedRows, type WindowRow } from "./windowed.js";
 
 type FilterName = "all" | "lost" | "noton" | "unknown" | "protected";
 type SortKey = "asset" | "tenant" | "state" | "power" | "redundancy";
@@ -65,9 +66,6 @@ export const REDUNDANCY_BADGE: Readonly<Record<WireAsset["redundancy"], string>>
 };
 const STATE_RANK: Readonly<Record<WireAsset["state"], number>> = { unknown: 0, partial: 1, off: 2, on: 3 };
 const REDUNDANCY_RANK: Readonly<Record<WireAsset["redundancy"], number>> = { lost: 0, single: 1, ok: 2 };
-
-/** Rows rendered above and below the window. */
-const OVERSCAN = 6;
 
 /** "rack-a1 #4 on": a cord's instance, the PDU's own outlet number, and its state. */
 export function cordText(c: WireCord): string {
@@ -131,8 +129,7 @@ function inFilter(a: WireAsset, f: FilterName): boolean {
 }
 
 /** One row element, reused for whichever asset scrolls into its place. */
-interface RowElement {
-  readonly row: HTMLElement;
+interface RowElement extends WindowRow {
   readonly link: HTMLAnchorElement;
   readonly sub: HTMLElement;
   readonly tenant: HTMLElement;
@@ -140,8 +137,6 @@ interface RowElement {
   readonly power: HTMLElement;
   readonly redundancy: HTMLElement;
   readonly cords: HTMLElement;
-  id: string;
-  top: number;
   shown: WireAsset | null;
 }
 
@@ -186,63 +181,6 @@ function fill(r: RowElement, a: WireAsset): void {
   setClass(r.redundancy, `badge ${REDUNDANCY_BADGE[a.redundancy]}`);
   setText(r.redundancy, REDUNDANCY_TEXT[a.redundancy]);
   setText(r.cords, `${a.cordsLive}/${a.cords} live: ${a.readings.map(cordText).join(" · ")}`);
-}
-
-/** The rows, windowed over the page's scroll (as the fleet view's). */
-class AssetRows {
-  readonly element = h("div", { class: "rows", role: "rowgroup" });
-  readonly #visible = new Map<string, RowElement>();
-  readonly #spare: RowElement[] = [];
-  #rowHeight = 0;
-
-  remeasure(): void {
-    this.#rowHeight = 0;
-  }
-
-  render(order: readonly Entry[], top: number): void {
-    const height = this.#measure();
-    this.element.style.setProperty("height", `${order.length * height}px`);
-    const first = Math.max(0, Math.floor(-top / height) - OVERSCAN);
-    const last = Math.min(order.length, Math.ceil((window.innerHeight - top) / height) + OVERSCAN);
-    const wanted = new Set<string>();
-    for (let i = first; i < last; i++) wanted.add(order[i]!.a.id);
-    for (const [id, r] of this.#visible) {
-      if (wanted.has(id)) continue;
-      this.#visible.delete(id);
-      r.row.remove();
-      this.#spare.push(r);
-    }
-    for (let i = first; i < last; i++) {
-      const e = order[i]!;
-      let r = this.#visible.get(e.a.id);
-      if (r === undefined) {
-        r = this.#spare.pop() ?? rowElement();
-        r.id = e.a.id;
-        this.#visible.set(e.a.id, r);
-        this.element.appendChild(r.row);
-      }
-      if (r.shown !== e.a) fill(r, e.a);
-      const y = i * height;
-      if (r.top !== y) {
-        r.top = y;
-        r.row.style.setProperty("transform", `translateY(${y}px)`);
-        r.row.setAttribute("aria-rowindex", String(i + 2));
-      }
-    }
-  }
-
-  #measure(): number {
-    if (this.#rowHeight > 0) return this.#rowHeight;
-    const probe = this.#visible.values().next().value ?? this.#spare[0] ?? rowElement();
-    if (!probe.row.isConnected) this.element.appendChild(probe.row);
-    this.#rowHeight = probe.row.getBoundingClientRect().height || 56;
-    if (!this.#visible.has(probe.id)) {
-      probe.row.remove();
-      if (!this.#spare.includes(probe)) this.#spare.push(probe);
-    }
-    for (const r of this.#visible.values()) r.top = -1;
-    return this.#rowHeight;
-  }
 }
 
 /** The filter, the chips and the column headers; `changed` on any choice. */
@@ -311,7 +249,11 @@ class AssetsListView implements View {
   #reading = false;
   #again = false;
   #destroyed = false;
-  readonly #rows = new AssetRows();
+  readonly #rows = new WindowedRows<Entry, RowElement>({
+    make: rowElement,
+    key: (e) => e.a.id,
+    fallbackHeight: 56,
+  });
   readonly #table: HTMLElement;
   readonly #headers: HTMLElement[] = [];
   readonly #counts = new Map<FilterName, HTMLElement>();
@@ -423,7 +365,9 @@ class AssetsListView implements View {
     requestAnimationFrame(() => {
       this.#scheduled = false;
       if (this.#destroyed) return;
-      this.#rows.render(this.#order, this.#rows.element.getBoundingClientRect().top);
+      this.#rows.render(this.#order, this.#rows.element.getBoundingClientRect().top, (r, e) => {
+        if (r.shown !== e.a) fill(r, e.a);
+      });
       if (!firstRenderMarked && this.#order.length > 0) {
         firstRenderMarked = true;
         performance.mark("pdu-bridge:assets-first-render");

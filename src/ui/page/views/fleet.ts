@@ -23,6 +23,7 @@ import {
   type Health,
 } from "../format.js";
 import { href, state, type View } from "../state.js";
+import { WindowedRows, type WindowRow } from "./windowed.js";
 
 type FilterName = "all" | "problems" | Health;
 type SortKey = "instance" | "health" | "power" | "load" | "outlets" | "polled";
@@ -52,9 +53,6 @@ const COLUMNS: readonly { key: SortKey; title: string; descending: boolean; cls:
   { key: "outlets", title: "Outlets", descending: true, cls: "c-outlets n" },
   { key: "polled", title: "Last good poll", descending: false, cls: "c-age n" },
 ];
-
-/** Rows rendered above and below the window. */
-const OVERSCAN = 6;
 
 interface Entry {
   s: WireInstanceStatus;
@@ -114,8 +112,7 @@ function matches(e: Entry, terms: readonly string[]): boolean {
 }
 
 /** One row element, reused for whichever instance scrolls into its place. */
-interface RowElement {
-  readonly row: HTMLElement;
+interface RowElement extends WindowRow {
   readonly link: HTMLAnchorElement;
   readonly sub: HTMLElement;
   readonly badge: HTMLElement;
@@ -124,8 +121,6 @@ interface RowElement {
   readonly bar: LoadBar;
   readonly outlets: HTMLElement;
   readonly age: HTMLElement;
-  id: string;
-  top: number;
 }
 
 function rowElement(): RowElement {
@@ -262,80 +257,6 @@ class FleetControls {
   }
 }
 
-/**
- * The rows of the table, windowed over the page's scroll: an element per row in view (plus
- * {@link OVERSCAN} above and below), reused as the window moves; a row is refilled when it shows
- * another instance or its instance changed.
- */
-class FleetRows {
-  readonly element = h("div", { class: "rows", role: "rowgroup" });
-  readonly #visible = new Map<string, RowElement>();
-  readonly #spare: RowElement[] = [];
-  #rowHeight = 0;
-  #height = "";
-
-  /** The ids of the instances on screen. */
-  ids(): IterableIterator<string> {
-    return this.#visible.keys();
-  }
-
-  /** The row height changes with the layout (a phone's rows are taller): measured again. */
-  remeasure(): void {
-    this.#rowHeight = 0;
-  }
-
-  /** Renders the window of `order` on screen; `top` is the rows' top on screen, read before any write. */
-  render(order: readonly Entry[], top: number, dirty: ReadonlySet<string>, now: number): void {
-    const height = this.#measure();
-    const total = `${order.length * height}px`;
-    if (total !== this.#height) {
-      this.#height = total;
-      this.element.style.setProperty("height", total);
-    }
-    const first = Math.max(0, Math.floor(-top / height) - OVERSCAN);
-    const last = Math.min(order.length, Math.ceil((window.innerHeight - top) / height) + OVERSCAN);
-    const wanted = new Set<string>();
-    for (let i = first; i < last; i++) wanted.add(order[i]!.s.id);
-    for (const [id, r] of this.#visible) {
-      if (wanted.has(id)) continue;
-      this.#visible.delete(id);
-      r.row.remove();
-      this.#spare.push(r);
-    }
-    for (let i = first; i < last; i++) {
-      const e = order[i]!;
-      let r = this.#visible.get(e.s.id);
-      if (r === undefined) {
-        r = this.#spare.pop() ?? rowElement();
-        r.id = e.s.id;
-        this.#visible.set(e.s.id, r);
-        fill(r, e, now);
-        this.element.appendChild(r.row);
-      } else if (dirty.has(e.s.id)) fill(r, e, now);
-      const y = i * height;
-      if (r.top !== y) {
-        r.top = y;
-        r.row.style.setProperty("transform", `translateY(${y}px)`);
-        r.row.setAttribute("aria-rowindex", String(i + 2));
-      }
-    }
-  }
-
-  /** The height of a row, from one in the page (once per layout). */
-  #measure(): number {
-    if (this.#rowHeight > 0) return this.#rowHeight;
-    const probe = this.#visible.values().next().value ?? this.#spare[0] ?? rowElement();
-    if (!probe.row.isConnected) this.element.appendChild(probe.row);
-    this.#rowHeight = probe.row.getBoundingClientRect().height || 52;
-    if (!this.#visible.has(probe.id)) {
-      probe.row.remove();
-      if (!this.#spare.includes(probe)) this.#spare.push(probe);
-    }
-    for (const r of this.#visible.values()) r.top = -1;
-    return this.#rowHeight;
-  }
-}
-
 class FleetView implements View {
   readonly #entries = new Map<string, Entry>();
   #order: Entry[] = [];
@@ -343,7 +264,11 @@ class FleetView implements View {
   readonly #dirty = new Set<string>();
   #scheduled = false;
   readonly #controls: FleetControls;
-  readonly #rows = new FleetRows();
+  readonly #rows = new WindowedRows<Entry, RowElement>({
+    make: rowElement,
+    key: (e) => e.s.id,
+    fallbackHeight: 52,
+  });
   readonly #table: HTMLElement;
   readonly #summary = h("p", { class: "meta fleet-summary" });
   readonly #announce = h("p", { class: "sr-only", "aria-live": "polite" });
@@ -441,7 +366,10 @@ class FleetView implements View {
       this.#orderDirty = false;
       this.#recompute();
     }
-    this.#rows.render(this.#order, top, this.#dirty, Date.now());
+    const now = Date.now();
+    this.#rows.render(this.#order, top, (r, e, fresh) => {
+      if (fresh || this.#dirty.has(e.s.id)) fill(r, e, now);
+    });
     this.#dirty.clear();
     this.#counts();
     if (!firstRenderMarked && this.#order.length > 0) {
