@@ -3,8 +3,9 @@
  * `assets` and `alarms` events through the MQTT part:
  *
  * - `P/$assets/<asset>/state` (`on`, `off`, `partial`, `unknown`), `…/power` (W), `…/energy`
- *   (kWh) and `…/redundancy` (`ok`, `single`, `lost`): retained, QoS 1, sent when the payload
- *   changes; a figure that is not known is an empty retained payload (the topic cleared), never 0;
+ *   (kWh) and `…/redundancy` (`ok`, `single`, `lost`): retained (power and energy at QoS 0, the
+ *   others at QoS 1), sent when the payload changes; a figure that is not known is an empty
+ *   retained payload (the topic cleared), never 0;
  * - the alarms about several PDUs as an instance's are (./alarms.ts): `P/$assets/alarms` and
  *   `P/$feeds/alarms` (retained lists), `P/$assets/events` and `P/$feeds/events`;
  * - Home Assistant (when discovery is on): one device per asset, node id `<P>-assets` (no instance's
@@ -49,6 +50,15 @@ interface Published {
   def: AssetDef | null;
   actions: boolean;
 }
+
+/**
+ * The levels whose payload moves with every reading go at QoS 0: QoS 1 would hold every one of them
+ * until its acknowledgement, and a QoS 0 message is lost only with its connection, after which
+ * every connect publishes them all again (a subscriber that reconnects gets them from the broker).
+ * The others change rarely and go at QoS 1.
+ */
+const MOVING_LEVELS: ReadonlySet<AssetLevel> = new Set(["power", "energy"]);
+const qosOf = (level: AssetLevel): 0 | 1 => (MOVING_LEVELS.has(level) ? 0 : 1);
 
 export class AssetTopics {
   readonly #o: AssetTopicsOptions;
@@ -123,7 +133,7 @@ export class AssetTopics {
       const payload = payloads[level];
       if (!force && published.values.get(level) === payload) continue;
       published.values.set(level, payload);
-      this.#o.sink.publish(this.#o.topics.asset(id, level), payload, 1, true);
+      this.#o.sink.publish(this.#o.topics.asset(id, level), payload, qosOf(level), true);
     }
     this.#discover(def, published, force);
   }
@@ -150,7 +160,7 @@ export class AssetTopics {
     this.#published.delete(id);
     if (published === undefined) return;
     for (const level of published.values.keys())
-      this.#o.sink.publish(this.#o.topics.asset(id, level), "", 1, true);
+      this.#o.sink.publish(this.#o.topics.asset(id, level), "", qosOf(level), true);
     for (const topic of published.configs.keys()) this.#o.sink.publish(topic, "", 1, true);
   }
 }

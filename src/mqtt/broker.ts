@@ -87,6 +87,7 @@ export async function startEmbeddedBroker(options: EmbeddedBrokerOptions): Promi
   }
   const access = accessRules(options, warn);
   const aedes = await Aedes.createBroker(access.rules);
+  forwardRetainedInOrder(aedes, log);
   aedes.on("clientDisconnect", (client) => access.disconnected(client));
   const maxPacketSize = options.maxPacketSize ?? DEFAULT_MAX_PACKET_SIZE;
   const server = createServer((socket) => {
@@ -216,6 +217,49 @@ function accessRules(options: EmbeddedBrokerOptions, warn: Warn): AccessRules {
     },
   };
 }
+
+/**
+ * Has aedes forward a retained message in the order it took it among the others.
+ *
+ * aedes hands every packet of one socket read to its handlers at once and numbers each message as
+ * it takes it; a subscriber is sent a message only if its number is above the last one it was sent
+ * (so that a message matching two of a client's subscriptions goes out once). A retained message
+ * waits for the retained store's promise before it is forwarded, so the messages behind it in the
+ * same read that are not retained (a poll's values behind a lifetime counter or an asset's power,
+ * all QoS 0 in one write) overtake it, and every subscriber already there drops it: it reaches only
+ * later subscribers, from the store.
+ *
+ * The embedded broker's store is aedes's in-memory one, whose work is done when the call returns:
+ * it is answered at once (a failure, which that store cannot have, is logged), so a retained
+ * message is forwarded in its turn, like any other.
+ */
+function forwardRetainedInOrder(aedes: Aedes, log: Logger): void {
+  const persistence = (aedes as unknown as { persistence?: { storeRetained?: unknown } }).persistence;
+  const store = persistence?.storeRetained;
+  if (persistence === undefined || typeof store !== "function")
+    throw new Error(
+      "aedes has no persistence.storeRetained: the embedded broker cannot keep retained messages in order",
+    );
+  const storeRetained = store as (packet: { topic: string }) => Promise<void>;
+  persistence.storeRetained = (packet: { topic: string }) => {
+    storeRetained
+      .call(persistence, packet)
+      .catch((error: unknown) =>
+        log.error(
+          { topic: packet.topic.slice(0, 200), err: describeError(error) },
+          "embedded MQTT broker could not store a retained message",
+        ),
+      );
+    return STORED;
+  };
+}
+
+/** A settled answer that runs its callback at once, not one microtask later as a promise would. */
+const STORED = {
+  then(stored: () => void): void {
+    stored();
+  },
+};
 
 /** Why the listener could not open, as a configuration error naming the key when the port or address is at fault. */
 function listenError(error: unknown, bind: string, port: number): Error {

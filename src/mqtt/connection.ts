@@ -319,7 +319,11 @@ export class MqttConnection {
       return false;
     }
     try {
-      if (qos === 0) {
+      // A retained topic whose QoS 1 message still waits in the outbox (the window is full, or it
+      // was lost with a connection) takes the newer payload there: written now at QoS 0, it would
+      // reach the broker before the older one, which the broker would then keep.
+      const sent: 0 | 1 = qos === 0 && retain && this.#outbox.has(topic) ? 1 : qos;
+      if (sent === 0) {
         // Encoded here and written with the other values of the next few ms in one go (#flush): the
         // same bytes mqtt.js would send, in the same order, for a fraction of the CPU.
         if (this.#batch.add(topic, payload, retain)) {
@@ -328,17 +332,17 @@ export class MqttConnection {
           else this.#flushTimer ??= setTimeout(this.#flushDue, BATCH_DELAY_MS);
           return true;
         }
-        if (this.#tooLarge(topic, payload, qos)) return false;
+        if (this.#tooLarge(topic, payload, sent)) return false;
         // Too large for a batch: after the batch, through mqtt.js. No callback: mqtt.js waits for
         // `drain` once per publish that has one while the socket is backed up, and removing each
         // of those listeners is O(n) (npm run bench, fleet). A QoS 0 message is never
         // acknowledged, so the callback could only report local write errors.
         this.#flush();
-        this.#client.publish(topic, payload, { qos, retain });
+        this.#client.publish(topic, payload, { qos: 0, retain });
         this.traffic.published++;
         return true;
       }
-      if (this.#tooLarge(topic, payload, qos)) return false;
+      if (this.#tooLarge(topic, payload, sent)) return false;
       this.#enqueue(topic, payload, retain);
       return true;
     } catch (error) {

@@ -732,14 +732,18 @@ class WalkPublishing {
 
   /**
    * A retained counter (a lifetime energy counter): published when it changed, like
-   * {@link retained}, but a count that moved is no change of shape (it moves every poll).
+   * {@link retained}, but a count that moved is no change of shape (it moves every poll). At QoS 0:
+   * it moves every poll on every outlet that draws power, and QoS 1 would hold each message until
+   * its acknowledgement, a cost per outlet per poll as large as all the measurements' publishing. A
+   * QoS 0 message is lost only with its connection, and every connect republishes the retained
+   * topics (a resync); a subscriber that reconnects gets the count from the broker.
    */
   retainedCounter(track: Track, slot: Slot, payload: string): void {
     if (slot === NO_SLOT) return;
     if (!track.isPublished(slot)) this.reshaped = true;
     else if (track.lastText(slot) === payload && !this.#republishRetained) return;
     track.recordText(slot, this.#now, payload);
-    this.#sink.publish(track.topic(slot), payload, 1, true);
+    this.#sink.publish(track.topic(slot), payload, 0, true);
   }
 
   /** A text value (device state and alarm, group rollups). */
