@@ -34,13 +34,14 @@ const CONNECT_TIMEOUT_MS = 10_000;
 /** How long a clean stop waits for `offline` to be acknowledged and for the disconnect. */
 const STOP_WAIT_MS = 2000;
 /**
- * QoS 1 flow. Every QoS 1 message the bridge sends is retained state (statuses, discovery configs,
- * outlet states, labels, settings, and the empty payloads that clear them). At most
- * {@link INFLIGHT_HIGH} of them (fewer when an MQTT 5 broker announces a lower Receive Maximum) are
- * handed to mqtt.js unacknowledged; the rest wait in the connection's outbox, in order, and go out
- * as acknowledgements come, whoever published them. A newer payload for a topic still waiting
- * replaces the older one in place, so the outbox holds at most one message per topic and the broker
- * ends with the newest. Bulk producers (discovery, resyncs) pause while the connection is congested
+ * QoS 1 flow. The bridge's QoS 1 messages are retained state (statuses, discovery configs, outlet
+ * states, labels, settings, alarm lists, and the empty payloads that clear them) and the alarm and
+ * control events, which are not retained. At most {@link INFLIGHT_HIGH} of them (fewer when an
+ * MQTT 5 broker announces a lower Receive Maximum) are handed to mqtt.js unacknowledged; the rest
+ * wait in the connection's outbox, in order, and go out as acknowledgements come, whoever published
+ * them. A newer retained payload for a topic still waiting replaces the older one in place, so the
+ * outbox holds at most one retained message per topic and the broker ends with the newest; every
+ * event keeps its own place. Bulk producers (discovery, resyncs) pause while the connection is congested
  * ({@link INFLIGHT_HIGH} messages waiting or in flight) until no more than {@link INFLIGHT_LOW} are.
  */
 export const INFLIGHT_HIGH = 512;
