@@ -35,8 +35,8 @@ const CONNECT_TIMEOUT_MS = 10_000;
 const STOP_WAIT_MS = 2000;
 /**
  * QoS 1 flow. The bridge's QoS 1 messages are retained state (statuses, discovery configs, outlet
- * states, labels, settings, alarm lists, and the empty payloads that clear them) and the alarm and
- * control events, which are not retained. At most {@link INFLIGHT_HIGH} of them (fewer when an
+ * states, labels, settings, alarm lists, and the empty payloads that clear them) and the events of
+ * an instance's `events` topic, which are not retained. At most {@link INFLIGHT_HIGH} of them (fewer when an
  * MQTT 5 broker announces a lower Receive Maximum) are handed to mqtt.js unacknowledged; the rest
  * wait in the connection's outbox, in order, and go out as acknowledgements come, whoever published
  * them. A newer retained payload for a topic still waiting replaces the older one in place, so the
