@@ -36,13 +36,14 @@ const STOP_WAIT_MS = 2000;
 /**
  * QoS 1 flow. The bridge's QoS 1 messages are retained state (statuses, discovery configs, outlet
  * states, labels, settings, alarm lists, and the empty payloads that clear them) and the events of
- * an instance's `events` topic, which are not retained. At most {@link INFLIGHT_HIGH} of them (fewer when an
- * MQTT 5 broker announces a lower Receive Maximum) are handed to mqtt.js unacknowledged; the rest
- * wait in the connection's outbox, in order, and go out as acknowledgements come, whoever published
- * them. A newer retained payload for a topic still waiting replaces the older one in place, so the
- * outbox holds at most one retained message per topic and the broker ends with the newest; every
- * event keeps its own place. Bulk producers (discovery, resyncs) pause while the connection is congested
- * ({@link INFLIGHT_HIGH} messages waiting or in flight) until no more than {@link INFLIGHT_LOW} are.
+ * an instance's `events` topic, which are not retained. At most {@link INFLIGHT_HIGH} of them
+ * (fewer when an MQTT 5 broker announces a lower Receive Maximum) are handed to mqtt.js
+ * unacknowledged; the rest wait in the connection's outbox, in order, and go out as
+ * acknowledgements come, whoever published them. A newer retained payload for a topic still
+ * waiting replaces the older one in place, so the outbox holds at most one retained message per
+ * topic and the broker ends with the newest; every event keeps its own place. Bulk producers
+ * (discovery, resyncs) pause while the connection is congested ({@link INFLIGHT_HIGH} messages
+ * waiting or in flight) until no more than {@link INFLIGHT_LOW} are.
  */
 export const INFLIGHT_HIGH = 512;
 export const INFLIGHT_LOW = 128;
