@@ -1,6 +1,8 @@
 /** Configurations for the MQTT tests, built as YAML and read by the real configuration loader. */
 import { parseConfigText } from "../src/config/load.js";
 import type { Config } from "../src/config/schema.js";
+import { silentLogger, type Logger } from "../src/log.js";
+import { MqttConnection } from "../src/mqtt/connection.js";
 import { configYaml } from "./config-yaml.js";
 
 export interface MqttTestConfig {
@@ -88,4 +90,26 @@ export async function mqttTestConfig(options: MqttTestConfig): Promise<Config> {
     Health: { Enabled: false },
   });
   return parseConfigText(text, "mqtt-test.yaml", {});
+}
+
+/**
+ * The bridge's own MQTT connection to `broker` with no subscriptions, for tests of what it
+ * publishes: built from {@link mqttTestConfig} with `more` (no instance), connected.
+ */
+export async function openTestConnection(
+  broker: { readonly host: string; readonly port: number },
+  more: Omit<MqttTestConfig, "broker" | "instances"> = {},
+  o: { readonly logger?: Logger; readonly onConnect?: () => void } = {},
+): Promise<MqttConnection> {
+  const config = await mqttTestConfig({
+    ...more,
+    broker: { host: broker.host, port: broker.port },
+    instances: { default: false },
+  });
+  return MqttConnection.open({
+    config: config.Mqtt,
+    subscriptions: [],
+    hooks: { onConnect: o.onConnect ?? (() => undefined), onMessage: () => undefined },
+    logger: o.logger ?? silentLogger(),
+  });
 }

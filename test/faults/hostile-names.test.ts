@@ -20,13 +20,12 @@ import fc from "fast-check";
 import { request } from "undici";
 import { App } from "../../src/app.js";
 import { parseConfigText } from "../../src/config/load.js";
-import { MqttConnection } from "../../src/mqtt/connection.js";
 import { startSimulator, type Simulator } from "../../src/simulator/index.js";
 import { LogCapture } from "../../testkit/log-capture.js";
 import { HostilePdu, unitTree } from "../../testkit/hostile-pdu.js";
 import { Mosquitto } from "../../testkit/mosquitto.js";
 import { Recorder } from "../../testkit/mqtt-client.js";
-import { mqttTestConfig } from "../../testkit/mqtt-config.js";
+import { openTestConnection } from "../../testkit/mqtt-config.js";
 import { failOnUnhandled } from "../../testkit/no-unhandled.js";
 import { waitFor } from "../../testkit/wait.js";
 
@@ -246,19 +245,12 @@ describe("PDU-supplied names and writes, with a spawned mosquitto", () => {
   });
 
   it("every single publish is guarded: an unsendable message is dropped and counted, the connection stays", async () => {
-    const config = await mqttTestConfig({
-      broker: { host: broker.host, port: broker.port },
-      clientId: "hostile-names-guard",
-      parentTopic: "guard",
-      instances: { default: false },
-    });
     const capture = new LogCapture();
-    const connection = await MqttConnection.open({
-      config: config.Mqtt,
-      subscriptions: [],
-      hooks: { onConnect: () => undefined, onMessage: () => undefined },
-      logger: capture.logger,
-    });
+    const connection = await openTestConnection(
+      broker,
+      { clientId: "hostile-names-guard", parentTopic: "guard" },
+      { logger: capture.logger },
+    );
     const watcher = await Recorder.connect(broker, ["guard/#"]);
     try {
       await waitFor(() => connection.connected, "the connection");

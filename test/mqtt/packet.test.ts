@@ -15,12 +15,12 @@ import mqttPacket from "mqtt-packet";
 import { EventBus } from "../../src/bus.js";
 import { silentLogger } from "../../src/log.js";
 import { startMqttBridge } from "../../src/mqtt/bridge.js";
-import { MqttConnection } from "../../src/mqtt/connection.js";
+import type { MqttConnection } from "../../src/mqtt/connection.js";
 import { PublishBatch, publishPacketSize } from "../../src/mqtt/packet.js";
 import { SnapshotStore } from "../../src/poller/store.js";
 import { Mosquitto } from "../../testkit/mosquitto.js";
 import { Recorder } from "../../testkit/mqtt-client.js";
-import { mqttTestConfig } from "../../testkit/mqtt-config.js";
+import { mqttTestConfig, openTestConnection } from "../../testkit/mqtt-config.js";
 import { singleUnit } from "../../testkit/snapshot-builders.js";
 import { sleep, waitFor } from "../../testkit/wait.js";
 
@@ -122,17 +122,7 @@ function brokerSuite(
       before(async () => {
         broker = await start();
         recorder = await Recorder.connect(broker, ["t/#"], { protocolVersion: version });
-        const config = await mqttTestConfig({
-          broker: { host: broker.host, port: broker.port },
-          protocolVersion: version,
-          instances: { default: false },
-        });
-        connection = await MqttConnection.open({
-          config: config.Mqtt,
-          subscriptions: [],
-          hooks: { onConnect: () => undefined, onMessage: () => undefined },
-          logger: silentLogger(),
-        });
+        connection = await openTestConnection(broker, { protocolVersion: version });
         assert.equal(connection.connected, true);
       });
 
@@ -199,17 +189,11 @@ describe("mosquitto announcing a maximum packet size (MQTT 5)", () => {
   before(async () => {
     broker = await Mosquitto.start({ extra: [`max_packet_size ${LIMIT}`] });
     recorder = await Recorder.connect(broker, ["t/#"], { protocolVersion: 5 });
-    const config = await mqttTestConfig({
-      broker: { host: broker.host, port: broker.port },
-      protocolVersion: 5,
-      instances: { default: false },
-    });
-    connection = await MqttConnection.open({
-      config: config.Mqtt,
-      subscriptions: [],
-      hooks: { onConnect: () => void connects++, onMessage: () => undefined },
-      logger: silentLogger(),
-    });
+    connection = await openTestConnection(
+      broker,
+      { protocolVersion: 5 },
+      { onConnect: () => void connects++ },
+    );
   });
 
   after(async () => {
@@ -251,18 +235,12 @@ describe("a broker that cannot announce its maximum packet size (MQTT 3.1.1)", (
   it("Mqtt.MaxPacketSize: mosquitto's max_packet_size is never exceeded, the connection is kept", async () => {
     const broker = await Mosquitto.start({ extra: [`max_packet_size ${LIMIT}`] });
     const recorder = await Recorder.connect(broker, ["t/#"]);
-    const config = await mqttTestConfig({
-      broker: { host: broker.host, port: broker.port },
-      maxPacketSize: LIMIT,
-      instances: { default: false },
-    });
     let connects = 0;
-    const connection = await MqttConnection.open({
-      config: config.Mqtt,
-      subscriptions: [],
-      hooks: { onConnect: () => void connects++, onMessage: () => undefined },
-      logger: silentLogger(),
-    });
+    const connection = await openTestConnection(
+      broker,
+      { maxPacketSize: LIMIT },
+      { onConnect: () => void connects++ },
+    );
     try {
       assert.equal(connection.publish("t/a", "before", 0, false), true);
       assert.equal(connection.publish("t/over0", "o".repeat(LIMIT), 0, false), false);

@@ -9,11 +9,10 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import fc from "fast-check";
 import { connectAsync } from "mqtt";
-import { MqttConnection } from "../../src/mqtt/connection.js";
 import { LogCapture } from "../../testkit/log-capture.js";
 import { Mosquitto } from "../../testkit/mosquitto.js";
 import { Recorder } from "../../testkit/mqtt-client.js";
-import { mqttTestConfig } from "../../testkit/mqtt-config.js";
+import { openTestConnection } from "../../testkit/mqtt-config.js";
 import { sleep, waitFor } from "../../testkit/wait.js";
 
 type Op =
@@ -60,19 +59,12 @@ for (const version of [4, 5] as const) {
         fc.asyncProperty(fc.array(op, { minLength: 10, maxLength: 60 }), async (ops) => {
           const id = `prop-${version}-${run++}`;
           const root = `prop/${id}`;
-          const config = await mqttTestConfig({
-            broker: { host: broker.host, port: broker.port },
-            protocolVersion: version,
-            clientId: id,
-            instances: { default: false },
-          });
           const capture = new LogCapture();
-          const connection = await MqttConnection.open({
-            config: config.Mqtt,
-            subscriptions: [],
-            hooks: { onConnect: () => undefined, onMessage: () => undefined },
-            logger: capture.logger,
-          });
+          const connection = await openTestConnection(
+            broker,
+            { protocolVersion: version, clientId: id },
+            { logger: capture.logger },
+          );
           const settled: number[] = [];
           const requests: Promise<void>[] = [];
           const track = (promise: Promise<unknown>) => {

@@ -8,14 +8,13 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { EventBus } from "../../src/bus.js";
-import type { Config } from "../../src/config/schema.js";
 import { silentLogger } from "../../src/log.js";
 import { startMqttBridge, type MqttBridge } from "../../src/mqtt/bridge.js";
-import { INFLIGHT_HIGH, MqttConnection } from "../../src/mqtt/connection.js";
+import { INFLIGHT_HIGH } from "../../src/mqtt/connection.js";
 import { SnapshotStore } from "../../src/poller/store.js";
 import { HeldAckBroker } from "../../testkit/held-ack-broker.js";
 import { LogCapture } from "../../testkit/log-capture.js";
-import { mqttTestConfig } from "../../testkit/mqtt-config.js";
+import { mqttTestConfig, openTestConnection } from "../../testkit/mqtt-config.js";
 import { singleUnit } from "../../testkit/snapshot-builders.js";
 import { sleep, waitFor } from "../../testkit/wait.js";
 
@@ -31,17 +30,8 @@ describe("QoS 1 window and packet identifiers", () => {
   it(`holds ${MANY} QoS 1 messages to the window, reuses no identifier in flight, and delivers each once`, async () => {
     const broker = await HeldAckBroker.start({ holding: true });
     closers.push(() => broker.close());
-    const config: Config = await mqttTestConfig({
-      broker: { host: broker.host, port: broker.port },
-      instances: { default: false },
-    });
     const capture = new LogCapture();
-    const connection = await MqttConnection.open({
-      config: config.Mqtt,
-      subscriptions: [],
-      hooks: { onConnect: () => undefined, onMessage: () => undefined },
-      logger: capture.logger,
-    });
+    const connection = await openTestConnection(broker, {}, { logger: capture.logger });
     closers.push(() => connection.close());
     await waitFor(() => connection.connected, "connected");
 
@@ -70,16 +60,7 @@ describe("QoS 1 window and packet identifiers", () => {
   it("a newer payload replaces the one still waiting for its topic; the broker ends with the newest", async () => {
     const broker = await HeldAckBroker.start({ holding: true });
     closers.push(() => broker.close());
-    const config = await mqttTestConfig({
-      broker: { host: broker.host, port: broker.port },
-      instances: { default: false },
-    });
-    const connection = await MqttConnection.open({
-      config: config.Mqtt,
-      subscriptions: [],
-      hooks: { onConnect: () => undefined, onMessage: () => undefined },
-      logger: silentLogger(),
-    });
+    const connection = await openTestConnection(broker);
     closers.push(() => connection.close());
     await waitFor(() => connection.connected, "connected");
     for (let i = 0; i < INFLIGHT_HIGH; i++) connection.publish(`fill/${i}`, "x", 1, true);

@@ -10,11 +10,11 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { silentLogger } from "../../src/log.js";
 import { startEmbeddedBroker } from "../../src/mqtt/broker.js";
-import { INFLIGHT_HIGH, MqttConnection } from "../../src/mqtt/connection.js";
+import { INFLIGHT_HIGH, type MqttConnection } from "../../src/mqtt/connection.js";
 import { HeldAckBroker } from "../../testkit/held-ack-broker.js";
 import { Mosquitto } from "../../testkit/mosquitto.js";
 import { Recorder } from "../../testkit/mqtt-client.js";
-import { mqttTestConfig } from "../../testkit/mqtt-config.js";
+import { openTestConnection } from "../../testkit/mqtt-config.js";
 import { waitFor } from "../../testkit/wait.js";
 
 /** Outlets of the "poll": each has a value (not retained) and a counter (retained) at QoS 0. */
@@ -84,17 +84,7 @@ function brokerSuite(
 
     before(async () => {
       broker = await start();
-      const config = await mqttTestConfig({
-        broker: { host: broker.host, port: broker.port },
-        protocolVersion: version,
-        instances: { default: false },
-      });
-      connection = await MqttConnection.open({
-        config: config.Mqtt,
-        subscriptions: [],
-        hooks: { onMessage: () => undefined },
-        logger: silentLogger(),
-      });
+      connection = await openTestConnection(broker, { protocolVersion: version });
     });
 
     after(async () => {
@@ -163,16 +153,7 @@ describe("a retained topic published at QoS 1 and then at QoS 0", () => {
   it("the broker gets the newer payload last while the older one waits for the QoS 1 window", async (t) => {
     const broker = await HeldAckBroker.start({ holding: true });
     t.after(() => broker.close());
-    const config = await mqttTestConfig({
-      broker: { host: broker.host, port: broker.port },
-      instances: { default: false },
-    });
-    const connection = await MqttConnection.open({
-      config: config.Mqtt,
-      subscriptions: [],
-      hooks: { onMessage: () => undefined },
-      logger: silentLogger(),
-    });
+    const connection = await openTestConnection(broker);
     t.after(() => connection.close());
     for (let i = 0; i < INFLIGHT_HIGH; i++) connection.publish(`fill/${i}`, "x", 1, true);
     await waitFor(() => broker.heldCount >= INFLIGHT_HIGH, "the QoS 1 window full");
