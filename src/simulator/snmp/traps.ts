@@ -1,6 +1,6 @@
 /**
  * The simulated PDU's traps: what a real unit of each family sends when an outlet is switched at
- * its own panel (docs/simulator.md, "Traps"), as SNMPv2c traps to a configured destination. The
+ * its own panel (docs/snmp.md, "The simulator"), as SNMPv2c traps to a configured destination. The
  * notification and its varbinds are those its MIB's TRAP-TYPE or NOTIFICATION-TYPE lists: APC
  * PowerNet rPDUOutletOn/Off, Raritan PDU2 outletSensorStateChange of the outlet's onOff sensor,
  * Sentry4 st4OutletStateChangeEvent, Sentry3 outletChangeEvent, CyberPower ePDUOutletOn/Off
