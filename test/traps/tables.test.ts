@@ -134,6 +134,26 @@ describe("Raritan PDU2-MIB", () => {
   });
 });
 
+describe("Raritan PDU-MIB (PX)", () => {
+  const X = "1.3.6.1.4.1.13742.4";
+  it("powerControl (23): outletOperationalState's row and outletLabel; circuitBreakerTripped (51) and …Recovered (52)", () => {
+    expect(event(`${X}.0.23`, v(`${X}.1.2.2.1.2.6`, "fw-06"), v(`${X}.1.2.2.1.3.6`, 0)), {
+      kind: "outlet-switched",
+      trap: "powerControl",
+      outlet: 6,
+      state: "off",
+      label: "fw-06",
+    });
+    expect(event(`${X}.0.51`, v(`${X}.1.5.2.1.2.1`, "CB1")), {
+      kind: "breaker-tripped",
+      state: "tripped",
+      label: "CB1",
+    });
+    expect(event(`${X}.0.52`), { kind: "breaker-tripped", state: "closed" });
+    expect(event(`${X}.0.2`), { kind: "unit-restarted", trap: "rebootCompleted" });
+  });
+});
+
 describe("ServerTech Sentry4-MIB", () => {
   const S = "1.3.6.1.4.1.1718.4";
   it("st4OutletStateChangeEvent (16): outlet (cord − 1) × 128 + outlet, DeviceState on(1)/off(2)", () => {

@@ -10,7 +10,7 @@ import { displayTextProblem } from "../../display.js";
 import type { TrapReading, TrapRule, TrapTable } from "./trap-rule.js";
 import { APC_TRAPS } from "./traps/apc.js";
 import { FAMILY_TRAPS } from "./traps/families.js";
-import { RARITAN_TRAPS } from "./traps/raritan.js";
+import { RARITAN_PX_TRAPS, RARITAN_TRAPS } from "./traps/raritan.js";
 import { SENTRY4_TRAPS } from "./traps/sentry4.js";
 
 /** SNMPv2-MIB's generic notifications, which every agent sends. */
@@ -26,6 +26,7 @@ export const TRAP_TABLES: readonly TrapTable[] = [
   GENERIC,
   APC_TRAPS,
   RARITAN_TRAPS,
+  RARITAN_PX_TRAPS,
   SENTRY4_TRAPS,
   ...FAMILY_TRAPS,
 ];

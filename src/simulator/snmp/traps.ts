@@ -5,8 +5,8 @@
  * PowerNet rPDUOutletOn/Off, Raritan PDU2 outletSensorStateChange of the outlet's onOff sensor,
  * Sentry4 st4OutletStateChangeEvent, Sentry3 outletChangeEvent, CyberPower ePDUOutletOn/Off
  * (`ePDU`) and pduOutletSwitchedEvent (`ePDU2`), Eaton notifyOutletControlStatus, each with the
- * outlet's name where the MIB carries one. Raritan PX sends none. A trap can be lost on purpose (a
- * test of what the bridge does without it).
+ * outlet's name where the MIB carries one; Raritan PX (PDU-MIB) powerControl. A trap can be lost on
+ * purpose (a test of what the bridge does without it).
  */
 import snmp from "net-snmp";
 import type { SimProfile } from "./units.js";
@@ -57,6 +57,16 @@ const OUTLET_TRAPS: Partial<Record<SimProfile, OutletTrap>> = {
       int("1.3.6.1.4.1.13742.6.0.0.10", 14),
       int(`1.3.6.1.4.1.13742.6.5.4.3.1.3.1.${n}.14`, on ? 7 : 8),
       int("1.3.6.1.4.1.13742.6.0.0.2", on ? 8 : 7),
+    ],
+  ],
+  // PDU-MIB powerControl: objectName, objectInstance, outletLabel, outletOperationalState (off(0), on(1)).
+  "raritan-px": (n, on, name) => [
+    "1.3.6.1.4.1.13742.4.0.23",
+    [
+      str("1.3.6.1.4.1.13742.4.1.1.12.0", "PX"),
+      str("1.3.6.1.4.1.13742.4.1.1.13.0", "rack-px"),
+      str(`1.3.6.1.4.1.13742.4.1.2.2.1.2.${n}`, name),
+      int(`1.3.6.1.4.1.13742.4.1.2.2.1.3.${n}`, on ? 1 : 0),
     ],
   ],
   // Sentry4-MIB st4OutletStateChangeEvent: st4OutletID, st4OutletName, st4OutletState (on(1), off(2)).

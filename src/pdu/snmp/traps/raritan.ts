@@ -5,7 +5,8 @@
  * row (measurements…SensorState.<pduId>.<index>.<sensorType>: SensorStateEnumeration), so the type
  * of sensor decides what the change is. An outlet's onOff(14) sensor is the outlet switched, a
  * protector's trip(15) sensor its trip (open: tripped), a current or power sensor's threshold a
- * load state; any other sensor (voltage, temperature, ...) is a sensor event.
+ * load state; any other sensor (voltage, temperature, ...) is a sensor event. The first-generation
+ * PX's PDU-MIB notifications (1.3.6.1.4.1.13742.4.0) have a table of their own below.
  */
 import {
   indexAfter,
@@ -166,5 +167,62 @@ export const RARITAN_TRAPS: TrapTable = {
     [raritanTrapOid(65)]: sensor("overCurrentProtectorSensorStateChange", protectorSensor),
     [raritanTrapOid(66)]: sensor("externalSensorStateChange"),
     [raritanTrapOid(102)]: sensor("unitSensorStateChange"),
+  },
+};
+
+const PX = "1.3.6.1.4.1.13742.4";
+/** PDU-MIB's outletOperationalState and outletLabel (outletEntry 3, 2: outletIndex), circuitBreakerLabel. */
+export const RARITAN_PX_OUTLET_STATE = `${PX}.1.2.2.1.3`;
+export const RARITAN_PX_OUTLET_LABEL = `${PX}.1.2.2.1.2`;
+const PX_BREAKER_LABEL = `${PX}.1.5.2.1.2`;
+
+/** PDU-MIB powerControl: the outlet from outletOperationalState's row (error(-1), off(0), on(1), cycling(2)). */
+function pxPowerControl(trap: Trap): TrapReading {
+  for (const v of trap.varbinds) {
+    const index = indexAfter(v.oid, RARITAN_PX_OUTLET_STATE);
+    if (index?.length !== 1) continue;
+    const state = typeof v.value === "number" ? v.value : null;
+    return {
+      outlet: outletIndex(index[0]),
+      state: named({ [-1]: "error", 0: "off", 1: "on", 2: "cycling" }, state),
+      label: textUnder(trap, RARITAN_PX_OUTLET_LABEL),
+    };
+  }
+  return { outlet: null, state: null, label: textUnder(trap, RARITAN_PX_OUTLET_LABEL) };
+}
+
+const pxBreaker = (trap: Trap): TrapReading => ({
+  outlet: null,
+  state: null,
+  label: textUnder(trap, PX_BREAKER_LABEL),
+});
+
+/** The trap OID of PDU-MIB's notification `n` (the first-generation PX). */
+export const raritanPxTrapOid = (n: number) => `${PX}.0.${n}`;
+
+/**
+ * Raritan PX's PDU-MIB notifications, under traps (1.3.6.1.4.1.13742.4.0): powerControl carries
+ * outletLabel and outletOperationalState of the outlet switched; circuitBreakerTripped and
+ * …Recovered carry circuitBreakerLabel; rebootCompleted the unit's restart; thresholdAlarm a
+ * sensor's threshold (sensorDescr, thresholdSeverity: what it is is in the texts).
+ */
+export const RARITAN_PX_TRAPS: TrapTable = {
+  family: "Raritan PX",
+  rules: {
+    [raritanPxTrapOid(2)]: { name: "rebootCompleted", kind: "unit-restarted" },
+    [raritanPxTrapOid(23)]: { name: "powerControl", kind: "outlet-switched", read: pxPowerControl },
+    [raritanPxTrapOid(45)]: { name: "thresholdAlarm", kind: "sensor" },
+    [raritanPxTrapOid(51)]: {
+      name: "circuitBreakerTripped",
+      kind: "breaker-tripped",
+      state: "tripped",
+      read: pxBreaker,
+    },
+    [raritanPxTrapOid(52)]: {
+      name: "circuitBreakerRecovered",
+      kind: "breaker-tripped",
+      state: "closed",
+      read: pxBreaker,
+    },
   },
 };
