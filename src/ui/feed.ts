@@ -1,10 +1,11 @@
 /**
  * The console's live feed: turns the bus's events into server-sent events for the open streams of
- * `GET /api/v1/events` (`snapshot`, `status`, `control`, `alarm`; on connect also `alarms` and
- * `recent`) and keeps the outlet power history and the recent events (src/ui/alarms.ts). A part of
- * the service (src/lifecycle.ts): from `start` it hears `snapshot` and `pollFailed` (status and
+ * `GET /api/v1/events` (`snapshot`, `status`, `control`, `alarm`, `trap`; on connect also `alarms`
+ * and `recent`) and keeps the outlet power history and the recent events (src/ui/alarms.ts). A part
+ * of the service (src/lifecycle.ts): from `start` it hears `snapshot` and `pollFailed` (status and
  * snapshot events, the history), `alarms` (alarm events and the recent ones), `control` (the control
- * core's outcomes, from REST and MQTT) and `credentials` (an instance's login problem, in its status).
+ * core's outcomes, from REST and MQTT), `trap` (a trap an instance's PDU sent, src/traps/) and
+ * `credentials` (an instance's login problem, in its status).
  * Among several replicas (`replicas`, ./replicas.ts) it shows the state of the instances it holds
  * from its own polls and that of the others from their holders, hears `ownershipChanged`, and
  * shows the events every replica made, each once. It hears `assets` (assets changed, the feed-loss
