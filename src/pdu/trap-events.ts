@@ -48,8 +48,13 @@ export interface TrapEvent {
   readonly trap: string;
   /** The outlet it is about (the PDU's own 1-based number), when it names one. */
   readonly outlet: number | null;
-  /** What it says: on/off, tripped/closed, normal/warning/critical, a sensor state's name. */
+  /** What it says: on/off, tripped/closed, normal/low/warning/critical, a sensor state's name. */
   readonly state: string | null;
+  /**
+   * The name the trap gives what it is about (the outlet's or protector's label on the PDU), when
+   * it carries one: untrusted text within the bounds that passes the rule for display text.
+   */
+  readonly label: string | null;
 }
 
 const OID_PATTERN = /^[0-9]+(\.[0-9]+){1,127}$/;
@@ -69,10 +74,27 @@ export function outletIndex(value: number | string | null | undefined): number |
     : null;
 }
 
-/** The value of the first varbind whose OID starts with `prefix`, or undefined. */
+/** The first varbind whose OID starts with `prefix` (a column or scalar and its index), or undefined. */
 export function varbindUnder(trap: Trap, prefix: string): TrapVarbind | undefined {
   const start = `${prefix}.`;
   return trap.varbinds.find((v) => v.oid.startsWith(start));
+}
+
+/** The number the first varbind under `prefix` holds, or null. */
+export function numberUnder(trap: Trap, prefix: string): number | null {
+  const value = varbindUnder(trap, prefix)?.value;
+  return typeof value === "number" ? value : null;
+}
+
+/** The text the first varbind under `prefix` holds, or null. */
+export function textUnder(trap: Trap, prefix: string): string | null {
+  const value = varbindUnder(trap, prefix)?.value;
+  return typeof value === "string" ? value : null;
+}
+
+/** The name a MIB's enumeration gives `value`, or null (not a number, or not a value it names). */
+export function named(names: Readonly<Record<number, string>>, value: number | null): string | null {
+  return value === null ? null : (names[value] ?? null);
 }
 
 /** The sub-identifiers of a varbind's OID after `prefix` (its table index), or null. */

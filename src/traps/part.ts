@@ -112,6 +112,7 @@ export class TrapPart {
     for (const user of v3Users(config)) authorizer.addUser(user);
     try {
       await bound(receiver);
+      widenBuffer(receiver);
       return receiver;
     } catch (error) {
       receiver.close();
@@ -207,6 +208,23 @@ function v3Users(config: Config): Record<string, unknown>[] {
     });
   }
   return [...users.values()];
+}
+
+/**
+ * The socket's receive buffer: a burst of traps waits there while the loop is busy (a poll's
+ * answer, a GC) instead of being dropped by the kernel. The kernel caps it (net.core.rmem_max): the
+ * memory it holds is the kernel's and bounded.
+ */
+export const TRAP_RECEIVE_BUFFER = 4 * 1024 * 1024;
+
+function widenBuffer(receiver: Receiver): void {
+  for (const socket of Object.values(receiver.listener.sockets ?? {})) {
+    try {
+      socket.setRecvBufferSize(TRAP_RECEIVE_BUFFER);
+    } catch {
+      // A kernel that refuses keeps its default buffer: traps beyond it are lost as UDP is.
+    }
+  }
 }
 
 /** Resolves when the receiver's socket listens; rejects with its bind error (a port taken). */

@@ -1,10 +1,11 @@
 /**
  * The console's live feed: turns the bus's events into server-sent events for the open streams of
- * `GET /api/v1/events` (`snapshot`, `status`, `control`, `alarm`; on connect also `alarms` and
- * `recent`) and keeps the outlet power history and the recent events (src/ui/alarms.ts). A part of
- * the service (src/lifecycle.ts): from `start` it hears `snapshot` and `pollFailed` (status and
+ * `GET /api/v1/events` (`snapshot`, `status`, `control`, `alarm`, `trap`; on connect also `alarms`
+ * and `recent`) and keeps the outlet power history and the recent events (src/ui/alarms.ts). A part
+ * of the service (src/lifecycle.ts): from `start` it hears `snapshot` and `pollFailed` (status and
  * snapshot events, the history), `alarms` (alarm events and the recent ones), `control` (the control
- * core's outcomes, from REST and MQTT) and `credentials` (an instance's login problem, in its status).
+ * core's outcomes, from REST and MQTT), `trap` (a trap an instance's PDU sent, src/traps/) and
+ * `credentials` (an instance's login problem, in its status).
  * Among several replicas (`replicas`, ./replicas.ts) it shows the state of the instances it holds
  * from its own polls and that of the others from their holders, hears `ownershipChanged`, and
  * shows the events every replica made, each once. It hears `assets` (assets changed, the feed-loss
@@ -30,7 +31,14 @@
  * - each event is serialised once, however many streams get it.
  */
 import type { ServerResponse } from "node:http";
-import type { AlarmsEvent, AssetsEvent, ControlEvent, EventBus, OwnershipChangedEvent } from "../bus.js";
+import type {
+  AlarmsEvent,
+  AssetsEvent,
+  ControlEvent,
+  EventBus,
+  OwnershipChangedEvent,
+  TrapBusEvent,
+} from "../bus.js";
 import type { Config } from "../config/schema.js";
 import { clientKey } from "../http/client-address.js";
 import { SETTINGS_ACTION } from "../control/settings.js";
@@ -51,6 +59,7 @@ import {
   type ReconnectEventData,
   type SnapshotEventData,
   type StatusEventData,
+  type TrapEventData,
   type WireActiveAlarm,
   type WireAlarm,
   type WireInstanceStatus,
@@ -62,6 +71,8 @@ import {
 export { clientKey };
 
 export const DEFAULT_MAX_STREAMS = 64;
+/** Trap events of one instance shown (recent events, `trap` events) per second; the rest are not. */
+export const TRAPS_SHOWN_PER_SECOND = 5;
 /**
  * Streams one client address may hold: more than a browser opens to one origin over HTTP/1.1 (six
  * connections), so one person's tabs fit, and a few addresses cannot fill {@link DEFAULT_MAX_STREAMS}.
@@ -355,6 +366,8 @@ export class ConsoleFeed {
   readonly #perClient = new Map<string, number>();
   /** Alarm changes and control outcomes, sent to a page when it connects. */
   readonly #recent = new RecentEvents();
+  /** Trap events shown in the current second, per configured instance. */
+  readonly #trapsShown = new Map<string, { second: number; count: number }>();
   #heartbeat: NodeJS.Timeout | null = null;
   #closed = false;
   #evictionLoggedAt = Number.NEGATIVE_INFINITY;
@@ -413,6 +426,7 @@ export class ConsoleFeed {
       pollFailed: onStoreEvent,
       alarms: (event) => this.#onAlarms(event),
       control: (event) => this.#onControl(event),
+      trap: (event) => this.#onTrap(event),
       credentials: ({ instanceId }) => this.statusChanged(instanceId),
       ownershipChanged: (event) => this.#onOwnership(event),
       assets: (event) => this.#onAssets(event),
@@ -870,6 +884,33 @@ export class ConsoleFeed {
     const { kind: _kind, ...made } = this.#own({ kind: "control", ...data });
     this.#recent.add({ kind: "control", ...made });
     if (this.#streams.size > 0) this.#broadcast(frame("control", made));
+  }
+
+  /**
+   * A trap from an instance's PDU (src/traps/): kept among the recent events and sent as a `trap`
+   * event, at most {@link TRAPS_SHOWN_PER_SECOND} a second per instance (a PDU that floods fills
+   * neither the panel nor the streams; its traps are still counted in the metrics).
+   */
+  #onTrap({ instanceId, at, event }: TrapBusEvent): void {
+    if (!this.#held(instanceId) || !this.#configured(instanceId)) return;
+    const second = Math.floor(at / 1000);
+    const shown = this.#trapsShown.get(instanceId);
+    if (shown?.second === second && shown.count >= TRAPS_SHOWN_PER_SECOND) return;
+    this.#trapsShown.set(instanceId, { second, count: shown?.second === second ? shown.count + 1 : 1 });
+    const data: TrapEventData = {
+      instanceId,
+      atUtc: iso(at),
+      trap: {
+        kind: event.kind,
+        name: event.trap,
+        outlet: event.outlet,
+        state: event.state,
+        label: event.label,
+      },
+    };
+    const { kind: _kind, ...made } = this.#own({ kind: "trap", ...data });
+    this.#recent.add({ kind: "trap", ...made });
+    if (this.#streams.size > 0) this.#broadcast(frame("trap", made));
   }
 
   /**

@@ -205,9 +205,33 @@ const AlarmEvent = Type.Object(
   { additionalProperties: false },
 );
 
+const TrapEvent = Type.Object(
+  {
+    kind: Type.Literal("trap"),
+    instanceId: InstanceId,
+    atUtc: time(),
+    trap: Type.Object(
+      {
+        kind: Type.Union(
+          (
+            ["outlet-switched", "breaker-tripped", "load-state", "sensor", "unit-restarted", "other"] as const
+          ).map((k) => Type.Literal(k)),
+        ),
+        name: text(256),
+        outlet: nullable(Type.Integer({ minimum: 1, maximum: 4096 })),
+        state: nullable(text(256)),
+        label: nullable(text(256)),
+      },
+      { additionalProperties: false },
+    ),
+    by: Type.Optional(text(63)),
+  },
+  { additionalProperties: false },
+);
+
 /** One entry of a replica's own events, numbered in the order it made them. */
 const OwnEvent = Type.Object(
-  { seq: Type.Integer({ minimum: 0 }), event: Type.Union([ControlEvent, AlarmEvent]) },
+  { seq: Type.Integer({ minimum: 0 }), event: Type.Union([ControlEvent, AlarmEvent, TrapEvent]) },
   { additionalProperties: false },
 );
 

@@ -321,7 +321,7 @@ export class ReplicaConsole {
     for (const { seq, event } of events.list) {
       if (seq <= last) continue;
       last = seq;
-      const instanceId = event.kind === "control" ? event.instanceId : event.alarm.instanceId;
+      const instanceId = event.kind === "alarm" ? event.alarm.instanceId : event.instanceId;
       if (this.#options.configured(instanceId)) taken.push({ ...event, by: member });
     }
     this.#cursors.set(member, { identity, cursor: last });

@@ -238,9 +238,33 @@ export interface AlarmEventData {
   readonly by?: string;
 }
 
-/** One entry of the recent events: an alarm change or a control outcome. */
+/**
+ * Data of a `trap` event: what an SNMP trap from an instance's PDU told (docs/events.md, "SNMP
+ * traps"), as the bus's `trap` event has it. `label` and `state` are the PDU's words: untrusted
+ * text, shown as text.
+ */
+export interface TrapEventData {
+  readonly instanceId: string;
+  readonly atUtc: string;
+  readonly trap: {
+    readonly kind:
+      "outlet-switched" | "breaker-tripped" | "load-state" | "sensor" | "unit-restarted" | "other";
+    /** The notification's name in its MIB, or the trap OID. */
+    readonly name: string;
+    /** The PDU's own 1-based outlet number, when the trap names one. */
+    readonly outlet: number | null;
+    readonly state: string | null;
+    readonly label: string | null;
+  };
+  /** Among several replicas: the replica that received it (the instance's holder). */
+  readonly by?: string;
+}
+
+/** One entry of the recent events: an alarm change, a control outcome or a trap. */
 export type WireRecentEvent =
-  ({ readonly kind: "alarm" } & AlarmEventData) | ({ readonly kind: "control" } & ControlEventData);
+  | ({ readonly kind: "alarm" } & AlarmEventData)
+  | ({ readonly kind: "control" } & ControlEventData)
+  | ({ readonly kind: "trap" } & TrapEventData);
 
 /** Data of a `recent` event (on connect): the latest events, newest first. */
 export interface RecentEventData {

@@ -163,7 +163,7 @@ describe("SNMP traps", () => {
   });
 
   it("snmptrap v2c with a configured community, and v3 authPriv with the instance's user, are accepted", async () => {
-    await snmptrapV2c(trapPort, COMMUNITY, "127.0.0.1", "1.3.6.1.4.1.318.2.3.1.0", "i", "5");
+    await snmptrapV2c(trapPort, COMMUNITY, "127.0.0.1", "1.3.6.1.4.1.318.1.1.12.3.3.1.1.1.0", "i", "5");
     await snmptrapV3(trapPort, V3.authKey);
     await waitFor(async () => {
       const text = await metrics();
@@ -224,7 +224,7 @@ describe("SNMP traps", () => {
   it("a hostile trap from a configured PDU is read within the bounds and throws nothing", async () => {
     const session = snmp.createSession("127.0.0.1", COMMUNITY, { trapPort, version: snmp.Version2c });
     const huge: snmp.Varbind[] = [
-      { oid: "1.3.6.1.4.1.318.2.3.1.0", type: snmp.ObjectType.Integer, value: 2 ** 31 - 1 },
+      { oid: "1.3.6.1.4.1.318.1.1.12.3.3.1.1.1.0", type: snmp.ObjectType.Integer, value: 2 ** 31 - 1 },
       ...Array.from({ length: 100 }, (_, i) => ({
         oid: `1.3.6.1.4.1.318.2.3.3.${i}`,
         type: snmp.ObjectType.OctetString,

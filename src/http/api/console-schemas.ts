@@ -15,8 +15,10 @@ export const EVENTS_SCHEMA = {
     "consecutive failures, device count, total power, label, model, alarm counts, most loaded phase, bank or breaker), " +
     "`snapshot` (the latest snapshot of an instance with each load against its rating and its active " +
     "alarms, on connect and after every poll or commanded state change), `control` (the outcome of every " +
-    "control request, REST or MQTT), `alarm` (an alarm raised, changed or cleared), and on connect " +
-    "`alarms` (every active alarm) and `recent` (the latest alarm and control events). " +
+    "control request, REST or MQTT), `alarm` (an alarm raised, changed or cleared), `trap` (what an " +
+    "SNMP trap from an instance's PDU told: kind, notification, outlet, state, label; at most 5 a second " +
+    "per instance), and on connect `alarms` (every active alarm) and `recent` (the latest alarm, " +
+    "control and trap events). " +
     "`assets` (`{changed, feeds, reconfigured}`, at most one each half second: assets changed, or the " +
     "feed-loss projection was made again; read `/api/v1/assets` and `/api/v1/feeds` again). " +
     "`?instance=` limits the snapshot events to one instance, " +

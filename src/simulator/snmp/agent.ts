@@ -21,6 +21,7 @@
 import { createSocket } from "node:dgram";
 import snmp from "net-snmp";
 import type { FleetMembership } from "../types.js";
+import { familyChain } from "./families.js";
 import { joinSnmpFleet } from "./fleet-unit.js";
 import type { SnmpControl } from "./tables.js";
 import { TrapSender, type TrapDestination } from "./traps.js";
@@ -316,7 +317,8 @@ function panelOf(
     panelSwitch: (outlet, action) => {
       unit.switch(outlet, action);
       refresh();
-      traps?.outletSwitched(outlet, action === "on");
+      const name = unit.outlets[outlet - 1]?.name ?? `Outlet ${outlet}`;
+      traps?.outletSwitched(outlet, action === "on", name, unit.outlets.length / familyChain(unit.profile));
     },
     setTrapsLost: (lost) => traps?.setLost(lost),
     trapsSent: () => traps?.sent ?? 0,

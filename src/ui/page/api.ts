@@ -11,6 +11,7 @@ import type {
   RecentEventData,
   SnapshotEventData,
   StatusEventData,
+  TrapEventData,
 } from "../wire.js";
 import { API_PATHS, API_ROUTES, fillPath } from "../../http/api/paths.js";
 import { sessionHeaders, signIn, signInEnabled } from "./session.js";
@@ -164,6 +165,7 @@ export interface FeedHandlers {
   snapshot(this: void, data: SnapshotEventData): void;
   control(this: void, data: ControlEventData): void;
   alarm(this: void, data: AlarmEventData): void;
+  trap(this: void, data: TrapEventData): void;
   alarms(this: void, data: AlarmsEventData): void;
   recent(this: void, data: RecentEventData): void;
   assets(this: void, data: AssetsEventData): void;
@@ -211,6 +213,7 @@ export class Feed {
     source.addEventListener("snapshot", parse(this.#handlers.snapshot));
     source.addEventListener("control", parse(this.#handlers.control));
     source.addEventListener("alarm", parse(this.#handlers.alarm));
+    source.addEventListener("trap", parse(this.#handlers.trap));
     source.addEventListener("alarms", parse(this.#handlers.alarms));
     source.addEventListener("recent", parse(this.#handlers.recent));
     source.addEventListener("assets", parse(this.#handlers.assets));

@@ -1,11 +1,19 @@
 /**
- * The "Recent events" panel: alarms raised, changed and cleared, and control actions from every
+ * The "Recent events" panel: alarms raised, changed and cleared, control actions from every
  * surface, each saying who asked (the signed-in console user by name, a machine with the API key,
- * or an MQTT command), and among several replicas the replica that carried a control out. The
- * service sends the latest on connect; the panel keeps what it shows bounded, newest first (an
- * event of another replica arrives a little after it happened: it takes its place by time).
+ * or an MQTT command), and what SNMP traps from the PDUs told (its kind, the outlet and the name
+ * the PDU gives it, the state), and among several replicas the replica that carried a control out
+ * or received a trap. The service sends the latest on connect; the panel keeps what it shows
+ * bounded, newest first (an event of another replica arrives a little after it happened: it takes
+ * its place by time). Everything a PDU sent is shown as text.
  */
-import type { AlarmEventData, ControlEventData, WireActiveAlarm, WireRecentEvent } from "../wire.js";
+import type {
+  AlarmEventData,
+  ControlEventData,
+  TrapEventData,
+  WireActiveAlarm,
+  WireRecentEvent,
+} from "../wire.js";
 import { h, replace } from "./dom.js";
 import { commandOf, href, state } from "./state.js";
 
@@ -88,10 +96,53 @@ function controlEntry(e: ControlEventData): HTMLElement {
   );
 }
 
+/** What each kind of trap says happened, and its badge. */
+const TRAP_KINDS: Readonly<Record<TrapEventData["trap"]["kind"], { what: string; badge: string }>> = {
+  "outlet-switched": { what: "outlet switched", badge: "neutral" },
+  "breaker-tripped": { what: "breaker", badge: "critical" },
+  "load-state": { what: "load", badge: "warning" },
+  sensor: { what: "sensor", badge: "neutral" },
+  "unit-restarted": { what: "unit restarted", badge: "neutral" },
+  other: { what: "trap", badge: "neutral" },
+};
+
+/** "Trap: outlet switched, outlet 4 “web-04” off (rPDUOutletOff) on rack-a". */
+function trapEntry(e: TrapEventData): HTMLElement {
+  const t = e.trap;
+  const kind = TRAP_KINDS[t.kind] ?? TRAP_KINDS.other;
+  const place =
+    t.outlet === null
+      ? t.label === null
+        ? ""
+        : ` “${t.label}”`
+      : `, outlet ${t.outlet}${t.label === null ? "" : ` “${t.label}”`}`;
+  const badge = t.kind === "breaker-tripped" && t.state !== "tripped" ? "neutral" : kind.badge;
+  return h(
+    "li",
+    { class: `ev ev-trap trap-${t.kind}`, "data-instance": e.instanceId },
+    h("time", { datetime: e.atUtc }, time(e.atUtc)),
+    h("span", { class: `badge ${badge}` }, "trap"),
+    h(
+      "span",
+      { class: "what" },
+      `Trap: ${kind.what}${place}${t.state === null ? "" : ` ${t.state}`} `,
+      h("span", { class: "sub" }, `(${t.name})`),
+      " on ",
+      h("a", { href: href.pdu(e.instanceId) }, e.instanceId),
+      e.by === undefined ? null : h("span", { class: "sub by" }, ` · by replica ${e.by}`),
+    ),
+  );
+}
+
+function entry(e: WireRecentEvent): HTMLElement {
+  if (e.kind === "alarm") return alarmEntry(e);
+  return e.kind === "control" ? controlEntry(e) : trapEntry(e);
+}
+
 export class EventsPanel {
   readonly element: HTMLElement;
   readonly #list = h("ol", { class: "log" });
-  readonly #empty = h("p", { class: "note" }, "Nothing yet: alarms and control actions show here.");
+  readonly #empty = h("p", { class: "note" }, "Nothing yet: alarms, control actions and traps show here.");
   #entries: WireRecentEvent[] = [];
 
   constructor() {
@@ -120,6 +171,6 @@ export class EventsPanel {
 
   #render(): void {
     this.#empty.hidden = this.#entries.length > 0;
-    replace(this.#list, ...this.#entries.map((e) => (e.kind === "alarm" ? alarmEntry(e) : controlEntry(e))));
+    replace(this.#list, ...this.#entries.map(entry));
   }
 }

@@ -175,6 +175,9 @@ const feed = new Feed({
     alarmsPanel.changed();
     eventsPanel.add({ kind: "alarm", ...data });
   },
+  trap(data) {
+    eventsPanel.add({ kind: "trap", ...data });
+  },
   alarms(data) {
     state.alarms.clear();
     for (const a of data.alarms) state.alarms.set(alarmKey(a), a);

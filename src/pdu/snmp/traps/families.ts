@@ -1,36 +1,68 @@
 /**
  * The trap tables of the families added after the first three: Eaton's EATON-EPDU-MIB
- * notifications (1.3.6.1.4.1.534.6.6.7.0). Each notification carries the row it is about: an
- * outlet's control status (outletControlStatus.<strappingIndex>.<outletIndex>: off(0), on(1),
- * pendingOff(2), pendingOn(3)), a group's breaker (groupBreakerStatus: breakerOn(1), breakerOff(2)).
- * CyberPower's and Sentry3's notifications are not read yet: their traps are `other` events, which
- * still poll the instance at once.
+ * notifications (1.3.6.1.4.1.534.6.6.7.0) here, CyberPower's (./cyberpower.ts) and Sentry3's
+ * (./sentry3.ts) beside it. Each Eaton notification carries strappingIndex and the row it is about:
+ *
+ * - notifyOutletControlStatus: outletIndex, outletControlStatus.<strappingIndex>.<outletIndex>
+ *   (off(0), on(1), pendingOff(2), pendingOn(3));
+ * - notifyGroupBreakerStatus: groupIndex, groupBreakerStatus (breakerOn(1), breakerOff(2): a
+ *   breaker-group's breaker open, which a unit reports when it trips);
+ * - the threshold notifications: the value and its …ThStatus (good(0), lowWarning(1),
+ *   lowCritical(2), highWarning(3), highCritical(4)).
  */
-import { indexAfter, outletIndex, type Trap } from "../../trap-events.js";
-import type { TrapTable } from "../trap-rule.js";
+import { indexAfter, named, outletIndex, type Trap } from "../../trap-events.js";
+import type { TrapReading, TrapTable } from "../trap-rule.js";
+import { CYBERPOWER_TRAPS } from "./cyberpower.js";
+import { SENTRY3_TRAPS } from "./sentry3.js";
 
 const EP = "1.3.6.1.4.1.534.6.6.7";
-/** outletControlStatus and groupBreakerStatus. */
+/** outletControlStatus (outletControlEntry 2: strappingIndex, outletIndex). */
 export const EATON_OUTLET_CONTROL_STATUS = `${EP}.6.6.1.2`;
-const GROUP_BREAKER_STATUS = `${EP}.5.1.1.5`;
+/** groupBreakerStatus (groupEntry 5). */
+export const EATON_GROUP_BREAKER_STATUS = `${EP}.5.1.1.5`;
+/** inputCurrentThStatus, groupCurrentThStatus, outletCurrentThStatus. */
+const INPUT_CURRENT_TH_STATUS = `${EP}.3.3.1.5`;
+const GROUP_CURRENT_TH_STATUS = `${EP}.5.4.1.4`;
+export const EATON_OUTLET_CURRENT_TH_STATUS = `${EP}.6.4.1.4`;
 
-function outletControl(trap: Trap) {
+/** A …ThStatus as a load state. */
+const TH_STATES: Readonly<Record<number, string>> = {
+  0: "normal",
+  1: "low",
+  2: "low",
+  3: "warning",
+  4: "critical",
+};
+
+/** The index and value of the first varbind under `column`. */
+function row(trap: Trap, column: string): { index: number[] | null; value: number | null } {
   for (const v of trap.varbinds) {
-    const index = indexAfter(v.oid, EATON_OUTLET_CONTROL_STATUS);
-    if (index === null || index.length !== 2) continue;
-    const state = ({ 0: "off", 1: "on", 2: "pendingOff", 3: "pendingOn" } as Record<number, string>)[
-      typeof v.value === "number" ? v.value : -1
-    ];
-    return { outlet: outletIndex(index[1]), state: state ?? null };
+    const index = indexAfter(v.oid, column);
+    if (index !== null) return { index, value: typeof v.value === "number" ? v.value : null };
   }
-  return { outlet: null, state: null };
+  return { index: null, value: null };
 }
 
-function breaker(trap: Trap) {
-  const v = trap.varbinds.find((b) => b.oid.startsWith(`${GROUP_BREAKER_STATUS}.`));
-  const state = v?.value === 2 ? "tripped" : v?.value === 1 ? "closed" : null;
-  return { outlet: null, state };
+function outletControl(trap: Trap): TrapReading {
+  const { index, value } = row(trap, EATON_OUTLET_CONTROL_STATUS);
+  return {
+    outlet: index?.length === 2 ? outletIndex(index[1]) : null,
+    state: named({ 0: "off", 1: "on", 2: "pendingOff", 3: "pendingOn" }, value),
+  };
 }
+
+function breaker(trap: Trap): TrapReading {
+  const { value } = row(trap, EATON_GROUP_BREAKER_STATUS);
+  return { outlet: null, state: value === 2 ? "tripped" : value === 1 ? "closed" : null };
+}
+
+const threshold =
+  (column: string, ofOutlet: boolean) =>
+  (trap: Trap): TrapReading => {
+    const { index, value } = row(trap, column);
+    const outlet = ofOutlet && index?.length === 2 ? outletIndex(index[1]) : null;
+    return { outlet, state: named(TH_STATES, value) };
+  };
 
 /** The trap OID of EATON-EPDU-MIB's notification `n`. */
 export const eatonTrapOid = (n: number) => `${EP}.0.${n}`;
@@ -40,14 +72,29 @@ const EATON_TRAPS: TrapTable = {
   rules: {
     [eatonTrapOid(4)]: { name: "notifyBootUp", kind: "unit-restarted" },
     [eatonTrapOid(11)]: { name: "notifyInputVoltageThStatus", kind: "sensor" },
-    [eatonTrapOid(12)]: { name: "notifyInputCurrentThStatus", kind: "load-state" },
-    [eatonTrapOid(22)]: { name: "notifyGroupCurrentThStatus", kind: "load-state" },
+    [eatonTrapOid(12)]: {
+      name: "notifyInputCurrentThStatus",
+      kind: "load-state",
+      read: threshold(INPUT_CURRENT_TH_STATUS, false),
+    },
+    [eatonTrapOid(21)]: { name: "notifyGroupVoltageThStatus", kind: "sensor" },
+    [eatonTrapOid(22)]: {
+      name: "notifyGroupCurrentThStatus",
+      kind: "load-state",
+      read: threshold(GROUP_CURRENT_TH_STATUS, false),
+    },
     [eatonTrapOid(23)]: { name: "notifyGroupBreakerStatus", kind: "breaker-tripped", read: breaker },
-    [eatonTrapOid(32)]: { name: "notifyOutletCurrentThStatus", kind: "load-state" },
+    [eatonTrapOid(31)]: { name: "notifyOutletVoltageThStatus", kind: "sensor" },
+    [eatonTrapOid(32)]: {
+      name: "notifyOutletCurrentThStatus",
+      kind: "load-state",
+      read: threshold(EATON_OUTLET_CURRENT_TH_STATUS, true),
+    },
     [eatonTrapOid(33)]: { name: "notifyOutletControlStatus", kind: "outlet-switched", read: outletControl },
     [eatonTrapOid(41)]: { name: "notifyTemperatureThStatus", kind: "sensor" },
     [eatonTrapOid(42)]: { name: "notifyHumidityThStatus", kind: "sensor" },
+    [eatonTrapOid(43)]: { name: "notifyContactState", kind: "sensor" },
   },
 };
 
-export const FAMILY_TRAPS: readonly TrapTable[] = [EATON_TRAPS];
+export const FAMILY_TRAPS: readonly TrapTable[] = [EATON_TRAPS, CYBERPOWER_TRAPS, SENTRY3_TRAPS];
