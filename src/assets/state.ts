@@ -196,9 +196,13 @@ const WATTS: Readonly<Record<string, number>> = { W: 1, "": 1, kW: 1000 };
 const AMPS: Readonly<Record<string, number>> = { A: 1, "": 1, mA: 0.001 };
 const KWH: Readonly<Record<string, number>> = { kWh: 1, "": 1, Wh: 0.001 };
 
-/** The figures of an outlet's measurements, in one pass (a type is unique within an outlet). */
+/** The one {@link Figures} every read fills (a read is synchronous: nothing keeps it between two). */
+const FIGURES: Figures = { power: null, current: null, energy: null, energyLifetime: null };
+
+/** The figures of an outlet's measurements, in one pass (a type is unique within an outlet), into {@link FIGURES}. */
 function figuresOf(measurements: readonly Measurement[]): Figures {
-  const f: Figures = { power: null, current: null, energy: null, energyLifetime: null };
+  const f = FIGURES;
+  f.power = f.current = f.energy = f.energyLifetime = null;
   // Indexed: the engine iterates the model's frozen arrays slowly otherwise.
   for (let i = 0; i < measurements.length; i++) {
     const m = measurements[i]!;
@@ -210,13 +214,61 @@ function figuresOf(measurements: readonly Measurement[]): Figures {
   return f;
 }
 
-/** One cord read from its instance's reading. */
+/**
+ * A cord's reading as the book keeps it: one object per cord for the life of the book, written in
+ * place by {@link readCordInto} (what a poll stored in a new object would outlive the young
+ * generation and die in the old one). Readers see it as a {@link CordReading}.
+ */
+export type CordSlot = { -readonly [K in keyof CordReading]: CordReading[K] };
+
+/** What a read moved: nothing, a value only, or what the asset shows (status, problem, device). */
+export const MOVED_NOTHING = 0;
+export const MOVED_VALUE = 1;
+export const MOVED_SHOWN = 3;
+
+/** A cord not read yet (every reading is built with its fields in one order: one shape for the engine). */
+function blankReading(cord: Cord, position: number): CordSlot {
+  return {
+    cord: position,
+    instance: cord.instance,
+    deviceId: null,
+    index: cord.outlet,
+    resolved: false,
+    status: "unknown",
+    outletState: null,
+    problem: null,
+    detail: null,
+    power: null,
+    current: null,
+    energy: null,
+    energyLifetime: null,
+    feedsFrom: null,
+    feed: null,
+  };
+}
+
+/** One cord read from its instance's reading: a new object (the from-scratch way, and a book's first read). */
 export function readCord(
   model: AssetModel,
   cord: Cord,
   position: number,
   reading: InstanceReading | undefined,
-): CordReading {
+): CordSlot {
+  const slot = blankReading(cord, position);
+  readCordInto(slot, model, cord, reading);
+  return slot;
+}
+
+/**
+ * Reads the cord from its instance's reading into `into`, writing only the fields whose value
+ * differs; answers what moved ({@link MOVED_NOTHING}, {@link MOVED_VALUE}, {@link MOVED_SHOWN}).
+ */
+export function readCordInto(
+  into: CordSlot,
+  model: AssetModel,
+  cord: Cord,
+  reading: InstanceReading | undefined,
+): number {
   const snapshot = reading?.snapshot ?? null;
   const resolution: Resolution =
     reading?.elsewhere === true
@@ -229,30 +281,14 @@ export function readCord(
       : resolveCord(cord, snapshot);
   if (!resolution.ok) {
     // Without a device, the instance's feed holds only where no device of it has a feed of its own.
+    const { deviceId } = resolution;
     const feed =
-      resolution.deviceId !== null
-        ? feedOf(model, cord.instance, resolution.deviceId)
+      deviceId !== null
+        ? feedOf(model, cord.instance, deviceId)
         : model.deviceFeeds.has(cord.instance)
           ? null
           : (model.instanceFeeds.get(cord.instance) ?? null);
-    // Every reading is built with its fields in one order (one shape for the engine: no spreads).
-    return {
-      cord: position,
-      instance: cord.instance,
-      deviceId: resolution.deviceId,
-      index: cord.outlet,
-      resolved: false,
-      status: "unknown",
-      outletState: null,
-      problem: resolution.problem,
-      detail: resolution.detail,
-      power: null,
-      current: null,
-      energy: null,
-      energyLifetime: null,
-      feedsFrom: null,
-      feed,
-    };
+    return write(into, deviceId, false, "unknown", null, resolution.problem, resolution.detail, feed);
   }
   const { device, outlet } = resolution;
   const online = reading?.online === true;
@@ -263,29 +299,112 @@ export function readCord(
       : outlet.state === "off"
         ? "off"
         : "unknown";
-  const feedsFrom =
-    outlet.feedsFrom !== undefined && device.entities.some((e) => e.key === outlet.feedsFrom)
-      ? outlet.feedsFrom
-      : null;
   const problem: CordProblem | null = !online ? "offline" : status === "unknown" ? "state-unknown" : null;
-  const f = figuresOf(outlet.measurements);
-  return {
-    cord: position,
-    instance: cord.instance,
-    deviceId: device.id,
-    index: cord.outlet,
-    resolved: true,
+  const detail =
+    problem === null
+      ? null
+      : problem === "state-unknown"
+        ? STATE_UNKNOWN
+        : // The same text as before keeps the string before (no new one kept per poll).
+          into.problem === "offline"
+          ? (into.detail ?? offlineDetail(cord.instance))
+          : offlineDetail(cord.instance);
+  const moved = write(
+    into,
+    device.id,
+    true,
     status,
-    outletState: outlet.state,
+    outlet.state,
     problem,
-    detail: problem === null ? null : problem === "offline" ? offlineDetail(cord.instance) : STATE_UNKNOWN,
-    power: online ? f.power : null,
-    current: online ? f.current : null,
-    energy: online ? f.energy : null,
-    energyLifetime: lifetimeKwh(reading, device.id, cord.outlet) ?? f.energyLifetime,
-    feedsFrom,
-    feed: feedOf(model, cord.instance, device.id),
-  };
+    detail,
+    feedOf(model, cord.instance, device.id),
+  );
+  return moved | writeFigures(into, device, outlet, online, lifetimeKwh(reading, device.id, cord.outlet));
+}
+
+/** Writes a resolved cord's figures and `feedsFrom`; answers what moved. */
+function writeFigures(
+  into: CordSlot,
+  device: Device,
+  outlet: Outlet,
+  online: boolean,
+  lifetime: number | null,
+): number {
+  const f = figuresOf(outlet.measurements);
+  const power = online ? f.power : null;
+  const current = online ? f.current : null;
+  const energy = online ? f.energy : null;
+  const energyLifetime = lifetime ?? f.energyLifetime;
+  const feedsFrom =
+    outlet.feedsFrom !== undefined && hasEntity(device, outlet.feedsFrom) ? outlet.feedsFrom : null;
+  if (
+    into.power === power &&
+    into.current === current &&
+    into.energy === energy &&
+    into.energyLifetime === energyLifetime &&
+    into.feedsFrom === feedsFrom
+  )
+    return MOVED_NOTHING;
+  into.power = power;
+  into.current = current;
+  into.energy = energy;
+  into.energyLifetime = energyLifetime;
+  into.feedsFrom = feedsFrom;
+  return MOVED_VALUE;
+}
+
+function hasEntity(device: Device, key: string): boolean {
+  const entities = device.entities;
+  for (let i = 0; i < entities.length; i++) if (entities[i]!.key === key) return true;
+  return false;
+}
+
+/**
+ * Writes what a read found besides the figures (an unresolved cord's figures and `feedsFrom` are
+ * none); answers what moved.
+ */
+function write(
+  into: CordSlot,
+  deviceId: string | null,
+  resolved: boolean,
+  status: CordStatus,
+  outletState: OutletState | null,
+  problem: CordProblem | null,
+  detail: string | null,
+  feed: string | null,
+): number {
+  let moved = MOVED_NOTHING;
+  if (into.deviceId !== deviceId || into.status !== status || into.problem !== problem) {
+    into.deviceId = deviceId;
+    into.status = status;
+    into.problem = problem;
+    moved = MOVED_SHOWN;
+  }
+  if (
+    into.resolved !== resolved ||
+    into.outletState !== outletState ||
+    into.detail !== detail ||
+    into.feed !== feed
+  ) {
+    into.resolved = resolved;
+    into.outletState = outletState;
+    into.detail = detail;
+    into.feed = feed;
+    moved |= MOVED_VALUE;
+  }
+  if (
+    !resolved &&
+    (into.power !== null ||
+      into.current !== null ||
+      into.energy !== null ||
+      into.energyLifetime !== null ||
+      into.feedsFrom !== null)
+  ) {
+    into.power = into.current = into.energy = into.energyLifetime = null;
+    into.feedsFrom = null;
+    moved |= MOVED_VALUE;
+  }
+  return moved;
 }
 
 function lifetimeKwh(reading: InstanceReading | undefined, deviceId: string, index: number): number | null {
@@ -303,7 +422,8 @@ function sum(
   offCountsZero: boolean,
 ): number | null {
   let total = 0;
-  for (const r of readings) {
+  for (let i = 0; i < readings.length; i++) {
+    const r = readings[i]!;
     const v = pick(r);
     if (v !== null) total += v;
     else if (!(offCountsZero && r.status === "off")) return null;
@@ -311,9 +431,31 @@ function sum(
   return total;
 }
 
+const POWER = (r: CordReading): number | null => r.power;
+const CURRENT = (r: CordReading): number | null => r.current;
+const ENERGY = (r: CordReading): number | null => r.energy;
+const LIFETIME = (r: CordReading): number | null => r.energyLifetime;
+
+/** The cords live, and the asset's power state from its cords' statuses. */
+function powerState(readings: readonly CordReading[]): { live: number; state: AssetPowerState } {
+  let live = 0;
+  let off = 0;
+  let unknown = 0;
+  for (let i = 0; i < readings.length; i++) {
+    const status = readings[i]!.status;
+    if (status === "live") live++;
+    else if (status === "off") off++;
+    else unknown++;
+  }
+  const n = readings.length;
+  return { live, state: unknown > 0 ? "unknown" : live === n ? "on" : off === n ? "off" : "partial" };
+}
+
 /**
  * The asset's state from its cords' readings (redundancy as given: ./redundancy.ts decides it);
  * `before` itself when nothing of it differs, so a reader that keeps the object it last wrote knows.
+ * The from-scratch way: the book keeps one state per asset and writes it in place
+ * ({@link refreshAssetState}).
  */
 export function assetState(
   asset: AssetDef,
@@ -321,20 +463,12 @@ export function assetState(
   redundancy: Redundancy,
   before: AssetState | null,
 ): AssetState {
-  let live = 0;
-  let off = 0;
-  let unknown = 0;
-  for (const r of readings) {
-    if (r.status === "live") live++;
-    else if (r.status === "off") off++;
-    else unknown++;
-  }
+  const { live, state } = powerState(readings);
   const n = readings.length;
-  const state: AssetPowerState = unknown > 0 ? "unknown" : live === n ? "on" : off === n ? "off" : "partial";
-  const power = sum(readings, (r) => r.power, true);
-  const current = sum(readings, (r) => r.current, true);
-  const energy = sum(readings, (r) => r.energy, false);
-  const energyLifetime = sum(readings, (r) => r.energyLifetime, false);
+  const power = sum(readings, POWER, true);
+  const current = sum(readings, CURRENT, true);
+  const energy = sum(readings, ENERGY, false);
+  const energyLifetime = sum(readings, LIFETIME, false);
   const changed =
     before === null ||
     before.state !== state ||
@@ -364,6 +498,71 @@ export function assetState(
     readings: Object.freeze(readings),
     changed,
   });
+}
+
+/** An asset's state as the book keeps it: one object per asset, written in place ({@link refreshAssetState}). */
+export type AssetSlot = { -readonly [K in keyof AssetState]: AssetState[K] } & {
+  readonly readings: CordSlot[];
+};
+
+/** A first state of the asset, from its cords' slots (kept by the state, which shows them as they move). */
+export function assetSlot(asset: AssetDef, readings: CordSlot[], redundancy: Redundancy): AssetSlot {
+  const { live, state } = powerState(readings);
+  return {
+    id: asset.id,
+    state,
+    power: sum(readings, POWER, true),
+    current: sum(readings, CURRENT, true),
+    energy: sum(readings, ENERGY, false),
+    energyLifetime: sum(readings, LIFETIME, false),
+    cordsLive: live,
+    cords: readings.length,
+    redundancy,
+    readings,
+    changed: true,
+  };
+}
+
+/**
+ * The state again, in place, after its cords' slots were read: `cords` is what their reads moved
+ * (the most of {@link MOVED_NOTHING}, {@link MOVED_VALUE}, {@link MOVED_SHOWN}). Sets `changed`
+ * (what it shows besides the figures moved) and answers whether anything of it moved.
+ */
+export function refreshAssetState(slot: AssetSlot, cords: number, redundancy: Redundancy): boolean {
+  if (cords === MOVED_NOTHING && slot.redundancy === redundancy) {
+    slot.changed = false;
+    return false;
+  }
+  const readings = slot.readings;
+  const { live, state } = powerState(readings);
+  const changed =
+    cords === MOVED_SHOWN ||
+    slot.state !== state ||
+    slot.cordsLive !== live ||
+    slot.redundancy !== redundancy;
+  let moved = changed || cords !== MOVED_NOTHING;
+  slot.changed = changed;
+  slot.state = state;
+  slot.cordsLive = live;
+  slot.redundancy = redundancy;
+  if (cords === MOVED_NOTHING) return moved;
+  const power = sum(readings, POWER, true);
+  const current = sum(readings, CURRENT, true);
+  const energy = sum(readings, ENERGY, false);
+  const energyLifetime = sum(readings, LIFETIME, false);
+  if (
+    slot.power !== power ||
+    slot.current !== current ||
+    slot.energy !== energy ||
+    slot.energyLifetime !== energyLifetime
+  ) {
+    slot.power = power;
+    slot.current = current;
+    slot.energy = energy;
+    slot.energyLifetime = energyLifetime;
+    moved = true;
+  }
+  return moved;
 }
 
 function sameCordShown(a: CordReading | undefined, b: CordReading): boolean {
