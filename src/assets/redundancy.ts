@@ -25,6 +25,9 @@ export const SHARE_FLOOR = 0.05;
  */
 export const SHARE_MIN_AMPS = 0.5;
 
+/** Without the figures: the alarm's text changes only when what is wrong changes (one string, kept). */
+const SHARE_REASON = `draws under ${SHARE_FLOOR * 100} % of the asset's current`;
+
 /** Why a cord counts against redundancy now, or null (before the polls-in-a-row rule). */
 export function downReason(readings: readonly CordReading[], i: number): string | null {
   const r = readings[i]!;
@@ -41,8 +44,7 @@ export function downReason(readings: readonly CordReading[], i: number): string 
     total += x.current;
   }
   if (r.current === null || total < SHARE_MIN_AMPS || r.current >= SHARE_FLOOR * total) return null;
-  // Without the figures: the alarm's text changes only when what is wrong changes.
-  return `draws under ${SHARE_FLOOR * 100} % of the asset's current`;
+  return SHARE_REASON;
 }
 
 /** One cord's count of polls in a row. */

@@ -1,7 +1,9 @@
 /**
- * Asset state (docs/assets.md), pure: each cord resolved against its instance's latest snapshot and
- * read, and the asset's state and sums from its cords. The redundancy over polls is ./redundancy.ts;
- * doing this for only the assets a snapshot touches is ./book.ts.
+ * Asset state (docs/assets.md): each cord resolved against its instance's latest snapshot and
+ * read, and the asset's state and sums from its cords, as new objects (the from-scratch way) or
+ * written in place into the objects the book keeps (`readCordInto`, `refreshAssetState`). The
+ * redundancy over polls is ./redundancy.ts; doing this for only the assets a snapshot touches is
+ * ./book.ts.
  *
  * - A cord names an outlet by instance, device (optional) and 0-based index. Without a device the
  *   index must be on exactly one device of the instance. A cord that does not resolve is reported
@@ -97,9 +99,10 @@ export interface AssetState {
   /** In the order of the asset's cords. */
   readonly readings: readonly CordReading[];
   /**
-   * Whether what the asset shows besides its figures moved since its state before: its state,
-   * cordsLive, redundancy, or a cord's status, problem or device; true for a first state. The
-   * figures (power, current, energies) are compared by whoever publishes them.
+   * Whether what the asset shows besides its figures moved since its state before (in the book: at
+   * the update that last read it): its state, cordsLive, redundancy, or a cord's status, problem or
+   * device; true for a first state. The figures (power, current, energies) are compared by whoever
+   * publishes them.
    */
   readonly changed: boolean;
 }
