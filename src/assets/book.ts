@@ -70,8 +70,11 @@ let versions = 0;
 export class AssetBook {
   readonly model: AssetModel;
   readonly #entries = new Map<string, Entry>();
-  /** instance → the assets with a cord on it, in id order (each once). */
-  readonly #byInstance = new Map<string, Entry[]>();
+  /**
+   * instance → the assets with a cord on it, in id order (each once), and for each the cords on it
+   * (bit `i` for cord `i`: an update reads no cord of another instance, nor compares their names).
+   */
+  readonly #byInstance = new Map<string, { readonly entries: Entry[]; readonly cords: number[] }>();
   /** outlet key → the cords resolved to it (one, unless the configuration names it twice). */
   readonly #outlets = new Map<string, CordRef[]>();
   readonly #readings = new Map<string, InstanceReading>();
@@ -93,9 +96,12 @@ export class AssetBook {
       };
       this.#entries.set(def.id, entry);
       for (const instance of new Set(def.cords.map((c) => c.instance))) {
-        let list = this.#byInstance.get(instance);
-        if (list === undefined) this.#byInstance.set(instance, (list = []));
-        list.push(entry);
+        let on = this.#byInstance.get(instance);
+        if (on === undefined) this.#byInstance.set(instance, (on = { entries: [], cords: [] }));
+        on.entries.push(entry);
+        on.cords.push(
+          def.cords.reduce((bits, c, i) => (c.instance === instance ? bits | (1 << i) : bits), 0),
+        );
       }
     }
   }
@@ -135,8 +141,8 @@ export class AssetBook {
   update(reading: InstanceReading, poll: boolean, at: number): AssetUpdate {
     const previous = this.#readings.get(reading.id);
     this.#readings.set(reading.id, reading);
-    const entries = this.#byInstance.get(reading.id);
-    if (entries === undefined) return { states: [], moved: [], alarmChanges: [] };
+    const on = this.#byInstance.get(reading.id);
+    if (on === undefined) return { states: [], moved: [], alarmChanges: [] };
     // A poll whose answer was the last one (restamped by its driver) reads the same cords: only the
     // count of polls moves.
     const same =
@@ -148,9 +154,11 @@ export class AssetBook {
     const states: AssetState[] = [];
     const moved: string[] = [];
     const changes: FleetAlarmChange[] = [];
-    for (const entry of entries) {
-      const cords = same ? MOVED_NOTHING : this.#reread(entry, reading);
-      if (poll) entry.tracker.poll(entry.def, entry.readings, reading.id);
+    for (let k = 0; k < on.entries.length; k++) {
+      const entry = on.entries[k]!;
+      const onInstance = on.cords[k]!;
+      const cords = same ? MOVED_NOTHING : this.#reread(entry, reading, onInstance);
+      if (poll) entry.tracker.poll(entry.readings, onInstance);
       const redundancy = entry.tracker.redundancy(entry.def.cords.length);
       if (refreshAssetState(entry.state, cords, redundancy)) {
         entry.version = ++versions;
@@ -169,15 +177,15 @@ export class AssetBook {
   }
 
   /**
-   * Reads the entry's cords on the reading's instance again, in place, keeping the outlet index
-   * right; answers what moved (the most of the cords').
+   * Reads the entry's cords on the reading's instance (bit `i` of `onInstance` for cord `i`) again,
+   * in place, keeping the outlet index right; answers what moved (the most of the cords').
    */
-  #reread(entry: Entry, reading: InstanceReading): number {
+  #reread(entry: Entry, reading: InstanceReading, onInstance: number): number {
     const cords = entry.def.cords;
     let moved = MOVED_NOTHING;
     for (let i = 0; i < cords.length; i++) {
+      if ((onInstance & (1 << i)) === 0) continue;
       const cord = cords[i]!;
-      if (cord.instance !== reading.id) continue;
       const slot = entry.readings[i]!;
       const wasResolved = slot.resolved;
       const wasDevice = slot.deviceId;
@@ -230,7 +238,7 @@ export class AssetBook {
 
   /** The ids of the assets with a cord on an instance, in id order. */
   assetsOn(instance: string): readonly string[] {
-    return (this.#byInstance.get(instance) ?? []).map((e) => e.def.id);
+    return (this.#byInstance.get(instance)?.entries ?? []).map((e) => e.def.id);
   }
 
   /** The latest reading of every instance the book was given, by id. */

@@ -63,10 +63,13 @@ export class RedundancyTracker {
     this.#streaks = Array.from({ length: cords }, () => ({ bad: 0, good: 0, down: false, reason: null }));
   }
 
-  /** Counts one poll of `instance` for each cord of the asset on it, with the readings after it. */
-  poll(asset: AssetDef, readings: readonly CordReading[], instance: string): void {
-    for (let i = 0; i < asset.cords.length; i++) {
-      if (asset.cords[i]!.instance !== instance) continue;
+  /**
+   * Counts one poll of an instance for each cord of the asset on it, with the readings after it:
+   * `onInstance` has bit `i` set for cord `i` on it.
+   */
+  poll(readings: readonly CordReading[], onInstance: number): void {
+    for (let i = 0; i < this.#streaks.length; i++) {
+      if ((onInstance & (1 << i)) === 0) continue;
       const s = this.#streaks[i]!;
       const reason = downReason(readings, i);
       if (reason !== null) {
