@@ -63,7 +63,8 @@ export function protectedConflicts(
     conflicts.push({
       asset,
       cords: readings.map((reading, i) => ({
-        reading,
+        // A copy: the book writes its readings in place at its next update.
+        reading: { ...reading },
         targeted: cords.has(i),
         ...(going.has(i) && !cords.has(i) ? { inFlight: true } : {}),
       })),
