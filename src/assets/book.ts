@@ -14,12 +14,11 @@ import { compareFleetAlarms, alarmChange, type FleetAlarm, type FleetAlarmChange
 import { sameContent } from "../pdu/model.js";
 import { RedundancyTracker, redundancyAlarm } from "./redundancy.js";
 import {
-  assetSlot,
+  AssetSlot,
   MOVED_NOTHING,
   readCord,
   readCordInto,
   refreshAssetState,
-  type AssetSlot,
   type AssetState,
   type CordSlot,
   type InstanceReading,
@@ -90,7 +89,7 @@ export class AssetBook {
         def,
         readings,
         tracker,
-        state: assetSlot(def, readings, tracker.redundancy(def.cords.length)),
+        state: new AssetSlot(def, readings, tracker.redundancy(def.cords.length)),
         alarm: null,
         version: ++versions,
       };

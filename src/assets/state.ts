@@ -217,36 +217,109 @@ function figuresOf(measurements: readonly Measurement[]): Figures {
   return f;
 }
 
-/**
- * A cord's reading as the book keeps it: one object per cord for the life of the book, written in
- * place by {@link readCordInto} (what a poll stored in a new object would outlive the young
- * generation and die in the old one). Readers see it as a {@link CordReading}.
- */
-export type CordSlot = { -readonly [K in keyof CordReading]: CordReading[K] };
-
 /** What a read moved: nothing, a value only, or what the asset shows (status, problem, device). */
 export const MOVED_NOTHING = 0;
 export const MOVED_VALUE = 1;
 export const MOVED_SHOWN = 3;
 
-/** A cord not read yet (every reading is built with its fields in one order: one shape for the engine). */
-function blankReading(cord: Cord, position: number): CordSlot {
+const orNull = (value: number): number | null => (Number.isNaN(value) ? null : value);
+const sameFigure = (a: number, b: number): boolean => a === b || (Number.isNaN(a) && Number.isNaN(b));
+
+/**
+ * Four figures (W, A, kWh and lifetime kWh) held in place, NaN for none, read as null. A field that
+ * may hold null keeps every new figure in a number object of its own, which the book keeps until
+ * the next poll (old-generation garbage); a field that only ever holds numbers is written in place.
+ */
+class Figures4 {
+  #power = NaN;
+  #current = NaN;
+  #energy = NaN;
+  #energyLifetime = NaN;
+
+  get power(): number | null {
+    return orNull(this.#power);
+  }
+  get current(): number | null {
+    return orNull(this.#current);
+  }
+  get energy(): number | null {
+    return orNull(this.#energy);
+  }
+  get energyLifetime(): number | null {
+    return orNull(this.#energyLifetime);
+  }
+
+  /** Writes the four (null: none); true when one differs. */
+  setFigures(
+    power: number | null,
+    current: number | null,
+    energy: number | null,
+    energyLifetime: number | null,
+  ): boolean {
+    const p = power ?? NaN;
+    const c = current ?? NaN;
+    const e = energy ?? NaN;
+    const l = energyLifetime ?? NaN;
+    if (
+      sameFigure(this.#power, p) &&
+      sameFigure(this.#current, c) &&
+      sameFigure(this.#energy, e) &&
+      sameFigure(this.#energyLifetime, l)
+    )
+      return false;
+    this.#power = p;
+    this.#current = c;
+    this.#energy = e;
+    this.#energyLifetime = l;
+    return true;
+  }
+}
+
+/**
+ * A cord's reading as the book keeps it: one object per cord for the life of the book, written in
+ * place by {@link readCordInto} (what a poll stored in a new object would outlive the young
+ * generation and die in the old one). Readers see it as a {@link CordReading}; its figures are
+ * getters (a copy is {@link plainReading}, not a spread).
+ */
+export class CordSlot extends Figures4 implements CordReading {
+  readonly cord: number;
+  readonly instance: string;
+  deviceId: string | null = null;
+  readonly index: number;
+  resolved = false;
+  status: CordStatus = "unknown";
+  outletState: OutletState | null = null;
+  problem: CordProblem | null = null;
+  detail: string | null = null;
+  feedsFrom: string | null = null;
+  feed: string | null = null;
+
+  constructor(cord: Cord, position: number) {
+    super();
+    this.cord = position;
+    this.instance = cord.instance;
+    this.index = cord.outlet;
+  }
+}
+
+/** A reading as a plain object of its own (every field, figures included). */
+export function plainReading(r: CordReading): CordReading {
   return {
-    cord: position,
-    instance: cord.instance,
-    deviceId: null,
-    index: cord.outlet,
-    resolved: false,
-    status: "unknown",
-    outletState: null,
-    problem: null,
-    detail: null,
-    power: null,
-    current: null,
-    energy: null,
-    energyLifetime: null,
-    feedsFrom: null,
-    feed: null,
+    cord: r.cord,
+    instance: r.instance,
+    deviceId: r.deviceId,
+    index: r.index,
+    resolved: r.resolved,
+    status: r.status,
+    outletState: r.outletState,
+    problem: r.problem,
+    detail: r.detail,
+    power: r.power,
+    current: r.current,
+    energy: r.energy,
+    energyLifetime: r.energyLifetime,
+    feedsFrom: r.feedsFrom,
+    feed: r.feed,
   };
 }
 
@@ -257,7 +330,7 @@ export function readCord(
   position: number,
   reading: InstanceReading | undefined,
 ): CordSlot {
-  const slot = blankReading(cord, position);
+  const slot = new CordSlot(cord, position);
   readCordInto(slot, model, cord, reading);
   return slot;
 }
@@ -340,18 +413,8 @@ function writeFigures(
   const energyLifetime = lifetime ?? f.energyLifetime;
   const feedsFrom =
     outlet.feedsFrom !== undefined && hasEntity(device, outlet.feedsFrom) ? outlet.feedsFrom : null;
-  if (
-    into.power === power &&
-    into.current === current &&
-    into.energy === energy &&
-    into.energyLifetime === energyLifetime &&
-    into.feedsFrom === feedsFrom
-  )
-    return MOVED_NOTHING;
-  into.power = power;
-  into.current = current;
-  into.energy = energy;
-  into.energyLifetime = energyLifetime;
+  const figures = into.setFigures(power, current, energy, energyLifetime);
+  if (!figures && into.feedsFrom === feedsFrom) return MOVED_NOTHING;
   into.feedsFrom = feedsFrom;
   return MOVED_VALUE;
 }
@@ -395,17 +458,10 @@ function write(
     into.feed = feed;
     moved |= MOVED_VALUE;
   }
-  if (
-    !resolved &&
-    (into.power !== null ||
-      into.current !== null ||
-      into.energy !== null ||
-      into.energyLifetime !== null ||
-      into.feedsFrom !== null)
-  ) {
-    into.power = into.current = into.energy = into.energyLifetime = null;
+  if (!resolved) {
+    const figures = into.setFigures(null, null, null, null);
+    if (figures || into.feedsFrom !== null) moved |= MOVED_VALUE;
     into.feedsFrom = null;
-    moved |= MOVED_VALUE;
   }
   return moved;
 }
@@ -503,27 +559,36 @@ export function assetState(
   });
 }
 
-/** An asset's state as the book keeps it: one object per asset, written in place ({@link refreshAssetState}). */
-export type AssetSlot = { -readonly [K in keyof AssetState]: AssetState[K] } & {
-  readonly readings: CordSlot[];
-};
+/**
+ * An asset's state as the book keeps it: one object per asset, written in place
+ * ({@link refreshAssetState}); its figures are getters, as a {@link CordSlot}'s.
+ */
+export class AssetSlot extends Figures4 implements AssetState {
+  readonly id: string;
+  state: AssetPowerState;
+  cordsLive: number;
+  readonly cords: number;
+  redundancy: Redundancy;
+  readonly readings: readonly CordSlot[];
+  changed = true;
 
-/** A first state of the asset, from its cords' slots (kept by the state, which shows them as they move). */
-export function assetSlot(asset: AssetDef, readings: CordSlot[], redundancy: Redundancy): AssetSlot {
-  const { live, state } = powerState(readings);
-  return {
-    id: asset.id,
-    state,
-    power: sum(readings, POWER, true),
-    current: sum(readings, CURRENT, true),
-    energy: sum(readings, ENERGY, false),
-    energyLifetime: sum(readings, LIFETIME, false),
-    cordsLive: live,
-    cords: readings.length,
-    redundancy,
-    readings,
-    changed: true,
-  };
+  /** A first state of the asset, from its cords' slots (kept: the state shows them as they move). */
+  constructor(asset: AssetDef, readings: readonly CordSlot[], redundancy: Redundancy) {
+    super();
+    const { live, state } = powerState(readings);
+    this.id = asset.id;
+    this.state = state;
+    this.cordsLive = live;
+    this.cords = readings.length;
+    this.redundancy = redundancy;
+    this.readings = readings;
+    this.setFigures(
+      sum(readings, POWER, true),
+      sum(readings, CURRENT, true),
+      sum(readings, ENERGY, false),
+      sum(readings, LIFETIME, false),
+    );
+  }
 }
 
 /**
@@ -543,29 +608,19 @@ export function refreshAssetState(slot: AssetSlot, cords: number, redundancy: Re
     slot.state !== state ||
     slot.cordsLive !== live ||
     slot.redundancy !== redundancy;
-  let moved = changed || cords !== MOVED_NOTHING;
+  const moved = changed || cords !== MOVED_NOTHING;
   slot.changed = changed;
   slot.state = state;
   slot.cordsLive = live;
   slot.redundancy = redundancy;
   if (cords === MOVED_NOTHING) return moved;
-  const power = sum(readings, POWER, true);
-  const current = sum(readings, CURRENT, true);
-  const energy = sum(readings, ENERGY, false);
-  const energyLifetime = sum(readings, LIFETIME, false);
-  if (
-    slot.power !== power ||
-    slot.current !== current ||
-    slot.energy !== energy ||
-    slot.energyLifetime !== energyLifetime
-  ) {
-    slot.power = power;
-    slot.current = current;
-    slot.energy = energy;
-    slot.energyLifetime = energyLifetime;
-    moved = true;
-  }
-  return moved;
+  const figures = slot.setFigures(
+    sum(readings, POWER, true),
+    sum(readings, CURRENT, true),
+    sum(readings, ENERGY, false),
+    sum(readings, LIFETIME, false),
+  );
+  return moved || figures;
 }
 
 function sameCordShown(a: CordReading | undefined, b: CordReading): boolean {
