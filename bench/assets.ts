@@ -17,7 +17,7 @@
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { AssetBook } from "../src/assets/book.js";
-import { projectFeedLoss } from "../src/assets/feed-loss.js";
+import { FeedLossTracker, projectFeedLoss } from "../src/assets/feed-loss.js";
 import { newJournal } from "../src/assets/journal.js";
 import { buildAssetModel } from "../src/assets/model.js";
 import { protectedConflicts } from "../src/assets/protect.js";
@@ -139,10 +139,15 @@ for (let p = 0; p < PLANS; p++) {
 }
 
 const projectMs: number[] = [];
+const alarmMs: number[] = [];
+const feedLoss = new FeedLossTracker(DEFAULT_THRESHOLDS);
 for (let p = 0; p < Math.max(3, Math.floor(PLANS / 4)); p++) {
   const t0 = performance.now();
-  projectFeedLoss(model, book.states(), book.readings());
-  projectMs.push(performance.now() - t0);
+  const projections = projectFeedLoss(model, book.states(), book.readings());
+  const t1 = performance.now();
+  feedLoss.assess(projections, p);
+  projectMs.push(t1 - t0);
+  alarmMs.push(performance.now() - t1);
 }
 const t0 = performance.now();
 protectedConflicts(book, [{ instance: ids[0]!, deviceId: "D0", index: 0 }]);
@@ -157,7 +162,7 @@ process.stdout.write(
     `per round of the fleet (ms, median): load assessment ${fmt(assess)}, asset book ${fmt(update)}, ratio ${fmt(assess === null || update === null ? null : update / assess)}`,
     `per snapshot (µs, median): load assessment ${fmt(assess === null ? null : (assess * 1000) / PDUS)}, asset book ${fmt(update === null ? null : (update * 1000) / PDUS)}`,
     `sequence of ${ASSETS} assets planned with its journal (ms, median of ${PLANS}): ${fmt(median(planMs))} (${waves} waves)`,
-    `feed-loss projection of both feeds (ms, median): ${fmt(median(projectMs))}`,
+    `feed-loss projection of both feeds (ms, median): ${fmt(median(projectMs))}, its alarms assessed ${fmt(median(alarmMs))}`,
     `one protected-asset check (ms): ${fmt(protectMs)}`,
     "",
   ].join("\n"),

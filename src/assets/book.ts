@@ -13,16 +13,31 @@
 import { compareFleetAlarms, alarmChange, type FleetAlarm, type FleetAlarmChange } from "./alarms.js";
 import { sameContent } from "../pdu/model.js";
 import { RedundancyTracker, redundancyAlarm } from "./redundancy.js";
-import { assetState, readCord, type AssetState, type CordReading, type InstanceReading } from "./state.js";
+import {
+  AssetSlot,
+  MOVED_NOTHING,
+  readCord,
+  readCordInto,
+  refreshAssetState,
+  type AssetState,
+  type CordSlot,
+  type InstanceReading,
+} from "./state.js";
 import type { AssetDef, AssetModel } from "./types.js";
 
-/** One asset's book entry. */
+/**
+ * One asset's book entry. Its state and its cords' readings are one object each for the life of
+ * the book, written in place by each update (what a poll stored in new objects would outlive the
+ * young generation and die in the old one); `version` is another at each update that moved anything
+ * of them, so a reader that keeps what it last did with the asset knows whether to do it again.
+ */
 interface Entry {
   readonly def: AssetDef;
-  readings: CordReading[];
+  readonly readings: CordSlot[];
   tracker: RedundancyTracker;
-  state: AssetState;
+  readonly state: AssetSlot;
   alarm: FleetAlarm | null;
+  version: number;
 }
 
 /** A cord of an asset, as the outlet index finds it. */
@@ -33,8 +48,13 @@ export interface CordRef {
 
 /** What one update moved. */
 export interface AssetUpdate {
-  /** The states of the assets with a cord on the instance, each as now (changed or not), in id order. */
+  /**
+   * The states of the assets with a cord on the instance, each as now (changed or not), in id
+   * order. The book writes them in place at its next update: read them now, never keep them.
+   */
   readonly states: readonly AssetState[];
+  /** The ids of those whose state moved (a figure included), in id order. */
+  readonly moved: readonly string[];
   readonly alarmChanges: readonly FleetAlarmChange[];
 }
 
@@ -43,11 +63,17 @@ const outletKey = (instance: string, deviceId: string, index: number): string =>
 
 const NO_REFS: readonly CordRef[] = Object.freeze([]);
 
+/** The last version given to a state: versions are unique across books, so a new book's never repeat an old one's. */
+let versions = 0;
+
 export class AssetBook {
   readonly model: AssetModel;
   readonly #entries = new Map<string, Entry>();
-  /** instance → the assets with a cord on it, in id order (each once). */
-  readonly #byInstance = new Map<string, Entry[]>();
+  /**
+   * instance → the assets with a cord on it, in id order (each once), and for each the cords on it
+   * (bit `i` for cord `i`: an update reads no cord of another instance, nor compares their names).
+   */
+  readonly #byInstance = new Map<string, { readonly entries: Entry[]; readonly cords: number[] }>();
   /** outlet key → the cords resolved to it (one, unless the configuration names it twice). */
   readonly #outlets = new Map<string, CordRef[]>();
   readonly #readings = new Map<string, InstanceReading>();
@@ -63,14 +89,18 @@ export class AssetBook {
         def,
         readings,
         tracker,
-        state: assetState(def, readings, tracker.redundancy(def.cords.length), null),
+        state: new AssetSlot(def, readings, tracker.redundancy(def.cords.length)),
         alarm: null,
+        version: ++versions,
       };
       this.#entries.set(def.id, entry);
       for (const instance of new Set(def.cords.map((c) => c.instance))) {
-        let list = this.#byInstance.get(instance);
-        if (list === undefined) this.#byInstance.set(instance, (list = []));
-        list.push(entry);
+        let on = this.#byInstance.get(instance);
+        if (on === undefined) this.#byInstance.set(instance, (on = { entries: [], cords: [] }));
+        on.entries.push(entry);
+        on.cords.push(
+          def.cords.reduce((bits, c, i) => (c.instance === instance ? bits | (1 << i) : bits), 0),
+        );
       }
     }
   }
@@ -110,8 +140,8 @@ export class AssetBook {
   update(reading: InstanceReading, poll: boolean, at: number): AssetUpdate {
     const previous = this.#readings.get(reading.id);
     this.#readings.set(reading.id, reading);
-    const entries = this.#byInstance.get(reading.id);
-    if (entries === undefined) return { states: [], alarmChanges: [] };
+    const on = this.#byInstance.get(reading.id);
+    if (on === undefined) return { states: [], moved: [], alarmChanges: [] };
     // A poll whose answer was the last one (restamped by its driver) reads the same cords: only the
     // count of polls moves.
     const same =
@@ -121,12 +151,18 @@ export class AssetBook {
       reading.snapshot !== null &&
       sameContent(previous.snapshot, reading.snapshot);
     const states: AssetState[] = [];
+    const moved: string[] = [];
     const changes: FleetAlarmChange[] = [];
-    for (const entry of entries) {
-      if (!same) this.#reread(entry, reading);
-      if (poll) entry.tracker.poll(entry.def, entry.readings, reading.id);
+    for (let k = 0; k < on.entries.length; k++) {
+      const entry = on.entries[k]!;
+      const onInstance = on.cords[k]!;
+      const cords = same ? MOVED_NOTHING : this.#reread(entry, reading, onInstance);
+      if (poll) entry.tracker.poll(entry.readings, onInstance);
       const redundancy = entry.tracker.redundancy(entry.def.cords.length);
-      entry.state = assetState(entry.def, entry.readings, redundancy, entry.state);
+      if (refreshAssetState(entry.state, cords, redundancy)) {
+        entry.version = ++versions;
+        moved.push(entry.def.id);
+      }
       states.push(entry.state);
       const alarm = redundancyAlarm(entry.def, entry.tracker, entry.alarm, at);
       const change = alarmChange(entry.alarm, alarm, at);
@@ -136,30 +172,29 @@ export class AssetBook {
         entry.alarm = alarm;
       }
     }
-    return { states, alarmChanges: changes };
+    return { states, moved, alarmChanges: changes };
   }
 
-  /** Re-reads the entry's cords on the reading's instance, keeping the outlet index right. */
-  #reread(entry: Entry, reading: InstanceReading): void {
-    const { def } = entry;
-    const cords = def.cords;
-    // A copy by index: the array before is frozen (it is the state's), which the engine slices slowly.
-    const readings: CordReading[] = new Array<CordReading>(cords.length);
+  /**
+   * Reads the entry's cords on the reading's instance (bit `i` of `onInstance` for cord `i`) again,
+   * in place, keeping the outlet index right; answers what moved (the most of the cords').
+   */
+  #reread(entry: Entry, reading: InstanceReading, onInstance: number): number {
+    const cords = entry.def.cords;
+    let moved = MOVED_NOTHING;
     for (let i = 0; i < cords.length; i++) {
+      if ((onInstance & (1 << i)) === 0) continue;
       const cord = cords[i]!;
-      const before = entry.readings[i]!;
-      if (cord.instance !== reading.id) {
-        readings[i] = before;
-        continue;
-      }
-      const now = readCord(this.model, cord, i, reading);
-      readings[i] = now;
-      if (before.resolved && (!now.resolved || before.deviceId !== now.deviceId))
-        this.#unindex(outletKey(cord.instance, before.deviceId ?? "", cord.outlet), def, i);
-      if (now.resolved && (!before.resolved || before.deviceId !== now.deviceId))
-        this.#index(outletKey(cord.instance, now.deviceId ?? "", cord.outlet), def, i);
+      const slot = entry.readings[i]!;
+      const wasResolved = slot.resolved;
+      const wasDevice = slot.deviceId;
+      moved |= readCordInto(slot, this.model, cord, reading);
+      if (wasResolved === slot.resolved && wasDevice === slot.deviceId) continue;
+      if (wasResolved) this.#unindex(outletKey(cord.instance, wasDevice ?? "", cord.outlet), entry.def, i);
+      if (slot.resolved)
+        this.#index(outletKey(cord.instance, slot.deviceId ?? "", cord.outlet), entry.def, i);
     }
-    entry.readings = readings;
+    return moved;
   }
 
   #index(key: string, asset: AssetDef, cord: number): void {
@@ -174,9 +209,20 @@ export class AssetBook {
     else this.#outlets.set(key, refs);
   }
 
-  /** An asset's state, or undefined for an id that is not configured. */
+  /**
+   * An asset's state, or undefined for an id that is not configured. The book writes it in place
+   * at the updates that move it: read it now (or keep its {@link version}), never keep it.
+   */
   get(id: string): AssetState | undefined {
     return this.#entries.get(id)?.state;
+  }
+
+  /**
+   * The version of an asset's state: another at each update that moved it (a figure included), and
+   * never one an earlier state of any book had; -1 for an id that is not configured.
+   */
+  version(id: string): number {
+    return this.#entries.get(id)?.version ?? -1;
   }
 
   /** Every asset's state, in id order. */
@@ -191,7 +237,7 @@ export class AssetBook {
 
   /** The ids of the assets with a cord on an instance, in id order. */
   assetsOn(instance: string): readonly string[] {
-    return (this.#byInstance.get(instance) ?? []).map((e) => e.def.id);
+    return (this.#byInstance.get(instance)?.entries ?? []).map((e) => e.def.id);
   }
 
   /** The latest reading of every instance the book was given, by id. */

@@ -32,7 +32,7 @@ import {
   type FleetAlarm,
   type FleetAlarmChange,
 } from "./alarms.js";
-import type { AssetState, CordReading, InstanceReading } from "./state.js";
+import type { AssetState, InstanceReading } from "./state.js";
 import { feedOf, type AssetModel } from "./types.js";
 
 /** Kinds an outlet draws through when its device has exactly one entity of the kind. */
@@ -80,8 +80,23 @@ interface Working {
   exact: boolean;
 }
 
-const entityKey = (instance: string, deviceId: string, key: string): string =>
-  `${instance}\u0000${deviceId}\u0000${key}`;
+/** The entities of one kind of a device, each with its working record where it reads a current. */
+interface KindWork {
+  readonly keys: readonly string[];
+  readonly works: readonly (Working | undefined)[];
+  /** The entity every outlet draws through (one of a kind in {@link CARRY_ALL}), else -1. */
+  readonly carryAll: number;
+}
+
+/** A device on another feed than the projected one, during one projection. */
+interface DeviceWork {
+  readonly instance: string;
+  readonly device: Device;
+  /** Its kinds of which some entity reads a current (a kind with none is no path to place on). */
+  readonly kinds: readonly KindWork[];
+  /** Current that could not be given to an entity of each kind (see {@link addShare}). */
+  unplaced: number;
+}
 
 /** The projection for every configured feed, in feed order. */
 export function projectFeedLoss(
@@ -93,7 +108,10 @@ export function projectFeedLoss(
   return [...model.feeds.keys()].map((feed) => projectFeed(model, feed, states, readings));
 }
 
-/** The projection for feed `feed`. */
+/**
+ * The projection for feed `feed`. One pass over the assets, with the devices looked up by instance
+ * and id and their entities by kind: no key is built per asset or cord.
+ */
 export function projectFeed(
   model: AssetModel,
   feed: string,
@@ -103,42 +121,46 @@ export function projectFeed(
   const { entities, devices, unseen } = measuredEntities(model, feed, readings);
   const dark: string[] = [];
   const atRisk: string[] = [];
-  const unplaced = new Map<string, { instance: string; deviceId: string; amps: number }>();
+  const unplaced: DeviceWork[] = [];
   for (const asset of assets) {
-    const onF: CordReading[] = [];
-    const elsewhere: CordReading[] = [];
+    const readings = asset.readings;
+    let onF = 0;
+    let elsewhere = 0;
     let noFeed = 0;
-    for (const r of asset.readings) {
+    let moved = 0;
+    for (let i = 0; i < readings.length; i++) {
+      const r = readings[i]!;
       if (r.status !== "live") continue;
-      if (r.feed === feed) onF.push(r);
-      else if (r.feed === null) noFeed++;
-      else elsewhere.push(r);
+      if (r.feed === feed) {
+        onF++;
+        moved += r.current ?? 0;
+      } else if (r.feed === null) noFeed++;
+      else elsewhere++;
     }
-    if (onF.length === 0) continue;
-    if (elsewhere.length === 0) {
+    if (onF === 0) continue;
+    if (elsewhere === 0) {
       (noFeed > 0 ? atRisk : dark).push(asset.id);
       continue;
     }
-    const moved = onF.reduce((s, r) => s + (r.current ?? 0), 0);
-    const share = moved / elsewhere.length;
+    const share = moved / elsewhere;
     if (share <= 0) continue;
-    for (const cord of elsewhere) {
-      const device = devices.get(`${cord.instance}\u0000${cord.deviceId ?? ""}`);
-      if (device === undefined) continue;
-      if (!addShare(entities, cord, device, share)) {
-        const key = `${cord.instance}\u0000${device.id}`;
-        const u = unplaced.get(key) ?? { instance: cord.instance, deviceId: device.id, amps: 0 };
-        u.amps += share;
-        unplaced.set(key, u);
-      }
+    for (let i = 0; i < readings.length; i++) {
+      const cord = readings[i]!;
+      if (cord.status !== "live" || cord.feed === feed || cord.feed === null) continue;
+      const work = devices.get(cord.instance)?.get(cord.deviceId ?? "");
+      if (work === undefined || addShare(work, cord.feedsFrom, share)) continue;
+      if (work.unplaced === 0) unplaced.push(work);
+      work.unplaced += share;
     }
   }
   return Object.freeze({
     feed,
-    entities: Object.freeze([...entities.values()].map(finish)),
+    entities: Object.freeze(entities.map(finish)),
     dark: Object.freeze(dark.sort()),
     atRisk: Object.freeze(atRisk.sort()),
-    unplaced: Object.freeze([...unplaced.values()].map((u) => Object.freeze(u))),
+    unplaced: Object.freeze(
+      unplaced.map((w) => Object.freeze({ instance: w.instance, deviceId: w.device.id, amps: w.unplaced })),
+    ),
     unseen: Object.freeze(unseen),
   });
 }
@@ -160,14 +182,17 @@ function finish(w: Working): ProjectedEntity {
   });
 }
 
-/** The measured entities of the devices on feeds other than `feed`, and those devices. */
+/**
+ * The measured entities of the devices on feeds other than `feed` (by instance, device and entity),
+ * and those devices by instance and id.
+ */
 function measuredEntities(
   model: AssetModel,
   feed: string,
   readings: ReadonlyMap<string, InstanceReading>,
-): { entities: Map<string, Working>; devices: Map<string, Device>; unseen: string[] } {
-  const entities = new Map<string, Working>();
-  const devices = new Map<string, Device>();
+): { entities: Working[]; devices: Map<string, Map<string, DeviceWork>>; unseen: string[] } {
+  const entities: Working[] = [];
+  const devices = new Map<string, Map<string, DeviceWork>>();
   const unseen: string[] = [];
   for (const instance of instancesOffFeed(model, feed)) {
     const reading = readings.get(instance);
@@ -175,17 +200,17 @@ function measuredEntities(
       unseen.push(instance);
       continue;
     }
-    const points = new Map<string, LoadPoint>();
-    for (const p of reading.load?.points ?? [])
-      if (p.target.kind === "entity") points.set(`${p.deviceId}\u0000${p.target.key}`, p);
+    const points = entityPoints(reading.load?.points ?? []);
+    const works = new Map<string, DeviceWork>();
     for (const device of reading.snapshot.devices) {
       const f = feedOf(model, instance, device.id);
       if (f === null || f === feed) continue;
-      devices.set(`${instance}\u0000${device.id}`, device);
+      const byKey = points.get(device.id);
+      const work = new Map<string, Working>();
       for (const e of device.entities) {
-        const p = points.get(`${device.id}\u0000${e.key}`);
+        const p = byKey?.get(e.key);
         if (p === undefined || p.current === null) continue;
-        entities.set(entityKey(instance, device.id, e.key), {
+        const w: Working = {
           entity: {
             instance,
             deviceId: device.id,
@@ -196,11 +221,39 @@ function measuredEntities(
           },
           added: 0,
           exact: true,
-        });
+        };
+        work.set(e.key, w);
+        entities.push(w);
       }
+      works.set(device.id, { instance, device, kinds: kindWorks(device, work), unplaced: 0 });
     }
+    devices.set(instance, works);
   }
   return { entities, devices, unseen: unseen.sort() };
+}
+
+/** A load report's entity points by device and entity key. */
+function entityPoints(points: readonly LoadPoint[]): Map<string, Map<string, LoadPoint>> {
+  const out = new Map<string, Map<string, LoadPoint>>();
+  for (let i = 0; i < points.length; i++) {
+    const p = points[i]!;
+    if (p.target.kind !== "entity") continue;
+    let byKey = out.get(p.deviceId);
+    if (byKey === undefined) out.set(p.deviceId, (byKey = new Map<string, LoadPoint>()));
+    byKey.set(p.target.key, p);
+  }
+  return out;
+}
+
+/** The device's kinds of which some entity reads a current, each with its working records. */
+function kindWorks(device: Device, work: ReadonlyMap<string, Working>): KindWork[] {
+  const out: KindWork[] = [];
+  for (const [kind, keys] of kindsOf(device)) {
+    const works = keys.map((key) => work.get(key));
+    if (works.every((w) => w === undefined)) continue;
+    out.push({ keys, works, carryAll: keys.length === 1 && CARRY_ALL.has(kind) ? 0 : -1 });
+  }
+  return out;
 }
 
 /** Instances with a device that may be on a feed other than `feed`, in id order. */
@@ -231,28 +284,23 @@ function kindsOf(device: Device): ReadonlyMap<string, readonly string[]> {
 }
 
 /**
- * Adds `share` to the entities the cord draws through (see the file's comment); marks the others of
- * an uncertain kind inexact. False when some kind was uncertain (the share is then unplaced there).
+ * Adds `share` to the entities a cord whose outlet draws through `named` (its `feedsFrom`, or null)
+ * draws through (see the file's comment): of the named entity's kind that one, of every other kind
+ * the one entity every outlet draws through; marks the others of a kind where which one is not known
+ * inexact. False when some kind was such (the share is then unplaced there).
  */
-function addShare(entities: Map<string, Working>, cord: CordReading, device: Device, share: number): boolean {
-  const byKind = kindsOf(device);
-  const named = cord.feedsFrom;
-  const namedKind = named === null ? null : entityKind(named);
+function addShare(work: DeviceWork, named: string | null, share: number): boolean {
   let placed = true;
-  for (const [kind, keys] of byKind) {
-    // A kind none of whose entities reads a current (a temperature sensor) is no path to place on.
-    if (!keys.some((key) => entities.has(entityKey(cord.instance, device.id, key)))) continue;
-    const target = kind === namedKind ? named : keys.length === 1 && CARRY_ALL.has(kind) ? keys[0]! : null;
-    if (target !== null) {
-      const w = entities.get(entityKey(cord.instance, device.id, target));
+  for (const kind of work.kinds) {
+    const at = named === null ? -1 : kind.keys.indexOf(named);
+    const target = at >= 0 ? at : kind.carryAll;
+    if (target >= 0) {
+      const w = kind.works[target];
       if (w !== undefined) w.added += share;
       continue;
     }
     placed = false;
-    for (const key of keys) {
-      const w = entities.get(entityKey(cord.instance, device.id, key));
-      if (w !== undefined) w.exact = false;
-    }
+    for (const w of kind.works) if (w !== undefined) w.exact = false;
   }
   return placed;
 }

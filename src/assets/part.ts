@@ -68,6 +68,8 @@ export class AssetsPart implements Part, AssetsView {
   /** A reading changed since the last projection. */
   #dirty = true;
   #timer: NodeJS.Timeout | null = null;
+  /** Each instance's reader of lifetime counters (the store's events name configured instances only). */
+  readonly #lifetimeReaders = new Map<string, (deviceId: string, index: number) => number | null>();
   /** `asset \0 cord \0 problem` already logged (bounded by the configuration: 8 cords an asset). */
   #logged = new Set<string>();
 
@@ -118,10 +120,15 @@ export class AssetsPart implements Part, AssetsView {
     return first !== undefined && this.#o.ownership.owns(first.id);
   }
 
-  /** The instance's lifetime counters, read when a cord is read. */
+  /** The instance's lifetime counters, read when a cord is read (one reader per instance, made once). */
   #lifetimeOf(instanceId: string): (deviceId: string, index: number) => number | null {
-    const read = this.#o.lifetimeWh;
-    return read === undefined ? () => null : (deviceId, index) => read(instanceId, deviceId, index);
+    let reader = this.#lifetimeReaders.get(instanceId);
+    if (reader === undefined) {
+      const read = this.#o.lifetimeWh;
+      reader = read === undefined ? () => null : (deviceId, index) => read(instanceId, deviceId, index);
+      this.#lifetimeReaders.set(instanceId, reader);
+    }
+    return reader;
   }
 
   start(): void {
@@ -168,17 +175,10 @@ export class AssetsPart implements Part, AssetsView {
 
   /** One instance's new reading: its assets recomputed, their alarms and states told. */
   #update(reading: InstanceReading, poll: boolean): void {
-    const book = this.#book;
-    const ids = book.assetsOn(reading.id);
-    const before = ids.map((id) => book.get(id));
-    const { states, alarmChanges } = book.update(reading, poll, this.#now());
+    const { states, moved, alarmChanges } = this.#book.update(reading, poll, this.#now());
     this.#dirty = true;
     this.#tellAlarms(ASSETS_SCOPE, alarmChanges);
-    const moved: string[] = [];
-    states.forEach((state, i) => {
-      if (state !== before[i]) moved.push(state.id);
-      this.#logProblems(state);
-    });
+    for (const state of states) if (state.changed) this.#logProblems(state);
     if (moved.length > 0) this.#o.bus.emit("assets", { assets: moved, feeds: false, reconfigured: false });
   }
 

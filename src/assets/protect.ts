@@ -17,7 +17,7 @@
  * at once cannot both pass. They never make a request refused for an asset it does not touch.
  */
 import type { AssetBook } from "./book.js";
-import type { CordReading } from "./state.js";
+import { plainReading, type CordReading } from "./state.js";
 import type { AssetDef } from "./types.js";
 
 /** An outlet a request would leave off. */
@@ -63,7 +63,8 @@ export function protectedConflicts(
     conflicts.push({
       asset,
       cords: readings.map((reading, i) => ({
-        reading,
+        // A copy: the book writes its readings in place at its next update.
+        reading: plainReading(reading),
         targeted: cords.has(i),
         ...(going.has(i) && !cords.has(i) ? { inFlight: true } : {}),
       })),

@@ -25,6 +25,9 @@ export const SHARE_FLOOR = 0.05;
  */
 export const SHARE_MIN_AMPS = 0.5;
 
+/** Without the figures: the alarm's text changes only when what is wrong changes (one string, kept). */
+const SHARE_REASON = `draws under ${SHARE_FLOOR * 100} % of the asset's current`;
+
 /** Why a cord counts against redundancy now, or null (before the polls-in-a-row rule). */
 export function downReason(readings: readonly CordReading[], i: number): string | null {
   const r = readings[i]!;
@@ -41,8 +44,7 @@ export function downReason(readings: readonly CordReading[], i: number): string 
     total += x.current;
   }
   if (r.current === null || total < SHARE_MIN_AMPS || r.current >= SHARE_FLOOR * total) return null;
-  // Without the figures: the alarm's text changes only when what is wrong changes.
-  return `draws under ${SHARE_FLOOR * 100} % of the asset's current`;
+  return SHARE_REASON;
 }
 
 /** One cord's count of polls in a row. */
@@ -61,10 +63,13 @@ export class RedundancyTracker {
     this.#streaks = Array.from({ length: cords }, () => ({ bad: 0, good: 0, down: false, reason: null }));
   }
 
-  /** Counts one poll of `instance` for each cord of the asset on it, with the readings after it. */
-  poll(asset: AssetDef, readings: readonly CordReading[], instance: string): void {
-    for (let i = 0; i < asset.cords.length; i++) {
-      if (asset.cords[i]!.instance !== instance) continue;
+  /**
+   * Counts one poll of an instance for each cord of the asset on it, with the readings after it:
+   * `onInstance` has bit `i` set for cord `i` on it.
+   */
+  poll(readings: readonly CordReading[], onInstance: number): void {
+    for (let i = 0; i < this.#streaks.length; i++) {
+      if ((onInstance & (1 << i)) === 0) continue;
       const s = this.#streaks[i]!;
       const reason = downReason(readings, i);
       if (reason !== null) {

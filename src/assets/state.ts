@@ -1,7 +1,9 @@
 /**
- * Asset state (docs/assets.md), pure: each cord resolved against its instance's latest snapshot and
- * read, and the asset's state and sums from its cords. The redundancy over polls is ./redundancy.ts;
- * doing this for only the assets a snapshot touches is ./book.ts.
+ * Asset state (docs/assets.md): each cord resolved against its instance's latest snapshot and
+ * read, and the asset's state and sums from its cords, as new objects (the from-scratch way) or
+ * written in place into the objects the book keeps (`readCordInto`, `refreshAssetState`). The
+ * redundancy over polls is ./redundancy.ts; doing this for only the assets a snapshot touches is
+ * ./book.ts.
  *
  * - A cord names an outlet by instance, device (optional) and 0-based index. Without a device the
  *   index must be on exactly one device of the instance. A cord that does not resolve is reported
@@ -97,9 +99,10 @@ export interface AssetState {
   /** In the order of the asset's cords. */
   readonly readings: readonly CordReading[];
   /**
-   * Whether what the asset shows besides its figures moved since its state before: its state,
-   * cordsLive, redundancy, or a cord's status, problem or device; true for a first state. The
-   * figures (power, current, energies) are compared by whoever publishes them.
+   * Whether what the asset shows besides its figures moved since its state before (in the book: at
+   * the update that last read it): its state, cordsLive, redundancy, or a cord's status, problem or
+   * device; true for a first state. The figures (power, current, energies) are compared by whoever
+   * publishes them.
    */
   readonly changed: boolean;
 }
@@ -196,9 +199,13 @@ const WATTS: Readonly<Record<string, number>> = { W: 1, "": 1, kW: 1000 };
 const AMPS: Readonly<Record<string, number>> = { A: 1, "": 1, mA: 0.001 };
 const KWH: Readonly<Record<string, number>> = { kWh: 1, "": 1, Wh: 0.001 };
 
-/** The figures of an outlet's measurements, in one pass (a type is unique within an outlet). */
+/** The one {@link Figures} every read fills (a read is synchronous: nothing keeps it between two). */
+const FIGURES: Figures = { power: null, current: null, energy: null, energyLifetime: null };
+
+/** The figures of an outlet's measurements, in one pass (a type is unique within an outlet), into {@link FIGURES}. */
 function figuresOf(measurements: readonly Measurement[]): Figures {
-  const f: Figures = { power: null, current: null, energy: null, energyLifetime: null };
+  const f = FIGURES;
+  f.power = f.current = f.energy = f.energyLifetime = null;
   // Indexed: the engine iterates the model's frozen arrays slowly otherwise.
   for (let i = 0; i < measurements.length; i++) {
     const m = measurements[i]!;
@@ -210,13 +217,134 @@ function figuresOf(measurements: readonly Measurement[]): Figures {
   return f;
 }
 
-/** One cord read from its instance's reading. */
+/** What a read moved: nothing, a value only, or what the asset shows (status, problem, device). */
+export const MOVED_NOTHING = 0;
+export const MOVED_VALUE = 1;
+export const MOVED_SHOWN = 3;
+
+const orNull = (value: number): number | null => (Number.isNaN(value) ? null : value);
+const sameFigure = (a: number, b: number): boolean => a === b || (Number.isNaN(a) && Number.isNaN(b));
+
+/**
+ * Four figures (W, A, kWh and lifetime kWh) held in place, NaN for none, read as null. A field that
+ * may hold null keeps every new figure in a number object of its own, which the book keeps until
+ * the next poll (old-generation garbage); a field that only ever holds numbers is written in place.
+ */
+class Figures4 {
+  #power = NaN;
+  #current = NaN;
+  #energy = NaN;
+  #energyLifetime = NaN;
+
+  get power(): number | null {
+    return orNull(this.#power);
+  }
+  get current(): number | null {
+    return orNull(this.#current);
+  }
+  get energy(): number | null {
+    return orNull(this.#energy);
+  }
+  get energyLifetime(): number | null {
+    return orNull(this.#energyLifetime);
+  }
+
+  /** Writes the four (null: none); true when one differs. */
+  setFigures(
+    power: number | null,
+    current: number | null,
+    energy: number | null,
+    energyLifetime: number | null,
+  ): boolean {
+    const p = power ?? NaN;
+    const c = current ?? NaN;
+    const e = energy ?? NaN;
+    const l = energyLifetime ?? NaN;
+    if (
+      sameFigure(this.#power, p) &&
+      sameFigure(this.#current, c) &&
+      sameFigure(this.#energy, e) &&
+      sameFigure(this.#energyLifetime, l)
+    )
+      return false;
+    this.#power = p;
+    this.#current = c;
+    this.#energy = e;
+    this.#energyLifetime = l;
+    return true;
+  }
+}
+
+/**
+ * A cord's reading as the book keeps it: one object per cord for the life of the book, written in
+ * place by {@link readCordInto} (what a poll stored in a new object would outlive the young
+ * generation and die in the old one). Readers see it as a {@link CordReading}; its figures are
+ * getters (a copy is {@link plainReading}, not a spread).
+ */
+export class CordSlot extends Figures4 implements CordReading {
+  readonly cord: number;
+  readonly instance: string;
+  deviceId: string | null = null;
+  readonly index: number;
+  resolved = false;
+  status: CordStatus = "unknown";
+  outletState: OutletState | null = null;
+  problem: CordProblem | null = null;
+  detail: string | null = null;
+  feedsFrom: string | null = null;
+  feed: string | null = null;
+
+  constructor(cord: Cord, position: number) {
+    super();
+    this.cord = position;
+    this.instance = cord.instance;
+    this.index = cord.outlet;
+  }
+}
+
+/** A reading as a plain object of its own (every field, figures included). */
+export function plainReading(r: CordReading): CordReading {
+  return {
+    cord: r.cord,
+    instance: r.instance,
+    deviceId: r.deviceId,
+    index: r.index,
+    resolved: r.resolved,
+    status: r.status,
+    outletState: r.outletState,
+    problem: r.problem,
+    detail: r.detail,
+    power: r.power,
+    current: r.current,
+    energy: r.energy,
+    energyLifetime: r.energyLifetime,
+    feedsFrom: r.feedsFrom,
+    feed: r.feed,
+  };
+}
+
+/** One cord read from its instance's reading: a new object (the from-scratch way, and a book's first read). */
 export function readCord(
   model: AssetModel,
   cord: Cord,
   position: number,
   reading: InstanceReading | undefined,
-): CordReading {
+): CordSlot {
+  const slot = new CordSlot(cord, position);
+  readCordInto(slot, model, cord, reading);
+  return slot;
+}
+
+/**
+ * Reads the cord from its instance's reading into `into`, writing only the fields whose value
+ * differs; answers what moved ({@link MOVED_NOTHING}, {@link MOVED_VALUE}, {@link MOVED_SHOWN}).
+ */
+export function readCordInto(
+  into: CordSlot,
+  model: AssetModel,
+  cord: Cord,
+  reading: InstanceReading | undefined,
+): number {
   const snapshot = reading?.snapshot ?? null;
   const resolution: Resolution =
     reading?.elsewhere === true
@@ -229,30 +357,14 @@ export function readCord(
       : resolveCord(cord, snapshot);
   if (!resolution.ok) {
     // Without a device, the instance's feed holds only where no device of it has a feed of its own.
+    const { deviceId } = resolution;
     const feed =
-      resolution.deviceId !== null
-        ? feedOf(model, cord.instance, resolution.deviceId)
+      deviceId !== null
+        ? feedOf(model, cord.instance, deviceId)
         : model.deviceFeeds.has(cord.instance)
           ? null
           : (model.instanceFeeds.get(cord.instance) ?? null);
-    // Every reading is built with its fields in one order (one shape for the engine: no spreads).
-    return {
-      cord: position,
-      instance: cord.instance,
-      deviceId: resolution.deviceId,
-      index: cord.outlet,
-      resolved: false,
-      status: "unknown",
-      outletState: null,
-      problem: resolution.problem,
-      detail: resolution.detail,
-      power: null,
-      current: null,
-      energy: null,
-      energyLifetime: null,
-      feedsFrom: null,
-      feed,
-    };
+    return write(into, deviceId, false, "unknown", null, resolution.problem, resolution.detail, feed);
   }
   const { device, outlet } = resolution;
   const online = reading?.online === true;
@@ -263,29 +375,95 @@ export function readCord(
       : outlet.state === "off"
         ? "off"
         : "unknown";
-  const feedsFrom =
-    outlet.feedsFrom !== undefined && device.entities.some((e) => e.key === outlet.feedsFrom)
-      ? outlet.feedsFrom
-      : null;
   const problem: CordProblem | null = !online ? "offline" : status === "unknown" ? "state-unknown" : null;
-  const f = figuresOf(outlet.measurements);
-  return {
-    cord: position,
-    instance: cord.instance,
-    deviceId: device.id,
-    index: cord.outlet,
-    resolved: true,
+  const detail =
+    problem === null
+      ? null
+      : problem === "state-unknown"
+        ? STATE_UNKNOWN
+        : // The same text as before keeps the string before (no new one kept per poll).
+          into.problem === "offline"
+          ? (into.detail ?? offlineDetail(cord.instance))
+          : offlineDetail(cord.instance);
+  const moved = write(
+    into,
+    device.id,
+    true,
     status,
-    outletState: outlet.state,
+    outlet.state,
     problem,
-    detail: problem === null ? null : problem === "offline" ? offlineDetail(cord.instance) : STATE_UNKNOWN,
-    power: online ? f.power : null,
-    current: online ? f.current : null,
-    energy: online ? f.energy : null,
-    energyLifetime: lifetimeKwh(reading, device.id, cord.outlet) ?? f.energyLifetime,
-    feedsFrom,
-    feed: feedOf(model, cord.instance, device.id),
-  };
+    detail,
+    feedOf(model, cord.instance, device.id),
+  );
+  return moved | writeFigures(into, device, outlet, online, lifetimeKwh(reading, device.id, cord.outlet));
+}
+
+/** Writes a resolved cord's figures and `feedsFrom`; answers what moved. */
+function writeFigures(
+  into: CordSlot,
+  device: Device,
+  outlet: Outlet,
+  online: boolean,
+  lifetime: number | null,
+): number {
+  const f = figuresOf(outlet.measurements);
+  const power = online ? f.power : null;
+  const current = online ? f.current : null;
+  const energy = online ? f.energy : null;
+  const energyLifetime = lifetime ?? f.energyLifetime;
+  const feedsFrom =
+    outlet.feedsFrom !== undefined && hasEntity(device, outlet.feedsFrom) ? outlet.feedsFrom : null;
+  const figures = into.setFigures(power, current, energy, energyLifetime);
+  if (!figures && into.feedsFrom === feedsFrom) return MOVED_NOTHING;
+  into.feedsFrom = feedsFrom;
+  return MOVED_VALUE;
+}
+
+function hasEntity(device: Device, key: string): boolean {
+  const entities = device.entities;
+  for (let i = 0; i < entities.length; i++) if (entities[i]!.key === key) return true;
+  return false;
+}
+
+/**
+ * Writes what a read found besides the figures (an unresolved cord's figures and `feedsFrom` are
+ * none); answers what moved.
+ */
+function write(
+  into: CordSlot,
+  deviceId: string | null,
+  resolved: boolean,
+  status: CordStatus,
+  outletState: OutletState | null,
+  problem: CordProblem | null,
+  detail: string | null,
+  feed: string | null,
+): number {
+  let moved = MOVED_NOTHING;
+  if (into.deviceId !== deviceId || into.status !== status || into.problem !== problem) {
+    into.deviceId = deviceId;
+    into.status = status;
+    into.problem = problem;
+    moved = MOVED_SHOWN;
+  }
+  if (
+    into.resolved !== resolved ||
+    into.outletState !== outletState ||
+    into.detail !== detail ||
+    into.feed !== feed
+  ) {
+    into.resolved = resolved;
+    into.outletState = outletState;
+    into.detail = detail;
+    into.feed = feed;
+    moved |= MOVED_VALUE;
+  }
+  if (!resolved) {
+    const figures = into.setFigures(null, null, null, null);
+    if (figures || into.feedsFrom !== null) moved |= MOVED_VALUE;
+    into.feedsFrom = null;
+  }
+  return moved;
 }
 
 function lifetimeKwh(reading: InstanceReading | undefined, deviceId: string, index: number): number | null {
@@ -303,7 +481,8 @@ function sum(
   offCountsZero: boolean,
 ): number | null {
   let total = 0;
-  for (const r of readings) {
+  for (let i = 0; i < readings.length; i++) {
+    const r = readings[i]!;
     const v = pick(r);
     if (v !== null) total += v;
     else if (!(offCountsZero && r.status === "off")) return null;
@@ -311,9 +490,31 @@ function sum(
   return total;
 }
 
+const POWER = (r: CordReading): number | null => r.power;
+const CURRENT = (r: CordReading): number | null => r.current;
+const ENERGY = (r: CordReading): number | null => r.energy;
+const LIFETIME = (r: CordReading): number | null => r.energyLifetime;
+
+/** The cords live, and the asset's power state from its cords' statuses. */
+function powerState(readings: readonly CordReading[]): { live: number; state: AssetPowerState } {
+  let live = 0;
+  let off = 0;
+  let unknown = 0;
+  for (let i = 0; i < readings.length; i++) {
+    const status = readings[i]!.status;
+    if (status === "live") live++;
+    else if (status === "off") off++;
+    else unknown++;
+  }
+  const n = readings.length;
+  return { live, state: unknown > 0 ? "unknown" : live === n ? "on" : off === n ? "off" : "partial" };
+}
+
 /**
  * The asset's state from its cords' readings (redundancy as given: ./redundancy.ts decides it);
  * `before` itself when nothing of it differs, so a reader that keeps the object it last wrote knows.
+ * The from-scratch way: the book keeps one state per asset and writes it in place
+ * ({@link refreshAssetState}).
  */
 export function assetState(
   asset: AssetDef,
@@ -321,20 +522,12 @@ export function assetState(
   redundancy: Redundancy,
   before: AssetState | null,
 ): AssetState {
-  let live = 0;
-  let off = 0;
-  let unknown = 0;
-  for (const r of readings) {
-    if (r.status === "live") live++;
-    else if (r.status === "off") off++;
-    else unknown++;
-  }
+  const { live, state } = powerState(readings);
   const n = readings.length;
-  const state: AssetPowerState = unknown > 0 ? "unknown" : live === n ? "on" : off === n ? "off" : "partial";
-  const power = sum(readings, (r) => r.power, true);
-  const current = sum(readings, (r) => r.current, true);
-  const energy = sum(readings, (r) => r.energy, false);
-  const energyLifetime = sum(readings, (r) => r.energyLifetime, false);
+  const power = sum(readings, POWER, true);
+  const current = sum(readings, CURRENT, true);
+  const energy = sum(readings, ENERGY, false);
+  const energyLifetime = sum(readings, LIFETIME, false);
   const changed =
     before === null ||
     before.state !== state ||
@@ -364,6 +557,70 @@ export function assetState(
     readings: Object.freeze(readings),
     changed,
   });
+}
+
+/**
+ * An asset's state as the book keeps it: one object per asset, written in place
+ * ({@link refreshAssetState}); its figures are getters, as a {@link CordSlot}'s.
+ */
+export class AssetSlot extends Figures4 implements AssetState {
+  readonly id: string;
+  state: AssetPowerState;
+  cordsLive: number;
+  readonly cords: number;
+  redundancy: Redundancy;
+  readonly readings: readonly CordSlot[];
+  changed = true;
+
+  /** A first state of the asset, from its cords' slots (kept: the state shows them as they move). */
+  constructor(asset: AssetDef, readings: readonly CordSlot[], redundancy: Redundancy) {
+    super();
+    const { live, state } = powerState(readings);
+    this.id = asset.id;
+    this.state = state;
+    this.cordsLive = live;
+    this.cords = readings.length;
+    this.redundancy = redundancy;
+    this.readings = readings;
+    this.setFigures(
+      sum(readings, POWER, true),
+      sum(readings, CURRENT, true),
+      sum(readings, ENERGY, false),
+      sum(readings, LIFETIME, false),
+    );
+  }
+}
+
+/**
+ * The state again, in place, after its cords' slots were read: `cords` is what their reads moved
+ * (the most of {@link MOVED_NOTHING}, {@link MOVED_VALUE}, {@link MOVED_SHOWN}). Sets `changed`
+ * (what it shows besides the figures moved) and answers whether anything of it moved.
+ */
+export function refreshAssetState(slot: AssetSlot, cords: number, redundancy: Redundancy): boolean {
+  if (cords === MOVED_NOTHING && slot.redundancy === redundancy) {
+    slot.changed = false;
+    return false;
+  }
+  const readings = slot.readings;
+  const { live, state } = powerState(readings);
+  const changed =
+    cords === MOVED_SHOWN ||
+    slot.state !== state ||
+    slot.cordsLive !== live ||
+    slot.redundancy !== redundancy;
+  const moved = changed || cords !== MOVED_NOTHING;
+  slot.changed = changed;
+  slot.state = state;
+  slot.cordsLive = live;
+  slot.redundancy = redundancy;
+  if (cords === MOVED_NOTHING) return moved;
+  const figures = slot.setFigures(
+    sum(readings, POWER, true),
+    sum(readings, CURRENT, true),
+    sum(readings, ENERGY, false),
+    sum(readings, LIFETIME, false),
+  );
+  return moved || figures;
 }
 
 function sameCordShown(a: CordReading | undefined, b: CordReading): boolean {

@@ -41,9 +41,18 @@ export interface AssetTopicsOptions {
   readonly actionsEnabled: (instanceId: string) => boolean;
 }
 
-/** What was last published for one asset. */
+/**
+ * What was last published for one asset. The figures are kept as the numbers their payloads were
+ * made of, in place (a payload string kept per poll would outlive the young generation).
+ */
 interface Published {
-  readonly values: Map<AssetLevel, string>;
+  /** The book's version of the state last published (src/assets/book.ts). */
+  version: number;
+  state: string;
+  redundancy: string;
+  /** The figures as rounded for their payloads; NaN: the topic cleared (not known). */
+  power: number;
+  energy: number;
   /** Discovery config topic → payload. */
   configs: Map<string, string>;
   /** What the configs were built from: the asset's definition and whether its control is on. */
@@ -116,32 +125,69 @@ export class AssetTopics {
     for (const id of model.assets.keys()) this.#publish(id, force);
   }
 
-  /** One asset's topics and discovery: what differs from what was last published (all when `force`). */
+  /**
+   * One asset's topics and discovery: what differs from what was last published (all when `force`,
+   * or when nothing was yet). Nothing at all when neither the state (its version) nor the
+   * definition moved since.
+   */
   #publish(id: string, force: boolean): void {
     const view = this.#o.view;
     const def = view.model.assets.get(id);
     const state = view.book.get(id);
     if (def === undefined || state === undefined || !view.publishes(def)) return;
     let published = this.#published.get(id);
-    if (published === undefined)
-      this.#published.set(
-        id,
-        (published = { values: new Map(), configs: new Map(), def: null, actions: false }),
-      );
-    const payloads = assetPayloads(state);
-    for (const level of ASSET_LEVELS) {
-      const payload = payloads[level];
-      if (!force && published.values.get(level) === payload) continue;
-      published.values.set(level, payload);
-      this.#o.sink.publish(this.#o.topics.asset(id, level), payload, qosOf(level), true);
+    if (published === undefined) {
+      published = {
+        version: -1,
+        state: "",
+        redundancy: "",
+        power: NaN,
+        energy: NaN,
+        configs: new Map(),
+        def: null,
+        actions: false,
+      };
+      this.#published.set(id, published);
+      force = true;
     }
+    const version = view.book.version(id);
+    if (!force && published.version === version && published.def === def) return;
+    published.version = version;
+    this.#values(id, state, published, force);
     this.#discover(def, published, force);
   }
 
-  /** The asset's discovery configs, built again only when what they are built from changed. */
+  /** The asset's retained topics whose payload differs from the last published (all when `force`). */
+  #values(id: string, state: AssetState, published: Published, force: boolean): void {
+    const { sink, topics } = this.#o;
+    if (force || published.state !== state.state) {
+      published.state = state.state;
+      sink.publish(topics.asset(id, "state"), state.state, 1, true);
+    }
+    const power = rounded(state.power, 2);
+    if (force || !sameFigure(published.power, power)) {
+      published.power = power;
+      sink.publish(topics.asset(id, "power"), figureText(power), qosOf("power"), true);
+    }
+    const energy = rounded(state.energy, 3);
+    if (force || !sameFigure(published.energy, energy)) {
+      published.energy = energy;
+      sink.publish(topics.asset(id, "energy"), figureText(energy), qosOf("energy"), true);
+    }
+    if (force || published.redundancy !== state.redundancy) {
+      published.redundancy = state.redundancy;
+      sink.publish(topics.asset(id, "redundancy"), state.redundancy, 1, true);
+    }
+  }
+
+  /**
+   * The asset's discovery configs, built again only when what they are built from changed: its
+   * definition (a live change makes new ones) and whether its control is on (`ActionsEnabled`, not
+   * applied live: read again with the definition).
+   */
   #discover(def: AssetDef, published: Published, force: boolean): void {
     const discovery = this.#o.discovery;
-    if (discovery === null) return;
+    if (discovery === null || (!force && published.def === def)) return;
     const actions = def.cords.every((c) => this.#o.actionsEnabled(c.instance));
     if (!force && published.def === def && published.actions === actions) return;
     published.def = def;
@@ -159,24 +205,20 @@ export class AssetTopics {
     const published = this.#published.get(id);
     this.#published.delete(id);
     if (published === undefined) return;
-    for (const level of published.values.keys())
+    for (const level of ASSET_LEVELS)
       this.#o.sink.publish(this.#o.topics.asset(id, level), "", qosOf(level), true);
     for (const topic of published.configs.keys()) this.#o.sink.publish(topic, "", 1, true);
   }
 }
 
-const figure = (value: number | null, digits: number): string =>
-  value === null ? "" : String(Math.round(value * 10 ** digits) / 10 ** digits);
+/** A figure rounded as its payload says it; NaN when not known. */
+const rounded = (value: number | null, digits: number): number =>
+  value === null ? NaN : Math.round(value * 10 ** digits) / 10 ** digits;
 
-/** The payload of each retained topic of an asset. */
-export function assetPayloads(state: AssetState): Record<AssetLevel, string> {
-  return {
-    state: state.state,
-    power: figure(state.power, 2),
-    energy: figure(state.energy, 3),
-    redundancy: state.redundancy,
-  };
-}
+/** A rounded figure's payload: empty (the topic cleared) when not known. */
+const figureText = (value: number): string => (Number.isNaN(value) ? "" : String(value));
+
+const sameFigure = (a: number, b: number): boolean => a === b || (Number.isNaN(a) && Number.isNaN(b));
 
 /** The node id of every asset's discovery configs: `<P>-assets`. */
 export function assetsNodeId(parentTopic: string): string {

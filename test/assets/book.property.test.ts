@@ -4,14 +4,23 @@
  * there), random snapshots in random orders (outlets on, off or unknown, currents, PDUs online or
  * not, polls and latch-made snapshots). After every update each asset's state equals the one
  * computed over the latest readings of every instance, its redundancy equals an independent
- * count of polls, and the assets without a cord on the updated instance are not touched.
+ * count of polls, the assets without a cord on the updated instance are not touched, and the
+ * update says moved (and gives another version to) exactly the assets whose state moved.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { isDeepStrictEqual } from "node:util";
 import fc from "fast-check";
 import { AssetBook } from "../../src/assets/book.js";
 import { buildAssetModel } from "../../src/assets/model.js";
-import { assetState, readAsset, type CordReading, type InstanceReading } from "../../src/assets/state.js";
+import {
+  assetState,
+  plainReading,
+  readAsset,
+  type AssetState,
+  type CordReading,
+  type InstanceReading,
+} from "../../src/assets/state.js";
 import type { AssetConfig, AssetModel } from "../../src/assets/types.js";
 import { restamp } from "../../src/pdu/model.js";
 import { pduSnapshot, type OutletSpec } from "../../testkit/asset-fleet.js";
@@ -82,6 +91,26 @@ function downNow(readings: readonly CordReading[], r: CordReading): boolean {
   return total >= 0.5 && r.current! < 0.05 * total;
 }
 
+/**
+ * A state as it is now, in plain objects with every field (the book's are written in place at its
+ * next update, and their figures are getters, which a spread leaves out).
+ */
+function copyOf(state: AssetState): AssetState {
+  return {
+    id: state.id,
+    state: state.state,
+    power: state.power,
+    current: state.current,
+    energy: state.energy,
+    energyLifetime: state.energyLifetime,
+    cordsLive: state.cordsLive,
+    cords: state.cords,
+    redundancy: state.redundancy,
+    readings: state.readings.map(plainReading),
+    changed: state.changed,
+  };
+}
+
 describe("the asset book, incrementally and from scratch", () => {
   it("agrees after every update, and touches only the assets on the updated instance", () => {
     fc.assert(
@@ -109,8 +138,10 @@ describe("the asset book, incrementally and from scratch", () => {
                   t,
                 );
           const reading: InstanceReading = { id: u.instance, snapshot, online: u.online };
-          const before = new Map([...book.states()].map((s) => [s.id, s]));
-          book.update(reading, u.poll, t);
+          // The book writes its states in place: what each was before, copied, and its version.
+          const before = new Map([...book.states()].map((s) => [s.id, copyOf(s)]));
+          const versions = new Map([...model.assets.keys()].map((id) => [id, book.version(id)]));
+          const { moved } = book.update(reading, u.poll, t);
           readings.set(u.instance, reading);
           for (const asset of model.assets.values()) {
             const scratch = readAsset(model, asset, readings);
@@ -138,11 +169,24 @@ describe("the asset book, incrementally and from scratch", () => {
                   : "ok";
             const expected = assetState(asset, scratch, expectedRedundancy, null);
             const got = book.get(asset.id)!;
-            if (!onIt)
-              assert.equal(got, before.get(asset.id), `${asset.id} is not on ${u.instance}: untouched`);
+            const same = isDeepStrictEqual(
+              { ...copyOf(got), changed: null },
+              { ...before.get(asset.id)!, changed: null },
+            );
+            if (!onIt) {
+              assert.ok(same, `${asset.id} is not on ${u.instance}: untouched`);
+              assert.equal(book.version(asset.id), versions.get(asset.id), `${asset.id}: its version kept`);
+            }
+            // Whoever keeps a version (the MQTT topics) must learn of every move, and of no other.
+            assert.equal(
+              moved.includes(asset.id),
+              !same,
+              `${asset.id} ${same ? "did not move but is" : "moved but is not"} said moved`,
+            );
+            assert.equal(book.version(asset.id) !== versions.get(asset.id), !same, `${asset.id}: version`);
             assert.deepEqual(
-              { ...got, changed: null },
-              { ...expected, changed: null },
+              { ...copyOf(got), changed: null },
+              { ...copyOf(expected), changed: null },
               `${asset.id} after update ${t} (${u.instance})`,
             );
           }

@@ -1,0 +1,185 @@
+/**
+ * An asset's retained topics through the whole service, on mosquitto (docs/assets.md, "MQTT and
+ * Home Assistant"): the asset book writes its states in place and the topics skip an asset whose
+ * state did not move, so every move must still reach the broker and nothing that reads the same may
+ * be sent again. Two frozen Geist simulators on feeds A and B (nothing moves unless the test moves
+ * it), two assets with a cord on each. One cord's power moved at its PDU: that asset's power sent
+ * once per move, its other topics and the other asset's never again; a cord switched off: its state
+ * and then its redundancy sent; mosquitto restarted without its retained messages: every asset's
+ * topics retained again after the bridge reconnects.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
+import { yamlFragment } from "../../testkit/config-yaml.js";
+import { Mosquitto } from "../../testkit/mosquitto.js";
+import { Recorder, type Received } from "../../testkit/mqtt-client.js";
+import { waitFor } from "../../testkit/wait.js";
+
+type Sims = "a1" | "b1";
+
+interface RestAsset {
+  readonly state: string;
+  readonly power: number | null;
+  readonly redundancy: string;
+  readonly readings: readonly { readonly power: number | null }[];
+}
+
+const ASSETS = {
+  db: {
+    Cords: [
+      { Instance: "a1", Outlet: 0 },
+      { Instance: "b1", Outlet: 0 },
+    ],
+  },
+  web: {
+    Cords: [
+      { Instance: "a1", Outlet: 1 },
+      { Instance: "b1", Outlet: 1 },
+    ],
+  },
+};
+
+describe("an asset's retained topics: every move sent, nothing that reads the same sent again, all again after a broker restart", () => {
+  let mosquitto: Mosquitto;
+  let h: AppHarness<Sims>;
+  let devA: string;
+  let devB: string;
+
+  before(async () => {
+    mosquitto = await Mosquitto.start();
+    h = await startAppHarness<Sims>({
+      sims: { a1: { outlets: 2, seed: 31, frozen: true }, b1: { outlets: 2, seed: 32, frozen: true } },
+      beforeStart: (s) => {
+        for (const sim of [s.a1, s.b1])
+          for (let i = 0; i < 2; i++) sim.setOutletState(sim.deviceIds()[0]!, i, "on");
+      },
+      yaml: (s) =>
+        appYaml({
+          broker: { host: mosquitto.host, port: mosquitto.port },
+          pdus: [
+            pduYaml("a1", s.a1, { pollInterval: 1, more: { Feed: "A" } }),
+            pduYaml("b1", s.b1, { pollInterval: 1, more: { Feed: "B" } }),
+          ],
+          api: { key: "" },
+          extra: [yamlFragment({ Feeds: { A: {}, B: {} } }, 0), yamlFragment({ Assets: ASSETS }, 0)].join(
+            "\n",
+          ),
+        }),
+      waitForFirstPolls: true,
+    });
+    devA = h.sims.a1.deviceIds()[0]!;
+    devB = h.sims.b1.deviceIds()[0]!;
+  });
+  after(async () => {
+    await h?.close();
+    await mosquitto?.close();
+  });
+
+  const topic = (id: string, level: string) => `${h.parent}/$assets/${id}/${level}`;
+  const asset = async (id: string): Promise<RestAsset> => {
+    const res = await h.api.get(`/api/v1/assets/${id}`);
+    assert.equal(res.status, 200, res.text);
+    return res.json<RestAsset>();
+  };
+  /** Waits for `n` polls of every instance that start from now. */
+  const polls = async (n: number): Promise<void> => {
+    for (let i = 0; i < n; i++) {
+      const since = Date.now();
+      await Promise.all(["a1", "b1"].map((id) => h.waitForPoll(id, since)));
+    }
+  };
+  const near = (payload: string, watts: number) =>
+    payload !== "" && Math.abs(Number(payload) - watts) < 0.006;
+  /** The messages on an asset's topics since the recorder was cleared. */
+  const ofAssets = (): Received[] =>
+    h.mqtt.messages.filter((m) => m.topic.startsWith(`${h.parent}/$assets/`));
+
+  it("one cord's power moved at its PDU: that asset's power sent once per move, nothing else sent again", async () => {
+    for (const id of ["db", "web"]) {
+      await h.mqtt.waitFor(topic(id, "state"), (m) => m.payload === "on");
+      await h.mqtt.waitFor(topic(id, "power"), (m) => m.payload !== "");
+      await h.mqtt.waitFor(topic(id, "redundancy"), (m) => m.payload === "ok");
+    }
+    await waitFor(async () => (await asset("db")).power !== null, "db's power read");
+    const db = await asset("db");
+    const [a, b] = db.readings.map((r) => r.power!);
+    h.mqtt.clear();
+    await polls(2);
+    // a1's cord of db draws 37 W more: only db's sum moves.
+    h.sims.a1.setMeasurementRaw(devA, 0, "realPower", String(a! + 37));
+    await h.mqtt.waitFor(topic("db", "power"), (m) => near(m.payload, a! + 37 + b!));
+    await polls(2);
+    // Then b1's: the message of this move comes after any the polls between sent.
+    h.sims.b1.setMeasurementRaw(devB, 0, "realPower", String(b! + 11));
+    await h.mqtt.waitFor(topic("db", "power"), (m) => near(m.payload, a! + 37 + b! + 11));
+    const sent = ofAssets().map((m) => `${m.topic.slice(h.parent.length)} ${m.payload}`);
+    assert.equal(sent.length, 2, `only db's two sums were sent: ${sent.join(", ")}`);
+    assert.ok(
+      ofAssets().every((m) => m.topic === topic("db", "power")),
+      sent.join(", "),
+    );
+  });
+
+  it("a cord switched off at its PDU: the state sent at once, the redundancy after two polls, and back", async () => {
+    h.mqtt.clear();
+    h.sims.b1.setOutletState(devB, 1, "off");
+    await h.mqtt.waitFor(topic("web", "state"), (m) => m.payload === "partial");
+    await h.mqtt.waitFor(topic("web", "redundancy"), (m) => m.payload === "lost");
+    const webA = (await asset("web")).readings[0]!.power!;
+    assert.ok(
+      h.mqtt.on(topic("web", "power")).some((m) => near(m.payload, webA)),
+      "the sum of the live cord alone",
+    );
+    h.sims.b1.setOutletState(devB, 1, "on");
+    await h.mqtt.waitFor(topic("web", "state"), (m) => m.payload === "on");
+    await h.mqtt.waitFor(topic("web", "redundancy"), (m) => m.payload === "ok");
+    for (const level of ["state", "redundancy"]) {
+      const payloads = h.mqtt.on(topic("web", level)).map((m) => m.payload);
+      assert.deepEqual(
+        payloads,
+        [...new Set(payloads)],
+        `web ${level}: each value once: ${payloads.join(", ")}`,
+      );
+    }
+    assert.deepEqual(h.mqtt.on(topic("db", "state")), [], "db did not move");
+  });
+
+  it("mosquitto restarted without its retained messages: every asset topic retained again", async () => {
+    const expected = new Map<string, string>();
+    for (const id of ["db", "web"]) {
+      const a = await asset(id);
+      expected.set(topic(id, "state"), a.state);
+      expected.set(topic(id, "redundancy"), a.redundancy);
+      expected.set(topic(id, "power"), String(a.power));
+    }
+    await mosquitto.restart();
+    const fresh = await waitFor(
+      async () => {
+        const r = await Recorder.connect(mosquitto, [`${h.parent}/$assets/+/+`]).catch(() => null);
+        if (r === null) return null;
+        const complete = await waitFor(
+          () => [...expected.keys()].every((t) => r.last(t)?.retain === true),
+          "every asset topic retained",
+          3_000,
+        ).catch(() => false);
+        if (complete) return r;
+        // One that came before the bridge reconnected heard them live, not retained: ask again.
+        await r.close();
+        return null;
+      },
+      "the asset topics retained again after the restart",
+      30_000,
+    );
+    try {
+      for (const [t, payload] of expected) {
+        const m = fresh.last(t)!;
+        assert.equal(m.retain, true, `${t} retained`);
+        if (t.endsWith("/power")) assert.ok(near(m.payload, Number(payload)), `${t}: ${m.payload}`);
+        else assert.equal(m.payload, payload, t);
+      }
+    } finally {
+      await fresh.close();
+    }
+  });
+});
