@@ -13,25 +13,17 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { createSocket } from "node:dgram";
 import { promisify } from "node:util";
 import { startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
 import { waitFor } from "../../testkit/wait.js";
 import { startSnmpSimulator, type SnmpSimulator } from "../../src/simulator/snmp/agent.js";
+import { freeUdpPort, metricValue } from "../../testkit/traps.js";
 
 const run = promisify(execFile);
 const COMMUNITY = "family-traps";
 const V3 = { user: "sentry3", authKey: "sentry3-auth-key", privKey: "sentry3-priv-key" };
 const CPS = "1.3.6.1.4.1.3808";
 const ST3 = "1.3.6.1.4.1.1718.3";
-
-async function freeUdpPort(): Promise<number> {
-  const socket = createSocket("udp6");
-  await new Promise<void>((resolve) => socket.bind(0, resolve));
-  const { port } = socket.address();
-  await new Promise<void>((resolve) => socket.close(() => resolve()));
-  return port;
-}
 
 /** `snmptrap` v2c from 127.0.0.1: the trap OID and its varbinds as `oid type value` triples. */
 function snmptrapV2c(port: number, trapOid: string, ...varbinds: string[]) {
@@ -48,11 +40,6 @@ function snmptrapV3(port: number, trapOid: string, ...varbinds: string[]) {
     trapOid,
     ...varbinds,
   ]);
-}
-
-function metric(text: string, series: string): number {
-  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
-  return line === undefined ? 0 : Number(line.slice(series.length + 1));
 }
 
 describe("CyberPower and Sentry3 traps", () => {
@@ -131,7 +118,7 @@ describe("CyberPower and Sentry3 traps", () => {
       .map((m) => JSON.parse(m.payload) as Record<string, unknown>)
       .filter((e) => e.event_type === "trap");
   const metrics = async () => (await h.health.get("/metrics")).text;
-  const polls = async (id: string) => metric(await metrics(), `pdu_trap_polls_total{instance="${id}"}`);
+  const polls = async (id: string) => metricValue(await metrics(), `pdu_trap_polls_total{instance="${id}"}`);
 
   /** Switches `outlet` off at the unit, runs `send` (the trap), and waits for the state on MQTT. */
   async function switchedOff(id: string, sim: SnmpSimulator, outlet: number, send: () => Promise<unknown>) {
@@ -235,8 +222,8 @@ describe("CyberPower and Sentry3 traps", () => {
     });
     assert.deepEqual(pick("st3", "outletLoadEvent"), { kind: "load-state", outlet: 3, state: "critical" });
     const text = await metrics();
-    assert.equal(metric(text, 'pdu_trap_events_total{instance="cps",kind="load-state"}'), 2);
-    assert.equal(metric(text, 'pdu_trap_events_total{instance="st3",kind="breaker-tripped"}'), 1);
-    assert.equal(metric(text, 'pdu_trap_events_total{instance="cps2",kind="other"}'), 0);
+    assert.equal(metricValue(text, 'pdu_trap_events_total{instance="cps",kind="load-state"}'), 2);
+    assert.equal(metricValue(text, 'pdu_trap_events_total{instance="st3",kind="breaker-tripped"}'), 1);
+    assert.equal(metricValue(text, 'pdu_trap_events_total{instance="cps2",kind="other"}'), 0);
   });
 });

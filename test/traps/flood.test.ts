@@ -11,7 +11,6 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createSocket } from "node:dgram";
 import { readFileSync } from "node:fs";
 import http from "node:http";
 import snmp from "net-snmp";
@@ -21,20 +20,13 @@ import { startSnmpSimulator, type SnmpSimulator } from "../../src/simulator/snmp
 import { EVENT_BURST } from "../../src/mqtt/alarms.js";
 import { RECENT_EVENTS } from "../../src/ui/alarms.js";
 import { TRAPS_SHOWN_PER_SECOND } from "../../src/ui/feed.js";
+import { freeUdpPort, metricValue } from "../../testkit/traps.js";
 
 const COMMUNITY = "flood";
 const RATE = 1000;
 const FLOOD_MS = 5000;
 const OTHERS = ["p1", "p2", "p3"];
 const KEY = "flood-test-key-0123456789abcdef0";
-
-async function freeUdpPort(): Promise<number> {
-  const socket = createSocket("udp6");
-  await new Promise<void>((resolve) => socket.bind(0, resolve));
-  const { port } = socket.address();
-  await new Promise<void>((resolve) => socket.close(() => resolve()));
-  return port;
-}
 
 /** Sends `RATE` rPDUOutletOn traps a second from `host` for `FLOOD_MS`; resolves to the count sent. */
 async function flood(host: "127.0.0.1" | "::1", port: number): Promise<number> {
@@ -92,11 +84,6 @@ function recentEvents(port: number): Promise<{ kind: string }[]> {
   });
 }
 
-function metric(text: string, series: string): number {
-  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
-  return line === undefined ? 0 : Number(line.slice(series.length + 1));
-}
-
 describe("a flood of traps", () => {
   const sims: SnmpSimulator[] = [];
   let h: AppHarness<never>;
@@ -147,7 +134,7 @@ describe("a flood of traps", () => {
     assert.equal(fromUnknown, fromPdu);
 
     // The counters: every datagram the kernel handed over is counted once, as an event or a drop.
-    const delta = (text: string, series: string) => metric(text, series) - metric(before, series);
+    const delta = (text: string, series: string) => metricValue(text, series) - metricValue(before, series);
     const events = (t: string) => delta(t, 'pdu_trap_events_total{instance="p0",kind="outlet-switched"}');
     const unknown = (t: string) => delta(t, 'pdu_trap_dropped_total{reason="unknown-source"}');
     await waitFor(

@@ -15,19 +15,11 @@ import snmp from "net-snmp";
 import { startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
 import { waitFor } from "../../testkit/wait.js";
 import { startSnmpSimulator, type SnmpSimulator } from "../../src/simulator/snmp/agent.js";
+import { freeUdpPort, metricValue } from "../../testkit/traps.js";
 
 const run = promisify(execFile);
 const COMMUNITY = "trap-lab";
 const V3 = { user: "trapper", authKey: "trap-auth-key-1", privKey: "trap-priv-key-1" };
-
-/** A UDP port that was free on the IPv6 and IPv4 wildcard a moment ago. */
-async function freeUdpPort(): Promise<number> {
-  const socket = createSocket("udp6");
-  await new Promise<void>((resolve) => socket.bind(0, resolve));
-  const { port } = socket.address();
-  await new Promise<void>((resolve) => socket.close(() => resolve()));
-  return port;
-}
 
 function snmptrapV2c(port: number, community: string, host = "127.0.0.1", ...varbinds: string[]) {
   const target = host.includes(":") ? `udp6:[${host}]:${port}` : `udp:${host}:${port}`;
@@ -43,12 +35,6 @@ function snmptrapV3(port: number, authKey: string, user = V3.user) {
     "1.3.6.1.4.1.1718.4.100.0.16",
     ...["1.3.6.1.4.1.1718.4.1.8.3.1.1.1.1.2", "i", "2"],
   ]);
-}
-
-/** A metric's value in a Prometheus text answer (0 when absent). */
-function metric(text: string, series: string): number {
-  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
-  return line === undefined ? 0 : Number(line.slice(series.length + 1));
 }
 
 describe("SNMP traps", () => {
@@ -134,8 +120,8 @@ describe("SNMP traps", () => {
     const latency = Date.now() - switched;
     assert.ok((h.app.store.get("sim")?.lastSuccessUtc ?? 0) > polledBefore, "a poll after the trap");
     const text = await metrics();
-    assert.equal(metric(text, 'pdu_trap_events_total{instance="sim",kind="outlet-switched"}'), 1);
-    assert.equal(metric(text, 'pdu_trap_polls_total{instance="sim"}'), 1);
+    assert.equal(metricValue(text, 'pdu_trap_events_total{instance="sim",kind="outlet-switched"}'), 1);
+    assert.equal(metricValue(text, 'pdu_trap_polls_total{instance="sim"}'), 1);
     // The event on the instance's events topic.
     const event = h.mqtt.on(`${h.parent}/sim/events`).find((m) => m.payload.includes('"trap"'));
     assert.ok(event !== undefined, "a trap event on P/sim/events");
@@ -159,7 +145,7 @@ describe("SNMP traps", () => {
     assert.equal(h.app.store.get("quick")?.snapshot?.devices[0]?.outlets[2]?.state, "off");
     await waitFor(() => h.mqtt.last(topic)?.payload === "off", "outlet 3 of quick off on MQTT");
     assert.equal(quick.trapsSent(), sent, "no trap was sent");
-    assert.equal(metric(await metrics(), 'pdu_trap_polls_total{instance="quick"}'), 0);
+    assert.equal(metricValue(await metrics(), 'pdu_trap_polls_total{instance="quick"}'), 0);
   });
 
   it("snmptrap v2c with a configured community, and v3 authPriv with the instance's user, are accepted", async () => {
@@ -167,7 +153,7 @@ describe("SNMP traps", () => {
     await snmptrapV3(trapPort, V3.authKey);
     await waitFor(async () => {
       const text = await metrics();
-      return metric(text, 'pdu_trap_events_total{instance="v3pdu",kind="outlet-switched"}') === 1;
+      return metricValue(text, 'pdu_trap_events_total{instance="v3pdu",kind="outlet-switched"}') === 1;
     }, "the v3 trap counted for v3pdu");
     const events = () =>
       h.mqtt.on(`${h.parent}/v3pdu/events`).map((m) => JSON.parse(m.payload) as Record<string, unknown>);
@@ -186,9 +172,9 @@ describe("SNMP traps", () => {
     const before = await metrics();
     const reasons = ["unknown-source", "bad-community", "bad-user", "bad-auth", "malformed"];
     const was = Object.fromEntries(
-      reasons.map((r) => [r, metric(before, `pdu_trap_dropped_total{reason="${r}"}`)]),
+      reasons.map((r) => [r, metricValue(before, `pdu_trap_dropped_total{reason="${r}"}`)]),
     );
-    const events = metric(before, 'pdu_trap_events_total{instance="sim",kind="outlet-switched"}');
+    const events = metricValue(before, 'pdu_trap_events_total{instance="sim",kind="outlet-switched"}');
     for (let i = 0; i < 5; i++) await snmptrapV2c(trapPort, "wrong-community");
     await snmptrapV2c(trapPort, COMMUNITY, "::1");
     await snmptrapV3(trapPort, "wrong-auth-key-9");
@@ -204,15 +190,15 @@ describe("SNMP traps", () => {
     await waitFor(async () => {
       const text = await metrics();
       return (
-        metric(text, 'pdu_trap_dropped_total{reason="bad-community"}') - was["bad-community"]! === 5 &&
-        metric(text, 'pdu_trap_dropped_total{reason="unknown-source"}') - was["unknown-source"]! === 1 &&
-        metric(text, 'pdu_trap_dropped_total{reason="bad-auth"}') - was["bad-auth"]! === 1 &&
-        metric(text, 'pdu_trap_dropped_total{reason="bad-user"}') - was["bad-user"]! === 1 &&
-        metric(text, 'pdu_trap_dropped_total{reason="malformed"}') - was.malformed! >= 2
+        metricValue(text, 'pdu_trap_dropped_total{reason="bad-community"}') - was["bad-community"]! === 5 &&
+        metricValue(text, 'pdu_trap_dropped_total{reason="unknown-source"}') - was["unknown-source"]! === 1 &&
+        metricValue(text, 'pdu_trap_dropped_total{reason="bad-auth"}') - was["bad-auth"]! === 1 &&
+        metricValue(text, 'pdu_trap_dropped_total{reason="bad-user"}') - was["bad-user"]! === 1 &&
+        metricValue(text, 'pdu_trap_dropped_total{reason="malformed"}') - was.malformed! >= 2
       );
     }, "every bad trap counted by its reason");
     assert.equal(
-      metric(await metrics(), 'pdu_trap_events_total{instance="sim",kind="outlet-switched"}'),
+      metricValue(await metrics(), 'pdu_trap_events_total{instance="sim",kind="outlet-switched"}'),
       events,
     );
     // Five wrong communities: one line now, the rest in the fold's summary.
@@ -231,7 +217,10 @@ describe("SNMP traps", () => {
         value: Buffer.from("\u0000\u001b[31m".repeat(100)),
       })),
     ];
-    const before = metric(await metrics(), 'pdu_trap_events_total{instance="sim",kind="outlet-switched"}');
+    const before = metricValue(
+      await metrics(),
+      'pdu_trap_events_total{instance="sim",kind="outlet-switched"}',
+    );
     await new Promise<void>((resolve) => session.trap("1.3.6.1.4.1.318.0.269", huge, () => resolve()));
     // A trap OID no table names: an `other` event.
     await new Promise<void>((resolve) => session.trap("1.3.6.1.4.1.99999.0.1", [], () => resolve()));
@@ -239,8 +228,8 @@ describe("SNMP traps", () => {
     await waitFor(async () => {
       const text = await metrics();
       return (
-        metric(text, 'pdu_trap_events_total{instance="sim",kind="outlet-switched"}') === before + 1 &&
-        metric(text, 'pdu_trap_events_total{instance="sim",kind="other"}') >= 1
+        metricValue(text, 'pdu_trap_events_total{instance="sim",kind="outlet-switched"}') === before + 1 &&
+        metricValue(text, 'pdu_trap_events_total{instance="sim",kind="other"}') >= 1
       );
     }, "both hostile traps made events");
     // An outlet number past the bounds is no outlet.
@@ -257,7 +246,7 @@ describe("SNMP traps", () => {
 
   it("a burst of traps asks for at most one extra poll per instance per second", async () => {
     const session = snmp.createSession("127.0.0.1", COMMUNITY, { trapPort, version: snmp.Version2c });
-    const polls = () => metrics().then((t) => metric(t, 'pdu_trap_polls_total{instance="sim"}'));
+    const polls = () => metrics().then((t) => metricValue(t, 'pdu_trap_polls_total{instance="sim"}'));
     // Quiet first (the earlier tests' trailing polls done), so the burst's first trap polls at once.
     await new Promise((resolve) => setTimeout(resolve, 2500));
     const start = await polls();

@@ -7,13 +7,13 @@
  * the recent events on connect.
  */
 import assert from "node:assert/strict";
-import { createSocket } from "node:dgram";
 import { after, before, test } from "node:test";
 import type { Page } from "playwright-core";
 import { chromiumMissing, openBrowser, type BrowserSession } from "../../testkit/browser.js";
 import { startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
 import { waitFor } from "../../testkit/wait.js";
 import { startSnmpSimulator, type SnmpSimulator } from "../../src/simulator/snmp/agent.js";
+import { freeUdpPort } from "../../testkit/traps.js";
 
 const skip = chromiumMissing;
 const COMMUNITY = "console-traps";
@@ -25,14 +25,6 @@ let h: AppHarness<never>;
 let browser: BrowserSession | undefined;
 let page: Page;
 let origin: string;
-
-async function freeUdpPort(): Promise<number> {
-  const socket = createSocket("udp6");
-  await new Promise<void>((resolve) => socket.bind(0, resolve));
-  const { port } = socket.address();
-  await new Promise<void>((resolve) => socket.close(() => resolve()));
-  return port;
-}
 
 before(async () => {
   if (skip) return;
