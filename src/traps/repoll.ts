@@ -25,13 +25,15 @@ export class RepollLimiter {
 
   /** A trap from `id` was accepted. */
   trap(id: string): void {
+    // A poll already asked for at the second's end covers this trap too, even when a busy loop
+    // runs its timer late (firing here as well would poll twice in that second).
+    if (this.#pending.has(id)) return;
     const now = this.#now();
     const last = this.#last.get(id);
     if (last === undefined || now - last >= REPOLL_GAP_MS) {
       this.#fire(id, now);
       return;
     }
-    if (this.#pending.has(id)) return;
     const timer = setTimeout(
       () => {
         this.#pending.delete(id);
