@@ -1,17 +1,25 @@
 /**
  * The trap flood of `--only traps` (bench/traps.ts), in its own process so that sending costs the
- * bridge's event loop nothing: `node trap-flood-child.js <host> <port> <per second> <ms> <community>`
- * sends SNMPv2c rPDUOutletOn traps from `host`'s side of loopback (127.0.0.1 or ::1) to the
- * receiver at that rate for that long, and prints `{"sent": n}`.
+ * bridge's process nothing: `node trap-flood-child.js <to> <from> <port> <per second> <ms>
+ * <community>` sends SNMPv2c rPDUOutletOn traps from the loopback address `from` (a configured
+ * PDU's, or one no instance has) to the receiver on `to`:`port` at that rate for that long, and
+ * prints `{"sent": n}`.
  */
 import snmp from "net-snmp";
 
-const [host = "127.0.0.1", port = "162", perSecond = "1000", ms = "1000", community = "public"] =
-  process.argv.slice(2);
+const [
+  host = "127.0.0.1",
+  from = "127.0.0.1",
+  port = "162",
+  perSecond = "1000",
+  ms = "1000",
+  community = "public",
+] = process.argv.slice(2);
 const rate = Number(perSecond);
 const total = Math.floor((Number(ms) / 1000) * rate);
 const session = snmp.createSession(host, community, {
   trapPort: Number(port),
+  sourceAddress: from,
   version: snmp.Version2c,
   transport: host.includes(":") ? "udp6" : "udp4",
 });
