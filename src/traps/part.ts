@@ -10,7 +10,7 @@
  * the instance (its bucket's holder) acts on it. Another counts it dropped (`not-held`): the
  * holder's next poll finds what the trap told.
  */
-import type { Socket } from "node:dgram";
+import type { RemoteInfo, Socket } from "node:dgram";
 import snmp from "net-snmp";
 import type { EventBus } from "../bus.js";
 import type { Config } from "../config/schema.js";
@@ -113,6 +113,7 @@ export class TrapPart {
     try {
       await bound(receiver);
       widenBuffer(receiver);
+      this.#screen(receiver);
       return receiver;
     } catch (error) {
       receiver.close();
@@ -126,6 +127,27 @@ export class TrapPart {
     const receiver = this.#receiver;
     this.#receiver = null;
     if (receiver !== null) await new Promise<void>((resolve) => receiver.close(() => resolve()));
+  }
+
+  /**
+   * A datagram from an address no instance has is counted and dropped before net-snmp reads it: a
+   * flood from elsewhere costs no decoding, and nothing is ever sent back to such an address (an
+   * SNMPv3 discovery probe is otherwise answered with a report, which would make the receiver a
+   * reflector for spoofed sources).
+   */
+  #screen(receiver: Receiver): void {
+    for (const socket of Object.values(receiver.listener.sockets ?? {})) {
+      const decoders = socket.listeners("message") as ((buffer: Buffer, rinfo: RemoteInfo) => void)[];
+      socket.removeAllListeners("message");
+      socket.on("message", (buffer: Buffer, rinfo: RemoteInfo) => {
+        if (this.#sources?.known(rinfo.address) !== true) return this.#drop("unknown-source", rinfo.address);
+        try {
+          for (const decode of decoders) decode(buffer, rinfo);
+        } catch (caught) {
+          this.#drop("malformed", rinfo.address, caught);
+        }
+      });
+    }
   }
 
   /** Every datagram's outcome. Never throws: net-snmp calls it from its socket's listener. */

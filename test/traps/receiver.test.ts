@@ -37,6 +37,37 @@ function snmptrapV3(port: number, authKey: string, user = V3.user) {
   ]);
 }
 
+/**
+ * The first datagram an SNMPv3 session sends: its engine discovery probe (no user, no engine id),
+ * which an SNMPv3 receiver answers with a report. Caught on a socket of the test's own.
+ */
+async function discoveryProbe(): Promise<Buffer> {
+  const catcher = createSocket("udp4");
+  await new Promise<void>((resolve) => catcher.bind(0, "127.0.0.1", () => resolve()));
+  const port = (catcher.address() as { port: number }).port;
+  const caught = new Promise<Buffer>((resolve) => catcher.once("message", (m) => resolve(m)));
+  const session = snmp.createV3Session(
+    "127.0.0.1",
+    {
+      name: V3.user,
+      level: snmp.SecurityLevel.authPriv,
+      authProtocol: snmp.AuthProtocols.sha,
+      authKey: V3.authKey,
+      privProtocol: snmp.PrivProtocols.aes,
+      privKey: V3.privKey,
+    },
+    { port, retries: 0, timeout: 500 },
+  );
+  session.on("error", () => undefined);
+  session.get(["1.3.6.1.2.1.1.1.0"], () => undefined);
+  try {
+    return await caught;
+  } finally {
+    session.close();
+    catcher.close();
+  }
+}
+
 describe("SNMP traps", () => {
   let pdu: SnmpSimulator;
   let quick: SnmpSimulator;
@@ -205,6 +236,39 @@ describe("SNMP traps", () => {
     const lines = h.logs().filter((l) => l.msg === "SNMP trap dropped" && l.reason === "bad-community");
     assert.equal(lines.length, 1);
     assert.ok(!h.logText().includes("wrong-community"), "no community in the log");
+  });
+
+  it("a datagram from an unknown source is not read: an SNMPv3 discovery probe from there gets no report", async () => {
+    const probe = await discoveryProbe();
+    const ask = async (host: "127.0.0.1" | "::1") => {
+      const socket = createSocket(host === "::1" ? "udp6" : "udp4");
+      const answers: Buffer[] = [];
+      socket.on("message", (m) => answers.push(m));
+      await new Promise<void>((resolve) => socket.bind(0, host, () => resolve()));
+      await new Promise<void>((resolve) => socket.send(probe, trapPort, host, () => resolve()));
+      return { answers, close: () => socket.close() };
+    };
+    // A configured PDU's address: the receiver reads the probe and answers with its report.
+    const known = await ask("127.0.0.1");
+    try {
+      await waitFor(() => known.answers.length > 0, "a report to the probe from 127.0.0.1");
+    } finally {
+      known.close();
+    }
+    const was = metricValue(await metrics(), 'pdu_trap_dropped_total{reason="unknown-source"}');
+    const unknown = await ask("::1");
+    try {
+      await waitFor(
+        async () =>
+          metricValue(await metrics(), 'pdu_trap_dropped_total{reason="unknown-source"}') === was + 1,
+        "the probe from ::1 counted as unknown-source",
+      );
+      // The receiver answers in the turn it reads a datagram: by the time its drop is counted (and
+      // a scrape has come back), a report would have arrived.
+      assert.deepEqual(unknown.answers, [], "nothing sent back to an unknown source");
+    } finally {
+      unknown.close();
+    }
   });
 
   it("a hostile trap from a configured PDU is read within the bounds and throws nothing", async () => {
