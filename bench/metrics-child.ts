@@ -12,17 +12,8 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
-import { EventBus } from "../src/bus.js";
-import { parseConfigText } from "../src/config/load.js";
-import { buildHealthServer } from "../src/http/health/server.js";
 import { createLogger } from "../src/log.js";
-import { BridgeMetrics } from "../src/metrics/bridge.js";
-import { metricsRoute } from "../src/metrics/endpoint.js";
-import { GeistClient } from "../src/pdu/geist/client.js";
-import type { Snapshot } from "../src/pdu/model.js";
-import { SnapshotStore } from "../src/poller/store.js";
-import { startSimulator } from "../src/simulator/index.js";
-import { configYaml } from "../testkit/config-yaml.js";
+import { startMetricsFleet } from "../testkit/metrics-fleet.js";
 import { serveIpc, signalReady } from "./lib/child.js";
 
 const { values } = parseArgs({
@@ -58,55 +49,12 @@ if (values.mode === "baseline") {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   port = (server.address() as AddressInfo).port;
 } else {
-  const pdus = Number(values.pdus);
-  const logger = createLogger({ level: "warn" });
-  const sim = await startSimulator({ outlets: Number(values.outlets), requestLogLimit: 0 });
-  const ids = Array.from({ length: pdus }, (_, i) => `pdu-${String(i).padStart(4, "0")}`);
-  const yaml = configYaml({
-    Mqtt: { Connection: { Host: "127.0.0.1" } },
-    Health: { Bind: "127.0.0.1", Port: 0 },
-    Pdus: Object.fromEntries(
-      ids.map((id) => [id, { Connection: { Host: "127.0.0.1", Port: sim.port, Scheme: "http" } }]),
-    ),
+  const fleet = await startMetricsFleet({
+    pdus: Number(values.pdus),
+    outlets: Number(values.outlets),
+    logger: createLogger({ level: "warn" }),
   });
-  const config = await parseConfigText(yaml, "bench-metrics.yaml", {});
-  const client = new GeistClient(config.instances[0]!, { logger });
-  const polled = await client.poll(new AbortController().signal);
-  await client.close();
-  await sim.close();
-  const bus = new EventBus({ logger });
-  const store = new SnapshotStore(ids, { bus });
-  ids.forEach((id, i) => {
-    const snapshot: Snapshot = {
-      ...polled,
-      instanceId: id,
-      devices: polled.devices.map((d) => ({
-        ...d,
-        id: `${d.id.slice(0, 12)}${i.toString(16).padStart(4, "0")}`,
-      })),
-    };
-    store.recordSuccess(id, snapshot);
-  });
-  const metrics = new BridgeMetrics({ store, bus, skippedPolls: () => 0, mqtt: () => null });
-  const app = await buildHealthServer({
-    config,
-    store,
-    bus,
-    logger,
-    startedAt: Date.now(),
-    metrics,
-    metricsRoute: metricsRoute(metrics),
-    mqttStatus: () => ({
-      connected: true,
-      broker: "mqtt://127.0.0.1:1883",
-      embedded: false,
-      lastError: null,
-      since: 0,
-    }),
-    homeAssistantStatus: () => ({ enabled: false, discoveryTopic: "homeassistant", lastDiscoveryUtc: null }),
-  });
-  await app.listen({ host: "127.0.0.1", port: 0 });
-  port = (app.server.address() as AddressInfo).port;
+  port = fleet.port;
 }
 
 serveIpc((cmd) => {

@@ -5,82 +5,23 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { EventBus } from "../../src/bus.js";
-import { parseConfigText } from "../../src/config/load.js";
-import { buildHealthServer } from "../../src/http/health/server.js";
 import { silentLogger } from "../../src/log.js";
-import { BridgeMetrics } from "../../src/metrics/bridge.js";
-import { metricsRoute } from "../../src/metrics/endpoint.js";
-import { GeistClient } from "../../src/pdu/geist/client.js";
-import type { Snapshot } from "../../src/pdu/model.js";
-import { SnapshotStore } from "../../src/poller/store.js";
-import { startSimulator } from "../../src/simulator/index.js";
-import { configYaml } from "../../testkit/config-yaml.js";
+import type { BridgeMetrics } from "../../src/metrics/bridge.js";
+import { startMetricsFleet, type MetricsFleet } from "../../testkit/metrics-fleet.js";
 
 const PDUS = 200;
 
 describe("a scrape of 200 PDUs of 24 outlets", () => {
-  let app: Awaited<ReturnType<typeof buildHealthServer>>;
+  let fleet: MetricsFleet;
   let metrics: BridgeMetrics;
   let url: string;
 
   before(async () => {
-    const logger = silentLogger();
-    const sim = await startSimulator({ outlets: 24, requestLogLimit: 0 });
-    const ids = Array.from({ length: PDUS }, (_, i) => `pdu-${i}`);
-    const yaml = configYaml({
-      Mqtt: { Connection: { Host: "127.0.0.1" } },
-      Health: { Bind: "127.0.0.1", Port: 0 },
-      Pdus: Object.fromEntries(
-        ids.map((id) => [id, { Connection: { Host: "127.0.0.1", Port: sim.port, Scheme: "http" } }]),
-      ),
-    });
-    const config = await parseConfigText(yaml, "scrape-turns.yaml", {});
-    const client = new GeistClient(config.instances[0]!, { logger });
-    const polled = await client.poll(new AbortController().signal);
-    await client.close();
-    await sim.close();
-    const bus = new EventBus({ logger });
-    const store = new SnapshotStore(ids, { bus });
-    ids.forEach((id, i) => {
-      const snapshot: Snapshot = {
-        ...polled,
-        instanceId: id,
-        devices: polled.devices.map((d) => ({
-          ...d,
-          id: `${d.id.slice(0, 12)}${i.toString(16).padStart(4, "0")}`,
-        })),
-      };
-      store.recordSuccess(id, snapshot);
-    });
-    metrics = new BridgeMetrics({ store, bus, skippedPolls: () => 0, mqtt: () => null });
-    app = await buildHealthServer({
-      config,
-      store,
-      bus,
-      logger,
-      startedAt: Date.now(),
-      metrics,
-      metricsRoute: metricsRoute(metrics),
-      mqttStatus: () => ({
-        connected: true,
-        broker: "mqtt://127.0.0.1:1883",
-        embedded: false,
-        lastError: null,
-        since: 0,
-      }),
-      homeAssistantStatus: () => ({
-        enabled: false,
-        discoveryTopic: "homeassistant",
-        lastDiscoveryUtc: null,
-      }),
-    });
-    await app.listen({ host: "127.0.0.1", port: 0 });
-    const address = app.server.address();
-    assert.ok(address !== null && typeof address === "object");
-    url = `http://127.0.0.1:${address.port}/metrics`;
+    fleet = await startMetricsFleet({ pdus: PDUS, outlets: 24, logger: silentLogger() });
+    metrics = fleet.metrics;
+    url = `http://127.0.0.1:${fleet.port}/metrics`;
   });
-  after(() => app?.close());
+  after(() => fleet?.close());
 
   it("is written one chunk per turn of the event loop, and whole", async () => {
     // The turn each chunk was built in: a chain of setImmediate counts the loop's turns.
