@@ -22,6 +22,7 @@
  * several replicas each asset is published by one replica (`AssetsView.publishes`) and the alarm
  * lists by one (`publishesFleet`).
  */
+import { createHash } from "node:crypto";
 import { ASSETS_SCOPE, FEEDS_SCOPE, type FleetAlarm } from "../assets/alarms.js";
 import type { AssetState } from "../assets/state.js";
 import type { AssetDef } from "../assets/types.js";
@@ -63,8 +64,11 @@ interface Published {
   figuresAt: number;
   /** While a figure is held back: when it goes out if nothing publishes it before (ms). */
   dueAt: number;
-  /** Discovery config topic → payload. */
-  configs: Map<string, string>;
+  /**
+   * A digest of the discovery configs last published (topics and payloads), or null: none. Not the
+   * configs: their JSON for every asset of a large fleet would stay in the heap for nothing.
+   */
+  configs: string | null;
   /** What the configs were built from: the asset's definition and whether its control is on. */
   def: AssetDef | null;
   actions: boolean;
@@ -184,7 +188,7 @@ export class AssetTopics {
         energy: NaN,
         figuresAt: -Infinity,
         dueAt: 0,
-        configs: new Map(),
+        configs: null,
         def: null,
         actions: false,
       };
@@ -297,14 +301,23 @@ export class AssetTopics {
     if (discovery === null || (!force && published.def === def)) return;
     const actions = def.cords.every((c) => this.#o.actionsEnabled(c.instance));
     if (!force && published.def === def && published.actions === actions) return;
+    const configs = assetDiscovery(discovery, def, actions);
+    const signature = configsSignature(configs);
+    if (force || signature !== published.configs) {
+      for (const [topic, payload] of configs) this.#o.sink.publish(topic, payload, 1, true);
+      for (const topic of this.#configTopics(published))
+        if (!configs.has(topic)) this.#o.sink.publish(topic, "", 1, true);
+    }
     published.def = def;
     published.actions = actions;
-    const configs = assetDiscovery(discovery, def, actions);
-    for (const [topic, payload] of configs)
-      if (force || published.configs.get(topic) !== payload) this.#o.sink.publish(topic, payload, 1, true);
-    for (const topic of published.configs.keys())
-      if (!configs.has(topic)) this.#o.sink.publish(topic, "", 1, true);
-    published.configs = configs;
+    published.configs = signature;
+  }
+
+  /** The topics of the discovery configs last published for an asset (built again from what they were built from). */
+  #configTopics(published: Published): Iterable<string> {
+    const discovery = this.#o.discovery;
+    if (discovery === null || published.def === null || published.configs === null) return [];
+    return assetDiscovery(discovery, published.def, published.actions).keys();
   }
 
   /** An asset no longer published here: its retained topics and configs cleared. */
@@ -315,8 +328,16 @@ export class AssetTopics {
     this.#pending.delete(published);
     for (const level of ASSET_LEVELS)
       this.#o.sink.publish(this.#o.topics.asset(id, level), "", qosOf(level), true);
-    for (const topic of published.configs.keys()) this.#o.sink.publish(topic, "", 1, true);
+    for (const topic of this.#configTopics(published)) this.#o.sink.publish(topic, "", 1, true);
   }
+}
+
+/** Equal signatures: equal configs (a digest of their topics and payloads). */
+function configsSignature(configs: ReadonlyMap<string, string>): string {
+  const hash = createHash("sha256");
+  for (const [topic, payload] of configs)
+    hash.update(topic).update("\u0000").update(payload).update("\u0000");
+  return hash.digest("base64");
 }
 
 /** A figure rounded as its payload says it; NaN when not known. */
