@@ -11,7 +11,7 @@
  * returned by the update that moved them.
  */
 import { compareFleetAlarms, alarmChange, type FleetAlarm, type FleetAlarmChange } from "./alarms.js";
-import { sameContent } from "../pdu/model.js";
+import { sameContent, type LoadReport, type Snapshot } from "../pdu/model.js";
 import { RedundancyTracker, redundancyAlarm } from "./redundancy.js";
 import {
   AssetSlot,
@@ -76,7 +76,7 @@ export class AssetBook {
   readonly #byInstance = new Map<string, { readonly entries: Entry[]; readonly cords: number[] }>();
   /** outlet key → the cords resolved to it (one, unless the configuration names it twice). */
   readonly #outlets = new Map<string, CordRef[]>();
-  readonly #readings = new Map<string, InstanceReading>();
+  readonly #readings = new Map<string, KeptReading>();
   /** The alarm list as last built, or null when an update changed it since. */
   #alarms: readonly FleetAlarm[] | null = null;
 
@@ -138,25 +138,26 @@ export class AssetBook {
    * it moves states, not the redundancy's count of polls).
    */
   update(reading: InstanceReading, poll: boolean, at: number): AssetUpdate {
-    const previous = this.#readings.get(reading.id);
-    this.#readings.set(reading.id, reading);
-    const on = this.#byInstance.get(reading.id);
-    if (on === undefined) return { states: [], moved: [], alarmChanges: [] };
+    let kept = this.#readings.get(reading.id);
     // A poll whose answer was the last one (restamped by its driver) reads the same cords: only the
     // count of polls moves.
     const same =
-      previous !== undefined &&
-      previous.online === reading.online &&
-      previous.snapshot !== null &&
+      kept !== undefined &&
+      kept.online === reading.online &&
+      kept.snapshot !== null &&
       reading.snapshot !== null &&
-      sameContent(previous.snapshot, reading.snapshot);
+      sameContent(kept.snapshot, reading.snapshot);
+    if (kept === undefined) this.#readings.set(reading.id, (kept = new KeptReading(reading.id)));
+    kept.set(reading);
+    const on = this.#byInstance.get(reading.id);
+    if (on === undefined) return { states: [], moved: [], alarmChanges: [] };
     const states: AssetState[] = [];
     const moved: string[] = [];
     const changes: FleetAlarmChange[] = [];
     for (let k = 0; k < on.entries.length; k++) {
       const entry = on.entries[k]!;
       const onInstance = on.cords[k]!;
-      const cords = same ? MOVED_NOTHING : this.#reread(entry, reading, onInstance);
+      const cords = same ? MOVED_NOTHING : this.#reread(entry, kept, onInstance);
       if (poll) entry.tracker.poll(entry.readings, onInstance);
       const redundancy = entry.tracker.redundancy(entry.def.cords.length);
       if (refreshAssetState(entry.state, cords, redundancy)) {
@@ -240,7 +241,10 @@ export class AssetBook {
     return (this.#byInstance.get(instance)?.entries ?? []).map((e) => e.def.id);
   }
 
-  /** The latest reading of every instance the book was given, by id. */
+  /**
+   * The latest reading of every instance the book was given, by id. Each is written in place by the
+   * next update of its instance: read it now, never keep it.
+   */
   readings(): ReadonlyMap<string, InstanceReading> {
     return this.#readings;
   }
@@ -253,6 +257,32 @@ export class AssetBook {
       this.#alarms = Object.freeze(list.sort(compareFleetAlarms));
     }
     return this.#alarms;
+  }
+}
+
+/**
+ * An instance's latest reading as the book keeps it: one object per instance for the life of the
+ * book, written in place by each update (a reading kept until the next poll would outlive the young
+ * generation). Readers of {@link AssetBook.readings} read it at each use, never keep it.
+ */
+class KeptReading implements InstanceReading {
+  readonly id: string;
+  snapshot: Snapshot | null = null;
+  online = false;
+  load: LoadReport | undefined = undefined;
+  elsewhere: true | undefined = undefined;
+  lifetimeWh: ((deviceId: string, index: number) => number | null) | undefined = undefined;
+
+  constructor(id: string) {
+    this.id = id;
+  }
+
+  set(reading: InstanceReading): void {
+    this.snapshot = reading.snapshot;
+    this.online = reading.online;
+    this.load = reading.load;
+    this.elsewhere = reading.elsewhere;
+    this.lifetimeWh = reading.lifetimeWh;
   }
 }
 

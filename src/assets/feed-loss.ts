@@ -311,6 +311,7 @@ function addShare(work: DeviceWork, named: string | null, share: number): boolea
  */
 export class FeedLossTracker {
   readonly #thresholds: LoadThresholds;
+  /** The entities whose projected state is not normal, by alarm id (an entity not here: normal). */
   #states = new Map<string, LoadState>();
   #alarms = new Map<string, FleetAlarm>();
   #list: readonly FleetAlarm[] = Object.freeze([]);
@@ -329,10 +330,14 @@ export class FeedLossTracker {
     for (const p of projections) {
       for (const e of p.entities) {
         if (e.ratio === null) continue;
+        const percent = e.ratio * 100;
+        // Normal whatever the state before (even critical's hysteresis): no id is built for it,
+        // and, as every normal state, it is not kept (not kept: normal).
+        if (nextLoadState(percent, "critical", this.#thresholds) === "normal") continue;
         const id = `${p.feed}/${e.instance}/${e.deviceId}/entity/${e.key}/feed-loss`;
-        const state = nextLoadState(e.ratio * 100, this.#states.get(id) ?? "normal", this.#thresholds);
-        states.set(id, state);
+        const state = nextLoadState(percent, this.#states.get(id) ?? "normal", this.#thresholds);
         if (state === "normal") continue;
+        states.set(id, state);
         alarms.set(id, this.#alarm(id, p.feed, e, state, at));
       }
     }

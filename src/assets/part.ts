@@ -70,6 +70,8 @@ export class AssetsPart implements Part, AssetsView {
   #timer: NodeJS.Timeout | null = null;
   /** Each instance's reader of lifetime counters (the store's events name configured instances only). */
   readonly #lifetimeReaders = new Map<string, (deviceId: string, index: number) => number | null>();
+  /** Each instance's poll interval (ms), of the configuration it was read from. */
+  #intervals: { readonly config: Config; readonly ms: ReadonlyMap<string, number> } | null = null;
   /** `asset \0 cord \0 problem` already logged (bounded by the configuration: 8 cords an asset). */
   #logged = new Set<string>();
 
@@ -118,6 +120,16 @@ export class AssetsPart implements Part, AssetsView {
   publishesFleet(): boolean {
     const first = this.#o.config().instances[0];
     return first !== undefined && this.#o.ownership.owns(first.id);
+  }
+
+  pollIntervalMs(asset: AssetDef): number {
+    const config = this.#o.config();
+    if (this.#intervals?.config !== config)
+      this.#intervals = { config, ms: new Map(config.instances.map((i) => [i.id, i.PollInterval * 1000])) };
+    let shortest = Infinity;
+    for (const cord of asset.cords)
+      shortest = Math.min(shortest, this.#intervals.ms.get(cord.instance) ?? Infinity);
+    return Number.isFinite(shortest) ? shortest : PROJECT_MIN_MS;
   }
 
   /** The instance's lifetime counters, read when a cord is read (one reader per instance, made once). */

@@ -41,4 +41,9 @@ export interface AssetsView {
    * first configured instance.
    */
   publishesFleet(): boolean;
+  /**
+   * The shortest poll interval (ms) of the instances the asset's cords are on, as configured now
+   * (its figures are published at most about once per it: src/mqtt/assets.ts).
+   */
+  pollIntervalMs(asset: AssetDef): number;
 }

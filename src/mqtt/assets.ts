@@ -5,7 +5,11 @@
  * - `P/$assets/<asset>/state` (`on`, `off`, `partial`, `unknown`), `…/power` (W), `…/energy`
  *   (kWh) and `…/redundancy` (`ok`, `single`, `lost`): retained (power and energy at QoS 0, the
  *   others at QoS 1), sent when the payload changes; a figure that is not known is an empty
- *   retained payload (the topic cleared), never 0;
+ *   retained payload (the topic cleared), never 0. The state and redundancy go at once; the
+ *   figures at most about once per poll interval of the asset's cords (see {@link FIGURE_SPACING}),
+ *   at once with a state or redundancy that moved or when one becomes known or not known, and a
+ *   figure held back goes with the next publish or on a timer, about one interval after it moved
+ *   at the latest;
  * - the alarms about several PDUs as an instance's are (./alarms.ts): `P/$assets/alarms` and
  *   `P/$feeds/alarms` (retained lists), `P/$assets/events` and `P/$feeds/events`;
  * - Home Assistant (when discovery is on): one device per asset, node id `<P>-assets` (no instance's
@@ -18,6 +22,7 @@
  * several replicas each asset is published by one replica (`AssetsView.publishes`) and the alarm
  * lists by one (`publishesFleet`).
  */
+import { createHash } from "node:crypto";
 import { ASSETS_SCOPE, FEEDS_SCOPE, type FleetAlarm } from "../assets/alarms.js";
 import type { AssetState } from "../assets/state.js";
 import type { AssetDef } from "../assets/types.js";
@@ -39,6 +44,7 @@ export interface AssetTopicsOptions {
   readonly discovery: Omit<DiscoveryOptions, "expireAfter"> | null;
   /** Whether control is on for an instance (`ActionsEnabled`). */
   readonly actionsEnabled: (instanceId: string) => boolean;
+  readonly now?: () => number;
 }
 
 /**
@@ -46,6 +52,7 @@ export interface AssetTopicsOptions {
  * made of, in place (a payload string kept per poll would outlive the young generation).
  */
 interface Published {
+  readonly id: string;
   /** The book's version of the state last published (src/assets/book.ts). */
   version: number;
   state: string;
@@ -53,8 +60,15 @@ interface Published {
   /** The figures as rounded for their payloads; NaN: the topic cleared (not known). */
   power: number;
   energy: number;
-  /** Discovery config topic → payload. */
-  configs: Map<string, string>;
+  /** When the figures were last published (ms; -Infinity: never). */
+  figuresAt: number;
+  /** While a figure is held back: when it goes out if nothing publishes it before (ms). */
+  dueAt: number;
+  /**
+   * A digest of the discovery configs last published (topics and payloads), or null: none. Not the
+   * configs: their JSON for every asset of a large fleet would stay in the heap for nothing.
+   */
+  configs: string | null;
   /** What the configs were built from: the asset's definition and whether its control is on. */
   def: AssetDef | null;
   actions: boolean;
@@ -69,15 +83,35 @@ interface Published {
 const MOVING_LEVELS: ReadonlySet<AssetLevel> = new Set(["power", "energy"]);
 const qosOf = (level: AssetLevel): 0 | 1 => (MOVING_LEVELS.has(level) ? 0 : 1);
 
+/**
+ * A figure that moved alone (power or energy, the state and redundancy as they were) is published
+ * when the asset's figures were last published at least this share of the shortest poll interval
+ * of its cords' instances ago (`AssetsView.pollIntervalMs`), else held back. Below one: a poll that
+ * comes a little early is not held back, and an asset with cords on two PDUs polled at the same
+ * interval publishes its figures once per interval, at whichever of their polls comes first after
+ * that. A figure held back goes with the next publish of the asset, or, when nothing moves it
+ * again, one poll interval after it moved (at most {@link SWEEP_MS} later).
+ */
+export const FIGURE_SPACING = 0.75;
+
+/** How often the figures held back are looked at while there are some (ms). */
+export const SWEEP_MS = 250;
+
 export class AssetTopics {
   readonly #o: AssetTopicsOptions;
   readonly #alarms: AlarmTopics;
   readonly #published = new Map<string, Published>();
   /** The scopes whose alarm list was published. */
   readonly #listed = new Set<string>();
+  /** The assets with a figure held back (bounded by the configuration's assets). */
+  readonly #pending = new Set<Published>();
+  #sweep: NodeJS.Timeout | null = null;
+  #closed = false;
+  readonly #now: () => number;
 
   constructor(options: AssetTopicsOptions) {
     this.#o = options;
+    this.#now = options.now ?? Date.now;
     this.#alarms = new AlarmTopics(options.sink, options.topics, options.guard);
   }
 
@@ -91,6 +125,14 @@ export class AssetTopics {
     const model = this.#o.view.model;
     if (model.assets.size > 0 || this.#listed.has(ASSETS_SCOPE)) this.alarms(ASSETS_SCOPE, [], true);
     if (model.feeds.size > 0 || this.#listed.has(FEEDS_SCOPE)) this.alarms(FEEDS_SCOPE, [], true);
+  }
+
+  /** No more publishing: the timer of the figures held back stopped. */
+  close(): void {
+    this.#closed = true;
+    if (this.#sweep !== null) clearTimeout(this.#sweep);
+    this.#sweep = null;
+    this.#pending.clear();
   }
 
   /** What an `assets` event moved. */
@@ -138,12 +180,15 @@ export class AssetTopics {
     let published = this.#published.get(id);
     if (published === undefined) {
       published = {
+        id,
         version: -1,
         state: "",
         redundancy: "",
         power: NaN,
         energy: NaN,
-        configs: new Map(),
+        figuresAt: -Infinity,
+        dueAt: 0,
+        configs: null,
         def: null,
         actions: false,
       };
@@ -153,31 +198,97 @@ export class AssetTopics {
     const version = view.book.version(id);
     if (!force && published.version === version && published.def === def) return;
     published.version = version;
-    this.#values(id, state, published, force);
+    this.#values(def, state, published, force);
     this.#discover(def, published, force);
   }
 
-  /** The asset's retained topics whose payload differs from the last published (all when `force`). */
-  #values(id: string, state: AssetState, published: Published, force: boolean): void {
+  /**
+   * The asset's retained topics whose payload differs from the last published (all when `force`):
+   * the state and redundancy at once, the figures with them or as {@link #figures} decides.
+   */
+  #values(def: AssetDef, state: AssetState, published: Published, force: boolean): void {
     const { sink, topics } = this.#o;
+    const shown = published.state !== state.state || published.redundancy !== state.redundancy;
     if (force || published.state !== state.state) {
       published.state = state.state;
-      sink.publish(topics.asset(id, "state"), state.state, 1, true);
+      sink.publish(topics.asset(def.id, "state"), state.state, 1, true);
     }
-    const power = rounded(state.power, 2);
-    if (force || !sameFigure(published.power, power)) {
-      published.power = power;
-      sink.publish(topics.asset(id, "power"), figureText(power), qosOf("power"), true);
-    }
-    const energy = rounded(state.energy, 3);
-    if (force || !sameFigure(published.energy, energy)) {
-      published.energy = energy;
-      sink.publish(topics.asset(id, "energy"), figureText(energy), qosOf("energy"), true);
-    }
+    this.#figures(def, state, published, force, force || shown);
     if (force || published.redundancy !== state.redundancy) {
       published.redundancy = state.redundancy;
-      sink.publish(topics.asset(id, "redundancy"), state.redundancy, 1, true);
+      sink.publish(topics.asset(def.id, "redundancy"), state.redundancy, 1, true);
     }
+  }
+
+  /**
+   * The asset's power and energy where they differ from the last published (both when `force`):
+   * now when `now`, when one becomes known or not known, or when the last were published at least
+   * {@link FIGURE_SPACING} of the asset's poll interval ago; else held back (the first held back
+   * sets when they go out at the latest: one poll interval after).
+   */
+  #figures(def: AssetDef, state: AssetState, published: Published, force: boolean, now: boolean): void {
+    const power = rounded(state.power, 2);
+    const energy = rounded(state.energy, 3);
+    const powerMoved = !sameFigure(published.power, power);
+    const energyMoved = !sameFigure(published.energy, energy);
+    if (!force && !powerMoved && !energyMoved) {
+      this.#pending.delete(published);
+      return;
+    }
+    const at = this.#now();
+    if (!now && !knownMoved(published.power, power) && !knownMoved(published.energy, energy)) {
+      const due = published.figuresAt + FIGURE_SPACING * this.#o.view.pollIntervalMs(def);
+      if (at < due) {
+        if (!this.#pending.has(published)) {
+          published.dueAt = at + this.#o.view.pollIntervalMs(def);
+          this.#pending.add(published);
+          this.#arm();
+        }
+        return;
+      }
+    }
+    this.#pending.delete(published);
+    published.figuresAt = at;
+    const { sink, topics } = this.#o;
+    if (force || powerMoved) {
+      published.power = power;
+      sink.publish(topics.asset(def.id, "power"), figureText(power), qosOf("power"), true);
+    }
+    if (force || energyMoved) {
+      published.energy = energy;
+      sink.publish(topics.asset(def.id, "energy"), figureText(energy), qosOf("energy"), true);
+    }
+  }
+
+  /** The timer of the figures held back, when it is not running. */
+  #arm(): void {
+    if (this.#sweep !== null || this.#closed) return;
+    this.#sweep = setTimeout(() => this.#flush(), SWEEP_MS);
+    this.#sweep.unref();
+  }
+
+  /**
+   * The figures held back that are due, published (the rest wait for the next turn). Without a
+   * connection none is kept: the next connect publishes everything.
+   */
+  #flush(): void {
+    this.#sweep = null;
+    if (!this.#o.sink.connected) {
+      this.#pending.clear();
+      return;
+    }
+    const view = this.#o.view;
+    const at = this.#now();
+    for (const published of this.#pending) {
+      if (at < published.dueAt) continue;
+      this.#pending.delete(published);
+      const def = view.model.assets.get(published.id);
+      const state = view.book.get(published.id);
+      if (def === undefined || state === undefined || this.#published.get(published.id) !== published)
+        continue;
+      if (view.publishes(def)) this.#figures(def, state, published, false, true);
+    }
+    if (this.#pending.size > 0) this.#arm();
   }
 
   /**
@@ -190,14 +301,23 @@ export class AssetTopics {
     if (discovery === null || (!force && published.def === def)) return;
     const actions = def.cords.every((c) => this.#o.actionsEnabled(c.instance));
     if (!force && published.def === def && published.actions === actions) return;
+    const configs = assetDiscovery(discovery, def, actions);
+    const signature = configsSignature(configs);
+    if (force || signature !== published.configs) {
+      for (const [topic, payload] of configs) this.#o.sink.publish(topic, payload, 1, true);
+      for (const topic of this.#configTopics(published))
+        if (!configs.has(topic)) this.#o.sink.publish(topic, "", 1, true);
+    }
     published.def = def;
     published.actions = actions;
-    const configs = assetDiscovery(discovery, def, actions);
-    for (const [topic, payload] of configs)
-      if (force || published.configs.get(topic) !== payload) this.#o.sink.publish(topic, payload, 1, true);
-    for (const topic of published.configs.keys())
-      if (!configs.has(topic)) this.#o.sink.publish(topic, "", 1, true);
-    published.configs = configs;
+    published.configs = signature;
+  }
+
+  /** The topics of the discovery configs last published for an asset (built again from what they were built from). */
+  #configTopics(published: Published): Iterable<string> {
+    const discovery = this.#o.discovery;
+    if (discovery === null || published.def === null || published.configs === null) return [];
+    return assetDiscovery(discovery, published.def, published.actions).keys();
   }
 
   /** An asset no longer published here: its retained topics and configs cleared. */
@@ -205,10 +325,19 @@ export class AssetTopics {
     const published = this.#published.get(id);
     this.#published.delete(id);
     if (published === undefined) return;
+    this.#pending.delete(published);
     for (const level of ASSET_LEVELS)
       this.#o.sink.publish(this.#o.topics.asset(id, level), "", qosOf(level), true);
-    for (const topic of published.configs.keys()) this.#o.sink.publish(topic, "", 1, true);
+    for (const topic of this.#configTopics(published)) this.#o.sink.publish(topic, "", 1, true);
   }
+}
+
+/** Equal signatures: equal configs (a digest of their topics and payloads). */
+function configsSignature(configs: ReadonlyMap<string, string>): string {
+  const hash = createHash("sha256");
+  for (const [topic, payload] of configs)
+    hash.update(topic).update("\u0000").update(payload).update("\u0000");
+  return hash.digest("base64");
 }
 
 /** A figure rounded as its payload says it; NaN when not known. */
@@ -219,6 +348,9 @@ const rounded = (value: number | null, digits: number): number =>
 const figureText = (value: number): string => (Number.isNaN(value) ? "" : String(value));
 
 const sameFigure = (a: number, b: number): boolean => a === b || (Number.isNaN(a) && Number.isNaN(b));
+
+/** Whether a figure became known or not known. */
+const knownMoved = (a: number, b: number): boolean => Number.isNaN(a) !== Number.isNaN(b);
 
 /** The node id of every asset's discovery configs: `<P>-assets`. */
 export function assetsNodeId(parentTopic: string): string {

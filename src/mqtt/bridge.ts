@@ -265,6 +265,7 @@ export class MqttBridge implements MqttBridgeHandle {
       // Nothing more is published: the lifecycle released the listeners before this stop; a
       // bridge started without it (startMqttBridge) releases them here.
       this.#deps.bus.release(this);
+      running.assets?.close();
       running.ghosts?.close();
       await running.buckets?.close();
       // Every instance goes `offline` with the bridge, not only `P/status`: the ones it owns.

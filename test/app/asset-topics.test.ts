@@ -4,7 +4,9 @@
  * state did not move, so every move must still reach the broker and nothing that reads the same may
  * be sent again. Two frozen Geist simulators on feeds A and B (nothing moves unless the test moves
  * it), two assets with a cord on each. One cord's power moved at its PDU: that asset's power sent
- * once per move, its other topics and the other asset's never again; a cord switched off: its state
+ * once per move, its other topics and the other asset's never again; a move at the other PDU just
+ * after one was sent (held back, at most once per poll interval) still sent with nothing moving
+ * after; a cord switched off: its state
  * and then its redundancy sent; mosquitto restarted without its retained messages: every asset's
  * topics retained again after the bridge reconnects.
  */
@@ -119,6 +121,22 @@ describe("an asset's retained topics: every move sent, nothing that reads the sa
       ofAssets().every((m) => m.topic === topic("db", "power")),
       sent.join(", "),
     );
+  });
+
+  it("a figure moved at one PDU's poll just after the other's publish: sent within about one interval though nothing moves again", async () => {
+    const db = await asset("db");
+    const [a, b] = db.readings.map((r) => r.power!);
+    await polls(2);
+    h.mqtt.clear();
+    // a1's move is sent at its poll; b1's, moved at once, comes at b1's next poll, which may be
+    // held back (the figures were just sent) and must still go out with nothing moving after.
+    h.sims.a1.setMeasurementRaw(devA, 0, "realPower", String(a! + 5));
+    await h.mqtt.waitFor(topic("db", "power"), (m) => near(m.payload, a! + 5 + b!));
+    h.sims.b1.setMeasurementRaw(devB, 0, "realPower", String(b! + 3));
+    await h.mqtt.waitFor(topic("db", "power"), (m) => near(m.payload, a! + 5 + b! + 3));
+    await polls(2);
+    const sent = h.mqtt.on(topic("db", "power")).map((m) => m.payload);
+    assert.equal(sent.length, 2, `each sum once: ${sent.join(", ")}`);
   });
 
   it("a cord switched off at its PDU: the state sent at once, the redundancy after two polls, and back", async () => {

@@ -1,0 +1,171 @@
+/**
+ * How often an asset's figures are published (docs/assets.md, "MQTT and Home Assistant"), through
+ * the whole service on mosquitto: two Geist simulators whose readings move at every read (as a
+ * real PDU's do), on feeds A and B, both polled every second, and two assets with a cord on each.
+ * Each poll of either PDU moves each asset's power, yet its power is published about once per poll
+ * interval, not at each of its two cords' polls; a cord switched off sends the state at once with
+ * the figures of that moment; mosquitto restarted without its retained messages: every topic of
+ * every asset (the figures held back included) retained again after the bridge reconnects.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
+import { yamlFragment } from "../../testkit/config-yaml.js";
+import { Mosquitto } from "../../testkit/mosquitto.js";
+import { Recorder } from "../../testkit/mqtt-client.js";
+import { waitFor } from "../../testkit/wait.js";
+
+type Sims = "a1" | "b1";
+
+const ASSETS = {
+  db: {
+    Cords: [
+      { Instance: "a1", Outlet: 0 },
+      { Instance: "b1", Outlet: 0 },
+    ],
+  },
+  web: {
+    Cords: [
+      { Instance: "a1", Outlet: 1 },
+      { Instance: "b1", Outlet: 1 },
+    ],
+  },
+};
+
+/** Polls of a1 counted: over them b1 polls about as often, and each poll of either moves the sums. */
+const POLLS = 12;
+
+describe("an asset's figures with cords on two PDUs whose readings move at every poll: about once per poll interval", () => {
+  let mosquitto: Mosquitto;
+  let h: AppHarness<Sims>;
+  let devB: string;
+
+  before(async () => {
+    mosquitto = await Mosquitto.start();
+    h = await startAppHarness<Sims>({
+      sims: { a1: { outlets: 2, seed: 41 }, b1: { outlets: 2, seed: 42 } },
+      beforeStart: (s) => {
+        for (const sim of [s.a1, s.b1])
+          for (let i = 0; i < 2; i++) sim.setOutletState(sim.deviceIds()[0]!, i, "on");
+      },
+      yaml: (s) =>
+        appYaml({
+          broker: { host: mosquitto.host, port: mosquitto.port },
+          pdus: [
+            pduYaml("a1", s.a1, { pollInterval: 1, more: { Feed: "A" } }),
+            pduYaml("b1", s.b1, { pollInterval: 1, more: { Feed: "B" } }),
+          ],
+          api: { key: "" },
+          extra: [yamlFragment({ Feeds: { A: {}, B: {} } }, 0), yamlFragment({ Assets: ASSETS }, 0)].join(
+            "\n",
+          ),
+        }),
+      waitForFirstPolls: true,
+    });
+    devB = h.sims.b1.deviceIds()[0]!;
+  });
+  after(async () => {
+    await h?.close();
+    await mosquitto?.close();
+  });
+
+  const topic = (id: string, level: string) => `${h.parent}/$assets/${id}/${level}`;
+  /** Waits for `n` polls of an instance, one after the other, from now. */
+  const polls = async (id: Sims, n: number): Promise<void> => {
+    for (let i = 0; i < n; i++) await h.waitForPoll(id, Date.now());
+  };
+  /** Successful polls of an instance seen while `during` runs (its store's last success, watched). */
+  const countPolls = async (id: Sims, during: () => Promise<void>): Promise<number> => {
+    let seen = 0;
+    let last = -1;
+    const watch = setInterval(() => {
+      const at = h.app.store.get(id)?.lastSuccessUtc ?? -1;
+      if (at !== last) seen += last === -1 ? 0 : 1;
+      last = at;
+    }, 20);
+    try {
+      await during();
+    } finally {
+      clearInterval(watch);
+    }
+    return seen;
+  };
+
+  it("each poll of either cord's PDU moves the power, yet it is published about once per poll interval", async () => {
+    for (const id of ["db", "web"]) {
+      await h.mqtt.waitFor(topic(id, "state"), (m) => m.payload === "on");
+      await h.mqtt.waitFor(topic(id, "power"), (m) => m.payload !== "");
+    }
+    await polls("a1", 2);
+    h.mqtt.clear();
+    const [pollsA, pollsB] = await Promise.all([
+      countPolls("a1", () => polls("a1", POLLS)),
+      countPolls("b1", () => polls("a1", POLLS)),
+    ]);
+    for (const id of ["db", "web"]) {
+      const sent = h.mqtt.on(topic(id, "power")).map((m) => m.payload);
+      // Each cord's PDU moved it at each of its polls: a publish per poll of either would be about
+      // twice as many.
+      assert.ok(
+        sent.length <= Math.max(pollsA, pollsB) + 2,
+        `${id}: ${sent.length} powers over ${pollsA} polls of a1 and ${pollsB} of b1: ${sent.join(", ")}`,
+      );
+      assert.ok(sent.length >= POLLS / 3, `${id}'s power still published: ${sent.join(", ")}`);
+      assert.ok(
+        pollsA + pollsB >= 2 * POLLS - 2,
+        `both PDUs polled throughout (${pollsA} of a1, ${pollsB} of b1)`,
+      );
+    }
+  });
+
+  it("a cord switched off: the state sent at once, the figures of that moment with it", async () => {
+    h.mqtt.clear();
+    h.sims.b1.setOutletState(devB, 1, "off");
+    await h.mqtt.waitFor(topic("web", "state"), (m) => m.payload === "partial");
+    const ofWeb = h.mqtt.messages.filter((m) => m.topic.startsWith(`${h.parent}/$assets/web/`));
+    const at = ofWeb.findIndex((m) => m.topic === topic("web", "state"));
+    assert.equal(
+      ofWeb[at + 1]?.topic,
+      topic("web", "power"),
+      `the power went with the state: ${ofWeb.map((m) => m.topic.slice(h.parent.length)).join(", ")}`,
+    );
+    await h.mqtt.waitFor(topic("web", "redundancy"), (m) => m.payload === "lost");
+    h.sims.b1.setOutletState(devB, 1, "on");
+    await h.mqtt.waitFor(topic("web", "state"), (m) => m.payload === "on");
+    await h.mqtt.waitFor(topic("web", "redundancy"), (m) => m.payload === "ok");
+  });
+
+  it("mosquitto restarted without its retained messages: every asset topic retained again, the figures included", async () => {
+    const topics = ["db", "web"].flatMap((id) =>
+      ["state", "power", "energy", "redundancy"].map((level) => topic(id, level)),
+    );
+    await mosquitto.restart();
+    const fresh = await waitFor(
+      async () => {
+        const r = await Recorder.connect(mosquitto, [`${h.parent}/$assets/+/+`]).catch(() => null);
+        if (r === null) return null;
+        const complete = await waitFor(
+          () => topics.every((t) => r.last(t)?.retain === true),
+          "every asset topic retained",
+          3_000,
+        ).catch(() => false);
+        if (complete) return r;
+        // One that came before the bridge reconnected heard them live, not retained: ask again.
+        await r.close();
+        return null;
+      },
+      "the asset topics retained again after the restart",
+      30_000,
+    );
+    try {
+      for (const t of topics) {
+        const m = fresh.last(t)!;
+        assert.equal(m.retain, true, `${t} retained`);
+        if (t.endsWith("/power") || t.endsWith("/energy"))
+          assert.ok(Number.isFinite(Number(m.payload)) && m.payload !== "", `${t}: ${m.payload}`);
+      }
+    } finally {
+      await fresh.close();
+    }
+  });
+});
