@@ -8,6 +8,7 @@
  * timeout and one retry from Connection.Timeout. Writes go over a session of their own with no
  * retry, so that an unanswered reboot is never sent a second time by the library.
  */
+import { setMaxListeners } from "node:events";
 import { isIPv6 } from "node:net";
 import snmp from "net-snmp";
 import { PduError, refusedUnsent } from "../errors.js";
@@ -199,7 +200,13 @@ class Requests {
 
   constructor(signal: AbortSignal | undefined) {
     this.#signal = signal;
-    signal?.addEventListener("abort", this.#onAbort, { once: true });
+    if (signal !== undefined) {
+      // A long-lived signal (the scheduler's) carries one listener per walk in flight (one per
+      // unit polling at once): more than EventTarget's default of 10 is expected, and each is
+      // removed again.
+      setMaxListeners(0, signal);
+      signal.addEventListener("abort", this.#onAbort, { once: true });
+    }
   }
 
   run<T>(start: (done: (error: unknown, value?: T) => void) => void): Promise<T> {

@@ -4,7 +4,8 @@
  * poll (the tables walked together, the repetitions fitted to the previous poll's rows), an agent
  * that sends fewer varbinds than asked (the walk continues where the answer ended) and one that
  * answers tooBig to large requests (the walk asks for less). Each reads every outlet. A caller's
- * abort ends a walk at once, at any of its requests, and a walk leaves no listener on the signal.
+ * abort ends a walk at once, at any of its requests, and a walk leaves no listener on the signal;
+ * a signal shared by many polls at once raises no warning.
  */
 import { createSocket } from "node:dgram";
 import { getEventListeners } from "node:events";
@@ -149,6 +150,36 @@ describe("the SNMP walk", () => {
         await driver.close();
         r.close();
       }
+    }
+  });
+
+  it("polls more units at once on one signal than EventTarget's 10 listeners without a warning", async () => {
+    const u = await unit();
+    opened.push(u);
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on("warning", onWarning);
+    const drivers = Array.from(
+      { length: 16 },
+      (_, i) =>
+        new SnmpDriver(
+          snmpInstance(`many-${i}`, u.responder.ports[0]!, { Profile: "apc-rpdu2", Community: "walk" }, 2),
+        ),
+    );
+    try {
+      const signal = new AbortController().signal;
+      const polled = await Promise.all(drivers.map((d) => d.poll(signal)));
+      assert.ok(polled.every((s) => outletNames(s).length === OUTLETS));
+      assert.equal(getEventListeners(signal, "abort").length, 0);
+      // A warning is emitted on the next tick.
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(
+        warnings.filter((w) => w.startsWith("MaxListenersExceededWarning")),
+        [],
+      );
+    } finally {
+      process.off("warning", onWarning);
+      for (const d of drivers) await d.close();
     }
   });
 
