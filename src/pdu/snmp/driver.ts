@@ -7,19 +7,19 @@
  *   unknown agent is an error naming its sysObjectID, never a guess.
  * - One poll is one pass: a GETBULK walk of the columns of every table together (repetitions
  *   fitted to the rows of the previous poll, bounded rows) and one GET of the scalars. An answer
- *   equal to the previous one (the same OIDs, types and values: its SHA-256 is compared)
- *   returns the previous snapshot restamped, so the core skips its work.
+ *   equal to the previous one (the same OIDs, types and values: their digest, ./digest.ts, is
+ *   compared) returns the previous snapshot restamped, so the core skips its work.
  * - Writes: SET of the profile's control or name object at the outlet's row (as found in the last
  *   poll), INTEGER for commands, OCTET STRING for names; a reboot or an energy reset is never sent
  *   twice. What the MIB cannot do is refused (`refused`: 409) naming the model.
  * - Secrets (communities, keys) are never logged nor put in messages.
  */
-import { createHash } from "node:crypto";
 import type { InstanceConfig } from "../../config/schema.js";
 import { silentLogger, type Logger } from "../../log.js";
 import { ParseError, PduError, refusedUnsent } from "../errors.js";
 import type { OutletSettings, OutletTarget, PduDriver, SwitchAction } from "../driver.js";
 import { restamp, type Snapshot, type Vendor } from "../model.js";
+import { digestOf } from "./digest.js";
 import { parsePoll, type Addressing, type PollData, type WalkedVarbind } from "./parse.js";
 import { columnOf, tableOf, type CellRef, type SnmpProfile } from "./profile.js";
 import { PROFILES, profileById } from "./profiles.js";
@@ -419,20 +419,4 @@ export class SnmpDriver implements PduDriver {
     this.#transportNow?.close();
     return Promise.resolve();
   }
-}
-
-/**
- * The SHA-256 of an answer's varbinds (OIDs, types and values, in order), hashed as one text so
- * that a poll costs one hash call: each varbind is `oid|type|value;`, a number in decimal, bytes as
- * their count and their latin1 characters (one character per byte), null as `-`.
- */
-function digestOf(lists: readonly (readonly WalkedVarbind[])[]): string {
-  let text = "";
-  for (const list of lists) {
-    for (const vb of list) {
-      const v = vb.value;
-      text += `${vb.oid}|${vb.type}|${v === null ? "-" : typeof v === "number" ? v : `${v.length}:${v.toString("latin1")}`};`;
-    }
-  }
-  return createHash("sha256").update(text).digest("base64");
 }

@@ -1,5 +1,6 @@
 /**
- * SNMP walk results → the vendor-neutral snapshot, driven by a profile (./profile.ts). Pure: no I/O.
+ * SNMP walk results → the vendor-neutral snapshot, driven by a profile (./profile.ts), over the rows
+ * ./rows.ts makes of the walk. Pure: no I/O.
  *
  * Everything an agent sends is untrusted. Values arrive as they come (INTEGER, Gauge32, Counter32,
  * OCTET STRING of any bytes, exceptions such as noSuchInstance, a wrong type in a column); rows may
@@ -17,7 +18,6 @@ import {
   type Measurement,
   type Outlet,
   type OutletState,
-  type ParseWarning,
   type PduSystem,
   type Snapshot,
   type Vendor,
@@ -29,80 +29,45 @@ import {
   type AbsentWhen,
   type AlarmDef,
   type CellRef,
-  type ColumnType,
   type FeedsFromDef,
   type IdentityRef,
   type MeasurementDef,
-  type Part,
   type Presence,
   type RatingDef,
   type SnmpProfile,
   type Source,
   type StateDef,
-  type TableDef,
 } from "./profile.js";
+import { MAX_NUMBER, Tables, Warnings, type Cell, type PollData, type Row } from "./rows.js";
 
-/** A value as the transport hands it over: a number (integer types), bytes (strings), or null (an exception or another type). */
-export type Cell = number | Buffer;
+export { MAX_NUMBER, MAX_WARNINGS, type Cell, type PollData, type WalkedVarbind } from "./rows.js";
 
-/** One varbind, reduced: its OID, the SNMP type name it came with, its value. */
-export interface WalkedVarbind {
-  readonly oid: string;
-  readonly type: ColumnType | "Other";
-  readonly value: Cell | null;
-}
-
-/** What one poll read: every walked varbind per table entry name, and the scalars by OID. */
-export interface PollData {
-  readonly tables: ReadonlyMap<string, readonly WalkedVarbind[]>;
-  readonly scalars: ReadonlyMap<string, WalkedVarbind>;
-}
-
-/** Most warnings kept per snapshot (the last one says how many more there were). */
-export const MAX_WARNINGS = 20;
 /** Longest name kept, in characters. */
 export const MAX_NAME_CHARS = 128;
-/** Highest unit, outlet or entity number accepted from an agent. */
-export const MAX_NUMBER = 1024;
 /** Most outlets per device. */
 export const MAX_OUTLETS = 512;
 
 const NO_ALARM: Alarm = Object.freeze({ state: "none", severity: "", raised: false });
 
-interface Row {
-  readonly index: readonly number[];
-  readonly cells: Map<string, Cell>;
-}
-
-/** A table's rows by key `unit:number` (or `unit:number:sensor`), first row wins. */
-type Rows = Map<string, Row>;
-
-class Warnings {
-  readonly list: ParseWarning[] = [];
-  #more = 0;
-  readonly #seen = new Set<string>();
-  add(path: string, problem: string): void {
-    if (this.#seen.has(path)) return;
-    this.#seen.add(path);
-    if (this.list.length < MAX_WARNINGS - 1) this.list.push(Object.freeze({ path, problem }));
-    else this.#more++;
-  }
-  done(): readonly ParseWarning[] | undefined {
-    if (this.#more > 0)
-      this.list.push(Object.freeze({ path: "", problem: `${this.#more} more warnings not shown` }));
-    return this.list.length === 0 ? undefined : Object.freeze(this.list);
-  }
-}
-
 const utf8 = new TextDecoder("utf-8", { fatal: false });
 
 /** Bytes from an agent as a bounded, printable string: invalid UTF-8 and control characters become U+FFFD. */
 export function decodeText(bytes: Buffer): string {
+  if (bytes.length <= MAX_NAME_CHARS && isPrintableAscii(bytes)) return bytes.toString("latin1").trim();
   const head = bytes.length > MAX_NAME_CHARS * 4 ? bytes.subarray(0, MAX_NAME_CHARS * 4) : bytes;
   // eslint-disable-next-line no-control-regex -- control characters are what it replaces
   const text = utf8.decode(head).replace(/[\u0000-\u001f\u007f-\u009f]/g, "\ufffd");
   const chars = [...text];
   return (chars.length > MAX_NAME_CHARS ? chars.slice(0, MAX_NAME_CHARS).join("") : text).trim();
+}
+
+/** Whether every byte is printable ASCII (0x20–0x7e): text that decodes to itself, nothing replaced. */
+function isPrintableAscii(bytes: Buffer): boolean {
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (b < 0x20 || b > 0x7e) return false;
+  }
+  return true;
 }
 
 /** Six bytes as `00:C0:B7:12:34:56`; other strings as text. */
@@ -112,184 +77,8 @@ function macText(cell: Cell | undefined): string {
   return decodeText(cell);
 }
 
-const NUMERIC: ReadonlySet<string> = new Set(["Integer", "Gauge", "Counter", "Unsigned"]);
-
-function partValue(part: Part, index: readonly number[], cells: Map<string, Cell>): number | undefined {
-  if ("constant" in part) return part.constant;
-  if ("index" in part) return index[part.index];
-  const v = cells.get(part.column);
-  return typeof v === "number" ? v : undefined;
-}
-
 function validNumber(n: number | undefined): n is number {
   return n !== undefined && Number.isInteger(n) && n >= 0 && n <= MAX_NUMBER;
-}
-
-/** The parts of the OID last read by {@link decimalParts}. */
-const PARTS: number[] = [];
-
-/**
- * Reads `oid` from `start` as dot-separated decimals into {@link PARTS}: false when a part is empty,
- * not a decimal, written with a leading zero or beyond 2^53 (such an OID takes the general path).
- */
-function decimalParts(oid: string, start: number): boolean {
-  PARTS.length = 0;
-  let n = 0;
-  let digits = 0;
-  for (let i = start; i <= oid.length; i++) {
-    const ch = i === oid.length ? 46 : oid.charCodeAt(i);
-    if (ch === 46) {
-      if (digits === 0 || !Number.isSafeInteger(n)) return false;
-      PARTS.push(n);
-      n = 0;
-      digits = 0;
-    } else if (ch < 48 || ch > 57 || (digits === 1 && n === 0)) {
-      return false;
-    } else {
-      n = n * 10 + (ch - 48);
-      digits++;
-    }
-  }
-  return true;
-}
-
-function shapeProblem(table: TableDef): string {
-  return `a row index of another shape than (${table.index.join(", ")}) was skipped`;
-}
-
-/**
- * Rows of one table from its walk. A varbind outside a known column, with another index length,
- * or of another type than the column's is skipped (one warning per column).
- */
-function rowsOf(table: TableDef, varbinds: readonly WalkedVarbind[], warnings: Warnings): Rows {
-  const byIndex = new Map<string, Row>();
-  const prefix = `${table.oid}.`;
-  const columns = new Map<number, [string, ColumnType]>();
-  for (const [name, c] of Object.entries(table.columns)) columns.set(c.id, [name, c.type]);
-  for (const vb of varbinds) {
-    const oid = vb.oid;
-    if (!oid.startsWith(prefix)) continue;
-    let column: [string, ColumnType] | undefined;
-    let index: number[] | null = null;
-    let key: string;
-    if (decimalParts(oid, prefix.length)) {
-      // The usual OID: canonical decimals, parsed without splitting; the index key is its text.
-      column = columns.get(PARTS[0]!);
-      if (column === undefined) continue;
-      if (PARTS.length - 1 !== table.index.length) {
-        warnings.add(`${table.name}.${column[0]}`, shapeProblem(table));
-        continue;
-      }
-      key = PARTS.length > 1 ? oid.slice(oid.indexOf(".", prefix.length) + 1) : "";
-    } else {
-      const parts = oid.slice(prefix.length).split(".");
-      column = columns.get(Number(parts[0]));
-      if (column === undefined) continue;
-      index = parts.slice(1).map(Number);
-      if (index.length !== table.index.length || index.some((n) => !Number.isSafeInteger(n) || n < 0)) {
-        warnings.add(`${table.name}.${column[0]}`, shapeProblem(table));
-        continue;
-      }
-      key = index.join(".");
-    }
-    const [name, type] = column;
-    if (vb.value === null) continue; // noSuchInstance / noSuchObject / endOfMibView: a hole
-    const numeric = NUMERIC.has(type);
-    const text = type === "ObjectIdentifier" ? "ObjectIdentifier" : "OctetString";
-    if (numeric !== (typeof vb.value === "number") || (!numeric && vb.type !== text)) {
-      warnings.add(
-        `${table.name}.${name}`,
-        `a value of type ${vb.type} where the MIB has ${type} was left out`,
-      );
-      continue;
-    }
-    let row = byIndex.get(key);
-    if (row === undefined) {
-      row = { index: index ?? PARTS.slice(1), cells: new Map() };
-      byIndex.set(key, row);
-    }
-    row.cells.set(name, vb.value);
-  }
-  const rows: Rows = new Map();
-  for (const row of byIndex.values()) {
-    const unit = table.unit === undefined ? 1 : partValue(table.unit, row.index, row.cells);
-    let number = partValue(table.number, row.index, row.cells);
-    if (table.sub !== undefined && validNumber(number)) {
-      const sub = partValue(table.sub.part, row.index, row.cells);
-      number =
-        validNumber(sub) && sub >= 1 && number <= table.sub.span
-          ? (sub - 1) * table.sub.span + number
-          : undefined;
-    }
-    if (!validNumber(unit) || !validNumber(number)) {
-      warnings.add(
-        `${table.name}[${row.index.join(".")}]`,
-        "a row without a usable unit or number was skipped",
-      );
-      continue;
-    }
-    let key = `${unit}:${number}`;
-    if (table.sensor !== undefined) {
-      const sensor = partValue(table.sensor, row.index, row.cells);
-      if (sensor === undefined) continue;
-      key += `:${sensor}`;
-    }
-    const first = rows.get(key);
-    if (first === undefined) rows.set(key, row);
-    else duplicate(table, first, row, unit, number, warnings);
-  }
-  return rows;
-}
-
-/**
- * Two rows of a table claiming one unit and number (two control rows for one outlet): the first
- * in the agent's order is used, and a warning names both rows (the poller logs it once per
- * instance).
- */
-function duplicate(table: TableDef, kept: Row, other: Row, unit: number, number: number, w: Warnings): void {
-  w.add(
-    `${table.name}[${other.index.join(".")}]`,
-    `rows ${kept.index.join(".")} and ${other.index.join(".")} both claim number ${number} of unit ${unit}: row ${kept.index.join(".")} is used, row ${other.index.join(".")} ignored`,
-  );
-}
-
-/** The parsed tables of one poll, and lookups into them. */
-class Tables {
-  readonly #rows = new Map<string, Rows>();
-  /** Tables of one row per unit (their number a constant): the constant, by table name. */
-  readonly #perUnit = new Map<string, number>();
-  constructor(
-    readonly profile: SnmpProfile,
-    readonly data: PollData,
-    readonly warnings: Warnings,
-  ) {
-    for (const t of profile.tables) {
-      this.#rows.set(t.name, rowsOf(t, data.tables.get(t.name) ?? [], warnings));
-      if ("constant" in t.number) this.#perUnit.set(t.name, t.number.constant);
-    }
-  }
-  rows(table: string): Rows {
-    return this.#rows.get(table) ?? new Map<string, Row>();
-  }
-  /**
-   * The cell of `ref` for the row (unit, number); undefined when absent. A table of one row per
-   * unit answers for every row of its unit (an Eaton unit's communicationStatus for its outlets).
-   */
-  cell(ref: Source, unit: number, number: number): Cell | undefined {
-    if (isScalar(ref)) return this.data.scalars.get(ref.scalar)?.value ?? undefined;
-    number = this.#perUnit.get(ref.table) ?? number;
-    const key = ref.sensorType === undefined ? `${unit}:${number}` : `${unit}:${number}:${ref.sensorType}`;
-    return this.rows(ref.table).get(key)?.cells.get(ref.column);
-  }
-  /** The first row (lowest number) of `unit` in `table`. */
-  firstOfUnit(table: string, unit: number): number | undefined {
-    let best: number | undefined;
-    for (const key of this.rows(table).keys()) {
-      const [u, n] = key.split(":").map(Number);
-      if (u === unit && n !== undefined && (best === undefined || n < best)) best = n;
-    }
-    return best;
-  }
 }
 
 function where(ref: Source): string {
@@ -366,9 +155,21 @@ const UNSIGNED_32: ReadonlySet<string> = new Set(["Counter", "Gauge", "Unsigned"
 
 /** Where an energy counter read from `def`'s cell wraps, in the measurement's units (`step`: ÷ decimals). */
 function wrapOf(t: Tables, def: MeasurementDef, step: number): number | undefined {
-  if (isScalar(def)) return undefined;
-  const column = t.profile.tables.find((x) => x.name === def.table)?.columns[def.column];
-  return column !== undefined && UNSIGNED_32.has(column.type) ? 2 ** 32 * step * def.scale : undefined;
+  const type = t.columnType(def);
+  return type !== undefined && UNSIGNED_32.has(type) ? 2 ** 32 * step * def.scale : undefined;
+}
+
+/** Measurement definitions in the order of their types (case-insensitive), ties in the profile's order. */
+const inTypeOrder = new WeakMap<readonly MeasurementDef[], readonly MeasurementDef[]>();
+
+function sortedDefs(defs: readonly MeasurementDef[]): readonly MeasurementDef[] {
+  let sorted = inTypeOrder.get(defs);
+  if (sorted === undefined) {
+    const key = (d: MeasurementDef) => d.type.toLowerCase();
+    sorted = [...defs].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+    inTypeOrder.set(defs, sorted);
+  }
+  return sorted;
 }
 
 function measurements(
@@ -377,14 +178,12 @@ function measurements(
   unit: number,
   number: number,
 ): readonly Measurement[] {
+  // Sorted by type: the definitions are, once per profile (a stable sort of those present is the same).
   const out: Measurement[] = [];
-  for (const def of defs) {
+  for (const def of sortedDefs(defs)) {
     const m = measurement(t, def, unit, number);
     if (m !== null) out.push(m);
   }
-  out.sort((a, b) =>
-    a.type.toLowerCase() < b.type.toLowerCase() ? -1 : a.type.toLowerCase() > b.type.toLowerCase() ? 1 : 0,
-  );
   return Object.freeze(out);
 }
 
@@ -456,38 +255,37 @@ function rowIndexes(
   outletNumbers: ReadonlyMap<number, number>,
 ): RowIndexes {
   const out = new Map<number, readonly number[]>();
-  const rows = t.rows(table);
   for (const [index, number] of outletNumbers) {
-    const row = rows.get(`${unit}:${number}`);
+    const row = t.row(table, unit, number);
     if (row !== undefined) out.set(index, row.index);
   }
   return out;
 }
 
 /**
- * The outlet rows of a poll (keys `unit:number`, in the agent's order): the rows of the outlets
- * table, then those of its `alsoFrom` tables that it lacks.
+ * The outlet rows of a poll (in the agent's order): the rows of the outlets table, then those of
+ * its `alsoFrom` tables whose unit and number it lacks.
  */
-function outletKeys(t: Tables, profile: SnmpProfile): { keys(): Iterable<string> } {
+function outletRows(t: Tables, profile: SnmpProfile): readonly Row[] {
   const main = t.rows(profile.outlets.table);
   const also = profile.outlets.alsoFrom;
-  if (also === undefined) return main;
-  const keys = new Set(main.keys());
-  for (const table of also) for (const key of t.rows(table).keys()) keys.add(key);
-  return keys;
+  if (also === undefined) return [...main.values()];
+  const rows = new Map(main);
+  for (const table of also) for (const [key, row] of t.rows(table)) if (!rows.has(key)) rows.set(key, row);
+  return [...rows.values()];
 }
 
 /** The unit numbers of a poll: those of the outlet rows, and (metered-only units) those `withoutOutlets` finds. */
-function unitsOf(t: Tables, profile: SnmpProfile, keys: { keys(): Iterable<string> }): number[] {
+function unitsOf(t: Tables, profile: SnmpProfile, rows: readonly Row[]): number[] {
   const units = new Set<number>();
-  for (const key of keys.keys()) units.add(Number(key.slice(0, key.indexOf(":"))));
+  for (const row of rows) units.add(row.unit);
   const alone = profile.outlets.withoutOutlets?.units;
   if (alone !== undefined) {
     if (isScalar(alone)) {
       if (t.cell(alone, 1, 1) !== undefined) units.add(1);
     } else {
-      for (const [key, row] of t.rows(alone.table))
-        if (row.cells.has(alone.column)) units.add(Number(key.slice(0, key.indexOf(":"))));
+      for (const row of t.rows(alone.table).values())
+        if (t.valueOf(alone.table, row, alone.column) !== undefined) units.add(row.unit);
     }
   }
   return [...units].sort((a, b) => a - b);
@@ -512,13 +310,13 @@ function switchedUnits(t: Tables, profile: SnmpProfile): ReadonlySet<number> {
   const control = profile.control;
   if (control === undefined) return units;
   const need = control.requires;
-  for (const [key, row] of t.rows(control.table)) {
+  for (const row of t.rows(control.table).values()) {
     if (need !== undefined) {
-      const bits = row.cells.get(need.column);
+      const bits = t.valueOf(control.table, row, need.column);
       const octet = Buffer.isBuffer(bits) ? bits[need.bit >> 3] : undefined;
       if (octet === undefined || (octet & (0x80 >> (need.bit & 7))) === 0) continue;
     }
-    units.add(Number(key.slice(0, key.indexOf(":"))));
+    units.add(row.unit);
   }
   return units;
 }
@@ -537,8 +335,8 @@ export function parsePoll(
 ): { snapshot: Snapshot; addressing: Addressing } {
   const warnings = new Warnings();
   const t = new Tables(profile, data, warnings);
-  const keys = outletKeys(t, profile);
-  const units = unitsOf(t, profile, keys);
+  const rows = outletRows(t, profile);
+  const units = unitsOf(t, profile, rows);
   if (units.length === 0) throw noUnit(profile);
   const switched = switchedUnits(t, profile);
   const devices: Device[] = [];
@@ -562,7 +360,7 @@ export function parsePoll(
     for (const def of profile.entities) entities.push(...entitiesOf(t, def, unit, units.length));
     entities.sort((a, b) => compareKeys(a.key, b.key));
     const entityKeys = new Map(entities.map((e) => [e.key, e.key]));
-    const { outlets, numbers } = unitOutlets(t, profile, { unit, canSwitch, entityKeys }, keys, warnings);
+    const { outlets, numbers } = unitOutlets(t, profile, { unit, canSwitch, entityKeys }, rows, warnings);
 
     const model = id.model !== "" ? `${profile.family} model ${id.model}` : profile.family;
     devices.push(deviceOf(profile, deviceId, id, outlets, entities, { model, canSwitch }));
@@ -593,15 +391,15 @@ function unitOutlets(
   t: Tables,
   profile: SnmpProfile,
   of: OfUnit,
-  rowKeys: { keys(): Iterable<string> },
+  rows: readonly Row[],
   warnings: Warnings,
 ): { outlets: Outlet[]; numbers: Map<number, number> } {
   const unit = of.unit;
   const numbers = new Map<number, number>(); // outlet index → MIB number
   const outlets: Outlet[] = [];
-  for (const key of rowKeys.keys()) {
-    const [u, n] = key.split(":").map(Number);
-    if (u !== unit || n === undefined || n < 1) continue;
+  for (const row of rows) {
+    const n = row.number;
+    if (row.unit !== unit || n < 1) continue;
     if (outlets.length >= MAX_OUTLETS) {
       warnings.add(profile.outlets.table, `more than ${MAX_OUTLETS} outlets: the rest were left out`);
       break;
@@ -746,11 +544,10 @@ function pointed(
 
 /** The number of the row of `match`'s table (of the unit) whose `match` column holds `id`. */
 function matchedNumber(t: Tables, match: CellRef, id: string, unit: number): number | undefined {
-  for (const [key, row] of t.rows(match.table)) {
-    const cell = row.cells.get(match.column);
+  for (const row of t.rows(match.table).values()) {
+    const cell = t.valueOf(match.table, row, match.column);
     if (!Buffer.isBuffer(cell) || decodeText(cell) !== id) continue;
-    const [u, n] = key.split(":").map(Number);
-    if (u === unit && n !== undefined && n >= 1) return n;
+    if (row.unit === unit && row.number >= 1) return row.number;
   }
   return undefined;
 }
@@ -843,15 +640,15 @@ function entitiesOf(
     return out;
   }
   const seen = new Set<number>();
-  for (const [key, row] of t.rows(def.table)) {
-    const [u, n] = key.split(":").map(Number);
-    if (u !== unit || n === undefined) continue;
+  for (const row of t.rows(def.table).values()) {
+    const n = row.number;
+    if (row.unit !== unit) continue;
     if (def.where !== undefined) {
       const v = t.cell(def.where, unit, n);
       const match = typeof v === "number" && def.where.values.includes(v);
       if (match === (def.where.not === true)) continue;
     }
-    const entityNumber = def.number === undefined ? n : partValue(def.number, row.index, row.cells);
+    const entityNumber = def.number === undefined ? n : t.partOf(def.table, def.number, row);
     if (!validNumber(entityNumber) || entityNumber < 1 || seen.has(entityNumber)) continue;
     seen.add(entityNumber);
     const e = make(n, entityNumber);

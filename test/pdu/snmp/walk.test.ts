@@ -3,8 +3,12 @@
  * (the bench's responder serving the simulator's APC rPDU2 unit, 24 outlets): the requests of a
  * poll (the tables walked together, the repetitions fitted to the previous poll's rows), an agent
  * that sends fewer varbinds than asked (the walk continues where the answer ended) and one that
- * answers tooBig to large requests (the walk asks for less). Each reads every outlet.
+ * answers tooBig to large requests (the walk asks for less). Each reads every outlet. A caller's
+ * abort ends a walk at once, at any of its requests, and a walk leaves no listener on the signal;
+ * a signal shared by many polls at once raises no warning.
  */
+import { createSocket } from "node:dgram";
+import { getEventListeners } from "node:events";
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { startResponder, type Responder, type ResponderOptions } from "../../../bench/lib/snmp-responder.js";
@@ -31,6 +35,40 @@ async function unit(
     snmpInstance("walk-test", responder.ports[0]!, { Profile: "apc-rpdu2", Community: "walk" }, 2),
   );
   return { responder, driver, requests: () => requests };
+}
+
+/**
+ * A UDP relay to the agent at `port` (loopback): passes the first `passes` requests and their
+ * answers, drops every later request; `seen` counts the requests that reached it.
+ */
+async function relay(port: number, passes: number): Promise<{ port: number; seen(): number; close(): void }> {
+  const front = createSocket("udp4");
+  const back = createSocket("udp4");
+  let seen = 0;
+  let client: { address: string; port: number } | null = null;
+  front.on("message", (msg, from) => {
+    seen++;
+    client = { address: from.address, port: from.port };
+    if (seen <= passes) back.send(msg, port, "127.0.0.1");
+  });
+  back.on("message", (msg) => {
+    if (client !== null) front.send(msg, client.port, client.address);
+  });
+  await new Promise<void>((resolve) => front.bind(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => back.bind(0, "127.0.0.1", resolve));
+  return {
+    port: front.address().port,
+    seen: () => seen,
+    close: () => {
+      front.close();
+      back.close();
+    },
+  };
+}
+
+async function until(what: string, test: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !test(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.ok(test(), `timed out waiting for ${what}`);
 }
 
 function outletNames(s: Snapshot): string[] {
@@ -89,5 +127,67 @@ describe("the SNMP walk", () => {
     assert.deepEqual(outletNames(b), outletNames(a));
     const again = await small.driver.poll();
     assert.deepEqual(outletNames(again), outletNames(a));
+  });
+
+  it("ends a walk at once when the caller aborts, at its first request or a later one", async () => {
+    const u = await unit();
+    opened.push(u);
+    for (const passes of [0, 2]) {
+      const r = await relay(u.responder.ports[0]!, passes);
+      // Timeout 2 s: an abort that did not end the request would fail the poll with a timeout.
+      const driver = new SnmpDriver(
+        snmpInstance(`abort-${passes}`, r.port, { Profile: "apc-rpdu2", Community: "walk" }, 2),
+      );
+      try {
+        const stop = new AbortController();
+        const reason = new Error(`stopped after ${passes} answers`);
+        const polled = driver.poll(stop.signal);
+        await until(`request ${passes + 1}`, () => r.seen() > passes);
+        stop.abort(reason);
+        await assert.rejects(polled, (e) => e === reason);
+        assert.equal(r.seen(), passes + 1, "no request after the abort");
+      } finally {
+        await driver.close();
+        r.close();
+      }
+    }
+  });
+
+  it("polls more units at once on one signal than EventTarget's 10 listeners without a warning", async () => {
+    const u = await unit();
+    opened.push(u);
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on("warning", onWarning);
+    const drivers = Array.from(
+      { length: 16 },
+      (_, i) =>
+        new SnmpDriver(
+          snmpInstance(`many-${i}`, u.responder.ports[0]!, { Profile: "apc-rpdu2", Community: "walk" }, 2),
+        ),
+    );
+    try {
+      const signal = new AbortController().signal;
+      const polled = await Promise.all(drivers.map((d) => d.poll(signal)));
+      assert.ok(polled.every((s) => outletNames(s).length === OUTLETS));
+      assert.equal(getEventListeners(signal, "abort").length, 0);
+      // A warning is emitted on the next tick.
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(
+        warnings.filter((w) => w.startsWith("MaxListenersExceededWarning")),
+        [],
+      );
+    } finally {
+      process.off("warning", onWarning);
+      for (const d of drivers) await d.close();
+    }
+  });
+
+  it("leaves no listener on the caller's signal after its polls", async () => {
+    const u = await unit();
+    opened.push(u);
+    const signal = new AbortController().signal;
+    for (let i = 0; i < 3; i++) assert.equal(outletNames(await u.driver.poll(signal)).length, OUTLETS);
+    assert.equal(getEventListeners(signal, "abort").length, 0);
   });
 });
