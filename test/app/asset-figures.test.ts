@@ -9,73 +9,35 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
-import { yamlFragment } from "../../testkit/config-yaml.js";
-import { Mosquitto } from "../../testkit/mosquitto.js";
+import type { AppHarness } from "../../testkit/app-harness.js";
+import type { Mosquitto } from "../../testkit/mosquitto.js";
 import { Recorder } from "../../testkit/mqtt-client.js";
+import { startTwoFeedAssets, type TwoFeedAssets, type TwoFeedSims } from "../../testkit/two-feed-assets.js";
 import { waitFor } from "../../testkit/wait.js";
-
-type Sims = "a1" | "b1";
-
-const ASSETS = {
-  db: {
-    Cords: [
-      { Instance: "a1", Outlet: 0 },
-      { Instance: "b1", Outlet: 0 },
-    ],
-  },
-  web: {
-    Cords: [
-      { Instance: "a1", Outlet: 1 },
-      { Instance: "b1", Outlet: 1 },
-    ],
-  },
-};
 
 /** Polls of a1 counted: over them b1 polls about as often, and each poll of either moves the sums. */
 const POLLS = 12;
 
 describe("an asset's figures with cords on two PDUs whose readings move at every poll: about once per poll interval", () => {
   let mosquitto: Mosquitto;
-  let h: AppHarness<Sims>;
+  let h: AppHarness<TwoFeedSims>;
   let devB: string;
+  let rig: TwoFeedAssets;
 
   before(async () => {
-    mosquitto = await Mosquitto.start();
-    h = await startAppHarness<Sims>({
-      sims: { a1: { outlets: 2, seed: 41 }, b1: { outlets: 2, seed: 42 } },
-      beforeStart: (s) => {
-        for (const sim of [s.a1, s.b1])
-          for (let i = 0; i < 2; i++) sim.setOutletState(sim.deviceIds()[0]!, i, "on");
-      },
-      yaml: (s) =>
-        appYaml({
-          broker: { host: mosquitto.host, port: mosquitto.port },
-          pdus: [
-            pduYaml("a1", s.a1, { pollInterval: 1, more: { Feed: "A" } }),
-            pduYaml("b1", s.b1, { pollInterval: 1, more: { Feed: "B" } }),
-          ],
-          api: { key: "" },
-          extra: [yamlFragment({ Feeds: { A: {}, B: {} } }, 0), yamlFragment({ Assets: ASSETS }, 0)].join(
-            "\n",
-          ),
-        }),
-      waitForFirstPolls: true,
-    });
+    rig = await startTwoFeedAssets({ frozen: false, seeds: [41, 42] });
+    ({ mosquitto, h } = rig);
     devB = h.sims.b1.deviceIds()[0]!;
   });
-  after(async () => {
-    await h?.close();
-    await mosquitto?.close();
-  });
+  after(() => rig?.close());
 
   const topic = (id: string, level: string) => `${h.parent}/$assets/${id}/${level}`;
   /** Waits for `n` polls of an instance, one after the other, from now. */
-  const polls = async (id: Sims, n: number): Promise<void> => {
+  const polls = async (id: TwoFeedSims, n: number): Promise<void> => {
     for (let i = 0; i < n; i++) await h.waitForPoll(id, Date.now());
   };
   /** Successful polls of an instance seen while `during` runs (its store's last success, watched). */
-  const countPolls = async (id: Sims, during: () => Promise<void>): Promise<number> => {
+  const countPolls = async (id: TwoFeedSims, during: () => Promise<void>): Promise<number> => {
     let seen = 0;
     let last = -1;
     const watch = setInterval(() => {

@@ -12,13 +12,11 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { appYaml, pduYaml, startAppHarness, type AppHarness } from "../../testkit/app-harness.js";
-import { yamlFragment } from "../../testkit/config-yaml.js";
-import { Mosquitto } from "../../testkit/mosquitto.js";
+import type { AppHarness } from "../../testkit/app-harness.js";
+import type { Mosquitto } from "../../testkit/mosquitto.js";
 import { Recorder, type Received } from "../../testkit/mqtt-client.js";
+import { startTwoFeedAssets, type TwoFeedAssets, type TwoFeedSims } from "../../testkit/two-feed-assets.js";
 import { waitFor } from "../../testkit/wait.js";
-
-type Sims = "a1" | "b1";
 
 interface RestAsset {
   readonly state: string;
@@ -27,56 +25,20 @@ interface RestAsset {
   readonly readings: readonly { readonly power: number | null }[];
 }
 
-const ASSETS = {
-  db: {
-    Cords: [
-      { Instance: "a1", Outlet: 0 },
-      { Instance: "b1", Outlet: 0 },
-    ],
-  },
-  web: {
-    Cords: [
-      { Instance: "a1", Outlet: 1 },
-      { Instance: "b1", Outlet: 1 },
-    ],
-  },
-};
-
 describe("an asset's retained topics: every move sent, nothing that reads the same sent again, all again after a broker restart", () => {
   let mosquitto: Mosquitto;
-  let h: AppHarness<Sims>;
+  let h: AppHarness<TwoFeedSims>;
   let devA: string;
   let devB: string;
+  let rig: TwoFeedAssets;
 
   before(async () => {
-    mosquitto = await Mosquitto.start();
-    h = await startAppHarness<Sims>({
-      sims: { a1: { outlets: 2, seed: 31, frozen: true }, b1: { outlets: 2, seed: 32, frozen: true } },
-      beforeStart: (s) => {
-        for (const sim of [s.a1, s.b1])
-          for (let i = 0; i < 2; i++) sim.setOutletState(sim.deviceIds()[0]!, i, "on");
-      },
-      yaml: (s) =>
-        appYaml({
-          broker: { host: mosquitto.host, port: mosquitto.port },
-          pdus: [
-            pduYaml("a1", s.a1, { pollInterval: 1, more: { Feed: "A" } }),
-            pduYaml("b1", s.b1, { pollInterval: 1, more: { Feed: "B" } }),
-          ],
-          api: { key: "" },
-          extra: [yamlFragment({ Feeds: { A: {}, B: {} } }, 0), yamlFragment({ Assets: ASSETS }, 0)].join(
-            "\n",
-          ),
-        }),
-      waitForFirstPolls: true,
-    });
+    rig = await startTwoFeedAssets({ frozen: true, seeds: [31, 32] });
+    ({ mosquitto, h } = rig);
     devA = h.sims.a1.deviceIds()[0]!;
     devB = h.sims.b1.deviceIds()[0]!;
   });
-  after(async () => {
-    await h?.close();
-    await mosquitto?.close();
-  });
+  after(() => rig?.close());
 
   const topic = (id: string, level: string) => `${h.parent}/$assets/${id}/${level}`;
   const asset = async (id: string): Promise<RestAsset> => {
