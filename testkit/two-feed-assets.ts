@@ -6,6 +6,8 @@
 import { appYaml, pduYaml, startAppHarness, type AppHarness } from "./app-harness.js";
 import { yamlFragment } from "./config-yaml.js";
 import { Mosquitto } from "./mosquitto.js";
+import { Recorder } from "./mqtt-client.js";
+import { waitFor } from "./wait.js";
 
 export type TwoFeedSims = "a1" | "b1";
 
@@ -67,4 +69,28 @@ export async function startTwoFeedAssets(options: {
       await mosquitto.close();
     },
   };
+}
+
+/**
+ * After mosquitto restarted without its retained messages: a fresh subscriber to every asset topic
+ * that holds each of `topics` as retained. One that came before the bridge reconnected heard them
+ * live, not retained: another is asked for until one does. The caller closes it.
+ */
+export async function retainedAgain(rig: TwoFeedAssets, topics: readonly string[]): Promise<Recorder> {
+  return waitFor(
+    async () => {
+      const r = await Recorder.connect(rig.mosquitto, [`${rig.h.parent}/$assets/+/+`]).catch(() => null);
+      if (r === null) return null;
+      const complete = await waitFor(
+        () => topics.every((t) => r.last(t)?.retain === true),
+        "every asset topic retained",
+        3_000,
+      ).catch(() => false);
+      if (complete) return r;
+      await r.close();
+      return null;
+    },
+    "the asset topics retained again after the restart",
+    30_000,
+  );
 }

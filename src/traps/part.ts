@@ -163,12 +163,9 @@ export class TrapPart {
   #refused(error: unknown): void {
     // The socket's own errors (its bind at start) are start's to report, not a trap's.
     if (typeof (error as { code?: unknown }).code === "string" && !("rinfo" in (error as object))) return;
+    // Only known sources reach net-snmp (#screen).
     const rinfo = (error as { rinfo?: { address?: unknown } }).rinfo;
     const address = typeof rinfo?.address === "string" ? rinfo.address : "";
-    if (address !== "" && this.#sources?.known(address) !== true) {
-      this.#drop("unknown-source", address);
-      return;
-    }
     const message = error instanceof Error ? error.message : "";
     const reason: TrapDropReason = /community/i.test(message)
       ? "bad-community"

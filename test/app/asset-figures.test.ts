@@ -11,9 +11,12 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { AppHarness } from "../../testkit/app-harness.js";
 import type { Mosquitto } from "../../testkit/mosquitto.js";
-import { Recorder } from "../../testkit/mqtt-client.js";
-import { startTwoFeedAssets, type TwoFeedAssets, type TwoFeedSims } from "../../testkit/two-feed-assets.js";
-import { waitFor } from "../../testkit/wait.js";
+import {
+  retainedAgain,
+  startTwoFeedAssets,
+  type TwoFeedAssets,
+  type TwoFeedSims,
+} from "../../testkit/two-feed-assets.js";
 
 /** Polls of a1 counted: over them b1 polls about as often, and each poll of either moves the sums. */
 const POLLS = 12;
@@ -102,23 +105,7 @@ describe("an asset's figures with cords on two PDUs whose readings move at every
       ["state", "power", "energy", "redundancy"].map((level) => topic(id, level)),
     );
     await mosquitto.restart();
-    const fresh = await waitFor(
-      async () => {
-        const r = await Recorder.connect(mosquitto, [`${h.parent}/$assets/+/+`]).catch(() => null);
-        if (r === null) return null;
-        const complete = await waitFor(
-          () => topics.every((t) => r.last(t)?.retain === true),
-          "every asset topic retained",
-          3_000,
-        ).catch(() => false);
-        if (complete) return r;
-        // One that came before the bridge reconnected heard them live, not retained: ask again.
-        await r.close();
-        return null;
-      },
-      "the asset topics retained again after the restart",
-      30_000,
-    );
+    const fresh = await retainedAgain(rig, topics);
     try {
       for (const t of topics) {
         const m = fresh.last(t)!;

@@ -14,8 +14,13 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { AppHarness } from "../../testkit/app-harness.js";
 import type { Mosquitto } from "../../testkit/mosquitto.js";
-import { Recorder, type Received } from "../../testkit/mqtt-client.js";
-import { startTwoFeedAssets, type TwoFeedAssets, type TwoFeedSims } from "../../testkit/two-feed-assets.js";
+import type { Received } from "../../testkit/mqtt-client.js";
+import {
+  retainedAgain,
+  startTwoFeedAssets,
+  type TwoFeedAssets,
+  type TwoFeedSims,
+} from "../../testkit/two-feed-assets.js";
 import { waitFor } from "../../testkit/wait.js";
 
 interface RestAsset {
@@ -134,23 +139,7 @@ describe("an asset's retained topics: every move sent, nothing that reads the sa
       expected.set(topic(id, "power"), String(a.power));
     }
     await mosquitto.restart();
-    const fresh = await waitFor(
-      async () => {
-        const r = await Recorder.connect(mosquitto, [`${h.parent}/$assets/+/+`]).catch(() => null);
-        if (r === null) return null;
-        const complete = await waitFor(
-          () => [...expected.keys()].every((t) => r.last(t)?.retain === true),
-          "every asset topic retained",
-          3_000,
-        ).catch(() => false);
-        if (complete) return r;
-        // One that came before the bridge reconnected heard them live, not retained: ask again.
-        await r.close();
-        return null;
-      },
-      "the asset topics retained again after the restart",
-      30_000,
-    );
+    const fresh = await retainedAgain(rig, [...expected.keys()]);
     try {
       for (const [t, payload] of expected) {
         const m = fresh.last(t)!;
