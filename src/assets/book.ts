@@ -159,12 +159,14 @@ export class AssetBook {
       const onInstance = on.cords[k]!;
       const cords = same ? MOVED_NOTHING : this.#reread(entry, kept, onInstance);
       if (poll) entry.tracker.poll(entry.readings, onInstance);
-      const redundancy = entry.tracker.redundancy(entry.def.cords.length);
+      const redundancy = entry.tracker.redundancy(entry.readings.length);
       if (refreshAssetState(entry.state, cords, redundancy)) {
         entry.version = ++versions;
-        moved.push(entry.def.id);
+        moved.push(entry.state.id);
       }
       states.push(entry.state);
+      // Without redundancy lost now or an alarm before, there is no alarm to raise, change or clear.
+      if (redundancy !== "lost" && entry.alarm === null) continue;
       const alarm = redundancyAlarm(entry.def, entry.tracker, entry.alarm, at);
       const change = alarmChange(entry.alarm, alarm, at);
       if (change !== null) {
@@ -181,19 +183,19 @@ export class AssetBook {
    * in place, keeping the outlet index right; answers what moved (the most of the cords').
    */
   #reread(entry: Entry, reading: InstanceReading, onInstance: number): number {
-    const cords = entry.def.cords;
+    // The slots carry their cords: the definition is touched only when an outlet index moves.
+    const slots = entry.readings;
     let moved = MOVED_NOTHING;
-    for (let i = 0; i < cords.length; i++) {
+    for (let i = 0; i < slots.length; i++) {
       if ((onInstance & (1 << i)) === 0) continue;
-      const cord = cords[i]!;
-      const slot = entry.readings[i]!;
+      const slot = slots[i]!;
       const wasResolved = slot.resolved;
       const wasDevice = slot.deviceId;
-      moved |= readCordInto(slot, this.model, cord, reading);
+      moved |= readCordInto(slot, this.model, reading);
       if (wasResolved === slot.resolved && wasDevice === slot.deviceId) continue;
-      if (wasResolved) this.#unindex(outletKey(cord.instance, wasDevice ?? "", cord.outlet), entry.def, i);
+      if (wasResolved) this.#unindex(outletKey(slot.instance, wasDevice ?? "", slot.outlet), entry.def, i);
       if (slot.resolved)
-        this.#index(outletKey(cord.instance, slot.deviceId ?? "", cord.outlet), entry.def, i);
+        this.#index(outletKey(slot.instance, slot.deviceId ?? "", slot.outlet), entry.def, i);
     }
     return moved;
   }

@@ -281,7 +281,7 @@ class Figures4 {
  * generation and die in the old one). Readers see it as a {@link CordReading}; its figures are
  * getters (a copy is {@link plainReading}, not a spread).
  */
-export class CordSlot extends Figures4 implements CordReading {
+export class CordSlot extends Figures4 implements CordReading, Cord {
   readonly cord: number;
   readonly instance: string;
   deviceId: string | null = null;
@@ -293,12 +293,22 @@ export class CordSlot extends Figures4 implements CordReading {
   detail: string | null = null;
   feedsFrom: string | null = null;
   feed: string | null = null;
+  /**
+   * The cord as configured (its `Device` or null, and its outlet), kept here so that a read touches
+   * the slot alone, not the asset's definition (an update reads thousands of cords).
+   */
+  readonly device: string | null;
+  readonly outlet: number;
+  /** Whether {@link feed} is the feed of {@link deviceId} (it is, once a read wrote them). */
+  fed = false;
 
   constructor(cord: Cord, position: number) {
     super();
     this.cord = position;
     this.instance = cord.instance;
     this.index = cord.outlet;
+    this.device = cord.device;
+    this.outlet = cord.outlet;
   }
 }
 
@@ -331,20 +341,20 @@ export function readCord(
   reading: InstanceReading | undefined,
 ): CordSlot {
   const slot = new CordSlot(cord, position);
-  readCordInto(slot, model, cord, reading);
+  readCordInto(slot, model, reading);
   return slot;
 }
 
 /**
- * Reads the cord from its instance's reading into `into`, writing only the fields whose value
+ * Reads the slot's cord from its instance's reading into it, writing only the fields whose value
  * differs; answers what moved ({@link MOVED_NOTHING}, {@link MOVED_VALUE}, {@link MOVED_SHOWN}).
  */
 export function readCordInto(
   into: CordSlot,
   model: AssetModel,
-  cord: Cord,
   reading: InstanceReading | undefined,
 ): number {
+  const cord: Cord = into;
   const snapshot = reading?.snapshot ?? null;
   const resolution: Resolution =
     reading?.elsewhere === true
@@ -356,14 +366,8 @@ export function readCordInto(
         }
       : resolveCord(cord, snapshot);
   if (!resolution.ok) {
-    // Without a device, the instance's feed holds only where no device of it has a feed of its own.
     const { deviceId } = resolution;
-    const feed =
-      deviceId !== null
-        ? feedOf(model, cord.instance, deviceId)
-        : model.deviceFeeds.has(cord.instance)
-          ? null
-          : (model.instanceFeeds.get(cord.instance) ?? null);
+    const feed = cordFeed(into, model, deviceId);
     return write(into, deviceId, false, "unknown", null, resolution.problem, resolution.detail, feed);
   }
   const { device, outlet } = resolution;
@@ -393,9 +397,20 @@ export function readCordInto(
     outlet.state,
     problem,
     detail,
-    feedOf(model, cord.instance, device.id),
+    cordFeed(into, model, device.id),
   );
   return moved | writeFigures(into, device, outlet, online, lifetimeKwh(reading, device.id, cord.outlet));
+}
+
+/**
+ * The feed of the cord on `deviceId`: the slot's own when it was worked out for that device (the
+ * book's model does not change under its slots), else the device's (`feedOf`); without a device,
+ * the instance's feed, which holds only where no device of it has a feed of its own.
+ */
+function cordFeed(into: CordSlot, model: AssetModel, deviceId: string | null): string | null {
+  if (into.fed && into.deviceId === deviceId) return into.feed;
+  if (deviceId !== null) return feedOf(model, into.instance, deviceId);
+  return model.deviceFeeds.has(into.instance) ? null : (model.instanceFeeds.get(into.instance) ?? null);
 }
 
 /** Writes a resolved cord's figures and `feedsFrom`; answers what moved. */
@@ -440,6 +455,7 @@ function write(
   feed: string | null,
 ): number {
   let moved = MOVED_NOTHING;
+  into.fed = true;
   if (into.deviceId !== deviceId || into.status !== status || into.problem !== problem) {
     into.deviceId = deviceId;
     into.status = status;

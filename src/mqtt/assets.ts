@@ -62,8 +62,12 @@ interface Published {
   energy: number;
   /** When the figures were last published (ms; -Infinity: never). */
   figuresAt: number;
+  /** Whether a figure is held back: it waits in the bucket {@link bucket} (see `AssetTopics.#held`). */
+  held: boolean;
   /** While a figure is held back: when it goes out if nothing publishes it before (ms). */
   dueAt: number;
+  /** While a figure is held back: the sweep it is due at (`dueAt` / {@link SWEEP_MS}, rounded up). */
+  bucket: number;
   /**
    * A digest of the discovery configs last published (topics and payloads), or null: none. Not the
    * configs: their JSON for every asset of a large fleet would stay in the heap for nothing.
@@ -103,8 +107,13 @@ export class AssetTopics {
   readonly #published = new Map<string, Published>();
   /** The scopes whose alarm list was published. */
   readonly #listed = new Set<string>();
-  /** The assets with a figure held back (bounded by the configuration's assets). */
-  readonly #pending = new Set<Published>();
+  /**
+   * The assets with a figure held back, by the sweep they are due at: a sweep reads only the
+   * buckets due, not every asset held. An asset leaves by its `held` flag, and what it left in a
+   * bucket is dropped when the bucket comes, within one poll interval: bounded by the assets times
+   * the updates an asset has in one interval.
+   */
+  readonly #held = new Map<number, Published[]>();
   #sweep: NodeJS.Timeout | null = null;
   #closed = false;
   readonly #now: () => number;
@@ -132,7 +141,7 @@ export class AssetTopics {
     this.#closed = true;
     if (this.#sweep !== null) clearTimeout(this.#sweep);
     this.#sweep = null;
-    this.#pending.clear();
+    this.#releaseAll();
   }
 
   /** What an `assets` event moved. */
@@ -187,7 +196,9 @@ export class AssetTopics {
         power: NaN,
         energy: NaN,
         figuresAt: -Infinity,
+        held: false,
         dueAt: 0,
+        bucket: 0,
         configs: null,
         def: null,
         actions: false,
@@ -232,22 +243,18 @@ export class AssetTopics {
     const powerMoved = !sameFigure(published.power, power);
     const energyMoved = !sameFigure(published.energy, energy);
     if (!force && !powerMoved && !energyMoved) {
-      this.#pending.delete(published);
+      published.held = false;
       return;
     }
     const at = this.#now();
     if (!now && !knownMoved(published.power, power) && !knownMoved(published.energy, energy)) {
-      const due = published.figuresAt + FIGURE_SPACING * this.#o.view.pollIntervalMs(def);
-      if (at < due) {
-        if (!this.#pending.has(published)) {
-          published.dueAt = at + this.#o.view.pollIntervalMs(def);
-          this.#pending.add(published);
-          this.#arm();
-        }
+      const interval = this.#o.view.pollIntervalMs(def);
+      if (at < published.figuresAt + FIGURE_SPACING * interval) {
+        if (!published.held) this.#hold(published, at + interval);
         return;
       }
     }
-    this.#pending.delete(published);
+    published.held = false;
     published.figuresAt = at;
     const { sink, topics } = this.#o;
     if (force || powerMoved) {
@@ -258,6 +265,24 @@ export class AssetTopics {
       published.energy = energy;
       sink.publish(topics.asset(def.id, "energy"), figureText(energy), qosOf("energy"), true);
     }
+  }
+
+  /** Holds the asset's figures back until `dueAt` at the latest. */
+  #hold(published: Published, dueAt: number): void {
+    const bucket = Math.ceil(dueAt / SWEEP_MS);
+    published.held = true;
+    published.dueAt = dueAt;
+    published.bucket = bucket;
+    const list = this.#held.get(bucket);
+    if (list === undefined) this.#held.set(bucket, [published]);
+    else list.push(published);
+    this.#arm();
+  }
+
+  /** No figure held back any more. */
+  #releaseAll(): void {
+    for (const list of this.#held.values()) for (const published of list) published.held = false;
+    this.#held.clear();
   }
 
   /** The timer of the figures held back, when it is not running. */
@@ -274,21 +299,26 @@ export class AssetTopics {
   #flush(): void {
     this.#sweep = null;
     if (!this.#o.sink.connected) {
-      this.#pending.clear();
+      this.#releaseAll();
       return;
     }
     const view = this.#o.view;
     const at = this.#now();
-    for (const published of this.#pending) {
-      if (at < published.dueAt) continue;
-      this.#pending.delete(published);
-      const def = view.model.assets.get(published.id);
-      const state = view.book.get(published.id);
-      if (def === undefined || state === undefined || this.#published.get(published.id) !== published)
-        continue;
-      if (view.publishes(def)) this.#figures(def, state, published, false, true);
+    for (const [bucket, list] of this.#held) {
+      if (bucket * SWEEP_MS > at) continue;
+      this.#held.delete(bucket);
+      for (const published of list) {
+        // Published since, or held again into a later bucket.
+        if (!published.held || published.bucket !== bucket) continue;
+        published.held = false;
+        const def = view.model.assets.get(published.id);
+        const state = view.book.get(published.id);
+        if (def === undefined || state === undefined || this.#published.get(published.id) !== published)
+          continue;
+        if (view.publishes(def)) this.#figures(def, state, published, false, true);
+      }
     }
-    if (this.#pending.size > 0) this.#arm();
+    if (this.#held.size > 0) this.#arm();
   }
 
   /**
@@ -325,7 +355,7 @@ export class AssetTopics {
     const published = this.#published.get(id);
     this.#published.delete(id);
     if (published === undefined) return;
-    this.#pending.delete(published);
+    published.held = false;
     for (const level of ASSET_LEVELS)
       this.#o.sink.publish(this.#o.topics.asset(id, level), "", qosOf(level), true);
     for (const topic of this.#configTopics(published)) this.#o.sink.publish(topic, "", 1, true);
