@@ -7,8 +7,10 @@
  * divided by the polls the simulators counted, so whatever else loads the machine loads both alike:
  * the ratio is the figure (target at most 1.1×).
  *
- * The outcome a user sees is checked too: every asset's retained `P/$assets/<asset>/state` topic
- * published by the bridge with assets, read by a subscriber of the broker. The time to plan a
+ * The windows begin once both bridges' Home Assistant discovery is out (a cost of the start, not of
+ * a poll). The outcome a user sees is checked too: every asset's retained `P/$assets/<asset>/state`
+ * topic published by the bridge with assets, and every asset's device discovered, read by
+ * subscribers of the broker. The time to plan a
  * sequence of every asset is bench/assets.ts's figure, run as its own process at the same sizes (its
  * in-process costs are measured there, not again here).
  */
@@ -84,6 +86,41 @@ async function publishedStates(broker: Broker, expected: number, timeoutMs: numb
     const deadline = Date.now() + timeoutMs;
     while (seen.size < expected && Date.now() < deadline) await sleep(200);
     return seen.size;
+  } finally {
+    await client.endAsync(true);
+  }
+}
+
+/**
+ * Waits until Home Assistant discovery is out: every asset's device discovered (its `state` config
+ * retained under the node id `pdu-bridge-assets`) and no discovery config of either bridge arriving
+ * for `quietMs`. Answers the assets discovered. The start's discovery (every outlet's and every
+ * asset's configs) is a cost of the start, not of a poll: the windows begin after it.
+ */
+async function discoveryOut(
+  broker: Broker,
+  expected: number,
+  quietMs: number,
+  timeoutMs: number,
+): Promise<number> {
+  const client = connect(broker.url, { clientId: `bench-assets-discovery-${process.pid}`, clean: true });
+  const assets = new Set<string>();
+  let last = Date.now();
+  client.on("message", (topic, payload) => {
+    last = Date.now();
+    const parts = topic.split("/");
+    if (payload.length > 0 && parts[2] === "pdu-bridge-assets" && parts[3]?.endsWith("_state") === true)
+      assets.add(parts[3]);
+  });
+  try {
+    await new Promise<void>((ok, fail) => {
+      client.once("connect", () => ok());
+      client.once("error", fail);
+    });
+    await client.subscribeAsync("homeassistant/#");
+    const deadline = Date.now() + timeoutMs;
+    while ((assets.size < expected || Date.now() - last < quietMs) && Date.now() < deadline) await sleep(200);
+    return assets.size;
   } finally {
     await client.endAsync(true);
   }
@@ -175,13 +212,17 @@ export async function runAssets(ctx: BenchContext): Promise<ScenarioResult> {
     running.push(plain);
     const assets = await start(assetsFile, "assets-with");
     running.push(assets);
-    // Warm-up: discovery out, every PDU polled a few times by both.
+    // Warm-up: every PDU polled a few times by both, discovery out.
     await fleet.reset();
     await fleet.waitForPolls(2 * 3, Math.max(120, (s.intervalS * 10 * s.pdus) / 250) * 1000);
     const published = await publishedStates(broker, s.assets, 60_000);
+    const discovered = await discoveryOut(broker, s.assets, 2 * s.intervalS * 1000, 300_000);
     const m = await measure(ctx, s, fleet, plain, assets);
     const plan = await planMs(s);
-    ctx.log(`  ${published} of ${s.assets} asset state topics published; bench/assets.ts: ${plan.line}`);
+    ctx.log(
+      `  ${published} of ${s.assets} asset state topics published, ${discovered} assets discovered; ` +
+        `bench/assets.ts: ${plan.line}`,
+    );
     const cpuPlain = mean(m.plain);
     const cpuAssets = mean(m.withAssets);
     const r = ratio(cpuAssets, cpuPlain);
@@ -210,6 +251,16 @@ export async function runAssets(ctx: BenchContext): Promise<ScenarioResult> {
         }),
         row({
           scenario: "assets",
+          metric: "assets discovered in Home Assistant (their state config retained)",
+          unit: "assets",
+          target: `all ${s.assets}`,
+          measured: discovered,
+          baseline: s.assets,
+          ratio: discovered / s.assets,
+          pass: discovered === s.assets,
+        }),
+        row({
+          scenario: "assets",
           metric: `sequence of ${s.assets} assets planned (with its journal)`,
           unit: "ms",
           target: "info",
@@ -220,7 +271,7 @@ export async function runAssets(ctx: BenchContext): Promise<ScenarioResult> {
           note: "bench/assets.ts, its own process",
         }),
       ],
-      details: { sizes: s, ...m, published, planLine: plan.line },
+      details: { sizes: s, ...m, published, discovered, planLine: plan.line },
     };
   } finally {
     await Promise.all(running.map((c) => stopChild(c.child)));
