@@ -156,22 +156,26 @@ export function resolveCord(cord: Cord, snapshot: Snapshot | null): Resolution {
       ? { ok: false, problem: "unknown-outlet", detail: noOutlet(cord, device.id), deviceId: device.id }
       : { ok: true, device, outlet };
   }
-  let found: { device: Device; outlet: Outlet } | null = null;
-  for (const device of snapshot.devices) {
+  let foundDevice: Device | null = null;
+  let foundOutlet: Outlet | null = null;
+  const devices = snapshot.devices;
+  for (let i = 0; i < devices.length; i++) {
+    const device = devices[i]!;
     const outlet = outletAt(device, cord.outlet);
     if (outlet === undefined) continue;
-    if (found !== null)
+    if (foundDevice !== null)
       return {
         ok: false,
         problem: "ambiguous",
-        detail: `outlet ${cord.outlet} is on devices ${found.device.id} and ${device.id} of instance ${cord.instance}: name the Device`,
+        detail: `outlet ${cord.outlet} is on devices ${foundDevice.id} and ${device.id} of instance ${cord.instance}: name the Device`,
         deviceId: null,
       };
-    found = { device, outlet };
+    foundDevice = device;
+    foundOutlet = outlet;
   }
-  return found === null
+  return foundDevice === null || foundOutlet === null
     ? { ok: false, problem: "unknown-outlet", detail: noOutlet(cord, null), deviceId: null }
-    : { ok: true, device: found.device, outlet: found.outlet };
+    : { ok: true, device: foundDevice, outlet: foundOutlet };
 }
 
 const noOutlet = (cord: Cord, deviceId: string | null): string =>

@@ -74,8 +74,13 @@ interface Published {
    */
   configs: string | null;
   /** What the configs were built from: the asset's definition and whether its control is on. */
-  def: AssetDef | null;
+  configsDef: AssetDef | null;
   actions: boolean;
+  /**
+   * The definition last published: the model's until a live change, which comes as a
+   * `reconfigured` event and is read from the model again ({@link AssetTopics.changed}).
+   */
+  def: AssetDef;
 }
 
 /**
@@ -151,7 +156,11 @@ export class AssetTopics {
       this.#reconcile(false);
       return;
     }
-    for (const id of event.assets) this.#publish(id, false);
+    for (const id of event.assets) {
+      const published = this.#published.get(id);
+      if (published === undefined) this.#publish(id, false);
+      else this.#moved(published);
+    }
   }
 
   /** An `alarms` event of a scope (`$assets`, `$feeds`): its list and one event per change. */
@@ -200,8 +209,9 @@ export class AssetTopics {
         dueAt: 0,
         bucket: 0,
         configs: null,
-        def: null,
+        configsDef: null,
         actions: false,
+        def,
       };
       this.#published.set(id, published);
       force = true;
@@ -209,8 +219,23 @@ export class AssetTopics {
     const version = view.book.version(id);
     if (!force && published.version === version && published.def === def) return;
     published.version = version;
+    published.def = def;
     this.#values(def, state, published, force);
     this.#discover(def, published, force);
+  }
+
+  /**
+   * An asset published before whose state moved: its definition is the one last published (no live
+   * change came since, or {@link changed} would have reconciled every asset), so its discovery stays.
+   */
+  #moved(published: Published): void {
+    const view = this.#o.view;
+    const state = view.book.get(published.id);
+    if (state === undefined || !view.publishes(published.def)) return;
+    const version = view.book.version(published.id);
+    if (published.version === version) return;
+    published.version = version;
+    this.#values(published.def, state, published, false);
   }
 
   /**
@@ -328,9 +353,9 @@ export class AssetTopics {
    */
   #discover(def: AssetDef, published: Published, force: boolean): void {
     const discovery = this.#o.discovery;
-    if (discovery === null || (!force && published.def === def)) return;
+    if (discovery === null || (!force && published.configsDef === def)) return;
     const actions = def.cords.every((c) => this.#o.actionsEnabled(c.instance));
-    if (!force && published.def === def && published.actions === actions) return;
+    if (!force && published.configsDef === def && published.actions === actions) return;
     const configs = assetDiscovery(discovery, def, actions);
     const signature = configsSignature(configs);
     if (force || signature !== published.configs) {
@@ -338,7 +363,7 @@ export class AssetTopics {
       for (const topic of this.#configTopics(published))
         if (!configs.has(topic)) this.#o.sink.publish(topic, "", 1, true);
     }
-    published.def = def;
+    published.configsDef = def;
     published.actions = actions;
     published.configs = signature;
   }
@@ -346,8 +371,8 @@ export class AssetTopics {
   /** The topics of the discovery configs last published for an asset (built again from what they were built from). */
   #configTopics(published: Published): Iterable<string> {
     const discovery = this.#o.discovery;
-    if (discovery === null || published.def === null || published.configs === null) return [];
-    return assetDiscovery(discovery, published.def, published.actions).keys();
+    if (discovery === null || published.configsDef === null || published.configs === null) return [];
+    return assetDiscovery(discovery, published.configsDef, published.actions).keys();
   }
 
   /** An asset no longer published here: its retained topics and configs cleared. */

@@ -403,10 +403,14 @@ describe("assets and feeds through the App, on every surface", () => {
     await waitFor(async () => (await asset("db-01")).redundancy === "ok", "db-01 whole again", 15_000);
   });
 
-  it("a live change of the assets: added, removed and cleared without a restart", async () => {
+  it("a live change of the assets: added, removed, relabelled and cleared without a restart", async () => {
     const { ghost: _gone, ...kept } = ASSETS;
     const next = await parseConfigText(
-      yamlWith({ ...kept, "new-01": { Cords: [{ Instance: "b1", Outlet: 3 }] } }),
+      yamlWith({
+        ...kept,
+        solo: { ...kept.solo, Label: "Solo renamed" },
+        "new-01": { Cords: [{ Instance: "b1", Outlet: 3 }] },
+      }),
       "app-test.yaml",
       SNMP_ENV,
     );
@@ -427,6 +431,13 @@ describe("assets and feeds through the App, on every surface", () => {
       );
       return ghosts.length === 6 && ghosts.every((m) => m.payload === "");
     }, "ghost's discovery configs cleared");
+    // The relabelled asset's device is discovered again under its new name.
+    await waitFor(() => {
+      const config = ha
+        .latest("homeassistant/")
+        .get("homeassistant/sensor/pdu-bridge-assets/solo_state/config");
+      return config !== undefined && config.payload.includes('"name":"Solo renamed"');
+    }, "solo's discovery configs with its new label");
   });
 
   it("every answer of the assets, feeds and alarms routes above is what the OpenAPI document declares", async () => {
