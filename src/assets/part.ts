@@ -113,8 +113,11 @@ export class AssetsPart implements Part, AssetsView {
   }
 
   publishes(asset: AssetDef): boolean {
-    const first = asset.cords[0];
-    return first !== undefined && this.#o.ownership.owns(first.instance);
+    return this.publishesOn(asset.cords[0]?.instance);
+  }
+
+  publishesOn(instance: string | undefined): boolean {
+    return instance !== undefined && this.#o.ownership.owns(instance);
   }
 
   publishesFleet(): boolean {

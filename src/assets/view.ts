@@ -36,6 +36,11 @@ export interface AssetsView {
    */
   publishes(asset: AssetDef): boolean;
   /**
+   * {@link publishes} of an asset whose first cord is on `instance` (undefined: an asset without
+   * cords), for a reader that keeps the instance and need not read the definition again.
+   */
+  publishesOn(instance: string | undefined): boolean;
+  /**
    * Whether this process publishes what is about the whole fleet (the `$assets` and `$feeds` alarm
    * lists and the feeds' series): alone always; among several replicas the one that polls the
    * first configured instance.

@@ -77,10 +77,13 @@ interface Published {
   configsDef: AssetDef | null;
   actions: boolean;
   /**
-   * The definition last published: the model's until a live change, which comes as a
-   * `reconfigured` event and is read from the model again ({@link AssetTopics.changed}).
+   * The definition last published, the instance of its first cord and the book's state of the
+   * asset (written in place by the book): the model's and the book's until a live change, which
+   * comes as a `reconfigured` event and reads both again ({@link AssetTopics.changed}).
    */
   def: AssetDef;
+  first: string | undefined;
+  source: AssetState;
 }
 
 /**
@@ -212,30 +215,32 @@ export class AssetTopics {
         configsDef: null,
         actions: false,
         def,
+        first: undefined,
+        source: state,
       };
       this.#published.set(id, published);
       force = true;
     }
+    published.source = state;
     const version = view.book.version(id);
     if (!force && published.version === version && published.def === def) return;
     published.version = version;
     published.def = def;
+    published.first = def.cords[0]?.instance;
     this.#values(def, state, published, force);
     this.#discover(def, published, force);
   }
 
   /**
-   * An asset published before whose state moved: its definition is the one last published (no live
-   * change came since, or {@link changed} would have reconciled every asset), so its discovery stays.
+   * An asset published before whose state moved (the book moved its version): its definition and
+   * state are the ones last published (no live change came since, or {@link changed} would have
+   * reconciled every asset), so its discovery stays. Its version is not read: the next reconcile
+   * compares its values again.
    */
   #moved(published: Published): void {
-    const view = this.#o.view;
-    const state = view.book.get(published.id);
-    if (state === undefined || !view.publishes(published.def)) return;
-    const version = view.book.version(published.id);
-    if (published.version === version) return;
-    published.version = version;
-    this.#values(published.def, state, published, false);
+    if (!this.#o.view.publishesOn(published.first)) return;
+    published.version = -1;
+    this.#values(published.def, published.source, published, false);
   }
 
   /**
