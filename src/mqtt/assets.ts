@@ -106,6 +106,10 @@ const qosOf = (level: AssetLevel): 0 | 1 => (MOVING_LEVELS.has(level) ? 0 : 1);
  */
 export const FIGURE_SPACING = 0.75;
 
+/** The decimals of an asset's power (W) and energy (kWh) payloads. */
+const POWER_DIGITS = 2;
+const ENERGY_DIGITS = 3;
+
 /** How often the figures held back are looked at while there are some (ms). */
 export const SWEEP_MS = 250;
 
@@ -268,8 +272,8 @@ export class AssetTopics {
    * sets when they go out at the latest: one poll interval after).
    */
   #figures(def: AssetDef, state: AssetState, published: Published, force: boolean, now: boolean): void {
-    const power = rounded(state.power, 2);
-    const energy = rounded(state.energy, 3);
+    const power = rounded(state.power, POWER_DIGITS);
+    const energy = rounded(state.energy, ENERGY_DIGITS);
     const powerMoved = !sameFigure(published.power, power);
     const energyMoved = !sameFigure(published.energy, energy);
     if (!force && !powerMoved && !energyMoved) {
@@ -289,11 +293,11 @@ export class AssetTopics {
     const { sink, topics } = this.#o;
     if (force || powerMoved) {
       published.power = power;
-      sink.publish(topics.asset(def.id, "power"), figureText(power), qosOf("power"), true);
+      sink.publish(topics.asset(def.id, "power"), figureText(power, POWER_DIGITS), qosOf("power"), true);
     }
     if (force || energyMoved) {
       published.energy = energy;
-      sink.publish(topics.asset(def.id, "energy"), figureText(energy), qosOf("energy"), true);
+      sink.publish(topics.asset(def.id, "energy"), figureText(energy, ENERGY_DIGITS), qosOf("energy"), true);
     }
   }
 
@@ -404,8 +408,27 @@ function configsSignature(configs: ReadonlyMap<string, string>): string {
 const rounded = (value: number | null, digits: number): number =>
   value === null ? NaN : Math.round(value * 10 ** digits) / 10 ** digits;
 
-/** A rounded figure's payload: empty (the topic cleared) when not known. */
-const figureText = (value: number): string => (Number.isNaN(value) ? "" : String(value));
+/**
+ * A figure's payload: empty (the topic cleared) when not known, else the text `String` writes for
+ * it. A figure rounded to `digits` decimals (as {@link rounded} makes it) between 0 and 1e9 is
+ * written from its whole and fractional parts as integers: the same text, without the search for
+ * the shortest decimal that `String` makes for a fraction (a figure of a thousand assets a second).
+ */
+export function figureText(value: number, digits: number): string {
+  if (Number.isNaN(value)) return "";
+  if (!(value > 0 && value < 1e9) || Number.isInteger(value)) return String(value);
+  const scale = 10 ** digits;
+  const scaled = Math.round(value * scale);
+  if (scaled / scale !== value) return String(value);
+  const whole = Math.floor(scaled / scale);
+  let fraction = scaled - whole * scale;
+  let width = digits;
+  while (fraction % 10 === 0) {
+    fraction /= 10;
+    width--;
+  }
+  return `${whole}.${String(fraction).padStart(width, "0")}`;
+}
 
 const sameFigure = (a: number, b: number): boolean => a === b || (Number.isNaN(a) && Number.isNaN(b));
 
