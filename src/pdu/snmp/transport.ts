@@ -15,6 +15,10 @@ import { PduError, refusedUnsent } from "../errors.js";
 import { instanceVariablePrefix, SNMP_SECRET_VARIABLES } from "../../config/secrets.js";
 import type { ColumnType } from "./profile.js";
 import type { Cell, WalkedVarbind } from "./parse.js";
+import { cacheBerOids } from "./ber-oids.js";
+
+// A unit answers the same OIDs at every poll: each is converted once (./ber-oids.ts).
+cacheBerOids();
 
 export type SnmpVersion = "2c" | "3";
 
