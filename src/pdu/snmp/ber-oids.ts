@@ -53,11 +53,14 @@ interface Decoded {
   next: Decoded | undefined;
 }
 
-/** FNV-1a over `buf[start, end)`, with the length mixed in. */
+/**
+ * FNV-1a over `buf[start, end)`, with the length mixed in, cut to 30 bits: a key V8 keeps as a
+ * small integer (a wider one would be a heap number, made for every lookup).
+ */
 function hashOf(buf: Uint8Array, start: number, end: number): number {
   let h = 0x811c9dc5 ^ (end - start);
   for (let i = start; i < end; i++) h = Math.imul(h ^ buf[i]!, 0x01000193);
-  return h;
+  return (h ^ (h >>> 30)) & 0x3fffffff;
 }
 
 function sameBytes(a: Uint8Array, buf: Uint8Array, start: number, end: number): boolean {
