@@ -21,7 +21,7 @@ import type { OutletSettings, OutletTarget, PduDriver, SwitchAction } from "../d
 import { restamp, type Snapshot, type Vendor } from "../model.js";
 import { digestOf } from "./digest.js";
 import { parsePoll, type Addressing, type PollData, type WalkedVarbind } from "./parse.js";
-import { columnOf, tableOf, type CellRef, type SnmpProfile } from "./profile.js";
+import { columnOf, polledColumnIds, tableOf, type CellRef, type SnmpProfile } from "./profile.js";
 import { PROFILES, profileById } from "./profiles.js";
 import { OTHER_DRIVER_AGENTS } from "./profiles/vertiv-geist.js";
 import type { SnmpAuth, SnmpTransport, TransportOptions } from "./transport.js";
@@ -187,8 +187,9 @@ export class SnmpDriver implements PduDriver {
   async #walk(transport: SnmpTransport, profile: SnmpProfile, signal?: AbortSignal): Promise<TableWalk[]> {
     const keep = this.#staticWalks.size > 0 && this.#staticAge < STATIC_TABLE_POLLS;
     const walk = profile.tables.filter((t) => !(keep && t.static === true));
+    const polled = polledColumnIds(profile);
     const walked = await transport.walkTables(
-      walk.map((table) => ({ entry: table.oid, columnIds: Object.values(table.columns).map((c) => c.id) })),
+      walk.map((table) => ({ entry: table.oid, columnIds: polled.get(table.name) ?? [] })),
       signal,
     );
     const byName = new Map(walk.map((t, i) => [t.name, walked[i]]));

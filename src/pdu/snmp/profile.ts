@@ -319,3 +319,58 @@ export function columnOf(profile: SnmpProfile, ref: CellRef): ColumnDef {
     throw new Error(`profile ${profile.id}: table ${ref.table} has no column ${ref.column}`);
   return c;
 }
+
+/** Part of a row (unit, number, sub-number, sensor type) read from a column. */
+function partColumn(part: Part | undefined): string | undefined {
+  return part !== undefined && "column" in part ? part.column : undefined;
+}
+
+/** Every cell reference (`{ table, column }`) in a part of a profile, at any depth. */
+function collectRefs(value: unknown, out: Set<string>): void {
+  if (value === null || typeof value !== "object") return;
+  if (Array.isArray(value)) {
+    for (const v of value as unknown[]) collectRefs(v, out);
+    return;
+  }
+  const o = value as Record<string, unknown>;
+  if (typeof o.table === "string" && typeof o.column === "string") out.add(`${o.table}\u0000${o.column}`);
+  for (const v of Object.values(o)) collectRefs(v, out);
+}
+
+const readColumns = new WeakMap<SnmpProfile, ReadonlyMap<string, readonly number[]>>();
+
+/**
+ * The sub-identifiers of the columns of each table that a poll reads (by entry name, in the table's
+ * column order): those the mapping refers to (identity, outlets, entities, parts of rows, the
+ * control table's command column and the column it `requires`, names, delays), not the columns
+ * only ever written (a second or third command column). A table none of whose columns is referred
+ * to is read whole. Worked out once per profile.
+ */
+export function polledColumnIds(profile: SnmpProfile): ReadonlyMap<string, readonly number[]> {
+  let byTable = readColumns.get(profile);
+  if (byTable !== undefined) return byTable;
+  const refs = new Set<string>();
+  const { tables: _tables, ...mapping } = profile;
+  collectRefs(mapping, refs);
+  const need = profile.control?.requires;
+  if (profile.control !== undefined && need !== undefined)
+    refs.add(`${profile.control.table}\u0000${need.column}`);
+  for (const e of profile.entities) {
+    const c = partColumn(e.number);
+    if (e.table !== undefined && c !== undefined) refs.add(`${e.table}\u0000${c}`);
+  }
+  const made = new Map<string, readonly number[]>();
+  for (const t of profile.tables) {
+    for (const c of [t.unit, t.number, t.sub?.part, t.sensor].map(partColumn))
+      if (c !== undefined) refs.add(`${t.name}\u0000${c}`);
+    const all = Object.entries(t.columns);
+    const read = all.filter(([name]) => refs.has(`${t.name}\u0000${name}`));
+    made.set(
+      t.name,
+      (read.length > 0 ? read : all).map(([, c]) => c.id),
+    );
+  }
+  byTable = made;
+  readColumns.set(profile, byTable);
+  return byTable;
+}

@@ -15,6 +15,10 @@ import { PduError, refusedUnsent } from "../errors.js";
 import { instanceVariablePrefix, SNMP_SECRET_VARIABLES } from "../../config/secrets.js";
 import type { ColumnType } from "./profile.js";
 import type { Cell, WalkedVarbind } from "./parse.js";
+import { cacheBerOids } from "./ber-oids.js";
+
+// A unit answers the same OIDs at every poll: each is converted once (./ber-oids.ts).
+cacheBerOids();
 
 export type SnmpVersion = "2c" | "3";
 
@@ -66,7 +70,11 @@ const TYPE_NAMES: Readonly<Record<number, ColumnType>> = {
   66: "Gauge",
 };
 
-/** A varbind from net-snmp as plain data: exceptions (noSuchInstance, ...) and unknown types as null values. */
+/**
+ * A varbind from net-snmp as plain data: exceptions (noSuchInstance, ...) and unknown types as null
+ * values. Made of net-snmp's own object, which nothing else holds once its answer is taken (a poll
+ * reads hundreds of varbinds: one object each instead of two).
+ */
 function reduce(vb: snmp.Varbind): WalkedVarbind {
   const type = (vb.type === undefined ? undefined : TYPE_NAMES[vb.type]) ?? "Other";
   let value: Cell | null = null;
@@ -74,7 +82,10 @@ function reduce(vb: snmp.Varbind): WalkedVarbind {
   else if ((type === "IpAddress" || type === "ObjectIdentifier") && typeof vb.value === "string")
     value = Buffer.from(vb.value);
   else if (type !== "Other" && typeof vb.value === "number" && Number.isFinite(vb.value)) value = vb.value;
-  return { oid: vb.oid, type: type === "IpAddress" ? "OctetString" : type, value };
+  const reduced = vb as unknown as { oid: string; type: WalkedVarbind["type"]; value: Cell | null };
+  reduced.type = type === "IpAddress" ? "OctetString" : type;
+  reduced.value = value;
+  return reduced;
 }
 
 const REFUSED_STATUS: ReadonlySet<number> = new Set([
