@@ -33,9 +33,15 @@ export interface BerWriter {
   writeOID: (this: BerWriter, s: string, tag?: number) => void;
 }
 
-interface Ber {
+/** asn1-ber's writer constructor: `options` (`size`, `growthFactor`) are optional. */
+export interface BerWriterConstructor {
+  new (options?: object): BerWriter;
+  prototype: BerWriter;
+}
+
+export interface Ber {
   Reader: { prototype: BerReader };
-  Writer: { prototype: BerWriter };
+  Writer: BerWriterConstructor;
 }
 
 /** ASN.1 OBJECT IDENTIFIER tag. */
@@ -113,7 +119,7 @@ export class DecodedOids {
 }
 
 /** asn1-ber as net-snmp loads it (the same module instance, whatever the layout of node_modules). */
-function netSnmpBer(): Ber {
+export function netSnmpBer(): Ber {
   const here = createRequire(import.meta.url);
   const fromNetSnmp = createRequire(here.resolve("net-snmp"));
   return (fromNetSnmp("asn1-ber") as { Ber: Ber }).Ber;

@@ -8,17 +8,42 @@
  * timeout and one retry from Connection.Timeout. Writes go over a session of their own with no
  * retry, so that an unanswered reboot is never sent a second time by the library.
  */
+import dgram from "node:dgram";
+import { lookup as dnsLookup } from "node:dns";
 import { setMaxListeners } from "node:events";
-import { isIPv6 } from "node:net";
+import { isIP, isIPv6 } from "node:net";
 import snmp from "net-snmp";
 import { PduError, refusedUnsent } from "../errors.js";
 import { instanceVariablePrefix, SNMP_SECRET_VARIABLES } from "../../config/secrets.js";
 import type { ColumnType } from "./profile.js";
 import type { Cell, WalkedVarbind } from "./parse.js";
 import { cacheBerOids } from "./ber-oids.js";
+import { pooledBerWriters } from "./ber-writer.js";
 
-// A unit answers the same OIDs at every poll: each is converted once (./ber-oids.ts).
+// A unit answers the same OIDs at every poll: each is converted once (./ber-oids.ts); a request's
+// writer takes its buffer from the pool (./ber-writer.ts).
 cacheBerOids();
+pooledBerWriters();
+
+/**
+ * How net-snmp's sockets resolve a target. Node's dgram resolves the target address before every
+ * datagram, through dns.lookup and a tick, even when it is an IP literal; here a literal of the
+ * socket's `family` is its own answer at once (what dns.lookup answers for it), and only anything
+ * else is looked up.
+ */
+export function literalFirstLookup(family: 4 | 6): NonNullable<dgram.SocketOptions["lookup"]> {
+  return (host, options, callback) => {
+    if (isIP(host) === family) callback(null, host, family);
+    else dnsLookup(host, options, callback);
+  };
+}
+
+/** The sockets of net-snmp's sessions (its `dgramModule`), resolving by {@link literalFirstLookup}. */
+const udp = {
+  createSocket(type: "udp4" | "udp6"): dgram.Socket {
+    return dgram.createSocket({ type, lookup: literalFirstLookup(type === "udp6" ? 6 : 4) });
+  },
+};
 
 export type SnmpVersion = "2c" | "3";
 
@@ -351,6 +376,7 @@ export class SnmpTransport {
     const common = {
       port: o.port,
       transport: isIPv6(o.host) ? "udp6" : "udp4",
+      dgramModule: udp,
       // Reads: two tries within Timeout. Writes: one try, never re-sent by the library.
       retries: write ? 0 : 1,
       timeout: Math.max(1, Math.round((o.timeout * 1000) / (write ? 1 : 2))),
