@@ -91,7 +91,10 @@ describe("net-snmp's BER writer on a pooled buffer", () => {
   });
 
   it("grows past its first kilobyte as asn1-ber's does", () => {
-    const list: Op[] = Array.from({ length: 200 }, (_, i) => ({ kind: "oid", value: `1.3.6.1.4.1.318.1.1.26.9.4.3.1.${i}` }));
+    const list: Op[] = Array.from({ length: 200 }, (_, i) => ({
+      kind: "oid",
+      value: `1.3.6.1.4.1.318.1.1.26.9.4.3.1.${i}`,
+    }));
     const bytes = encode(Pooled, list);
     assert.ok(bytes.length > 1024, `${bytes.length} bytes`);
     assert.deepEqual(bytes, encode(Original, list));
@@ -101,11 +104,17 @@ describe("net-snmp's BER writer on a pooled buffer", () => {
     const pooled = new Pooled() as Writer;
     // A buffer of its own would be an ArrayBuffer of exactly 1024 bytes.
     assert.ok(pooled._buf.buffer.byteLength > 1024, `${pooled._buf.buffer.byteLength}`);
-    assert.ok(pooled._buf.every((b) => b === 0), "zeroed");
+    assert.ok(
+      pooled._buf.every((b) => b === 0),
+      "zeroed",
+    );
     const sized = new Pooled({ size: 64 }) as Writer;
     assert.equal(sized._buf.length, 64);
     assert.ok(sized instanceof Original);
-    assert.deepEqual(encode(Pooled, [{ kind: "int", value: 7 }], { size: 4 }), encode(Original, [{ kind: "int", value: 7 }]));
+    assert.deepEqual(
+      encode(Pooled, [{ kind: "int", value: 7 }], { size: 4 }),
+      encode(Original, [{ kind: "int", value: 7 }]),
+    );
   });
 
   it("is the writer net-snmp makes once the transport is loaded", () => {
