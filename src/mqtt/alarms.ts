@@ -159,7 +159,11 @@ export class AlarmTopics {
   /**
    * Publishes one point's load topic when its payload differs from the one in `published` (or
    * `before`, the last walk's, when given) or when `force`, and records it in `published`. A point
-   * without a topic (hidden, or an id that cannot be a topic level) publishes nothing.
+   * without a topic (hidden, or an id that cannot be a topic level) publishes nothing. A payload
+   * whose state is the one published before (only the percent moved, which it does with the
+   * current) goes at QoS 0, like the measurements; a new state, a first payload and a resync at
+   * QoS 1. A QoS 0 message is lost only with its connection, and every connect republishes the
+   * loads.
    */
   #load(
     id: string,
@@ -176,7 +180,14 @@ export class AlarmTopics {
         ? this.#topics.outletLoad(id, point.deviceId, target.index)
         : this.#topics.entityLoad(id, point.deviceId, target.key);
     const payload = JSON.stringify(loadJson(point));
-    if (force || before.get(topic) !== payload) this.#sink.publish(topic, payload, 1, true);
+    const last = before.get(topic);
+    if (force || last !== payload)
+      this.#sink.publish(topic, payload, !force && sameState(last, point) ? 0 : 1, true);
     published.set(topic, payload);
   }
+}
+
+/** Whether `last`, a load payload published before, has `point`'s state. */
+function sameState(last: string | undefined, point: LoadPoint): boolean {
+  return last !== undefined && last.endsWith(`"state":"${point.state}"}`);
 }

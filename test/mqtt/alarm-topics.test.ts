@@ -22,9 +22,12 @@ class RetainedSink implements Sink {
   readonly congested = false;
   readonly retained = new Map<string, string>();
   published = 0;
+  /** The QoS of each message, in order, as `topic qos payload`. */
+  readonly sent: string[] = [];
 
-  publish(topic: string, payload: string, _qos: 0 | 1, retain: boolean): boolean {
+  publish(topic: string, payload: string, qos: 0 | 1, retain: boolean): boolean {
     this.published++;
+    this.sent.push(`${topic} ${qos} ${payload}`);
     if (!retain) return true;
     if (payload === "") this.retained.delete(topic);
     else this.retained.set(topic, payload);
@@ -122,5 +125,31 @@ describe("load topics and the alarms list", () => {
     sink.published = 0;
     alarms.publish("rack", report, [], true);
     assert.equal(sink.published, sink.retained.size, "forced: every retained topic again");
+  });
+
+  it("a load whose state holds goes at QoS 0; a first payload, a new state, a clear and a resync at QoS 1", () => {
+    const tracker = new LoadTracker({ Breakers: 16 }, DEFAULT_THRESHOLDS);
+    const sink = new RetainedSink();
+    const alarms = new AlarmTopics(sink, topics, guard);
+    const topic = topics.entityLoad("rack", "DEV1", "breaker0");
+    const publish = (breakers: Entity[], at: number, force = false) => {
+      const { report, changes } = tracker.assess(unit(breakers, at));
+      alarms.publish("rack", report, changes, force);
+    };
+    const loads = () => sink.sent.filter((m) => m.startsWith(`${topic} `));
+    publish([breaker("breaker0", 8)], 1);
+    publish([breaker("breaker0", 9)], 2);
+    publish([breaker("breaker0", 14)], 3);
+    publish([breaker("breaker0", 14.2)], 4);
+    publish([breaker("breaker0", 14.4)], 5, true);
+    publish([], 6);
+    assert.deepEqual(loads(), [
+      `${topic} 1 {"percent":50,"state":"normal"}`,
+      `${topic} 0 {"percent":56,"state":"normal"}`,
+      `${topic} 1 {"percent":88,"state":"warning"}`,
+      `${topic} 0 {"percent":89,"state":"warning"}`,
+      `${topic} 1 {"percent":90,"state":"warning"}`,
+      `${topic} 1 `,
+    ]);
   });
 });
