@@ -8,6 +8,9 @@
  * over each instance's interval, at most FIRST_POLL_SPREAD_MS, so 500 instances do not fire together
  * and none waits long for its first snapshot (control answers 503 until then); a fleet so large that
  * this would start more than FIRST_POLLS_PER_S polls a second spreads them over up to its interval.
+ * From its second poll on, each instance keeps its own phase, spread evenly over its whole interval
+ * ({@link steadyPhase}): a fleet polled every minute whose first polls came within 10 s would
+ * otherwise poll in a 10 s burst every minute and idle for the rest of it.
  *
  * A part of the service (src/lifecycle.ts): it records each poll's outcome in the store, tells the
  * bus `pollDone`, and listens to `configApplied` (poll intervals), `pollSoon` (a write wants its
@@ -35,9 +38,22 @@ export const FIRST_POLL_SPREAD_MS = 10_000;
 export const FIRST_POLLS_PER_S = 100;
 
 /** When (ms after start) the `i`-th of `count` instances is first polled, given its interval. */
-export function firstPollOffset(i: number, count: number, intervalMs: number): number {
-  const spread = Math.max(FIRST_POLL_SPREAD_MS, (count * 1000) / FIRST_POLLS_PER_S);
+export function firstPollOffset(
+  i: number,
+  count: number,
+  intervalMs: number,
+  spreadMs = FIRST_POLL_SPREAD_MS,
+): number {
+  const spread = Math.max(spreadMs, (count * 1000) / FIRST_POLLS_PER_S);
   return Math.floor((Math.min(intervalMs, spread) * i) / count);
+}
+
+/**
+ * The phase (ms after start, modulo its interval) the `i`-th of `count` instances is polled at from
+ * its second poll on: the fleet evenly over the interval. Never before its first poll's offset.
+ */
+export function steadyPhase(i: number, count: number, intervalMs: number): number {
+  return Math.floor((intervalMs * i) / count);
 }
 
 export interface PollTarget {
@@ -53,6 +69,8 @@ export interface PollerOptions {
   /** Which instances to poll at each turn; default all. */
   ownership?: Ownership;
   now?: () => number;
+  /** Over how long at most the first polls are spread (ms); default {@link FIRST_POLL_SPREAD_MS}. */
+  firstPollSpreadMs?: number;
 }
 
 interface Slot {
@@ -61,6 +79,12 @@ interface Slot {
   readonly bounds: SnapshotBounds;
   intervalMs: number;
   due: number;
+  /**
+   * Until the poll after the first: a time on the grid of the instance's steady phase (start +
+   * {@link steadyPhase}) at its interval then; null once the instance keeps it, or when its
+   * interval changed.
+   */
+  settle: { readonly at: number; readonly intervalMs: number } | null;
   inFlight: Promise<void> | null;
   /** Set by pollSoon: poll as soon as the current poll (if any) is done. */
   soon: boolean;
@@ -80,6 +104,7 @@ export class Poller {
   readonly #bus: EventBus;
   readonly #ownership: Ownership;
   readonly #abort = new AbortController();
+  readonly #firstPollSpreadMs: number;
   #timer: NodeJS.Timeout | null = null;
   #timerAt = Infinity;
   #running = false;
@@ -91,12 +116,14 @@ export class Poller {
     this.#now = options.now ?? Date.now;
     this.#bus = options.bus;
     this.#ownership = options.ownership ?? OWN_ALL;
+    this.#firstPollSpreadMs = options.firstPollSpreadMs ?? FIRST_POLL_SPREAD_MS;
     for (const target of targets) {
       this.#slots.set(target.id, {
         target,
         bounds: new SnapshotBounds(),
         intervalMs: target.intervalMs,
         due: 0,
+        settle: null,
         inFlight: null,
         soon: false,
         skipped: 0,
@@ -120,7 +147,11 @@ export class Poller {
     const start = this.#now();
     const slots = [...this.#slots.values()];
     slots.forEach((slot, i) => {
-      slot.due = start + firstPollOffset(i, slots.length, slot.intervalMs);
+      slot.due = start + firstPollOffset(i, slots.length, slot.intervalMs, this.#firstPollSpreadMs);
+      slot.settle = {
+        at: start + steadyPhase(i, slots.length, slot.intervalMs),
+        intervalMs: slot.intervalMs,
+      };
       this.#push(slot);
     });
     this.#arm();
@@ -172,7 +203,7 @@ export class Poller {
   }
 
   #run(slot: Slot, now: number): void {
-    const scheduledFor = slot.due;
+    const scheduledFor = this.#settled(slot, slot.due);
     // Next turn one interval after this one was due; skip turns that are already past.
     const behind = Math.max(0, now - scheduledFor);
     slot.due = scheduledFor + slot.intervalMs * (Math.floor(behind / slot.intervalMs) + 1);
@@ -195,6 +226,20 @@ export class Poller {
       }
     });
     this.#push(slot);
+  }
+
+  /**
+   * The turn the next is counted from: `due` itself, or, at the instance's first turn, the point of
+   * its steady phase's grid one interval before the first one at least half an interval after
+   * `due` (so its second poll comes half an interval to one and a half after its first).
+   */
+  #settled(slot: Slot, due: number): number {
+    const settle = slot.settle;
+    slot.settle = null;
+    if (settle === null || settle.intervalMs !== slot.intervalMs) return due;
+    const interval = slot.intervalMs;
+    const next = settle.at + interval * Math.ceil((due + interval / 2 - settle.at) / interval);
+    return next - interval;
   }
 
   async #pollOnce(slot: Slot): Promise<void> {

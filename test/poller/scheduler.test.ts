@@ -8,6 +8,7 @@ import {
   FIRST_POLLS_PER_S,
   firstPollOffset,
   Poller,
+  steadyPhase,
   type PollTarget,
 } from "../../src/poller/scheduler.js";
 import { SnapshotStore } from "../../src/poller/store.js";
@@ -98,6 +99,38 @@ describe("Poller", () => {
       const rate = Math.max(FIRST_POLLS_PER_S, count / (intervalMs / 1000));
       assert.ok(count / (window / 1000) <= rate + 1e-9, `${count} @${intervalMs}: ${window} ms`);
     }
+  });
+
+  it("from the second poll on, polls the fleet evenly over the whole interval, whatever the first polls' spread", async () => {
+    // First polls within 100 ms (the spread), then every 400 ms at phases 0, 100, 200 and 300.
+    const intervalMs = 400;
+    const targets = ["a", "b", "c", "d"].map((id) => probe(id, intervalMs, 0));
+    const bus = new EventBus();
+    const store = new SnapshotStore(
+      targets.map((t) => t.id),
+      { bus },
+    );
+    const poller = new Poller(targets, store, { logger: silentLogger(), bus, firstPollSpreadMs: 100 });
+    const t0 = Date.now();
+    poller.start();
+    await sleep(1500);
+    await poller.stop();
+    targets.forEach((t, i) => {
+      const [first, second, ...rest] = t.starts.map((at) => at - t0);
+      assert.ok(first! <= 25 * i + 40, `${t.id} first polled within the spread (${first} ms)`);
+      const gap = second! - first!;
+      assert.ok(
+        gap >= intervalMs / 2 - 5 && gap <= 1.5 * intervalMs + 40,
+        `${t.id}: second poll ${gap} ms after the first`,
+      );
+      assert.ok(rest.length >= 1, `${t.id} polled ${t.starts.length} times`);
+      for (const at of [second!, ...rest]) {
+        const phase = at % intervalMs;
+        const want = steadyPhase(i, targets.length, intervalMs);
+        const off = Math.min(Math.abs(phase - want), intervalMs - Math.abs(phase - want));
+        assert.ok(off <= 40, `${t.id} polled at phase ${phase} ms, wants ${want} ms`);
+      }
+    });
   });
 
   it("a failing instance does not delay a healthy one; failures are recorded", async () => {
