@@ -543,7 +543,7 @@ export const PduSchema = Type.Object(
       maximum: 86400,
       default: 5,
       description:
-        "Seconds between polls. At 4 s or more each poll asks the unit to close its connection after the answer (`Connection: close`) rather than hold it idle until the next; shorter intervals reuse one kept-alive connection",
+        "Seconds between polls. The first polls of the fleet come within 10 s of the start; from the second on, the instances are polled at phases spread evenly over their interval. At 4 s or more each poll asks the unit to close its connection after the answer (`Connection: close`) rather than hold it idle until the next; shorter intervals reuse one kept-alive connection",
       appliesLive: true,
     }),
     ActionsEnabled: Type.Boolean({
