@@ -70,8 +70,15 @@ export class AssetsPart implements Part, AssetsView {
   #timer: NodeJS.Timeout | null = null;
   /** Each instance's reader of lifetime counters (the store's events name configured instances only). */
   readonly #lifetimeReaders = new Map<string, (deviceId: string, index: number) => number | null>();
-  /** Each instance's poll interval (ms), of the configuration it was read from. */
-  #intervals: { readonly config: Config; readonly ms: ReadonlyMap<string, number> } | null = null;
+  /**
+   * Each instance's poll interval (ms), of the configuration it was read from, and each asset's
+   * shortest (worked out at its first figure decision under that configuration).
+   */
+  #intervals: {
+    readonly config: Config;
+    readonly ms: ReadonlyMap<string, number>;
+    readonly byAsset: WeakMap<AssetDef, number>;
+  } | null = null;
   /** `asset \0 cord \0 problem` already logged (bounded by the configuration: 8 cords an asset). */
   #logged = new Set<string>();
 
@@ -127,12 +134,19 @@ export class AssetsPart implements Part, AssetsView {
 
   pollIntervalMs(asset: AssetDef): number {
     const config = this.#o.config();
-    if (this.#intervals?.config !== config)
-      this.#intervals = { config, ms: new Map(config.instances.map((i) => [i.id, i.PollInterval * 1000])) };
+    let intervals = this.#intervals;
+    if (intervals?.config !== config) {
+      const ms = new Map(config.instances.map((i) => [i.id, i.PollInterval * 1000]));
+      this.#intervals = intervals = { config, ms, byAsset: new WeakMap() };
+    }
+    const known = intervals.byAsset.get(asset);
+    if (known !== undefined) return known;
     let shortest = Infinity;
     for (const cord of asset.cords)
-      shortest = Math.min(shortest, this.#intervals.ms.get(cord.instance) ?? Infinity);
-    return Number.isFinite(shortest) ? shortest : PROJECT_MIN_MS;
+      shortest = Math.min(shortest, intervals.ms.get(cord.instance) ?? Infinity);
+    const interval = Number.isFinite(shortest) ? shortest : PROJECT_MIN_MS;
+    intervals.byAsset.set(asset, interval);
+    return interval;
   }
 
   /** The instance's lifetime counters, read when a cord is read (one reader per instance, made once). */
