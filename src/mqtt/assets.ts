@@ -84,6 +84,9 @@ interface Published {
   def: AssetDef;
   first: string | undefined;
   source: AssetState;
+  /** The asset's power and energy topics, built once: they go out at about every poll. */
+  readonly powerTopic: string;
+  readonly energyTopic: string;
 }
 
 /**
@@ -221,6 +224,8 @@ export class AssetTopics {
         def,
         first: undefined,
         source: state,
+        powerTopic: this.#o.topics.asset(id, "power"),
+        energyTopic: this.#o.topics.asset(id, "energy"),
       };
       this.#published.set(id, published);
       force = true;
@@ -290,14 +295,14 @@ export class AssetTopics {
     }
     published.held = false;
     published.figuresAt = at;
-    const { sink, topics } = this.#o;
+    const { sink } = this.#o;
     if (force || powerMoved) {
       published.power = power;
-      sink.publish(topics.asset(def.id, "power"), figureText(power, POWER_DIGITS), qosOf("power"), true);
+      sink.publish(published.powerTopic, figureText(power, POWER_DIGITS), qosOf("power"), true);
     }
     if (force || energyMoved) {
       published.energy = energy;
-      sink.publish(topics.asset(def.id, "energy"), figureText(energy, ENERGY_DIGITS), qosOf("energy"), true);
+      sink.publish(published.energyTopic, figureText(energy, ENERGY_DIGITS), qosOf("energy"), true);
     }
   }
 
