@@ -8,8 +8,8 @@
  * the ratio is the figure (target at most 1.1×).
  *
  * The pair of bridges is started several times (each start on a fresh mosquitto, the two started in
- * turn first): one pair's ratio holds across its windows yet moves from one start to the next (by
- * up to 0.15 on this machine: where each process lands, what its JIT made of it), so the figure is
+ * turn first): one pair's ratio holds across its windows yet moves from one start to the next (where
+ * each process lands, what its JIT made of it: docs/performance.md, Assets), so the figure is
  * the median start's ratio, not one start's. The windows of a start begin once both bridges' Home
  * Assistant discovery is out (a cost of the start, not of a poll). The outcome a user sees is
  * checked at every start: every asset's retained `P/$assets/<asset>/state` topic published by the
