@@ -162,8 +162,16 @@ export class GhostSweeper {
   #round: Round | null = null;
   /** Most configs one instance held so far (sizes the next round); null before the first, which is one instance. */
   #perInstance: number | null = null;
-  /** Markers do not come back (the broker does not let the bridge read its own topic): quiet time ends rounds. */
+  /**
+   * A round's marker did not come back in {@link MARKER_WAIT_MS}: quiet time ends rounds, until a
+   * marker arrives (one held up behind a start's flood of publishes comes back late; a broker that
+   * does not let the bridge read its own topic never sends one).
+   */
   #markersLost = false;
+  /** The loss of markers was logged (once per process). */
+  #lossLogged = false;
+  /** Rounds ended by quiet time or by their time limit rather than by their marker. */
+  #unmarkedRounds = 0;
   /** Rounds begun so far (numbers their markers). */
   #rounds = 0;
   #timer: NodeJS.Timeout | null = null;
@@ -287,6 +295,8 @@ export class GhostSweeper {
   collect(topic: string, payload: Buffer, retained: boolean): void {
     const round = this.#round;
     if (topic === this.#marker) {
+      // Any round's marker shows the broker delivers them: the rounds end by markers again.
+      this.#markersLost = false;
       if (round === null || round.markerAt !== null || payload.toString("latin1") !== String(round.seq))
         return;
       round.markerAt = this.#now();
@@ -412,7 +422,8 @@ export class GhostSweeper {
       () => {
         if (this.#round !== round) return;
         round.lastConfigAt = this.#now();
-        if (!this.#markersLost) this.#o.sink.publish(this.#marker, String(round.seq), 1, false);
+        // Also while markers are lost: one that comes back ends that loss.
+        this.#o.sink.publish(this.#marker, String(round.seq), 1, false);
       },
       (error: unknown) => this.#abandon(error),
     );
@@ -427,15 +438,19 @@ export class GhostSweeper {
       over = now - round.markerAt >= this.#settleMs && now - round.lastConfigAt >= this.#settleMs;
     } else if (!this.#markersLost && now - round.startedAt >= MARKER_WAIT_MS) {
       this.#markersLost = true;
-      this.#o.logger.warn(
-        { topic: this.#marker },
-        "the broker does not deliver the bridge's own marker topic: ghost cleanup reads by quiet time",
-      );
+      if (!this.#lossLogged) {
+        this.#lossLogged = true;
+        this.#o.logger.warn(
+          { topic: this.#marker },
+          "the broker did not deliver the bridge's own marker topic in time: ghost cleanup reads by quiet time until a marker arrives",
+        );
+      }
       over = false;
     } else {
       over = this.#markersLost && now - round.lastConfigAt >= GHOST_IDLE_MS;
     }
     if (!over && now - round.startedAt < ROUND_MAX_MS) return;
+    if (round.markerAt === null) this.#unmarkedRounds++;
     this.#round = null;
     void this.#o.sink.unsubscribe(round.filters);
     if (round.census) {
@@ -471,7 +486,7 @@ export class GhostSweeper {
     void this.#o.sink.unsubscribe([this.#marker]);
     this.#phase = this.#collected.size === 0 ? "done" : "judging";
     this.#o.logger.debug(
-      { rounds: this.#rounds, waiting: this.#collected.size },
+      { rounds: this.#rounds, unmarked: this.#unmarkedRounds, waiting: this.#collected.size },
       "ghost cleanup: the retained discovery configs are read",
     );
   }
