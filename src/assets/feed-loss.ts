@@ -1,5 +1,5 @@
 /**
- * The feed-loss projection (docs/assets.md), pure: for each feed F, what every entity (inlet, phase,
+ * The feed-loss projection (docs/assets.md): for each feed F, what every entity (inlet, phase,
  * breaker, bank, line, cord, total) of the devices on the other feeds would carry if F failed.
  *
  * - Each such entity starts from its measured current (its point in the instance's load report,
@@ -24,7 +24,7 @@
  * instance on another feed whose last poll failed, or that has no reading, is listed in `unseen`.
  */
 import { entityKind, nextLoadState, type LoadThresholds } from "../pdu/load.js";
-import type { Device, LoadPoint, LoadState } from "../pdu/model.js";
+import type { Device, LoadState } from "../pdu/model.js";
 import {
   alarmChange,
   compareFleetAlarms,
@@ -74,54 +74,195 @@ export interface FeedProjection {
   readonly unseen: readonly string[];
 }
 
-interface Working {
-  readonly entity: Omit<ProjectedEntity, "added" | "projected" | "ratio" | "exact">;
-  added: number;
-  exact: boolean;
+/**
+ * An entity of a device on another feed, kept from one projection to the next and written in place
+ * (the projection runs over the whole fleet; new objects each time would outlive the young
+ * generation and die in the old one). Its figures are numbers only (NaN: none), read through getters.
+ */
+class EntityWork implements ProjectedEntity {
+  readonly instance: string;
+  readonly deviceId: string;
+  readonly key: string;
+  name = "";
+  exact = true;
+  /** Amps measured now; NaN: no current this projection (the entity is then not projected). */
+  #measured = NaN;
+  #added = 0;
+  /** NaN: no rating. */
+  #rating = NaN;
+
+  constructor(instance: string, deviceId: string, key: string) {
+    this.instance = instance;
+    this.deviceId = deviceId;
+    this.key = key;
+  }
+
+  get measured(): number {
+    return this.#measured;
+  }
+  get added(): number {
+    return this.#added;
+  }
+  get projected(): number {
+    return this.#measured + this.#added;
+  }
+  get rating(): number | null {
+    return Number.isNaN(this.#rating) ? null : this.#rating;
+  }
+  get ratio(): number | null {
+    return Number.isNaN(this.#rating) ? null : (this.#measured + this.#added) / this.#rating;
+  }
+  /** Whether it reads a current this projection. */
+  get active(): boolean {
+    return !Number.isNaN(this.#measured);
+  }
+
+  clear(): void {
+    this.#measured = NaN;
+    this.#added = 0;
+    this.exact = true;
+  }
+
+  /** Its point of the load report; the name kept when the text is the same. */
+  measure(name: string, current: number, rating: number | null): void {
+    if (this.name !== name) this.name = name;
+    this.#measured = current;
+    this.#rating = rating ?? NaN;
+  }
+
+  add(share: number): void {
+    this.#added += share;
+  }
 }
 
-/** The entities of one kind of a device, each with its working record where it reads a current. */
+/** The entities of one kind of a device, and how many of them read a current this projection. */
 interface KindWork {
   readonly keys: readonly string[];
-  readonly works: readonly (Working | undefined)[];
+  readonly works: readonly EntityWork[];
   /** The entity every outlet draws through (one of a kind in {@link CARRY_ALL}), else -1. */
   readonly carryAll: number;
+  active: number;
 }
 
-/** A device on another feed than the projected one, during one projection. */
+/** A device on another feed than the projected one: its entities, kept while its shape holds. */
 interface DeviceWork {
-  readonly instance: string;
-  readonly device: Device;
-  /** Its kinds of which some entity reads a current (a kind with none is no path to place on). */
+  readonly deviceId: string;
+  /** Its entities in the device's order. */
+  readonly entities: readonly EntityWork[];
+  readonly byKey: ReadonlyMap<string, EntityWork>;
   readonly kinds: readonly KindWork[];
   /** Current that could not be given to an entity of each kind (see {@link addShare}). */
-  unplaced: number;
+  readonly unplaced: { readonly instance: string; readonly deviceId: string; amps: number };
 }
 
-/** The projection for every configured feed, in feed order. */
+/** An instance with a device that may be on another feed than the projected one. */
+interface InstanceWork {
+  readonly id: string;
+  /** Every device id of the snapshot its devices were made from, in order (its shape). */
+  ids: readonly string[];
+  /** The devices on another feed (of some feed), in the snapshot's order, and by id. */
+  devices: readonly DeviceWork[];
+  byId: ReadonlyMap<string, DeviceWork>;
+  /** Whether it has a current reading this projection (else it is listed `unseen`). */
+  seen: boolean;
+}
+
+/** One feed's projection, written in place at each projection. */
+interface FeedWork {
+  /** In id order. */
+  readonly instances: readonly InstanceWork[];
+  readonly byId: ReadonlyMap<string, InstanceWork>;
+  readonly out: {
+    readonly feed: string;
+    readonly entities: EntityWork[];
+    readonly dark: string[];
+    readonly atRisk: string[];
+    readonly unplaced: DeviceWork["unplaced"][];
+    readonly unseen: string[];
+  };
+}
+
+/**
+ * The projection for every configured feed, made again and again: what it worked out of a device
+ * (its entities by kind) is kept while the device's shape holds, and its result is written in place,
+ * so a projection of a fleet whose devices keep their shape makes no objects. The result is the
+ * same objects each time: read it, never keep it past the next {@link project}.
+ */
+export class FeedLossProjector {
+  #model: AssetModel | null = null;
+  #feeds: readonly FeedWork[] = [];
+  #out: readonly FeedProjection[] = [];
+  readonly #assets: AssetState[] = [];
+
+  /** The projection of every configured feed, in feed order. */
+  project(
+    model: AssetModel,
+    assets: Iterable<AssetState>,
+    readings: ReadonlyMap<string, InstanceReading>,
+  ): readonly FeedProjection[] {
+    if (model !== this.#model) {
+      this.#model = model;
+      this.#feeds = [...model.feeds.keys()].map((feed) => feedWork(model, feed));
+      this.#out = this.#feeds.map((f) => f.out);
+    }
+    const states = this.#assets;
+    states.length = 0;
+    for (const a of assets) states.push(a);
+    for (const work of this.#feeds) projectInto(model, work, states, readings);
+    states.length = 0;
+    return this.#out;
+  }
+}
+
+/** The projection for every configured feed, in feed order (a projector of its own). */
 export function projectFeedLoss(
   model: AssetModel,
   assets: Iterable<AssetState>,
   readings: ReadonlyMap<string, InstanceReading>,
 ): readonly FeedProjection[] {
-  const states = [...assets];
-  return [...model.feeds.keys()].map((feed) => projectFeed(model, feed, states, readings));
+  return new FeedLossProjector().project(model, assets, readings);
 }
 
-/**
- * The projection for feed `feed`. One pass over the assets, with the devices looked up by instance
- * and id and their entities by kind: no key is built per asset or cord.
- */
+/** The projection for feed `feed` alone (a work of its own). */
 export function projectFeed(
   model: AssetModel,
   feed: string,
   assets: readonly AssetState[],
   readings: ReadonlyMap<string, InstanceReading>,
 ): FeedProjection {
-  const { entities, devices, unseen } = measuredEntities(model, feed, readings);
-  const dark: string[] = [];
-  const atRisk: string[] = [];
-  const unplaced: DeviceWork[] = [];
+  const work = feedWork(model, feed);
+  projectInto(model, work, assets, readings);
+  return work.out;
+}
+
+function feedWork(model: AssetModel, feed: string): FeedWork {
+  const instances = instancesOffFeed(model, feed).map((id): InstanceWork => ({
+    id,
+    ids: [],
+    devices: [],
+    byId: new Map(),
+    seen: false,
+  }));
+  return {
+    instances,
+    byId: new Map(instances.map((i) => [i.id, i])),
+    out: { feed, entities: [], dark: [], atRisk: [], unplaced: [], unseen: [] },
+  };
+}
+
+/**
+ * The projection for the work's feed, written into its `out`. One pass over the assets, with the
+ * devices looked up by instance and id and their entities by kind: no key is built per asset or cord.
+ */
+function projectInto(
+  model: AssetModel,
+  work: FeedWork,
+  assets: readonly AssetState[],
+  readings: ReadonlyMap<string, InstanceReading>,
+): void {
+  const { feed, entities, dark, atRisk, unplaced, unseen } = work.out;
+  entities.length = dark.length = atRisk.length = unplaced.length = unseen.length = 0;
+  measure(model, work, readings);
   for (const asset of assets) {
     const readings = asset.readings;
     let onF = 0;
@@ -147,113 +288,103 @@ export function projectFeed(
     for (let i = 0; i < readings.length; i++) {
       const cord = readings[i]!;
       if (cord.status !== "live" || cord.feed === feed || cord.feed === null) continue;
-      const work = devices.get(cord.instance)?.get(cord.deviceId ?? "");
-      if (work === undefined || addShare(work, cord.feedsFrom, share)) continue;
-      if (work.unplaced === 0) unplaced.push(work);
-      work.unplaced += share;
+      const instance = work.byId.get(cord.instance);
+      const device = instance?.seen === true ? instance.byId.get(cord.deviceId ?? "") : undefined;
+      if (device === undefined || addShare(device, cord.feedsFrom, share)) continue;
+      if (device.unplaced.amps === 0) unplaced.push(device.unplaced);
+      device.unplaced.amps += share;
     }
   }
-  return Object.freeze({
-    feed,
-    entities: Object.freeze(entities.map(finish)),
-    dark: Object.freeze(dark.sort()),
-    atRisk: Object.freeze(atRisk.sort()),
-    unplaced: Object.freeze(
-      unplaced.map((w) => Object.freeze({ instance: w.instance, deviceId: w.device.id, amps: w.unplaced })),
-    ),
-    unseen: Object.freeze(unseen),
-  });
-}
-
-function finish(w: Working): ProjectedEntity {
-  const e = w.entity;
-  const projected = e.measured + w.added;
-  return Object.freeze({
-    instance: e.instance,
-    deviceId: e.deviceId,
-    key: e.key,
-    name: e.name,
-    measured: e.measured,
-    added: w.added,
-    projected,
-    rating: e.rating,
-    ratio: e.rating === null ? null : projected / e.rating,
-    exact: w.exact,
-  });
+  for (const instance of work.instances)
+    if (instance.seen)
+      for (const device of instance.devices) for (const e of device.entities) if (e.active) entities.push(e);
+  dark.sort();
+  atRisk.sort();
 }
 
 /**
- * The measured entities of the devices on feeds other than `feed` (by instance, device and entity),
- * and those devices by instance and id.
+ * Each instance's devices' entities measured afresh from its reading; an instance without a current
+ * reading is not seen, and listed in `unseen`.
  */
-function measuredEntities(
-  model: AssetModel,
-  feed: string,
-  readings: ReadonlyMap<string, InstanceReading>,
-): { entities: Working[]; devices: Map<string, Map<string, DeviceWork>>; unseen: string[] } {
-  const entities: Working[] = [];
-  const devices = new Map<string, Map<string, DeviceWork>>();
-  const unseen: string[] = [];
-  for (const instance of instancesOffFeed(model, feed)) {
-    const reading = readings.get(instance);
-    if (reading?.snapshot === null || reading?.snapshot === undefined || !reading.online) {
-      unseen.push(instance);
+function measure(model: AssetModel, work: FeedWork, readings: ReadonlyMap<string, InstanceReading>): void {
+  for (const instance of work.instances) {
+    const reading = readings.get(instance.id);
+    const snapshot = reading?.snapshot;
+    const seen = snapshot !== null && snapshot !== undefined && reading?.online === true;
+    instance.seen = seen;
+    if (!seen) {
+      work.out.unseen.push(instance.id);
       continue;
     }
-    const points = entityPoints(reading.load?.points ?? []);
-    const works = new Map<string, DeviceWork>();
-    for (const device of reading.snapshot.devices) {
-      const f = feedOf(model, instance, device.id);
-      if (f === null || f === feed) continue;
-      const byKey = points.get(device.id);
-      const work = new Map<string, Working>();
-      for (const e of device.entities) {
-        const p = byKey?.get(e.key);
-        if (p === undefined || p.current === null) continue;
-        const w: Working = {
-          entity: {
-            instance,
-            deviceId: device.id,
-            key: e.key,
-            name: p.name,
-            measured: p.current,
-            rating: p.rating,
-          },
-          added: 0,
-          exact: true,
-        };
-        work.set(e.key, w);
-        entities.push(w);
-      }
-      works.set(device.id, { instance, device, kinds: kindWorks(device, work), unplaced: 0 });
+    if (!sameShape(instance, snapshot.devices)) reshape(model, work.out.feed, instance, snapshot.devices);
+    for (const device of instance.devices) {
+      device.unplaced.amps = 0;
+      for (const e of device.entities) e.clear();
     }
-    devices.set(instance, works);
+    const points = reading.load?.points ?? [];
+    for (let i = 0; i < points.length; i++) {
+      const p = points[i]!;
+      if (p.target.kind !== "entity" || p.current === null) continue;
+      instance.byId.get(p.deviceId)?.byKey.get(p.target.key)?.measure(p.name, p.current, p.rating);
+    }
+    for (const device of instance.devices)
+      for (const kind of device.kinds) {
+        kind.active = 0;
+        for (const w of kind.works) if (w.active) kind.active++;
+      }
   }
-  return { entities, devices, unseen: unseen.sort() };
 }
 
-/** A load report's entity points by device and entity key. */
-function entityPoints(points: readonly LoadPoint[]): Map<string, Map<string, LoadPoint>> {
-  const out = new Map<string, Map<string, LoadPoint>>();
-  for (let i = 0; i < points.length; i++) {
-    const p = points[i]!;
-    if (p.target.kind !== "entity") continue;
-    let byKey = out.get(p.deviceId);
-    if (byKey === undefined) out.set(p.deviceId, (byKey = new Map<string, LoadPoint>()));
-    byKey.set(p.target.key, p);
+/** Whether the snapshot's devices are those the instance's work was made from (ids and entity keys, in order). */
+function sameShape(instance: InstanceWork, devices: readonly Device[]): boolean {
+  if (devices.length !== instance.ids.length) return false;
+  for (let i = 0; i < devices.length; i++) {
+    const device = devices[i]!;
+    if (device.id !== instance.ids[i]) return false;
+    const work = instance.byId.get(device.id);
+    if (work === undefined) continue;
+    const entities = device.entities;
+    if (entities.length !== work.entities.length) return false;
+    for (let j = 0; j < entities.length; j++) if (entities[j]!.key !== work.entities[j]!.key) return false;
   }
-  return out;
+  return true;
 }
 
-/** The device's kinds of which some entity reads a current, each with its working records. */
-function kindWorks(device: Device, work: ReadonlyMap<string, Working>): KindWork[] {
-  const out: KindWork[] = [];
-  for (const [kind, keys] of kindsOf(device)) {
-    const works = keys.map((key) => work.get(key));
-    if (works.every((w) => w === undefined)) continue;
-    out.push({ keys, works, carryAll: keys.length === 1 && CARRY_ALL.has(kind) ? 0 : -1 });
+/** The instance's devices on another feed worked out again from the snapshot's (its shape moved). */
+function reshape(model: AssetModel, feed: string, instance: InstanceWork, devices: readonly Device[]): void {
+  const out: DeviceWork[] = [];
+  for (const device of devices) {
+    const f = feedOf(model, instance.id, device.id);
+    if (f === null || f === feed) continue;
+    const entities = device.entities.map((e) => new EntityWork(instance.id, device.id, e.key));
+    out.push({
+      deviceId: device.id,
+      entities,
+      byKey: new Map(entities.map((e) => [e.key, e])),
+      kinds: kindWorks(entities),
+      unplaced: { instance: instance.id, deviceId: device.id, amps: 0 },
+    });
   }
-  return out;
+  instance.ids = devices.map((d) => d.id);
+  instance.devices = out;
+  instance.byId = new Map(out.map((d) => [d.deviceId, d]));
+}
+
+/** A device's entities by kind. */
+function kindWorks(entities: readonly EntityWork[]): KindWork[] {
+  const byKind = new Map<string, EntityWork[]>();
+  for (const e of entities) {
+    const kind = entityKind(e.key);
+    const list = byKind.get(kind);
+    if (list === undefined) byKind.set(kind, [e]);
+    else list.push(e);
+  }
+  return [...byKind].map(([kind, works]) => ({
+    keys: works.map((w) => w.key),
+    works,
+    carryAll: works.length === 1 && CARRY_ALL.has(kind) ? 0 : -1,
+    active: 0,
+  }));
 }
 
 /** Instances with a device that may be on a feed other than `feed`, in id order. */
@@ -265,42 +396,26 @@ function instancesOffFeed(model: AssetModel, feed: string): string[] {
   return [...out].sort();
 }
 
-/** A device's entity keys by kind, kept per device object (snapshots are frozen). */
-const kinds = new WeakMap<Device, ReadonlyMap<string, readonly string[]>>();
-
-function kindsOf(device: Device): ReadonlyMap<string, readonly string[]> {
-  let byKind = kinds.get(device);
-  if (byKind === undefined) {
-    const built = new Map<string, string[]>();
-    for (const e of device.entities) {
-      const kind = entityKind(e.key);
-      const list = built.get(kind);
-      if (list === undefined) built.set(kind, [e.key]);
-      else list.push(e.key);
-    }
-    kinds.set(device, (byKind = built));
-  }
-  return byKind;
-}
-
 /**
  * Adds `share` to the entities a cord whose outlet draws through `named` (its `feedsFrom`, or null)
  * draws through (see the file's comment): of the named entity's kind that one, of every other kind
  * the one entity every outlet draws through; marks the others of a kind where which one is not known
- * inexact. False when some kind was such (the share is then unplaced there).
+ * inexact. A kind of which no entity reads a current is no path to place on. False when some kind
+ * was such (the share is then unplaced there).
  */
 function addShare(work: DeviceWork, named: string | null, share: number): boolean {
   let placed = true;
   for (const kind of work.kinds) {
+    if (kind.active === 0) continue;
     const at = named === null ? -1 : kind.keys.indexOf(named);
     const target = at >= 0 ? at : kind.carryAll;
     if (target >= 0) {
-      const w = kind.works[target];
-      if (w !== undefined) w.added += share;
+      const w = kind.works[target]!;
+      if (w.active) w.add(share);
       continue;
     }
     placed = false;
-    for (const w of kind.works) if (w !== undefined) w.exact = false;
+    for (const w of kind.works) if (w.active) w.exact = false;
   }
   return placed;
 }

@@ -28,7 +28,7 @@ import type { Ownership } from "../ownership.js";
 import { thresholdsOf } from "../pdu/load.js";
 import { ASSETS_SCOPE, FEEDS_SCOPE, type FleetAlarm, type FleetAlarmChange } from "./alarms.js";
 import { AssetBook } from "./book.js";
-import { FeedLossTracker, projectFeedLoss, type FeedProjection } from "./feed-loss.js";
+import { FeedLossProjector, FeedLossTracker, type FeedProjection } from "./feed-loss.js";
 import { feedTotals, type FeedTotal } from "./feeds.js";
 import type { AssetState, CordProblem, InstanceReading } from "./state.js";
 import type { AssetDef, AssetModel } from "./types.js";
@@ -62,6 +62,7 @@ export class AssetsPart implements Part, AssetsView {
   readonly #now: () => number;
   #book: AssetBook;
   readonly #tracker: FeedLossTracker;
+  readonly #projector = new FeedLossProjector();
   #projections: readonly FeedProjection[] = [];
   #feedAlarms: readonly FleetAlarm[] = [];
   #projectedAt: number | null = null;
@@ -266,7 +267,7 @@ export class AssetsPart implements Part, AssetsView {
   #project(): void {
     this.#dirty = false;
     const book = this.#book;
-    const projections = projectFeedLoss(book.model, book.states(), book.readings());
+    const projections = this.#projector.project(book.model, book.states(), book.readings());
     const at = this.#now();
     const { alarms, changes } = this.#tracker.assess(projections, at);
     this.#projections = projections;

@@ -19,7 +19,7 @@ export interface AssetsView {
    * live change of the configuration: read it at each use, never keep it.
    */
   readonly book: AssetBook;
-  /** The latest feed-loss projection, one per feed in feed order ([] before the first). */
+  /** The latest feed-loss projection, one per feed in feed order ([] before the first); written in place by the next: read it, never keep it. */
   projections(): readonly FeedProjection[];
   /** When the latest projection was made (epoch ms), or null before the first. */
   projectedAt(): number | null;

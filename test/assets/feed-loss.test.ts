@@ -19,6 +19,7 @@ import { describe, it } from "node:test";
 import fc from "fast-check";
 import { AssetBook } from "../../src/assets/book.js";
 import {
+  FeedLossProjector,
   FeedLossTracker,
   projectFeed,
   projectFeedLoss,
@@ -359,6 +360,100 @@ describe("feed-loss projection, for any fleet", () => {
               );
               assert.equal(inlet.projected, inlet.measured + inlet.added);
             }
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+/** A projection as plain data (the projector's entities are objects it writes again). */
+function plain(p: FeedProjection): unknown {
+  return {
+    feed: p.feed,
+    entities: p.entities.map((e) => ({
+      instance: e.instance,
+      deviceId: e.deviceId,
+      key: e.key,
+      name: e.name,
+      measured: e.measured,
+      added: e.added,
+      projected: e.projected,
+      rating: e.rating,
+      ratio: e.ratio,
+      exact: e.exact,
+    })),
+    dark: [...p.dark],
+    atRisk: [...p.atRisk],
+    unplaced: p.unplaced.map((u) => ({ ...u })),
+    unseen: [...p.unseen],
+  };
+}
+
+describe("feed-loss projector, kept across projections", () => {
+  it("answers what a fresh projection answers after every reading, whatever moved (figures, entities, devices, online)", () => {
+    const KEYS = ["breaker0", "breaker1", "phase0", "phase1", "inlet0"];
+    const entityArb = fc.record({
+      on: fc.boolean(),
+      current: fc.option(fc.integer({ min: 0, max: 100 }).map((n) => n / 10)),
+      rated: fc.option(fc.constantFrom(10, 16, 32)),
+    });
+    const stepArb = fc.record({
+      instance: fc.nat(),
+      devices: fc.integer({ min: 1, max: 2 }),
+      online: fc.boolean(),
+      outlets: fc.array(
+        fc.record({
+          state: fc.constantFrom<"on" | "off" | "unknown">("on", "on", "off", "unknown"),
+          current: fc.integer({ min: 0, max: 40 }).map((n) => n / 10),
+          feedsFrom: fc.constantFrom<string | null>("breaker0", "breaker1", "phase1", "inlet0", null),
+        }),
+        { minLength: 3, maxLength: 3 },
+      ),
+      entities: fc.array(entityArb, { minLength: KEYS.length, maxLength: KEYS.length }),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom("A", "B", "C"), { minLength: 2, maxLength: 4 }),
+        fc.array(stepArb, { minLength: 1, maxLength: 10 }),
+        (feeds, steps) => {
+          const ids = feeds.map((_, k) => `p${k}`);
+          const configs: Record<string, AssetConfig> = {};
+          for (let o = 0; o < 3; o++)
+            configs[`s${o}`] = { Cords: ids.map((id) => ({ Instance: id, Device: "D0", Outlet: o })) };
+          const m = assetModel(configs, Object.fromEntries(feeds.map((f, k) => [ids[k]!, { Feed: f }])), [
+            "A",
+            "B",
+            "C",
+          ]);
+          const book = new AssetBook(m);
+          const projector = new FeedLossProjector();
+          for (const step of steps) {
+            const id = ids[step.instance % ids.length]!;
+            const devices = Array.from({ length: step.devices }, (_, d) => ({
+              id: `D${d}`,
+              outlets: step.outlets.map((o) => ({
+                state: o.state,
+                current: o.current,
+                ...(o.feedsFrom === null ? {} : { feedsFrom: o.feedsFrom }),
+              })),
+              entities: KEYS.flatMap((key, k) => {
+                const e = step.entities[k]!;
+                if (!e.on) return [];
+                return [
+                  {
+                    key,
+                    ...(e.current === null ? {} : { current: e.current }),
+                    ...(e.rated === null ? {} : { rated: e.rated }),
+                  },
+                ];
+              }),
+            }));
+            book.update(readingOf(pduSnapshot(id, devices), step.online), true, 1);
+            const kept = projector.project(m, book.states(), book.readings()).map(plain);
+            const fresh = projectFeedLoss(m, book.states(), book.readings()).map(plain);
+            assert.deepStrictEqual(kept, fresh);
           }
         },
       ),

@@ -132,10 +132,10 @@ function projectionJson(p: FeedProjection | undefined, at: number | null) {
       ratio: e.ratio,
       exact: e.exact,
     })),
-    dark: p.dark,
-    atRisk: p.atRisk,
+    dark: [...p.dark],
+    atRisk: [...p.atRisk],
     unplaced: p.unplaced.map((u) => ({ instanceId: u.instance, deviceId: u.deviceId, amps: u.amps })),
-    unseen: p.unseen,
+    unseen: [...p.unseen],
     madeUtc: at === null ? null : new Date(at).toISOString(),
   };
 }
