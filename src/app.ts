@@ -630,9 +630,8 @@ class ControlPart implements Part {
   readonly assets: AssetControl;
   readonly sequences: Sequences;
   readonly #forwarding: ReplicaForwarding | null;
-  readonly #cluster: Cluster | null;
   readonly #journal: JournalStore | null;
-  #unlisten: (() => void) | null = null;
+  readonly #bus: EventBus;
   /** Aborted once the graceful stop is over: a hard stop of anything still writing. */
   readonly #hardStop = new AbortController();
 
@@ -681,7 +680,7 @@ class ControlPart implements Part {
       cords: this.rest.service,
       audit: { logger, bus },
     });
-    this.#cluster = cluster;
+    this.#bus = bus;
     this.#journal = assets.journal;
     const records: SequenceRecords = assets.journal ?? new MemoryRecords();
     this.sequences = new Sequences({
@@ -706,16 +705,12 @@ class ControlPart implements Part {
 
   start(): void {
     this.sequences.watch();
-    // A member gone may have been running a sequence: look at once.
-    this.#unlisten =
-      this.#cluster?.on((event) => {
-        if (event.type === "members") this.sequences.scanSoon();
-      }) ?? null;
+    // A member gone may have been running a sequence: look at once. (The lifecycle releases it.)
+    this.#bus.listen(this, { membersChanged: () => this.sequences.scanSoon() });
   }
 
   async stop(): Promise<void> {
     try {
-      this.#unlisten?.();
       // The runs first (nothing more sent), then asset commands (a reboot's on is still sent), then
       // the core (writes in flight get the stop budget).
       await this.sequences.close();

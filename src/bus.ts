@@ -186,6 +186,12 @@ export interface OwnershipChangedEvent {
   };
 }
 
+/** Among several replicas: the members alive changed (a replica joined, left or stopped renewing). */
+export interface MembersChangedEvent {
+  /** The members' names, this replica's among them. */
+  readonly members: readonly string[];
+}
+
 /**
  * Assets whose state moved, or a new feed-loss projection (src/assets/part.ts). What the surfaces
  * show of them is read from the assets part's view (src/assets/view.ts); the alarms they raise,
@@ -243,6 +249,7 @@ export interface BusEvents {
   mqttLost: MqttLostEvent;
   configApplied: ConfigAppliedEvent;
   ownershipChanged: OwnershipChangedEvent;
+  membersChanged: MembersChangedEvent;
   sequence: SequenceEvent;
   trap: TrapBusEvent;
 }
@@ -264,6 +271,7 @@ export const BUS_EVENT_NAMES = [
   "mqttLost",
   "configApplied",
   "ownershipChanged",
+  "membersChanged",
   "sequence",
   "trap",
 ] as const satisfies readonly BusEventName[];

@@ -44,7 +44,10 @@ export class ClusterPart implements Part {
   async start(): Promise<void> {
     const { cluster } = this;
     this.#offCluster = cluster.on((event) => {
-      if (event.type === "members") return;
+      if (event.type === "members") {
+        this.#bus.emit("membersChanged", { members: event.members.map((m) => m.name) });
+        return;
+      }
       const ids = cluster.instancesOf(event.bucket);
       const held = event.type === "acquired";
       // Leaving is a handover only while another replica is alive to take the bucket: the last

@@ -9,7 +9,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, afterEach, before, describe, it } from "node:test";
+import { EventBus } from "../../src/bus.js";
 import { createCluster, FencingError } from "../../src/cluster/index.js";
+import { ClusterPart } from "../../src/cluster/part.js";
 import { KubernetesLeaseStore } from "../../src/cluster/kubernetes.js";
 import { ConfigError } from "../../src/config/errors.js";
 import { parseConfigText } from "../../src/config/load.js";
@@ -107,6 +109,45 @@ describe("the algorithm on Kubernetes Leases", () => {
       });
     } finally {
       await Promise.allSettled([first.stop(), second.stop()]);
+    }
+  });
+});
+
+describe("the cluster part", () => {
+  it("tells the bus when the members change: a replica joining, and one leaving", async () => {
+    const env = { ...api.env, HOSTNAME: "pdu-bridge-m" };
+    const config = await clusterConfig("  Buckets: 2\n  Kubernetes: { LeasePrefix: members }\n", env);
+    const bus = new EventBus();
+    const seen: string[][] = [];
+    bus.listen(seen, { membersChanged: ({ members }) => seen.push([...members].sort()) });
+    const part = new ClusterPart(
+      await createCluster(config, { logger: silentLogger(), env }),
+      bus,
+      silentLogger(),
+      () => true,
+    );
+    const other = await createCluster(
+      { ...config, MemberName: "pdu-bridge-n" },
+      { logger: silentLogger(), env, ready: true },
+    );
+    try {
+      await part.start();
+      await waitFor(() => seen.some((m) => m.length === 1), "the part's own membership told");
+      await other.start();
+      await waitFor(
+        () => seen.some((m) => m.join() === "pdu-bridge-m,pdu-bridge-n"),
+        "the second replica's joining told",
+        10_000,
+      );
+      await other.stop();
+      const joined = seen.findIndex((m) => m.length === 2);
+      await waitFor(
+        () => seen.slice(joined).some((m) => m.join() === "pdu-bridge-m"),
+        "the second replica's leaving told",
+        10_000,
+      );
+    } finally {
+      await Promise.allSettled([part.stop(), other.stop()]);
     }
   });
 });

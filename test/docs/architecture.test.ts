@@ -61,16 +61,21 @@ function filesUnder(dir: string): string[] {
 const names = (text: string, file: string): boolean =>
   new RegExp(`(^|[^\\w./-])${file.replace(/[.]/g, "\\.")}($|[^\\w-])`).test(text);
 
+/** The files (relative to src/) that the map's `src/` entries do not name in the entry of their folder. */
+function unlisted(files: readonly string[], src: ReadonlyMap<string, string>): string[] {
+  return files.filter((file) => {
+    const slash = file.lastIndexOf("/");
+    if (slash < 0) return !src.has(file);
+    const text = src.get(file.slice(0, slash + 1));
+    return text === undefined || !names(text, file.slice(slash + 1));
+  });
+}
+
 describe("docs/architecture.md", () => {
   const { top, src } = entries();
 
   it("names every file under src/ in the entry of its folder", () => {
-    const missing = filesUnder(join(REPO_ROOT, "src")).filter((file) => {
-      const slash = file.lastIndexOf("/");
-      if (slash < 0) return !src.has(file);
-      const text = src.get(file.slice(0, slash + 1));
-      return text === undefined || !names(text, file.slice(slash + 1));
-    });
+    const missing = unlisted(filesUnder(join(REPO_ROOT, "src")), src);
     assert.deepEqual(
       missing,
       [],
@@ -78,6 +83,11 @@ describe("docs/architecture.md", () => {
         "of src/ gets an entry of its own; another one is named in the entry of its folder, " +
         `which the map must have): ${missing.map((f) => `src/${f}`).join(", ")}`,
     );
+  });
+
+  it("would name a file added without its line: at the top of src/, in a folder, in a folder of its own", () => {
+    const planted = ["zz-planted.ts", "assets/zz-planted.ts", "pdu/snmp/zz-planted.ts", "zz-folder/index.ts"];
+    assert.deepEqual(unlisted([...filesUnder(join(REPO_ROOT, "src")), ...planted], src), planted);
   });
 
   it("names no folder or top-level file of src/ that does not exist", () => {
