@@ -22,13 +22,13 @@ import { execFile } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { promisify } from "node:util";
 import { join, resolve } from "node:path";
-import { connect } from "mqtt";
 import { parse, stringify } from "yaml";
 import { startBridge, writeBridgeConfig } from "./lib/bridge.js";
 import { startBroker, type Broker } from "./lib/broker.js";
 import { DIST, sleep, stopChild, type LoggedChild } from "./lib/child.js";
 import type { BenchContext, ScenarioResult } from "./lib/measure.js";
 import { sampleProc } from "./lib/proc.js";
+import { discoveryQuiet, subscribeUntil } from "./lib/subscribe.js";
 import { row } from "./lib/report.js";
 import { pduId, startSimFleet, type SimFleet } from "./lib/sim-fleet.js";
 import { mean, ratio } from "./lib/stats.js";
@@ -85,33 +85,6 @@ function addAssets(file: string, s: Sizes): void {
   writeFileSync(file, stringify(doc));
 }
 
-/**
- * A fresh subscriber of `filter` (retained messages first) until `done()` answers true or
- * `timeoutMs` passes; `onMessage` sees every message.
- */
-async function subscribeUntil(
-  broker: Broker,
-  name: string,
-  filter: string,
-  onMessage: (topic: string, payload: Buffer) => void,
-  done: () => boolean,
-  timeoutMs: number,
-): Promise<void> {
-  const client = connect(broker.url, { clientId: `bench-assets-${name}-${process.pid}`, clean: true });
-  client.on("message", onMessage);
-  try {
-    await new Promise<void>((ok, fail) => {
-      client.once("connect", () => ok());
-      client.once("error", fail);
-    });
-    await client.subscribeAsync(filter);
-    const deadline = Date.now() + timeoutMs;
-    while (!done() && Date.now() < deadline) await sleep(200);
-  } finally {
-    await client.endAsync(true);
-  }
-}
-
 /** The asset ids whose retained state topic the broker holds (a fresh subscriber gets them all). */
 async function publishedStates(broker: Broker, expected: number, timeoutMs: number): Promise<number> {
   const seen = new Set<string>();
@@ -141,19 +114,16 @@ async function discoveryOut(
   timeoutMs: number,
 ): Promise<number> {
   const assets = new Set<string>();
-  let last = Date.now();
-  await subscribeUntil(
+  await discoveryQuiet(
     broker,
-    "discovery",
-    "homeassistant/#",
+    quietMs,
+    timeoutMs,
     (topic, payload) => {
-      last = Date.now();
       const parts = topic.split("/");
       if (payload.length > 0 && parts[2] === "pdu-bridge-assets" && parts[3]?.endsWith("_state") === true)
         assets.add(parts[3]);
     },
-    () => assets.size >= expected && Date.now() - last >= quietMs,
-    timeoutMs,
+    () => assets.size >= expected,
   );
   return assets.size;
 }
