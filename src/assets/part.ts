@@ -72,11 +72,10 @@ export class AssetsPart implements Part, AssetsView {
   /** Each instance's reader of lifetime counters (the store's events name configured instances only). */
   readonly #lifetimeReaders = new Map<string, (deviceId: string, index: number) => number | null>();
   /**
-   * Each instance's poll interval (ms), of the configuration it was read from, and each asset's
-   * shortest (worked out at its first figure decision under that configuration).
+   * Each instance's poll interval (ms) and each asset's shortest (worked out at its first figure
+   * decision), of the configuration in force: made at the first use after a change of it.
    */
   #intervals: {
-    readonly config: Config;
     readonly ms: ReadonlyMap<string, number>;
     readonly byAsset: WeakMap<AssetDef, number>;
   } | null = null;
@@ -134,11 +133,10 @@ export class AssetsPart implements Part, AssetsView {
   }
 
   pollIntervalMs(asset: AssetDef): number {
-    const config = this.#o.config();
     let intervals = this.#intervals;
-    if (intervals?.config !== config) {
-      const ms = new Map(config.instances.map((i) => [i.id, i.PollInterval * 1000]));
-      this.#intervals = intervals = { config, ms, byAsset: new WeakMap() };
+    if (intervals === null) {
+      const ms = new Map(this.#o.config().instances.map((i) => [i.id, i.PollInterval * 1000]));
+      this.#intervals = intervals = { ms, byAsset: new WeakMap() };
     }
     const known = intervals.byAsset.get(asset);
     if (known !== undefined) return known;
@@ -192,6 +190,8 @@ export class AssetsPart implements Part, AssetsView {
         for (const id of lost) this.#update({ id, snapshot: null, online: false, elsewhere: true }, false);
       },
       configApplied: ({ config, live }) => {
+        // Any change may move a poll interval.
+        this.#intervals = null;
         if (live.assets === true) this.#reconfigure(config);
       },
     });

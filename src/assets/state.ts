@@ -133,8 +133,60 @@ export type Resolution =
       readonly deviceId: string | null;
     };
 
+/**
+ * The device {@link locate} last found an outlet on, taken right after it by {@link takeLocated}
+ * (a read is synchronous): finding a cord's outlet makes no object, and no device stays referenced.
+ */
+let located: Device | null = null;
+
+function takeLocated(): Device {
+  const device = located!;
+  located = null;
+  return device;
+}
+
+/**
+ * The outlet a cord names in a snapshot, with its device in {@link located}; undefined when there
+ * is none ({@link resolveCord} says why).
+ */
+function locate(cord: Cord, snapshot: Snapshot): Outlet | undefined {
+  const devices = snapshot.devices;
+  if (cord.device !== null) {
+    for (let i = 0; i < devices.length; i++) {
+      const device = devices[i]!;
+      if (device.id !== cord.device) continue;
+      const outlet = outletAt(device, cord.outlet);
+      if (outlet !== undefined) located = device;
+      return outlet;
+    }
+    return undefined;
+  }
+  let found: Outlet | undefined;
+  for (let i = 0; i < devices.length; i++) {
+    const device = devices[i]!;
+    const outlet = outletAt(device, cord.outlet);
+    if (outlet === undefined) continue;
+    if (found !== undefined) {
+      // On two devices: ambiguous.
+      located = null;
+      return undefined;
+    }
+    found = outlet;
+    located = device;
+  }
+  return found;
+}
+
 /** The outlet a cord names in a snapshot, or why there is none. */
 export function resolveCord(cord: Cord, snapshot: Snapshot | null): Resolution {
+  const outlet = snapshot === null ? undefined : locate(cord, snapshot);
+  return outlet === undefined ? unresolved(cord, snapshot) : { ok: true, device: takeLocated(), outlet };
+}
+
+type Unresolved = Extract<Resolution, { readonly ok: false }>;
+
+/** Why a cord names no outlet of a snapshot, where {@link locate} found none. */
+function unresolved(cord: Cord, snapshot: Snapshot | null): Unresolved {
   if (snapshot === null)
     return {
       ok: false,
@@ -144,59 +196,45 @@ export function resolveCord(cord: Cord, snapshot: Snapshot | null): Resolution {
     };
   if (cord.device !== null) {
     const device = snapshot.devices.find((d) => d.id === cord.device);
-    if (device === undefined)
-      return {
-        ok: false,
-        problem: "unknown-device",
-        detail: `instance ${cord.instance} reports no device ${cord.device}`,
-        deviceId: cord.device,
-      };
-    const outlet = outletAt(device, cord.outlet);
-    return outlet === undefined
-      ? { ok: false, problem: "unknown-outlet", detail: noOutlet(cord, device.id), deviceId: device.id }
-      : { ok: true, device, outlet };
+    return device === undefined
+      ? {
+          ok: false,
+          problem: "unknown-device",
+          detail: `instance ${cord.instance} reports no device ${cord.device}`,
+          deviceId: cord.device,
+        }
+      : { ok: false, problem: "unknown-outlet", detail: noOutlet(cord, device.id), deviceId: device.id };
   }
-  let foundDevice: Device | null = null;
-  let foundOutlet: Outlet | null = null;
-  const devices = snapshot.devices;
-  for (let i = 0; i < devices.length; i++) {
-    const device = devices[i]!;
-    const outlet = outletAt(device, cord.outlet);
-    if (outlet === undefined) continue;
-    if (foundDevice !== null)
-      return {
+  const on = snapshot.devices.filter((d) => outletAt(d, cord.outlet) !== undefined);
+  return on.length > 1
+    ? {
         ok: false,
         problem: "ambiguous",
-        detail: `outlet ${cord.outlet} is on devices ${foundDevice.id} and ${device.id} of instance ${cord.instance}: name the Device`,
+        detail: `outlet ${cord.outlet} is on devices ${on[0]!.id} and ${on[1]!.id} of instance ${cord.instance}: name the Device`,
         deviceId: null,
-      };
-    foundDevice = device;
-    foundOutlet = outlet;
-  }
-  return foundDevice === null || foundOutlet === null
-    ? { ok: false, problem: "unknown-outlet", detail: noOutlet(cord, null), deviceId: null }
-    : { ok: true, device: foundDevice, outlet: foundOutlet };
+      }
+    : { ok: false, problem: "unknown-outlet", detail: noOutlet(cord, null), deviceId: null };
 }
 
 const noOutlet = (cord: Cord, deviceId: string | null): string =>
   `${deviceId === null ? `no device of instance ${cord.instance}` : `device ${deviceId} of instance ${cord.instance}`} reports outlet ${cord.outlet} (indexes are 0-based)`;
 
-/** An outlet's figures in W, A and kWh (null: absent, not a number, or in a unit not known here). */
+/**
+ * An outlet's or an asset's figures in W, A and kWh, NaN for none (absent, not a number, or in a
+ * unit not known here). Numbers only: a field that may hold null keeps each figure written to it in
+ * a number object of its own, a field that holds only numbers is written in place.
+ */
 interface Figures {
-  power: number | null;
-  current: number | null;
-  energy: number | null;
-  energyLifetime: number | null;
+  power: number;
+  current: number;
+  energy: number;
+  energyLifetime: number;
 }
 
-/** `value` in the unit `scales` maps its units to, or null. */
-function scaled(
-  value: number | null,
-  units: string,
-  scales: Readonly<Record<string, number>>,
-): number | null {
+/** `value` in the unit `scales` maps its units to, or NaN. */
+function scaled(value: number | null, units: string, scales: Readonly<Record<string, number>>): number {
   const scale = scales[units];
-  return value === null || !Number.isFinite(value) || scale === undefined ? null : value * scale;
+  return value === null || !Number.isFinite(value) || scale === undefined ? NaN : value * scale;
 }
 
 const WATTS: Readonly<Record<string, number>> = { W: 1, "": 1, kW: 1000 };
@@ -204,19 +242,24 @@ const AMPS: Readonly<Record<string, number>> = { A: 1, "": 1, mA: 0.001 };
 const KWH: Readonly<Record<string, number>> = { kWh: 1, "": 1, Wh: 0.001 };
 
 /** The one {@link Figures} every read fills (a read is synchronous: nothing keeps it between two). */
-const FIGURES: Figures = { power: null, current: null, energy: null, energyLifetime: null };
+const FIGURES: Figures = { power: NaN, current: NaN, energy: NaN, energyLifetime: NaN };
 
-/** The figures of an outlet's measurements, in one pass (a type is unique within an outlet), into {@link FIGURES}. */
+/** The figures of an outlet's measurements, in one pass (the first of a type that has a figure), into {@link FIGURES}. */
 function figuresOf(measurements: readonly Measurement[]): Figures {
   const f = FIGURES;
-  f.power = f.current = f.energy = f.energyLifetime = null;
+  f.power = f.current = f.energy = f.energyLifetime = NaN;
   // Indexed: the engine iterates the model's frozen arrays slowly otherwise.
   for (let i = 0; i < measurements.length; i++) {
     const m = measurements[i]!;
-    if (m.type === "realPower") f.power ??= scaled(m.value, m.units, WATTS);
-    else if (m.type === "current") f.current ??= scaled(m.value, m.units, AMPS);
-    else if (m.type === "energy") f.energy ??= scaled(m.value, m.units, KWH);
-    else if (m.type === "energyLifetime") f.energyLifetime ??= scaled(m.value, m.units, KWH);
+    if (m.type === "realPower") {
+      if (Number.isNaN(f.power)) f.power = scaled(m.value, m.units, WATTS);
+    } else if (m.type === "current") {
+      if (Number.isNaN(f.current)) f.current = scaled(m.value, m.units, AMPS);
+    } else if (m.type === "energy") {
+      if (Number.isNaN(f.energy)) f.energy = scaled(m.value, m.units, KWH);
+    } else if (m.type === "energyLifetime") {
+      if (Number.isNaN(f.energyLifetime)) f.energyLifetime = scaled(m.value, m.units, KWH);
+    }
   }
   return f;
 }
@@ -253,17 +296,8 @@ class Figures4 {
     return orNull(this.#energyLifetime);
   }
 
-  /** Writes the four (null: none); true when one differs. */
-  setFigures(
-    power: number | null,
-    current: number | null,
-    energy: number | null,
-    energyLifetime: number | null,
-  ): boolean {
-    const p = power ?? NaN;
-    const c = current ?? NaN;
-    const e = energy ?? NaN;
-    const l = energyLifetime ?? NaN;
+  /** Writes the four (NaN: none); true when one differs. */
+  setFigures(p: number, c: number, e: number, l: number): boolean {
     if (
       sameFigure(this.#power, p) &&
       sameFigure(this.#current, c) &&
@@ -360,21 +394,22 @@ export function readCordInto(
 ): number {
   const cord: Cord = into;
   const snapshot = reading?.snapshot ?? null;
-  const resolution: Resolution =
-    reading?.elsewhere === true
+  const elsewhere = reading?.elsewhere === true;
+  const outlet = elsewhere || snapshot === null ? undefined : locate(cord, snapshot);
+  if (outlet === undefined) {
+    const resolution: Unresolved = elsewhere
       ? {
           ok: false,
           problem: "not-held",
           detail: `instance ${cord.instance} is polled by another replica`,
           deviceId: cord.device,
         }
-      : resolveCord(cord, snapshot);
-  if (!resolution.ok) {
+      : unresolved(cord, snapshot);
     const { deviceId } = resolution;
     const feed = cordFeed(into, model, deviceId);
     return write(into, deviceId, false, "unknown", null, resolution.problem, resolution.detail, feed);
   }
-  const { device, outlet } = resolution;
+  const device = takeLocated();
   const online = reading?.online === true;
   const status: CordStatus = !online
     ? "unknown"
@@ -423,13 +458,13 @@ function writeFigures(
   device: Device,
   outlet: Outlet,
   online: boolean,
-  lifetime: number | null,
+  lifetime: number,
 ): number {
   const f = figuresOf(outlet.measurements);
-  const power = online ? f.power : null;
-  const current = online ? f.current : null;
-  const energy = online ? f.energy : null;
-  const energyLifetime = lifetime ?? f.energyLifetime;
+  const power = online ? f.power : NaN;
+  const current = online ? f.current : NaN;
+  const energy = online ? f.energy : NaN;
+  const energyLifetime = Number.isNaN(lifetime) ? f.energyLifetime : lifetime;
   const feedsFrom =
     outlet.feedsFrom !== undefined && hasEntity(device, outlet.feedsFrom) ? outlet.feedsFrom : null;
   const figures = into.setFigures(power, current, energy, energyLifetime);
@@ -479,44 +514,56 @@ function write(
     moved |= MOVED_VALUE;
   }
   if (!resolved) {
-    const figures = into.setFigures(null, null, null, null);
+    const figures = into.setFigures(NaN, NaN, NaN, NaN);
     if (figures || into.feedsFrom !== null) moved |= MOVED_VALUE;
     into.feedsFrom = null;
   }
   return moved;
 }
 
-function lifetimeKwh(reading: InstanceReading | undefined, deviceId: string, index: number): number | null {
+/** The outlet's lifetime counter (kWh) from the reading's `lifetimeWh`, or NaN. */
+function lifetimeKwh(reading: InstanceReading | undefined, deviceId: string, index: number): number {
   const wh = reading?.lifetimeWh?.(deviceId, index) ?? null;
-  return wh === null ? null : wh / 1000;
+  return wh === null ? NaN : wh / 1000;
 }
 
 const offlineDetail = (instance: string): string => `the last poll of instance ${instance} failed`;
 const STATE_UNKNOWN = "the PDU reports the outlet's state as unknown";
 
-/** The sum of a value over the cords: a cord that is off and reports none counts 0; else null when one has none. */
-function sum(
-  readings: readonly CordReading[],
-  pick: (r: CordReading) => number | null,
-  offCountsZero: boolean,
-): number | null {
-  let total = 0;
+/**
+ * The asset's power, current, energy and lifetime energy over its cords, in one pass, written into
+ * `into`; true when one differs. Power and current count a cord that is off and reports none as 0,
+ * and are none when another cord reports none; the energies are none unless every cord reports one.
+ */
+function sumsInto(into: Figures4, readings: readonly CordReading[]): boolean {
+  let power = 0;
+  let current = 0;
+  let energy = 0;
+  let lifetime = 0;
   for (let i = 0; i < readings.length; i++) {
     const r = readings[i]!;
-    const v = pick(r);
-    if (v !== null) total += v;
-    else if (!(offCountsZero && r.status === "off")) return null;
+    const off = r.status === "off";
+    const p = r.power;
+    if (p !== null) power += p;
+    else if (!off) power = NaN;
+    const c = r.current;
+    if (c !== null) current += c;
+    else if (!off) current = NaN;
+    const e = r.energy;
+    energy = e === null ? NaN : energy + e;
+    const l = r.energyLifetime;
+    lifetime = l === null ? NaN : lifetime + l;
   }
-  return total;
+  return into.setFigures(power, current, energy, lifetime);
 }
 
-const POWER = (r: CordReading): number | null => r.power;
-const CURRENT = (r: CordReading): number | null => r.current;
-const ENERGY = (r: CordReading): number | null => r.energy;
-const LIFETIME = (r: CordReading): number | null => r.energyLifetime;
+const POWER_STATES: readonly AssetPowerState[] = ["on", "off", "partial", "unknown"];
 
-/** The cords live, and the asset's power state from its cords' statuses. */
-function powerState(readings: readonly CordReading[]): { live: number; state: AssetPowerState } {
+/**
+ * The cords live and the asset's power state from its cords' statuses, as one number (the cords
+ * live times 4, plus the state's place in {@link POWER_STATES}): {@link liveOf}, {@link stateOf}.
+ */
+function powerState(readings: readonly CordReading[]): number {
   let live = 0;
   let off = 0;
   let unknown = 0;
@@ -527,8 +574,11 @@ function powerState(readings: readonly CordReading[]): { live: number; state: As
     else unknown++;
   }
   const n = readings.length;
-  return { live, state: unknown > 0 ? "unknown" : live === n ? "on" : off === n ? "off" : "partial" };
+  return live * 4 + (unknown > 0 ? 3 : live === n ? 0 : off === n ? 1 : 2);
 }
+
+const liveOf = (packed: number): number => packed >> 2;
+const stateOf = (packed: number): AssetPowerState => POWER_STATES[packed & 3]!;
 
 /**
  * The asset's state from its cords' readings (redundancy as given: ./redundancy.ts decides it);
@@ -542,12 +592,13 @@ export function assetState(
   redundancy: Redundancy,
   before: AssetState | null,
 ): AssetState {
-  const { live, state } = powerState(readings);
+  const packed = powerState(readings);
+  const live = liveOf(packed);
+  const state = stateOf(packed);
   const n = readings.length;
-  const power = sum(readings, POWER, true);
-  const current = sum(readings, CURRENT, true);
-  const energy = sum(readings, ENERGY, false);
-  const energyLifetime = sum(readings, LIFETIME, false);
+  const sums = new Figures4();
+  sumsInto(sums, readings);
+  const { power, current, energy, energyLifetime } = sums;
   const changed =
     before === null ||
     before.state !== state ||
@@ -595,19 +646,14 @@ export class AssetSlot extends Figures4 implements AssetState {
   /** A first state of the asset, from its cords' slots (kept: the state shows them as they move). */
   constructor(asset: AssetDef, readings: readonly CordSlot[], redundancy: Redundancy) {
     super();
-    const { live, state } = powerState(readings);
+    const packed = powerState(readings);
     this.id = asset.id;
-    this.state = state;
-    this.cordsLive = live;
+    this.state = stateOf(packed);
+    this.cordsLive = liveOf(packed);
     this.cords = readings.length;
     this.redundancy = redundancy;
     this.readings = readings;
-    this.setFigures(
-      sum(readings, POWER, true),
-      sum(readings, CURRENT, true),
-      sum(readings, ENERGY, false),
-      sum(readings, LIFETIME, false),
-    );
+    sumsInto(this, readings);
   }
 }
 
@@ -622,7 +668,9 @@ export function refreshAssetState(slot: AssetSlot, cords: number, redundancy: Re
     return false;
   }
   const readings = slot.readings;
-  const { live, state } = powerState(readings);
+  const packed = powerState(readings);
+  const live = liveOf(packed);
+  const state = stateOf(packed);
   const changed =
     cords === MOVED_SHOWN ||
     slot.state !== state ||
@@ -634,13 +682,7 @@ export function refreshAssetState(slot: AssetSlot, cords: number, redundancy: Re
   slot.cordsLive = live;
   slot.redundancy = redundancy;
   if (cords === MOVED_NOTHING) return moved;
-  const figures = slot.setFigures(
-    sum(readings, POWER, true),
-    sum(readings, CURRENT, true),
-    sum(readings, ENERGY, false),
-    sum(readings, LIFETIME, false),
-  );
-  return moved || figures;
+  return sumsInto(slot, readings) || moved;
 }
 
 function sameCordShown(a: CordReading | undefined, b: CordReading): boolean {

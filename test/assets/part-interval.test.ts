@@ -1,12 +1,13 @@
 /**
  * The poll interval an asset's figures are spaced by (docs/assets.md, "MQTT and Home Assistant"):
  * the shortest of its cords' instances', as the configuration in force says, so a live change of an
- * instance's PollInterval moves it at once.
+ * instance's PollInterval (told on the bus, as the service tells it) moves it at once.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { AssetsPart } from "../../src/assets/part.js";
 import { EventBus } from "../../src/bus.js";
+import { diffConfig } from "../../src/config/kubernetes/diff.js";
 import type { Config } from "../../src/config/schema.js";
 import { silentLogger } from "../../src/log.js";
 import { OWN_ALL } from "../../src/ownership.js";
@@ -28,9 +29,10 @@ Assets:
 
 test("an asset's poll interval is its cords' shortest, and follows a live change of PollInterval", async () => {
   let config: Config = await configFrom(yaml(10, 30));
+  const bus = new EventBus();
   const part = new AssetsPart({
     config: () => config,
-    bus: new EventBus(),
+    bus,
     logger: silentLogger(),
     ownership: OWN_ALL,
     online: () => true,
@@ -41,8 +43,23 @@ test("an asset's poll interval is its cords' shortest, and follows a live change
   assert.equal(part.pollIntervalMs(db), 30_000);
   assert.equal(part.pollIntervalMs(web), 10_000, "asked again under the same configuration");
 
-  // The same assets under a configuration whose intervals changed.
-  config = await configFrom(yaml(60, 5));
-  assert.equal(part.pollIntervalMs(web), 5_000);
-  assert.equal(part.pollIntervalMs(db), 5_000);
+  part.start();
+  try {
+    // The same assets under a configuration whose intervals changed.
+    const next = await configFrom(yaml(60, 5));
+    const { live } = diffConfig(config, next);
+    assert.deepEqual(
+      [...live.pollIntervals],
+      [
+        ["a", 60],
+        ["b", 5],
+      ],
+    );
+    config = next;
+    bus.emit("configApplied", { config, live });
+    assert.equal(part.pollIntervalMs(web), 5_000);
+    assert.equal(part.pollIntervalMs(db), 5_000);
+  } finally {
+    part.stop();
+  }
 });
