@@ -102,6 +102,10 @@ interface Member {
   output: string;
 }
 
+/** A member that was started and has ended on its own (one stopped on purpose has no child). */
+const hasExited = (m: Member): boolean =>
+  m.child !== null && (m.child.exitCode !== null || m.child.signalCode !== null);
+
 export class EtcdCluster {
   readonly #dir: string;
   readonly #members: Member[];
@@ -118,6 +122,23 @@ export class EtcdCluster {
   }
 
   static async start(options: EtcdClusterOptions = {}): Promise<EtcdCluster> {
+    // A port found free can be taken by another test before etcd binds it; a member that exits
+    // while the cluster starts means a new set of ports.
+    for (let attempt = 1; ; attempt++) {
+      const cluster = await EtcdCluster.#create(options);
+      try {
+        for (let i = 0; i < cluster.size; i++) cluster.#spawn(i);
+        await cluster.waitHealthy();
+        return cluster;
+      } catch (error) {
+        const exited = cluster.#members.some(hasExited);
+        await cluster.close();
+        if (!exited || attempt === 3) throw error;
+      }
+    }
+  }
+
+  static async #create(options: EtcdClusterOptions): Promise<EtcdCluster> {
     // Shared memory when there is some: etcd fsyncs every write, which a busy disk makes slow.
     const base = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
     const dir = await mkdtemp(join(base, "pdu-bridge-etcd-"));
@@ -150,15 +171,7 @@ export class EtcdCluster {
       await Promise.all([writeFile(keyFile, key), writeFile(certFile, cert)]);
       tls = { ca: cert, keyFile, certFile, caFile: null, client: null };
     }
-    const cluster = new EtcdCluster(dir, members, tls);
-    try {
-      for (let i = 0; i < count; i++) cluster.#spawn(i);
-      await cluster.waitHealthy();
-    } catch (error) {
-      await cluster.close();
-      throw error;
-    }
-    return cluster;
+    return new EtcdCluster(dir, members, tls);
   }
 
   /** The client URLs, member by member. */
@@ -227,10 +240,15 @@ export class EtcdCluster {
     m.child = child;
   }
 
-  /** Resolves once every running member reports itself healthy (it has a leader). */
+  /**
+   * Resolves once every running member reports itself healthy (it has a leader); throws at once,
+   * with what the members wrote, when one of them has exited.
+   */
   async waitHealthy(timeoutMs = 30_000): Promise<void> {
-    await waitFor(
+    const outcome = await waitFor(
       async () => {
+        const gone = this.#members.find(hasExited);
+        if (gone !== undefined) return gone.name;
         for (const [i, m] of this.#members.entries()) {
           if (m.child === null) continue;
           const status = await this.#get(i, "/health");
@@ -238,10 +256,11 @@ export class EtcdCluster {
         }
         return true;
       },
-      `etcd members healthy\n${this.output}`,
+      () => `etcd members healthy\n${this.output}`,
       timeoutMs,
       100,
     );
+    if (outcome !== true) throw new Error(`etcd member ${outcome} exited\n${this.output}`);
   }
 
   /** Index of the member that is the raft leader now (asks the running members). */

@@ -3,11 +3,12 @@ import { sleep } from "./repo.js";
 
 /**
  * Polls `check` (sync or async) until it returns something other than undefined, null or false and
- * returns that; a throw counts as "not yet" and is reported if the deadline passes.
+ * returns that; a throw counts as "not yet" and is reported if the deadline passes. `what` names the
+ * condition in that report; a function is asked only then (for state that grows while waiting).
  */
 export async function waitFor<T>(
   check: () => T | false | null | undefined | Promise<T | false | null | undefined>,
-  what: string,
+  what: string | (() => string),
   timeoutMs = 8000,
   intervalMs = 20,
 ): Promise<T> {
@@ -22,7 +23,8 @@ export async function waitFor<T>(
     }
     if (Date.now() > deadline) {
       const why = lastError instanceof Error ? ` (last error: ${lastError.message})` : "";
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`);
+      const named = typeof what === "function" ? what() : what;
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${named}${why}`);
     }
     await sleep(intervalMs);
   }
