@@ -145,7 +145,7 @@ export class MqttConnection {
   #window = INFLIGHT_HIGH;
   /** QoS 1 messages waiting for room in the window, in order; retained ones keyed by topic. */
   readonly #outbox = new Map<string, OutMessage>();
-  /** Reads {@link #outbox} front to back across deletions and additions; null once it ran out. */
+  /** Reads {@link #outbox} front to back across deletions and additions; null once it is empty. */
   #cursor: Iterator<OutMessage> | null = null;
   /** Numbers QoS 1 messages in publishing order (which of two lost ones for a topic is newer). */
   #sequence = 0;
@@ -429,6 +429,8 @@ export class MqttConnection {
       this.#outbox.delete(message.retain ? message.topic : `\u0000${message.seq}`);
       this.#send(message);
     }
+    // An iterator holds the table it started on, and every table the map has had since.
+    if (this.#outbox.size === 0) this.#cursor = null;
   }
 
   #send(message: OutMessage): void {
