@@ -17,7 +17,15 @@
  *   none: a PDU that fails never turns into a low sum). Energy is the sum only when every cord
  *   reports it.
  */
-import type { Device, LoadReport, Measurement, Outlet, OutletState, Snapshot } from "../pdu/model.js";
+import {
+  findDevice,
+  type Device,
+  type LoadReport,
+  type Measurement,
+  type Outlet,
+  type OutletState,
+  type Snapshot,
+} from "../pdu/model.js";
 import { feedOf, type AssetDef, type AssetModel, type Cord } from "./types.js";
 
 /** What the core reads of an instance: the store's status, as the wiring hands it over. */
@@ -195,7 +203,7 @@ function unresolved(cord: Cord, snapshot: Snapshot | null): Unresolved {
       deviceId: cord.device,
     };
   if (cord.device !== null) {
-    const device = snapshot.devices.find((d) => d.id === cord.device);
+    const device = findDevice(snapshot, cord.device);
     return device === undefined
       ? {
           ok: false,
