@@ -17,6 +17,7 @@ import {
   type TwoFeedAssets,
   type TwoFeedSims,
 } from "../../testkit/two-feed-assets.js";
+import { waitFor } from "../../testkit/wait.js";
 
 /** Polls of a1 counted: over them b1 polls about as often, and each poll of either moves the sums. */
 const POLLS = 12;
@@ -82,12 +83,23 @@ describe("an asset's figures with cords on two PDUs whose readings move at every
     h.mqtt.clear();
     h.sims.b1.setOutletState(devB, 1, "off");
     await h.mqtt.waitFor(topic("web", "state"), (m) => m.payload === "partial");
-    const ofWeb = h.mqtt.messages.filter((m) => m.topic.startsWith(`${h.parent}/$assets/web/`));
-    const at = ofWeb.findIndex((m) => m.topic === topic("web", "state"));
+    // The client may read the message after the state in a later turn: wait for one of the asset's.
+    // Sent with the state, the power is the very next message of the bridge's, whatever the topic;
+    // held back, the PDU's own topics of the same poll would come between.
+    const state = (m: { topic: string }) => m.topic === topic("web", "state");
+    const all = await waitFor(() => {
+      const sent = h.mqtt.messages;
+      const at = sent.findIndex(state);
+      return sent.slice(at + 1).some((m) => m.topic.startsWith(`${h.parent}/$assets/web/`)) ? sent : null;
+    }, "a message of the asset after its state");
+    const at = all.findIndex(state);
     assert.equal(
-      ofWeb[at + 1]?.topic,
+      all[at + 1]?.topic,
       topic("web", "power"),
-      `the power went with the state: ${ofWeb.map((m) => m.topic.slice(h.parent.length)).join(", ")}`,
+      `the power went with the state: ${all
+        .slice(at, at + 6)
+        .map((m) => m.topic.slice(h.parent.length))
+        .join(", ")}`,
     );
     await h.mqtt.waitFor(topic("web", "redundancy"), (m) => m.payload === "lost");
     h.sims.b1.setOutletState(devB, 1, "on");
